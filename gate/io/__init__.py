@@ -1,0 +1,1 @@
+"""Inputs: strict, streaming readers for runs, qrels, queries, BEIR folders and irds: ids."""

@@ -1,0 +1,1 @@
+"""Statistics over aligned per-query arrays."""
