@@ -30,6 +30,18 @@ class RunRow(NamedTuple):
     score: float
 
 
+class Chunk(NamedTuple):
+    """One retrievable unit of a corpus: a document or a chunk of one.
+
+    ``doc_id`` is the document the chunk belongs to (by default the part of
+    ``chunk_id`` before ``#``; equal to ``chunk_id`` for whole documents).
+    """
+
+    chunk_id: str
+    doc_id: str
+    text: str
+
+
 @dataclass(frozen=True)
 class Query:
     query_id: str

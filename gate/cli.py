@@ -1,0 +1,319 @@
+"""The ``retrieval-gate`` command: argument parsing and exit codes only.
+
+Exit codes: 0 done (or pass), 1 fail, 2 bad input or usage (one line on
+stderr), 3 inconclusive and blocking, 4 internal error (one line naming the
+file where the traceback was saved) - so a crash is never read as a verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Callable, Sequence
+
+from gate import __version__
+from gate.errors import InputError, UsageError
+
+EXIT_OK, EXIT_FAIL, EXIT_INPUT, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit 2 (no usage dump)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' must be at least 1")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="retrieval-gate",
+        description="Decide whether a retrieval change really moved retrieval quality.",
+    )
+    parser.add_argument("--version", action="version", version=f"retrieval-gate {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("compare", help="paired comparison of two run files against qrels")
+    p.add_argument("--baseline", required=True, metavar="RUN", help="baseline TREC run (.gz ok)")
+    p.add_argument("--candidate", required=True, metavar="RUN", help="candidate TREC run (.gz ok)")
+    p.add_argument("--qrels", required=True, help="qrels file (4- or 3-column), BEIR folder, or irds:<id>")
+    p.add_argument("--queries", help="golden queries (TSV/JSONL, BEIR folder or irds:<id>); default: the qrels' queries")
+    p.add_argument("--metric", default="nDCG@10", help="primary measure, ir_measures syntax (default nDCG@10)")
+    p.add_argument("--also", type=_csv, default=["AP", "RR@10", "R@100", "Judged@10"], help="more measures, comma separated")
+    p.add_argument("--rel", type=_int, default=1, help="relevance threshold for binary measures (default 1)")
+    p.add_argument("--samples", type=_positive_int, default=10_000, help="bootstrap resamples (default 10000)")
+    p.add_argument("--seed", type=_int, default=7, help="random seed (default 7)")
+    p.add_argument("--ci-method", choices=["percentile", "basic", "bca"], default="percentile")
+    p.add_argument("--out", metavar="DIR", help="write report.json and report.md here")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(handler=_cmd_compare)
+
+    def config_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", default=".retrieval-gate.yml", metavar="FILE",
+                       help="gate config (default .retrieval-gate.yml)")
+
+    p = sub.add_parser("archive", help="archive a baseline manifest for the current retrieval config")
+    config_arg(p)
+    p.add_argument("--run", metavar="RUN", help="archive this precomputed run of the current config instead of running it")
+    p.add_argument("--runs-dir", metavar="DIR", help="pick up runs produced by an earlier step (see plan)")
+    p.add_argument("--gc", action="store_true", help="only remove data files the manifest no longer names")
+    p.set_defaults(handler=_cmd_archive)
+
+    p = sub.add_parser("replay", help="make the archived baseline commensurable with today's inputs")
+    config_arg(p)
+    p.add_argument("--runs-dir", metavar="DIR")
+    p.add_argument("--base", metavar="REF", help="base commit (reconstructs the baseline when no manifest fits)")
+    p.add_argument("--out", metavar="DIR")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(handler=_cmd_replay)
+
+    p = sub.add_parser("plan", help="list every run the gate needs, with the key each is picked up by")
+    config_arg(p)
+    p.add_argument("--runs-dir", metavar="DIR", help="where the runs will be written (default .retrieval-gate/runs)")
+    p.add_argument("--base", metavar="REF")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(handler=_cmd_plan)
+
+    p = sub.add_parser("run", help="the gate: commensurable baseline, candidate, statistics, verdict")
+    config_arg(p)
+    p.add_argument("--candidate-run", metavar="FILE", help="precomputed run of the PR's retrieval config")
+    p.add_argument("--runs-dir", metavar="DIR", help="runs produced by an earlier step (see plan)")
+    p.add_argument("--base", metavar="REF", help="base commit of the PR")
+    p.add_argument("--out", default=".retrieval-gate/out", metavar="DIR")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(handler=_cmd_run)
+
+    p = sub.add_parser("demo", help="generate example inputs and run the gate on them, offline")
+    p.add_argument("--out", default="retrieval-gate-demo", metavar="DIR", help="output folder (default retrieval-gate-demo)")
+    p.add_argument("--seed", type=_int, default=7, help="seed of the generated world (default 7)")
+    p.set_defaults(handler=_cmd_demo)
+    return parser
+
+
+def _progress(message: str) -> None:
+    print(f"[retrieval-gate] {message}", file=sys.stderr, flush=True)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from gate.atomic import write_text_atomic
+    from gate.compare import CompareSettings, compare
+    from gate.inputs import describe_inputs, load_qrels_spec, load_queries_spec, load_run_file
+    from gate.report import Report
+
+    started = time.monotonic()
+    qrels = load_qrels_spec(args.qrels)
+    queries = load_queries_spec(args.queries) if args.queries else None
+    baseline = load_run_file(args.baseline)
+    candidate = load_run_file(args.candidate)
+    settings = CompareSettings(
+        metric=args.metric,
+        also=tuple(args.also),
+        rel=args.rel,
+        samples=args.samples,
+        seed=args.seed,
+        ci_method=args.ci_method,
+    )
+    comparison = compare(baseline, candidate, qrels, queries, settings)
+    inputs = describe_inputs(
+        baseline=(args.baseline, baseline), candidate=(args.candidate, candidate), qrels=(args.qrels, qrels),
+        queries=(args.queries, queries) if queries is not None else None,
+    )
+    report = Report.from_comparison(comparison, inputs, command="compare")
+    if args.out:
+        out = Path(args.out)
+        write_text_atomic(out / "report.json", report.to_json())
+        write_text_atomic(out / "report.md", report.to_markdown())
+    if args.format == "json":
+        sys.stdout.write(report.to_json())
+    else:
+        for line in report.summary_lines():
+            print(line)
+        if args.out:
+            print(f"wrote {Path(args.out) / 'report.json'} and {Path(args.out) / 'report.md'}"
+                  f" in {time.monotonic() - started:.1f}s")
+    return EXIT_OK
+
+
+def _load_config(args: argparse.Namespace):
+    from gate.config import load_config
+
+    return load_config(args.config)
+
+
+def _path(value: str | None) -> Path | None:
+    return None if value is None else Path(value)
+
+
+def _cmd_archive(args: argparse.Namespace) -> int:
+    from gate import manifest as manifest_module
+    from gate.pipeline import archive
+
+    config = _load_config(args)
+    folder = config.resolve(config.manifest).parent
+    if args.gc:
+        removed = manifest_module.gc(folder)
+        print(f"removed {len(removed)} orphaned file(s) from {folder}" + "".join(f"\n  {n}" for n in removed))
+        return EXIT_OK
+    from gate.runners.base import RunnerFailed
+
+    try:
+        result = archive(config, _path(args.run), _path(args.runs_dir), progress=_progress)
+    except RunnerFailed as failure:
+        print(f"retrieval-gate: error: archive failed, manifest unchanged: {failure}", file=sys.stderr)
+        if failure.log_tail:
+            print(failure.log_tail, file=sys.stderr)
+        return EXIT_INCONCLUSIVE
+    m = result.manifest
+    print(f"archived {m.metric} {result.mean:.4f} on {result.query_count} queries "
+          f"({m.queries.id}, {m.qrels.id}) -> {m.manifest_path}")
+    return EXIT_OK
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    import json
+
+    from gate.pipeline import replay
+
+    config = _load_config(args)
+    result = replay(config, _path(args.runs_dir), args.base, progress=_progress)
+    data = result.to_dict()
+    if args.out:
+        from gate.atomic import write_text_atomic
+
+        write_text_atomic(Path(args.out) / "replay.json", json.dumps(data, indent=2) + "\n")
+    if args.format == "json":
+        print(json.dumps(data, indent=2))
+    elif result.baseline is not None:
+        print(result.baseline.description)
+        for d in result.baseline.differences:
+            print(f"  {d.input}: {d.archived} -> {d.current}")
+        for d in result.baseline.unattributed:
+            print(f"  unattributed change {d.input}: {d.archived} -> {d.current}")
+    else:
+        print(f"inconclusive: {result.problem.message}")
+    return EXIT_OK if result.baseline is not None else EXIT_INCONCLUSIVE
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    import json
+
+    from gate.pipeline import plan
+
+    config = _load_config(args)
+    planned = plan(config, _path(args.runs_dir), args.base)
+    if args.format == "json":
+        print(json.dumps([p.to_dict() for p in planned], indent=2))
+        return EXIT_OK
+    for item in planned:
+        state = "needed" if item.needed else "skip"
+        print(f"{item.purpose:<24} {state:<6} key {item.key}")
+        print(f"    config  {item.config_file}\n    queries {item.queries}\n    corpus  {item.corpus}\n"
+              f"    write   {item.output}   ({item.why})")
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import json
+
+    from gate.atomic import write_text_atomic
+    from gate.pipeline import RunOptions, run_gate
+    from gate.render import render
+
+    config = _load_config(args)
+    options = RunOptions(candidate_run=_path(args.candidate_run), runs_dir=_path(args.runs_dir), base=args.base)
+    outcome = run_gate(config, options, progress=_progress)
+    out = Path(args.out)
+    text = json.dumps(outcome.report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    write_text_atomic(out / "report.json", text)
+    write_text_atomic(out / "report.md", render("run.md.j2", report=outcome.report))
+    if args.format == "json":
+        sys.stdout.write(text)
+    else:
+        verdict = outcome.verdict
+        print(f"{verdict.kind}: {verdict.headline_reason}")
+        baseline = outcome.report.get("baseline") or {}
+        if baseline.get("description"):
+            print(f"baseline: {baseline['description']}")
+        for change in outcome.report.get("config_diff", []):
+            print(f"  changed {change['path']}: {change['old']!r} -> {change['new']!r}")
+        print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
+    return outcome.verdict.exit_code
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from gate.demo.example_files import write_example_files
+
+    out = Path(args.out)
+    _progress(f"writing example files to {out}/inputs")
+    files = write_example_files(out / "inputs", seed=args.seed)
+    argv = [
+        "--baseline", str(files.baseline), "--candidate", str(files.candidate),
+        "--qrels", str(files.qrels), "--queries", str(files.queries),
+        "--seed", str(args.seed), "--out", str(out),
+    ]
+    print("$ retrieval-gate compare " + " ".join(argv))
+    compare_args = build_parser().parse_args(["compare", *argv])
+    code = _cmd_compare(compare_args)
+    if code == EXIT_OK:
+        print()
+        print((out / "report.md").read_text(encoding="utf-8"))
+    return code
+
+
+def _save_traceback() -> str:
+    fd, path = tempfile.mkstemp(prefix="retrieval-gate-crash-", suffix=".txt")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        traceback.print_exc(file=handle)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help()
+            return EXIT_INPUT
+        return handler(args)
+    except InputError as error:
+        print(f"retrieval-gate: error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("retrieval-gate: interrupted", file=sys.stderr)
+        return 130
+    except SystemExit:
+        raise
+    except BaseException:  # noqa: BLE001 - the edge: everything else is a bug
+        path = _save_traceback()
+        print(f"retrieval-gate: internal error (traceback saved to {path})", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The built-in demo: generated inputs, then the gate run on them, offline."""

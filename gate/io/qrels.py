@@ -1,0 +1,99 @@
+"""Qrels reader: TREC ``qid iter docno rel``, compact ``qid docno rel``, BEIR TSV.
+
+* The column count is decided by the first data line (4: TREC, 3: compact);
+  a later line with another count is an error.
+* A BEIR qrels file (``query-id<TAB>corpus-id<TAB>score`` as its first line)
+  has that header skipped and is split on tabs (ids may contain spaces).
+* Labels are integers; ``1.5`` and ``1.0`` are errors (integer labels only).
+  Negative labels are kept: trec_eval reads them as "in the pool, unjudged".
+* A (qid, docno) pair may appear once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from gate.errors import InputError
+from gate.io.records import Qrels
+from gate.io.textlines import iter_lines
+
+__all__ = ["load_qrels", "read_qrels", "BEIR_QRELS_HEADER"]
+
+BEIR_QRELS_HEADER = "query-id\tcorpus-id\tscore"
+_INT = re.compile(r"[+-]?[0-9]+\Z")
+_SHAPES = {4: "'qid iter docno rel'", 3: "'qid docno rel'"}
+
+
+def parse_label(path: str, lineno: int, text: str) -> int:
+    """An integer label: ASCII digits with an optional sign (no ``1.0``, no ``1_0``)."""
+    if text.isascii() and (text.isdecimal() or _INT.match(text)):
+        return int(text)
+    raise InputError(path, lineno, f"relevance '{text}' is not an integer (integer labels only)")
+
+
+def read_qrels(path: str | os.PathLike) -> Qrels:
+    """Read a qrels file (``.gz`` transparent) into :class:`Qrels`."""
+    src = str(path)
+    judgments: dict[str, dict[str, int]] = {}
+    width = 0
+    tabs = False
+    dup: tuple[int, str, str] | None = None
+    for lineno, line in iter_lines(path):
+        if width == 0 and lineno == 1 and line.rstrip("\r\n ") == BEIR_QRELS_HEADER:
+            tabs = True
+            width = 3
+            continue
+        fields = [f.strip() for f in line.split("\t")] if tabs else line.split()
+        n = len(fields)
+        if width == 0:
+            if n not in _SHAPES:
+                raise InputError(src, lineno, f"expected 4 fields {_SHAPES[4]} or 3 fields {_SHAPES[3]}, got {n}")
+            width = n
+        elif n != width:
+            hint = " (BEIR qrels: tab separated)" if tabs else ", like the first line"
+            raise InputError(src, lineno, f"expected {width} fields {_SHAPES[width]}{hint}, got {n}")
+        qid, doc, label = fields[0], fields[-2], fields[-1]
+        if not qid or not doc:
+            raise InputError(src, lineno, "empty query or document id")
+        rel = parse_label(src, lineno, label)
+        docs = judgments.get(qid)
+        if docs is None:
+            docs = judgments[qid] = {}
+        if doc in docs:
+            dup = (lineno, qid, doc, fields[1] if width == 4 else "")
+            break
+        docs[doc] = rel
+    if dup is not None:
+        lineno, qid, doc, group = dup
+        first, first_group = _first_line(path, tabs, qid, doc)
+        hint = ""
+        if width == 4 and group != first_group:
+            hint = f"; column 2 differs ('{first_group}', '{group}'): multiple judgment groups are not supported"
+        raise InputError(
+            src, lineno, f"duplicate judgment of document '{doc}' for query '{qid}' (first at line {first}){hint}"
+        )
+    return Qrels(source=src, judgments=judgments)
+
+
+def _first_line(path: str | os.PathLike, tabs: bool, qid: str, doc: str) -> tuple[int | None, str]:
+    """Line (and column 2) of the first (qid, doc) judgment, found again (only on error)."""
+    for lineno, line in iter_lines(path):
+        fields = [f.strip() for f in line.split("\t")] if tabs else line.split()
+        if len(fields) >= 3 and fields[0] == qid and fields[-2] == doc:
+            return lineno, fields[1]
+    return None, ""
+
+
+def load_qrels(spec: str | os.PathLike, split: str = "test") -> Qrels:
+    """Qrels from a file, a BEIR folder (``qrels/<split>.tsv``), or ``irds:<id>``."""
+    text = os.fspath(spec)
+    if text.startswith("irds:"):
+        from gate.io.irds import load_irds_qrels
+
+        return load_irds_qrels(text)
+    if os.path.isdir(text):
+        from gate.io.beir import beir_qrels
+
+        return beir_qrels(text, split)
+    return read_qrels(text)

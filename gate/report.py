@@ -1,0 +1,167 @@
+"""The report: a plain dict (``report.json``) and its Markdown rendering.
+
+``report.json`` is a contract: every key is documented in
+``gate/schema/report.schema.json``. Versioning rule: adding keys bumps the
+minor part of ``schema_version``; renaming or removing bumps the major part.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from gate import __version__
+from gate.compare import Comparison
+
+SCHEMA_VERSION = "1.1"
+
+
+def _num(value: float) -> float | None:
+    """JSON has no NaN; a non-finite number is written as null (never silently 0)."""
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def comparison_section(comparison: Comparison) -> dict[str, Any]:
+    """The keys every comparing command writes (compare, run)."""
+    return paired_section(comparison.metric, comparison.universe, comparison.baseline, comparison.candidate,
+                          comparison.paired, comparison.strata)
+
+
+def paired_section(metric: str, universe, before, after, paired, strata: Mapping[str, Any]) -> dict[str, Any]:
+    base_values = before.values[metric]
+    cand_values = after.values[metric]
+    measures = {}
+    for name in before.values:
+        b, c = before.mean(name), after.mean(name)
+        measures[name] = {"baseline": _num(b), "candidate": _num(c), "delta": _num(c - b)}
+    extra = sorted(set(before.extra) | set(after.extra), key=lambda q: q.encode("utf-8"))
+    ties = {
+        name: {
+            "baseline": int(before.ties[name].sum()) if name in before.ties else 0,
+            "candidate": int(after.ties[name].sum()) if name in after.ties else 0,
+        }
+        for name in before.values
+        if name in before.ties or name in after.ties
+    }
+    return {
+        "metric": metric,
+        "query_count": len(universe.query_ids),
+        "baseline": {"mean": _num(paired_mean(base_values))},
+        "candidate": {"mean": _num(paired_mean(cand_values))},
+        "delta": {
+            "mean": _num(paired.mean),
+            "ci_low": _num(paired.ci_low),
+            "ci_high": _num(paired.ci_high),
+            "p_le_zero": _num(paired.p_le_zero),
+            "samples": paired.samples,
+            "seed": paired.seed,
+            "method": paired.method,
+            "wins": paired.wins,
+            "losses": paired.losses,
+            "ties": paired.ties,
+            "p_randomization": _num(paired.p_randomization),
+            "randomization": paired.randomization,
+            "mde": _num(paired.mde),
+            "sd": _num(paired.sd),
+        },
+        "queries": {
+            "missing_in_baseline": list(before.missing),
+            "missing_in_candidate": list(after.missing),
+            "extra": extra,
+            "unjudged": list(universe.unjudged),
+            "no_relevant": list(before.no_relevant),
+        },
+        "ties": ties,
+        "per_query": [
+            {
+                "query_id": qid,
+                "stratum": strata.get(qid),
+                "baseline": float(b),
+                "candidate": float(c),
+                "delta": float(c - b),
+            }
+            for qid, b, c in zip(universe.query_ids, base_values, cand_values)
+        ],
+        "measures": measures,
+    }
+
+
+def paired_mean(values) -> float:
+    return float(values.mean()) if len(values) else 0.0
+
+
+@dataclass
+class Report:
+    """A report that renders itself (``to_dict``, ``to_json``, ``to_markdown``)."""
+
+    data: dict[str, Any]
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_comparison(
+        cls, comparison: Comparison, inputs: Mapping[str, Any], command: str = "compare"
+    ) -> "Report":
+        data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "command": command}
+        data.update(comparison_section(comparison))
+        data["inputs"] = dict(inputs)
+        data["tool"] = {"name": "retrieval-gate", "version": __version__}
+        return cls(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.data
+
+    def to_json(self) -> str:
+        return json.dumps(self.data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+    def to_markdown(self) -> str:
+        from gate.render import render
+
+        return render("report.md.j2", report=self.data)
+
+    def summary_lines(self) -> list[str]:
+        """A short plain-text summary for the terminal."""
+        d = self.data
+        delta = d["delta"]
+        lines = [
+            f"{d['metric']}: baseline {_fmt(d['baseline']['mean'])} -> candidate {_fmt(d['candidate']['mean'])}"
+            f" on {d['query_count']} queries",
+            f"delta {_fmt(delta['mean'], signed=True)}  95% CI [{_fmt(delta['ci_low'], signed=True)},"
+            f" {_fmt(delta['ci_high'], signed=True)}] ({delta['method']} bootstrap, B={delta['samples']},"
+            f" seed={delta['seed']})",
+            f"p(delta<=0)={_fmt(delta['p_le_zero'])}  sign-flip p={_fmt(delta['p_randomization'])}"
+            f" ({delta['randomization']})  wins/losses/ties {delta['wins']}/{delta['losses']}/{delta['ties']}"
+            f"  MDE {_fmt(delta['mde'])}",
+        ]
+        q = d["queries"]
+        notes = []
+        for key, label in (
+            ("missing_in_baseline", "missing in baseline (scored 0)"),
+            ("missing_in_candidate", "missing in candidate (scored 0)"),
+            ("extra", "in runs but not judged (ignored)"),
+            ("unjudged", "golden queries without qrels (left out)"),
+        ):
+            if q.get(key):
+                notes.append(f"{len(q[key])} {label}")
+        if notes:
+            lines.append("queries: " + "; ".join(notes))
+        for name, m in d["measures"].items():
+            if name != d["metric"]:
+                lines.append(
+                    f"  {name:<16} {_fmt(m['baseline'])} -> {_fmt(m['candidate'])} ({_fmt(m['delta'], signed=True)})"
+                )
+        return lines
+
+
+def _fmt(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.4f}" if signed else f"{value:.4f}"
+
+
+def load_report(path: str | Path) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
