@@ -21,13 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parents[1]
 MEASURES = ["nDCG@10", "AP", "RR@10", "R@100", "P@10"]
 
 
 def generate(folder: Path, queries: int, docs: int, seed: int = 1) -> tuple[Path, Path, Path]:
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     qrels_lines = []
     runs = {name: [] for name in ("a", "b")}
@@ -56,7 +56,8 @@ sys.path.insert(0, {repo!r})
 from gate.cli import main
 code = main(["compare", "--baseline", {a!r}, "--candidate", {b!r}, "--qrels", {qrels!r},
              "--metric", "nDCG@10", "--also", "AP,RR@10,R@100,P@10", "--out", {out!r}, "--format", "json"])
-sys.exit(code)
+if code != 0:
+    raise SystemExit(code)
 """
 
 IRM_SCRIPT = """
@@ -98,10 +99,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--generate-into", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.generate_into:
+        generate(Path(args.generate_into), args.queries, args.docs)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        qrels, a, b = generate(folder, args.queries, args.docs)
+        # Generated in a child process: Linux keeps a process's peak RSS across
+        # fork+exec, so a parent holding the generated data would inflate both
+        # measured peaks.
+        subprocess.run([sys.executable, __file__, "--queries", str(args.queries), "--docs", str(args.docs),
+                        "--generate-into", tmp], check=True)
+        qrels, a, b = folder / "qrels.txt", folder / "a.run", folder / "b.run"
         gate_out = folder / "gate"
         irm_out = folder / "irm.json"
         gate_time, gate_mem = timed(GATE_SCRIPT.format(repo=str(REPO), a=str(a), b=str(b), qrels=str(qrels), out=str(gate_out)))

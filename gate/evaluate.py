@@ -119,6 +119,38 @@ def _qrels_arrays(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str
     return np.repeat(np.arange(len(qids), dtype=np.int64), sizes), labels
 
 
+_LOOKUP_BLOCK = 1 << 16  # rows whose docnos are Python strings at once (bounds memory)
+
+
+def _labels(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str], doc_ids: np.ndarray,
+            kept: np.ndarray, kept_lens: np.ndarray, kept_starts: np.ndarray) -> np.ndarray:
+    """The qrels label of every kept row (NONPOOL where unjudged), in blocks of queries.
+
+    Docnos become Python strings for the dict lookups; converting them a block
+    at a time keeps a million-row run from holding a million string objects.
+    """
+    labels = np.full(len(kept), NONPOOL, dtype=np.int64)
+    nonempty = np.flatnonzero(kept_lens).tolist()
+    i = 0
+    while i < len(nonempty):
+        j = i
+        first = int(kept_starts[nonempty[i]])
+        while j < len(nonempty) and int(kept_starts[nonempty[j] + 1]) - first <= _LOOKUP_BLOCK:
+            j += 1
+        j = max(j, i + 1)
+        last = int(kept_starts[nonempty[j - 1] + 1])
+        docs = doc_ids[kept[first:last]].tolist()
+        for q in nonempty[i:j]:
+            judged = judgments.get(qids[q])
+            if not judged:
+                continue
+            a, b = int(kept_starts[q]) - first, int(kept_starts[q + 1]) - first
+            labels[first + a:first + b] = np.fromiter(map(judged.get, docs[a:b], repeat(NONPOOL)),
+                                                      dtype=np.int64, count=b - a)
+        i = j
+    return labels
+
+
 def evaluate(
     run: Run,
     qrels: Qrels,
@@ -187,19 +219,9 @@ def evaluate(
     seg = np.repeat(np.arange(n, dtype=np.int64), kept_lens)
     rank = np.arange(len(kept), dtype=np.int64) - kept_starts[seg] + 1
 
-    judgments = qrels.judgments
-    docs = doc_ids[kept].tolist()
-    flat: list[int] = []
-    for i in np.flatnonzero(kept_lens).tolist():
-        a, b = int(kept_starts[i]), int(kept_starts[i + 1])
-        judged = judgments.get(qids[i])
-        if judged:
-            flat.extend(map(judged.get, docs[a:b], repeat(NONPOOL)))
-        else:
-            flat.extend(repeat(NONPOOL, b - a))
-    labels = np.array(flat, dtype=np.int64) if flat else np.zeros(0, dtype=np.int64)
+    labels = _labels(qrels.judgments, qids, doc_ids, kept, kept_lens, kept_starts)
 
-    qrels_seg, qrels_labels = _qrels_arrays(judgments, qids)
+    qrels_seg, qrels_labels = _qrels_arrays(qrels.judgments, qids)
     ranking = Ranking(
         n_queries=n,
         retrieved=retrieved,

@@ -34,12 +34,12 @@ class Fingerprint:
 
 
 def _hash_sorted(lines: Iterable[str]) -> tuple[str, int]:
-    ordered = sorted(line.encode("utf-8") for line in lines)
-    digest = hashlib.sha256()
-    for line in ordered:
-        digest.update(line)
-        digest.update(b"\n")
-    return digest.hexdigest(), len(ordered)
+    # Python orders str by code point, which is UTF-8 byte order: sorting the
+    # strings and encoding once gives the same bytes as sorting encoded lines.
+    ordered = sorted(lines)
+    if not ordered:
+        return hashlib.sha256(b"").hexdigest(), 0
+    return hashlib.sha256(("\n".join(ordered) + "\n").encode("utf-8")).hexdigest(), len(ordered)
 
 
 def normalise_space(text: str) -> str:
@@ -47,7 +47,9 @@ def normalise_space(text: str) -> str:
 
 
 def qrels_fingerprint(qrels: Qrels) -> Fingerprint:
-    sha, count = _hash_sorted(f"{q.query_id}\t{q.doc_id}\t{q.relevance}" for q in qrels)
+    sha, count = _hash_sorted(
+        f"{qid}\t{doc}\t{rel}" for qid, docs in qrels.judgments.items() for doc, rel in docs.items()
+    )
     return Fingerprint("qrels", sha, count)
 
 

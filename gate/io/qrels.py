@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from itertools import chain
 
 from gate.errors import InputError
 from gate.io.records import Qrels
@@ -36,43 +37,47 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
     """Read a qrels file (``.gz`` transparent) into :class:`Qrels`."""
     src = str(path)
     judgments: dict[str, dict[str, int]] = {}
-    width = 0
-    tabs = False
-    dup: tuple[int, str, str] | None = None
-    for lineno, line in iter_lines(path):
-        if width == 0 and lineno == 1 and line.rstrip("\r\n ") == BEIR_QRELS_HEADER:
-            tabs = True
-            width = 3
-            continue
+    lines = iter_lines(path)
+    head = next(lines, None)
+    if head is None:
+        return Qrels(source=src, judgments=judgments)
+    tabs = head[0] == 1 and head[1].rstrip(" ") == BEIR_QRELS_HEADER
+    if tabs:
+        head = next(lines, None)
+        if head is None:
+            return Qrels(source=src, judgments=judgments)
+        width = 3
+    else:
+        width = len(head[1].split())
+        if width not in _SHAPES:
+            raise InputError(src, head[0], f"expected 4 fields {_SHAPES[4]} or 3 fields {_SHAPES[3]}, got {width}")
+    hint = " (BEIR qrels: tab separated)" if tabs else ", like the first line"
+    shape = _SHAPES[width]
+    for lineno, line in chain((head,), lines):
         fields = [f.strip() for f in line.split("\t")] if tabs else line.split()
-        n = len(fields)
-        if width == 0:
-            if n not in _SHAPES:
-                raise InputError(src, lineno, f"expected 4 fields {_SHAPES[4]} or 3 fields {_SHAPES[3]}, got {n}")
-            width = n
-        elif n != width:
-            hint = " (BEIR qrels: tab separated)" if tabs else ", like the first line"
-            raise InputError(src, lineno, f"expected {width} fields {_SHAPES[width]}{hint}, got {n}")
+        if len(fields) != width:
+            raise InputError(src, lineno, f"expected {width} fields {shape}{hint}, got {len(fields)}")
         qid, doc, label = fields[0], fields[-2], fields[-1]
+        if label.isdecimal() and label.isascii():
+            rel = int(label)
+        else:
+            rel = parse_label(src, lineno, label)
         if not qid or not doc:
             raise InputError(src, lineno, "empty query or document id")
-        rel = parse_label(src, lineno, label)
         docs = judgments.get(qid)
         if docs is None:
             docs = judgments[qid] = {}
-        if doc in docs:
-            dup = (lineno, qid, doc, fields[1] if width == 4 else "")
-            break
-        docs[doc] = rel
-    if dup is not None:
-        lineno, qid, doc, group = dup
-        first, first_group = _first_line(path, tabs, qid, doc)
-        hint = ""
-        if width == 4 and group != first_group:
-            hint = f"; column 2 differs ('{first_group}', '{group}'): multiple judgment groups are not supported"
-        raise InputError(
-            src, lineno, f"duplicate judgment of document '{doc}' for query '{qid}' (first at line {first}){hint}"
-        )
+        n = len(docs)
+        docs.setdefault(doc, rel)
+        if len(docs) == n:
+            first, first_group = _first_line(path, tabs, qid, doc)
+            group = fields[1] if width == 4 else ""
+            extra = ""
+            if width == 4 and group != first_group:
+                extra = f"; column 2 differs ('{first_group}', '{group}'): multiple judgment groups are not supported"
+            raise InputError(
+                src, lineno, f"duplicate judgment of document '{doc}' for query '{qid}' (first at line {first}){extra}"
+            )
     return Qrels(source=src, judgments=judgments)
 
 

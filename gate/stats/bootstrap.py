@@ -37,7 +37,7 @@ DEFAULT_SEED = 7
 
 #: Largest number of resample indices drawn (and gathered) at once.  A block of
 #: this many int64 indices is 32 MB, and so is the gathered float64 block.
-MAX_BLOCK_INDICES = 4_000_000
+MAX_BLOCK_INDICES = 1_000_000
 
 #: Interval methods accepted by ``method=`` (the CLI's ``--ci-method``).
 CI_METHODS = ("percentile", "basic", "bca")

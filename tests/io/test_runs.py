@@ -287,3 +287,32 @@ def test_real_run_scores_match_float(tmp_path):
     got = {(q, d): s for q, docs in as_dict(run).items() for d, s in docs}
     for q, d, s in rows:
         assert struct.pack("d", got[(q, d)]) == struct.pack("d", float(s))
+
+
+# --------------------------------------------------------------------------- duplicate screening
+
+
+def _uneven_run(dup: bool) -> str:
+    """One deep query and many one-document queries: the screen takes its 1-D path."""
+    rows = [f"deep Q0 d{i} {i} 1 t" for i in range(3000)]
+    rows += [f"q{i} Q0 d{i} 1 1 t" for i in range(1000)]
+    if dup:
+        rows.append("q7 Q0 d7 2 0 t")
+    return "\n".join(rows) + "\n"
+
+
+def test_duplicate_found_when_query_depths_differ(tmp_path):
+    assert len(read_run(write(tmp_path, "ok.txt", _uneven_run(False)))) == 4000
+    path = write(tmp_path, "run.txt", _uneven_run(True))
+    expect_error(read_run, path, 4001, "duplicate document 'd7' for query 'q7' (first at line 3008)")
+
+
+def test_hash_collisions_are_not_duplicates(tmp_path, monkeypatch):
+    """Every hash equal: the exact check must still tell distinct documents apart."""
+    import gate.io.runs as runs
+
+    monkeypatch.setattr(runs, "_hash_columns", lambda mt, codes: np.zeros(mt.shape[1], dtype=np.uint64))
+    for text in (RUN, _uneven_run(False)):
+        assert len(read_run(write(tmp_path, "run.txt", text), block_size=512)) > 0
+    path = write(tmp_path, "dup.txt", "a Q0 x 1 1 t\na Q0 y 2 1 t\nb Q0 x 1 1 t\na Q0 x 3 1 t\n")
+    expect_error(read_run, path, 4, "duplicate document 'x' for query 'a' (first at line 1)", block_size=16)

@@ -157,7 +157,7 @@ def test_chunk_size_never_changes_the_interval(chunk_rows):
 
 
 def test_chunk_sizing_bounds_the_index_block():
-    assert chunk_rows_for(10_000) == 400
+    assert chunk_rows_for(10_000) == MAX_BLOCK_INDICES // 10_000
     assert chunk_rows_for(10_000) * 10_000 <= MAX_BLOCK_INDICES
     assert chunk_rows_for(1) == MAX_BLOCK_INDICES
     assert chunk_rows_for(7) * 7 <= MAX_BLOCK_INDICES < (chunk_rows_for(7) + 1) * 7
