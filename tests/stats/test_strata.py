@@ -1,0 +1,349 @@
+"""Per-stratum comparison (gate.stats.strata) and the shares/assignments files (gate.strata_config)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gate.errors import InputError
+from gate.io.records import Query, QuerySet
+from gate.stats.bootstrap import paired_bootstrap
+from gate.stats.holm import holm
+from gate.stats.randomization import sign_flip_p
+from gate.stats.strata import (
+    DAMAGED,
+    IMPROVED,
+    NOT_MEASURED,
+    UNTOUCHED,
+    decide_direction,
+    stratum_table,
+    threshold_for,
+)
+from gate.strata_config import assign_strata, load_strata_spec, read_assignments, validate_against
+
+# The seed's six strata and traffic shares (22/18/15/6/31/8); query counts add up to 140.
+SHARES = {"navigational": 0.22, "error_string": 0.18, "entity_attribute": 0.15,
+          "migration": 0.06, "how_to": 0.31, "tail": 0.08}
+SIZES = {"navigational": 30, "error_string": 22, "entity_attribute": 24, "migration": 10, "how_to": 42, "tail": 12}
+SHIFT = {"navigational": -0.10, "error_string": -0.10, "entity_attribute": 0.08, "migration": 0.08,
+         "how_to": 0.0, "tail": 0.0}
+
+
+def seed_arrays(sizes=SIZES, shift=SHIFT):
+    """Per-query baseline/candidate with clear shifts and small symmetric noise (+e, -e pairs)."""
+    labels, base, d = [], [], []
+    for stratum, n in sizes.items():
+        half = np.linspace(0.002, 0.02, n // 2)
+        noise = np.concatenate([half, -half])
+        d.extend(noise if shift[stratum] == 0 else shift[stratum] + 0.5 * noise)
+        base.extend(np.linspace(0.3, 0.7, n))
+        labels.extend([stratum] * n)
+    base = np.asarray(base)
+    return base, base + np.asarray(d), labels
+
+
+SAMPLES = 2000
+
+
+# --------------------------------------------------------------------------- directions
+
+
+def test_seed_strata_directions():
+    base, cand, labels = seed_arrays()
+    rows = {r.stratum: r for r in stratum_table(base, cand, labels, shares=SHARES, samples=SAMPLES, seed=7)}
+    assert list(rows) == list(SHARES)
+    assert {s: r.direction for s, r in rows.items()} == {
+        "navigational": DAMAGED, "error_string": DAMAGED,
+        "entity_attribute": IMPROVED, "migration": IMPROVED,
+        "how_to": UNTOUCHED, "tail": UNTOUCHED,
+    }
+    assert sum(r.n for r in rows.values()) == 140
+    assert sum(r.wins for r in rows.values()) == 61
+    # n <= 16: the exact sign-flip test decides; otherwise the bootstrap CI.
+    assert rows["migration"].decided_by == "exact sign-flip" and rows["migration"].randomization == "exact"
+    assert rows["tail"].decided_by == "exact sign-flip"
+    assert rows["how_to"].decided_by == "bootstrap CI" and rows["how_to"].randomization == "monte-carlo"
+    # An underpowered stratum keeps its direction; the flag travels beside it.
+    assert rows["migration"].underpowered and rows["migration"].direction == IMPROVED
+    assert rows["migration"].underpowered_reasons == ("n = 10 < 25",)
+    assert not rows["navigational"].underpowered
+
+
+def test_stratum_numbers_are_the_within_stratum_paired_bootstrap():
+    base, cand, labels = seed_arrays()
+    rows = stratum_table(base, cand, labels, shares=SHARES, samples=SAMPLES, seed=11)
+    lab = np.asarray(labels)
+    for r in rows:
+        d = (cand - base)[lab == r.stratum]
+        boot = paired_bootstrap(d, SAMPLES, 11)
+        assert (r.delta, r.ci_low, r.ci_high) == (boot.mean, boot.ci_low, boot.ci_high)
+        assert r.p_randomization == sign_flip_p(d, SAMPLES, 11)[0]
+        assert r.baseline == pytest.approx(base[lab == r.stratum].mean())
+        assert r.wins + r.losses + r.ties == r.n
+    # Seeded: the same call gives the same numbers.
+    again = stratum_table(base, cand, labels, shares=SHARES, samples=SAMPLES, seed=11)
+    assert [r.to_dict() for r in again] == [r.to_dict() for r in rows]
+
+
+def test_exact_test_decides_small_strata_not_the_bootstrap_ci():
+    # Five wins out of five: every bootstrap resample is positive (CI excludes 0),
+    # but the exact two-sided sign-flip p is 2/32 = 0.0625: not enough.
+    five = stratum_table(np.zeros(5), np.full(5, 0.1), ["s"] * 5, samples=SAMPLES)[0]
+    assert five.ci_low > 0
+    assert five.p_randomization == pytest.approx(2 / 32)
+    assert five.direction == UNTOUCHED and five.decided_by == "exact sign-flip"
+    # Six out of six: p = 2/64 < 0.05.
+    six = stratum_table(np.zeros(6), np.full(6, -0.1), ["s"] * 6, samples=SAMPLES)[0]
+    assert six.p_randomization == pytest.approx(2 / 64)
+    assert six.direction == DAMAGED
+    # 16 is still exact, 17 is not.
+    assert stratum_table(np.zeros(16), np.full(16, 0.1), ["s"] * 16, samples=SAMPLES)[0].randomization == "exact"
+    assert stratum_table(np.zeros(17), np.full(17, 0.1), ["s"] * 17, samples=SAMPLES)[0].randomization \
+        == "monte-carlo"
+
+
+def test_direction_needs_evidence_not_just_a_sign():
+    # Mean slightly positive, interval across 0: untouched.
+    rng = np.random.default_rng(3)
+    d = rng.normal(0.0, 0.05, 60)
+    d = d - d.mean() + 0.002
+    row = stratum_table(np.zeros(60), d, ["s"] * 60, samples=SAMPLES)[0]
+    assert row.delta > 0 and row.ci_low < 0 < row.ci_high
+    assert row.direction == UNTOUCHED
+
+
+def test_noise_threshold_per_stratum():
+    # A consistent +0.01 on 40 queries: the CI excludes 0, so without a band it is an improvement.
+    d = 0.01 + np.tile([0.001, -0.001], 20)
+    base = np.full(40, 0.5)
+    labels = ["a"] * 40
+    assert stratum_table(base, base + d, labels, samples=SAMPLES)[0].direction == IMPROVED
+    # Inside a 0.012 band it did not move, whatever the interval says.
+    banded = stratum_table(base, base + d, labels, noise_threshold=0.012, samples=SAMPLES)[0]
+    assert banded.direction == UNTOUCHED and banded.decided_by == "noise band"
+    assert banded.noise_threshold == 0.012
+    # The band is per stratum: another stratum's band does not apply.
+    other = stratum_table(base, base + d, labels, noise_threshold={"b": 0.5}, samples=SAMPLES)[0]
+    assert other.direction == IMPROVED and other.noise_threshold is None
+    # Beyond the band and with the CI excluding 0: improved.
+    assert stratum_table(base, base + d, labels, noise_threshold={"a": 0.005},
+                         samples=SAMPLES)[0].direction == IMPROVED
+    assert threshold_for("x", {"x": 1}) == 1.0 and threshold_for("x", None) is None
+
+
+def test_decide_direction_rules():
+    assert decide_direction(0, 0.0, 0.0, 0.0, None) == (NOT_MEASURED, "none")
+    assert decide_direction(30, 0.05, 0.01, 0.09, None) == (IMPROVED, "bootstrap CI")
+    assert decide_direction(30, -0.05, -0.09, -0.01, None) == (DAMAGED, "bootstrap CI")
+    assert decide_direction(30, 0.05, -0.01, 0.09, None) == (UNTOUCHED, "bootstrap CI")
+    # With a band, |delta| must exceed it AND the CI must exclude 0.
+    assert decide_direction(30, 0.05, 0.01, 0.09, None, threshold=0.06)[0] == UNTOUCHED
+    assert decide_direction(30, 0.05, -0.01, 0.09, None, threshold=0.01)[0] == UNTOUCHED
+    assert decide_direction(30, 0.05, 0.01, 0.09, None, threshold=0.01)[0] == IMPROVED
+    # n <= 16: the exact p decides, the CI is ignored.
+    assert decide_direction(8, 0.05, -0.2, 0.3, 0.01) == (IMPROVED, "exact sign-flip")
+    assert decide_direction(8, -0.05, -0.09, -0.01, 0.2) == (UNTOUCHED, "exact sign-flip")
+    assert decide_direction(8, -0.05, 0.0, 0.0, 0.01, threshold=0.1) == (UNTOUCHED, "noise band")
+
+
+def test_underpowered_flag():
+    rng = np.random.default_rng(5)
+    noisy = rng.normal(0.0, 0.2, 100)
+    row = stratum_table(np.zeros(100), noisy, ["s"] * 100, samples=SAMPLES)[0]
+    assert not row.underpowered  # n >= 25 and no bar to compare the MDE with
+    flagged = stratum_table(np.zeros(100), noisy, ["s"] * 100, min_effect=0.01, samples=SAMPLES)[0]
+    assert row.mde > 0.01
+    assert flagged.underpowered and flagged.underpowered_reasons[0].startswith("MDE ")
+    # The larger of band and min_effect is the bar: an MDE below it is fine.
+    fine = stratum_table(np.zeros(100), noisy, ["s"] * 100, min_effect=0.01, noise_threshold=1.0,
+                         samples=SAMPLES)[0]
+    assert not fine.underpowered
+    small = stratum_table(np.zeros(24), np.full(24, 0.1), ["s"] * 24, samples=SAMPLES)[0]
+    assert small.underpowered and small.underpowered_reasons == ("n = 24 < 25",)
+    assert small.direction == IMPROVED
+
+
+def test_empty_stratum_on_a_subset_is_not_measured():
+    base, cand, labels = seed_arrays()
+    keep = [i for i, s in enumerate(labels) if s != "tail"]
+    rows = stratum_table(base[keep], cand[keep], [labels[i] for i in keep], shares=SHARES, samples=SAMPLES)
+    tail = rows[-1]
+    assert tail.stratum == "tail" and tail.n == 0
+    assert tail.direction == NOT_MEASURED and tail.label == "n = 0, not measured"
+    assert tail.delta is None and tail.p_holm is None and tail.share == 0.08
+    d = tail.to_dict()
+    assert d["label"] == "n = 0, not measured" and d["delta"] is None
+    assert all(r.label is None for r in rows[:-1])
+
+
+def test_holm_across_measured_strata():
+    # Exact p-values by construction: 8 wins (2/256), 6 wins (2/64), mixed (large).
+    base = np.zeros(8 + 6 + 6)
+    d = np.concatenate([np.full(8, 0.1), np.full(6, 0.1), [0.1, -0.1, 0.2, -0.2, 0.05, -0.04]])
+    labels = ["a"] * 8 + ["b"] * 6 + ["c"] * 6
+    rows = stratum_table(base, d, labels, shares={"a": 0.3, "b": 0.3, "c": 0.2, "empty": 0.2}, samples=SAMPLES)
+    by = {r.stratum: r for r in rows}
+    assert by["a"].p_randomization == pytest.approx(2 / 256)
+    assert by["b"].p_randomization == pytest.approx(2 / 64)
+    measured = [by[s].p_randomization for s in "abc"]
+    assert [by[s].p_holm for s in "abc"] == pytest.approx(list(holm(measured)))
+    assert by["a"].p_holm == pytest.approx(3 * 2 / 256)  # smallest of three: times 3
+    assert by["b"].p_holm == pytest.approx(2 * 2 / 64)
+    assert by["empty"].p_holm is None  # an empty stratum is not a hypothesis
+    # Holm sits beside the direction; it does not change it.
+    assert by["b"].direction == IMPROVED and by["b"].p_holm > 0.05
+
+
+def test_no_stratum_queries_are_left_out_and_misalignment_is_an_error():
+    rows = stratum_table([0.1, 0.2, 0.3], [0.2, 0.2, 0.1], ["a", None, "a"], samples=100)
+    assert [(r.stratum, r.n) for r in rows] == [("a", 2)]
+    with pytest.raises(ValueError):
+        stratum_table([0.1, 0.2], [0.1], ["a", "a"])
+    with pytest.raises(ValueError):
+        stratum_table([0.1, 0.2], [0.1, 0.3], ["a"])
+    with pytest.raises(ValueError):
+        stratum_table([0.1, math.nan], [0.1, 0.3], ["a", "a"])
+
+
+# --------------------------------------------------------------------------- shares files
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+SEED_YAML = "".join(f"{s}: {v}\n" for s, v in SHARES.items())
+
+
+def test_load_plain_mapping(tmp_path):
+    spec = load_strata_spec(write(tmp_path, "SHARES.yml", "# traffic shares\n" + SEED_YAML))
+    assert spec.shares == SHARES and list(spec.shares) == list(SHARES)
+    assert spec.guarded == () and spec.assignments is None
+    assert spec.lines["navigational"] == 2 and spec.lines["tail"] == 7
+
+
+def test_load_block_and_config_forms(tmp_path):
+    write(tmp_path, "strata.tsv", "qid\tstratum\nq1\tnavigational\n# comment\n\nq2\ttail\n")
+    block = ("shares:\n" + "".join(f"  {s}: {v}\n" for s, v in SHARES.items())
+             + "assignments: strata.tsv\nguarded: [navigational, error_string]\n")
+    spec = load_strata_spec(write(tmp_path, "SHARES.yml", block))
+    assert spec.shares == SHARES
+    assert spec.guarded == ("navigational", "error_string")
+    assert spec.assignments == {"q1": "navigational", "q2": "tail"}
+    assert spec.assignment_lines == {"q1": 2, "q2": 5}
+    # The config itself: other keys are ignored, the strata: block is read.
+    config = "metric: nDCG@10\nstrata:\n" + "".join("  " + line + "\n" for line in block.splitlines())
+    spec2 = load_strata_spec(write(tmp_path, "gate.yml", config))
+    assert spec2.shares == SHARES and spec2.guarded == spec.guarded and spec2.assignments == spec.assignments
+    assert spec2.lines["navigational"] == 4
+
+
+def test_shares_summing_to_0_9_are_rejected_with_file_and_line(tmp_path):
+    path = write(tmp_path, "SHARES.yml", "# shares\nnavigational: 0.5\nhow_to: 0.4\n")
+    with pytest.raises(InputError) as caught:
+        load_strata_spec(path)
+    assert str(caught.value) == f"{path}:2: shares sum to 0.9000, not 1 (within 1e-6)"
+    assert "\n" not in str(caught.value)
+    # In the block form the line is the shares mapping's.
+    path = write(tmp_path, "block.yml", "guarded: []\nshares:\n  a: 0.5\n  b: 0.4\n")
+    with pytest.raises(InputError) as caught:
+        load_strata_spec(path)
+    assert str(caught.value) == f"{path}:3: shares sum to 0.9000, not 1 (within 1e-6)"
+    # Within 1e-6 is fine.
+    assert load_strata_spec(write(tmp_path, "ok.yml", "a: 0.3333333\nb: 0.6666667\n")).shares["a"] == 0.3333333
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("a: 0.5\nb: lots\n", 2, "share of stratum 'b' is not a number: got 'lots'"),
+    ("a: 0.5\nb: true\n", 2, "share of stratum 'b' is not a number: got the boolean true"),
+    ("a: 1.2\nb: -0.2\n", 1, "share of stratum 'a' is 1.2: shares are fractions of 1, not percent"),
+    ("a: 0.5\nb: -0.5\n", 2, "share of stratum 'b' must be a fraction >= 0, got -0.5"),
+    ("a: 0.5\n  b: [\n", 2, "invalid YAML"),
+    ("shares: {a: 1}\nguard: [a]\n", 2, "unknown key 'guard' in the strata block (did you mean 'guarded'?)"),
+    ("shares: {a: 1}\nguarded: [b]\n", 2, "guarded stratum 'b' has no share"),
+    ("shares: 3\n", 1, "'shares' must be a mapping of stratum to share, got '3'"),
+    ("- a\n- b\n", 1, "expected a mapping of stratum to share"),
+    ("strata:\n  guarded: [a]\n", 1, "the 'strata' block has no 'shares' mapping"),
+])
+def test_bad_shares_files(tmp_path, text, line, message):
+    path = write(tmp_path, "SHARES.yml", text)
+    with pytest.raises(InputError) as caught:
+        load_strata_spec(path)
+    assert caught.value.path == str(path)
+    assert caught.value.line == line
+    assert caught.value.message.startswith(message)
+    assert "\n" not in str(caught.value)
+
+
+def test_missing_and_empty_files(tmp_path):
+    with pytest.raises(InputError, match="no such shares file"):
+        load_strata_spec(tmp_path / "nope.yml")
+    with pytest.raises(InputError, match="empty"):
+        load_strata_spec(write(tmp_path, "empty.yml", "# nothing\n"))
+    with pytest.raises(InputError, match="no such strata assignments file"):
+        load_strata_spec(write(tmp_path, "s.yml", "shares: {a: 1}\nassignments: missing.tsv\n"))
+
+
+def test_assignments_file_errors(tmp_path):
+    with pytest.raises(InputError) as caught:
+        read_assignments(write(tmp_path, "a.tsv", "q1\tnav\nq2 nav\n"))
+    assert caught.value.line == 2 and "query_id<TAB>stratum" in caught.value.message
+    with pytest.raises(InputError) as caught:
+        read_assignments(write(tmp_path, "b.tsv", "q1\tnav\nq1\ttail\n"))
+    assert caught.value.line == 2 and "line 1" in caught.value.message
+    assert read_assignments(write(tmp_path, "c.tsv", "q1\tnav\nq1\tnav\n"))[0] == {"q1": "nav"}
+
+
+def test_validate_against_the_full_golden_set(tmp_path):
+    spec = load_strata_spec(write(tmp_path, "SHARES.yml", "nav: 0.5\nhow: 0.3\ntail: 0.2\n"))
+    full = {"q1": "nav", "q2": "how", "q3": "tail"}
+    validate_against(spec, full)  # fine
+    # A share whose stratum has no query: the error names that share's line.
+    with pytest.raises(InputError) as caught:
+        validate_against(spec, {"q1": "nav", "q2": "how"})
+    assert (caught.value.path, caught.value.line) == (str(spec.source), 3)
+    assert caught.value.message == "stratum 'tail' has a share but no golden query"
+    # Queries in a stratum without a share.
+    with pytest.raises(InputError) as caught:
+        validate_against(spec, {**full, "q4": "nav2"})
+    assert caught.value.message == "stratum 'nav2' has 1 golden queries but no share (did you mean 'nav'?)"
+    assert caught.value.path == str(spec.source)
+    # Queries with no stratum at all.
+    with pytest.raises(InputError, match="1 golden queries have no stratum"):
+        validate_against(spec, {**full, "q5": None})
+
+
+def test_assign_strata_from_field_and_file(tmp_path):
+    write(tmp_path, "strata.tsv", "q1\tnav\nq2\thow\n")
+    spec = load_strata_spec(write(tmp_path, "s.yml", "shares: {nav: 0.5, how: 0.5}\nassignments: strata.tsv\n"))
+    queries = QuerySet("q.jsonl", (Query("q1", "a", "nav"), Query("q2", "b"), Query("q3", "c", "how")))
+    assert assign_strata(queries, spec) == {"q1": "nav", "q2": "how", "q3": "how"}
+    assert assign_strata(queries) == {"q1": "nav", "q2": None, "q3": "how"}
+    clash = QuerySet("q.jsonl", (Query("q1", "a", "how"),))
+    with pytest.raises(InputError) as caught:
+        assign_strata(clash, spec)
+    assert caught.value.path == str(tmp_path / "strata.tsv") and caught.value.line == 1
+
+
+def test_the_config_block(tmp_path):
+    from gate.config import load_config
+    from gate.strata_config import strata_spec_from_config
+
+    write(tmp_path, "strata.tsv", "q1\tnavigational\n")
+    path = write(tmp_path, ".retrieval-gate.yml", (
+        "golden:\n  queries: q.jsonl\n  qrels: qrels.txt\nretrieval:\n  config: r.yml\n"
+        "strata:\n  shares:\n" + "".join(f"    {s}: {v}\n" for s, v in SHARES.items())
+        + "  assignments: strata.tsv\n  guarded: [navigational, error_string]\n"))
+    config = load_config(path)
+    spec = strata_spec_from_config(config)
+    assert spec.shares == SHARES and spec.guarded == ("navigational", "error_string")
+    assert spec.assignments == {"q1": "navigational"} and spec.lines["navigational"] == 8
+    assert spec.source == str(path)
+    # A config without the block has no spec.
+    bare = write(tmp_path, "bare.yml", "golden:\n  queries: q.jsonl\n  qrels: qrels.txt\nretrieval:\n  config: r.yml\n")
+    assert strata_spec_from_config(load_config(bare)) is None
