@@ -1,0 +1,365 @@
+"""``.retrieval-gate.yml`` -> :class:`Config`.
+
+The file is read with ruamel.yaml's round-trip loader so that every error can
+name the line of the key at fault. The accepted keys are declared once, in
+:data:`SCHEMA`; an unknown key is an error with a did-you-mean, because a
+misspelt policy key that is silently ignored is a gate that silently passes.
+Paths are relative to the config file's folder.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from gate.errors import InputError
+
+DEFAULT_PATH = ".retrieval-gate.yml"
+
+
+# --------------------------------------------------------------------------- schema
+# A field is (checker, default). A section is a dict of fields. ``...`` marks a
+# required field. Checkers take (value, where) and return the checked value.
+
+
+class _Where:
+    """The place of a value: file, line and dotted key, for error messages."""
+
+    def __init__(self, path: str, line: int | None, key: str):
+        self.path, self.line, self.key = path, line, key
+
+    def error(self, message: str) -> InputError:
+        return InputError(self.path, self.line, f"key '{self.key}': {message}")
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return f"the text '{value}'"
+    if isinstance(value, (list, CommentedSeq)):
+        return "a list"
+    if isinstance(value, (dict, CommentedMap)):
+        return "a mapping"
+    if value is None:
+        return "nothing"
+    return type(value).__name__
+
+
+def text(value: Any, where: _Where) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise where.error(f"expected text, got {_type_name(value)}")
+    return str(value)
+
+
+def integer(value: Any, where: _Where) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise where.error(f"expected an integer, got {_type_name(value)}")
+    return int(value)
+
+
+def positive_integer(value: Any, where: _Where) -> int:
+    value = integer(value, where)
+    if value < 1:
+        raise where.error(f"expected a positive integer, got {value}")
+    return value
+
+
+def number(value: Any, where: _Where) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise where.error(f"expected a number, got {_type_name(value)}")
+    return float(value)
+
+
+def boolean(value: Any, where: _Where) -> bool:
+    if not isinstance(value, bool):
+        raise where.error(f"expected true or false, got {_type_name(value)}")
+    return value
+
+
+def text_list(value: Any, where: _Where) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, (list, CommentedSeq)):
+        raise where.error(f"expected a list of text, got {_type_name(value)}")
+    return tuple(text(item, where) for item in value)
+
+
+def one_of(*choices: str) -> Callable[[Any, _Where], str]:
+    def check(value: Any, where: _Where) -> str:
+        value = text(value, where)
+        if value not in choices:
+            hint = difflib.get_close_matches(value, choices, n=1)
+            extra = f" (did you mean '{hint[0]}'?)" if hint else ""
+            raise where.error(f"'{value}' is not one of {', '.join(choices)}{extra}")
+        return value
+
+    return check
+
+
+def mapping(value: Any, where: _Where) -> dict[str, Any]:
+    """A free-form mapping (values kept as plain Python data)."""
+    if not isinstance(value, (dict, CommentedMap)):
+        raise where.error(f"expected a mapping, got {_type_name(value)}")
+    return _plain(value)
+
+
+def anything(value: Any, where: _Where) -> Any:
+    return _plain(value)
+
+
+REQUIRED = ...
+
+SCHEMA: dict[str, Any] = {
+    "suite": (text, "retrieval"),
+    "golden": {
+        "queries": (text, REQUIRED),
+        "qrels": (text, REQUIRED),
+        "rel": (integer, 1),
+        "negative_is_judged": (boolean, None),
+    },
+    "corpus": (text, None),
+    "corpus_location": (text, None),
+    "metric": (text, "nDCG@10"),
+    "also": (text_list, ("RR@10", "R@100", "Judged@10")),
+    "retrieval": {
+        "config": (text, REQUIRED),
+    },
+    "runner": {
+        "type": (one_of("command", "run-file", "reference"), "command"),
+        "command": (text, None),
+        "shell": (boolean, False),
+        "timeout": (number, 3600.0),
+        "env_passthrough": (text_list, ()),
+        "baseline_run": (text, None),
+        "candidate_run": (text, None),
+        "options": (mapping, {}),
+    },
+    "baseline": {
+        "manifest": (text, ".retrieval-gate/baseline/manifest.yml"),
+    },
+    "cache": {
+        "dir": (text, ".retrieval-gate/cache"),
+        "enabled": (boolean, True),
+    },
+    "statistics": {
+        "samples": (positive_integer, 10_000),
+        "seed": (integer, 7),
+        "ci_method": (one_of("percentile", "basic", "bca"), "percentile"),
+    },
+    "environment": (text_list, ()),
+    "strata": {
+        # Traffic share of each stratum (fractions summing to 1), a qid->stratum
+        # TSV when the query file has no stratum field, and strata whose
+        # regression fails the gate.
+        "shares": (mapping, None),
+        "assignments": (text, None),
+        "guarded": (text_list, ()),
+    },
+    "policy": {
+        # Non-inferiority margin on the primary metric (README: policy defaults).
+        "max_regression": (number, 0.02),
+        "require_improvement": (boolean, False),
+        "inconclusive_blocks": (boolean, True),
+    },
+}
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class GoldenConfig:
+    queries: str
+    qrels: str
+    rel: int = 1
+    negative_is_judged: bool | None = None
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    type: str = "command"
+    command: str | None = None
+    shell: bool = False
+    timeout: float = 3600.0
+    env_passthrough: tuple[str, ...] = ()
+    baseline_run: str | None = None
+    candidate_run: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StatisticsConfig:
+    samples: int = 10_000
+    seed: int = 7
+    ci_method: str = "percentile"
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path  # the config file itself
+    root: Path  # its folder: every relative path is resolved against it
+    suite: str
+    golden: GoldenConfig
+    corpus: str | None
+    corpus_location: str | None
+    metric: str
+    also: tuple[str, ...]
+    retrieval_config: str
+    runner: RunnerConfig
+    manifest: str
+    cache_dir: str
+    cache_enabled: bool
+    statistics: StatisticsConfig
+    environment: tuple[str, ...]
+    raw: Mapping[str, Any] = field(default_factory=dict)  # checked values by dotted section
+
+    def resolve(self, relative: str | None) -> Path | None:
+        """A path from the config, resolved against the config's folder (irds: ids kept)."""
+        if relative is None:
+            return None
+        if is_spec(relative):
+            return Path(relative)
+        path = Path(relative)
+        return path if path.is_absolute() else self.root / path
+
+    def spec(self, relative: str) -> str:
+        """Like :meth:`resolve` but as a string, keeping ``irds:`` ids untouched."""
+        return relative if is_spec(relative) else str(self.resolve(relative))
+
+
+def is_spec(value: str) -> bool:
+    return value.startswith("irds:")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (dict, CommentedMap)):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, CommentedSeq)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _line_of(node: Any, key: str) -> int | None:
+    try:
+        return node.lc.key(key)[0] + 1
+    except Exception:  # noqa: BLE001 - plain dicts (tests) have no positions
+        return None
+
+
+def _node_line(node: Any) -> int | None:
+    try:
+        return node.lc.line + 1
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _check_section(node: Any, schema: Mapping[str, Any], path: str, prefix: str, out: dict[str, Any],
+                   section_line: int | None = None) -> None:
+    if not isinstance(node, (dict, CommentedMap)):
+        where = _Where(path, _node_line(node), prefix.rstrip(".") or "(top level)")
+        raise where.error(f"expected a mapping, got {_type_name(node)}")
+    for key in node:
+        key_text = str(key)
+        if key_text not in schema:
+            hint = difflib.get_close_matches(key_text, list(schema), n=1)
+            extra = f" (did you mean '{prefix}{hint[0]}'?)" if hint else f" (known: {', '.join(schema)})"
+            raise InputError(path, _line_of(node, key), f"unknown key '{prefix}{key_text}'{extra}")
+    for key, spec in schema.items():
+        dotted = prefix + key
+        if isinstance(spec, dict):
+            if key in node and node[key] is not None:
+                _check_section(node[key], spec, path, dotted + ".", out, _line_of(node, key))
+            else:
+                _check_section(CommentedMap(), spec, path, dotted + ".", out, _line_of(node, key))
+            continue
+        checker, default = spec
+        if key not in node or node[key] is None:
+            if default is REQUIRED:
+                line = section_line if prefix else None
+                raise InputError(path, line, f"missing required key '{dotted}'")
+            out[dotted] = default
+            continue
+        out[dotted] = checker(node[key], _Where(path, _line_of(node, key), dotted))
+
+
+def load_config(path: str | Path = DEFAULT_PATH, text_override: str | None = None) -> Config:
+    """Read and check a gate config. ``text_override`` reads that text as if it were the file
+    (the base commit's copy, from ``git show``)."""
+    config_path = Path(path)
+    display = str(path)
+    if text_override is None:
+        try:
+            source = config_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(display, None, "no such file (create it, or pass --config FILE)")
+        except IsADirectoryError:
+            raise InputError(display, None, "is a folder, not a config file")
+        except UnicodeDecodeError as error:
+            raise InputError(display, None, f"not UTF-8 text ({error.reason})")
+    else:
+        source = text_override
+    yaml = YAML(typ="rt")
+    try:
+        document = yaml.load(source)
+    except MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = error.problem or error.context or "invalid YAML"
+        raise InputError(display, line, f"invalid YAML: {problem}")
+    except YAMLError as error:
+        raise InputError(display, None, f"invalid YAML: {error}")
+    if document is None:
+        raise InputError(display, None, "the config is empty")
+    values: dict[str, Any] = {}
+    _check_section(document, SCHEMA, display, "", values)
+    root = config_path.resolve().parent
+    return Config(
+        path=config_path,
+        root=root,
+        suite=values["suite"],
+        golden=GoldenConfig(
+            queries=values["golden.queries"],
+            qrels=values["golden.qrels"],
+            rel=values["golden.rel"],
+            negative_is_judged=values["golden.negative_is_judged"],
+        ),
+        corpus=values["corpus"],
+        corpus_location=values["corpus_location"],
+        metric=values["metric"],
+        also=tuple(values["also"]),
+        retrieval_config=values["retrieval.config"],
+        runner=RunnerConfig(
+            type=values["runner.type"],
+            command=values["runner.command"],
+            shell=values["runner.shell"],
+            timeout=values["runner.timeout"],
+            env_passthrough=tuple(values["runner.env_passthrough"]),
+            baseline_run=values["runner.baseline_run"],
+            candidate_run=values["runner.candidate_run"],
+            options=values["runner.options"],
+        ),
+        manifest=values["baseline.manifest"],
+        cache_dir=values["cache.dir"],
+        cache_enabled=values["cache.enabled"],
+        statistics=StatisticsConfig(
+            samples=values["statistics.samples"],
+            seed=values["statistics.seed"],
+            ci_method=values["statistics.ci_method"],
+        ),
+        environment=tuple(values["environment"]),
+        raw=values,
+    )

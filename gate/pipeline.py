@@ -1,0 +1,419 @@
+"""The gate's main job, stage by stage: config -> commensurable baseline ->
+candidate run -> evaluation -> statistics -> verdict -> report.
+
+``archive``, ``replay``, ``plan`` and ``run`` are the library verbs behind the
+commands of the same names. Each returns plain results; the CLI only prints
+them and maps verdicts to exit codes.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from gate import git
+from gate.atomic import write_text_atomic
+from gate.baseline import (
+    Incommensurable,
+    ResolvedBaseline,
+    base_config_from_git,
+    reconstruct,
+    resolve_from_manifest,
+    input_differences,
+)
+from gate.config import Config
+from gate.errors import InputError
+from gate.evaluate import PerQuery, evaluate
+from gate.fingerprint import file_sha256
+from gate.golden import Golden, load_golden
+from gate.io.records import Run
+from gate.io.runs import read_run
+from gate.manifest import Manifest, environment_record, load_manifest, write_manifest
+from gate.measures import Measure, parse_measure
+from gate.retrieval_config import RetrievalConfig, config_diff, load_retrieval_config
+from gate.runners.base import RunnerFailed, RunRequest
+from gate.runners.command import CommandRunner
+from gate.runners.produce import RunProducer, check_coverage
+from gate.stats.paired import compare_paired
+from gate.report import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
+from gate.verdict import Policy, Verdict, decide_delta, inconclusive
+
+Progress = Callable[[str], None]
+
+
+def stderr_progress(message: str) -> None:
+    print(f"[retrieval-gate] {message}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- setup
+
+
+def measures_of(config: Config) -> tuple[Measure, tuple[Measure, ...]]:
+    def parse(name: str) -> Measure:
+        try:
+            return parse_measure(name).with_default_rel(config.golden.rel)
+        except InputError as error:
+            raise InputError(str(config.path), None, f"{error.message}") from None
+
+    primary = parse(config.metric)
+    others: list[Measure] = []
+    for name in config.also:
+        measure = parse(name)
+        if measure != primary and measure not in others:
+            others.append(measure)
+    return primary, tuple(others)
+
+
+def make_runner(config: Config):
+    if config.runner.type == "command":
+        if not config.runner.command:
+            return None
+        return CommandRunner(
+            config.runner.command,
+            timeout=config.runner.timeout,
+            shell=config.runner.shell,
+            env_passthrough=config.runner.env_passthrough,
+            cwd=config.root,
+            source=str(config.path),
+        )
+    if config.runner.type == "reference":
+        try:
+            from gate.runners.reference import ReferenceRunner
+        except ImportError as error:
+            raise InputError(str(config.path), None,
+                             f"runner.type 'reference' needs the extra: pip install 'retrieval-gate[reference]' ({error})")
+        return ReferenceRunner(config.runner.options)
+    return None  # run-file: runs come from files, the runs folder or the cache
+
+
+def work_dir_of(config: Config) -> Path:
+    return config.root / ".retrieval-gate" / "work"
+
+
+def make_producer(config: Config, runs_dir: Path | None, progress: Progress) -> RunProducer:
+    return RunProducer(
+        runner=make_runner(config),
+        work_dir=work_dir_of(config),
+        cache_dir=config.resolve(config.cache_dir) if config.cache_enabled else None,
+        runs_dir=runs_dir,
+        progress=progress,
+    )
+
+
+def runner_queries_path(golden: Golden, work_dir: Path) -> str:
+    """A file a runner can read: irds: queries are written out as TSV."""
+    if not golden.queries_path.startswith("irds:"):
+        return golden.queries_path
+    path = work_dir / "queries.tsv"
+    lines = [f"{q.query_id}\t{' '.join(q.text.split())}" for q in golden.queries.queries]
+    write_text_atomic(path, "\n".join(lines) + "\n")
+    return str(path)
+
+
+def environment_files(config: Config) -> dict[str, str | None]:
+    files: dict[str, str | None] = {}
+    for name in config.environment:
+        path = config.resolve(name)
+        files[name] = file_sha256(path) if path is not None and path.is_file() else None
+    return files
+
+
+def evaluate_all(run: Run, golden: Golden, measures: Sequence[Measure], rel: int) -> PerQuery:
+    return evaluate(run, golden.qrels, measures, golden.universe.query_ids, rel=rel)
+
+
+# --------------------------------------------------------------------------- archive
+
+
+@dataclass(frozen=True)
+class ArchiveResult:
+    manifest: Manifest
+    mean: float
+    query_count: int
+    run_source: str
+
+
+def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None = None,
+            progress: Progress = stderr_progress) -> ArchiveResult:
+    primary, others = measures_of(config)
+    measures = (primary, *others)
+    golden = load_golden(config)
+    retrieval = load_retrieval_config(config.resolve(config.retrieval_config))
+    if run_path is not None:
+        run = read_run(run_path)
+        try:
+            check_coverage(run, golden.universe.query_ids, "archive", str(run_path))
+        except RunnerFailed as failure:
+            raise InputError(str(run_path), None, failure.message) from None
+        source = "file"
+    else:
+        producer = make_producer(config, runs_dir, progress)
+        request = _request("baseline archive", retrieval, golden, runner_queries_path(golden, producer.work_dir))
+        run, produced = producer.produce(request, golden.universe.query_ids)
+        source = produced.source
+    values = evaluate_all(run, golden, measures, config.golden.rel)
+    per_query = {
+        name: {qid: float(v) for qid, v in zip(values.query_ids, array)} for name, array in values.values.items()
+    }
+    manifest = write_manifest(
+        config.resolve(config.manifest).parent,
+        suite=config.suite,
+        config_path=config.retrieval_config,
+        config=retrieval,
+        corpus=golden.corpus_record,
+        queries=golden.queries_record,
+        qrels=golden.qrels_record,
+        metric=str(primary),
+        measures=tuple(str(m) for m in measures),
+        rel=config.golden.rel,
+        runner={"type": config.runner.type, "command": config.runner.command},
+        run=run,
+        per_query=per_query,
+        environment=environment_record(environment_files(config)),
+        git_commit=git.head_commit(config.root),
+    )
+    return ArchiveResult(manifest, values.mean(str(primary)), len(values.query_ids), source)
+
+
+def _request(purpose: str, config: RetrievalConfig, golden: Golden, queries_path: str) -> RunRequest:
+    corpus = golden.corpus_record
+    return RunRequest(purpose=purpose, config=config, queries=queries_path,
+                      queries_sha256=golden.queries_record.sha256, corpus=golden.corpus_path,
+                      corpus_sha256=None if corpus is None else corpus.sha256)
+
+
+# --------------------------------------------------------------------------- baseline
+
+
+def resolve_baseline(
+    config: Config,
+    golden: Golden,
+    measures: Sequence[Measure],
+    primary: str,
+    producer: RunProducer,
+    base: str | None,
+) -> ResolvedBaseline:
+    """The commensurable baseline, or :class:`Incommensurable`."""
+    queries_path = runner_queries_path(golden, producer.work_dir)
+    manifest_path = config.resolve(config.manifest)
+    manifest = load_manifest(manifest_path) if manifest_path.exists() else None
+    base_config = None
+    base_readable = False
+    if base is not None:
+        base_config = base_config_from_git(config.root, base, config.resolve(config.retrieval_config))
+        base_readable = base_config is not None
+    if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
+        return resolve_from_manifest(manifest, golden, measures, primary, config.golden.rel, producer,
+                                     queries_path, environment_files(config))
+    if manifest is None:
+        reason = f"no archived manifest at {config.manifest}"
+    else:
+        reason = (f"the archived manifest's retrieval config ({manifest.config_sha256[:12]}) is not the base "
+                  f"commit's ({base_config.sha256[:12]})")
+    if base is None:
+        raise Incommensurable("no_baseline", f"no baseline: {reason}, and no base commit was given to "
+                                             "reconstruct one from (run --base REF)")
+    if not base_readable:
+        raise Incommensurable("no_baseline", f"no baseline: {reason}, and the base commit {base} (or its "
+                                             f"{config.retrieval_config}) cannot be read")
+    return reconstruct(base_config, base, golden, measures, primary, config.golden.rel, producer, queries_path,
+                       reason)
+
+
+# --------------------------------------------------------------------------- run
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    candidate_run: Path | None = None
+    runs_dir: Path | None = None
+    base: str | None = None
+
+
+@dataclass
+class GateOutcome:
+    report: dict[str, Any]
+    verdict: Verdict
+    baseline: ResolvedBaseline | None = None
+    candidate_values: PerQuery | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def _num(value: float) -> float | None:
+    import math
+
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _candidate(config: Config, golden: Golden, producer: RunProducer, options: RunOptions,
+               retrieval: RetrievalConfig) -> tuple[Run, str]:
+    path = options.candidate_run
+    if path is None and config.runner.type == "run-file" and config.runner.candidate_run:
+        path = config.resolve(config.runner.candidate_run)
+    if path is not None:
+        run = read_run(path)  # bad file: InputError, exit 2
+        check_coverage(run, golden.universe.query_ids, "candidate", str(path))
+        return run, f"file {path}"
+    queries_path = runner_queries_path(golden, producer.work_dir)
+    run, produced = producer.produce(_request("candidate", retrieval, golden, queries_path), golden.universe.query_ids)
+    return run, produced.source
+
+
+def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progress = stderr_progress) -> GateOutcome:
+    started = time.monotonic()
+    policy = Policy.from_config(dict(config.raw))
+    primary, others = measures_of(config)
+    measures = (primary, *others)
+    metric = str(primary)
+    golden = load_golden(config)
+    progress(f"golden set: {len(golden.universe.query_ids)} judged queries "
+             f"({len(golden.universe.unjudged)} without judgments left out)")
+    retrieval = load_retrieval_config(config.resolve(config.retrieval_config))
+    producer = make_producer(config, options.runs_dir, progress)
+    report: dict[str, Any] = {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "command": "run",
+        "suite": config.suite,
+        "metric": metric,
+        "candidate_config": {"path": config.retrieval_config, "sha256": retrieval.sha256},
+        "inputs": {
+            "queries": {"path": config.golden.queries, "sha256": golden.queries_record.sha256,
+                        "count": golden.queries_record.count, "unit": "queries", "canonical": True},
+            "qrels": {"path": config.golden.qrels, "sha256": golden.qrels_record.sha256,
+                      "count": golden.qrels_record.count, "unit": "judgments", "canonical": True},
+        },
+        "tool": _tool(),
+    }
+    if golden.corpus_record is not None:
+        report["inputs"]["corpus"] = {"path": config.corpus, "sha256": golden.corpus_record.sha256,
+                                      "count": golden.corpus_record.count, "unit": "chunks", "canonical": True}
+    reporting = {"name": "golden", "query_count": len(golden.universe.query_ids)}
+
+    try:
+        baseline = resolve_baseline(config, golden, measures, metric, producer, options.base)
+    except Incommensurable as problem:
+        verdict = inconclusive(problem.code, problem.message, policy, reporting)
+        report["baseline"] = {"resolution": None, "archived": None, "differences": problem.differences,
+                              "description": problem.message}
+        report["verdict"] = verdict.to_dict()
+        return GateOutcome(report, verdict)
+    progress(baseline.description)
+    baseline_info = {"mean": _num(baseline.values.mean(metric)), **baseline.to_dict()}
+    report["baseline"] = baseline_info
+    report["config_diff"] = [change.to_dict() for change in config_diff(baseline.config, retrieval)]
+
+    try:
+        candidate_run, candidate_source = _candidate(config, golden, producer, options, retrieval)
+    except RunnerFailed as failure:
+        message = f"the candidate run failed: {failure.message}"
+        if failure.log_tail:
+            message += f" (log: {failure.log_path})"
+        verdict = inconclusive("runner_failed", message, policy, reporting)
+        report["candidate"] = {"mean": None, "source": None, "error": failure.message, "log_tail": failure.log_tail}
+        report["verdict"] = verdict.to_dict()
+        return GateOutcome(report, verdict, baseline)
+    candidate = evaluate_all(candidate_run, golden, measures, config.golden.rel)
+
+    stats = config.statistics
+    paired = compare_paired(baseline.values.values[metric], candidate.values[metric],
+                            samples=stats.samples, seed=stats.seed, method=stats.ci_method)
+    from gate.report import paired_section
+
+    report.update(paired_section(metric, golden.universe, baseline.values, candidate, paired,
+                                 {q.query_id: q.stratum for q in golden.queries.queries}))
+    report["baseline"] = baseline_info
+    report["candidate"] = {"mean": _num(candidate.mean(metric)), "source": candidate_source}
+    verdict = decide_delta(paired.mean, paired.ci_low, paired.ci_high, paired.mde, metric,
+                           len(golden.universe.query_ids), policy, None, reporting)
+    report["verdict"] = verdict.to_dict()
+    report["elapsed_seconds"] = round(time.monotonic() - started, 3)
+    return GateOutcome(report, verdict, baseline, candidate)
+
+
+def _tool() -> dict[str, Any]:
+    from gate import __version__
+
+    return {"name": "retrieval-gate", "version": __version__}
+
+
+
+# --------------------------------------------------------------------------- replay / plan
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    baseline: ResolvedBaseline | None
+    problem: Incommensurable | None
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.baseline is None:
+            assert self.problem is not None
+            return {"resolved": False, "reason": self.problem.message, "code": self.problem.code,
+                    "differences": self.problem.differences}
+        return {"resolved": True, **self.baseline.to_dict(),
+                "mean": self.baseline.values.mean(next(iter(self.baseline.values.values)))}
+
+
+def replay(config: Config, runs_dir: Path | None = None, base: str | None = None,
+           progress: Progress = stderr_progress) -> ReplayResult:
+    primary, others = measures_of(config)
+    golden = load_golden(config)
+    producer = make_producer(config, runs_dir, progress)
+    try:
+        resolved = resolve_baseline(config, golden, (primary, *others), str(primary), producer, base)
+    except Incommensurable as problem:
+        return ReplayResult(None, problem)
+    return ReplayResult(resolved, None)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    purpose: str
+    key: str
+    config_file: str
+    queries: str
+    corpus: str | None
+    output: str
+    needed: bool
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) -> list[PlannedRun]:
+    """Every run the gate needs for this PR, with the key an earlier step must name it by."""
+    golden = load_golden(config)
+    producer = make_producer(config, runs_dir, lambda message: None)
+    queries_path = runner_queries_path(golden, producer.work_dir)
+    runs_folder = runs_dir or Path(".retrieval-gate/runs")
+    runs_folder.mkdir(parents=True, exist_ok=True)  # ready for the step that produces them
+    planned: list[PlannedRun] = []
+
+    def add(purpose: str, retrieval: RetrievalConfig, needed: bool, why: str) -> None:
+        request = _request(purpose, retrieval, golden, queries_path)
+        key = producer.key(request)
+        planned.append(PlannedRun(purpose, key, str(producer.config_file(request, key)), queries_path,
+                                  golden.corpus_path, str(runs_folder / f"{key}.run"), needed, why))
+
+    manifest_path = config.resolve(config.manifest)
+    manifest = load_manifest(manifest_path) if manifest_path.exists() else None
+    base_config = base_config_from_git(config.root, base, config.resolve(config.retrieval_config)) if base else None
+    if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
+        differences = {d.input for d in input_differences(manifest, golden, config.golden.rel)}
+        from gate.runners.produce import missing_queries
+
+        covered = not missing_queries(manifest.load_run(), golden.universe.query_ids)
+        needed = "corpus" in differences or not covered
+        why = ("the corpus changed" if "corpus" in differences else
+               "current queries are missing from the archived lists" if not covered else
+               "not needed: the archived lists are reused or re-scored")
+        add("baseline replay", manifest.config, needed, why)
+    elif base_config is not None:
+        add("baseline reconstruction", base_config, True, "no usable archived manifest")
+    add("candidate", load_retrieval_config(config.resolve(config.retrieval_config)), True, "the PR's config")
+    return planned

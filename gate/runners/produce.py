@@ -1,0 +1,116 @@
+"""Getting a run for a request: the runs folder, the cache, or the runner itself.
+
+Order: a run named by the request's key in ``--runs-dir`` (produced by an
+earlier workflow step from ``retrieval-gate plan``), then the cache, then the
+runner. Whatever its source, the run is read strictly and must cover every
+golden query; a run that does not is a runner failure, never a silent zero.
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from gate.atomic import write_bytes_atomic
+from gate.errors import InputError
+from gate.io.records import Run
+from gate.io.runs import read_run
+from gate.runners.base import ProducedRun, Runner, RunnerFailed, RunRequest
+
+RUN_SUFFIXES = (".run", ".run.gz", ".trec", ".trec.gz", ".txt", ".txt.gz", ".tsv")
+
+
+def find_in_runs_dir(runs_dir: Path | None, key: str) -> Path | None:
+    if runs_dir is None:
+        return None
+    for suffix in RUN_SUFFIXES:
+        candidate = runs_dir / f"{key}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def missing_queries(run: Run, expected: Sequence[str]) -> list[str]:
+    present = set(run.query_ids)
+    return [qid for qid in expected if qid not in present]
+
+
+def check_coverage(run: Run, expected: Sequence[str], purpose: str, where: str) -> None:
+    missing = missing_queries(run, expected)
+    if missing:
+        examples = ", ".join(missing[:5])
+        raise RunnerFailed(purpose, f"the run ({where}) misses {len(missing)} of {len(expected)} golden queries "
+                                    f"(e.g. {examples})")
+
+
+@dataclass
+class RunProducer:
+    runner: Runner | None
+    work_dir: Path
+    cache_dir: Path | None = None
+    runs_dir: Path | None = None
+    progress: Callable[[str], None] = lambda message: print(f"[retrieval-gate] {message}", file=sys.stderr, flush=True)
+
+    def key(self, request: RunRequest) -> str:
+        identity: dict[str, Any] = self.runner.identity() if self.runner is not None else {"type": "none"}
+        return request.cache_key(identity)
+
+    def config_file(self, request: RunRequest, key: str) -> Path:
+        path = self.work_dir / "configs" / f"{key}{request.config.suffix}"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(request.config.to_text(), encoding="utf-8")
+        return path
+
+    def produce(self, request: RunRequest, expected: Sequence[str]) -> tuple[Run, ProducedRun]:
+        key = self.key(request)
+        started = time.monotonic()
+        found = find_in_runs_dir(self.runs_dir, key)
+        if found is not None:
+            run = self._read(found, request.purpose, "from --runs-dir")
+            check_coverage(run, expected, request.purpose, str(found))
+            return run, ProducedRun(request.purpose, found, key, "runs-dir", time.monotonic() - started,
+                                    len(run.query_ids))
+        cached = find_in_runs_dir(self.cache_dir, key) if self.cache_dir else None
+        if cached is not None:
+            run = self._read(cached, request.purpose, "from the cache")
+            if not missing_queries(run, expected):
+                self.progress(f"{request.purpose}: cache hit {key}")
+                return run, ProducedRun(request.purpose, cached, key, "cache", time.monotonic() - started,
+                                        len(run.query_ids))
+        if self.runner is None:
+            raise RunnerFailed(request.purpose, f"no runner can produce it and no run named {key}.run "
+                                                f"was found in --runs-dir (see: retrieval-gate plan)")
+        out_path = self.work_dir / "runs" / f"{key}.run"
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        if out_path.exists():
+            out_path.unlink()
+        log_path = self.work_dir / "logs" / f"{key}.log"
+        self.progress(f"{request.purpose}: running {self.runner.name} runner (key {key})")
+        self.runner.produce(request, self.config_file(request, key), out_path, log_path)
+        run = self._read(out_path, request.purpose, "written by the runner", log_path)
+        check_coverage(run, expected, request.purpose, str(out_path))
+        seconds = time.monotonic() - started
+        self.progress(f"{request.purpose}: {len(run.query_ids)} queries in {seconds:.1f}s")
+        if self.cache_dir is not None:
+            with open(out_path, "rb") as handle:
+                write_bytes_atomic(self.cache_dir / f"{key}.run.gz", gzip.compress(handle.read(), mtime=0))
+        return run, ProducedRun(request.purpose, out_path, key, "runner", seconds, len(run.query_ids))
+
+    @staticmethod
+    def _read(path: Path, purpose: str, how: str, log_path: Path | None = None) -> Run:
+        try:
+            return read_run(path)
+        except InputError as error:
+            raise RunnerFailed(purpose, f"the run {how} is not a valid TREC run: {error}", log_path)
+
+
+def copy_run(source: Path, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    return target

@@ -1,0 +1,275 @@
+"""Archive, commensurability (reuse / rescore / replay / reconstruct) and `run`, on real files.
+
+The archived baseline is TREC DL 2019's official `bm25base_p` run. The golden
+set grows in two steps, as in the seed: first the qrels grow from 30 judged
+topics to all 43 (re-score: the archived lists cover them), then new queries
+arrive that the archived lists never saw (replay: a command runner - a small
+real script in tests/runners - runs the archived config against today's set).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gate.cli import main
+from gate.config import load_config
+from gate.pipeline import RunOptions, archive, replay, run_gate
+from tests.shared_data import REALDATA, need
+
+RUNNER = Path(__file__).resolve().parent / "runners" / "overlap_runner.py"
+NEW_QUERIES = {
+    "q_new_1": "webhook signature verification failed",
+    "q_new_2": "rate limit exceeded retry after header",
+}
+NEW_DOCS = [
+    {"id": "doc_a", "title": "Webhook signatures", "text": "verify the webhook signature with your secret; a failed verification returns ERR_WEBHOOK_SIGNATURE"},
+    {"id": "doc_b", "title": "Rate limits", "text": "when the rate limit is exceeded the API answers 429 with a retry after header"},
+    {"id": "doc_c", "title": "Pagination", "text": "use the cursor parameter to page through results"},
+    {"id": "doc_d", "title": "Errors", "text": "error responses carry a code and a message; retry after a delay"},
+]
+
+
+def _dl19() -> Path:
+    return need(REALDATA / "runs" / "trec-dl-2019-passage")
+
+
+def _write_world(tmp: Path, *, judged_topics: int | None, with_new_queries: bool, runner_config: dict) -> Path:
+    """Write a repo-like folder: gate config, golden files, corpus, retrieval config."""
+    dl19 = _dl19()
+    qrels_lines = (dl19 / "qrels" / "qrels.dl19-passage.txt").read_text().splitlines()
+    topics = sorted({line.split()[0] for line in qrels_lines if line.strip()})
+    keep = set(topics[:judged_topics]) if judged_topics else set(topics)
+    (tmp / "eval").mkdir(exist_ok=True)
+    qrels = [line for line in qrels_lines if line.split() and line.split()[0] in keep]
+    queries = (dl19 / "topics" / "topics.dl19-passage.txt").read_text().splitlines()
+    if with_new_queries:
+        qrels += ["q_new_1 0 doc_a 2", "q_new_1 0 doc_d 0", "q_new_2 0 doc_b 3", "q_new_2 0 doc_d 1"]
+        queries += [f"{qid}\t{text}" for qid, text in NEW_QUERIES.items()]
+    (tmp / "eval" / "qrels.txt").write_text("\n".join(qrels) + "\n")
+    (tmp / "eval" / "queries.tsv").write_text("\n".join(queries) + "\n")
+    (tmp / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in NEW_DOCS))
+    (tmp / "retrieval").mkdir(exist_ok=True)
+    config = {"copy_run": str(dl19 / "official_nist" / "input.bm25base_p.gz"), **runner_config}
+    (tmp / "retrieval" / "config.yml").write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in config.items()))
+    (tmp / ".retrieval-gate.yml").write_text(
+        "suite: dl19\n"
+        "golden:\n  queries: eval/queries.tsv\n  qrels: eval/qrels.txt\n  rel: 2\n"
+        "corpus: corpus.jsonl\n"
+        "metric: nDCG@10\n"
+        "also: [RR@10, R@100, Judged@10]\n"
+        "retrieval:\n  config: retrieval/config.yml\n"
+        "runner:\n  type: command\n"
+        f"  command: \"{sys.executable} {RUNNER} --config {{config}} --queries {{queries}} --corpus {{corpus}}"
+        " --output {run} --seed {seed}\"\n"
+        "  timeout: 20\n"
+        "statistics:\n  samples: 1000\n"
+        "environment: [requirements.lock]\n"
+    )
+    (tmp / "requirements.lock").write_text("numpy==2.0\n")
+    return tmp / ".retrieval-gate.yml"
+
+
+def _silent(message: str) -> None:
+    pass
+
+
+@pytest.fixture()
+def archived(tmp_path):
+    """A baseline archived with qrels restricted to 30 of the 43 judged topics."""
+    config_path = _write_world(tmp_path, judged_topics=30, with_new_queries=False, runner_config={})
+    result = archive(load_config(config_path), progress=_silent)
+    assert result.query_count == 30
+    return config_path, result
+
+
+def test_identical_inputs_reuse_the_archived_values(archived):
+    config_path, result = archived
+    replayed = replay(load_config(config_path), progress=_silent)
+    assert replayed.baseline.resolution == "reused"
+    assert replayed.baseline.values.mean("nDCG@10") == pytest.approx(result.mean, abs=1e-12)
+
+
+def test_grown_qrels_are_rescored_from_the_archived_lists(archived, tmp_path):
+    config_path, result = archived
+    _write_world(tmp_path, judged_topics=None, with_new_queries=False, runner_config={})
+    replayed = replay(load_config(config_path), progress=_silent).baseline
+    assert replayed.resolution == "rescored"
+    assert [d.input for d in replayed.differences] == ["qrels"]
+    assert len(replayed.values.query_ids) == 43
+    assert replayed.archived["query_count"] == 30
+    # NIST's official nDCG@10 for bm25base_p on all 43 topics: re-scoring reproduces it.
+    assert round(replayed.values.mean("nDCG@10"), 4) == 0.5058
+    assert "archived" in replayed.description and "rescored 0.506" in replayed.description
+    assert replayed.produced is None  # no retrieval was run
+
+
+def test_queries_absent_from_the_archived_lists_are_replayed_through_the_runner(archived, tmp_path):
+    config_path, _ = archived
+    _write_world(tmp_path, judged_topics=None, with_new_queries=True, runner_config={})
+    replayed = replay(load_config(config_path), progress=_silent).baseline
+    assert replayed.resolution == "replayed"
+    assert {d.input for d in replayed.differences} == {"queries", "qrels"}
+    assert len(replayed.values.query_ids) == 45
+    assert replayed.produced.source == "runner"
+    index = replayed.values.query_ids.index("q_new_1")
+    assert replayed.values.values["nDCG@10"][index] > 0  # the runner really ranked doc_a
+    # The same inputs again: the replay comes from the cache, not the runner.
+    again = replay(load_config(config_path), progress=_silent).baseline
+    assert again.produced.source == "cache"
+    assert list(again.values.values["nDCG@10"]) == list(replayed.values.values["nDCG@10"])
+
+
+def test_a_changed_environment_file_is_an_unattributed_change(archived, tmp_path):
+    config_path, _ = archived
+    (tmp_path / "requirements.lock").write_text("numpy==2.1\n")
+    replayed = replay(load_config(config_path), progress=_silent).baseline
+    assert replayed.resolution == "reused"
+    assert [d.input for d in replayed.unattributed] == ["environment:requirements.lock"]
+
+
+def test_run_reports_resolution_config_diff_and_statistics(archived, tmp_path):
+    config_path, _ = archived
+    _write_world(tmp_path, judged_topics=None, with_new_queries=False, runner_config={"boost": 2.0})
+    outcome = run_gate(load_config(config_path), progress=_silent)
+    report = outcome.report
+    assert report["baseline"]["resolution"] == "rescored"
+    assert report["baseline"]["archived"]["query_count"] == 30
+    assert report["config_diff"] == [{"path": "boost", "old": "<absent>", "new": 2.0}]
+    assert report["query_count"] == 43
+    # The candidate copies the same official run: identical per-query values.
+    assert report["delta"]["mean"] == 0.0 and report["delta"]["ci_low"] == 0.0
+    assert report["verdict"]["kind"] == "pass"
+    assert report["candidate"]["source"] == "runner"
+
+
+@pytest.mark.parametrize(
+    "runner_config, expected",
+    [
+        ({"fail": True}, "exited with code 3"),
+        ({"sleep": 30}, "timed out after"),
+        ({"drop_queries": 5}, "misses 5 of 43 golden queries"),
+    ],
+)
+def test_runner_failure_is_inconclusive_and_leaves_the_manifest_untouched(archived, tmp_path, capsys,
+                                                                          runner_config, expected):
+    config_path, result = archived
+    manifest_before = result.manifest.manifest_path.read_bytes()
+    files_before = sorted(p.name for p in result.manifest.folder.iterdir())
+    _write_world(tmp_path, judged_topics=None, with_new_queries=False, runner_config=runner_config)
+    text = (tmp_path / ".retrieval-gate.yml").read_text().replace("timeout: 20", "timeout: 2")
+    (tmp_path / ".retrieval-gate.yml").write_text(text)
+    code = main(["run", "--config", str(config_path), "--out", str(tmp_path / "out")])
+    assert code == 3
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["verdict"]["kind"] == "inconclusive"
+    assert report["verdict"]["reasons"][0]["code"] == "runner_failed"
+    assert expected in report["verdict"]["reasons"][0]["message"]
+    assert "delta" not in report
+    assert "inconclusive" in capsys.readouterr().out
+    # Archiving with the broken runner fails cleanly too, and changes nothing on disk.
+    assert main(["archive", "--config", str(config_path)]) == 3
+    assert result.manifest.manifest_path.read_bytes() == manifest_before
+    assert sorted(p.name for p in result.manifest.folder.iterdir()) == files_before
+
+
+def test_runner_subprocess_never_sees_the_github_token(tmp_path, monkeypatch):
+    dump = tmp_path / "env.json"
+    config_path = _write_world(tmp_path, judged_topics=30, with_new_queries=False,
+                               runner_config={"env_dump": str(dump)})
+    text = config_path.read_text().replace("  timeout: 20\n", "  timeout: 20\n  env_passthrough: [EMBEDDING_API_KEY]\n")
+    config_path.write_text(text)
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_secret_value_1")
+    monkeypatch.setenv("INPUT_TOKEN", "ghs_secret_value_2")
+    monkeypatch.setenv("ACTIONS_RUNTIME_TOKEN", "secret3")
+    monkeypatch.setenv("MY_DB_PASSWORD", "secret4")
+    monkeypatch.setenv("EMBEDDING_API_KEY", "allowed-by-passthrough")
+    monkeypatch.setenv("HARMLESS_SETTING", "visible")
+    archive(load_config(config_path), progress=_silent)
+    seen = json.loads(dump.read_text())
+    for name in ("GITHUB_TOKEN", "INPUT_TOKEN", "ACTIONS_RUNTIME_TOKEN", "MY_DB_PASSWORD"):
+        assert name not in seen
+    assert not any("ghs_secret_value" in value for value in seen.values())
+    assert seen["EMBEDDING_API_KEY"] == "allowed-by-passthrough"
+    assert seen["HARMLESS_SETTING"] == "visible"
+    assert seen["RETRIEVAL_GATE_REPEAT"] == "0"
+
+
+def test_archive_is_atomic_when_writing_the_manifest_fails(archived, tmp_path, monkeypatch):
+    config_path, result = archived
+    before = result.manifest.manifest_path.read_bytes()
+    _write_world(tmp_path, judged_topics=None, with_new_queries=False, runner_config={})
+    import gate.manifest
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(gate.manifest, "write_text_atomic", crash)
+    with pytest.raises(OSError):
+        archive(load_config(config_path), progress=_silent)
+    assert result.manifest.manifest_path.read_bytes() == before
+    monkeypatch.undo()
+    # The data files the crashed archive left are orphans; gc removes exactly those.
+    assert main(["archive", "--config", str(config_path), "--gc"]) == 0
+    names = {p.name for p in result.manifest.folder.iterdir()}
+    from gate.manifest import load_manifest, referenced_files
+
+    assert names == referenced_files(load_manifest(result.manifest.manifest_path)) | {"manifest.yml"}
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+def test_without_a_manifest_the_base_commit_config_is_reconstructed(tmp_path):
+    config_path = _write_world(tmp_path, judged_topics=None, with_new_queries=False, runner_config={})
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "base")
+    (tmp_path / "retrieval" / "config.yml").write_text(
+        (tmp_path / "retrieval" / "config.yml").read_text() + "boost: 3.0\n")
+    outcome = run_gate(load_config(config_path), RunOptions(base="HEAD"), progress=_silent)
+    assert outcome.report["baseline"]["resolution"] == "reconstructed"
+    assert "reconstructed, not archived" in outcome.report["baseline"]["description"]
+    assert outcome.report["config_diff"] == [{"path": "boost", "old": "<absent>", "new": 3.0}]
+    # An unreadable base: no baseline at all, and never the PR's own config instead.
+    outcome = run_gate(load_config(config_path), RunOptions(base="0" * 40), progress=_silent)
+    assert outcome.verdict.kind == "inconclusive"
+    assert outcome.report["verdict"]["reasons"][0]["code"] == "no_baseline"
+    assert "delta" not in outcome.report
+
+
+def test_no_manifest_and_no_base_is_inconclusive(tmp_path):
+    config_path = _write_world(tmp_path, judged_topics=None, with_new_queries=False, runner_config={})
+    outcome = run_gate(load_config(config_path), progress=_silent)
+    assert outcome.verdict.kind == "inconclusive" and outcome.verdict.exit_code == 3
+    assert "no baseline" in outcome.verdict.reasons[0].message
+
+
+def test_plan_then_runs_dir_works_without_a_runner(archived, tmp_path, capsys):
+    config_path, _ = archived
+    _write_world(tmp_path, judged_topics=None, with_new_queries=True, runner_config={"boost": 2.0})
+    text = config_path.read_text()
+    command_line = next(line for line in text.splitlines() if line.strip().startswith("command:"))
+    config_path.write_text(text.replace("type: command", "type: run-file").replace(command_line + "\n", ""))
+    assert main(["plan", "--config", str(config_path), "--runs-dir", str(tmp_path / "runs"), "--format", "json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    assert [p["purpose"] for p in planned] == ["baseline replay", "candidate"]
+    assert all(p["needed"] for p in planned)
+    # An earlier workflow step produces each planned run with the team's own stack.
+    for item in planned:
+        subprocess.run([sys.executable, str(RUNNER), "--config", item["config_file"], "--queries", item["queries"],
+                        "--corpus", item["corpus"], "--output", item["output"]], check=True)
+    code = main(["run", "--config", str(config_path), "--runs-dir", str(tmp_path / "runs"),
+                 "--out", str(tmp_path / "out"), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["baseline"]["resolution"] == "replayed"
+    assert report["baseline"]["run_source"] == "runs-dir"
+    assert report["candidate"]["source"] == "runs-dir"
+    assert code == report["verdict"]["exit_code"]
