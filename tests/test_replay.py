@@ -273,3 +273,24 @@ def test_plan_then_runs_dir_works_without_a_runner(archived, tmp_path, capsys):
     assert report["baseline"]["run_source"] == "runs-dir"
     assert report["candidate"]["source"] == "runs-dir"
     assert code == report["verdict"]["exit_code"]
+
+
+def test_run_and_replay_commands_write_schema_valid_reports(archived, tmp_path, capsys):
+    import jsonschema
+
+    from tests.shared_data import REPO
+
+    config_path, _ = archived
+    _write_world(tmp_path, judged_topics=None, with_new_queries=False, runner_config={"boost": 2.0})
+    assert main(["replay", "--config", str(config_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("archived 0.") and "-> rescored 0.506 on eval/queries.tsv (43 q, eval/qrels.txt)" in out
+    assert "qrels:" in out
+    code = main(["run", "--config", str(config_path), "--out", str(tmp_path / "out")])
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    schema = json.loads((REPO / "gate" / "schema" / "report.schema.json").read_text())
+    jsonschema.validate(report, schema)
+    assert code == report["verdict"]["exit_code"] == 0
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert markdown.startswith("# retrieval-gate: pass")
+    assert "Baseline **rescored**" in markdown and "| boost |" in markdown
