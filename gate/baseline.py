@@ -80,13 +80,15 @@ class ResolvedBaseline:
 
 
 def input_differences(manifest: Manifest, golden: Golden, rel: int) -> list[Difference]:
+    """What differs between the archive and today, for the archived config (its corpus included)."""
     out = []
     if manifest.queries.sha256 != golden.queries_record.sha256:
         out.append(Difference("queries", manifest.queries.describe("queries"), golden.queries_record.describe("queries")))
     if manifest.qrels.sha256 != golden.qrels_record.sha256:
         out.append(Difference("qrels", manifest.qrels.describe("judgments"), golden.qrels_record.describe("judgments")))
     archived_corpus = manifest.corpus
-    current_corpus = golden.corpus_record
+    snapshot = golden.corpus(manifest.config)
+    current_corpus = None if snapshot is None else snapshot.record
     if (archived_corpus is None) != (current_corpus is None) or (
         archived_corpus is not None and current_corpus is not None and archived_corpus.sha256 != current_corpus.sha256
     ):
@@ -129,15 +131,19 @@ def _evaluate(run: Run, golden: Golden, measures: Sequence[Measure], rel: int) -
     return evaluate(run, golden.qrels, measures, golden.universe.query_ids, rel=rel)
 
 
-def _request(purpose: str, config: RetrievalConfig, golden: Golden, queries_path: str) -> RunRequest:
-    corpus = golden.corpus_record
+def run_request(purpose: str, config: RetrievalConfig, golden: Golden, queries_path: str,
+                repeat: int = 0, seed: int = 0) -> RunRequest:
+    """A run of ``config`` on today's golden queries, against the corpus that config indexes."""
+    snapshot = golden.corpus(config)
     return RunRequest(
         purpose=purpose,
         config=config,
         queries=queries_path,
         queries_sha256=golden.queries_record.sha256,
-        corpus=golden.corpus_path,
-        corpus_sha256=None if corpus is None else corpus.sha256,
+        corpus=None if snapshot is None else snapshot.path,
+        corpus_sha256=None if snapshot is None else snapshot.record.sha256,
+        repeat=repeat,
+        seed=seed,
     )
 
 
@@ -188,7 +194,7 @@ def resolve_from_manifest(
     why = "the corpus changed" if "corpus" in changed else (
         f"{len(missing_queries(archived_run, expected))} current queries are not in the archived ranked lists")
     try:
-        run, produced = producer.produce(_request("baseline replay", manifest.config, golden, queries_path), expected)
+        run, produced = producer.produce(run_request("baseline replay", manifest.config, golden, queries_path), expected)
     except RunnerFailed as failure:
         raise Incommensurable(
             "baseline_replay_failed",
@@ -217,7 +223,7 @@ def reconstruct(
     reason: str,
 ) -> ResolvedBaseline:
     try:
-        run, produced = producer.produce(_request("baseline reconstruction", base_config, golden, queries_path),
+        run, produced = producer.produce(run_request("baseline reconstruction", base_config, golden, queries_path),
                                          golden.universe.query_ids)
     except RunnerFailed as failure:
         raise Incommensurable("baseline_reconstruction_failed",

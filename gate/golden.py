@@ -6,8 +6,10 @@ canonical fingerprints the manifest records and commensurability compares.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from gate.config import Config
 from gate.evaluate import Universe, query_universe
@@ -15,7 +17,19 @@ from gate.fingerprint import corpus_fingerprint, qrels_fingerprint, queries_fing
 from gate.io.qrels import load_qrels
 from gate.io.queries import load_queries
 from gate.io.records import Qrels, QuerySet
+from gate.errors import InputError
 from gate.manifest import CorpusRecord, InputRecord
+from gate.retrieval_config import RetrievalConfig
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_.\-]+)\}")
+
+
+@dataclass(frozen=True)
+class CorpusSnapshot:
+    """The corpus a retrieval config indexes: the path a runner gets and its fingerprint."""
+
+    path: str
+    record: CorpusRecord
 
 
 @dataclass(frozen=True)
@@ -25,12 +39,37 @@ class Golden:
     universe: Universe
     queries_record: InputRecord
     qrels_record: InputRecord
-    corpus_record: CorpusRecord | None
     queries_path: str  # what a runner receives as {queries}
-    corpus_path: str | None  # what a runner receives as {corpus}
+    corpus_template: str | None  # the config's corpus; may name retrieval-config keys: corpus-{ingestion.parser}.jsonl
+    corpus_location: str | None
+    resolve: Callable[[str], str]
+    _snapshots: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def corpus(self, retrieval: RetrievalConfig | None) -> CorpusSnapshot | None:
+        """The snapshot ``retrieval`` indexes (placeholders filled from its keys), fingerprinted once."""
+        if self.corpus_template is None:
+            return None
+        flat = retrieval.flat() if retrieval is not None else {}
+
+        def fill(match: re.Match) -> str:
+            key = match.group(1)
+            if key not in flat:
+                raise InputError(None, None, f"corpus '{self.corpus_template}' names {{{key}}}, which the retrieval "
+                                             f"config {retrieval.source if retrieval else ''} does not set")
+            return str(flat[key])
+
+        configured = _PLACEHOLDER.sub(fill, self.corpus_template)
+        if configured not in self._snapshots:
+            path = self.resolve(configured)
+            if not configured.startswith("irds:") and not Path(path).exists():
+                raise InputError(path, None, "corpus snapshot not found (the config's corpus)")
+            fp = corpus_fingerprint(path)
+            self._snapshots[configured] = CorpusSnapshot(
+                path, CorpusRecord(configured, fp.sha256, fp.count, self.corpus_location))
+        return self._snapshots[configured]
 
 
-def load_golden(config: Config, with_corpus: bool = True) -> Golden:
+def load_golden(config: Config) -> Golden:
     queries_spec = config.spec(config.golden.queries)
     qrels_spec = config.spec(config.golden.qrels)
     queries = load_queries(queries_spec)
@@ -39,13 +78,6 @@ def load_golden(config: Config, with_corpus: bool = True) -> Golden:
         qrels = Qrels(qrels.source, qrels.judgments, config.golden.negative_is_judged)
     universe = query_universe(qrels, queries)
     qfp, rfp = queries_fingerprint(queries), qrels_fingerprint(qrels)
-    corpus_record = None
-    corpus_path = None
-    if config.corpus:
-        corpus_path = config.spec(config.corpus)
-        if with_corpus:
-            cfp = corpus_fingerprint(corpus_path)
-            corpus_record = CorpusRecord(config.corpus, cfp.sha256, cfp.count, config.corpus_location)
     queries_path = queries_spec
     folder = Path(queries_spec)
     if folder.is_dir() and (folder / "queries.jsonl").exists():
@@ -56,7 +88,8 @@ def load_golden(config: Config, with_corpus: bool = True) -> Golden:
         universe=universe,
         queries_record=InputRecord(config.golden.queries, qfp.sha256, qfp.count),
         qrels_record=InputRecord(config.golden.qrels, rfp.sha256, rfp.count),
-        corpus_record=corpus_record,
         queries_path=queries_path,
-        corpus_path=corpus_path,
+        corpus_template=config.corpus,
+        corpus_location=config.corpus_location,
+        resolve=config.spec,
     )

@@ -19,6 +19,7 @@ from gate.atomic import write_text_atomic
 from gate.baseline import (
     Incommensurable,
     ResolvedBaseline,
+    run_request,
     base_config_from_git,
     reconstruct,
     resolve_from_manifest,
@@ -163,7 +164,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
         suite=config.suite,
         config_path=config.retrieval_config,
         config=retrieval,
-        corpus=golden.corpus_record,
+        corpus=None if golden.corpus(retrieval) is None else golden.corpus(retrieval).record,
         queries=golden.queries_record,
         qrels=golden.qrels_record,
         metric=str(primary),
@@ -179,10 +180,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
 
 
 def _request(purpose: str, config: RetrievalConfig, golden: Golden, queries_path: str) -> RunRequest:
-    corpus = golden.corpus_record
-    return RunRequest(purpose=purpose, config=config, queries=queries_path,
-                      queries_sha256=golden.queries_record.sha256, corpus=golden.corpus_path,
-                      corpus_sha256=None if corpus is None else corpus.sha256)
+    return run_request(purpose, config, golden, queries_path)
 
 
 # --------------------------------------------------------------------------- baseline
@@ -288,9 +286,10 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         },
         "tool": _tool(),
     }
-    if golden.corpus_record is not None:
-        report["inputs"]["corpus"] = {"path": config.corpus, "sha256": golden.corpus_record.sha256,
-                                      "count": golden.corpus_record.count, "unit": "chunks", "canonical": True}
+    snapshot = golden.corpus(retrieval)
+    if snapshot is not None:
+        report["inputs"]["corpus"] = {"path": snapshot.record.id, "sha256": snapshot.record.sha256,
+                                      "count": snapshot.record.count, "unit": "chunks", "canonical": True}
     reporting = {"name": "golden", "query_count": len(golden.universe.query_ids)}
 
     try:
@@ -398,7 +397,7 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) 
         request = _request(purpose, retrieval, golden, queries_path)
         key = producer.key(request)
         planned.append(PlannedRun(purpose, key, str(producer.config_file(request, key)), queries_path,
-                                  golden.corpus_path, str(runs_folder / f"{key}.run"), needed, why))
+                                  request.corpus, str(runs_folder / f"{key}.run"), needed, why))
 
     manifest_path = config.resolve(config.manifest)
     manifest = load_manifest(manifest_path) if manifest_path.exists() else None
