@@ -108,6 +108,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(handler=_cmd_run)
 
+    p = sub.add_parser("leakcheck", help="find golden queries that appear in a corpus (exit 1 when found)")
+    p.add_argument("--queries", required=True, help="golden queries (TSV/JSONL, BEIR folder or irds:<id>)")
+    p.add_argument("--corpus", required=True, help="corpus (JSONL, TSV, BEIR folder or irds:<id>)")
+    p.add_argument("--mode", type=_csv, default=["exact", "trigram-jaccard"], help="exact,trigram-jaccard")
+    p.add_argument("--threshold", type=float, default=0.85, help="trigram Jaccard threshold (default 0.85)")
+    p.add_argument("--min-tokens", type=_positive_int, default=3, help="shorter queries are not attributed (default 3)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(handler=_cmd_leakcheck)
+
+    p = sub.add_parser("lift", help="movement buckets of the first relevant document between two runs")
+    p.add_argument("--before-run", "--baseline", dest="before", required=True, metavar="RUN")
+    p.add_argument("--after-run", "--candidate", dest="after", required=True, metavar="RUN")
+    p.add_argument("--qrels", help="qrels (4- or 3-column); default: MS MARCO passage dev/small via ir_datasets")
+    p.add_argument("--queries", help="query file (texts for examples, strata)")
+    p.add_argument("--rel-threshold", "--rel", dest="rel", type=_positive_int, default=1)
+    p.add_argument("--k-rank", type=_positive_int, default=10)
+    p.add_argument("--k-recall", type=_positive_int, default=100)
+    p.add_argument("--output-dir", "--out", dest="out", required=True, metavar="DIR")
+    p.set_defaults(handler=_cmd_lift)
+
     p = sub.add_parser("demo", help="generate example inputs and run the gate on them, offline")
     p.add_argument("--out", default="retrieval-gate-demo", metavar="DIR", help="output folder (default retrieval-gate-demo)")
     p.add_argument("--seed", type=_int, default=7, help="seed of the generated world (default 7)")
@@ -263,6 +283,45 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"  changed {change['path']}: {change['old']!r} -> {change['new']!r}")
         print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
     return outcome.verdict.exit_code
+
+
+def _cmd_leakcheck(args: argparse.Namespace) -> int:
+    import json
+
+    from gate.checks.leakage import find_leaks, render_text
+    from gate.io.corpus import iter_corpus
+    from gate.io.queries import load_queries
+
+    queries = load_queries(args.queries)
+    counter = {"next": 100_000}
+
+    def progress(scanned: int) -> None:
+        if scanned >= counter["next"]:
+            _progress(f"leakcheck: {scanned:,} chunks scanned")
+            counter["next"] += 100_000
+
+    result = find_leaks(queries.queries, iter_corpus(args.corpus, check_duplicates=False), modes=args.mode,
+                        threshold=args.threshold, min_tokens=args.min_tokens, progress=progress)
+    if args.format == "json":
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(render_text(result))
+    return EXIT_FAIL if result.count else EXIT_OK
+
+
+def _cmd_lift(args: argparse.Namespace) -> int:
+    from gate.io.qrels import load_qrels
+    from gate.io.queries import load_queries
+    from gate.io.runs import read_run
+    from gate.lift import default_qrels, write_lift
+
+    qrels = load_qrels(args.qrels) if args.qrels else default_qrels()
+    queries = load_queries(args.queries) if args.queries else None
+    result = write_lift(read_run(args.before), read_run(args.after), qrels, args.out, rel_threshold=args.rel,
+                        k_rank=args.k_rank, k_recall=args.k_recall, queries=queries)
+    for path in result.files.values():
+        print(f"wrote {path}")
+    return EXIT_OK
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

@@ -166,11 +166,36 @@ SCHEMA: dict[str, Any] = {
         "assignments": (text, None),
         "guarded": (text_list, ()),
     },
+    "leakage": {
+        "enabled": (boolean, True),
+        "modes": (text_list, ("exact", "trigram-jaccard")),
+        "threshold": (number, 0.85),
+        "min_tokens": (positive_integer, 3),
+    },
+    "tuning": {
+        # Queries the tunable parameters were fitted on: a query file or a list of ids.
+        "queries": (anything, None),
+        # Optional explicit reporting (held-out) queries; default: golden minus tuning.
+        "holdout": (anything, None),
+        "params": (text_list, ()),
+    },
+    "prompts": (text_list, ()),
+    "judged": {
+        "k": (positive_integer, 10),
+    },
     "policy": {
         # Non-inferiority margin on the primary metric (README: policy defaults).
         "max_regression": (number, 0.02),
         "require_improvement": (boolean, False),
         "inconclusive_blocks": (boolean, True),
+        # Leaked golden queries are left out of the reporting set.
+        "exclude_leaked": (boolean, True),
+        # Golden queries that may newly appear in the candidate's corpus before the gate fails.
+        "max_leaked": (integer, 0),
+        # Largest share of the candidate's top k that may be unjudged.
+        "max_unjudged": (number, 0.3),
+        # Largest fall of the judged share against the baseline.
+        "max_judged_drop": (number, 0.1),
     },
 }
 

@@ -91,6 +91,24 @@ class PerQuery:
     def __getitem__(self, measure: Measure | str) -> np.ndarray:
         return self.values[self.key(measure)]
 
+    def subset(self, query_ids: Sequence[str]) -> "PerQuery":
+        """The same values restricted to ``query_ids`` (in the order given)."""
+        position = {q: i for i, q in enumerate(self.query_ids)}
+        try:
+            index = np.array([position[q] for q in query_ids], dtype=np.int64)
+        except KeyError as missing:
+            raise KeyError(f"query {missing} is not in this evaluation") from None
+        keep = set(query_ids)
+        return PerQuery(
+            query_ids=tuple(query_ids),
+            values={name: values[index] for name, values in self.values.items()},
+            missing=tuple(q for q in self.missing if q in keep),
+            extra=self.extra,
+            no_relevant=tuple(q for q in self.no_relevant if q in keep),
+            ties={name: flags[index] for name, flags in self.ties.items()},
+            rel=self.rel,
+        )
+
     def mean(self, measure: Measure | str) -> float:
         """Mean over all ``query_ids`` (missing queries count as 0, like trec_eval -c).
 

@@ -40,7 +40,11 @@ from gate.runners.command import CommandRunner
 from gate.runners.produce import RunProducer, check_coverage
 from gate.stats.paired import compare_paired
 from gate.report import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
-from gate.verdict import Policy, Verdict, decide_delta, inconclusive
+from gate.verdict import Policy, Verdict, combine, decide_delta, inconclusive
+from gate.checks.judged import judged_check
+from gate.checks.prompts import scan_prompts
+from gate.checks.tuning import tuning_check
+from gate.checks.validity import Validity, compare_leakage, reporting_set, validity_failures
 
 Progress = Callable[[str], None]
 
@@ -316,21 +320,124 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         report["verdict"] = verdict.to_dict()
         return GateOutcome(report, verdict, baseline)
     candidate = evaluate_all(candidate_run, golden, measures, config.golden.rel)
+    strata = {q.query_id: q.stratum for q in golden.queries.queries}
+    diff = config_diff(baseline.config, retrieval)
+
+    validity = check_validity(config, golden, baseline, candidate_run, candidate, retrieval, diff, metric, strata,
+                              progress)
+    report.update(validity_section(validity))
+    reporting = validity.reporting
+    if not reporting.query_ids:
+        verdict = inconclusive("empty_reporting_set", "no query is left to report on after the validity checks",
+                               policy, reporting.to_dict())
+        report["verdict"] = verdict.to_dict()
+        return GateOutcome(report, verdict, baseline, candidate)
 
     stats = config.statistics
-    paired = compare_paired(baseline.values.values[metric], candidate.values[metric],
-                            samples=stats.samples, seed=stats.seed, method=stats.ci_method)
+    from gate.evaluate import Universe
     from gate.report import paired_section
 
-    report.update(paired_section(metric, golden.universe, baseline.values, candidate, paired,
-                                 {q.query_id: q.stratum for q in golden.queries.queries}))
-    report["baseline"] = baseline_info
-    report["candidate"] = {"mean": _num(candidate.mean(metric)), "source": candidate_source}
-    verdict = decide_delta(paired.mean, paired.ci_low, paired.ci_high, paired.mde, metric,
-                           len(golden.universe.query_ids), policy, None, reporting)
+    base_r = baseline.values.subset(reporting.query_ids)
+    cand_r = candidate.subset(reporting.query_ids)
+    paired = compare_paired(base_r.values[metric], cand_r.values[metric],
+                            samples=stats.samples, seed=stats.seed, method=stats.ci_method)
+    report.update(paired_section(metric, Universe(reporting.query_ids, golden.universe.unjudged), base_r, cand_r,
+                                 paired, strata))
+    report["baseline"] = {**baseline_info, "mean": _num(base_r.mean(metric))}
+    report["candidate"] = {"mean": _num(cand_r.mean(metric)), "source": candidate_source}
+    if reporting.excluded_leaked or reporting.held_out_only:
+        everything = compare_paired(baseline.values.values[metric], candidate.values[metric],
+                                    samples=stats.samples, seed=stats.seed, method=stats.ci_method)
+        report["delta_all_queries"] = {
+            "query_count": len(golden.universe.query_ids), "mean": _num(everything.mean),
+            "ci_low": _num(everything.ci_low), "ci_high": _num(everything.ci_high),
+        }
+        if reporting.excluded_leaked:
+            carried = everything.mean - paired.mean
+            report["leakage"]["delta_with_leaked"] = _num(everything.mean)
+            report["leakage"]["delta_without_leaked"] = _num(paired.mean)
+            # A win the leaked queries carry: shown with them, not without them.
+            report["leakage"]["win_carried_by_leaks"] = bool(
+                everything.ci_low > 0 and not paired.ci_low > 0 and carried > 0)
+    statistical = decide_delta(paired.mean, paired.ci_low, paired.ci_high, paired.mde, metric,
+                               len(reporting.query_ids), policy, None, reporting.to_dict())
+    verdict = combine(validity.failures, validity.warnings, statistical, policy)
     report["verdict"] = verdict.to_dict()
     report["elapsed_seconds"] = round(time.monotonic() - started, 3)
-    return GateOutcome(report, verdict, baseline, candidate)
+    return GateOutcome(report, verdict, baseline, candidate, extras={"validity": validity, "candidate_run": candidate_run})
+
+
+def _id_list(value: Any, config: Config, key: str) -> list[str] | None:
+    """Query ids from a config value: a list of ids, or a query file (TSV/JSONL)."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    if isinstance(value, str):
+        from gate.io.queries import load_queries
+
+        return load_queries(config.spec(value)).ids()
+    raise InputError(str(config.path), None, f"key '{key}': expected a query file or a list of query ids")
+
+
+def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, candidate_run: Run,
+                   candidate: PerQuery, retrieval: RetrievalConfig, diff, metric: str,
+                   strata: dict[str, str | None], progress: Progress) -> Validity:
+    raw = config.raw
+    universe = golden.universe.query_ids
+    leakage = None
+    candidate_snapshot = golden.corpus(retrieval)
+    if raw["leakage.enabled"] and candidate_snapshot is not None:
+        baseline_snapshot = golden.corpus(baseline.config)
+        progress(f"leakage: scanning {candidate_snapshot.record.id} ({candidate_snapshot.record.count} chunks)"
+                 + ("" if baseline_snapshot is None or baseline_snapshot.path == candidate_snapshot.path
+                    else f" and {baseline_snapshot.record.id}"))
+        golden_queries = [q for q in golden.queries.queries if q.query_id in set(universe)]
+        leakage = compare_leakage(
+            golden_queries,
+            None if baseline_snapshot is None else baseline_snapshot.path,
+            candidate_snapshot.path,
+            None if baseline_snapshot is None else baseline_snapshot.record.sha256,
+            candidate_snapshot.record.sha256,
+            modes=raw["leakage.modes"], threshold=raw["leakage.threshold"], min_tokens=raw["leakage.min_tokens"],
+        )
+    judged = judged_check(baseline.run, candidate_run, baseline.values, candidate, golden.qrels, universe, metric,
+                          strata, k=raw["judged.k"], rel=config.golden.rel, max_unjudged=raw["policy.max_unjudged"],
+                          max_judged_drop=raw["policy.max_judged_drop"])
+    tuning = None
+    tuning_ids = _id_list(raw["tuning.queries"], config, "tuning.queries")
+    if tuning_ids is not None or raw["tuning.params"]:
+        tuning = tuning_check(universe, [c.path for c in diff], raw["tuning.params"], tuning_ids,
+                              _id_list(raw["tuning.holdout"], config, "tuning.holdout"))
+    prompts = None
+    if raw["prompts"]:
+        relevant = {doc for docs in golden.qrels.judgments.values() for doc, label in docs.items()
+                    if label >= config.golden.rel}
+        texts: dict[str, str] = {}
+        if candidate_snapshot is not None and relevant:
+            from gate.io.corpus import iter_corpus
+
+            for chunk in iter_corpus(candidate_snapshot.path, check_duplicates=False):
+                if chunk.chunk_id in relevant or chunk.doc_id in relevant:
+                    key = chunk.chunk_id if chunk.chunk_id in relevant else chunk.doc_id
+                    texts[key] = (texts.get(key, "") + " " + chunk.text).strip()
+        prompts = scan_prompts(config.root, raw["prompts"], golden.queries.queries, golden.qrels, texts,
+                               rel=config.golden.rel, threshold=raw["leakage.threshold"])
+    reporting = reporting_set(universe, leakage, tuning, raw["policy.exclude_leaked"])
+    failures, warnings = validity_failures(leakage, judged, tuning, prompts, raw["policy.max_leaked"])
+    return Validity(leakage, judged, tuning, prompts, reporting, tuple(failures), tuple(warnings))
+
+
+def validity_section(validity: Validity) -> dict[str, Any]:
+    section: dict[str, Any] = {
+        "leakage": None if validity.leakage is None else validity.leakage.to_dict(),
+        "judged": None if validity.judged is None else validity.judged.to_dict(),
+        "tuning": None if validity.tuning is None else validity.tuning.to_dict(),
+        "prompts": None if validity.prompts is None else validity.prompts.to_dict(),
+        "reporting_set": validity.reporting.to_dict(),
+        "warnings": list(validity.warnings),
+    }
+    return section
 
 
 def _tool() -> dict[str, Any]:

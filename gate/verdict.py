@@ -104,3 +104,15 @@ def decide_delta(
                               f"minimum detectable effect {mde:.3f}"))
         kind = "inconclusive"
     return Verdict(kind, tuple(reasons), improvement, _exit(kind, policy), reporting_set or {})
+
+
+def combine(failures, warnings, statistical: Verdict, policy: Policy) -> Verdict:
+    """Validity failures decide before statistics: a fail names them first."""
+    reasons = [Reason(code, message) for code, message in failures]
+    if not reasons:
+        extra = tuple(Reason("warning", w) for w in warnings)
+        return Verdict(statistical.kind, statistical.reasons + extra, statistical.improvement_shown,
+                       statistical.exit_code, statistical.reporting_set)
+    reasons += list(statistical.reasons) + [Reason("warning", w) for w in warnings]
+    return Verdict("fail", tuple(reasons), statistical.improvement_shown, _exit("fail", policy),
+                   statistical.reporting_set)

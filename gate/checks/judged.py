@@ -1,0 +1,199 @@
+"""Judged fraction: how much of each run's top k the qrels can score.
+
+Unjudged documents score as non-relevant, so a candidate that surfaces new
+documents is measured against a baseline whose documents were pooled: the
+delta is biased against it. The check reports Judged@k per run, overall and
+per stratum, and, when the candidate's judged share drops materially, labels
+the delta judgment-limited and gives a sensitivity analysis (unjudged
+documents of both runs' top k set to 0, then to the top grade, in both runs
+alike; and the delta on condensed lists with unjudged documents removed).
+These are sensitivities, not bounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from gate.atomic import write_text_atomic
+from gate.evaluate import PerQuery, evaluate
+from gate.io.records import Qrels, Run
+from gate.measures.ordering import trec_order
+
+
+def top_k(run: Run, k: int, query_ids: Sequence[str]) -> dict[str, list[str]]:
+    """Each query's top ``k`` docnos in trec_eval order (score desc, docno desc)."""
+    perm = trec_order(run.starts, run.scores, run.doc_ids)
+    index = run.index()
+    out: dict[str, list[str]] = {}
+    for qid in query_ids:
+        i = index.get(qid)
+        if i is None:
+            out[qid] = []
+            continue
+        a, b = int(run.starts[i]), int(run.starts[i + 1])
+        out[qid] = [str(d) for d in run.doc_ids[perm[a:min(b, a + k)]]]
+    return out
+
+
+def is_judged(label: int | None, negative_is_judged: bool) -> bool:
+    return label is not None and (label >= 0 or negative_is_judged)
+
+
+@dataclass(frozen=True)
+class JudgedSide:
+    mean: float  # mean Judged@k over the queries
+    by_stratum: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    unjudged_in_union: int
+    delta_unjudged_as_zero: float
+    delta_unjudged_as_top: float
+    delta_condensed: float
+    top_grade: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class JudgedCheck:
+    k: int
+    baseline: JudgedSide
+    candidate: JudgedSide
+    drop: float  # baseline judged share - candidate judged share
+    judgment_limited: bool
+    sensitivity: Sensitivity | None
+    unjudged_rows: tuple[tuple[str, str, int, str], ...]  # (qid, docno, rank, run) of the candidate
+    failures: tuple[str, ...] = ()
+    limits: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "k": self.k,
+            "measure": f"Judged@{self.k}",
+            "baseline": {"judged": self.baseline.mean, "unjudged": 1 - self.baseline.mean,
+                         "by_stratum": dict(self.baseline.by_stratum)},
+            "candidate": {"judged": self.candidate.mean, "unjudged": 1 - self.candidate.mean,
+                          "by_stratum": dict(self.candidate.by_stratum)},
+            "drop": self.drop,
+            "judgment_limited": self.judgment_limited,
+            "sensitivity": None if self.sensitivity is None else self.sensitivity.to_dict(),
+            "unjudged_candidate_top": len(self.unjudged_rows),
+            "limits": dict(self.limits),
+            "failures": list(self.failures),
+        }
+
+
+def _by_stratum(values: np.ndarray, query_ids: Sequence[str], strata: Mapping[str, str | None]) -> dict[str, float]:
+    groups: dict[str, list[float]] = {}
+    for qid, value in zip(query_ids, values):
+        name = strata.get(qid)
+        if name:
+            groups.setdefault(name, []).append(float(value))
+    return {name: float(np.mean(v)) for name, v in sorted(groups.items())}
+
+
+def _augmented(qrels: Qrels, extra: Mapping[str, Sequence[str]], label: int) -> Qrels:
+    judgments = {qid: dict(docs) for qid, docs in qrels.judgments.items()}
+    for qid, docs in extra.items():
+        target = judgments.setdefault(qid, {})
+        for doc in docs:
+            target[doc] = label
+    return Qrels(qrels.source + " (sensitivity)", judgments, qrels.negative_is_judged)
+
+
+def _condensed(run: Run, qrels: Qrels, query_ids: Sequence[str]) -> Run:
+    """The run with every unjudged document removed (a condensed list)."""
+    rankings: dict[str, dict[str, float]] = {}
+    index = run.index()
+    for qid in query_ids:
+        i = index.get(qid)
+        judged = qrels.judgments.get(qid, {})
+        if i is None:
+            continue
+        a, b = int(run.starts[i]), int(run.starts[i + 1])
+        rankings[qid] = {
+            str(d): float(s)
+            for d, s in zip(run.doc_ids[a:b], run.scores[a:b])
+            if is_judged(judged.get(str(d)), qrels.negative_is_judged)
+        }
+    return Run.from_rankings(run.source + " (condensed)", rankings, run.tag)
+
+
+def judged_check(
+    baseline_run: Run,
+    candidate_run: Run,
+    baseline_values: PerQuery,
+    candidate_values: PerQuery,
+    qrels: Qrels,
+    query_ids: Sequence[str],
+    metric: str,
+    strata: Mapping[str, str | None],
+    *,
+    k: int = 10,
+    rel: int = 1,
+    max_unjudged: float = 0.3,
+    max_judged_drop: float = 0.1,
+    material_drop: float = 0.05,
+) -> JudgedCheck:
+    name = f"Judged@{k}"
+    base = evaluate(baseline_run, qrels, [name], query_ids, rel=rel).values[name]
+    cand = evaluate(candidate_run, qrels, [name], query_ids, rel=rel).values[name]
+    baseline = JudgedSide(float(base.mean()) if len(base) else 1.0, _by_stratum(base, query_ids, strata))
+    candidate = JudgedSide(float(cand.mean()) if len(cand) else 1.0, _by_stratum(cand, query_ids, strata))
+    drop = baseline.mean - candidate.mean
+    failures = []
+    if 1 - candidate.mean > max_unjudged:
+        failures.append(f"{1 - candidate.mean:.0%} of the candidate's top {k} is unjudged (limit {max_unjudged:.0%})")
+    if drop > max_judged_drop:
+        failures.append(f"the judged share of the top {k} fell by {drop:.0%} against the baseline "
+                        f"(limit {max_judged_drop:.0%})")
+
+    cand_top = top_k(candidate_run, k, query_ids)
+    unjudged_rows = []
+    for qid in query_ids:
+        judged = qrels.judgments.get(qid, {})
+        for rank, doc in enumerate(cand_top[qid], start=1):
+            if not is_judged(judged.get(doc), qrels.negative_is_judged):
+                unjudged_rows.append((qid, doc, rank, "candidate"))
+
+    limited = drop > material_drop
+    sensitivity = None
+    if limited:
+        base_top = top_k(baseline_run, k, query_ids)
+        union: dict[str, list[str]] = {}
+        for qid in query_ids:
+            judged = qrels.judgments.get(qid, {})
+            docs = dict.fromkeys(base_top[qid] + cand_top[qid])
+            union[qid] = [d for d in docs if not is_judged(judged.get(d), qrels.negative_is_judged)]
+        top_grade = max((label for docs in qrels.judgments.values() for label in docs.values()), default=1)
+        top_grade = max(top_grade, rel)
+
+        def delta(q: Qrels, b: Run, c: Run) -> float:
+            vb = evaluate(b, q, [metric], query_ids, rel=rel).values[metric]
+            vc = evaluate(c, q, [metric], query_ids, rel=rel).values[metric]
+            return float((vc - vb).mean()) if len(vb) else 0.0
+
+        sensitivity = Sensitivity(
+            unjudged_in_union=sum(len(v) for v in union.values()),
+            delta_unjudged_as_zero=delta(_augmented(qrels, union, 0), baseline_run, candidate_run),
+            delta_unjudged_as_top=delta(_augmented(qrels, union, top_grade), baseline_run, candidate_run),
+            delta_condensed=delta(qrels, _condensed(baseline_run, qrels, query_ids),
+                                  _condensed(candidate_run, qrels, query_ids)),
+            top_grade=top_grade,
+        )
+    return JudgedCheck(k, baseline, candidate, drop, limited, sensitivity, tuple(unjudged_rows), tuple(failures),
+                       {"max_unjudged": max_unjudged, "max_judged_drop": max_judged_drop,
+                        "material_drop": material_drop})
+
+
+def write_unjudged(path: str | Path, rows: Sequence[tuple[str, str, int, str]]) -> Path:
+    """``unjudged.tsv`` for the next judging round: qid, docno, rank, run."""
+    lines = ["query_id\tdoc_id\trank\trun"] + [f"{q}\t{d}\t{r}\t{run}" for q, d, r, run in rows]
+    return write_text_atomic(path, "\n".join(lines) + "\n")

@@ -1,0 +1,67 @@
+"""Tuning leak: parameters fitted on the queries that are then reported on.
+
+A sweep that picks the best of many cells on the reporting queries is biased
+upward by the size of the grid, not by retrieval quality. When a PR changes a
+declared tunable parameter, the comparison is reported on the held-out
+queries only; tuning and reporting queries may not overlap; changing a
+tunable parameter with no split declared is a warning that names the risk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+
+@dataclass(frozen=True)
+class TuningCheck:
+    declared: bool  # a tuning split is configured
+    params: tuple[str, ...]  # declared tunable parameters (dotted paths or prefixes)
+    changed: tuple[str, ...]  # changed config keys that are tunable
+    applies: bool  # report on held-out queries only
+    holdout: tuple[str, ...]  # the held-out (reporting) queries within the universe
+    tuning_count: int
+    overlap: tuple[str, ...]  # queries both tuned on and reported on: an error
+    warning: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "declared": self.declared,
+            "params": list(self.params),
+            "changed_params": list(self.changed),
+            "applies": self.applies,
+            "holdout_count": len(self.holdout),
+            "tuning_count": self.tuning_count,
+            "overlap": list(self.overlap),
+            "warning": self.warning,
+        }
+
+
+def _tunable(path: str, params: Sequence[str]) -> bool:
+    return any(path == p or path.startswith(p + ".") for p in params)
+
+
+def tuning_check(
+    universe: Sequence[str],
+    changed_paths: Iterable[str],
+    params: Sequence[str],
+    tuning_ids: Iterable[str] | None,
+    holdout_ids: Iterable[str] | None = None,
+) -> TuningCheck:
+    changed = tuple(sorted(p for p in changed_paths if _tunable(p, params)))
+    if tuning_ids is None:
+        warning = None
+        if changed:
+            warning = (f"this PR changes tunable parameters ({', '.join(changed)}) and no tuning split is declared: "
+                       "values fitted on the reporting queries overstate the gain (declare tuning.queries)")
+        return TuningCheck(False, tuple(params), changed, False, tuple(universe), 0, (), warning)
+    tuned = set(tuning_ids)
+    in_universe = set(universe)
+    if holdout_ids is None:
+        holdout = tuple(q for q in universe if q not in tuned)
+        overlap: tuple[str, ...] = ()
+    else:
+        chosen = set(holdout_ids)
+        holdout = tuple(q for q in universe if q in chosen)
+        overlap = tuple(sorted(tuned & chosen & in_universe, key=lambda q: q.encode()))
+    return TuningCheck(True, tuple(params), changed, bool(changed), holdout, len(tuned & in_universe), overlap, None)

@@ -1,0 +1,152 @@
+"""All validity checks of one comparison, and the reporting set they leave.
+
+The reporting set is the judged golden queries, minus leaked queries (when
+``policy.exclude_leaked``), restricted to the held-out queries when the PR
+changes a declared tunable parameter. The verdict is computed on it; the
+report names it and its size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from gate.checks.judged import JudgedCheck
+from gate.checks.leakage import LeakageResult, LeakMatch, find_leaks
+from gate.checks.prompts import PromptsCheck
+from gate.checks.tuning import TuningCheck
+from gate.io.corpus import iter_corpus
+from gate.io.records import Query
+
+
+@dataclass(frozen=True)
+class LeakageComparison:
+    """Leaks in the baseline's and the candidate's corpus snapshots, tagged new/removed/both."""
+
+    candidate: LeakageResult
+    baseline: LeakageResult | None
+    same_snapshot: bool
+    tags: Mapping[str, str]  # query id -> new | removed | both
+
+    def ids(self, *tags: str) -> set[str]:
+        return {q for q, t in self.tags.items() if not tags or t in tags}
+
+    @property
+    def new(self) -> list[str]:
+        return sorted(self.ids("new"), key=lambda q: q.encode())
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.candidate.to_dict()
+        by_id: dict[str, LeakMatch] = {m.query_id: m for m in self.candidate.matched}
+        if self.baseline is not None:
+            for m in self.baseline.matched:
+                by_id.setdefault(m.query_id, m)
+        data["matched"] = [
+            {**by_id[q].to_dict(), "tag": self.tags[q]} for q in sorted(self.tags, key=lambda q: q.encode())
+        ]
+        data["count"] = len(data["matched"])
+        data["new"] = self.new
+        data["removed"] = sorted(self.ids("removed"), key=lambda q: q.encode())
+        data["both"] = sorted(self.ids("both"), key=lambda q: q.encode())
+        data["baseline_count"] = None if self.baseline is None else self.baseline.count
+        data["candidate_count"] = self.candidate.count
+        data["same_snapshot"] = self.same_snapshot
+        data["recommendation"] = self.candidate.recommendation()
+        return data
+
+
+def scan_corpus(queries: Sequence[Query], corpus_path: str, modes: Sequence[str], threshold: float,
+                min_tokens: int) -> LeakageResult:
+    return find_leaks(queries, iter_corpus(corpus_path, check_duplicates=False), modes=modes, threshold=threshold,
+                      min_tokens=min_tokens)
+
+
+def compare_leakage(
+    queries: Sequence[Query],
+    baseline_corpus: str | None,
+    candidate_corpus: str,
+    baseline_sha: str | None,
+    candidate_sha: str,
+    modes: Sequence[str] = ("exact", "trigram-jaccard"),
+    threshold: float = 0.85,
+    min_tokens: int = 3,
+) -> LeakageComparison:
+    candidate = scan_corpus(queries, candidate_corpus, modes, threshold, min_tokens)
+    same = baseline_corpus is not None and baseline_sha == candidate_sha
+    if same:
+        baseline: LeakageResult | None = candidate
+    elif baseline_corpus is not None and (baseline_corpus.startswith("irds:") or Path(baseline_corpus).exists()):
+        baseline = scan_corpus(queries, baseline_corpus, modes, threshold, min_tokens)
+    else:
+        baseline = None  # the baseline's snapshot is not available: every leak counts as new
+    now = candidate.matched_ids()
+    before = baseline.matched_ids() if baseline is not None else set()
+    tags = {q: ("both" if q in before else "new") for q in now}
+    tags.update({q: "removed" for q in before - now})
+    return LeakageComparison(candidate, baseline, same, tags)
+
+
+@dataclass(frozen=True)
+class ReportingSet:
+    name: str
+    query_ids: tuple[str, ...]
+    excluded_leaked: tuple[str, ...]
+    held_out_only: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "query_count": len(self.query_ids),
+                "excluded_leaked": list(self.excluded_leaked), "held_out_only": self.held_out_only}
+
+
+def reporting_set(universe: Sequence[str], leakage: LeakageComparison | None, tuning: TuningCheck | None,
+                  exclude_leaked: bool) -> ReportingSet:
+    ids = list(universe)
+    held_out = bool(tuning and tuning.applies)
+    if held_out:
+        keep = set(tuning.holdout)
+        ids = [q for q in ids if q in keep]
+    leaked = leakage.ids() if leakage is not None else set()
+    excluded = tuple(q for q in ids if q in leaked) if exclude_leaked else ()
+    if excluded:
+        ids = [q for q in ids if q not in set(excluded)]
+    parts = ["held-out golden queries" if held_out else "golden queries"]
+    if excluded:
+        parts.append(f"without {len(excluded)} leaked")
+    return ReportingSet(", ".join(parts), tuple(ids), excluded, held_out)
+
+
+@dataclass(frozen=True)
+class Validity:
+    leakage: LeakageComparison | None
+    judged: JudgedCheck | None
+    tuning: TuningCheck | None
+    prompts: PromptsCheck | None
+    reporting: ReportingSet
+    failures: tuple[tuple[str, str], ...]  # (code, message)
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+def validity_failures(leakage: LeakageComparison | None, judged: JudgedCheck | None, tuning: TuningCheck | None,
+                      prompts: PromptsCheck | None, max_leaked: int) -> tuple[list[tuple[str, str]], list[str]]:
+    failures: list[tuple[str, str]] = []
+    warnings: list[str] = []
+    if leakage is not None and len(leakage.new) > max_leaked:
+        sources = ", ".join(doc for doc, _ in leakage.candidate.sources()[:3])
+        failures.append(("new_leaked_queries",
+                         f"{len(leakage.new)} golden queries newly appear in the candidate's corpus ({sources}); "
+                         f"limit {max_leaked}"))
+    if judged is not None:
+        for message in judged.failures:
+            failures.append(("judged_share", message))
+    if tuning is not None:
+        if tuning.overlap:
+            failures.append(("tuning_overlap", f"{len(tuning.overlap)} queries are both tuning and reporting "
+                                               f"queries (e.g. {', '.join(tuning.overlap[:3])})"))
+        if tuning.warning:
+            warnings.append(tuning.warning)
+    if prompts is not None and prompts.matches:
+        first = prompts.matches[0]
+        warnings.append(f"{len(prompts.matches)} prompt lines quote the golden set "
+                        f"(first {first.file}:{first.line}, {first.kind})")
+    return failures, warnings

@@ -1,0 +1,123 @@
+"""Validity checks inside `run`: leaks tagged new/removed/both, the reporting set, tuning
+held-out reporting and overlap, prompt leaks, judged share; all on a small real retrieval."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from gate.config import load_config
+from gate.pipeline import archive, run_gate
+
+RUNNER = Path(__file__).resolve().parents[1] / "runners" / "overlap_runner.py"
+TOPICS = ["webhooks", "rate limits", "pagination", "errors", "billing", "search", "auth", "sdk"]
+WORDS = ["giraffe", "lantern", "meadow", "harbour", "quartz", "saffron", "tundra", "violin", "walnut", "zephyr",
+         "almond", "basalt", "cobalt", "dolphin", "ember", "falcon", "granite", "hazel", "indigo", "juniper"]
+
+
+def _world(tmp: Path, *, leak_in_new: bool, extra_config: str = "", boost: float = 1.0) -> Path:
+    """20 golden queries over a 160-chunk corpus; corpus-v2 may carry an FAQ page quoting 3 of them."""
+    queries, qrels, docs = [], [], []
+    for i in range(20):
+        topic = TOPICS[i % len(TOPICS)]
+        qid = f"q_{i:04d}"
+        text = f"how do i configure {topic} with {WORDS[i]} settings"
+        queries.append({"query_id": qid, "text": text, "stratum": "how_to" if i % 2 else "navigational"})
+        for j in range(8):
+            doc = f"guide/{topic.replace(' ', '-')}-{i}#c{j}"
+            docs.append({"id": doc, "title": f"{topic} {WORDS[i]}", "text": f"{topic} {WORDS[i]} part {j} configure the dashboard settings before deploying"})
+            qrels.append(f"{qid} 0 {doc} {2 if j == 0 else (1 if j < 3 else 0)}")
+    (tmp / "golden.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (tmp / "qrels.txt").write_text("\n".join(qrels) + "\n")
+    v1 = "".join(json.dumps(d) + "\n" for d in docs)
+    (tmp / "corpus-v1.jsonl").write_text(v1)
+    faq = [{"id": f"faq/common-questions#q{i}", "text": f"Questions people ask: {queries[i]['text']}?"} for i in (1, 4, 7)]
+    (tmp / "corpus-v2.jsonl").write_text(v1 + ("".join(json.dumps(d) + "\n" for d in faq) if leak_in_new else ""))
+    (tmp / "retrieval.yml").write_text(f"ingestion: {{parser: v1}}\nboost: {boost}\n")
+    (tmp / "gate.yml").write_text(
+        "suite: small\ngolden: {queries: golden.jsonl, qrels: qrels.txt, rel: 1}\n"
+        "corpus: corpus-{ingestion.parser}.jsonl\nretrieval: {config: retrieval.yml}\n"
+        f"runner:\n  command: \"{sys.executable} {RUNNER} --config {{config}} --queries {{queries}} "
+        "--corpus {corpus} --output {run}\"\n"
+        "statistics: {samples: 500}\n" + extra_config)
+    return tmp / "gate.yml"
+
+
+def _silent(message: str) -> None:
+    pass
+
+
+def test_new_leaks_are_tagged_excluded_from_the_reporting_set_and_fail(tmp_path):
+    path = _world(tmp_path, leak_in_new=True)
+    archive(load_config(path), progress=_silent)
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v2}\nboost: 1.0\n")
+    outcome = run_gate(load_config(path), progress=_silent)
+    report = outcome.report
+    leakage = report["leakage"]
+    assert leakage["new"] == ["q_0001", "q_0004", "q_0007"] and leakage["removed"] == []
+    assert {m["tag"] for m in leakage["matched"]} == {"new"}
+    assert leakage["recommendation"] == "exclude faq/common-questions from the snapshot or re-judge."
+    assert report["reporting_set"]["query_count"] == 17
+    assert report["reporting_set"]["excluded_leaked"] == ["q_0001", "q_0004", "q_0007"]
+    assert report["query_count"] == 17
+    assert report["delta_all_queries"]["query_count"] == 20
+    assert "delta_with_leaked" in leakage and "delta_without_leaked" in leakage
+    assert outcome.verdict.kind == "fail"
+    assert outcome.verdict.reasons[0].code == "new_leaked_queries"
+    assert "faq/common-questions" in outcome.verdict.reasons[0].message
+
+
+def test_leaks_in_both_snapshots_are_tagged_both_and_do_not_fail(tmp_path):
+    path = _world(tmp_path, leak_in_new=True)
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v2}\nboost: 1.0\n")
+    archive(load_config(path), progress=_silent)
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v2}\nboost: 2.0\n")
+    report = run_gate(load_config(path), progress=_silent).report
+    assert report["leakage"]["both"] == ["q_0001", "q_0004", "q_0007"] and report["leakage"]["new"] == []
+    assert report["leakage"]["same_snapshot"] is True
+    assert report["verdict"]["reasons"][0]["code"] != "new_leaked_queries"
+
+
+def test_changing_a_tunable_parameter_reports_on_held_out_queries(tmp_path):
+    tuning_ids = [f"q_{i:04d}" for i in range(12)]
+    extra = f"tuning:\n  queries: {json.dumps(tuning_ids)}\n  params: [boost]\n"
+    path = _world(tmp_path, leak_in_new=False, extra_config=extra)
+    archive(load_config(path), progress=_silent)
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 3.0\n")
+    report = run_gate(load_config(path), progress=_silent).report
+    assert report["tuning"]["applies"] is True and report["tuning"]["changed_params"] == ["boost"]
+    assert report["tuning"]["holdout_count"] == 8
+    assert report["reporting_set"]["held_out_only"] is True
+    assert report["query_count"] == 8 and report["reporting_set"]["name"].startswith("held-out")
+
+
+def test_tuning_and_reporting_overlap_fails_and_no_split_warns(tmp_path):
+    extra = "tuning:\n  queries: [q_0000, q_0001]\n  holdout: [q_0001, q_0002, q_0003]\n  params: [boost]\n"
+    path = _world(tmp_path, leak_in_new=False, extra_config=extra)
+    archive(load_config(path), progress=_silent)
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 3.0\n")
+    outcome = run_gate(load_config(path), progress=_silent)
+    assert outcome.verdict.kind == "fail"
+    assert [r.code for r in outcome.verdict.reasons][0] == "tuning_overlap"
+
+    path = _world(tmp_path, leak_in_new=False, extra_config="tuning:\n  params: [boost]\n")
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 3.0\n")
+    outcome = run_gate(load_config(path), progress=_silent)
+    assert any("no tuning split is declared" in w for w in outcome.report["warnings"])
+
+
+def test_prompt_files_quoting_golden_queries_or_relevant_documents_are_reported(tmp_path):
+    path = _world(tmp_path, leak_in_new=False, extra_config="prompts: ['prompts/*.txt']\n")
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "rewrite.txt").write_text(
+        "You rewrite search queries.\n"
+        "Example: how do i configure webhooks with giraffe settings\n"
+        "Cite guide/rate-limits-1#c0 when relevant.\n"
+        "Text: webhooks violin part 0 configure the dashboard settings before\n")
+    archive(load_config(path), progress=_silent)
+    report = run_gate(load_config(path), progress=_silent).report
+    kinds = {(m["file"], m["line"], m["kind"]) for m in report["prompts"]["matches"]}
+    assert ("prompts/rewrite.txt", 2, "query_text") in kinds
+    assert ("prompts/rewrite.txt", 3, "relevant_doc_id") in kinds
+    assert any(kind == "relevant_doc_text" for _, _, kind in kinds)
