@@ -271,6 +271,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     text = json.dumps(outcome.report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     write_text_atomic(out / "report.json", text)
     write_text_atomic(out / "report.md", render("run.md.j2", report=outcome.report))
+    validity = outcome.extras.get("validity")
+    if validity is not None and validity.judged is not None:
+        from gate.checks.judged import write_unjudged
+
+        write_unjudged(out / "unjudged.tsv", validity.judged.unjudged_rows)
     if args.format == "json":
         sys.stdout.write(text)
     else:
