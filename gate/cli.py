@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", metavar="RUN", help="archive this precomputed run of the current config instead of running it")
     p.add_argument("--runs-dir", metavar="DIR", help="pick up runs produced by an earlier step (see plan)")
     p.add_argument("--gc", action="store_true", help="only remove data files the manifest no longer names")
+    p.add_argument("--noise-repeats", type=_int, default=0, metavar="N",
+                   help="also measure the noise band from N identical runs and store it with the baseline")
     p.set_defaults(handler=_cmd_archive)
 
     p = sub.add_parser("replay", help="make the archived baseline commensurable with today's inputs")
@@ -107,6 +109,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=".retrieval-gate/out", metavar="DIR")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(handler=_cmd_run)
+
+    p = sub.add_parser("noise", help="measure the run-to-run noise band from identical runs")
+    config_arg(p)
+    p.add_argument("--repeats", type=_int, default=None, help="identical runs through the runner (default noise.repeats)")
+    p.add_argument("--from-runs", nargs="+", metavar="RUN", help="compute the band from existing runs instead")
+    p.add_argument("--qrels", help="with --from-runs: qrels file, BEIR folder or irds:<id>")
+    p.add_argument("--queries", help="with --from-runs: golden queries (strata, universe)")
+    p.add_argument("--metric", default="nDCG@10")
+    p.add_argument("--rel", type=_positive_int, default=1)
+    p.add_argument("--runs-dir", metavar="DIR")
+    p.add_argument("--out", default="noise.json", metavar="FILE")
+    p.set_defaults(handler=_cmd_noise)
 
     p = sub.add_parser("leakcheck", help="find golden queries that appear in a corpus (exit 1 when found)")
     p.add_argument("--queries", required=True, help="golden queries (TSV/JSONL, BEIR folder or irds:<id>)")
@@ -202,7 +216,8 @@ def _cmd_archive(args: argparse.Namespace) -> int:
     from gate.runners.base import RunnerFailed
 
     try:
-        result = archive(config, _path(args.run), _path(args.runs_dir), progress=_progress)
+        result = archive(config, _path(args.run), _path(args.runs_dir), progress=_progress,
+                         noise_repeats=args.noise_repeats)
     except RunnerFailed as failure:
         print(f"retrieval-gate: error: archive failed, manifest unchanged: {failure}", file=sys.stderr)
         if failure.log_tail:
@@ -288,6 +303,53 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"  changed {change['path']}: {change['old']!r} -> {change['new']!r}")
         print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
     return outcome.verdict.exit_code
+
+
+def _cmd_noise(args: argparse.Namespace) -> int:
+    import json
+
+    from gate.atomic import write_text_atomic
+
+    if args.from_runs:
+        from gate.evaluate import query_universe
+        from gate.fingerprint import qrels_fingerprint, queries_fingerprint
+        from gate.io.qrels import load_qrels
+        from gate.io.queries import load_queries
+        from gate.measures import parse_measure
+        from gate.noise import noise_from_runs
+
+        if not args.qrels:
+            raise UsageError("noise --from-runs needs --qrels")
+        qrels = load_qrels(args.qrels)
+        queries = load_queries(args.queries) if args.queries else None
+        universe = query_universe(qrels, queries)
+        measure = parse_measure(args.metric).with_default_rel(args.rel)
+        strata = {q.query_id: q.stratum for q in queries.queries} if queries else None
+        fingerprints = {"queries": queries_fingerprint(queries).sha256 if queries else None,
+                        "qrels": qrels_fingerprint(qrels).sha256, "corpus": None, "config": None}
+        band = noise_from_runs(args.from_runs, qrels, universe.query_ids, measure, args.rel, strata, fingerprints)
+    else:
+        from gate.golden import load_golden
+        from gate.noise import measure_noise
+        from gate.pipeline import make_producer, measures_of, runner_queries_path
+        from gate.retrieval_config import load_retrieval_config
+
+        config = _load_config(args)
+        primary, _ = measures_of(config)
+        golden = load_golden(config)
+        retrieval = load_retrieval_config(config.resolve(config.retrieval_config))
+        producer = make_producer(config, _path(args.runs_dir), _progress)
+        repeats = args.repeats or config.raw["noise.repeats"]
+        band = measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
+                             repeats, config.golden.rel, config.raw["noise.invalidate_on"],
+                             config.raw["noise.base_seed"], _progress).band
+    write_text_atomic(args.out, json.dumps(band.to_dict(), indent=2) + "\n")
+    o = band.overall
+    print(f"{band.metric} over {band.runs} identical runs: mean {o.mean:.5f}  sd {o.sd:.5f}  range {o.range:.4f}")
+    print(f"noise band threshold max(3 x sd, range) = {o.threshold:.4f}  (sd of a difference of two runs "
+          f"{o.delta_sd:.5f}); {len(band.unstable)} of {band.query_count} queries move across runs")
+    print(f"wrote {args.out}")
+    return EXIT_OK
 
 
 def _cmd_leakcheck(args: argparse.Namespace) -> int:

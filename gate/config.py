@@ -180,6 +180,14 @@ SCHEMA: dict[str, Any] = {
         "params": (text_list, ()),
     },
     "prompts": (text_list, ()),
+    "noise": {
+        # A stored noise band (noise.json from `retrieval-gate noise`); the manifest's band wins when both exist.
+        "file": (text, None),
+        "repeats": (positive_integer, 10),
+        # Config keys (or prefixes) that build the index: a band measured under other values is stale.
+        "invalidate_on": (text_list, ("index", "embedding", "ingestion", "chunking", "bm25", "ann")),
+        "base_seed": (integer, 1000),
+    },
     "judged": {
         "k": (positive_integer, 10),
     },
@@ -196,6 +204,8 @@ SCHEMA: dict[str, Any] = {
         "max_unjudged": (number, 0.3),
         # Largest fall of the judged share against the baseline.
         "max_judged_drop": (number, 0.1),
+        # "Improvement shown" needs a current noise band: without one a delta may be run-to-run spread.
+        "improvement_needs_band": (boolean, True),
     },
 }
 

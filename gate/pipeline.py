@@ -40,6 +40,7 @@ from gate.runners.command import CommandRunner
 from gate.runners.produce import RunProducer, check_coverage
 from gate.stats.paired import compare_paired
 from gate.report import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
+from gate.noise import BandStatus, applicable_band, band_sentence, measure_noise, tie_floor
 from gate.verdict import Policy, Verdict, combine, decide_delta, inconclusive
 from gate.checks.judged import judged_check
 from gate.checks.prompts import scan_prompts
@@ -142,7 +143,7 @@ class ArchiveResult:
 
 
 def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None = None,
-            progress: Progress = stderr_progress) -> ArchiveResult:
+            progress: Progress = stderr_progress, noise_repeats: int = 0) -> ArchiveResult:
     primary, others = measures_of(config)
     measures = (primary, *others)
     golden = load_golden(config)
@@ -160,6 +161,24 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
         run, produced = producer.produce(request, golden.universe.query_ids)
         source = produced.source
     values = evaluate_all(run, golden, measures, config.golden.rel)
+    extra: dict[str, Any] = {}
+    extra_files: dict[str, bytes] = {}
+    if noise_repeats:
+        from gate.manifest import run_to_trec_gz
+        import hashlib
+
+        producer = make_producer(config, runs_dir, progress)
+        measured = measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
+                                 noise_repeats, config.golden.rel, config.raw["noise.invalidate_on"],
+                                 config.raw["noise.base_seed"], progress)
+        names = []
+        for repeat_run in measured.runs:
+            data = run_to_trec_gz(repeat_run)
+            name = f"noise-run-{hashlib.sha256(data).hexdigest()[:16]}.trec.gz"
+            extra_files[name] = data
+            names.append(name)
+        extra["noise_band"] = {**measured.band.to_dict(), "runs_files": names,
+                               "seconds": [round(x, 3) for x in measured.seconds]}
     per_query = {
         name: {qid: float(v) for qid, v in zip(values.query_ids, array)} for name, array in values.values.items()
     }
@@ -179,6 +198,8 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
         per_query=per_query,
         environment=environment_record(environment_files(config)),
         git_commit=git.head_commit(config.root),
+        extra=extra,
+        extra_files=extra_files,
     )
     return ArchiveResult(manifest, values.mean(str(primary)), len(values.query_ids), source)
 
@@ -359,12 +380,56 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
             # A win the leaked queries carry: shown with them, not without them.
             report["leakage"]["win_carried_by_leaks"] = bool(
                 everything.ci_low > 0 and not paired.ci_low > 0 and carried > 0)
+    status = noise_status(config, golden, baseline, metric, measures)
+    threshold = None if status.band is None else status.band.threshold
+    exceeded, words = band_sentence(paired.mean, status, f"retrieval-gate archive --noise-repeats "
+                                                         f"{config.raw['noise.repeats']} --config {config.path.name}")
+    floor = tie_floor(candidate_run, golden.qrels, primary, reporting.query_ids, config.golden.rel)
+    report["noise_band"] = {
+        "runs": None if status.band is None else status.band.runs,
+        "sd": None if status.band is None else status.band.overall.sd,
+        "range": None if status.band is None else status.band.overall.range,
+        "threshold": threshold,
+        "delta_sd": None if status.band is None else status.band.overall.delta_sd,
+        "exceeded": exceeded,
+        "stale": status.state == "stale",
+        "state": status.state,
+        "reason": status.reason,
+        "sentence": words,
+        "strata": {} if status.band is None else {k: v.threshold for k, v in status.band.strata.items()},
+        "unstable_queries": 0 if status.band is None else len(status.band.unstable),
+        "tie_floor": floor.to_dict(),
+    }
     statistical = decide_delta(paired.mean, paired.ci_low, paired.ci_high, paired.mde, metric,
-                               len(reporting.query_ids), policy, None, reporting.to_dict())
+                               len(reporting.query_ids), policy, threshold, reporting.to_dict())
     verdict = combine(validity.failures, validity.warnings, statistical, policy)
     report["verdict"] = verdict.to_dict()
     report["elapsed_seconds"] = round(time.monotonic() - started, 3)
     return GateOutcome(report, verdict, baseline, candidate, extras={"validity": validity, "candidate_run": candidate_run})
+
+
+def stored_band(config: Config, manifest: Manifest | None) -> tuple[dict | None, list[Run] | None]:
+    """The band stored with the manifest (and its repeat runs), else the config's noise.file."""
+    if manifest is not None and isinstance(manifest.extra.get("noise_band"), dict):
+        data = manifest.extra["noise_band"]
+        runs = [read_run(manifest.folder / name) for name in data.get("runs_files") or []]
+        return data, runs
+    path = config.resolve(config.raw["noise.file"]) if config.raw["noise.file"] else None
+    if path is not None and path.exists():
+        import json
+
+        try:
+            return json.loads(path.read_text(encoding="utf-8")), None
+        except json.JSONDecodeError as error:
+            raise InputError(str(path), error.lineno, f"invalid noise band JSON: {error.msg}")
+    return None, None
+
+
+def noise_status(config: Config, golden: Golden, baseline: ResolvedBaseline, metric: str,
+                 measures: Sequence[Measure]) -> BandStatus:
+    data, runs = stored_band(config, baseline.manifest)
+    measure = next(m for m in measures if str(m) == metric)
+    return applicable_band(data, runs, golden, baseline.config, measure, config.golden.rel)
 
 
 def _id_list(value: Any, config: Config, key: str) -> list[str] | None:

@@ -27,6 +27,7 @@ class Policy:
     max_regression: float = 0.02
     require_improvement: bool = False
     inconclusive_blocks: bool = True
+    improvement_needs_band: bool = True
 
     @classmethod
     def from_config(cls, raw: dict[str, Any]) -> "Policy":
@@ -34,6 +35,7 @@ class Policy:
             max_regression=float(raw.get("policy.max_regression", 0.02)),
             require_improvement=bool(raw.get("policy.require_improvement", False)),
             inconclusive_blocks=bool(raw.get("policy.inconclusive_blocks", True)),
+            improvement_needs_band=bool(raw.get("policy.improvement_needs_band", True)),
         )
 
 
@@ -83,7 +85,8 @@ def decide_delta(
     """The statistical part of the policy: regression shown, non-inferiority, improvement."""
     band = noise_threshold if noise_threshold is not None else 0.0
     interval = f"{metric} {delta:+.3f} [{ci_low:+.3f}, {ci_high:+.3f}]"
-    improvement = ci_low > 0 and abs(delta) > band and noise_threshold is not None
+    improvement = ci_low > 0 and abs(delta) > band and (noise_threshold is not None
+                                                        or not policy.improvement_needs_band)
     reasons: list[Reason] = []
     if ci_high < 0 and abs(delta) > band:
         reasons.append(Reason("regression_shown", f"regression shown: {interval}, {query_count} q"))
