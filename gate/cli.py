@@ -122,6 +122,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="noise.json", metavar="FILE")
     p.set_defaults(handler=_cmd_noise)
 
+    p = sub.add_parser("factorial", help="effects and interactions of bundled changes from a 2^k grid of run files")
+    p.add_argument("--factor", action="append", required=True, metavar="NAME", help="a changed factor (repeat)")
+    p.add_argument("--cell", action="append", required=True, metavar="LEVELS=RUN",
+                   help="a cell's run, e.g. model=new,corpus=old=runs/cell.run (repeat for all 2^k cells)")
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--queries")
+    p.add_argument("--metric", default="nDCG@10")
+    p.add_argument("--rel", type=_positive_int, default=1)
+    p.add_argument("--samples", type=_positive_int, default=10_000)
+    p.add_argument("--seed", type=_int, default=7)
+    p.add_argument("--allow-missing", action="store_true", help="let queries missing from a cell score 0")
+    p.add_argument("--out", metavar="DIR")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(handler=_cmd_factorial)
+
     p = sub.add_parser("leakcheck", help="find golden queries that appear in a corpus (exit 1 when found)")
     p.add_argument("--queries", required=True, help="golden queries (TSV/JSONL, BEIR folder or irds:<id>)")
     p.add_argument("--corpus", required=True, help="corpus (JSONL, TSV, BEIR folder or irds:<id>)")
@@ -349,6 +364,39 @@ def _cmd_noise(args: argparse.Namespace) -> int:
     print(f"noise band threshold max(3 x sd, range) = {o.threshold:.4f}  (sd of a difference of two runs "
           f"{o.delta_sd:.5f}); {len(band.unstable)} of {band.query_count} queries move across runs")
     print(f"wrote {args.out}")
+    return EXIT_OK
+
+
+def _cmd_factorial(args: argparse.Namespace) -> int:
+    import json
+
+    from gate.attribution import GridRefused, factorial_from_runs, render_attribution
+
+    cells = []
+    for item in args.cell:
+        levels, sep, path = item.rpartition("=")
+        if not sep or not levels or not path:
+            raise UsageError(f"--cell '{item}': expected LEVELS=RUN, e.g. model=new,corpus=old=cell.run")
+        cells.append((levels, path))
+    try:
+        result = factorial_from_runs(args.factor, cells, args.qrels, args.queries, metric=args.metric,
+                                     allow_missing=args.allow_missing, samples=args.samples, seed=args.seed,
+                                     rel=args.rel)
+    except GridRefused as refused:
+        print(f"retrieval-gate: error: grid refused: {refused.reason}", file=sys.stderr)
+        return EXIT_INPUT
+    data = result.to_dict()
+    markdown = render_attribution(data)
+    if args.out:
+        from gate.atomic import write_text_atomic
+
+        write_text_atomic(Path(args.out) / "report.json",
+                          json.dumps({"command": "factorial", "attribution": data}, indent=2) + "\n")
+        write_text_atomic(Path(args.out) / "report.md", markdown)
+    if args.format == "json":
+        print(json.dumps(data, indent=2))
+    else:
+        print(markdown)
     return EXIT_OK
 
 

@@ -188,6 +188,13 @@ SCHEMA: dict[str, Any] = {
         "invalidate_on": (text_list, ("index", "embedding", "ingestion", "chunking", "bm25", "ann")),
         "base_seed": (integer, 1000),
     },
+    "attribution": {
+        "enabled": (boolean, True),
+        # More changed factors than this are reported as a bundle (2^k runs would be needed).
+        "max_factors": (positive_integer, 3),
+        # Named factors as groups of dotted paths; default: each changed top-level group.
+        "factors": (mapping, {}),
+    },
     "judged": {
         "k": (positive_integer, 10),
     },

@@ -273,17 +273,17 @@ def _num(value: float) -> float | None:
 
 
 def _candidate(config: Config, golden: Golden, producer: RunProducer, options: RunOptions,
-               retrieval: RetrievalConfig) -> tuple[Run, str]:
+               retrieval: RetrievalConfig) -> tuple[Run, str, float]:
     path = options.candidate_run
     if path is None and config.runner.type == "run-file" and config.runner.candidate_run:
         path = config.resolve(config.runner.candidate_run)
     if path is not None:
         run = read_run(path)  # bad file: InputError, exit 2
         check_coverage(run, golden.universe.query_ids, "candidate", str(path))
-        return run, f"file {path}"
+        return run, f"file {path}", 0.0
     queries_path = runner_queries_path(golden, producer.work_dir)
     run, produced = producer.produce(_request("candidate", retrieval, golden, queries_path), golden.universe.query_ids)
-    return run, produced.source
+    return run, produced.source, produced.seconds
 
 
 def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progress = stderr_progress) -> GateOutcome:
@@ -331,7 +331,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     report["config_diff"] = [change.to_dict() for change in config_diff(baseline.config, retrieval)]
 
     try:
-        candidate_run, candidate_source = _candidate(config, golden, producer, options, retrieval)
+        candidate_run, candidate_source, candidate_seconds = _candidate(config, golden, producer, options, retrieval)
     except RunnerFailed as failure:
         message = f"the candidate run failed: {failure.message}"
         if failure.log_tail:
@@ -400,12 +400,117 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         "unstable_queries": 0 if status.band is None else len(status.band.unstable),
         "tie_floor": floor.to_dict(),
     }
+    attribution = None
+    try:
+        attribution = attribute(config, golden, baseline, baseline.run, candidate_run, retrieval, diff,
+                                reporting.query_ids, metric, producer, candidate_seconds, progress)
+    except RunnerFailed as failure:
+        report["attribution"] = {"error": f"a grid cell could not be run: {failure.message}"}
+    if attribution is not None:
+        from gate.attribution import GridRefused
+
+        if isinstance(attribution, GridRefused):
+            report["attribution"] = {"refused": attribution.reason}
+        else:
+            report["attribution"] = attribution.to_dict()
     statistical = decide_delta(paired.mean, paired.ci_low, paired.ci_high, paired.mde, metric,
                                len(reporting.query_ids), policy, threshold, reporting.to_dict())
     verdict = combine(validity.failures, validity.warnings, statistical, policy)
     report["verdict"] = verdict.to_dict()
     report["elapsed_seconds"] = round(time.monotonic() - started, 3)
     return GateOutcome(report, verdict, baseline, candidate, extras={"validity": validity, "candidate_run": candidate_run})
+
+
+def grid_factors(config: Config, diff) -> dict[str, list[str]]:
+    """Factor name -> the changed dotted paths it switches."""
+    changed = [c.path for c in diff]
+    declared = config.raw["attribution.factors"] or {}
+    factors: dict[str, list[str]] = {}
+    claimed: set[str] = set()
+    for name, paths in declared.items():
+        if isinstance(paths, str):
+            paths = [paths]
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise InputError(str(config.path), None, f"key 'attribution.factors.{name}': expected a list of dotted paths")
+        hits = [c for c in changed if any(c == p or c.startswith(p + ".") for p in paths)]
+        if hits:
+            factors[str(name)] = hits
+            claimed.update(hits)
+    for path in changed:
+        if path not in claimed:
+            factors.setdefault(path.split(".")[0], []).append(path)
+    return factors
+
+
+def corpus_factor_of(config: Config, factors: dict[str, list[str]]) -> str | None:
+    """The factor that switches the corpus snapshot (its keys fill the corpus path)."""
+    import re
+
+    if not config.corpus:
+        return None
+    named = set(re.findall(r"\{([A-Za-z0-9_.\-]+)\}", config.corpus))
+    for name, paths in factors.items():
+        if named & set(paths):
+            return name
+    return None
+
+
+def attribute(config: Config, golden: Golden, baseline: ResolvedBaseline, baseline_run: Run, candidate_run: Run,
+              retrieval: RetrievalConfig, diff, query_ids: Sequence[str], metric: str, producer: RunProducer,
+              candidate_seconds: float, progress: Progress):
+    """The 2^k grid of the changed factors: run the missing cells, then analyse (or label a bundle)."""
+    from gate.attribution import CellProvenance, GridRefused, analyze_grid, bundle_result
+
+    factors = grid_factors(config, diff)
+    names = list(factors)
+    stats = config.statistics
+    max_factors = config.raw["attribution.max_factors"]
+    if not config.raw["attribution.enabled"] or len(names) > max_factors or len(names) < 2:
+        if len(names) < 2 and config.raw["attribution.enabled"]:
+            return None  # one change (or none): the headline delta is its effect
+        return bundle_result(names, max_factors, disabled=not config.raw["attribution.enabled"], metric=metric,
+                             samples=stats.samples, seed=stats.seed)
+    queries_path = runner_queries_path(golden, producer.work_dir)
+    candidate_flat = retrieval.flat()
+    measure = parse_measure(metric)
+    values, seconds, provenance, info = {}, {}, {}, {}
+    started = time.monotonic()
+    import itertools
+
+    for levels in itertools.product(("old", "new"), repeat=len(names)):
+        switched = {}
+        for name, level in zip(names, levels):
+            if level == "new":
+                for path in factors[name]:
+                    from gate.retrieval_config import ABSENT
+
+                    switched[path] = candidate_flat.get(path, ABSENT)
+        label = ",".join(f"{n}={l}" for n, l in zip(names, levels))
+        cell_config = baseline.config.with_values(switched) if switched else baseline.config
+        snapshot = golden.corpus(cell_config)
+        if all(level == "old" for level in levels):
+            run, cell_seconds = baseline_run, (baseline.produced.seconds if baseline.produced else 0.0)
+            source = "baseline"
+        elif all(level == "new" for level in levels):
+            run, cell_seconds, source = candidate_run, candidate_seconds, "candidate"
+        else:
+            progress(f"attribution: cell {label}")
+            run, produced = producer.produce(run_request(f"grid cell {label}", cell_config, golden, queries_path),
+                                             golden.universe.query_ids)
+            cell_seconds, source = produced.seconds, produced.source
+        per_query = evaluate(run, golden.qrels, [measure], query_ids, rel=config.golden.rel)
+        values[levels] = per_query.values[str(measure.with_default_rel(config.golden.rel))]
+        seconds[levels] = cell_seconds
+        provenance[levels] = CellProvenance(golden.queries_record.sha256, golden.qrels_record.sha256,
+                                            None if snapshot is None else snapshot.record.sha256)
+        info[levels] = {"source": source, "config_sha256": cell_config.sha256}
+    try:
+        return analyze_grid(names, values, list(query_ids), metric, stats.samples, stats.seed, seconds,
+                            corpus_factor_of(config, factors), provenance=provenance,
+                            grid_seconds=time.monotonic() - started + candidate_seconds, max_factors=max_factors,
+                            ci_method=stats.ci_method, cell_info=info)
+    except GridRefused as refused:
+        return refused
 
 
 def stored_band(config: Config, manifest: Manifest | None) -> tuple[dict | None, list[Run] | None]:
