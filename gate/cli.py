@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=_positive_int, default=10_000, help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=_int, default=7, help="random seed (default 7)")
     p.add_argument("--ci-method", choices=["percentile", "basic", "bca"], default="percentile")
+    p.add_argument("--strata", metavar="SHARES.yml", help="traffic share per stratum (strata from --queries): adds the "
+                   "strata table, traffic accounting and movement buckets")
     p.add_argument("--out", metavar="DIR", help="write report.json and report.md here")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(handler=_cmd_compare)
@@ -193,6 +195,20 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         queries=(args.queries, queries) if queries is not None else None,
     )
     report = Report.from_comparison(comparison, inputs, command="compare")
+    if args.strata or queries is not None:
+        from gate.lift import strata_section
+        from gate.strata_config import assign_strata, load_strata_spec, validate_against
+
+        spec = load_strata_spec(args.strata) if args.strata else None
+        if spec is not None and queries is None:
+            raise UsageError("--strata needs --queries (the query file gives each query its stratum)")
+        strata = assign_strata(queries, spec)
+        if spec is not None:
+            validate_against(spec, strata)
+        report.data.update(strata_section(
+            comparison.baseline, comparison.candidate, comparison.metric, strata, spec, baseline_run=baseline,
+            candidate_run=candidate, qrels=qrels, queries=queries, samples=args.samples, seed=args.seed,
+            method=args.ci_method))
     if args.out:
         out = Path(args.out)
         write_text_atomic(out / "report.json", report.to_json())

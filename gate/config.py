@@ -211,6 +211,10 @@ SCHEMA: dict[str, Any] = {
         "max_unjudged": (number, 0.3),
         # Largest fall of the judged share against the baseline.
         "max_judged_drop": (number, 0.1),
+        # A stratum whose minimum detectable effect exceeds this is flagged underpowered.
+        "min_effect": (number, 0.02),
+        # Share of traffic (strata shares) that may be damaged before the gate fails.
+        "max_damaged_traffic": (number, 0.2),
         # "Improvement shown" needs a current noise band: without one a delta may be run-to-run spread.
         "improvement_needs_band": (boolean, True),
     },

@@ -40,6 +40,8 @@ from gate.runners.command import CommandRunner
 from gate.runners.produce import RunProducer, check_coverage
 from gate.stats.paired import compare_paired
 from gate.report import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
+from gate.lift import strata_section
+from gate.strata_config import assign_strata, strata_spec_from_config, validate_against
 from gate.noise import BandStatus, applicable_band, band_sentence, measure_noise, tie_floor
 from gate.verdict import Policy, Verdict, combine, decide_delta, inconclusive
 from gate.checks.judged import judged_check
@@ -341,7 +343,10 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         report["verdict"] = verdict.to_dict()
         return GateOutcome(report, verdict, baseline)
     candidate = evaluate_all(candidate_run, golden, measures, config.golden.rel)
-    strata = {q.query_id: q.stratum for q in golden.queries.queries}
+    spec = strata_spec_from_config(config)
+    strata = assign_strata(golden.queries, spec)
+    if spec is not None:
+        validate_against(spec, strata)  # once, against the full golden set
     diff = config_diff(baseline.config, retrieval)
 
     validity = check_validity(config, golden, baseline, candidate_run, candidate, retrieval, diff, metric, strata,
@@ -400,6 +405,14 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         "unstable_queries": 0 if status.band is None else len(status.band.unstable),
         "tie_floor": floor.to_dict(),
     }
+    stratum_noise = None
+    if status.band is not None and status.band.strata:
+        stratum_noise = {name: item.threshold for name, item in status.band.strata.items()}
+    strata_block = strata_section(base_r, cand_r, metric, strata, spec, baseline_run=baseline.run,
+                                  candidate_run=candidate_run, qrels=golden.qrels, queries=golden.queries,
+                                  noise_threshold=stratum_noise, min_effect=config.raw["policy.min_effect"],
+                                  samples=stats.samples, seed=stats.seed, method=stats.ci_method)
+    report.update(strata_block)
     attribution = None
     try:
         attribution = attribute(config, golden, baseline, baseline.run, candidate_run, retrieval, diff,
@@ -415,10 +428,27 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
             report["attribution"] = attribution.to_dict()
     statistical = decide_delta(paired.mean, paired.ci_low, paired.ci_high, paired.mde, metric,
                                len(reporting.query_ids), policy, threshold, reporting.to_dict())
-    verdict = combine(validity.failures, validity.warnings, statistical, policy)
+    failures = list(validity.failures) + traffic_failures(strata_block, config.raw["policy.max_damaged_traffic"])
+    verdict = combine(failures, validity.warnings, statistical, policy)
     report["verdict"] = verdict.to_dict()
     report["elapsed_seconds"] = round(time.monotonic() - started, 3)
     return GateOutcome(report, verdict, baseline, candidate, extras={"validity": validity, "candidate_run": candidate_run})
+
+
+def traffic_failures(block: dict[str, Any], max_damaged: float) -> list[tuple[str, str]]:
+    """A bad trade fails whatever the headline says; so does a guarded stratum shown to regress."""
+    failures = []
+    traffic = block.get("traffic")
+    if traffic and traffic.get("damaged", 0) > max_damaged + 1e-12:
+        damaged = [r["stratum"] for r in block.get("strata", []) if r.get("direction") == "damaged"]
+        failures.append(("damaged_traffic", f"{traffic['damaged']:.0%} of traffic damaged ({', '.join(damaged)}); "
+                                            f"limit {max_damaged:.0%}"))
+    for row in block.get("strata", []):
+        if row.get("guarded") and row.get("direction") == "damaged" and (row.get("p_holm") or 1) < 0.05:
+            failures.append(("guarded_stratum", f"guarded stratum {row['stratum']} regressed: "
+                                                f"{row['delta']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}], "
+                                                f"Holm p {row['p_holm']:.3f}"))
+    return failures
 
 
 def grid_factors(config: Config, diff) -> dict[str, list[str]]:

@@ -25,7 +25,42 @@ def environment() -> jinja2.Environment:
     env.filters["md"] = md_text
     env.filters["signed"] = signed
     env.filters["fixed"] = fixed
+    env.filters["percent"] = percent
+    env.globals["forest"] = forest
+    env.globals["forest_scale"] = forest_scale
     return env
+
+
+def forest(delta: float | None, low: float | None, high: float | None, scale: float, width: int = 21) -> str:
+    """A text forest-plot cell: the CI as ├──┤, the estimate as ●, zero as a fixed ┼ tick.
+
+    Every row uses the same ``scale`` (the largest |CI end| in the table), so
+    rows compare by eye. Returned as a code span: monospaced, and inert.
+    """
+    if delta is None or low is None or high is None or scale <= 0:
+        return "`" + " " * (width // 2) + "┼" + " " * (width // 2) + "`"
+    half = width // 2
+
+    def pos(value: float) -> int:
+        return max(0, min(width - 1, half + round(value / scale * half)))
+
+    cells = [" "] * width
+    a, b = pos(low), pos(high)
+    for i in range(a, b + 1):
+        cells[i] = "─"
+    cells[half] = "┼" if not (a <= half <= b) else "┼"
+    cells[a], cells[b] = "├", "┤"
+    cells[pos(delta)] = "●"
+    return "`" + "".join(cells) + "`"
+
+
+def forest_scale(rows: list[dict], low: str = "ci_low", high: str = "ci_high") -> float:
+    ends = [abs(r[k]) for r in rows for k in (low, high) if r.get(k) is not None]
+    return max(ends, default=0.0)
+
+
+def percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
 
 
 def render(template: str, **context: Any) -> str:

