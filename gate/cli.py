@@ -124,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="noise.json", metavar="FILE")
     p.set_defaults(handler=_cmd_noise)
 
+    p = sub.add_parser("comment", help="post a saved report as the PR comment (the fork-safe workflow_run job)")
+    p.add_argument("--report", required=True, metavar="REPORT.json")
+    p.add_argument("--pr", required=True, type=_positive_int, metavar="N")
+    p.add_argument("--head-sha", required=True, metavar="SHA",
+                   help="workflow_run.head_sha: the PR number is accepted only if the PR's head is this commit")
+    p.add_argument("--comment-mode", choices=["update", "new"], default="update")
+    p.set_defaults(handler=_cmd_comment)
+
     p = sub.add_parser("factorial", help="effects and interactions of bundled changes from a 2^k grid of run files")
     p.add_argument("--factor", action="append", required=True, metavar="NAME", help="a changed factor (repeat)")
     p.add_argument("--cell", action="append", required=True, metavar="LEVELS=RUN",
@@ -368,7 +376,7 @@ def _cmd_noise(args: argparse.Namespace) -> int:
         config = _load_config(args)
         primary, _ = measures_of(config)
         golden = load_golden(config)
-        retrieval = load_retrieval_config(config.resolve(config.retrieval_config))
+        retrieval = load_retrieval_config(config.here(config.retrieval_config))
         producer = make_producer(config, _path(args.runs_dir), _progress)
         repeats = args.repeats or config.raw["noise.repeats"]
         band = measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
@@ -380,6 +388,42 @@ def _cmd_noise(args: argparse.Namespace) -> int:
     print(f"noise band threshold max(3 x sd, range) = {o.threshold:.4f}  (sd of a difference of two runs "
           f"{o.delta_sd:.5f}); {len(band.unstable)} of {band.query_count} queries move across runs")
     print(f"wrote {args.out}")
+    return EXIT_OK
+
+
+def _cmd_comment(args: argparse.Namespace) -> int:
+    """Token from GITHUB_TOKEN (or INPUT_TOKEN), repository from GITHUB_REPOSITORY, API root from
+    GITHUB_API_URL. The PR number comes from an artifact an untrusted job wrote, so it is only
+    believed when GET /pulls/{n} says that PR's head is the commit the gate ran on."""
+    import json
+    import os
+
+    from gate.comment import render_comment
+    from gate.github import GitHubClient, publish_comment
+
+    token = os.environ.get("GITHUB_TOKEN") or os.environ.get("INPUT_TOKEN")
+    repository = os.environ.get("GITHUB_REPOSITORY")
+    if not token or not repository:
+        raise UsageError("comment needs GITHUB_TOKEN and GITHUB_REPOSITORY in the environment")
+    try:
+        report = json.loads(Path(args.report).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(args.report, None, "no such file")
+    except json.JSONDecodeError as error:
+        raise InputError(args.report, error.lineno, f"invalid JSON: {error.msg}")
+    client = GitHubClient(os.environ.get("GITHUB_API_URL", "https://api.github.com"), token, repository)
+    pull = client.get_pull(args.pr)
+    if (pull.get("head") or {}).get("sha") != args.head_sha:
+        print(f"retrieval-gate: PR #{args.pr}'s head is not {args.head_sha[:12]}: not commenting "
+              "(the artifact names another PR, or a newer push superseded this run)", file=sys.stderr)
+        return EXIT_OK
+    verdict = (report.get("verdict") or {}).get("kind", "inconclusive")
+    body = render_comment(report)
+    result = publish_comment(client, args.pr, report.get("suite") or "retrieval", args.head_sha, verdict, body,
+                             mode=args.comment_mode)
+    print(f"comment: {result.action} {result.url or ''}".rstrip())
+    if result.action == "forbidden":
+        print(result.message, file=sys.stderr)
     return EXIT_OK
 
 

@@ -180,6 +180,9 @@ SCHEMA: dict[str, Any] = {
         "params": (text_list, ()),
     },
     "prompts": (text_list, ()),
+    # Repository globs whose change makes the gate relevant; default: the retrieval config,
+    # the gate config, the yardstick files, corpus, prompts, environment files, .github/workflows/.
+    "watch": (text_list, ()),
     "noise": {
         # A stored noise band (noise.json from `retrieval-gate noise`); the manifest's band wins when both exist.
         "file": (text, None),
@@ -269,6 +272,25 @@ class Config:
     statistics: StatisticsConfig
     environment: tuple[str, ...]
     raw: Mapping[str, Any] = field(default_factory=dict)  # checked values by dotted section
+    # Where the code under test lives. The yardstick (golden files, strata, tuning
+    # split, manifest, noise band) resolves against ``root``, which on a PR is a
+    # copy of the base commit's files; the retrieval config, corpus, prompts,
+    # runner and cache resolve against the workspace (the PR head).
+    workspace: Path | None = None
+
+    @property
+    def workspace_root(self) -> Path:
+        return self.workspace if self.workspace is not None else self.root
+
+    def here(self, relative: str | None) -> Path | None:
+        """A path of the code under test (PR head), resolved against the workspace."""
+        if relative is None:
+            return None
+        path = Path(relative)
+        return path if path.is_absolute() else self.workspace_root / path
+
+    def here_spec(self, relative: str) -> str:
+        return relative if is_spec(relative) else str(self.here(relative))
 
     def resolve(self, relative: str | None) -> Path | None:
         """A path from the config, resolved against the config's folder (irds: ids kept)."""

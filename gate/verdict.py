@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+STATISTICAL = {"regression_shown", "improvement_required", "improvement_shown", "non_inferior", "underpowered"}
 EXIT_BY_KIND = {"pass": 0, "skipped": 0, "accepted": 0, "fail": 1, "inconclusive": 3}
 
 
@@ -89,21 +90,23 @@ def decide_delta(
                                                         or not policy.improvement_needs_band)
     reasons: list[Reason] = []
     if ci_high < 0 and abs(delta) > band:
-        reasons.append(Reason("regression_shown", f"regression shown: {interval}, {query_count} q"))
+        reasons.append(Reason("regression_shown", f"regression shown ({interval}, {query_count} q)"))
         kind = "fail"
     elif ci_low >= -policy.max_regression:
         if policy.require_improvement and not improvement:
             reasons.append(Reason("improvement_required",
-                                  f"improvement required but not shown: {interval}, {query_count} q"))
+                                  f"improvement required but not shown ({interval}, {query_count} q)"))
             kind = "fail"
+        elif improvement:
+            reasons.append(Reason("improvement_shown", f"improvement shown ({interval}, {query_count} q)"))
+            kind = "pass"
         else:
-            word = "improvement shown" if improvement else "non-inferior"
-            reasons.append(Reason("non_inferior" if not improvement else "improvement_shown",
-                                  f"{word}: {interval} (margin -{policy.max_regression:g}), {query_count} q"))
+            reasons.append(Reason("non_inferior", f"non-inferior within -{policy.max_regression:g} "
+                                                  f"({interval}, {query_count} q)"))
             kind = "pass"
     else:
         reasons.append(Reason("underpowered",
-                              f"neither a regression nor non-inferiority is shown: {interval}, {query_count} q; "
+                              f"neither a regression nor non-inferiority is shown ({interval}, {query_count} q); "
                               f"minimum detectable effect {mde:.3f}"))
         kind = "inconclusive"
     return Verdict(kind, tuple(reasons), improvement, _exit(kind, policy), reporting_set or {})
@@ -119,3 +122,69 @@ def combine(failures, warnings, statistical: Verdict, policy: Policy) -> Verdict
     reasons += list(statistical.reasons) + [Reason("warning", w) for w in warnings]
     return Verdict("fail", tuple(reasons), statistical.improvement_shown, _exit("fail", policy),
                    statistical.reporting_set)
+
+
+ACCEPT_LABEL = "retrieval-gate:accept"
+JUSTIFICATION = "Retrieval-Gate-Justification:"
+
+
+def skipped(changed: int, policy: Policy) -> Verdict:
+    return Verdict("skipped", (Reason("not_relevant", f"this PR changes none of the files the gate watches "
+                                                      f"({changed} files changed)"),), False, 0, {})
+
+
+def justification(body: str | None) -> str | None:
+    """The text after a ``Retrieval-Gate-Justification:`` line in the PR body, if any."""
+    for line in (body or "").splitlines():
+        stripped = line.strip()
+        if stripped.lower().startswith(JUSTIFICATION.lower()):
+            text = stripped[len(JUSTIFICATION):].strip()
+            return text or None
+    return None
+
+
+def goalposts_changed(verdict: Verdict, goalposts, policy: Policy) -> Verdict:
+    """A PR that edits its own yardstick cannot pass without the accept label."""
+    if not goalposts or verdict.kind not in ("pass",):
+        return verdict
+    files = ", ".join(g["path"] for g in goalposts[:5])
+    reason = Reason("goalposts_changed", f"this PR edits the yardstick ({files}); it cannot pass without the "
+                                         f"{ACCEPT_LABEL} label")
+    return Verdict("fail", (reason,) + verdict.reasons, verdict.improvement_shown, _exit("fail", policy),
+                   verdict.reporting_set)
+
+
+def accept(verdict: Verdict, labels, body: str | None, policy: Policy) -> tuple[Verdict, dict | None]:
+    """A fail a maintainer accepts on purpose: the label plus a justification line (labels need
+    triage rights, so a fork author cannot self-accept)."""
+    if verdict.kind != "fail" or ACCEPT_LABEL not in set(labels or ()):
+        return verdict, None
+    text = justification(body)
+    if text is None:
+        note = Reason("accept_without_justification", f"the {ACCEPT_LABEL} label is set but the PR body has no "
+                                                      f"'{JUSTIFICATION}' line: the fail stands")
+        return Verdict(verdict.kind, verdict.reasons + (note,), verdict.improvement_shown, verdict.exit_code,
+                       verdict.reporting_set), None
+    accepted = {"label": ACCEPT_LABEL, "justification": text, "failed_on": [r.to_dict() for r in verdict.reasons]}
+    reason = Reason("accepted", f"accepted on purpose ({ACCEPT_LABEL}): {text}")
+    return Verdict("accepted", (reason,) + verdict.reasons, verdict.improvement_shown, 0, verdict.reporting_set), accepted
+
+
+def headline(verdict: Verdict, report: dict) -> str:
+    """One line: kind - deciding rule - metric delta [CI], noise - n q (never a delta between
+    incommensurable numbers: without a delta in the report there is none)."""
+    parts = [verdict.kind]
+    if verdict.reasons:
+        # The deciding rule, without the interval it may carry (the delta part below gives it).
+        parts.append(verdict.reasons[0].message.split(" (")[0] if verdict.reasons[0].code in STATISTICAL
+                     else verdict.reasons[0].message)
+    delta = report.get("delta")
+    if delta and verdict.kind not in ("skipped",):
+        text = f"{report.get('metric')} {delta['mean']:+.3f} [{delta['ci_low']:+.3f}, {delta['ci_high']:+.3f}]"
+        band = report.get("noise_band") or {}
+        if band.get("threshold") is not None:
+            word = "exceeds noise" if band.get("exceeded") else "within noise"
+            text += f", {word} +/-{band['threshold']:.3f}"
+        parts.append(text)
+        parts.append(f"{report.get('query_count')} q")
+    return " - ".join(parts)

@@ -329,6 +329,8 @@ class FakeGitHub:
         base_sha: str = "0" * 40,
         head_ref: str = "feature",
         base_ref: str = "main",
+        labels: list[str] = (),  # type: ignore[assignment]
+        body: str | None = None,
     ) -> dict[str, Any]:
         entries = []
         for f in files:
@@ -341,6 +343,7 @@ class FakeGitHub:
         pull = {
             "number": int(number), "head_sha": head_sha, "base_sha": base_sha,
             "head_ref": head_ref, "base_ref": base_ref, "files": entries, "fork": fork,
+            "labels": list(labels), "body": body,
         }
         with self._lock:
             self.state.pulls[int(number)] = pull
@@ -636,6 +639,9 @@ class FakeGitHub:
             "base": {"label": f"{self.owner}:{pull['base_ref']}", "ref": pull["base_ref"], "sha": pull["base_sha"],
                      "repo": base_repo, "user": self._user_json(self.owner)},
             "changed_files": len(pull["files"]),
+            "body": pull.get("body"),
+            "labels": [{"id": 100 + i, "name": name, "color": "ededed", "default": False}
+                       for i, name in enumerate(pull.get("labels") or [])],
         }
 
     def _file_json(self, pull: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,301 @@
+"""The GitHub Action: the runner's environment in, a verdict, a comment and an exit code out.
+
+``entrypoint.py`` calls :func:`main` with ``os.environ``. Inputs arrive as
+``INPUT_<NAME>`` with hyphens kept; ``required`` is enforced here because the
+runner does not. Every git call passes ``-c safe.directory`` (the workspace
+belongs to another uid). The token is masked at once and never reaches a
+subprocess (runners get a scrubbed environment), a log line, a report or an
+output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, TextIO
+
+from gate import git
+from gate.errors import InputError
+from gate.publish.workflow_commands import (
+    annotation,
+    append_summary,
+    escape_data,
+    group,
+    mask,
+    stop_commands,
+    write_outputs,
+)
+
+COMMENT_MODES = ("update", "new", "off")
+
+
+class ActionInputError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Inputs:
+    config_path: str
+    token: str
+    candidate_run: str | None
+    runs_dir: str | None
+    comment_mode: str
+    github_max_wait: float
+    working_directory: str
+    commit_status: bool
+
+
+def _input(env: Mapping[str, str], name: str, default: str | None = None, required: bool = False) -> str | None:
+    # The runner upper-cases the name and keeps hyphens: config-path -> INPUT_CONFIG-PATH.
+    value = env.get(f"INPUT_{name.upper()}")
+    if value is None:
+        value = env.get(f"INPUT_{name.upper().replace('-', '_')}")
+    value = (value or "").strip()
+    if not value:
+        if required:
+            raise ActionInputError(f"input '{name}' is required")
+        return default
+    return value
+
+
+def read_inputs(env: Mapping[str, str]) -> Inputs:
+    mode = _input(env, "comment-mode", "update")
+    if mode not in COMMENT_MODES:
+        raise ActionInputError(f"input 'comment-mode' must be one of {', '.join(COMMENT_MODES)}, got '{mode}'")
+    wait_text = _input(env, "github-max-wait", "120")
+    try:
+        wait = float(wait_text)
+    except ValueError:
+        raise ActionInputError(f"input 'github-max-wait' must be a number of seconds, got '{wait_text}'") from None
+    status = (_input(env, "commit-status", "false") or "false").lower()
+    if status not in ("true", "false"):
+        raise ActionInputError(f"input 'commit-status' must be true or false, got '{status}'")
+    return Inputs(
+        config_path=_input(env, "config-path", ".retrieval-gate.yml"),
+        token=_input(env, "token", required=True),
+        candidate_run=_input(env, "candidate-run"),
+        runs_dir=_input(env, "runs-dir"),
+        comment_mode=mode,
+        github_max_wait=max(0.0, wait),
+        working_directory=_input(env, "working-directory", "."),
+        commit_status=status == "true",
+    )
+
+
+@dataclass(frozen=True)
+class Event:
+    name: str
+    pr_number: int | None
+    head_sha: str | None
+    base_sha: str | None
+    labels: tuple[str, ...]
+    body: str | None
+    fork: bool | None
+    repository: str | None
+
+
+def read_event(env: Mapping[str, str]) -> Event:
+    name = env.get("GITHUB_EVENT_NAME", "")
+    payload: dict[str, Any] = {}
+    path = env.get("GITHUB_EVENT_PATH")
+    if path and Path(path).is_file():
+        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    pr = payload.get("pull_request")
+    if pr:
+        head_repo = (pr.get("head") or {}).get("repo")
+        base_repo = (pr.get("base") or {}).get("repo") or {}
+        # A fork: no head repository (deleted), or another full name (not head.repo.fork).
+        fork = head_repo is None or head_repo.get("full_name") != base_repo.get("full_name")
+        return Event(name, int(pr["number"]), pr["head"]["sha"], (pr.get("base") or {}).get("sha"),
+                     tuple(l.get("name", "") for l in pr.get("labels") or []), pr.get("body"), fork,
+                     (payload.get("repository") or {}).get("full_name"))
+    if name == "merge_group" and payload.get("merge_group"):
+        group_ = payload["merge_group"]
+        return Event(name, None, group_.get("head_sha"), group_.get("base_sha"), (), None, None,
+                     (payload.get("repository") or {}).get("full_name"))
+    return Event(name, None, env.get("GITHUB_SHA"), None, (), None, None, env.get("GITHUB_REPOSITORY"))
+
+
+def _print(stream: TextIO, text: str) -> None:
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def main(env: Mapping[str, str] | None = None, stdout: TextIO | None = None) -> int:
+    env = dict(os.environ if env is None else env)
+    out = stdout or sys.stdout
+    try:
+        inputs = read_inputs(env)
+    except ActionInputError as error:
+        _print(out, annotation("error", str(error), title="retrieval-gate"))
+        return 2
+    _print(out, mask(inputs.token))
+    # The token goes to the API client only; nothing below passes env to a child process.
+    for name in ("INPUT_TOKEN", "GITHUB_TOKEN"):
+        os.environ.pop(name, None)
+    try:
+        return _run(env, inputs, out)
+    except InputError as error:
+        _print(out, annotation("error", f"bad input: {error}", title="retrieval-gate"))
+        return 2
+    except Exception:  # noqa: BLE001 - the edge
+        import traceback
+
+        fd, path = tempfile.mkstemp(prefix="retrieval-gate-crash-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            traceback.print_exc(file=handle)
+        _print(out, annotation("error", f"internal error (traceback saved to {path})", title="retrieval-gate"))
+        return 4
+
+
+def _changed_files(workspace: Path, base: str | None, event: Event, client) -> list[str] | None:
+    if base is not None:
+        files = git.changed_files(workspace, base, "HEAD")
+        if files is not None:
+            return files
+    if client is not None and event.pr_number is not None:
+        try:
+            return client.list_pull_files(event.pr_number)
+        except Exception:  # noqa: BLE001 - the gate still decides without the list
+            return None
+    return None
+
+
+def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
+    from gate.comment import render_comment, render_summary
+    from gate.github import GitHubClient, GitHubError, publish_comment, truncate_description
+    from gate.pipeline import RunOptions, run_gate
+    from gate.render import render
+    from gate.verdict import Policy, accept, goalposts_changed, headline, skipped
+    from gate.yardstick import baseline_from_branch, load_yardstick, matches
+
+    started = time.monotonic()
+    event = read_event(env)
+    workspace = Path(env.get("GITHUB_WORKSPACE", ".")) / inputs.working_directory
+    workspace = workspace.resolve()
+    repository = env.get("GITHUB_REPOSITORY") or event.repository
+    client = None
+    if repository:
+        client = GitHubClient(env.get("GITHUB_API_URL", "https://api.github.com"), inputs.token, repository,
+                              max_wait=inputs.github_max_wait)
+    warnings: list[str] = []
+
+    with group("retrieval-gate: inputs", stream=out):
+        base = git.rev_parse(workspace, "HEAD^1")
+        if base is None:
+            base = event.base_sha if event.base_sha and git.rev_parse(workspace, event.base_sha) else None
+        elif event.base_sha and base != event.base_sha and event.name.startswith("pull_request"):
+            warnings.append(f"HEAD^1 ({base[:12]}) is not pull_request.base.sha ({event.base_sha[:12]}): the base "
+                            "branch moved since the merge commit was made; HEAD^1 is used")
+        changed = _changed_files(workspace, base, event, client)
+        _print(out, f"event {escape_data(event.name)}; PR {event.pr_number}; head {event.head_sha}; base {base}; "
+                    f"{'unknown' if changed is None else len(changed)} changed files")
+
+    overlay = Path(tempfile.mkdtemp(prefix="retrieval-gate-yardstick-"))
+    yard = load_yardstick(workspace / inputs.config_path, base, overlay, changed)
+    config = yard.config
+    if yard.warning:
+        warnings.append(yard.warning)
+    manifest = config.resolve(config.manifest)
+    baseline_source = None
+    if base is not None and not manifest.exists():
+        baseline_source = baseline_from_branch(workspace, base, manifest.parent)
+    policy = Policy.from_config(dict(config.raw))
+    out_dir = workspace / ".retrieval-gate" / "out"
+
+    if changed is not None and not any(matches(f, yard.watch) for f in changed):
+        verdict = skipped(len(changed), policy)
+        report = {"schema_version": "1.2", "command": "action", "suite": config.suite, "metric": config.metric,
+                  "inputs": {}, "tool": _tool(), "baseline": {"resolution": None, "description": "not run"},
+                  "verdict": verdict.to_dict()}
+    else:
+        with group("retrieval-gate: run", stream=out):
+            options = RunOptions(
+                candidate_run=(workspace / inputs.candidate_run) if inputs.candidate_run else None,
+                runs_dir=(workspace / inputs.runs_dir) if inputs.runs_dir else None,
+                base=base,
+            )
+            outcome = run_gate(config, options, progress=lambda m: _print(out, f"[retrieval-gate] {escape_data(m)}"))
+        report, verdict = outcome.report, outcome.verdict
+        if outcome.extras.get("validity") is not None and outcome.extras["validity"].judged is not None:
+            from gate.checks.judged import write_unjudged
+
+            write_unjudged(out_dir / "unjudged.tsv", outcome.extras["validity"].judged.unjudged_rows)
+    report["goalposts"] = list(yard.goalposts)
+    verdict = goalposts_changed(verdict, yard.goalposts, policy)
+    labels, body = event.labels, event.body
+    if event.pr_number is not None and client is not None:
+        try:
+            pull = client.get_pull(event.pr_number)  # current labels and body, not the event's snapshot
+            labels = tuple(l.get("name", "") for l in pull.get("labels") or [])
+            body = pull.get("body")
+        except GitHubError:
+            pass
+    verdict, accepted = accept(verdict, labels, body, policy)
+    if accepted:
+        report["accepted"] = accepted
+    report["warnings"] = list(report.get("warnings", [])) + warnings
+    report["yardstick"] = {"source": yard.source, "baseline_source": baseline_source}
+    report["verdict"] = {**verdict.to_dict(), "headline": headline(verdict, report)}
+    report["event"] = {"name": event.name, "pr": event.pr_number, "head_sha": event.head_sha, "base_sha": base}
+
+    from gate.atomic import write_text_atomic
+
+    text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    write_text_atomic(out_dir / "report.json", text)
+    write_text_atomic(out_dir / "report.md", render("run.md.j2", report=report))
+    reproduce = f"retrieval-gate run --config {inputs.config_path}" + (f" --base {base}" if base else "")
+    comment_body = render_comment(report, reproduce_command=reproduce)
+    write_text_atomic(out_dir / "comment.md", comment_body)
+
+    comment_url = ""
+    if event.name.startswith("pull_request") and event.pr_number is not None and client is not None:
+        with group("retrieval-gate: comment", stream=out):
+            result = publish_comment(client, event.pr_number, config.suite, event.head_sha or "", verdict.kind,
+                                     comment_body, mode=inputs.comment_mode)
+            comment_url = result.url or ""
+            _print(out, f"comment: {result.action} {comment_url}")
+            if result.action == "forbidden":
+                _print(out, annotation("warning", result.message or "no permission to comment",
+                                       title="retrieval-gate comment"))
+        if inputs.commit_status and event.head_sha:
+            state = {"pass": "success", "skipped": "success", "accepted": "success", "fail": "failure"}.get(
+                verdict.kind, "failure" if verdict.exit_code else "success")
+            try:
+                client.create_status(event.head_sha, state, f"retrieval-gate/{config.suite}",
+                                     truncate_description(headline(verdict, report)))
+            except GitHubError as error:
+                _print(out, annotation("warning", f"commit status not written: {error}"))
+
+    delta = report.get("delta") or {}
+    write_outputs(env.get("GITHUB_OUTPUT", ""), {
+        "verdict": verdict.kind,
+        "delta": "" if delta.get("mean") is None else f"{delta['mean']:.6f}",
+        "ci-low": "" if delta.get("ci_low") is None else f"{delta['ci_low']:.6f}",
+        "ci-high": "" if delta.get("ci_high") is None else f"{delta['ci_high']:.6f}",
+        "report-path": str(out_dir / "report.json"),
+        "comment-url": comment_url,
+    })
+    append_summary(env.get("GITHUB_STEP_SUMMARY", ""), render_summary(report, reproduce_command=reproduce))
+
+    kind = "error" if verdict.exit_code else "notice"
+    with stop_commands(stream=out):
+        # Untrusted text (reasons quote data) is printed with workflow commands switched off.
+        for reason in verdict.to_dict()["reasons"]:
+            _print(out, f"{reason['code']}: {reason['message']}")
+    _print(out, annotation(kind, headline(verdict, report)[:1000], title=f"retrieval-gate {verdict.kind}"))
+    for warning in report["warnings"]:
+        _print(out, annotation("warning", warning[:1000], title="retrieval-gate"))
+    _print(out, f"retrieval-gate: {verdict.kind} (exit {verdict.exit_code}) in {time.monotonic() - started:.1f}s")
+    return verdict.exit_code
+
+
+def _tool() -> dict[str, Any]:
+    from gate import __version__
+
+    return {"name": "retrieval-gate", "version": __version__}

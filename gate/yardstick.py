@@ -1,0 +1,200 @@
+"""The yardstick comes from the base commit.
+
+On a PR, everything the candidate is measured against - the gate config, the
+golden queries and qrels, the strata file, the tuning split, the baseline
+manifest and the noise band - is read as of the base commit, so a PR cannot
+move its own goalposts. The PR head supplies only the code under test (the
+retrieval config, the corpus its ingestion produces, prompts). A PR that
+edits the yardstick is listed under "goalposts changed".
+
+The base commit's files are written into a folder that mirrors the
+repository (an overlay); the config is loaded from there with its
+``workspace`` pointing at the real checkout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from gate import git
+from gate.config import Config, is_spec, load_config
+
+BASELINES_BRANCH = "retrieval-gate-baselines"
+
+
+@dataclass(frozen=True)
+class Yardstick:
+    config: Config
+    source: str  # "base commit <sha>" | "workspace"
+    warning: str | None  # loud when the base commit could not be read
+    goalposts: tuple[dict, ...]  # yardstick files the PR changed: {path, change}
+    watch: tuple[str, ...] = ()  # repository globs whose change makes the gate relevant
+
+
+def _relative(config: Config, value: str) -> str | None:
+    """A yardstick path as a repository path (posix), or None for irds: ids and outside paths."""
+    if is_spec(value):
+        return None
+    path = Path(value)
+    absolute = path if path.is_absolute() else config.root / path
+    root = git.repo_root(config.root)
+    if root is None:
+        return None
+    try:
+        return absolute.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def yardstick_paths(config: Config) -> list[str]:
+    """Repository paths of the yardstick files (the config itself first); folders end with '/'."""
+    raw = config.raw
+    paths: list[str | None] = []
+    root = git.repo_root(config.root)
+    if root is not None:
+        try:
+            paths.append(config.path.resolve().relative_to(root.resolve()).as_posix())
+        except ValueError:
+            pass
+    for value in (config.golden.queries, config.golden.qrels, raw.get("strata.assignments"), raw.get("noise.file")):
+        if isinstance(value, str):
+            paths.append(_relative(config, value))
+    for key in ("tuning.queries", "tuning.holdout"):
+        if isinstance(raw.get(key), str):
+            paths.append(_relative(config, raw[key]))
+    manifest = _relative(config, config.manifest)
+    if manifest is not None:
+        paths.append(manifest.rsplit("/", 1)[0] + "/" if "/" in manifest else manifest)
+    out: list[str] = []
+    for p in paths:
+        if p and p not in out:
+            out.append(p)
+    return out
+
+
+def watched(config: Config) -> list[str]:
+    """Globs (repository paths) whose change makes the gate relevant; ``watch:`` overrides."""
+    if config.raw.get("watch"):
+        return list(config.raw["watch"])
+    globs = [p + "**" if p.endswith("/") else p for p in yardstick_paths(config)]
+    for value in (config.retrieval_config, config.corpus):
+        if value:
+            rel = _relative(config, value)
+            if rel:
+                globs.append(rel if "{" not in rel else rel.split("{")[0] + "*")
+    root = git.repo_root(config.root)
+    prefix = ""
+    if root is not None:
+        try:
+            prefix = config.root.resolve().relative_to(root.resolve()).as_posix()
+            prefix = "" if prefix == "." else prefix + "/"
+        except ValueError:
+            prefix = ""
+    globs += [prefix + g for g in config.raw.get("prompts") or []]
+    globs += [prefix + g for g in config.raw.get("environment") or []]
+    globs.append(".github/workflows/**")
+    return globs
+
+
+def matches(path: str, globs: Iterable[str]) -> bool:
+    for glob in globs:
+        if fnmatch.fnmatchcase(path, glob) or (glob.endswith("/**") and path.startswith(glob[:-2])):
+            return True
+    return False
+
+
+def _ls_tree(workspace: Path, ref: str, folder: str) -> list[str]:
+    try:
+        proc = subprocess.run(["git", "-c", f"safe.directory={workspace.resolve()}", "ls-tree", "-r", "--name-only",
+                               ref, "--", folder], cwd=workspace, capture_output=True, timeout=30,
+                              env=git._clean_env())
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line for line in proc.stdout.decode().splitlines() if line] if proc.returncode == 0 else []
+
+
+def _write(dest: Path, rel: str, content: bytes) -> None:
+    target = dest / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content)
+
+
+def load_yardstick(config_path: Path, base: str | None, overlay: Path,
+                   changed_files: Iterable[str] | None = None) -> Yardstick:
+    """The config (and yardstick files) as of ``base``; the workspace copy with a warning when
+    the base commit cannot be read."""
+    workspace_config = load_config(config_path)
+    root = git.repo_root(workspace_config.root)
+    changed = list(changed_files or [])
+    if base is None or root is None:
+        return Yardstick(workspace_config, "workspace", None if base is None else
+                         "the workspace is not a git repository: the yardstick is read from the PR head", (),
+                         tuple(watched(workspace_config)))
+    rel_config = config_path.resolve().relative_to(root.resolve()).as_posix()
+    content = git.show_file(root, base, root / rel_config)
+    if content is None or git.rev_parse(root, base) is None:
+        warning = (f"the base commit {base} cannot be read (a shallow checkout? use fetch-depth: 2): the yardstick "
+                   "is read from the PR head, and the baseline can only come from an archived manifest")
+        return Yardstick(workspace_config, "workspace", warning, (), tuple(watched(workspace_config)))
+    _write(overlay, rel_config, content)
+    base_config = load_config(overlay / rel_config)
+    # Golden files etc. of the base commit, resolved the way the base config names them.
+    probe = dataclasses.replace(base_config, root=(root / rel_config).parent, path=root / rel_config)
+    for rel in yardstick_paths(probe)[1:]:
+        if rel.endswith("/"):
+            for item in _ls_tree(root, base, rel):
+                data = git.show_file(root, base, root / item)
+                if data is not None:
+                    _write(overlay, item, data)
+        else:
+            data = git.show_file(root, base, root / rel)
+            if data is not None:
+                _write(overlay, rel, data)
+    config = dataclasses.replace(base_config, workspace=(root / rel_config).parent.resolve())
+    yard = [p for p in yardstick_paths(probe)]
+    goalposts = tuple({"path": f, "change": "modified"} for f in changed if matches(f, [
+        p + "**" if p.endswith("/") else p for p in yard]))
+    return Yardstick(config, f"base commit {base[:12]}", None, goalposts, tuple(watched(probe)))
+
+
+def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, *, branch: str = BASELINES_BRANCH,
+                         max_ancestors: int = 50) -> str | None:
+    """Copy ``baselines/<sha>/`` for the base commit (or its newest ancestor that has one) from the
+    baselines branch into ``manifest_folder``. Returns where it came from, or None."""
+    root = git.repo_root(workspace)
+    if root is None:
+        return None
+    refs = [f"refs/remotes/origin/{branch}", f"refs/heads/{branch}"]
+    ref = next((r for r in refs if git.rev_parse(root, r) is not None), None)
+    if ref is None:
+        try:
+            subprocess.run(["git", "-c", f"safe.directory={root}", "fetch", "--quiet", "--depth=1", "origin",
+                            f"{branch}:refs/remotes/origin/{branch}"], cwd=root, capture_output=True, timeout=60,
+                           env=git._clean_env())
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        ref = refs[0] if git.rev_parse(root, refs[0]) is not None else None
+    if ref is None:
+        return None
+    try:
+        proc = subprocess.run(["git", "-c", f"safe.directory={root}", "rev-list", f"--max-count={max_ancestors}",
+                               base_sha], cwd=root, capture_output=True, timeout=30, env=git._clean_env())
+        ancestors = proc.stdout.decode().split() if proc.returncode == 0 else [base_sha]
+    except (OSError, subprocess.TimeoutExpired):
+        ancestors = [base_sha]
+    for sha in ancestors:
+        files = _ls_tree(root, ref, f"baselines/{sha}/")
+        if any(f.endswith("/manifest.yml") for f in files):
+            for item in files:
+                data = git.show_file(root, ref, root / item)
+                if data is not None:
+                    target = manifest_folder / item[len(f"baselines/{sha}/"):]
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+            return f"{branch}:baselines/{sha}" + ("" if sha == base_sha else f" (newest ancestor of {base_sha[:12]})")
+    return None

@@ -1,0 +1,280 @@
+"""entrypoint.py as the runner starts it: a subprocess with a simulated runner environment,
+a real git checkout (merge commit on top of the base, as actions/checkout makes it), the real
+event payloads from ../shared/github, and a local server that plays GitHub."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.checks.test_validity_in_run import _world
+from tests.github.fake_github import FakeGitHub
+from tests.shared_data import GITHUB, REPO, need
+
+TOKEN = "ghs_s3cr3tT0kenValue1234567890"
+NASTY = "pipes | </details> @octocat <img src=x> `tick` ``` end"
+
+
+def _git(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True)
+    return proc.stdout.strip()
+
+
+class Checkout:
+    """A repository with a base commit (gate config, golden set, archived baseline) and a PR head."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        config = _world(root, leak_in_new=True, extra_config="strata:\n  shares: {how_to: 0.6, navigational: 0.4}\n")
+        # One golden query whose text is hostile Markdown: it must render harmlessly.
+        golden = root / "golden.jsonl"
+        rows = [json.loads(line) for line in golden.read_text().splitlines()]
+        rows[1]["text"] = NASTY + " " + rows[1]["text"]
+        golden.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        config.rename(root / ".retrieval-gate.yml")
+        (root / ".gitignore").write_text(".retrieval-gate/cache/\n.retrieval-gate/work/\n.retrieval-gate/out/\n")
+        _git(root, "init", "-q", "-b", "main")
+        from gate.config import load_config
+        from gate.pipeline import archive
+
+        archive(load_config(root / ".retrieval-gate.yml"), progress=lambda m: None)
+        _git(root, "add", "-A")
+        _git(root, "commit", "-qm", "base")
+        self.base = _git(root, "rev-parse", "HEAD")
+
+    def pr(self, retrieval: str, extra: dict[str, str] | None = None) -> tuple[str, str]:
+        """Commit a PR head on a branch, then make the merge commit actions/checkout would check out."""
+        _git(self.root, "checkout", "-q", "-B", "feature", self.base)
+        (self.root / "retrieval.yml").write_text(retrieval)
+        for name, text in (extra or {}).items():
+            (self.root / name).write_text(text)
+        _git(self.root, "add", "-A")
+        _git(self.root, "commit", "-qm", "pr")
+        head = _git(self.root, "rev-parse", "HEAD")
+        _git(self.root, "checkout", "-q", "--detach", self.base)
+        _git(self.root, "merge", "-q", "--no-ff", "-m", "merge", head)
+        return head, _git(self.root, "rev-parse", "HEAD")
+
+
+def _payload(tmp: Path, name: str, number: int, head: str, base: str, labels=(), body=None) -> Path:
+    payload = json.loads(need(GITHUB / name).read_text())
+    pr = payload["pull_request"]
+    pr["number"] = number
+    pr["head"]["sha"] = head
+    pr["base"]["sha"] = base
+    pr["labels"] = [{"name": label} for label in labels]
+    pr["body"] = body
+    path = tmp / f"event-{head[:7]}.json"
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def run_entrypoint(checkout: Checkout, fake: FakeGitHub, event: Path, tmp: Path, **inputs: str):
+    output = tmp / "github_output"
+    summary = tmp / "step_summary"
+    output.write_text("")
+    summary.write_text("")
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp),
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_API_URL": fake.url,
+        "GITHUB_REPOSITORY": fake.repository,
+        "GITHUB_WORKSPACE": str(checkout.root),
+        "GITHUB_OUTPUT": str(output),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "GITHUB_TOKEN": TOKEN,
+        "INPUT_TOKEN": TOKEN,
+        "INPUT_CONFIG-PATH": ".retrieval-gate.yml",
+        "INPUT_COMMENT-MODE": "update",
+        "INPUT_GITHUB-MAX-WAIT": "30",
+        "INPUT_WORKING-DIRECTORY": ".",
+    }
+    env.update({f"INPUT_{k.upper().replace('_', '-')}": v for k, v in inputs.items()})
+    proc = subprocess.run([sys.executable, str(REPO / "entrypoint.py")], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=checkout.root)
+    return proc, output.read_text(), summary.read_text()
+
+
+def _outputs(text: str) -> dict[str, str]:
+    values, lines, i = {}, text.splitlines(), 0
+    while i < len(lines):
+        name, _, delimiter = lines[i].partition("<<")
+        j = lines.index(delimiter, i + 1)
+        values[name] = "\n".join(lines[i + 1:j])
+        i = j + 1
+    return values
+
+
+GOOD = "ingestion: {parser: v1}\nboost: 2.0\n"
+LEAKY = "ingestion: {parser: v2}\nboost: 1.0\n"
+
+
+@pytest.fixture()
+def world(tmp_path):
+    need(GITHUB / "webhook_example_pull_request_synchronize.payload.json")
+    checkout = Checkout(tmp_path / "repo")
+    with FakeGitHub(token=TOKEN) as fake:
+        yield checkout, fake, tmp_path
+
+
+def _bodies(fake: FakeGitHub, number: int) -> list[str]:
+    return [c["body"] for c in fake.comments(number)]
+
+
+def _no_token_anywhere(proc, outputs: str, summary: str, checkout: Checkout) -> None:
+    # Apart from the ::add-mask:: command itself (the runner consumes it; it never reaches the log).
+    stdout = "\n".join(line for line in proc.stdout.splitlines() if line != f"::add-mask::{TOKEN}")
+    for text in (stdout, proc.stderr, outputs, summary):
+        assert TOKEN not in text
+    for path in (checkout.root / ".retrieval-gate" / "out").iterdir():
+        assert TOKEN not in path.read_text(errors="replace")
+
+
+def test_first_run_creates_one_comment_and_a_rerun_updates_it(world):
+    checkout, fake, tmp = world
+    head, _ = checkout.pr(GOOD)
+    fake.add_pull(5, head, files=["retrieval.yml"], base_sha=checkout.base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 5, head, checkout.base)
+    proc, outputs, summary = run_entrypoint(checkout, fake, event, tmp)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    values = _outputs(outputs)
+    assert values["verdict"] == "pass" and values["report-path"].endswith("report.json")
+    assert values["comment-url"] and values["delta"] != ""
+    assert len(fake.comments(5)) == 1
+    first = fake.comments(5)[0]
+    assert "retrieval-gate" in first["body"].splitlines()[0] or "pass" in first["body"][:300]
+    assert "::group::" in proc.stdout
+    # The token is masked once: the runner consumes that command and never shows the line.
+    assert proc.stdout.splitlines().count(f"::add-mask::{TOKEN}") == 1
+    assert summary.strip()
+    _no_token_anywhere(proc, outputs, summary, checkout)
+
+    proc, outputs, summary = run_entrypoint(checkout, fake, event, tmp)
+    assert proc.returncode == 0
+    assert len(fake.comments(5)) == 1 and fake.comments(5)[0]["id"] == first["id"]
+    assert fake.requests_to("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}")
+    fake.assert_valid()
+
+
+def test_a_verdict_flip_posts_a_new_comment_and_marks_the_old_outdated(world):
+    checkout, fake, tmp = world
+    head, _ = checkout.pr(GOOD)
+    fake.add_pull(6, head, files=["retrieval.yml"], base_sha=checkout.base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 6, head, checkout.base)
+    assert run_entrypoint(checkout, fake, event, tmp)[0].returncode == 0
+    head2, _ = checkout.pr(LEAKY)
+    fake.push(6, head2)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 6, head2, checkout.base)
+    proc, outputs, summary = run_entrypoint(checkout, fake, event, tmp)
+    assert proc.returncode == 1, proc.stdout
+    assert _outputs(outputs)["verdict"] == "fail"
+    comments = fake.comments(6)
+    assert len(comments) == 2
+    assert "state=outdated" in comments[0]["body"] and "state=current" in comments[1]["body"]
+    assert "::error" in proc.stdout
+    # The hostile query text (leaked, so it is listed) renders harmlessly.
+    body = comments[1]["body"]
+    assert "<img" not in body and "@octocat" not in body
+    assert body.count("<details") == body.count("</details>")
+    _no_token_anywhere(proc, outputs, summary, checkout)
+
+
+def test_a_429_with_retry_after_is_retried(world):
+    checkout, fake, tmp = world
+    head, _ = checkout.pr(GOOD)
+    fake.add_pull(7, head, files=["retrieval.yml"], base_sha=checkout.base)
+    fake.script_rate_limit("/repos/{owner}/{repo}/issues/{issue_number}/comments", method="POST", retry_after=1)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 7, head, checkout.base)
+    proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
+    assert proc.returncode == 0, proc.stdout
+    posts = fake.requests_to("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments")
+    assert [r.status for r in posts] == [429, 201]
+    assert len(fake.comments(7)) == 1
+
+
+def test_a_fork_pr_with_a_read_only_token_still_decides(world):
+    checkout, fake, tmp = world
+    head, _ = checkout.pr(LEAKY)
+    fake.add_pull(8, head, files=["retrieval.yml"], base_sha=checkout.base, fork=True)
+    fake.read_only = True
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.FORK-SYNTHETIC.json", 8, head, checkout.base)
+    proc, outputs, summary = run_entrypoint(checkout, fake, event, tmp)
+    assert proc.returncode == 1  # the verdict (fail), unchanged by the 403
+    assert _outputs(outputs)["verdict"] == "fail"
+    assert "fail" in summary
+    assert "workflow_run" in proc.stdout  # how to enable comments
+    posts = fake.requests_to("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments")
+    assert len(posts) == 1  # a 403 integration error is not retried
+    assert (checkout.root / ".retrieval-gate" / "out" / "report.json").exists()
+
+
+def test_a_run_for_an_older_head_does_not_overwrite(world):
+    checkout, fake, tmp = world
+    head, _ = checkout.pr(GOOD)
+    fake.add_pull(9, "f" * 40, files=["retrieval.yml"], base_sha=checkout.base)  # a newer push exists
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 9, head, checkout.base)
+    proc, _, _ = run_entrypoint(checkout, fake, event, tmp)
+    assert proc.returncode == 0
+    assert fake.comments(9) == []
+    assert "skipped_stale" in proc.stdout
+
+
+def test_the_accept_label_with_a_justification_turns_a_fail_into_accepted(world):
+    checkout, fake, tmp = world
+    head, _ = checkout.pr(LEAKY)
+    body = "Ships the parser fix.\nRetrieval-Gate-Justification: the FAQ page is excluded in the next snapshot\n"
+    fake.add_pull(10, head, files=["retrieval.yml"], base_sha=checkout.base, labels=["retrieval-gate:accept"],
+                  body=body)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 10, head, checkout.base,
+                     labels=["retrieval-gate:accept"], body=body)
+    proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
+    assert proc.returncode == 0, proc.stdout
+    assert _outputs(outputs)["verdict"] == "accepted"
+    report = json.loads((checkout.root / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert report["accepted"]["justification"] == "the FAQ page is excluded in the next snapshot"
+    assert "the FAQ page is excluded" in fake.comments(10)[0]["body"]
+
+
+def test_a_pr_that_touches_nothing_watched_is_skipped_quickly(world):
+    checkout, fake, tmp = world
+    head, _ = checkout.pr(open(checkout.root / "retrieval.yml").read(), extra={"README.md": "docs only\n"})
+    fake.add_pull(11, head, files=["README.md"], base_sha=checkout.base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 11, head, checkout.base)
+    proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
+    assert proc.returncode == 0
+    assert _outputs(outputs)["verdict"] == "skipped"
+    assert len(fake.comments(11)) == 1  # the comment is updated so a required check never hangs
+
+
+def test_a_pr_that_edits_its_yardstick_cannot_pass(world):
+    checkout, fake, tmp = world
+    qrels = (checkout.root / "qrels.txt").read_text()
+    head, _ = checkout.pr(GOOD, extra={"qrels.txt": qrels.replace(" 0\n", " 1\n", 3)})
+    fake.add_pull(12, head, files=["retrieval.yml", "qrels.txt"], base_sha=checkout.base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 12, head, checkout.base)
+    proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
+    assert proc.returncode == 1
+    report = json.loads((checkout.root / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert report["goalposts"] == [{"path": "qrels.txt", "change": "modified"}]
+    assert report["verdict"]["reasons"][0]["code"] == "goalposts_changed"
+    # The yardstick came from the base commit: the PR's relabelled qrels were not used.
+    assert report["inputs"]["qrels"]["sha256"] != __import__("hashlib").sha256(b"").hexdigest()
+    assert report["yardstick"]["source"].startswith("base commit")
+
+
+def test_missing_required_input_is_an_error_annotation_and_exit_2(world):
+    checkout, fake, tmp = world
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 13, "a" * 40, checkout.base)
+    env = {"PATH": os.environ["PATH"], "GITHUB_EVENT_PATH": str(event), "GITHUB_WORKSPACE": str(checkout.root)}
+    proc = subprocess.run([sys.executable, str(REPO / "entrypoint.py")], env=env, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "::error" in proc.stdout and "token" in proc.stdout
