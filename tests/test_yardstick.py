@@ -1,0 +1,62 @@
+"""Baselines from the bot's branch: the base commit's, else the newest ancestor's."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from gate.config import load_config
+from gate.pipeline import archive
+from gate.yardstick import baseline_from_branch, load_yardstick
+from tests.checks.test_validity_in_run import _world
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.email=t@e", "-c", "user.name=t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_the_baseline_comes_from_the_baselines_branch_or_the_newest_ancestor(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    config = _world(repo, leak_in_new=False)
+    (repo / ".gitignore").write_text(".retrieval-gate/\n")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "one")
+    first = _git(repo, "rev-parse", "HEAD")
+    archive(load_config(config), progress=lambda m: None)
+    archived = repo / ".retrieval-gate" / "baseline"
+    # The archive workflow: baselines/<sha>/ on the bot's branch.
+    _git(repo, "checkout", "-q", "--orphan", "retrieval-gate-baselines")
+    _git(repo, "rm", "-rq", "--cached", ".")
+    target = repo / "baselines" / first
+    shutil.copytree(archived, target)
+    _git(repo, "add", "-f", f"baselines/{first}")
+    _git(repo, "commit", "-qm", "baseline")
+    shutil.rmtree(repo / "baselines")
+    _git(repo, "checkout", "-q", "-f", "main")
+    (repo / "README.md").write_text("later commit without a baseline\n")
+    _git(repo, "add", "README.md")
+    _git(repo, "commit", "-qm", "two")
+    second = _git(repo, "rev-parse", "HEAD")
+
+    out = tmp_path / "m1"
+    assert baseline_from_branch(repo, first, out) == f"retrieval-gate-baselines:baselines/{first}"
+    assert (out / "manifest.yml").exists()
+    out = tmp_path / "m2"
+    source = baseline_from_branch(repo, second, out)
+    assert source.startswith(f"retrieval-gate-baselines:baselines/{first}") and "newest ancestor" in source
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in archived.iterdir())
+
+
+def test_an_unreadable_base_falls_back_to_the_workspace_with_a_warning(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    config = _world(repo, leak_in_new=False)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "one")
+    yard = load_yardstick(config, "0" * 40, tmp_path / "overlay", [])
+    assert yard.source == "workspace" and "cannot be read" in yard.warning
