@@ -168,7 +168,7 @@ def _changed_files(workspace: Path, base: str | None, event: Event, client) -> l
 
 def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
     from gate.comment import render_comment, render_summary
-    from gate.github import GitHubClient, GitHubError, publish_comment, truncate_description
+    from gate.github import COMMENT_LIMIT, GitHubClient, GitHubError, publish_comment, truncate_description
     from gate.pipeline import RunOptions, run_gate
     from gate.render import render
     from gate.verdict import Policy, accept, goalposts_changed, headline, skipped
@@ -250,7 +250,8 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
     write_text_atomic(out_dir / "report.json", text)
     write_text_atomic(out_dir / "report.md", render("run.md.j2", report=report))
     reproduce = f"retrieval-gate run --config {inputs.config_path}" + (f" --base {base}" if base else "")
-    comment_body = render_comment(report, reproduce_command=reproduce)
+    # Room for the hidden marker line publish_comment puts first.
+    comment_body = render_comment(report, reproduce_command=reproduce, limit=COMMENT_LIMIT - 200)
     write_text_atomic(out_dir / "comment.md", comment_body)
 
     comment_url = ""

@@ -418,7 +418,7 @@ def _cmd_comment(args: argparse.Namespace) -> int:
               "(the artifact names another PR, or a newer push superseded this run)", file=sys.stderr)
         return EXIT_OK
     verdict = (report.get("verdict") or {}).get("kind", "inconclusive")
-    body = render_comment(report)
+    body = render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
     result = publish_comment(client, args.pr, report.get("suite") or "retrieval", args.head_sha, verdict, body,
                              mode=args.comment_mode)
     print(f"comment: {result.action} {result.url or ''}".rstrip())

@@ -34,7 +34,7 @@ def md_text(value: object, limit: int | None = None) -> str:
     out = []
     previous = ""
     for ch in text:
-        if ch == "@" and not (previous.isalnum() or previous in "._-"):
+        if ch == "@" and not (previous and (previous.isalnum() or previous in "._-")):
             # A mention needs a non-word character before the @; an entity
             # there stops it (nDCG@10 stays as it is).
             out.append("&#64;")
