@@ -167,11 +167,11 @@ def _changed_files(workspace: Path, base: str | None, event: Event, client) -> l
 
 
 def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
-    from gate.comment import render_comment, render_summary
+    from gate.comment import headline, render_comment, render_summary
     from gate.github import COMMENT_LIMIT, GitHubClient, GitHubError, publish_comment, truncate_description
     from gate.pipeline import RunOptions, run_gate
     from gate.render import render
-    from gate.verdict import Policy, accept, goalposts_changed, headline, skipped
+    from gate.verdict import Policy, accept, goalposts_changed, skipped
     from gate.yardstick import baseline_from_branch, load_yardstick, matches
 
     started = time.monotonic()
@@ -241,7 +241,8 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
         report["accepted"] = accepted
     report["warnings"] = list(report.get("warnings", [])) + warnings
     report["yardstick"] = {"source": yard.source, "baseline_source": baseline_source}
-    report["verdict"] = {**verdict.to_dict(), "headline": headline(verdict, report)}
+    report["verdict"] = verdict.to_dict()
+    report["verdict"]["headline"] = headline(report, markdown=False)
     report["event"] = {"name": event.name, "pr": event.pr_number, "head_sha": event.head_sha, "base_sha": base}
 
     from gate.atomic import write_text_atomic
@@ -269,7 +270,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
                 verdict.kind, "failure" if verdict.exit_code else "success")
             try:
                 client.create_status(event.head_sha, state, f"retrieval-gate/{config.suite}",
-                                     truncate_description(headline(verdict, report)))
+                                     truncate_description(headline(report, markdown=False)))
             except GitHubError as error:
                 _print(out, annotation("warning", f"commit status not written: {error}"))
 
@@ -289,7 +290,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
         # Untrusted text (reasons quote data) is printed with workflow commands switched off.
         for reason in verdict.to_dict()["reasons"]:
             _print(out, f"{reason['code']}: {reason['message']}")
-    _print(out, annotation(kind, headline(verdict, report)[:1000], title=f"retrieval-gate {verdict.kind}"))
+    _print(out, annotation(kind, headline(report, markdown=False)[:1000], title=f"retrieval-gate {verdict.kind}"))
     for warning in report["warnings"]:
         _print(out, annotation("warning", warning[:1000], title="retrieval-gate"))
     _print(out, f"retrieval-gate: {verdict.kind} (exit {verdict.exit_code}) in {time.monotonic() - started:.1f}s")

@@ -168,23 +168,3 @@ def accept(verdict: Verdict, labels, body: str | None, policy: Policy) -> tuple[
     accepted = {"label": ACCEPT_LABEL, "justification": text, "failed_on": [r.to_dict() for r in verdict.reasons]}
     reason = Reason("accepted", f"accepted on purpose ({ACCEPT_LABEL}): {text}")
     return Verdict("accepted", (reason,) + verdict.reasons, verdict.improvement_shown, 0, verdict.reporting_set), accepted
-
-
-def headline(verdict: Verdict, report: dict) -> str:
-    """One line: kind - deciding rule - metric delta [CI], noise - n q (never a delta between
-    incommensurable numbers: without a delta in the report there is none)."""
-    parts = [verdict.kind]
-    if verdict.reasons:
-        # The deciding rule, without the interval it may carry (the delta part below gives it).
-        parts.append(verdict.reasons[0].message.split(" (")[0] if verdict.reasons[0].code in STATISTICAL
-                     else verdict.reasons[0].message)
-    delta = report.get("delta")
-    if delta and verdict.kind not in ("skipped",):
-        text = f"{report.get('metric')} {delta['mean']:+.3f} [{delta['ci_low']:+.3f}, {delta['ci_high']:+.3f}]"
-        band = report.get("noise_band") or {}
-        if band.get("threshold") is not None:
-            word = "exceeds noise" if band.get("exceeded") else "within noise"
-            text += f", {word} +/-{band['threshold']:.3f}"
-        parts.append(text)
-        parts.append(f"{report.get('query_count')} q")
-    return " - ".join(parts)
