@@ -91,5 +91,5 @@ def load_golden(config: Config) -> Golden:
         queries_path=queries_path,
         corpus_template=config.corpus,
         corpus_location=config.corpus_location,
-        resolve=config.spec,
+        resolve=config.here_spec,
     )

@@ -84,7 +84,7 @@ def make_runner(config: Config):
             timeout=config.runner.timeout,
             shell=config.runner.shell,
             env_passthrough=config.runner.env_passthrough,
-            cwd=config.root,
+            cwd=config.workspace_root,
             source=str(config.path),
         )
     if config.runner.type == "reference":
@@ -98,14 +98,14 @@ def make_runner(config: Config):
 
 
 def work_dir_of(config: Config) -> Path:
-    return config.root / ".retrieval-gate" / "work"
+    return config.workspace_root / ".retrieval-gate" / "work"
 
 
 def make_producer(config: Config, runs_dir: Path | None, progress: Progress) -> RunProducer:
     return RunProducer(
         runner=make_runner(config),
         work_dir=work_dir_of(config),
-        cache_dir=config.resolve(config.cache_dir) if config.cache_enabled else None,
+        cache_dir=config.here(config.cache_dir) if config.cache_enabled else None,
         runs_dir=runs_dir,
         progress=progress,
     )
@@ -124,7 +124,7 @@ def runner_queries_path(golden: Golden, work_dir: Path) -> str:
 def environment_files(config: Config) -> dict[str, str | None]:
     files: dict[str, str | None] = {}
     for name in config.environment:
-        path = config.resolve(name)
+        path = config.here(name)
         files[name] = file_sha256(path) if path is not None and path.is_file() else None
     return files
 
@@ -149,7 +149,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
     primary, others = measures_of(config)
     measures = (primary, *others)
     golden = load_golden(config)
-    retrieval = load_retrieval_config(config.resolve(config.retrieval_config))
+    retrieval = load_retrieval_config(config.here(config.retrieval_config))
     if run_path is not None:
         run = read_run(run_path)
         try:
@@ -199,7 +199,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
         run=run,
         per_query=per_query,
         environment=environment_record(environment_files(config)),
-        git_commit=git.head_commit(config.root),
+        git_commit=git.head_commit(config.workspace_root),
         extra=extra,
         extra_files=extra_files,
     )
@@ -228,7 +228,7 @@ def resolve_baseline(
     base_config = None
     base_readable = False
     if base is not None:
-        base_config = base_config_from_git(config.root, base, config.resolve(config.retrieval_config))
+        base_config = base_config_from_git(config.workspace_root, base, config.here(config.retrieval_config))
         base_readable = base_config is not None
     if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
         return resolve_from_manifest(manifest, golden, measures, primary, config.golden.rel, producer,
@@ -278,7 +278,7 @@ def _candidate(config: Config, golden: Golden, producer: RunProducer, options: R
                retrieval: RetrievalConfig) -> tuple[Run, str, float]:
     path = options.candidate_run
     if path is None and config.runner.type == "run-file" and config.runner.candidate_run:
-        path = config.resolve(config.runner.candidate_run)
+        path = config.here(config.runner.candidate_run)
     if path is not None:
         run = read_run(path)  # bad file: InputError, exit 2
         check_coverage(run, golden.universe.query_ids, "candidate", str(path))
@@ -297,7 +297,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     golden = load_golden(config)
     progress(f"golden set: {len(golden.universe.query_ids)} judged queries "
              f"({len(golden.universe.unjudged)} without judgments left out)")
-    retrieval = load_retrieval_config(config.resolve(config.retrieval_config))
+    retrieval = load_retrieval_config(config.here(config.retrieval_config))
     producer = make_producer(config, options.runs_dir, progress)
     report: dict[str, Any] = {
         "schema_version": REPORT_SCHEMA_VERSION,
@@ -621,7 +621,7 @@ def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, c
                 if chunk.chunk_id in relevant or chunk.doc_id in relevant:
                     key = chunk.chunk_id if chunk.chunk_id in relevant else chunk.doc_id
                     texts[key] = (texts.get(key, "") + " " + chunk.text).strip()
-        prompts = scan_prompts(config.root, raw["prompts"], golden.queries.queries, golden.qrels, texts,
+        prompts = scan_prompts(config.workspace_root, raw["prompts"], golden.queries.queries, golden.qrels, texts,
                                rel=config.golden.rel, threshold=raw["leakage.threshold"])
     reporting = reporting_set(universe, leakage, tuning, raw["policy.exclude_leaked"])
     failures, warnings = validity_failures(leakage, judged, tuning, prompts, raw["policy.max_leaked"])
@@ -708,7 +708,7 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) 
 
     manifest_path = config.resolve(config.manifest)
     manifest = load_manifest(manifest_path) if manifest_path.exists() else None
-    base_config = base_config_from_git(config.root, base, config.resolve(config.retrieval_config)) if base else None
+    base_config = base_config_from_git(config.workspace_root, base, config.here(config.retrieval_config)) if base else None
     if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
         differences = {d.input for d in input_differences(manifest, golden, config.golden.rel)}
         from gate.runners.produce import missing_queries
@@ -721,5 +721,5 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) 
         add("baseline replay", manifest.config, needed, why)
     elif base_config is not None:
         add("baseline reconstruction", base_config, True, "no usable archived manifest")
-    add("candidate", load_retrieval_config(config.resolve(config.retrieval_config)), True, "the PR's config")
+    add("candidate", load_retrieval_config(config.here(config.retrieval_config)), True, "the PR's config")
     return planned
