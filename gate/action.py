@@ -178,7 +178,8 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
     event = read_event(env)
     workspace = Path(env.get("GITHUB_WORKSPACE", ".")) / inputs.working_directory
     workspace = workspace.resolve()
-    repository = env.get("GITHUB_REPOSITORY") or event.repository
+    # Only the runner's own variable: a payload cannot point the token at another repository.
+    repository = env.get("GITHUB_REPOSITORY")
     client = None
     if repository:
         client = GitHubClient(env.get("GITHUB_API_URL", "https://api.github.com"), inputs.token, repository,

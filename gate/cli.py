@@ -167,9 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", "--out", dest="out", required=True, metavar="DIR")
     p.set_defaults(handler=_cmd_lift)
 
-    p = sub.add_parser("demo", help="generate example inputs and run the gate on them, offline")
+    p = sub.add_parser("demo", help="the whole gate on a generated docs-search world, offline")
     p.add_argument("--out", default="retrieval-gate-demo", metavar="DIR", help="output folder (default retrieval-gate-demo)")
     p.add_argument("--seed", type=_int, default=7, help="seed of the generated world (default 7)")
+    p.add_argument("--scale", type=float, default=1.0, help="size of the world (1.0: about 3,000 pages)")
+    p.add_argument("--repeats", type=_int, default=5, help="identical runs for the noise band (default 5)")
     p.set_defaults(handler=_cmd_demo)
     return parser
 
@@ -500,23 +502,19 @@ def _cmd_lift(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from gate.demo.example_files import write_example_files
+    try:
+        from gate.demo.run import run_demo
+    except ImportError as error:
+        raise UsageError(f"the demo needs the reference retriever: pip install 'retrieval-gate[reference]' ({error})")
 
-    out = Path(args.out)
-    _progress(f"writing example files to {out}/inputs")
-    files = write_example_files(out / "inputs", seed=args.seed)
-    argv = [
-        "--baseline", str(files.baseline), "--candidate", str(files.candidate),
-        "--qrels", str(files.qrels), "--queries", str(files.queries),
-        "--seed", str(args.seed), "--out", str(out),
-    ]
-    print("$ retrieval-gate compare " + " ".join(argv))
-    compare_args = build_parser().parse_args(["compare", *argv])
-    code = _cmd_compare(compare_args)
-    if code == EXIT_OK:
-        print()
-        print((out / "report.md").read_text(encoding="utf-8"))
-    return code
+    result = run_demo(args.out, seed=args.seed, scale=args.scale, repeats=args.repeats,
+                      progress=lambda message: _progress(message))
+    print(result.comment)
+    print(f"\nwrote {result.out / 'report.json'}, {result.out / 'report.md'} and {result.out / 'comment.md'}"
+          f" in {result.seconds:.0f}s; the generated repository is {result.repo}")
+    kind = result.report["verdict"]["kind"]
+    print(f"verdict: {kind} (the Action would exit {result.exit_code})")
+    return EXIT_OK
 
 
 def _save_traceback() -> str:

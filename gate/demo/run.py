@@ -1,0 +1,227 @@
+"""``retrieval-gate demo``: the whole gate, offline, on a generated docs-search world.
+
+The story, in commits of a generated repository:
+
+1. the baseline: the old embedding model on the old ingestion parser, archived
+   on golden set v4 (80 queries, older qrels);
+2. the golden set grows to v5 (140 queries in six strata) and the noise band
+   is measured from identical runs of the baseline (a noisy ANN index);
+3. a pull request changes two things at once: the embedding model and the
+   ingestion parser (which fixes dropped tables - and brings in a freshly
+   published FAQ page that quotes nine golden queries).
+
+Then the gate runs exactly as the Action would on that PR (the merge commit
+checked out, the yardstick read from the base commit), minus GitHub: no
+comment is posted; the comment is printed and written beside the report.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from io import StringIO
+from pathlib import Path
+from typing import Callable
+
+from gate.demo.world import World, build_world
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    out: Path
+    repo: Path
+    world: World
+    report: dict
+    comment: str
+    exit_code: int
+    seconds: float
+
+
+def _git(repo: Path, *args: str) -> str:
+    from gate.runners.environment import scrubbed_environment
+
+    # Fixed dates: the same seed makes the same commits, so the same report.
+    env = scrubbed_environment(extra={"GIT_AUTHOR_DATE": "2024-09-14T12:00:00Z",
+                                      "GIT_COMMITTER_DATE": "2024-09-14T12:00:00Z"})
+    proc = subprocess.run(["git", "-c", "user.email=demo@retrieval-gate.invalid", "-c", "user.name=retrieval-gate demo",
+                           "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", *args],
+                          cwd=repo, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc.stdout.strip()
+
+
+def gate_config(world: World, samples: int) -> str:
+    strata = world.strata.read_text(encoding="utf-8").rstrip()
+    return f"""\
+# The gate config of the demo repository (see README: the config reference).
+suite: docs-search
+golden:
+  queries: eval/golden.jsonl
+  qrels: eval/qrels.txt
+  rel: 1
+# The snapshot a retrieval config indexes: its ingestion parser picks it.
+corpus: world/corpus-{{ingestion.parser}}.jsonl
+metric: nDCG@10
+also: [RR@10, R@100, Judged@10]
+retrieval:
+  config: retrieval/config.yml
+runner:
+  type: reference
+  timeout: 600
+baseline:
+  manifest: .retrieval-gate/baseline/manifest.yml
+noise:
+  file: .retrieval-gate/noise.json
+attribution:
+  factors:
+    model: [embedding]
+    corpus: [ingestion]
+statistics:
+  samples: {samples}
+  seed: 7
+{strata}
+"""
+
+
+def pool_judgments(qrels_path: Path, queries_path: Path, corpus_dir: Path, configs: list[Path],
+                   depth: int = 10, seed: int = 1) -> int:
+    """The judging round: every chunk in the top ``depth`` of the given systems that the qrels do
+    not grade yet is judged, as TREC pools are. The world's qrels already grade every chunk that
+    answers a query, so a pooled chunk outside them is judged 0 (not relevant). Returns how many
+    judgments were added."""
+    from gate.io.qrels import read_qrels
+    from gate.io.queries import read_queries
+    from gate.retrieval_config import load_retrieval_config
+    from gate.runners.reference import retrieve, settings_from_config, snapshot_path
+
+    qrels = read_qrels(qrels_path)
+    queries = [(q.query_id, q.text) for q in read_queries(queries_path).queries]
+    added = []
+    for config_path in configs:
+        settings = settings_from_config(load_retrieval_config(config_path).data, str(config_path))
+        corpus = snapshot_path(str(corpus_dir / "corpus-v1.jsonl"), settings.parser)
+        results = retrieve(settings, queries, corpus, seed)
+        for qid, ranked in results.items():
+            judged = qrels.judgments.get(qid, {})
+            for doc, _ in ranked[:depth]:
+                if doc not in judged:
+                    judged = {**judged, doc: 0}
+                    added.append(f"{qid} 0 {doc} 0")
+            qrels.judgments[qid] = judged  # type: ignore[index]
+    if added:
+        with open(qrels_path, "a", encoding="utf-8") as handle:
+            handle.write("\n".join(added) + "\n")
+    return len(added)
+
+
+def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 5, samples: int = 10_000,
+             progress: Progress = lambda message: print(f"[demo] {message}", file=sys.stderr, flush=True)) -> DemoResult:
+    from gate.action import main as action_main
+    from gate.config import load_config
+    from gate.noise import measure_noise
+    from gate.pipeline import archive, make_producer, measures_of, runner_queries_path
+    from gate.golden import load_golden
+    from gate.retrieval_config import load_retrieval_config
+    from gate.runners.reference import clear_caches
+
+    started = time.monotonic()
+    out = Path(out).resolve()
+    repo = out / "repo"
+    if repo.exists():
+        shutil.rmtree(repo)
+    repo.mkdir(parents=True)
+    clear_caches()
+
+    progress(f"building the world (seed {seed}, scale {scale})")
+    world = build_world(repo / "world", seed=seed, scale=scale)
+    progress(f"world: {world.pages} pages, {world.chunks_v1} chunks with parser v1, {world.chunks_v2} with v2; "
+             f"golden v4 {world.queries_v4} queries, v5 {world.queries_v5}")
+    added_v4 = pool_judgments(world.qrels_v4, world.golden_v4, world.corpus_v1.parent, [world.retrieval_old])
+    added_v5 = pool_judgments(world.qrels_v5, world.golden_v5, world.corpus_v1.parent,
+                              [world.retrieval_old, world.retrieval_new])
+    progress(f"judging rounds: {added_v4} pooled chunks judged for v4, {added_v5} for v5 (top 10 of each system)")
+    (repo / "eval").mkdir()
+    (repo / "retrieval").mkdir()
+    (repo / ".gitignore").write_text(".retrieval-gate/cache/\n.retrieval-gate/work/\n.retrieval-gate/out/\n")
+    (repo / ".retrieval-gate.yml").write_text(gate_config(world, samples))
+    shutil.copyfile(world.golden_v4, repo / "eval" / "golden.jsonl")
+    shutil.copyfile(world.qrels_v4, repo / "eval" / "qrels.txt")
+    shutil.copyfile(world.retrieval_old, repo / "retrieval" / "config.yml")
+    _git(repo, "init", "-q")
+
+    progress("archiving the baseline on golden v4 (old model, parser v1)")
+    config = load_config(repo / ".retrieval-gate.yml")
+    archived = archive(config, progress=progress)
+    progress(f"archived {archived.manifest.metric} {archived.mean:.3f} on {archived.query_count} queries")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Archive the baseline on golden v4")
+
+    progress("the golden set grows to v5; measuring the noise band of the baseline")
+    shutil.copyfile(world.golden_v5, repo / "eval" / "golden.jsonl")
+    shutil.copyfile(world.qrels_v5, repo / "eval" / "qrels.txt")
+    config = load_config(repo / ".retrieval-gate.yml")
+    golden = load_golden(config)
+    primary, _ = measures_of(config)
+    producer = make_producer(config, None, progress)
+    band = measure_noise(load_retrieval_config(config.here(config.retrieval_config)), golden, primary, producer,
+                         runner_queries_path(golden, producer.work_dir), repeats, config.golden.rel,
+                         config.raw["noise.invalidate_on"], config.raw["noise.base_seed"], progress).band
+    (repo / ".retrieval-gate" / "noise.json").write_text(json.dumps(band.to_dict(), indent=2) + "\n")
+    progress(f"noise band: sd {band.overall.sd:.4f}, range {band.overall.range:.4f}, "
+             f"threshold {band.threshold:.4f} from {band.runs} runs")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "Golden set v5 (140 queries) and the noise band")
+    base = _git(repo, "rev-parse", "HEAD")
+
+    progress("opening the pull request: new embedding model + ingestion parser v2")
+    _git(repo, "checkout", "-q", "-b", "pr")
+    shutil.copyfile(world.retrieval_new, repo / "retrieval" / "config.yml")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "New embedding model; ingestion keeps tables")
+    head = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "--detach", base)
+    _git(repo, "merge", "-q", "--no-ff", "-m", f"Merge {head[:12]} into {base[:12]}", head)
+
+    event = out / "event.json"
+    event.write_text(json.dumps({
+        "action": "synchronize", "number": 1,
+        "pull_request": {"number": 1, "head": {"sha": head, "repo": {"full_name": "demo/docs-search"}},
+                         "base": {"sha": base, "repo": {"full_name": "demo/docs-search"}},
+                         "labels": [], "body": "New embedding model and the ingestion fix, together."},
+        "repository": {"full_name": "demo/docs-search"},
+    }))
+    progress("running the gate as the Action would (minus GitHub)")
+    log = StringIO()
+
+    class Echo(StringIO):
+        def write(self, text: str) -> int:
+            for line in text.splitlines():
+                if line.startswith("[retrieval-gate]"):
+                    progress(line[len("[retrieval-gate] "):])
+            return log.write(text)
+
+    env = {
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_WORKSPACE": str(repo),
+        "INPUT_TOKEN": "demo-no-github",
+        "INPUT_CONFIG-PATH": ".retrieval-gate.yml",
+        "INPUT_COMMENT-MODE": "off",
+    }
+    code = action_main(env, stdout=Echo())
+    (out / "action.log").write_text(log.getvalue(), encoding="utf-8")
+    produced = repo / ".retrieval-gate" / "out"
+    if not (produced / "report.json").exists():
+        raise RuntimeError(f"the gate did not write a report (exit {code}); see {out / 'action.log'}")
+    for name in ("report.json", "report.md", "comment.md"):
+        shutil.copyfile(produced / name, out / name)
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    comment = (out / "comment.md").read_text(encoding="utf-8")
+    return DemoResult(out, repo, world, report, comment, code, time.monotonic() - started)
