@@ -129,15 +129,6 @@ RESOURCES: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
 
 PLANS = ("free", "starter", "team", "scale", "enterprise")
 
-# Words that occur across the whole site.
-GENERIC = (
-    "request", "response", "field", "parameter", "value", "default", "dashboard", "console", "cli",
-    "client", "server", "header", "status", "object", "resource", "account", "setting", "option",
-    "example", "behaviour", "version", "identifier", "timestamp", "pagination", "cursor", "filter",
-    "sandbox", "production", "workflow", "integration", "latency", "throughput", "reliability",
-    "configuration", "permission", "token", "endpoint", "method", "payload", "attribute",
-)
-
 # Limit table rows: (canonical label, unit, value ladder per plan, loose description).
 # ``{s}``/``{p}``/``{S}``/``{P}`` are the resource's singular/plural (capitalised).
 # The loose description is what the prose next to the table says about the same

@@ -71,11 +71,12 @@ a lot from query to query, so a 140-query sample drawn at random tells the
 story only on average. The world therefore generates a pool of candidate
 queries (:data:`POOL_FACTOR` per golden query), runs the reference retriever
 on them (a pilot: both models on both snapshots, averaged over
-:data:`PILOT_SEEDS`, none of which the demo runs with), and keeps, per
+:data:`PILOT_SEEDS`, which include the seed of the demo's grid runs), and keeps, per
 stratum, the candidates whose mean effects come closest to
 :data:`STORY_TARGETS` (the strata move in opposite directions, the new model
 helps on v1 and is slightly worse on v2). The demo's own runs are fresh
-measurements on that set; ``calibrate=False`` draws the set at random instead.
+measurements on that set (its noise repeats use other seeds);
+``calibrate=False`` draws the set at random instead.
 """
 
 from __future__ import annotations
@@ -195,7 +196,7 @@ class World:
     qrels_v5_rows: int
     table_chunks: int  # chunks of v2 that hold table rows (absent from v1)
     leaked_query_ids: tuple[str, ...]
-    # Per stratum, the mean model effect (v1, v2) the golden queries had in the pilot runs.
+    # Per stratum, the mean model effect (v1, v2) the golden queries (the leaked ones aside) had in the pilot.
     pilot: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     faq_page: str = FAQ_SLUG
     shares: Mapping[str, float] = field(default_factory=lambda: dict(SHARES))
@@ -370,20 +371,21 @@ def _guide_page(r: _Res, g: _Gen, task: tuple[str, str, str, tuple[str, ...]]) -
     steps = g.sample(T.STEP_TEMPLATES, 3)
     secs = [
         Section("c1", "Before you start", [
-            f"This guide shows how to {action} in {T.PRODUCT}: use it to {purpose}. " + _prose(r, g, 1)]),
+            f"This guide walks through it: {action} in {T.PRODUCT}, so that you can {purpose}. "
+            + _prose(r, g, 1)]),
         Section("c2", "Prerequisites", [
-            f"Before you {action}, you need an api key with write access to {r.p} and a project to work in."]),
+            f"You need an api key with write access to {r.p} and a project to work in."]),
         Section("c3", "Steps", [
             f"To {action}: " + " ".join(f"{k + 1}. " + _fill(s, r, g) for k, s in enumerate(steps))]),
         Section("c4", "Example", [f"A {g.pick(T.SDK_LANGS)[1]} client example: {action} in one call."],
                 code=f"client.{r.ident}.{slug.replace('-', '_')}(project=PROJECT_ID)"),
         Section("c5", "Checking the result", [
-            f"After you {action}, the activity view shows whether the change took effect. " + _prose(r, g, 1)]),
+            "The activity view shows whether the change took effect. " + _prose(r, g, 1)]),
         Section("c6", "Troubleshooting", [
             f"If the call fails, the body names an error code; {r.code}_{g.pick(T.ERROR_CONDITIONS)[0]} "
             f"is the most common one here. " + _prose(r, g, 1)]),
-        Section("c7", "Variations", [f"Other ways to {action}: " + _prose(r, g, 1)]),
-        Section("c8", "Next steps", [f"Once you can {action}, read on. " + _prose(r, g, 1)]),
+        Section("c7", "Variations", ["Other ways to do it: " + _prose(r, g, 1)]),
+        Section("c8", "Next steps", [f"Related guides about {r.p}: " + _prose(r, g, 1)]),
     ]
     return Page(f"guides/{r.slug}-{slug}", title, "guide", secs, r.index)
 
@@ -397,7 +399,7 @@ def _named_error_page(r: _Res, g: _Gen, cond: tuple[str, str, str, str], status:
             f"{code} is returned with status {status} when {desc.format(**f)}. " + _prose(r, g, 1)]),
         Section("c2", "Common causes", [f"Usually {cause.format(**f)}. " + _prose(r, g, 1)]),
         Section("c3", "How to fix it", [f"To resolve it, {fix.format(**f)}. " + _prose(r, g, 1)]),
-        Section("c4", "Example response", [f"The error body carries the code, a message and a request id."],
+        Section("c4", "Example response", ["The error body carries the code, a message and a request id."],
                 code='{"error": {"code": "%s", "status": %d}}' % (code, status)),
         Section("c5", "Related", [_prose(r, g, 2)]),
     ]
@@ -469,7 +471,7 @@ def _sdk_page(r: _Res, lang: tuple[str, str], g: _Gen) -> Page:
                                           + _prose(r, g, 1)], code=f"client.{r.ident}.create({t[0]}=...)"),
         Section("c3", f"Listing {r.p}", [f"The {name} client iterates over every page of {r.p} for you. "
                                          + _prose(r, g, 1)]),
-        Section("c4", "Errors", [f"Failures raise an exception carrying the error code and the request id. "
+        Section("c4", "Errors", ["Failures raise an exception carrying the error code and the request id. "
                                  + _prose(r, g, 1)]),
         Section("c5", "Retries and timeouts", [f"The {name} client retries idempotent calls with backoff. "
                                                + _prose(r, g, 1)]),
@@ -596,11 +598,10 @@ def _build_site(g: _Gen) -> _Site:
 # --------------------------------------------------------------------------- queries
 
 
-def _grades(page: Page, first: int, others: int, n_others: int, skip: Sequence[str] = ()) -> dict[str, int]:
-    out = {page.chunk(page.sections[0].sid): first}
-    rest = [s.sid for s in page.sections[1:] if s.sid not in skip]
-    for sid in rest[:n_others]:
-        out[page.chunk(sid)] = others
+def _grades(page: Page, first: int, others: int) -> dict[str, int]:
+    """The page's first chunk graded ``first``, every other chunk ``others``."""
+    out = {page.chunk(sec.sid): others for sec in page.sections}
+    out[page.chunk(page.sections[0].sid)] = first
     return out
 
 
@@ -618,25 +619,13 @@ def _navigational(site: _Site, g: _Gen) -> GoldenQuery:
         lang = page.title.rsplit(" with the ", 1)[1].replace(" SDK", "")
         text = g.pick((f"{lang} sdk {res.p} page", f"{res.p} docs for {lang} sdk", f"{lang} client {res.p} docs"))
         siblings = [p.slug for p in sdk if p is not page][:2]
-    elif kind == "concept":
-        page = site.by_slug[f"concepts/{res.slug}"]
-        text = g.pick((f"{res.p} concepts page", f"overview page on {res.p}", f"{res.p} concepts doc"))
-        siblings = [f"concepts/{x.slug}" for x in site.res if x.family == res.family and x is not res]
-    elif kind == "limits":
-        page = site.by_slug[f"reference/{res.slug}-limits"]
-        text = g.pick((f"{res.p} quotas page", f"{res.p} limits doc", f"limits page {res.p}"))
-        siblings = [f"reference/{x.slug}-limits" for x in site.res if x.family == res.family and x is not res]
-    elif kind == "changelog":
+    else:
         page = site.by_slug[g.pick(site.changelogs)]
         year, month, day = page.slug.split("/")[1].split("-")
         text = g.pick((f"{T.MONTHS[int(month) - 1]} {int(day)} {year} release notes",
                        f"release notes {year}-{month}-{day}"))
         siblings = [s for s in site.changelogs if s.startswith(f"changelog/{year}-{month}") and s != page.slug][:2]
-    else:
-        page = site.by_slug[f"migrate/{res.slug}-v2-to-v3"]
-        text = g.pick((f"{res.p} v3 migration guide", f"{res.p} v2 to v3 guide"))
-        siblings = [f"migrate/{x.slug}-v2-to-v3" for x in site.res if x.family == res.family and x is not res]
-    grades = _grades(page, 3, 2, len(page.sections))
+    grades = _grades(page, 3, 2)
     for sib in siblings[:2]:
         if sib in site.by_slug:
             grades.setdefault(site.by_slug[sib].chunk("c1"), 0)
@@ -684,7 +673,8 @@ def _error_string(site: _Site, g: _Gen) -> GoldenQuery:
             grades.setdefault(site.by_slug[s].chunk("c1"), 0)
         leakable = tpl.startswith("what is")
     else:
-        code, reason, _ = g.pick([e for e in T.HTTP_ERRORS if e[0] in (401, 403, 409, 413, 429, 429, 503)])
+        often = [e for e in T.HTTP_ERRORS if e[0] == 429] * 2  # the status people search for most
+        code, reason, _ = g.pick([e for e in T.HTTP_ERRORS if e[0] in (401, 403, 409, 413, 503)] + often)
         r = g.pick(site.res)
         tpl = g.pick(_HTTP_ERROR_QUERIES)
         doing = _fill(g.pick(_DOING), r, g)
@@ -746,7 +736,7 @@ def _migration(site: _Site, g: _Gen) -> GoldenQuery:
     page = site.by_slug[f"migrate/{r.slug}-v2-to-v3"]
     tpl = g.pick(_MIGRATION_QUERIES)
     text = tpl.format(p=r.p, s=r.s)
-    grades = _grades(page, 3, 1, len(page.sections))
+    grades = _grades(page, 3, 1)
     grades[page.chunk("c3")] = grades[page.chunk("c4")] = 2
     v4 = {page.chunk("c1"): 3, page.chunk("c4"): 2}
     return GoldenQuery("migration", text, grades, v4, leakable=tpl.startswith("how do i"),
@@ -929,22 +919,22 @@ def _yaml(data: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# What the pilot runs aim each stratum's golden queries at: the mean change in
-# nDCG@10 from the old to the new embedding model, on the old (v1) and the new
-# (v2) snapshot. With the shares above they add up to about +0.03 overall on v1
-# and -0.015 on v2. The targets overshoot what the demo's own runs show (about
-# +0.02 and -0.01): a selection on pilot runs partly selects their ANN noise,
-# which fresh runs do not repeat.
+# What the pilot runs aim each stratum's golden queries at (the leaked ones left
+# out: the gate reports without them): the mean change in nDCG@10 from the old
+# to the new embedding model, on the old (v1) and the new (v2) snapshot. With
+# the stratum sizes they add up to about +0.027 overall on v1 and -0.010 on v2
+# (an interaction of about -0.037). Fresh runs land near that, give or take the
+# ANN noise (a few thousandths overall, much more in the small strata).
 STORY_TARGETS: dict[str, tuple[float, float]] = {
-    "navigational": (-0.04, -0.055),
-    "error_string": (-0.04, -0.055),
-    "entity_attribute": (0.28, 0.06),
+    "navigational": (-0.04, -0.08),
+    "error_string": (-0.04, -0.08),
+    "entity_attribute": (0.26, 0.05),
     "migration": (0.07, 0.07),
     "how_to": (0.0, 0.0),
     "tail": (0.0, 0.0),
 }
 # Candidate queries per golden query, per stratum.
-POOL_FACTOR = {"navigational": 3, "error_string": 4, "entity_attribute": 8, "migration": 8, "how_to": 2, "tail": 4}
+POOL_FACTOR = {"navigational": 4, "error_string": 5, "entity_attribute": 8, "migration": 8, "how_to": 3, "tail": 4}
 
 
 def _candidates(site: _Site, g: _Gen) -> list[GoldenQuery]:
@@ -956,10 +946,6 @@ def _candidates(site: _Site, g: _Gen) -> list[GoldenQuery]:
     from gate.checks.leakage import find_leaks
     from gate.io.records import Chunk
 
-    chunks = []
-    for page in site.pages:
-        title, parsed = parse_page(render_page(page), "v2")
-        chunks += [Chunk(page.chunk(sid), page.slug, f"{title} {text}") for sid, text in parsed]
     pool: list[GoldenQuery] = []
     texts: set[str] = set()
     for stratum in STRATA:
@@ -975,6 +961,10 @@ def _candidates(site: _Site, g: _Gen) -> list[GoldenQuery]:
             made += 1
             if made == want:
                 break
+    chunks = []  # built after the candidates: tail candidates add their answer to a page
+    for page in site.pages:
+        title, parsed = parse_page(render_page(page), "v2")
+        chunks += [Chunk(page.chunk(sid), page.slug, f"{title} {text}") for sid, text in parsed]
     leaks = find_leaks([Query(q.query_id, q.text) for q in pool], chunks).matched_ids()
     pool = [q for q in pool if q.query_id not in leaks]
     for stratum in STRATA:
@@ -983,14 +973,16 @@ def _candidates(site: _Site, g: _Gen) -> list[GoldenQuery]:
     return pool
 
 
-# Repeat seeds the pilot averages over (HNSW insertion orders). None of them is
-# a seed the demo itself runs with, so the demo's runs are fresh draws.
-PILOT_SEEDS = (101, 102)
+# Repeat seeds the pilot averages over (HNSW insertion orders). Seed 0 is the
+# seed of the demo's own grid and candidate runs, so the headline cells are
+# calibrated; the two others keep the selection from chasing that one index's
+# noise. The demo's noise repeats run with other seeds: fresh draws.
+PILOT_SEEDS = (101, 102, 0)
 # Mean nDCG@10 of the old configuration on v2 the selection leans towards, per
 # stratum (a weak preference next to the targets above).
-LEVELS = {"navigational": 0.72, "error_string": 0.80, "entity_attribute": 0.72, "migration": 0.55,
-          "how_to": 0.62, "tail": 0.60}
-LEVEL_WEIGHT = 0.02
+LEVELS = {"navigational": 0.72, "error_string": 0.80, "entity_attribute": 0.70, "migration": 0.50,
+          "how_to": 0.58, "tail": 0.58}
+LEVEL_WEIGHT = 0.01
 
 
 def _pilot(pool: list[GoldenQuery], corpora: Mapping[str, Path]) -> dict[tuple[str, str], np.ndarray]:
@@ -1006,23 +998,23 @@ def _pilot(pool: list[GoldenQuery], corpora: Mapping[str, Path]) -> dict[tuple[s
     ids = [q.query_id for q in pool]
     qrels = Qrels("pilot", {q.query_id: dict(q.v5) for q in pool})
     queries = [(q.query_id, q.text) for q in pool]
-    scores: dict[tuple[str, str], np.ndarray] = {}
-    for label, config in (("old", RETRIEVAL_OLD), ("new", RETRIEVAL_NEW)):
-        for parser in PARSERS:
+    cells = [(label, config, parser) for label, config in (("old", RETRIEVAL_OLD), ("new", RETRIEVAL_NEW))
+             for parser in PARSERS]
+    totals = {(label, parser): np.zeros(len(ids)) for label, _, parser in cells}
+    for seed in PILOT_SEEDS:  # seed by seed: the last indexes built (seed 0) stay cached for the demo
+        for label, config, parser in cells:
             settings = settings_from_config({**config, "ingestion": {"parser": parser}}, "pilot")
-            total = np.zeros(len(ids))
-            for seed in PILOT_SEEDS:
-                results = retrieve(settings, queries, str(corpora[parser]), seed)
-                run = Run.from_rankings("pilot", {qid: dict(rows) for qid, rows in results.items()})
-                total += np.asarray(evaluate(run, qrels, ["nDCG@10"], ids)["nDCG@10"])
-            scores[(label, parser)] = total / len(PILOT_SEEDS)
+            results = retrieve(settings, queries, str(corpora[parser]), seed)
+            run = Run.from_rankings("pilot", {qid: dict(rows) for qid, rows in results.items()})
+            totals[(label, parser)] += np.asarray(evaluate(run, qrels, ["nDCG@10"], ids)["nDCG@10"])
+    scores = {key: total / len(PILOT_SEEDS) for key, total in totals.items()}
     return scores
 
 
 def _select(pool: list[GoldenQuery], forced: list[GoldenQuery], scores: dict[tuple[str, str], np.ndarray] | None,
             g: _Gen, reached: dict[str, tuple[float, float]]) -> list[GoldenQuery]:
     """The golden set: per stratum, ``V5_COUNTS`` candidates (the forced ones included) whose mean
-    model effects on v1 and v2 come closest to :data:`STORY_TARGETS`, leaning towards
+    model effects on v1 and v2 (the forced ones left out) come closest to :data:`STORY_TARGETS`, leaning towards
     :data:`LEVELS` (seeded start, then swaps while the cost falls). Without pilot scores,
     a seeded random draw."""
     index = {q.query_id: i for i, q in enumerate(pool)}
@@ -1042,15 +1034,13 @@ def _select(pool: list[GoldenQuery], forced: list[GoldenQuery], scores: dict[tup
         level = scores[("old", "v2")][rows]
         t1, t2 = STORY_TARGETS[stratum]
         pos = {q.query_id: k for k, q in enumerate(members)}
-        fixed = [pos[q.query_id] for q in must]
         current = [pos[q.query_id] for q in start]
         others = [pos[q.query_id] for q in free if q not in start]
-        n = V5_COUNTS[stratum]
 
         def cost(sel: list[int]) -> float:
-            picked = fixed + sel
-            return ((d1[picked].sum() / n - t1) ** 2 + (d2[picked].sum() / n - t2) ** 2
-                    + LEVEL_WEIGHT * (level[picked].sum() / n - LEVELS[stratum]) ** 2)
+            # The leaked queries are in the set but not in the aim: the gate reports without them.
+            return ((d1[sel].mean() - t1) ** 2 + (d2[sel].mean() - t2) ** 2
+                    + LEVEL_WEIGHT * (level[sel].mean() - LEVELS[stratum]) ** 2)
 
         best = cost(current)
         improved = True
@@ -1064,8 +1054,7 @@ def _select(pool: list[GoldenQuery], forced: list[GoldenQuery], scores: dict[tup
                         current[i], others[j] = others[j], current[i]
                         best, improved = c, True
         chosen += must + [members[k] for k in sorted(current)]
-        picked = fixed + current
-        reached[stratum] = (float(d1[picked].mean()), float(d2[picked].mean()))
+        reached[stratum] = (float(d1[current].mean()), float(d2[current].mean()))
     return chosen
 
 

@@ -57,7 +57,8 @@ Fused score of a chunk ``d``::
 
 a leg contributing 0 when ``d`` is not in its top ``depth``. Rows are written
 in trec_eval order (score descending, then chunk id descending), chunk ids as
-document ids.
+document ids. A query nothing matches gets one row, ``reference:no-match``
+with score 0, so that the run still covers every golden query.
 
 Which snapshot is indexed. The runner receives ``{corpus}``, the gate
 config's ``corpus``. Without ``ingestion.parser`` it indexes that corpus as
@@ -101,6 +102,7 @@ __all__ = [
     "retrieve",
     "write_trec",
     "clear_caches",
+    "NO_MATCH",
 ]
 
 VERSION = "reference-1"
@@ -127,9 +129,9 @@ OPTION_DEFAULTS: dict[str, Any] = {
 
 CHAR_NGRAMS = (3, 4, 5)
 SVD_OVERSAMPLE = 16
-EXACT_FEATURES = 4000  # up to this many features the SVD is exact (eigenvectors of the Gram matrix)
 SVD_SEED = 20240914  # the sketch of the SVD: fixed, so a fit depends on the corpus only
 MIN_DF = 2
+NO_MATCH = "reference:no-match"  # the one document of a query nothing matches
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
 STOPWORDS = frozenset("""
@@ -612,7 +614,9 @@ def _retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], c
         # trec_eval order: score descending, then chunk id descending
         ranked = sorted(fused.items(), key=lambda item: ids[item[0]], reverse=True)
         ranked.sort(key=lambda item: -item[1])
-        results[qid] = [(ids[doc], score) for doc, score in ranked[:depth]]
+        # A query nothing matches (no known word, no embedding feature) still gets a row, so the
+        # run covers it: an empty ranking and this one both score 0.
+        results[qid] = [(ids[doc], score) for doc, score in ranked[:depth]] or [(NO_MATCH, 0.0)]
     say(f"{len(queries)} queries ({time.monotonic() - t:.2f}s); total {time.monotonic() - started:.2f}s")
     return results
 

@@ -1,0 +1,223 @@
+"""The reference runner: a valid run for every query, seeds that fully determine it, a real noise band
+from the HNSW insertion order, and the demo's 2x2 (the new model helps on v1, not on v2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("faiss")
+pytest.importorskip("bm25s")
+
+from gate.demo import world as W  # noqa: E402
+from gate.errors import InputError  # noqa: E402
+from gate.evaluate import evaluate, query_universe  # noqa: E402
+from gate.io.qrels import read_qrels  # noqa: E402
+from gate.io.queries import read_queries  # noqa: E402
+from gate.io.runs import read_run  # noqa: E402
+from gate.retrieval_config import RetrievalConfig, load_retrieval_config  # noqa: E402
+from gate.runners import reference as R  # noqa: E402
+from gate.runners.base import RunnerFailed, RunRequest  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+SCALE = 0.1
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> W.World:
+    return W.build_world(tmp_path_factory.mktemp("world"), seed=7, scale=SCALE)
+
+
+def _config(world: W.World, which: str = "new", **changes) -> RetrievalConfig:
+    path = world.retrieval_new if which == "new" else world.retrieval_old
+    config = load_retrieval_config(path)
+    return config.with_values(changes) if changes else config
+
+
+def _request(world: W.World, config: RetrievalConfig, seed: int = 0, queries: Path | None = None,
+             corpus: Path | None = None) -> RunRequest:
+    return RunRequest(purpose=f"test seed {seed}", config=config, queries=str(queries or world.golden_v5),
+                      queries_sha256="q", corpus=str(corpus or world.corpus_v2), corpus_sha256="c", seed=seed)
+
+
+def _produce(world: W.World, tmp: Path, config: RetrievalConfig, seed: int = 0, name: str = "run",
+             runner: R.ReferenceRunner | None = None, **kw) -> Path:
+    out = tmp / f"{name}.run"
+    (runner or R.ReferenceRunner({})).produce(_request(world, config, seed, **kw), tmp / "config.yml", out,
+                                              tmp / f"{name}.log")
+    return out
+
+
+def _ndcg(world: W.World, run_path: Path) -> np.ndarray:
+    qrels = read_qrels(world.qrels_v5)
+    universe = query_universe(qrels, read_queries(world.golden_v5))
+    return np.asarray(evaluate(read_run(run_path), qrels, ["nDCG@10"], universe.query_ids)["nDCG@10"])
+
+
+def test_a_valid_run_covering_every_query(world, tmp_path):
+    out = _produce(world, tmp_path, _config(world))
+    run = read_run(out)
+    queries = read_queries(world.golden_v5).ids()
+    assert sorted(run.query_ids) == sorted(queries)
+    corpus_ids = {json.loads(line)["id"] for line in world.corpus_v2.read_text().splitlines()}
+    for qid in queries:
+        docs, scores = run.ranking(qid)
+        assert len(docs) == 100 and len(set(docs.tolist())) == 100
+        assert set(docs.tolist()) <= corpus_ids
+        assert np.all(np.diff(scores) <= 0)  # written in trec_eval order
+    log = (tmp_path / "run.log").read_text()
+    assert "corpus-v2.jsonl" in log and "lsa-char-256" in log and "hnsw" in log
+
+
+def test_the_parser_picks_the_snapshot(world, tmp_path):
+    out = _produce(world, tmp_path, _config(world, "old"), name="old")
+    docs = {d for qid in read_run(out).query_ids for d in read_run(out).ranking(qid)[0].tolist()}
+    v1_ids = {json.loads(line)["id"] for line in world.corpus_v1.read_text().splitlines()}
+    assert docs <= v1_ids and "corpus-v1.jsonl" in (tmp_path / "old.log").read_text()
+    assert R.snapshot_path(str(world.corpus_v2), "v1") == str(world.corpus_v1)
+    assert R.snapshot_path(str(world.root), "v2") == str(world.corpus_v2)  # a folder of snapshots
+    assert R.snapshot_path(str(world.corpus_v1), None) == str(world.corpus_v1)  # no parser: as given
+    with pytest.raises(InputError, match="no corpus snapshot for ingestion.parser 'v9'"):
+        R.snapshot_path(str(world.corpus_v2), "v9")
+    with pytest.raises(InputError, match="needs a corpus"):
+        R.snapshot_path(None, "v1")
+
+
+def test_same_seed_same_run_byte_for_byte(world, tmp_path):
+    first = _produce(world, tmp_path, _config(world), seed=3, name="a").read_bytes()
+    R.clear_caches()  # rebuild everything: the seed alone must fix the result
+    second = _produce(world, tmp_path, _config(world), seed=3, name="b").read_bytes()
+    assert first == second
+
+
+def test_different_seeds_differ_slightly_through_the_hnsw_order(world, tmp_path):
+    runs = [read_run(_produce(world, tmp_path, _config(world), seed=s, name=f"s{s}")) for s in range(4)]
+    changed = sum(
+        1 for qid in runs[0].query_ids
+        if any(r.ranking(qid)[0].tolist() != runs[0].ranking(qid)[0].tolist() for r in runs[1:]))
+    assert 0 < changed  # a nonzero noise band...
+    means = [float(_ndcg(world, tmp_path / f"s{s}.run").mean()) for s in range(4)]
+    assert 0 < max(means) - min(means) < 0.05  # ...and a narrow one
+    # Without the dense leg nothing depends on the seed: the noise is the ANN index's.
+    bm25 = [_produce(world, tmp_path, _config(world, **{"fusion.weight": 0.0}), seed=s, name=f"b{s}").read_bytes()
+            for s in (0, 1)]
+    assert bm25[0] == bm25[1]
+
+
+def test_exact_search_is_what_the_index_approximates(world):
+    settings = R.settings_from_config(_config(world).data)
+    queries = [(q.query_id, q.text) for q in read_queries(world.golden_v5).queries][:20]
+    corpus = R.snapshot_path(str(world.corpus_v2), settings.parser)
+    exact = R.retrieve(settings, queries, corpus, 0, exact=True)
+    assert exact == R.retrieve(settings, queries, corpus, 5, exact=True)  # no seed in exact search
+    approx = R.retrieve(settings, queries, corpus, 0)
+    overlap = np.mean([len({d for d, _ in exact[q][:10]} & {d for d, _ in approx[q][:10]}) / 10 for q, _ in queries])
+    assert overlap > 0.8
+
+
+def test_the_two_by_two(world, tmp_path, capsys):
+    """The new model helps on the old snapshot (it finds the prose next to the missing tables) and
+    is about flat, slightly negative, on the fixed one; the strata move in opposite directions."""
+    old, new = _config(world, "old"), _config(world, "new")
+    cells = {}
+    for model, config in (("old", old), ("new", new)):
+        for parser in ("v1", "v2"):
+            cell = config.with_values({"ingestion.parser": parser})
+            cells[(model, parser)] = _ndcg(world, _produce(world, tmp_path, cell, name=f"{model}-{parser}"))
+    means = {k: float(v.mean()) for k, v in cells.items()}
+    d_v1 = means[("new", "v1")] - means[("old", "v1")]
+    d_v2 = means[("new", "v2")] - means[("old", "v2")]
+    with capsys.disabled():
+        print(f"\n2x2 nDCG@10 (scale {SCALE}): " + ", ".join(f"{m}/{p} {v:.4f}" for (m, p), v in means.items())
+              + f"; new-old on v1 {d_v1:+.4f}, on v2 {d_v2:+.4f}, interaction {d_v2 - d_v1:+.4f}")
+    assert d_v1 > 0.01
+    assert -0.03 < d_v2 < 0.01
+    assert d_v2 - d_v1 < -0.01
+    assert means[("old", "v2")] > means[("old", "v1")]  # the parser fix helps the old model
+    qrels = read_qrels(world.qrels_v5)
+    strata = {q.query_id: q.stratum for q in read_queries(world.golden_v5).queries}
+    ids = query_universe(qrels, read_queries(world.golden_v5)).query_ids
+    delta = cells[("new", "v2")] - cells[("old", "v2")]
+    per = {s: float(delta[[strata[q] == s for q in ids]].mean()) for s in W.STRATA}
+    assert per["navigational"] < 0 and per["error_string"] < 0
+    assert per["entity_attribute"] > 0 and per["migration"] > 0
+    entity_v1 = (cells[("new", "v1")] - cells[("old", "v1")])[[strata[q] == "entity_attribute" for q in ids]]
+    assert entity_v1.mean() > 0.1
+
+
+def test_identity_names_version_and_options():
+    runner = R.ReferenceRunner({"ef_construction": 40})
+    identity = runner.identity()
+    assert identity["type"] == "reference" and identity["version"] == R.VERSION
+    assert identity["options"]["ef_construction"] == 40 and identity["options"]["hnsw_m"] == 16
+    assert identity["faiss"] and identity["bm25s"]
+    assert R.ReferenceRunner({}).identity() != identity
+    with pytest.raises(InputError, match="unknown option"):
+        R.ReferenceRunner({"ef_constrution": 40})
+    with pytest.raises(InputError, match="'{parser}'"):
+        R.ReferenceRunner({"snapshot": "corpus.jsonl"})
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"embedding.model": "bert-base"}, "not a reference model"),
+    ({"embedding.dim": 384}, "embedding.dim' is 384 but model lsa-char-256 has 256"),
+    ({"fusion.weight": 1.5}, "'fusion.weight' must be in \\[0, 1\\]"),
+    ({"retrieve.depth": 0}, "'retrieve.depth' must be >= 1"),
+    ({"ann.ef_search": "many"}, "'ann.ef_search' must be an integer"),
+    ({"ingestion.parser": "v7"}, "no corpus snapshot for ingestion.parser 'v7'"),
+])
+def test_bad_configs_fail_the_run_with_a_message(world, tmp_path, change, message):
+    with pytest.raises(RunnerFailed, match=message) as failure:
+        _produce(world, tmp_path, _config(world, **change), name="bad")
+    assert failure.value.log_path == tmp_path / "bad.log" and (tmp_path / "bad.log").exists()
+
+
+def test_defaults_without_config_keys(world, tmp_path):
+    settings = R.settings_from_config({})
+    assert (settings.model, settings.dim, settings.parser, settings.depth) == ("lsa-128", 128, None, 100)
+    out = _produce(world, tmp_path, RetrievalConfig("empty", {"retrieve": {"depth": 5}}), name="plain",
+                   corpus=world.corpus_v1)
+    assert all(len(read_run(out).ranking(q)[0]) == 5 for q in read_run(out).query_ids)
+
+
+def test_weights_zero_and_one_are_the_single_legs(world):
+    queries = [(q.query_id, q.text) for q in read_queries(world.golden_v5).queries][:10]
+    corpus = str(world.corpus_v2)
+    lexical = R.retrieve(R.settings_from_config({"fusion": {"weight": 0.0}, "retrieve": {"depth": 10}}),
+                         queries, corpus, 0)
+    dense = R.retrieve(R.settings_from_config({"fusion": {"weight": 1.0}, "retrieve": {"depth": 10}}),
+                       queries, corpus, 0)
+    for qid, _ in queries:
+        assert [round(s * 61, 9) for _, s in lexical[qid]] == [round(61 / (60 + r), 9) for r in range(1, 11)]
+        assert {d for d, _ in lexical[qid]} != {d for d, _ in dense[qid]}
+
+
+def test_the_command_line_entry_writes_the_same_run(world, tmp_path):
+    in_process = _produce(world, tmp_path, _config(world, "old"), seed=2, name="inproc").read_bytes()
+    out = tmp_path / "cli.run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gate.runners.reference_main", "--config", str(world.retrieval_old),
+         "--queries", str(world.golden_v5), "--corpus", str(world.corpus_v2), "--output", str(out), "--seed", "2"],
+        cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "wrote 14000 rows for 140 queries" in proc.stderr
+    assert out.read_bytes() == in_process  # another process, the same bytes
+    bad = subprocess.run(
+        [sys.executable, "-m", "gate.runners.reference_main", "--config", str(world.retrieval_old),
+         "--queries", str(world.golden_v5), "--corpus", str(tmp_path / "nowhere" / "c.jsonl"),
+         "--output", str(out)], cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode == 2 and "no corpus snapshot for ingestion.parser 'v1'" in bad.stderr
+
+
+def test_a_query_nothing_matches_still_gets_a_row(world, tmp_path):
+    queries = tmp_path / "odd.tsv"
+    queries.write_text("q_odd\tzzqx vvkw\nq_ok\thow do i create a webhook\n", encoding="utf-8")
+    out = _produce(world, tmp_path, _config(world, "old"), queries=queries, name="odd")
+    run = read_run(out)
+    assert run.ranking("q_odd")[0].tolist() == [R.NO_MATCH] and run.ranking("q_odd")[1].tolist() == [0.0]
+    assert len(run.ranking("q_ok")[0]) == 100
