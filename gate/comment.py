@@ -36,7 +36,7 @@ import jinja2
 
 from gate.github import COMMENT_LIMIT, fit_comment
 from gate.markdown import md_text, signed
-from gate.publish import truncate_markdown
+from gate.publish import fit_sections
 from gate.render import environment
 
 __all__ = [
@@ -585,29 +585,13 @@ def _utf8_len(text: str) -> int:
 
 def _fit_bytes(sections: Sequence[tuple[str, bool]], limit: int) -> str:
     """:func:`fit_comment`'s rules, counting UTF-8 bytes (the job summary's unit)."""
-    parts = [(str(markdown).strip("\n"), bool(droppable)) for markdown, droppable in sections]
-
-    def joined(kept: list[tuple[str, bool]], dropped: int) -> str:
-        text = "\n\n".join(md for md, _ in kept if md)
-        if dropped:
-            text += (f"\n\n_{dropped} detail section{'s' if dropped != 1 else ''} left out to stay under the job "
-                     f"summary's {limit:,}-byte limit; the full report is in the report artifact._")
-        return text
-
-    kept, dropped = list(parts), 0
-    text = joined(kept, dropped)
-    for index in range(len(parts) - 1, -1, -1):
-        if _utf8_len(text) <= limit:
-            return text
-        if parts[index][1]:
-            del kept[index]
-            dropped += 1
-            text = joined(kept, dropped)
-    if _utf8_len(text) <= limit:
-        return text
-    note = ("> **Note:** this summary was cut to stay under GitHub's 1 MiB job summary limit; "
-            "the full report is in the report artifact.")
-    return truncate_markdown(text, limit, note, measure=_utf8_len)[0]
+    return fit_sections(
+        sections, limit, measure=_utf8_len,
+        dropped_note=lambda n: (f"_{n} detail section{'s' if n != 1 else ''} left out to stay under the job "
+                                f"summary's {limit:,}-byte limit; the full report is in the report artifact._"),
+        cut_note=("> **Note:** this summary was cut to stay under GitHub's 1 MiB job summary limit; "
+                  "the full report is in the report artifact."),
+    )
 
 
 def render_summary(report: Mapping[str, Any], *, reproduce_command: str | None = None,

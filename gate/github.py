@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterator, Sequence
 import requests
 
 from gate import __version__
-from gate.publish import truncate_markdown
+from gate.publish import fit_sections, truncate_markdown
 
 log = logging.getLogger("gate.github")
 
@@ -526,34 +526,14 @@ def fit_comment(sections: Sequence[tuple[str, bool]], limit: int = COMMENT_LIMIT
     rest is still too long it is cut at a line boundary outside tables, code
     fences and ``<details>``, with a note.
     """
-    parts = [(str(markdown).strip("\n"), bool(droppable)) for markdown, droppable in sections]
-
-    def joined(kept: list[tuple[str, bool]], dropped: int) -> str:
-        text = "\n\n".join(md for md, _ in kept if md)
-        if dropped:
-            text += (
-                f"\n\n_{dropped} detail section{'s' if dropped != 1 else ''} left out to stay under GitHub's "
-                f"{limit:,}-character comment limit; the full report is in the job summary and the report artifact._"
-            )
-        return text
-
-    kept = list(parts)
-    dropped = 0
-    text = joined(kept, dropped)
-    for index in range(len(parts) - 1, -1, -1):
-        if len(text) <= limit:
-            return text
-        if parts[index][1]:
-            del kept[index]
-            dropped += 1
-            text = joined(kept, dropped)
-    if len(text) <= limit:
-        return text
-    note = (
-        f"> **Note:** this comment was cut to fit GitHub's {limit:,}-character limit; "
-        "the full report is in the job summary and the report artifact."
+    return fit_sections(
+        sections, limit,
+        dropped_note=lambda n: (f"_{n} detail section{'s' if n != 1 else ''} left out to stay under GitHub's "
+                                f"{limit:,}-character comment limit; the full report is in the job summary and "
+                                "the report artifact._"),
+        cut_note=(f"> **Note:** this comment was cut to fit GitHub's {limit:,}-character limit; "
+                  "the full report is in the job summary and the report artifact."),
     )
-    return truncate_markdown(text, limit, note)[0]
 
 
 # --------------------------------------------------------------------------- sticky comment

@@ -16,7 +16,7 @@ line longer than the cap is the only thing ever cut mid-line.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, Sequence
 
 __all__ = ["truncate_markdown"]
 
@@ -138,3 +138,39 @@ def truncate_markdown(
         else:
             hi = mid - 1
     return first[:lo] + "\n" + closers + tail, True
+
+
+def fit_sections(
+    sections: Sequence[tuple[str, bool]],
+    limit: int,
+    *,
+    dropped_note: Callable[[int], str],
+    cut_note: str,
+    measure: Callable[[str], int] = len,
+) -> str:
+    """Join Markdown sections (``(markdown, droppable)``) into at most ``limit`` (by ``measure``).
+
+    Sections are joined with a blank line. When too long, droppable (detail)
+    sections are dropped whole, last first - so a table is never cut - and
+    ``dropped_note(n)`` says how many went. If the rest is still too long it is
+    cut at a line boundary outside tables, code fences and ``<details>``, with
+    ``cut_note``. The PR comment counts characters, the job summary bytes.
+    """
+    parts = [(str(markdown).strip("\n"), bool(droppable)) for markdown, droppable in sections]
+
+    def joined(kept: list, dropped: int) -> str:
+        text = "\n\n".join(md for md, _ in kept if md)
+        return text + ("\n\n" + dropped_note(dropped) if dropped else "")
+
+    kept, dropped = list(parts), 0
+    text = joined(kept, dropped)
+    for index in range(len(parts) - 1, -1, -1):
+        if measure(text) <= limit:
+            return text
+        if parts[index][1]:
+            del kept[index]
+            dropped += 1
+            text = joined(kept, dropped)
+    if measure(text) <= limit:
+        return text
+    return truncate_markdown(text, limit, cut_note, measure=measure)[0]
