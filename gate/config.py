@@ -321,14 +321,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _line_of(node: Any, key: str) -> int | None:
+def yaml_key_line(node: Any, key: Any) -> int | None:
+    """1-based line of ``key`` in a ruamel.yaml mapping, or None (plain dicts have no positions)."""
     try:
         return node.lc.key(key)[0] + 1
     except Exception:  # noqa: BLE001 - plain dicts (tests) have no positions
         return None
 
 
-def _node_line(node: Any) -> int | None:
+def yaml_node_line(node: Any) -> int | None:
+    """1-based line where a ruamel.yaml node starts, or None."""
     try:
         return node.lc.line + 1
     except Exception:  # noqa: BLE001
@@ -338,21 +340,21 @@ def _node_line(node: Any) -> int | None:
 def _check_section(node: Any, schema: Mapping[str, Any], path: str, prefix: str, out: dict[str, Any],
                    section_line: int | None = None) -> None:
     if not isinstance(node, (dict, CommentedMap)):
-        where = _Where(path, _node_line(node), prefix.rstrip(".") or "(top level)")
+        where = _Where(path, yaml_node_line(node), prefix.rstrip(".") or "(top level)")
         raise where.error(f"expected a mapping, got {_type_name(node)}")
     for key in node:
         key_text = str(key)
         if key_text not in schema:
             hint = difflib.get_close_matches(key_text, list(schema), n=1)
             extra = f" (did you mean '{prefix}{hint[0]}'?)" if hint else f" (known: {', '.join(schema)})"
-            raise InputError(path, _line_of(node, key), f"unknown key '{prefix}{key_text}'{extra}")
+            raise InputError(path, yaml_key_line(node, key), f"unknown key '{prefix}{key_text}'{extra}")
     for key, spec in schema.items():
         dotted = prefix + key
         if isinstance(spec, dict):
             if key in node and node[key] is not None:
-                _check_section(node[key], spec, path, dotted + ".", out, _line_of(node, key))
+                _check_section(node[key], spec, path, dotted + ".", out, yaml_key_line(node, key))
             else:
-                _check_section(CommentedMap(), spec, path, dotted + ".", out, _line_of(node, key))
+                _check_section(CommentedMap(), spec, path, dotted + ".", out, yaml_key_line(node, key))
             continue
         checker, default = spec
         if key not in node or node[key] is None:
@@ -361,7 +363,7 @@ def _check_section(node: Any, schema: Mapping[str, Any], path: str, prefix: str,
                 raise InputError(path, line, f"missing required key '{dotted}'")
             out[dotted] = default
             continue
-        out[dotted] = checker(node[key], _Where(path, _line_of(node, key), dotted))
+        out[dotted] = checker(node[key], _Where(path, yaml_key_line(node, key), dotted))
 
 
 def load_config(path: str | Path = DEFAULT_PATH, text_override: str | None = None) -> Config:

@@ -43,6 +43,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from gate.config import yaml_key_line, yaml_node_line
 from gate.errors import InputError
 from gate.io.records import QuerySet
 
@@ -84,20 +85,6 @@ class StrataSpec:
 
 
 # --------------------------------------------------------------------------- YAML helpers
-
-
-def _line_of_key(node: Any, key: Any) -> int | None:
-    try:
-        return node.lc.key(key)[0] + 1
-    except Exception:  # noqa: BLE001 - plain dicts have no positions
-        return None
-
-
-def _node_line(node: Any) -> int | None:
-    try:
-        return node.lc.line + 1
-    except Exception:  # noqa: BLE001
-        return None
 
 
 def _describe(value: Any) -> str:
@@ -147,7 +134,7 @@ def parse_shares(node: Any, source: str, line: int | None = None) -> tuple[dict[
     Every share must be a finite number >= 0 and they must sum to 1 within
     :data:`SUM_TOLERANCE`; errors name ``source`` and the line at fault.
     """
-    where = _node_line(node) or line
+    where = yaml_node_line(node) or line
     if not isinstance(node, (dict, CommentedMap)):
         raise InputError(source, where, f"shares must be a mapping of stratum to share, got {_describe(node)}")
     if not node:
@@ -155,7 +142,7 @@ def parse_shares(node: Any, source: str, line: int | None = None) -> tuple[dict[
     shares: dict[str, float] = {}
     lines: dict[str, int] = {}
     for key, value in node.items():
-        at = _line_of_key(node, key) or where
+        at = yaml_key_line(node, key) or where
         if key is None or isinstance(key, (bool, dict, list, CommentedMap, CommentedSeq)) or str(key).strip() == "":
             raise InputError(source, at, f"stratum names must be text, got {_describe(key)}")
         name = str(key)
@@ -203,32 +190,32 @@ def spec_from_node(node: Any, source: str, base_dir: str | Path | None = None) -
     """
     base = Path(base_dir) if base_dir is not None else Path(source).parent
     if not isinstance(node, (dict, CommentedMap)):
-        raise InputError(source, _node_line(node) or 1,
+        raise InputError(source, yaml_node_line(node) or 1,
                          f"expected a mapping of stratum to share (or a 'shares:' block), got {_describe(node)}")
     block_line = None
     if "strata" in node and isinstance(node["strata"], (dict, CommentedMap)):
-        block_line = _line_of_key(node, "strata")
+        block_line = yaml_key_line(node, "strata")
         node = node["strata"]
         if not _is_block(node):
             if "shares" in node:
-                raise InputError(source, _line_of_key(node, "shares"),
+                raise InputError(source, yaml_key_line(node, "shares"),
                                  f"'shares' must be a mapping of stratum to share, got {_describe(node['shares'])}")
             raise InputError(source, block_line, "the 'strata' block has no 'shares' mapping")
     if not _is_block(node):
         if "shares" in node:  # a reserved word, never a stratum name
-            raise InputError(source, _line_of_key(node, "shares"),
+            raise InputError(source, yaml_key_line(node, "shares"),
                              f"'shares' must be a mapping of stratum to share, got {_describe(node['shares'])}")
         shares, lines = parse_shares(node, source)
-        return StrataSpec(shares=shares, source=source, lines=lines, shares_line=_node_line(node) or 1)
+        return StrataSpec(shares=shares, source=source, lines=lines, shares_line=yaml_node_line(node) or 1)
 
     for key in node:
         if str(key) not in BLOCK_KEYS:
             hint = difflib.get_close_matches(str(key), BLOCK_KEYS, n=1)
             extra = f" (did you mean '{hint[0]}'?)" if hint else f" (known: {', '.join(BLOCK_KEYS)})"
-            raise InputError(source, _line_of_key(node, key), f"unknown key '{key}' in the strata block{extra}")
-    shares_line = _line_of_key(node, "shares") or block_line
+            raise InputError(source, yaml_key_line(node, key), f"unknown key '{key}' in the strata block{extra}")
+    shares_line = yaml_key_line(node, "shares") or block_line
     shares, lines = parse_shares(node["shares"], source, shares_line)
-    guarded = _guarded(node.get("guarded"), _line_of_key(node, "guarded") or shares_line, source, shares)
+    guarded = _guarded(node.get("guarded"), yaml_key_line(node, "guarded") or shares_line, source, shares)
 
     assignments = None
     assignments_source = None
@@ -236,7 +223,7 @@ def spec_from_node(node: Any, source: str, base_dir: str | Path | None = None) -
     raw = node.get("assignments")
     if raw is not None:
         if not isinstance(raw, str) or not raw.strip():
-            raise InputError(source, _line_of_key(node, "assignments"),
+            raise InputError(source, yaml_key_line(node, "assignments"),
                              f"'assignments' must name a strata.tsv file, got {_describe(raw)}")
         path = Path(raw)
         if not path.is_absolute():
@@ -249,7 +236,7 @@ def spec_from_node(node: Any, source: str, base_dir: str | Path | None = None) -
         assignments=assignments,
         source=source,
         lines=lines,
-        shares_line=_node_line(node["shares"]) or shares_line,
+        shares_line=yaml_node_line(node["shares"]) or shares_line,
         assignments_source=assignments_source,
         assignment_lines=assignment_lines,
     )
