@@ -123,17 +123,27 @@ def bar(count: Any, top: Any, width: int = 16) -> str:
     return "`" + "█" * cells + "`"
 
 
-def _demote(markdown: str, levels: int) -> str:
-    """Push ATX headings down ``levels`` (outside code fences), so an included report nests under ours."""
-    out, fence_mark = [], None
+def _fenced(markdown: str):
+    """Each line with whether it is inside (or opens/closes) a code fence."""
+    fence_mark = None
     for line in markdown.split("\n"):
         match = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
         if fence_mark is None and match:
             fence_mark = match.group(1)
-        elif fence_mark is not None and match and match.group(1)[0] == fence_mark[0] \
-                and len(match.group(1)) >= len(fence_mark):
-            fence_mark = None
-        elif fence_mark is None and re.match(r"^#{1,6} ", line):
+            yield line, True
+        elif fence_mark is not None:
+            if match and match.group(1)[0] == fence_mark[0] and len(match.group(1)) >= len(fence_mark):
+                fence_mark = None
+            yield line, True
+        else:
+            yield line, False
+
+
+def _demote(markdown: str, levels: int) -> str:
+    """Push ATX headings down ``levels`` (outside code fences), so an included report nests under ours."""
+    out = []
+    for line, fenced in _fenced(markdown):
+        if not fenced and re.match(r"^#{1,6} ", line):
             hashes = len(line) - len(line.lstrip("#"))
             line = "#" * min(6, hashes + levels) + line[hashes:]
         out.append(line)
@@ -142,15 +152,9 @@ def _demote(markdown: str, levels: int) -> str:
 
 def _tidy(markdown: str) -> str:
     """Collapse runs of blank lines (outside code fences) left by optional template parts."""
-    out, fence_mark, blank = [], None, False
-    for line in markdown.split("\n"):
-        match = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
-        if fence_mark is None and match:
-            fence_mark = match.group(1)
-        elif fence_mark is not None and match and match.group(1)[0] == fence_mark[0] \
-                and len(match.group(1)) >= len(fence_mark):
-            fence_mark = None
-        elif fence_mark is None and not line.strip():
+    out, blank = [], False
+    for line, fenced in _fenced(markdown):
+        if not fenced and not line.strip():
             if blank:
                 continue
             blank, line = True, ""
