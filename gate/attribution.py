@@ -834,7 +834,7 @@ def factorial_from_runs(
 
     Bad ``--factor`` / ``--cell`` values raise :class:`UsageError`.
     """
-    from gate.evaluate import evaluate, query_universe
+    from gate.evaluate import evaluate, query_universe, require_overlap
     from gate.io.qrels import load_qrels
     from gate.io.queries import load_queries
     from gate.io.runs import read_run
@@ -855,7 +855,8 @@ def factorial_from_runs(
     queries_obj = queries if isinstance(queries, QuerySet) or queries is None else load_queries(queries)
     universe = query_universe(qrels_obj, queries_obj)
     if not universe.query_ids:
-        raise InputError(qrels_obj.source, None, "no query has both a golden entry and a qrels judgment")
+        raise InputError(qrels_obj.source, None, "no query has both a golden entry and a qrels judgment: "
+                         "nothing to compare")
     queries_sha = (queries_fingerprint(queries_obj) if queries_obj is not None
                    else query_ids_fingerprint(universe.query_ids)).sha256
     qrels_sha = qrels_fingerprint(qrels_obj).sha256
@@ -865,6 +866,8 @@ def factorial_from_runs(
     verify_grid(names, provenance, corpus_factor)  # refuse before reading any run
 
     runs = {cell: read_run(path) for cell, (_, path) in parsed.items()}
+    for run in runs.values():
+        require_overlap(run, universe.query_ids, qrels_obj, queries_obj)
     missing: dict[Cell, list[str]] = {}
     for cell, run in runs.items():
         have = set(run.query_ids)

@@ -187,6 +187,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from gate.report import Report
 
     started = time.monotonic()
+    from gate.strata_config import load_strata_spec
+
+    if args.strata and not args.queries:
+        raise UsageError("--strata needs --queries (the query file gives each query its stratum)")
+    spec = load_strata_spec(args.strata) if args.strata else None
     qrels = load_qrels_spec(args.qrels)
     queries = load_queries_spec(args.queries) if args.queries else None
     baseline = load_run_file(args.baseline)
@@ -205,20 +210,18 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         queries=(args.queries, queries) if queries is not None else None,
     )
     report = Report.from_comparison(comparison, inputs, command="compare")
-    if args.strata or queries is not None:
-        from gate.lift import strata_section
-        from gate.strata_config import assign_strata, load_strata_spec, validate_against
+    # Movement buckets and the wins sentence need only the runs and the qrels;
+    # the strata table needs a query file that names each query's stratum.
+    from gate.lift import strata_section
+    from gate.strata_config import assign_strata, validate_against
 
-        spec = load_strata_spec(args.strata) if args.strata else None
-        if spec is not None and queries is None:
-            raise UsageError("--strata needs --queries (the query file gives each query its stratum)")
-        strata = assign_strata(queries, spec)
-        if spec is not None:
-            validate_against(spec, strata)
-        report.data.update(strata_section(
-            comparison.baseline, comparison.candidate, comparison.metric, strata, spec, baseline_run=baseline,
-            candidate_run=candidate, qrels=qrels, queries=queries, samples=args.samples, seed=args.seed,
-            method=args.ci_method))
+    strata = assign_strata(queries, spec) if queries is not None else {}
+    if spec is not None:
+        validate_against(spec, strata)
+    report.data.update(strata_section(
+        comparison.baseline, comparison.candidate, comparison.metric, strata, spec, baseline_run=baseline,
+        candidate_run=candidate, qrels=qrels, queries=queries, samples=args.samples, seed=args.seed,
+        method=args.ci_method))
     if args.out:
         out = Path(args.out)
         write_text_atomic(out / "report.json", report.to_json())
@@ -496,6 +499,19 @@ def _cmd_lift(args: argparse.Namespace) -> int:
     queries = load_queries(args.queries) if args.queries else None
     result = write_lift(read_run(args.before), read_run(args.after), qrels, args.out, rel_threshold=args.rel,
                         k_rank=args.k_rank, k_recall=args.k_recall, queries=queries)
+    counts = ", ".join(f"{n} {bucket}" for bucket, n in result.counts().items())
+    print(f"lift on {len(result.movements) + len(result.no_relevant)} judged queries "
+          f"(label >= {result.rel_threshold}, top {result.k_rank}): {counts}")
+    notes = []
+    if result.no_relevant:
+        notes.append(f"{len(result.no_relevant)} judged without a relevant document (not bucketed)")
+    if result.unjudged_run_queries:
+        notes.append(f"{len(result.unjudged_run_queries)} run queries without judgments (not evaluated)")
+    for name, missing in (("before", result.missing_in_before), ("after", result.missing_in_after)):
+        if missing:
+            notes.append(f"{len(missing)} judged queries missing from the {name} run (misses there)")
+    if notes:
+        print("queries: " + "; ".join(notes))
     for path in result.files.values():
         print(f"wrote {path}")
     return EXIT_OK

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from gate.evaluate import PerQuery, Universe, evaluate, query_universe
+from gate.evaluate import PerQuery, Universe, evaluate, query_universe, require_overlap
 from gate.io.records import Qrels, QuerySet, Run
 from gate.measures import Measure, parse_measure
 from gate.stats.paired import PairedComparison, compare_paired
@@ -69,10 +69,8 @@ def compare(
     primary, others = settings.measures()
     measures: Sequence[Measure] = (primary, *others)
     universe = query_universe(qrels, queries)
-    if not universe.query_ids:
-        from gate.errors import InputError
-
-        raise InputError(qrels.source, None, "no query has both a golden entry and a qrels judgment")
+    for run in (baseline, candidate):
+        require_overlap(run, universe.query_ids, qrels, queries)
     before = evaluate(baseline, qrels, measures, universe.query_ids, rel=settings.rel)
     after = evaluate(candidate, qrels, measures, universe.query_ids, rel=settings.rel)
     metric = str(primary)

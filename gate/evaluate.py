@@ -62,6 +62,34 @@ def query_universe(qrels: Qrels, queries: QuerySet | None = None) -> Universe:
     )
 
 
+def _examples(ids: Sequence[str], limit: int = 3) -> str:
+    shown = ", ".join(repr(q if len(q) <= 40 else q[:37] + "...") for q in list(ids)[:limit])
+    return shown + (", ..." if len(ids) > limit else "")
+
+
+def require_overlap(run: Run, query_ids: Sequence[str], qrels: Qrels, queries: QuerySet | None = None) -> None:
+    """Refuse a comparison that has nothing to compare, naming the input at fault.
+
+    An empty run, an empty universe, or a run none of whose queries is in the
+    universe would give "0.0000 -> 0.0000" - a number that means "wrong file",
+    not "no change". Partial coverage is fine: missing queries score 0.
+    """
+    from gate.errors import InputError
+
+    if len(run) == 0:
+        raise InputError(run.source, None, "the run has no rows: nothing to compare")
+    if not query_ids:
+        if queries is not None:
+            raise InputError(qrels.source, None, f"no query of {queries.source} is judged here "
+                             f"(query ids {_examples(queries.ids())}; judged {_examples(qrels.query_ids())})")
+        raise InputError(qrels.source, None, "the qrels judge no query: nothing to compare")
+    universe = set(query_ids)
+    if not any(q in universe for q in run.query_ids):
+        raise InputError(run.source, None, f"none of the run's {len(run.query_ids)} queries is among the "
+                         f"{len(universe)} judged ones of {qrels.source}: nothing to compare (run ids "
+                         f"{_examples(run.query_ids)}; judged {_examples(sorted(universe))})")
+
+
 @dataclass(frozen=True)
 class PerQuery:
     """Per-query values of every evaluated measure, aligned to ``query_ids``."""

@@ -58,7 +58,7 @@ import numpy as np
 from gate.atomic import write_text_atomic
 from gate.errors import InputError
 from gate.io.records import Qrels, QuerySet, Run
-from gate.measures.ordering import trec_order
+from gate.measures.ordering import compared_scores, trec_order
 
 if TYPE_CHECKING:  # annotations only: no import cycle at run time
     from gate.evaluate import PerQuery
@@ -94,9 +94,6 @@ FILES = {
 CSV_COLUMNS = ("bucket", "count", "share", "mean_rr_delta", "mean_rank_movement", "mean_recall_delta",
                "tie_sensitive")
 EXAMPLES_PER_BUCKET = 3
-
-#: The run queries that must have judgments (at least this share) before the buckets mean anything.
-MIN_JUDGED_SHARE = 0.5
 
 DEFAULT_QRELS = "irds:msmarco-passage/dev/small"
 
@@ -248,7 +245,8 @@ class LiftResult:
     after_tag: str | None = None
     missing_in_before: tuple[str, ...] = ()
     missing_in_after: tuple[str, ...] = ()
-    unretrieved: tuple[str, ...] = ()  # judged queries in neither run (left out)
+    unjudged_run_queries: tuple[str, ...] = ()  # in a run, but no qrels entry: not evaluated
+    unjudged_golden: tuple[str, ...] = ()  # in the query file, but no qrels entry: not evaluated
     strata: Mapping[str, str | None] = field(default_factory=dict)  # query id -> stratum (bucketed + no_relevant)
     files: Mapping[str, Path] = field(default_factory=dict)
 
@@ -295,7 +293,8 @@ class LiftResult:
         data["no_relevant_queries"] = list(self.no_relevant)
         data["missing_in_before"] = list(self.missing_in_before)
         data["missing_in_after"] = list(self.missing_in_after)
-        data["unretrieved"] = list(self.unretrieved)
+        data["unjudged_run_queries"] = len(self.unjudged_run_queries)
+        data["unjudged_golden"] = list(self.unjudged_golden)
         strata = self.by_stratum()
         if strata:
             data["by_stratum"] = strata
@@ -322,7 +321,8 @@ class _Ordered:
     def __init__(self, run: Run):
         perm = trec_order(run.starts, run.scores, run.doc_ids)
         self.docs = run.doc_ids[perm]
-        self.scores = np.asarray(run.scores, dtype=np.float64)[perm]
+        # Ties at the precision trec_eval orders by (C float), as trec_order does.
+        self.scores = compared_scores(run.scores)[perm]
         self.starts = np.asarray(run.starts, dtype=np.int64)
         self.where = run.index()
 
@@ -392,49 +392,39 @@ def compute_lift(
     *,
     strata: Mapping[str, str | None] | None = None,
     query_ids: Sequence[str] | None = None,
-    min_judged_share: float = MIN_JUDGED_SHARE,
 ) -> LiftResult:
     """Bucket every judged query by the movement of its first relevant document.
 
-    Queries: the judged queries (any qrels entry) that either run retrieved,
-    restricted to ``queries`` when given; or exactly ``query_ids`` when given
-    (a comparison's universe: a query absent from a run is a miss there).
+    Queries: exactly those ``compare`` evaluates - the judged queries (any
+    qrels entry), restricted to ``queries`` when given - or exactly
+    ``query_ids`` when given (a comparison's universe). A judged query absent
+    from a run is a miss there (trec_eval ``-c``); run queries without
+    judgments are counted (``unjudged_run_queries``), not bucketed. TREC DL
+    runs cover 200 topics of which NIST judged 43: those 43 are bucketed.
     Strata come from ``strata`` (query id -> stratum) or the query file.
 
-    Raises :class:`InputError` on the qrels when, without ``query_ids``, fewer
-    than ``min_judged_share`` of the runs' queries have judgments ("only X of Y
-    run queries have judgments: wrong qrels?"), rather than filling every
-    bucket with misses.
+    Raises :class:`InputError` when there is nothing to compare: a run with
+    no rows, or a run none of whose queries is judged (wrong qrels, or ids
+    that do not match).
     """
+    from gate.evaluate import query_universe, require_overlap
+
     rel_threshold = _check_positive("rel_threshold", rel_threshold)
     k_rank = _check_positive("k_rank", k_rank)
     k_recall = _check_positive("k_recall", k_recall)
     judgments = qrels.judgments
-    judged = {qid for qid, docs in judgments.items() if len(docs)}
-    run_queries = set(before.query_ids) | set(after.query_ids)
-    golden = queries.ids() if queries is not None else None
-
     if query_ids is not None:
         universe = list(dict.fromkeys(query_ids))
-        unretrieved: list[str] = []
+        unjudged_golden: tuple[str, ...] = ()
     else:
-        if golden is not None:
-            run_queries &= set(golden)
-            candidates = [q for q in golden if q in judged]
-        else:
-            candidates = list(judged)
-        if not run_queries:
-            where = before.source
-            if golden is not None:
-                raise InputError(queries.source, None, "none of the runs' queries is in the query file")
-            raise InputError(where, None, "the runs have no queries to compare")
-        covered = len(run_queries & judged)
-        if covered < min_judged_share * len(run_queries):
-            raise InputError(qrels.source, None,
-                             f"only {covered} of {len(run_queries)} run queries have judgments: wrong qrels?")
-        universe = [q for q in candidates if q in run_queries]
-        unretrieved = _byte_order(q for q in candidates if q not in run_queries)
+        judged = query_universe(qrels, queries)
+        universe = list(judged.query_ids)
+        unjudged_golden = judged.unjudged
+        for run in (before, after):
+            require_overlap(run, universe, qrels, queries)
     universe = _byte_order(universe)
+    in_universe = set(universe)
+    unjudged_run = _byte_order((set(before.query_ids) | set(after.query_ids)) - in_universe)
 
     field_strata = {q.query_id: q.stratum for q in queries.queries} if queries is not None else {}
     texts = {q.query_id: q.text for q in queries.queries} if queries is not None else {}
@@ -476,7 +466,8 @@ def compute_lift(
         after_tag=after.tag,
         missing_in_before=tuple(q for q in universe if q not in ordered_before),
         missing_in_after=tuple(q for q in universe if q not in ordered_after),
-        unretrieved=tuple(unretrieved),
+        unjudged_run_queries=tuple(unjudged_run),
+        unjudged_golden=unjudged_golden,
         strata={q: stratum_of.get(q) for q in universe},
     )
 
@@ -553,7 +544,6 @@ def write_lift(
     queries: QuerySet | None = None,
     *,
     strata: Mapping[str, str | None] | None = None,
-    min_judged_share: float = MIN_JUDGED_SHARE,
 ) -> LiftResult:
     """Compute the lift (:func:`compute_lift`) and write the four files into ``output_dir``.
 
@@ -564,7 +554,7 @@ def write_lift(
     ``files`` maps ``json``/``csv``/``examples``/``markdown`` to the paths.
     """
     result = compute_lift(before, after, qrels, rel_threshold, k_rank, k_recall, queries,
-                          strata=strata, min_judged_share=min_judged_share)
+                          strata=strata)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {key: out / name for key, name in FILES.items()}
@@ -582,15 +572,16 @@ def write_lift(
 
 def _irds_qrels_path(dataset_id: str) -> Path | None:
     """Where ir_datasets keeps ``dataset_id``'s qrels once downloaded (None if it cannot tell)."""
+    from gate.io.irds import quiet_irds
+
     try:
-        import ir_datasets  # noqa: WPS433 - optional, heavy
+        import ir_datasets  # noqa: WPS433 - heavy: imported on first use
     except ImportError:
         return None
     try:
-        dataset = ir_datasets.load(dataset_id)
-        handler = dataset.qrels_handler()
-        cache = getattr(handler, "_qrels_dlc", None)
-        path = getattr(cache, "_path", None)
+        with quiet_irds():
+            handler = ir_datasets.load(dataset_id).qrels_handler()
+        path = getattr(getattr(handler, "_qrels_dlc", None), "_path", None)
         return Path(path) if path is not None else None
     except Exception:  # noqa: BLE001 - unknown id or layout: let the loader say
         return None
@@ -599,30 +590,20 @@ def _irds_qrels_path(dataset_id: str) -> Path | None:
 def default_qrels() -> Qrels:
     """MS MARCO passage dev/small qrels through ir_datasets (``irds:msmarco-passage/dev/small``).
 
-    Never downloads: when the qrels are not in the ir_datasets cache
-    (``IR_DATASETS_HOME``, default ``~/.ir_datasets``) this raises a one-line
-    :class:`InputError` at once instead of waiting on the network.
+    Never downloads (that archive is 1 GB): when the qrels are not in the
+    ir_datasets cache (``IR_DATASETS_HOME``, default ``~/.ir_datasets``) this
+    raises a one-line :class:`InputError` saying which ``--qrels`` to pass.
     """
-    dataset_id = DEFAULT_QRELS.split(":", 1)[1]
-    try:
-        import ir_datasets
-    except ImportError:
-        raise InputError(DEFAULT_QRELS, None,
-                         "ir_datasets is not installed: pass a qrels file (--qrels FILE)") from None
-    path = _irds_qrels_path(dataset_id)
-    if path is None or not path.exists():
+    from gate.io.irds import load_irds_qrels
+
+    path = _irds_qrels_path(DEFAULT_QRELS.split(":", 1)[1])
+    if path is None or not path.is_file():
         home = os.environ.get("IR_DATASETS_HOME", str(Path.home() / ".ir_datasets"))
         raise InputError(DEFAULT_QRELS, None,
-                         f"the MS MARCO dev/small qrels are not available offline (not in {home}); "
-                         "pass a qrels file (--qrels FILE), or download them once with "
-                         "`ir_datasets export msmarco-passage/dev/small qrels`")
-    try:
-        from gate.io.irds import load_irds_qrels
-    except ImportError:  # the irds reader not there: read the cached qrels directly
-        judgments: dict[str, dict[str, int]] = {}
-        for qrel in ir_datasets.load(dataset_id).qrels_iter():
-            judgments.setdefault(qrel.query_id, {})[qrel.doc_id] = int(qrel.relevance)
-        return Qrels(DEFAULT_QRELS, judgments)
+                         f"no --qrels given, and the default MS MARCO passage dev/small qrels are not in the "
+                         f"ir_datasets cache ({home}); pass the qrels your runs were judged with, e.g. "
+                         "--qrels qrels.dev.small.tsv (MS MARCO dev) or --qrels qrels.dl19-passage.txt "
+                         "--rel-threshold 2 (TREC DL 2019)")
     return load_irds_qrels(DEFAULT_QRELS)
 
 

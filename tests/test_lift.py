@@ -43,7 +43,7 @@ QRELS = Qrels("qrels.txt", {
     "norel": {"a": 0},
     "tie": {"r": 1},
     "gone": {"r": 1},  # absent from the after run
-    "neither": {"r": 1},  # absent from both runs: left out
+    "neither": {"r": 1},  # absent from both runs: a miss in both (trec_eval -c, as compare scores it 0)
 })
 
 BEFORE = Run.from_rankings("before.run", {
@@ -71,15 +71,17 @@ AFTER = Run.from_rankings("after.run", {
 
 
 def test_buckets_on_a_hand_made_case():
-    result = compute_lift(BEFORE, AFTER, QRELS, rel_threshold=1, k_rank=10, k_recall=100, min_judged_share=0)
+    result = compute_lift(BEFORE, AFTER, QRELS, rel_threshold=1, k_rank=10, k_recall=100)
     by = {m.query_id: m for m in result.movements}
     assert {q: m.bucket for q, m in by.items()} == {
         "promoted": "promoted", "demoted": "demoted", "new": "new_hit", "lost": "lost_hit",
         "same": "unchanged_hit", "miss": "unchanged_miss", "tie": "promoted", "gone": "lost_hit",
+        "neither": "unchanged_miss",
     }
     assert result.no_relevant == ("norel",)
-    assert result.unretrieved == ("neither",)
-    assert result.missing_in_after == ("gone",)
+    assert result.missing_in_before == ("neither",)
+    assert result.missing_in_after == ("gone", "neither")
+    assert result.unjudged_run_queries == ()
     p = by["promoted"]
     assert (p.before_rank, p.after_rank, p.rank_movement) == (4, 1, 3)
     assert p.rr_delta == pytest.approx(1 - 1 / 4)
@@ -100,7 +102,7 @@ def test_buckets_on_a_hand_made_case():
     assert stats["promoted"].count == 2 and stats["promoted"].tie_sensitive == 1
     assert stats["promoted"].mean_rank_movement == pytest.approx((3 + 1) / 2)
     assert stats["new_hit"].mean_rank_movement is None
-    assert sum(s.count for s in result.buckets) + len(result.no_relevant) == 9
+    assert sum(s.count for s in result.buckets) + len(result.no_relevant) == 10
     assert sum(s.share for s in result.buckets) == pytest.approx(1.0)
     # Bucket contributions add up to the mean RR change.
     mean = np.mean([m.rr_delta for m in result.movements])
@@ -109,21 +111,50 @@ def test_buckets_on_a_hand_made_case():
 
 def test_rel_threshold_and_windows():
     # With rel 2 only "demoted" has a relevant document.
-    result = compute_lift(BEFORE, AFTER, QRELS, rel_threshold=2, min_judged_share=0)
+    result = compute_lift(BEFORE, AFTER, QRELS, rel_threshold=2)
     assert [m.query_id for m in result.movements] == ["demoted"]
-    assert len(result.no_relevant) == 8
+    assert len(result.no_relevant) == 9
     # A window of 1: "promoted" is a new hit (rank 4 -> 1), "demoted" a lost hit.
-    small = {m.query_id: m.bucket for m in compute_lift(BEFORE, AFTER, QRELS, k_rank=1, min_judged_share=0).movements}
+    small = {m.query_id: m.bucket for m in compute_lift(BEFORE, AFTER, QRELS, k_rank=1).movements}
     assert small["promoted"] == "new_hit" and small["demoted"] == "lost_hit"
     with pytest.raises(ValueError):
         compute_lift(BEFORE, AFTER, QRELS, k_rank=0)
 
 
-def test_wrong_qrels_are_reported_not_bucketed():
+def test_run_queries_without_judgments_are_counted_not_bucketed():
+    # Two of the qrels' queries are not in the runs, one is: like TREC DL (200 run topics, 43 judged),
+    # the judged queries are bucketed (missing ones as misses) and the others counted.
     other = Qrels("msmarco-dev.qrels", {"1": {"x": 1}, "2": {"y": 1}, "promoted": {"r": 1}})
+    result = compute_lift(BEFORE, AFTER, other)
+    assert {m.query_id: m.bucket for m in result.movements} == {
+        "1": "unchanged_miss", "2": "unchanged_miss", "promoted": "promoted"}
+    assert len(result.unjudged_run_queries) == 8  # the other 8 run queries
+    assert result.to_dict()["unjudged_run_queries"] == 8
+
+
+def test_runs_that_share_no_query_with_the_qrels_are_refused():
+    other = Qrels("msmarco-dev.qrels", {"1": {"x": 1}, "2": {"y": 1}})
     with pytest.raises(InputError) as caught:
         compute_lift(BEFORE, AFTER, other)
-    assert str(caught.value) == "msmarco-dev.qrels: only 1 of 9 run queries have judgments: wrong qrels?"
+    assert caught.value.path == "before.run"
+    assert caught.value.message.startswith("none of the run's 9 queries is among the 2 judged ones of "
+                                           "msmarco-dev.qrels: nothing to compare")
+    empty = Run.from_rankings("empty.run", {})
+    with pytest.raises(InputError) as caught:
+        compute_lift(BEFORE, empty, QRELS)
+    assert str(caught.value) == "empty.run: the run has no rows: nothing to compare"
+
+
+def test_tie_sensitivity_compares_scores_as_float32_like_the_ordering():
+    # 11.98829954303801 and 11.988299543038 differ in float64 but not in float32 (trec_eval's
+    # precision): the two documents tie, and docno order ("z" > "r") puts the relevant one second.
+    qrels = Qrels("q", {"t": {"r": 1}})
+    before = Run.from_rankings("b.run", {"t": {"r": 11.98829954303801, "z": 11.988299543038}})
+    after = Run.from_rankings("a.run", {"t": {"r": 2.0, "z": 1.0}})
+    result = compute_lift(before, after, qrels)
+    (m,) = result.movements
+    assert (m.before_rank, m.after_rank, m.bucket) == (2, 1, "promoted")
+    assert m.tie_sensitive
 
 
 def test_queries_restrict_and_name_strata():
@@ -158,9 +189,9 @@ def test_write_lift_writes_four_files(tmp_path):
     assert result.files["json"] == out / "retrieval_lift.json"
 
     data = json.loads((out / "retrieval_lift.json").read_text())
-    assert data["queries"] == 9 and data["no_relevant"] == 1 and data["bucketed"] == 8
+    assert data["queries"] == 10 and data["no_relevant"] == 1 and data["bucketed"] == 9
     assert data["counts"] == {"promoted": 2, "demoted": 1, "new_hit": 1, "lost_hit": 2,
-                              "unchanged_hit": 1, "unchanged_miss": 1}
+                              "unchanged_hit": 1, "unchanged_miss": 2}
     assert data["mean_rr_delta"] == pytest.approx(np.mean([m.rr_delta for m in result.movements]))
     assert data["before"] == {"source": "before.run", "tag": "bm25"}
     assert set(data["by_stratum"]) == {"s1", "s2"}
@@ -186,7 +217,7 @@ def test_write_lift_writes_four_files(tmp_path):
     md = (out / "retrieval_lift.md").read_text()
     assert md.startswith(f"# Retrieval lift: {md_text('before.run')} (bm25) → {md_text('after.run')} (rerank)\n")
     assert "| bucket | meaning | queries | share | mean ΔRR@10 | mean rank movement | mean ΔR@100 | tie-sensitive |" in md
-    assert "| promoted | first relevant document stayed in the window and moved up | 2 | 25.0% |" in md
+    assert "| promoted | first relevant document stayed in the window and moved up | 2 | 22.2% |" in md
     assert "| no relevant document | not bucketed | 1 |" in md
     assert "**In short:** 3 queries gained (2 promoted, 1 new hit), 3 lost ground (1 demoted, 2 lost hits)" in md
     assert "## By stratum" in md and "## Examples" in md
@@ -290,13 +321,14 @@ def test_dl19_buckets_agree_with_an_independent_computation(tmp_path):
         assert data[f"mean_recall_{prefix}"] == pytest.approx(ev.mean("R(rel=2)@100"))
 
 
-def test_dl19_without_the_judged_topics_is_flagged():
+def test_dl19_runs_over_200_topics_are_bucketed_on_the_43_judged():
     *_, before, after, qrels, _topics = _dl19_inputs()
-    # The runs cover all 200 test topics, the qrels 43 of them.
-    with pytest.raises(InputError) as caught:
-        compute_lift(before, after, qrels, rel_threshold=2)
-    assert caught.value.message == "only 43 of 200 run queries have judgments: wrong qrels?"
-    assert caught.value.path == qrels.source
+    # The runs cover all 200 test topics, the qrels 43 of them: the 43 are bucketed, the 157 counted.
+    result = compute_lift(before, after, qrels, rel_threshold=2)
+    assert len(result.movements) + len(result.no_relevant) == 43
+    assert len(result.unjudged_run_queries) == 157
+    assert result.counts() == {"promoted": 15, "demoted": 3, "new_hit": 1, "lost_hit": 0, "unchanged_hit": 23,
+                               "unchanged_miss": 1}
 
 
 def test_strata_section_includes_the_lift():
@@ -335,7 +367,52 @@ def test_default_qrels_fail_fast_offline(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith("irds:msmarco-passage/dev/small: the MS MARCO dev/small qrels are not available offline")
-    assert "--qrels" in lines[0]
+    assert lines[0].startswith("irds:msmarco-passage/dev/small: no --qrels given, and the default MS MARCO passage "
+                               "dev/small qrels are not in the ir_datasets cache")
+    assert "--qrels qrels.dl19-passage.txt --rel-threshold 2" in lines[0]
+    assert done.stderr == ""
     assert elapsed < 15
     assert not any(home.iterdir()) or not (home / "msmarco-passage" / "dev" / "small" / "qrels").exists()
+
+
+def test_without_qrels_lift_reads_ms_marco_dev_small_from_the_ir_datasets_cache(tmp_path):
+    # The seed's first command has no --qrels: the MS MARCO passage dev/small qrels come from
+    # ir_datasets. A cache holding that file (where ir_datasets keeps it) is all it needs.
+    home = tmp_path / "irds"
+    (home / "msmarco-passage" / "dev" / "small").mkdir(parents=True)
+    (home / "msmarco-passage" / "dev" / "small" / "qrels").write_text("q1 0 d1 1\nq2 0 d9 1\n")
+    before, after = tmp_path / "before.tsv", tmp_path / "after.tsv"
+    before.write_text("q1 Q0 d0 1 2.0 dense\nq1 Q0 d1 2 1.0 dense\nq2 Q0 d9 1 1.0 dense\nq3 Q0 d3 1 1.0 dense\n")
+    after.write_text("q1 Q0 d1 1 2.0 ce\nq1 Q0 d0 2 1.0 ce\nq2 Q0 d8 1 1.0 ce\nq3 Q0 d3 1 1.0 ce\n")
+    env = {**os.environ, "IR_DATASETS_HOME": str(home), "PYTHONPATH": str(REPO),
+           "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
+    done = subprocess.run([sys.executable, "-m", "gate", "lift", "--before-run", str(before), "--after-run",
+                           str(after), "--output-dir", str(tmp_path / "out")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    data = json.loads((tmp_path / "out" / "retrieval_lift.json").read_text())
+    assert data["qrels"] == "irds:msmarco-passage/dev/small"
+    assert data["counts"]["promoted"] == 1 and data["counts"]["lost_hit"] == 1
+    assert data["unjudged_run_queries"] == 1  # q3
+    assert done.stdout.splitlines()[0] == ("lift on 2 judged queries (label >= 1, top 10): 1 promoted, 0 demoted, "
+                                           "0 new_hit, 1 lost_hit, 0 unchanged_hit, 0 unchanged_miss")
+
+
+def test_the_seeds_trec_dl_command_verbatim(tmp_path):
+    # retrieval-lift-analysis: --before-run, --after-run, --qrels, --rel-threshold 2, --output-dir.
+    before = need(DL19 / "official_nist" / "input.bm25base_p.gz")
+    after = need(DL19 / "official_nist" / "input.p_bert.gz")
+    qrels = need(DL19 / "qrels" / "qrels.dl19-passage.txt")
+    out = tmp_path / "outputs" / "trec_dl_2019" / "retrieval_lift_analysis"
+    done = subprocess.run([sys.executable, "-m", "gate", "lift", "--before-run", str(before), "--after-run",
+                           str(after), "--qrels", str(qrels), "--rel-threshold", "2", "--output-dir", str(out)],
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(FILES.values())
+    data = json.loads((out / "retrieval_lift.json").read_text())
+    # bm25base_p -> p_bert at rel 2 (see test_dl19_buckets_agree_with_an_independent_computation).
+    assert data["counts"] == {"promoted": 15, "demoted": 3, "new_hit": 1, "lost_hit": 0, "unchanged_hit": 23,
+                              "unchanged_miss": 1}
+    assert data["queries"] == 43 and data["unjudged_run_queries"] == 157
+    assert "157 run queries without judgments (not evaluated)" in done.stdout

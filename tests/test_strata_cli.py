@@ -64,11 +64,13 @@ def test_lift_writes_four_files_on_dl19(tmp_path, capsys):
     assert sum(data["counts"].values()) + data["no_relevant"] == 43
 
 
-def test_lift_with_the_wrong_qrels_stops_with_exit_2(tmp_path, capsys):
+def test_lift_with_qrels_that_share_no_query_stops_with_exit_2(tmp_path, capsys):
     run = tmp_path / "r.run"
     run.write_text("".join(f"{q} Q0 d{q} 1 1.0 t\n" for q in range(10)))
     qrels = tmp_path / "qrels.txt"
-    qrels.write_text("0 0 d0 1\n")
+    qrels.write_text("x 0 d0 1\n")
     assert main(["lift", "--before-run", str(run), "--after-run", str(run), "--qrels", str(qrels),
                  "--output-dir", str(tmp_path / "o")]) == 2
-    assert "wrong qrels" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nothing to compare" in err[0] and str(run) in err[0]
+    assert not (tmp_path / "o").exists()

@@ -86,7 +86,33 @@ def _is_network_error(exc: BaseException) -> bool:
         pass
     import urllib.error
 
-    return isinstance(exc, (ConnectionError, TimeoutError, socket.timeout, socket.gaierror, urllib.error.URLError))
+    if isinstance(exc, (ConnectionError, TimeoutError, socket.timeout, socket.gaierror, urllib.error.URLError)):
+        return True
+    # ir_datasets wraps failed mirrors in RuntimeError('All download sources failed', [...]).
+    return isinstance(exc, RuntimeError) and "download" in str(exc).lower()
+
+
+def _offline(s: IrdsSpec) -> InputError:
+    return InputError(s.spec, None, f"not available offline: not in the ir_datasets cache (IR_DATASETS_HOME="
+                      f"{_home()}) and the download failed; pass a local file instead")
+
+
+@contextmanager
+def quiet_irds() -> Iterator[None]:
+    """Silence ir_datasets' own log lines ([INFO] ..., [WARNING] Download failed ...).
+
+    Its loggers set their level when first used and do not propagate, so
+    only a process-wide ``logging.disable`` reaches them; the gate itself
+    prints with ``print``, not logging.
+    """
+    import logging
+
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
 
 
 @contextmanager
@@ -99,14 +125,15 @@ def _guard(s: IrdsSpec, what: str) -> Iterator[None]:
     if old_timeout is None:
         socket.setdefaulttimeout(float(os.environ["IR_DATASETS_DL_TIMEOUT"]))
     try:
-        yield
+        with quiet_irds():
+            yield
     except InputError:
         raise
     except KeyboardInterrupt:
         raise
     except Exception as exc:
         if _is_network_error(exc):
-            raise InputError(s.spec, None, f"not available offline (IR_DATASETS_HOME={_home()}): {_short(exc)}") from None
+            raise _offline(s) from None
         raise InputError(s.spec, None, f"cannot read {what}: {type(exc).__name__}: {_short(exc)}") from None
     finally:
         socket.setdefaulttimeout(old_timeout)
@@ -123,7 +150,8 @@ def _load(s: IrdsSpec) -> Any:
     except ImportError:  # pragma: no cover - declared dependency
         raise InputError(s.spec, None, "the ir_datasets package is not installed") from None
     try:
-        return ir_datasets.load(s.dataset_id)
+        with quiet_irds():
+            return ir_datasets.load(s.dataset_id)
     except KeyError:
         known = list(ir_datasets.registry)
         close = difflib.get_close_matches(s.dataset_id, known, n=3)
@@ -209,8 +237,14 @@ def iter_irds_docs(spec: str) -> Iterator[tuple[str, str]]:
     if first is None:
         return
     yield str(first.doc_id), first.default_text()
-    try:
-        for doc in it:
-            yield str(doc.doc_id), doc.default_text()
-    except Exception as exc:
-        raise InputError(spec, None, f"cannot read documents: {type(exc).__name__}: {_short(exc)}") from None
+    while True:
+        try:
+            with quiet_irds():
+                doc = next(it, None)
+        except Exception as exc:
+            if _is_network_error(exc):
+                raise _offline(s) from None
+            raise InputError(spec, None, f"cannot read documents: {type(exc).__name__}: {_short(exc)}") from None
+        if doc is None:
+            return
+        yield str(doc.doc_id), doc.default_text()
