@@ -1,10 +1,24 @@
-"""Atomic file writes: a reader never sees half a report or half a baseline."""
+"""Atomic file writes: a reader never sees half a report or half a baseline.
+
+The temporary file comes from ``mkstemp`` (mode 0600, so no other process can
+write into it while it fills); before the rename it gets the mode an ordinary
+``open()`` would have given it, ``0666 & ~umask`` (0644 under the usual 022).
+Reports, runs, caches and baselines are read by later workflow steps that may
+run as another user (the runner user, uid 1001, after a container ran as root).
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
+
+
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it: there is no getter)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
@@ -16,6 +30,7 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
+            os.fchmod(handle.fileno(), 0o666 & ~current_umask())
             os.fsync(handle.fileno())
         os.replace(tmp, target)
     except BaseException:
