@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from gate.errors import InputError
+from gate.io.textlines import read_text_file
+from gate.io.yaml_source import load_yaml
 
 DEFAULT_PATH = ".retrieval-gate.yml"
 
@@ -373,25 +373,14 @@ def load_config(path: str | Path = DEFAULT_PATH, text_override: str | None = Non
     display = str(path)
     if text_override is None:
         try:
-            source = config_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError(display, None, "no such file (create it, or pass --config FILE)")
-        except IsADirectoryError:
-            raise InputError(display, None, "is a folder, not a config file")
-        except UnicodeDecodeError as error:
-            raise InputError(display, None, f"not UTF-8 text ({error.reason})")
+            source = read_text_file(config_path, "a gate config")
+        except InputError as error:
+            if error.message == "no such file":
+                raise InputError(display, None, "no such file (create it, or pass --config FILE)") from None
+            raise
     else:
         source = text_override
-    yaml = YAML(typ="rt")
-    try:
-        document = yaml.load(source)
-    except MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = mark.line + 1 if mark is not None else None
-        problem = error.problem or error.context or "invalid YAML"
-        raise InputError(display, line, f"invalid YAML: {problem}")
-    except YAMLError as error:
-        raise InputError(display, None, f"invalid YAML: {error}")
+    document = load_yaml(source, display)
     if document is None:
         raise InputError(display, None, "the config is empty")
     values: dict[str, Any] = {}

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from gate import __version__
 from gate.atomic import write_bytes_atomic, write_text_atomic
@@ -101,11 +100,14 @@ class Manifest:
 
     def per_query_values(self) -> dict[str, dict[str, float]]:
         """``{measure: {query_id: value}}`` as archived."""
+        from gate.io.fields import parse_json_document
+        from gate.io.textlines import read_text_file
+
         path = self.folder / self.per_query_file
-        data = path.read_bytes()
-        if hashlib.sha256(data).hexdigest() != self.per_query_sha256:
+        text = read_text_file(path, "archived per-query values", limit=256 << 20)
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != self.per_query_sha256:
             raise InputError(str(path), None, "archived per-query values do not match their sha256 in manifest.yml")
-        return json.loads(data)
+        return parse_json_document(str(path), text)
 
     def load_run(self) -> Run:
         from gate.io.runs import read_run
@@ -141,8 +143,10 @@ class Manifest:
 
 
 def _file_sha256(path: Path) -> str:
+    from gate.io.textlines import open_regular
+
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         while block := handle.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
@@ -255,72 +259,125 @@ def _need(data: Mapping[str, Any], key: str, path: str, kind: type | tuple[type,
     if key not in data:
         raise InputError(path, None, f"manifest has no '{key}'")
     value = data[key]
-    if not isinstance(value, kind):
-        raise InputError(path, None, f"manifest key '{key}' has the wrong type")
+    if not isinstance(value, kind) or isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple)
+                                                                                else (kind,)):
+        raise InputError(path, None, f"manifest key '{key}' has the wrong type ({type(value).__name__})")
     return value
+
+
+def _text(data: Mapping[str, Any], key: str, path: str, *, required: bool = True, where: str = "") -> str:
+    value = data.get(key)
+    if value is None and not required:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise InputError(path, None, f"manifest key '{where}{key}' must be text, got "
+                         f"{'nothing' if value is None else type(value).__name__}")
+    return str(value)
+
+
+def _count(data: Mapping[str, Any], key: str, path: str, where: str = "", default: int = 0) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 63:
+        raise InputError(path, None, f"manifest key '{where}{key}' must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _data_file(data: Mapping[str, Any], key: str, path: str, where: str) -> str:
+    """A data file name as the archiver writes it: no folder, no '..' - a manifest edited to
+    point elsewhere is refused, not followed."""
+    name = _text(data, key, path, where=where)
+    if not _DATA_FILE.match(name):
+        raise InputError(path, None, f"manifest key '{where}{key}' is not a data file name of this folder: "
+                         f"'{name[:60]}'")
+    return name
 
 
 def load_manifest(path: str | Path) -> Manifest:
     """Read a manifest (strictly); its data files are checked when they are used."""
+    from gate.io.fields import check_json_value, parse_json_document
+    from gate.io.textlines import read_text_file
+    from gate.io.yaml_source import load_yaml
+
     path = Path(path)
     display = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(display, None, "no baseline manifest (run: retrieval-gate archive)")
-    try:
-        data = YAML(typ="safe", pure=True).load(text)
-    except YAMLError as error:
-        raise InputError(display, None, f"invalid manifest YAML: {error}")
+        text = read_text_file(path, "a baseline manifest")
+    except InputError as error:
+        if error.message == "no such file":
+            raise InputError(display, None, "no baseline manifest (run: retrieval-gate archive)") from None
+        raise
+    data = load_yaml(text, display, typ="safe")
     if not isinstance(data, dict):
         raise InputError(display, None, "not a baseline manifest")
-    version = str(_need(data, "schema_version", display, (str,)))
+    check_json_value(display, None, data, "the manifest")
+    version = _text(data, "schema_version", display)
     if version.split(".")[0] != MANIFEST_SCHEMA_VERSION.split(".")[0]:
         raise InputError(display, None, f"manifest schema {version} is not readable by this version (wants {MANIFEST_SCHEMA_VERSION})")
     folder = path.parent
     rc = _need(data, "retrieval_config", display, (dict,))
-    config_file = folder / rc.get("file", "")
+    config_file = folder / _data_file(rc, "file", display, "retrieval_config.")
     try:
-        config_data = json.loads(config_file.read_text(encoding="utf-8"))
-    except (FileNotFoundError, IsADirectoryError):
-        raise InputError(display, None, f"archived retrieval config {config_file.name} is missing")
-    config = RetrievalConfig(f"{display}:{rc.get('path')}", config_data, Path(str(rc.get("path", ""))).suffix or ".yml")
+        config_data = parse_json_document(str(config_file), read_text_file(config_file, "an archived retrieval config"))
+    except InputError as error:
+        if error.message == "no such file":
+            raise InputError(display, None, f"archived retrieval config {config_file.name} is missing") from None
+        raise
+    if not isinstance(config_data, dict):
+        raise InputError(str(config_file), None, "archived retrieval config is not a mapping")
+    config_path = _text(rc, "path", display, where="retrieval_config.")
+    config = RetrievalConfig(f"{display}:{config_path}", config_data, Path(config_path).suffix or ".yml")
     if config.sha256 != rc.get("sha256"):
         raise InputError(str(config_file), None, "archived retrieval config does not match its sha256")
 
     def record(key: str) -> InputRecord:
         item = _need(data, key, display, (dict,))
-        return InputRecord(str(item.get("id")), str(item.get("sha256")), int(item.get("count", 0)))
+        return InputRecord(_text(item, "id", display, where=f"{key}."), _text(item, "sha256", display, where=f"{key}."),
+                           _count(item, "count", display, f"{key}."))
 
     corpus_data = data.get("corpus")
     corpus = None
-    if isinstance(corpus_data, dict):
-        corpus = CorpusRecord(str(corpus_data.get("id")), str(corpus_data.get("sha256")),
-                              int(corpus_data.get("count", 0)), corpus_data.get("location"))
+    if corpus_data is not None:
+        if not isinstance(corpus_data, dict):
+            raise InputError(display, None, "manifest key 'corpus' has the wrong type")
+        location = corpus_data.get("location")
+        corpus = CorpusRecord(_text(corpus_data, "id", display, where="corpus."),
+                              _text(corpus_data, "sha256", display, where="corpus."),
+                              _count(corpus_data, "count", display, "corpus."),
+                              None if location is None else _text(corpus_data, "location", display, where="corpus."))
     run = _need(data, "run", display, (dict,))
     per_query = _need(data, "per_query", display, (dict,))
+    measures = data.get("measures", [])
+    if not isinstance(measures, list):
+        raise InputError(display, None, "manifest key 'measures' must be a list")
+    for key in ("runner", "environment"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise InputError(display, None, f"manifest key '{key}' must be a mapping")
+    git_commit = data.get("git_commit")
     known = {"schema_version", "created", "git_commit", "suite", "retrieval_config", "corpus", "queries",
              "qrels", "metric", "measures", "rel", "runner", "run", "per_query", "environment"}
+    rel = _count(data, "rel", display, default=1)
+    if rel < 1:
+        raise InputError(display, None, "manifest key 'rel' must be a positive integer")
     return Manifest(
         folder=folder,
-        created=str(data.get("created", "")),
-        git_commit=data.get("git_commit"),
-        suite=str(data.get("suite", "")),
-        config_path=str(rc.get("path")),
+        created=_text(data, "created", display, required=False),
+        git_commit=None if git_commit is None else _text(data, "git_commit", display),
+        suite=_text(data, "suite", display, required=False),
+        config_path=config_path,
         config=config,
-        config_sha256=str(rc.get("sha256")),
+        config_sha256=_text(rc, "sha256", display, where="retrieval_config."),
         corpus=corpus,
         queries=record("queries"),
         qrels=record("qrels"),
         metric=str(_need(data, "metric", display, (str,))),
-        measures=tuple(str(m) for m in data.get("measures", [])),
-        rel=int(data.get("rel", 1)),
+        measures=tuple(_text({"m": m}, "m", display, where="measures[].") for m in measures),
+        rel=rel,
         runner=dict(data.get("runner") or {}),
-        run_file=str(run.get("file")),
-        run_sha256=str(run.get("sha256")),
-        run_query_count=int(run.get("queries", 0)),
-        per_query_file=str(per_query.get("file")),
-        per_query_sha256=str(per_query.get("sha256")),
+        run_file=_data_file(run, "file", display, "run."),
+        run_sha256=_text(run, "sha256", display, where="run."),
+        run_query_count=_count(run, "queries", display, "run."),
+        per_query_file=_data_file(per_query, "file", display, "per_query."),
+        per_query_sha256=_text(per_query, "sha256", display, where="per_query."),
         environment=dict(data.get("environment") or {}),
         extra={k: v for k, v in data.items() if k not in known},
         schema_version=version,

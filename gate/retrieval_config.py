@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from gate.errors import InputError
+from gate.io.fields import parse_json_document
+from gate.io.textlines import read_text_file
+from gate.io.yaml_source import load_yaml
 
 _MISSING = "<absent>"
 
@@ -71,18 +73,9 @@ def canonical_sha256(data: Any) -> str:
 
 def parse_retrieval_config(text: str, source: str, suffix: str = ".yml") -> RetrievalConfig:
     if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise InputError(source, error.lineno, f"invalid JSON: {error.msg}")
+        data = parse_json_document(source, text)
     else:
-        try:
-            data = YAML(typ="safe", pure=True).load(text)
-        except MarkedYAMLError as error:
-            mark = error.problem_mark or error.context_mark
-            raise InputError(source, mark.line + 1 if mark else None, f"invalid YAML: {error.problem or error}")
-        except YAMLError as error:
-            raise InputError(source, None, f"invalid YAML: {error}")
+        data = load_yaml(text, source, typ="safe")
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -93,9 +86,11 @@ def parse_retrieval_config(text: str, source: str, suffix: str = ".yml") -> Retr
 def load_retrieval_config(path: str | Path) -> RetrievalConfig:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), None, "no such file (retrieval.config in the gate config)")
+        text = read_text_file(path, "a retrieval config")
+    except InputError as error:
+        if error.message == "no such file":
+            raise InputError(str(path), None, "no such file (retrieval.config in the gate config)") from None
+        raise
     return parse_retrieval_config(text, str(path), path.suffix.lower())
 
 

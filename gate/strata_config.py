@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from gate.config import yaml_key_line, yaml_node_line
 from gate.errors import InputError
+from gate.io.textlines import read_text_file
+from gate.io.yaml_source import load_yaml
 from gate.io.records import QuerySet
 
 #: Shares must sum to 1 within this.
@@ -101,21 +101,12 @@ def _describe(value: Any) -> str:
 
 def _read_yaml(path: Path, display: str) -> Any:
     try:
-        source = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(display, None, "no such shares file") from None
-    except IsADirectoryError:
-        raise InputError(display, None, "is a folder, not a shares file") from None
-    except UnicodeDecodeError as error:
-        raise InputError(display, None, f"not UTF-8 text ({error.reason})") from None
-    try:
-        document = YAML(typ="rt").load(source)
-    except MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = mark.line + 1 if mark is not None else None
-        raise InputError(display, line, f"invalid YAML: {error.problem or error.context or 'syntax error'}") from None
-    except YAMLError as error:
-        raise InputError(display, None, f"invalid YAML: {error}") from None
+        source = read_text_file(path, "a shares file")
+    except InputError as error:
+        if error.message == "no such file":
+            raise InputError(display, None, "no such shares file") from None
+        raise InputError(display, error.line, error.message) from None
+    document = load_yaml(source, display)
     if document is None:
         raise InputError(display, None, "the shares file is empty")
     return document
@@ -269,13 +260,11 @@ def read_assignments(path: str | Path) -> tuple[dict[str, str], dict[str, int]]:
     """
     display = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(display, None, "no such strata assignments file") from None
-    except IsADirectoryError:
-        raise InputError(display, None, "is a folder, not a strata assignments file") from None
-    except UnicodeDecodeError as error:
-        raise InputError(display, None, f"not UTF-8 text ({error.reason})") from None
+        text = read_text_file(path, "a strata assignments file")
+    except InputError as error:
+        if error.message == "no such file":
+            raise InputError(display, None, "no such strata assignments file") from None
+        raise InputError(display, error.line, error.message) from None
     out: dict[str, str] = {}
     lines: dict[str, int] = {}
     first = True

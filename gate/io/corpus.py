@@ -21,12 +21,13 @@ for corpora too large for that).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Iterator
 
 from gate.errors import InputError
+from gate.io import limits
+from gate.io.fields import check_id, check_unicode, parse_json_line
 from gate.io.records import Chunk
 from gate.io.textlines import iter_lines, strip_gz
 
@@ -95,11 +96,8 @@ def _iter_irds(spec: str, check: bool) -> Iterator[Chunk]:
 
 def _iter_jsonl(path: Path) -> Iterator[tuple[int, Chunk]]:
     src = str(path)
-    for lineno, line in iter_lines(path):
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(src, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    for lineno, line in iter_lines(path, max_line=limits.MAX_CORPUS_LINE_BYTES, what="a corpus line"):
+        obj = parse_json_line(src, lineno, line)
         if not isinstance(obj, dict):
             raise InputError(src, lineno, f"expected a JSON object, got {type(obj).__name__}")
         key = next((k for k in CHUNK_ID_KEYS if k in obj), None)
@@ -108,30 +106,33 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, Chunk]]:
         cid = obj[key]
         if isinstance(cid, bool) or not isinstance(cid, (str, int)):
             raise InputError(src, lineno, f"chunk id '{key}' must be a string or an integer, got {type(cid).__name__}")
-        cid = str(cid)
-        if not cid.strip():
-            raise InputError(src, lineno, "empty chunk id")
+        cid = check_id(src, lineno, str(cid), "chunk id")
         body = obj.get("text")
         if not isinstance(body, str):
             got = "missing" if "text" not in obj else f"a {type(body).__name__}"
-            raise InputError(src, lineno, f"'text' of chunk '{cid}' must be a string, got {got}")
+            raise InputError(src, lineno, f"'text' of chunk '{limits.shorten(cid)}' must be a string, got {got}")
         title = obj.get("title")
         if title is not None and not isinstance(title, str):
-            raise InputError(src, lineno, f"'title' of chunk '{cid}' must be a string, got {type(title).__name__}")
+            raise InputError(src, lineno, f"'title' of chunk '{limits.shorten(cid)}' must be a string, "
+                             f"got {type(title).__name__}")
         if title and title.strip():
             body = f"{title} {body}" if body else title
+        check_unicode(src, lineno, body, f"the text of chunk '{limits.shorten(cid)}'")
         doc = obj.get("doc_id") if key != "doc_id" else cid
         if doc is None:
             doc = _doc_of(cid)
         elif isinstance(doc, bool) or not isinstance(doc, (str, int)):
-            raise InputError(src, lineno, f"'doc_id' of chunk '{cid}' must be a string, got {type(doc).__name__}")
+            raise InputError(src, lineno, f"'doc_id' of chunk '{limits.shorten(cid)}' must be a string, "
+                             f"got {type(doc).__name__}")
+        else:
+            doc = check_id(src, lineno, str(doc), "doc_id")
         yield lineno, Chunk(cid, str(doc), body)
 
 
 def _iter_tsv(path: Path) -> Iterator[tuple[int, Chunk]]:
     src = str(path)
     width = 0
-    for lineno, line in iter_lines(path):
+    for lineno, line in iter_lines(path, max_line=limits.MAX_CORPUS_LINE_BYTES, what="a corpus line"):
         if width == 0:
             fields = tuple(f.strip().lower() for f in line.split("\t"))
             if fields in _HEADERS:
@@ -145,8 +146,10 @@ def _iter_tsv(path: Path) -> Iterator[tuple[int, Chunk]]:
         cid = parts[0].strip()
         if not cid:
             raise InputError(src, lineno, "empty chunk id")
+        check_id(src, lineno, cid, "chunk id")
         if width == 2:
             yield lineno, Chunk(cid, _doc_of(cid), parts[1])
         else:
-            doc = parts[1].strip() or _doc_of(cid)
+            doc = parts[1].strip()
+            doc = check_id(src, lineno, doc, "doc_id") if doc else _doc_of(cid)
             yield lineno, Chunk(cid, doc, parts[2])

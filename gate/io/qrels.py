@@ -12,32 +12,31 @@
 from __future__ import annotations
 
 import os
-import re
 from itertools import chain
 
 from gate.errors import InputError
+from gate.io import limits
+from gate.io.fields import check_id, parse_int_label
 from gate.io.records import Qrels
 from gate.io.textlines import iter_lines
 
 __all__ = ["load_qrels", "read_qrels", "BEIR_QRELS_HEADER"]
 
 BEIR_QRELS_HEADER = "query-id\tcorpus-id\tscore"
-_INT = re.compile(r"[+-]?[0-9]+\Z")
+_SHORT_ID = limits.MAX_ID_BYTES // 4  # shorter than this in characters: within the byte limit
 _SHAPES = {4: "'qid iter docno rel'", 3: "'qid docno rel'"}
 
 
 def parse_label(path: str, lineno: int, text: str) -> int:
-    """An integer label: ASCII digits with an optional sign (no ``1.0``, no ``1_0``)."""
-    if text.isascii() and (text.isdecimal() or _INT.match(text)):
-        return int(text)
-    raise InputError(path, lineno, f"relevance '{text}' is not an integer (integer labels only)")
+    """An integer label: ASCII digits with an optional sign, within 64 bits (no ``1.0``, no ``1_0``)."""
+    return parse_int_label(path, lineno, text)
 
 
 def read_qrels(path: str | os.PathLike) -> Qrels:
     """Read a qrels file (``.gz`` transparent) into :class:`Qrels`."""
     src = str(path)
     judgments: dict[str, dict[str, int]] = {}
-    lines = iter_lines(path)
+    lines = iter_lines(path, max_line=limits.MAX_TREC_LINE_BYTES, what="a qrels line")
     head = next(lines, None)
     if head is None:
         return Qrels(source=src, judgments=judgments)
@@ -58,7 +57,7 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
         if len(fields) != width:
             raise InputError(src, lineno, f"expected {width} fields {shape}{hint}, got {len(fields)}")
         qid, doc, label = fields[0], fields[-2], fields[-1]
-        if label.isdecimal() and label.isascii():
+        if len(label) < 19 and label.isdecimal() and label.isascii():
             rel = int(label)
         else:
             rel = parse_label(src, lineno, label)
@@ -66,7 +65,10 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
             raise InputError(src, lineno, "empty query or document id")
         docs = judgments.get(qid)
         if docs is None:
+            check_id(src, lineno, qid, "query id")
             docs = judgments[qid] = {}
+        if len(doc) > _SHORT_ID or not doc.isprintable():
+            check_id(src, lineno, doc, "document id")
         n = len(docs)
         docs.setdefault(doc, rel)
         if len(docs) == n:

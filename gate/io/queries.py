@@ -17,11 +17,12 @@ Duplicate query ids are errors.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Iterable, Iterator
 
 from gate.errors import InputError
+from gate.io import limits
+from gate.io.fields import check_id, check_json_value, check_text, parse_json_line
 from gate.io.records import Query, QuerySet
 from gate.io.textlines import iter_lines, strip_gz
 
@@ -54,16 +55,18 @@ def read_queries_tsv(path: str | os.PathLike) -> QuerySet:
     src = str(path)
 
     def items() -> Iterator[tuple[int, Query]]:
-        for lineno, line in iter_lines(path):
+        for lineno, line in iter_lines(path, max_line=limits.MAX_QUERY_LINE_BYTES, what="a query line"):
             qid, tab, text = line.partition("\t")
             qid = qid.strip()
             if not tab:
                 raise InputError(src, lineno, "expected 'qid<TAB>text', found no tab")
             if not qid:
                 raise InputError(src, lineno, "empty query id")
+            check_id(src, lineno, qid, "query id")
             text = text.strip()
             if not text:
                 raise InputError(src, lineno, f"empty text for query '{qid}'")
+            check_text(src, lineno, text, f"the text of query '{limits.shorten(qid)}'", max_chars=limits.MAX_QUERY_CHARS)
             yield lineno, Query(qid, text)
 
     return _collect(src, items())
@@ -82,6 +85,7 @@ def query_from_json(src: str, lineno: int | None, obj: Any) -> Query:
     qid = str(qid).strip()
     if not qid:
         raise InputError(src, lineno, "empty query id")
+    check_id(src, lineno, qid, "query id")
     if "text" not in obj:
         raise InputError(src, lineno, f"missing 'text' for query '{qid}'")
     text = obj["text"]
@@ -90,9 +94,13 @@ def query_from_json(src: str, lineno: int | None, obj: Any) -> Query:
     text = text.strip()
     if not text:
         raise InputError(src, lineno, f"empty text for query '{qid}'")
+    check_text(src, lineno, text, f"the text of query '{limits.shorten(qid)}'", max_chars=limits.MAX_QUERY_CHARS)
     stratum = obj.get("stratum")
     if stratum is not None and not isinstance(stratum, str):
         raise InputError(src, lineno, f"'stratum' of query '{qid}' must be a string, got {type(stratum).__name__}")
+    if stratum is not None:
+        check_id(src, lineno, stratum, f"stratum of query '{limits.shorten(qid)}'")
+    check_json_value(src, lineno, obj, f"query '{limits.shorten(qid)}'")
     metadata: dict[str, object] = {}
     nested = obj.get("metadata")
     if isinstance(nested, dict):
@@ -108,13 +116,13 @@ def read_queries_jsonl(path: str | os.PathLike) -> QuerySet:
     src = str(path)
 
     def items() -> Iterator[tuple[int, Query]]:
-        for lineno, line in iter_lines(path):
+        for lineno, line in iter_lines(path, max_line=limits.MAX_QUERY_LINE_BYTES, what="a query line"):
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if lineno == 1 and line.lstrip().startswith("["):
+                obj = parse_json_line(src, lineno, line)
+            except InputError:
+                if lineno == 1 and line.lstrip().startswith("[") and not line.rstrip().endswith("]"):
                     raise InputError(src, lineno, "expected JSON Lines (one object per line), found a JSON array") from None
-                raise InputError(src, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+                raise
             yield lineno, query_from_json(src, lineno, obj)
 
     return _collect(src, items())

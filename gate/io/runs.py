@@ -30,8 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from gate.errors import InputError
+from gate.io import limits
 from gate.io.records import Run
-from gate.io.textlines import iter_blocks
+from gate.io.textlines import UTF8_BOM, iter_blocks
 
 __all__ = ["read_run", "FIELDS_MESSAGE"]
 
@@ -40,6 +41,7 @@ __all__ = ["read_run", "FIELDS_MESSAGE"]
 RUN_BLOCK_SIZE = 1 << 20
 
 FIELDS_MESSAGE = "expected 6 fields 'qid Q0 docno rank score tag', got {}"
+_MAX_RANK_CHARS = 20  # a signed 64-bit integer
 
 _HASH_K1 = np.uint64(0x9E3779B97F4A7C15)
 _HASH_K2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -403,6 +405,13 @@ class _Reader:
         if low != nlines and low != nlines + block.count(b"\t") + block.count(b"\r"):
             bad = int(np.flatnonzero((buf < 32) & (buf != 9) & (buf != 10) & (buf != 13))[0])
             raise self.fail(base + block.count(b"\n", 0, bad), f"control character 0x{int(buf[bad]):02x} in line")
+        if b"\r" in block and block.count(b"\r") != block.count(b"\r\n"):
+            bad = next(i for i in range(len(block)) if block[i] == 13 and block[i + 1 : i + 2] != b"\n")
+            raise self.fail(base + block.count(b"\n", 0, bad),
+                            "carriage return inside a line (CR-only line ends?): lines must end in LF or CRLF")
+        if UTF8_BOM in block:
+            bad = block.index(UTF8_BOM)
+            raise self.fail(base + block.count(b"\n", 0, bad), "byte-order mark inside the file (files concatenated?)")
         ascii_only = block.isascii()
         if not ascii_only:
             try:
@@ -428,6 +437,16 @@ class _Reader:
         bb = _Bytes(buf)
         starts = [np.ascontiguousarray(c[0]) for c in col]
         lens = [c[1] - c[0] for c in col]
+        # Every column below becomes a (width x rows) matrix: check widths first.
+        for j, limit, what in ((0, limits.MAX_ID_BYTES, "query id"), (2, limits.MAX_ID_BYTES, "docno"),
+                               (3, _MAX_RANK_CHARS, "rank"), (4, limits.MAX_NUMBER_CHARS, "score")):
+            too_long = lens[j] > limit
+            if too_long.any():
+                r = int(np.argmax(too_long))
+                tok = self.token(block, int(starts[j][r]), int(starts[j][r] + lens[j][r]))
+                unit = f"{limits.describe_bytes(limit)}" if j in (0, 2) else f"{limit} characters"
+                raise self.fail(line_of(r), f"{what} '{limits.shorten(tok)}' is longer than {unit} "
+                                f"({int(lens[j][r]):,} bytes)")
 
         # column 2: Q0 / q0 / 0
         s1, l1 = starts[1], lens[1]
@@ -659,6 +678,6 @@ def read_run(path: str | os.PathLike, block_size: int = RUN_BLOCK_SIZE) -> Run:
     ``InputError(path, None, "no such file")``.
     """
     reader = _Reader(path)
-    for _, block in iter_blocks(path, block_size, count_lines=False):
+    for _, block in iter_blocks(path, block_size, max_line=limits.MAX_TREC_LINE_BYTES, what="a run line"):
         reader.block(block)
     return reader.finish()
