@@ -8,6 +8,7 @@ file where the traceback was saved) - so a crash is never read as a verdict.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -18,6 +19,7 @@ from typing import Callable, Sequence
 
 from gate import __version__
 from gate.errors import InputError, UsageError
+from gate.io import limits
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 
@@ -33,21 +35,65 @@ def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"'{text}' must be at least 1")
-    return value
-
-
-def _int(text: str) -> int:
+def _whole(text: str) -> int:
+    if len(text) > 30:
+        raise argparse.ArgumentTypeError(f"'{text[:30]}...' is not a whole number in range")
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number")
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+
+
+def _int_range(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = _whole(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"'{text}' must be between {low:,} and {high:,}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def _float_range(low: float, high: float, *, low_open: bool = False) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text[:30]}' is not a number") from None
+        if not math.isfinite(value) or value < low or value > high or (low_open and value == low):
+            raise argparse.ArgumentTypeError(f"'{text[:30]}' must be {'above' if low_open else 'at least'} {low:g} "
+                                             f"and at most {high:g}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+_positive_int = _int_range(1, 1 << 31)
+_seed = _int_range(0, limits.MAX_SEED)
+_samples = _int_range(1, limits.MAX_SAMPLES)
+_cutoff = _int_range(1, limits.MAX_CUTOFF)
+_rel = _int_range(1, 1 << 31)
+
+
+def _noise_repeats(text: str) -> int:
+    value = _whole(text)
+    if value != 0 and not 2 <= value <= limits.MAX_REPEATS:
+        raise argparse.ArgumentTypeError(f"'{text}' must be 0 (no band) or between 2 and {limits.MAX_REPEATS:,}"
+                                         " (a band needs two runs at least)")
+    return value
+
+
+class _Extend(argparse.Action):
+    """A comma-separated option that may be repeated (``--also AP --also P@10``): the values
+    accumulate, and replace the default rather than adding to it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        current = getattr(namespace, self.dest, None)
+        if current is None or current is self.default:
+            current = []
+        setattr(namespace, self.dest, [*current, *values])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,10 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--qrels", required=True, help="qrels file (4- or 3-column), BEIR folder, or irds:<id>")
     p.add_argument("--queries", help="golden queries (TSV/JSONL, BEIR folder or irds:<id>); default: the qrels' queries")
     p.add_argument("--metric", default="nDCG@10", help="primary measure, ir_measures syntax (default nDCG@10)")
-    p.add_argument("--also", type=_csv, default=["AP", "RR@10", "R@100", "Judged@10"], help="more measures, comma separated")
-    p.add_argument("--rel", type=_int, default=1, help="relevance threshold for binary measures (default 1)")
-    p.add_argument("--samples", type=_positive_int, default=10_000, help="bootstrap resamples (default 10000)")
-    p.add_argument("--seed", type=_int, default=7, help="random seed (default 7)")
+    p.add_argument("--also", type=_csv, action=_Extend, default=["AP", "RR@10", "R@100", "Judged@10"],
+                   help="more measures, comma separated or repeated (default AP,RR@10,R@100,Judged@10)")
+    p.add_argument("--rel", type=_rel, default=1, help="relevance threshold for binary measures (default 1)")
+    p.add_argument("--samples", type=_samples, default=10_000, help="bootstrap resamples (default 10000)")
+    p.add_argument("--seed", type=_seed, default=7, help="random seed (default 7)")
     p.add_argument("--ci-method", choices=["percentile", "basic", "bca"], default="percentile")
     p.add_argument("--strata", metavar="SHARES.yml", help="traffic share per stratum (strata from --queries): adds the "
                    "strata table, traffic accounting and movement buckets")
@@ -84,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", metavar="RUN", help="archive this precomputed run of the current config instead of running it")
     p.add_argument("--runs-dir", metavar="DIR", help="pick up runs produced by an earlier step (see plan)")
     p.add_argument("--gc", action="store_true", help="only remove data files the manifest no longer names")
-    p.add_argument("--noise-repeats", type=_int, default=0, metavar="N",
+    p.add_argument("--noise-repeats", type=_noise_repeats, default=0, metavar="N",
                    help="also measure the noise band from N identical runs and store it with the baseline")
     p.set_defaults(handler=_cmd_archive)
 
@@ -114,12 +161,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("noise", help="measure the run-to-run noise band from identical runs")
     config_arg(p)
-    p.add_argument("--repeats", type=_int, default=None, help="identical runs through the runner (default noise.repeats)")
+    p.add_argument("--repeats", type=_int_range(2, limits.MAX_REPEATS), default=None,
+                   help="identical runs through the runner (default noise.repeats)")
     p.add_argument("--from-runs", nargs="+", metavar="RUN", help="compute the band from existing runs instead")
     p.add_argument("--qrels", help="with --from-runs: qrels file, BEIR folder or irds:<id>")
     p.add_argument("--queries", help="with --from-runs: golden queries (strata, universe)")
     p.add_argument("--metric", default="nDCG@10")
-    p.add_argument("--rel", type=_positive_int, default=1)
+    p.add_argument("--rel", type=_rel, default=1)
     p.add_argument("--runs-dir", metavar="DIR")
     p.add_argument("--out", default="noise.json", metavar="FILE")
     p.set_defaults(handler=_cmd_noise)
@@ -127,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("comment", help="post a saved report as the PR comment (the fork-safe workflow_run job)")
     p.add_argument("--report", required=True, metavar="REPORT.json")
     p.add_argument("--pr", required=True, type=_positive_int, metavar="N")
-    p.add_argument("--head-sha", required=True, metavar="SHA",
+    p.add_argument("--head-sha", required=True, metavar="SHA", type=_sha,
                    help="workflow_run.head_sha: the PR number is accepted only if the PR's head is this commit")
     p.add_argument("--comment-mode", choices=["update", "new"], default="update")
     p.set_defaults(handler=_cmd_comment)
@@ -139,9 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--qrels", required=True)
     p.add_argument("--queries")
     p.add_argument("--metric", default="nDCG@10")
-    p.add_argument("--rel", type=_positive_int, default=1)
-    p.add_argument("--samples", type=_positive_int, default=10_000)
-    p.add_argument("--seed", type=_int, default=7)
+    p.add_argument("--rel", type=_rel, default=1)
+    p.add_argument("--samples", type=_samples, default=10_000)
+    p.add_argument("--seed", type=_seed, default=7)
     p.add_argument("--allow-missing", action="store_true", help="let queries missing from a cell score 0")
     p.add_argument("--out", metavar="DIR")
     p.add_argument("--format", choices=["text", "json"], default="text")
@@ -150,9 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("leakcheck", help="find golden queries that appear in a corpus (exit 1 when found)")
     p.add_argument("--queries", required=True, help="golden queries (TSV/JSONL, BEIR folder or irds:<id>)")
     p.add_argument("--corpus", required=True, help="corpus (JSONL, TSV, BEIR folder or irds:<id>)")
-    p.add_argument("--mode", type=_csv, default=["exact", "trigram-jaccard"], help="exact,trigram-jaccard")
-    p.add_argument("--threshold", type=float, default=0.85, help="trigram Jaccard threshold (default 0.85)")
-    p.add_argument("--min-tokens", type=_positive_int, default=3, help="shorter queries are not attributed (default 3)")
+    p.add_argument("--mode", type=_csv, action=_Extend, default=["exact", "trigram-jaccard"],
+                   help="exact,trigram-jaccard (comma separated or repeated)")
+    p.add_argument("--threshold", type=_float_range(0.0, 1.0, low_open=True), default=0.85,
+                   help="trigram Jaccard threshold (default 0.85)")
+    p.add_argument("--min-tokens", type=_int_range(1, 10_000), default=3,
+                   help="shorter queries are not attributed (default 3)")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.set_defaults(handler=_cmd_leakcheck)
 
@@ -161,19 +212,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--after-run", "--candidate", dest="after", required=True, metavar="RUN")
     p.add_argument("--qrels", help="qrels (4- or 3-column); default: MS MARCO passage dev/small via ir_datasets")
     p.add_argument("--queries", help="query file (texts for examples, strata)")
-    p.add_argument("--rel-threshold", "--rel", dest="rel", type=_positive_int, default=1)
-    p.add_argument("--k-rank", type=_positive_int, default=10)
-    p.add_argument("--k-recall", type=_positive_int, default=100)
+    p.add_argument("--rel-threshold", "--rel", dest="rel", type=_rel, default=1)
+    p.add_argument("--k-rank", type=_cutoff, default=10)
+    p.add_argument("--k-recall", type=_cutoff, default=100)
     p.add_argument("--output-dir", "--out", dest="out", required=True, metavar="DIR")
     p.set_defaults(handler=_cmd_lift)
 
     p = sub.add_parser("demo", help="the whole gate on a generated docs-search world, offline")
     p.add_argument("--out", default="retrieval-gate-demo", metavar="DIR", help="output folder (default retrieval-gate-demo)")
-    p.add_argument("--seed", type=_int, default=7, help="seed of the generated world (default 7)")
-    p.add_argument("--scale", type=float, default=1.0, help="size of the world (1.0: about 3,000 pages)")
-    p.add_argument("--repeats", type=_int, default=5, help="identical runs for the noise band (default 5)")
+    p.add_argument("--seed", type=_seed, default=7, help="seed of the generated world (default 7)")
+    p.add_argument("--scale", type=_float_range(0.0, 10.0, low_open=True), default=1.0,
+                   help="size of the world (1.0: about 3,000 pages; at most 10)")
+    p.add_argument("--repeats", type=_int_range(2, 50), default=5,
+                   help="identical runs for the noise band (default 5)")
     p.set_defaults(handler=_cmd_demo)
     return parser
+
+
+def _check_measures(metric: str, also: Sequence[str] = ()) -> None:
+    """Measure names are checked before any file is read, and the error names the option."""
+    from gate.measures import parse_measure
+
+    for option, names in (("--metric", [metric]), ("--also", list(also))):
+        for name in names:
+            try:
+                parse_measure(name)
+            except InputError as error:
+                raise UsageError(f"{option} {name[:40]!r}: {error.message}") from None
+
+
+def _sha(text: str) -> str:
+    if len(text) not in (40, 64) or any(c not in "0123456789abcdef" for c in text.lower()):
+        raise argparse.ArgumentTypeError(f"'{text[:70]}' is not a commit sha (40 or 64 hex digits)")
+    return text.lower()
 
 
 def _progress(message: str) -> None:
@@ -189,6 +260,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     started = time.monotonic()
     from gate.strata_config import load_strata_spec
 
+    _check_measures(args.metric, args.also)
     if args.strata and not args.queries:
         raise UsageError("--strata needs --queries (the query file gives each query its stratum)")
     spec = load_strata_spec(args.strata) if args.strata else None
@@ -247,6 +319,16 @@ def _path(value: str | None) -> Path | None:
     return None if value is None else Path(value)
 
 
+def _runs_dir(value: str | None) -> Path | None:
+    """``--runs-dir``: a folder an earlier step filled; a typo must not read as "no runs there"."""
+    if value is None:
+        return None
+    path = Path(value)
+    if not path.is_dir():
+        raise UsageError(f"--runs-dir {value}: {'not a folder' if path.exists() else 'no such folder'}")
+    return path
+
+
 def _cmd_archive(args: argparse.Namespace) -> int:
     from gate import manifest as manifest_module
     from gate.pipeline import archive
@@ -260,7 +342,7 @@ def _cmd_archive(args: argparse.Namespace) -> int:
     from gate.runners.base import RunnerFailed
 
     try:
-        result = archive(config, _path(args.run), _path(args.runs_dir), progress=_progress,
+        result = archive(config, _path(args.run), _runs_dir(args.runs_dir), progress=_progress,
                          noise_repeats=args.noise_repeats)
     except RunnerFailed as failure:
         print(f"retrieval-gate: error: archive failed, manifest unchanged: {failure}", file=sys.stderr)
@@ -279,7 +361,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     from gate.pipeline import replay
 
     config = _load_config(args)
-    result = replay(config, _path(args.runs_dir), args.base, progress=_progress)
+    result = replay(config, _runs_dir(args.runs_dir), args.base, progress=_progress)
     data = result.to_dict()
     if args.out:
         from gate.atomic import write_text_atomic
@@ -324,7 +406,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from gate.render import render
 
     config = _load_config(args)
-    options = RunOptions(candidate_run=_path(args.candidate_run), runs_dir=_path(args.runs_dir), base=args.base)
+    options = RunOptions(candidate_run=_path(args.candidate_run), runs_dir=_runs_dir(args.runs_dir), base=args.base)
     outcome = run_gate(config, options, progress=_progress)
     out = Path(args.out)
     text = json.dumps(outcome.report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
@@ -364,9 +446,15 @@ def _cmd_noise(args: argparse.Namespace) -> int:
 
         if not args.qrels:
             raise UsageError("noise --from-runs needs --qrels")
+        if len(args.from_runs) < 2:
+            raise UsageError("noise --from-runs needs at least two runs of the same configuration")
+        _check_measures(args.metric)
         qrels = load_qrels(args.qrels)
         queries = load_queries(args.queries) if args.queries else None
         universe = query_universe(qrels, queries)
+        if not universe.query_ids:
+            raise InputError(args.qrels, None, "no query has both a golden entry and a qrels judgment: "
+                             "nothing to measure")
         measure = parse_measure(args.metric).with_default_rel(args.rel)
         strata = {q.query_id: q.stratum for q in queries.queries} if queries else None
         fingerprints = {"queries": queries_fingerprint(queries).sha256 if queries else None,
@@ -375,18 +463,29 @@ def _cmd_noise(args: argparse.Namespace) -> int:
     else:
         from gate.golden import load_golden
         from gate.noise import measure_noise
-        from gate.pipeline import make_producer, measures_of, runner_queries_path
+        from gate.pipeline import check_config, make_producer, measures_of, runner_queries_path
         from gate.retrieval_config import load_retrieval_config
+        from gate.runners.base import RunnerFailed
 
+        for option in ("qrels", "queries"):
+            if getattr(args, option):
+                raise UsageError(f"--{option} goes with --from-runs; without it the config's golden files are used")
         config = _load_config(args)
+        check_config(config)
         primary, _ = measures_of(config)
         golden = load_golden(config)
         retrieval = load_retrieval_config(config.here(config.retrieval_config))
-        producer = make_producer(config, _path(args.runs_dir), _progress)
+        producer = make_producer(config, _runs_dir(args.runs_dir), _progress)
         repeats = args.repeats or config.raw["noise.repeats"]
-        band = measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
-                             repeats, config.golden.rel, config.raw["noise.invalidate_on"],
-                             config.raw["noise.base_seed"], _progress).band
+        try:
+            band = measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
+                                 repeats, config.golden.rel, config.raw["noise.invalidate_on"],
+                                 config.raw["noise.base_seed"], _progress).band
+        except RunnerFailed as failure:
+            print(f"retrieval-gate: inconclusive: no noise band, {args.out} not written: {failure}", file=sys.stderr)
+            if failure.log_tail:
+                print(failure.log_tail, file=sys.stderr)
+            return EXIT_INCONCLUSIVE
     write_text_atomic(args.out, json.dumps(band.to_dict(), indent=2) + "\n")
     o = band.overall
     print(f"{band.metric} over {band.runs} identical runs: mean {o.mean:.5f}  sd {o.sd:.5f}  range {o.range:.4f}")
@@ -443,6 +542,7 @@ def _cmd_factorial(args: argparse.Namespace) -> int:
         if not sep or not levels or not path:
             raise UsageError(f"--cell '{item}': expected LEVELS=RUN, e.g. model=new,corpus=old=cell.run")
         cells.append((levels, path))
+    _check_measures(args.metric)
     try:
         result = factorial_from_runs(args.factor, cells, args.qrels, args.queries, metric=args.metric,
                                      allow_missing=args.allow_missing, samples=args.samples, seed=args.seed,
@@ -453,10 +553,19 @@ def _cmd_factorial(args: argparse.Namespace) -> int:
     data = result.to_dict()
     markdown = render_attribution(data)
     if args.out:
+        from gate import __version__
         from gate.atomic import write_text_atomic
+        from gate.fingerprint import file_sha256
+        from gate.report import SCHEMA_VERSION
 
-        write_text_atomic(Path(args.out) / "report.json",
-                          json.dumps({"command": "factorial", "attribution": data}, indent=2) + "\n")
+        inputs = {f"cell {levels}": {"path": path, "sha256": file_sha256(path), "unit": "rows", "canonical": False}
+                  for levels, path in cells}
+        for name, spec in (("qrels", args.qrels), ("queries", args.queries)):
+            if spec is not None:
+                inputs[name] = {"path": spec, "sha256": file_sha256(spec) if Path(spec).is_file() else ""}
+        report = {"schema_version": SCHEMA_VERSION, "command": "factorial", "metric": result.metric,
+                  "attribution": data, "inputs": inputs, "tool": {"name": "retrieval-gate", "version": __version__}}
+        write_text_atomic(Path(args.out) / "report.json", json.dumps(report, indent=2, allow_nan=False) + "\n")
         write_text_atomic(Path(args.out) / "report.md", markdown)
     if args.format == "json":
         print(json.dumps(data, indent=2))

@@ -10,6 +10,7 @@ Paths are relative to the config file's folder.
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -17,6 +18,7 @@ from typing import Any, Callable, Mapping
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from gate.errors import InputError
+from gate.io import limits
 from gate.io.textlines import read_text_file
 from gate.io.yaml_source import load_yaml
 
@@ -78,7 +80,32 @@ def positive_integer(value: Any, where: _Where) -> int:
 def number(value: Any, where: _Where) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise where.error(f"expected a number, got {_type_name(value)}")
-    return float(value)
+    value = float(value)
+    if not math.isfinite(value):
+        raise where.error(f"expected a finite number, got {value}")
+    return value
+
+
+def in_range(checker: Callable[[Any, _Where], Any], low: float | None = None, high: float | None = None,
+             *, low_open: bool = False) -> Callable[[Any, _Where], Any]:
+    """``checker``, then ``low <= value <= high`` (``low < value`` with ``low_open``)."""
+    def check(value: Any, where: _Where) -> Any:
+        value = checker(value, where)
+        too_low = low is not None and (value <= low if low_open else value < low)
+        if too_low or (high is not None and value > high):
+            lo = "" if low is None else (f"above {low:g}" if low_open else f"at least {low:g}")
+            hi = "" if high is None else f"at most {high:g}"
+            raise where.error(f"expected a value {' and '.join(p for p in (lo, hi) if p)}, got {value:g}")
+        return value
+
+    return check
+
+
+def fraction(value: Any, where: _Where) -> float:
+    return in_range(number, 0.0, 1.0)(value, where)
+
+
+seed = in_range(integer, 0, limits.MAX_SEED)
 
 
 def boolean(value: Any, where: _Where) -> bool:
@@ -125,7 +152,7 @@ SCHEMA: dict[str, Any] = {
     "golden": {
         "queries": (text, REQUIRED),
         "qrels": (text, REQUIRED),
-        "rel": (integer, 1),
+        "rel": (positive_integer, 1),
         "negative_is_judged": (boolean, None),
     },
     "corpus": (text, None),
@@ -139,7 +166,7 @@ SCHEMA: dict[str, Any] = {
         "type": (one_of("command", "run-file", "reference"), "command"),
         "command": (text, None),
         "shell": (boolean, False),
-        "timeout": (number, 3600.0),
+        "timeout": (in_range(number, 0.0, 7 * 24 * 3600.0, low_open=True), 3600.0),
         "env_passthrough": (text_list, ()),
         "baseline_run": (text, None),
         "candidate_run": (text, None),
@@ -153,8 +180,8 @@ SCHEMA: dict[str, Any] = {
         "enabled": (boolean, True),
     },
     "statistics": {
-        "samples": (positive_integer, 10_000),
-        "seed": (integer, 7),
+        "samples": (in_range(positive_integer, 1, limits.MAX_SAMPLES), 10_000),
+        "seed": (seed, 7),
         "ci_method": (one_of("percentile", "basic", "bca"), "percentile"),
     },
     "environment": (text_list, ()),
@@ -169,8 +196,8 @@ SCHEMA: dict[str, Any] = {
     "leakage": {
         "enabled": (boolean, True),
         "modes": (text_list, ("exact", "trigram-jaccard")),
-        "threshold": (number, 0.85),
-        "min_tokens": (positive_integer, 3),
+        "threshold": (in_range(number, 0.0, 1.0, low_open=True), 0.85),
+        "min_tokens": (in_range(positive_integer, 1, 10_000), 3),
     },
     "tuning": {
         # Queries the tunable parameters were fitted on: a query file or a list of ids.
@@ -186,38 +213,38 @@ SCHEMA: dict[str, Any] = {
     "noise": {
         # A stored noise band (noise.json from `retrieval-gate noise`); the manifest's band wins when both exist.
         "file": (text, None),
-        "repeats": (positive_integer, 10),
+        "repeats": (in_range(positive_integer, 2, limits.MAX_REPEATS), 10),
         # Config keys (or prefixes) that build the index: a band measured under other values is stale.
         "invalidate_on": (text_list, ("index", "embedding", "ingestion", "chunking", "bm25", "ann")),
-        "base_seed": (integer, 1000),
+        "base_seed": (in_range(integer, 0, limits.MAX_SEED - limits.MAX_REPEATS), 1000),
     },
     "attribution": {
         "enabled": (boolean, True),
         # More changed factors than this are reported as a bundle (2^k runs would be needed).
-        "max_factors": (positive_integer, 3),
+        "max_factors": (in_range(positive_integer, 1, 6), 3),
         # Named factors as groups of dotted paths; default: each changed top-level group.
         "factors": (mapping, {}),
     },
     "judged": {
-        "k": (positive_integer, 10),
+        "k": (in_range(positive_integer, 1, limits.MAX_CUTOFF), 10),
     },
     "policy": {
         # Non-inferiority margin on the primary metric (README: policy defaults).
-        "max_regression": (number, 0.02),
+        "max_regression": (in_range(number, 0.0), 0.02),
         "require_improvement": (boolean, False),
         "inconclusive_blocks": (boolean, True),
         # Leaked golden queries are left out of the reporting set.
         "exclude_leaked": (boolean, True),
         # Golden queries that may newly appear in the candidate's corpus before the gate fails.
-        "max_leaked": (integer, 0),
+        "max_leaked": (in_range(integer, 0), 0),
         # Largest share of the candidate's top k that may be unjudged.
-        "max_unjudged": (number, 0.3),
+        "max_unjudged": (fraction, 0.3),
         # Largest fall of the judged share against the baseline.
-        "max_judged_drop": (number, 0.1),
+        "max_judged_drop": (fraction, 0.1),
         # A stratum whose minimum detectable effect exceeds this is flagged underpowered.
-        "min_effect": (number, 0.02),
+        "min_effect": (in_range(number, 0.0), 0.02),
         # Share of traffic (strata shares) that may be damaged before the gate fails.
-        "max_damaged_traffic": (number, 0.2),
+        "max_damaged_traffic": (fraction, 0.2),
         # "Improvement shown" needs a current noise band: without one a delta may be run-to-run spread.
         "improvement_needs_band": (boolean, True),
     },
@@ -272,6 +299,7 @@ class Config:
     statistics: StatisticsConfig
     environment: tuple[str, ...]
     raw: Mapping[str, Any] = field(default_factory=dict)  # checked values by dotted section
+    lines: Mapping[str, int | None] = field(default_factory=dict)  # dotted key -> its line in the file
     # Where the code under test lives. The yardstick (golden files, strata, tuning
     # split, manifest, noise band) resolves against ``root``, which on a PR is a
     # copy of the base commit's files; the retrieval config, corpus, prompts,
@@ -304,6 +332,10 @@ class Config:
     def spec(self, relative: str) -> str:
         """Like :meth:`resolve` but as a string, keeping ``irds:`` ids untouched."""
         return relative if is_spec(relative) else str(self.resolve(relative))
+
+    def key_error(self, key: str, message: str) -> InputError:
+        """An error about the value of ``key``, at its line in the config file."""
+        return InputError(str(self.path), self.lines.get(key), f"key '{key}': {message}")
 
 
 def is_spec(value: str) -> bool:
@@ -338,7 +370,7 @@ def yaml_node_line(node: Any) -> int | None:
 
 
 def _check_section(node: Any, schema: Mapping[str, Any], path: str, prefix: str, out: dict[str, Any],
-                   section_line: int | None = None) -> None:
+                   section_line: int | None = None, lines: dict[str, int | None] | None = None) -> None:
     if not isinstance(node, (dict, CommentedMap)):
         where = _Where(path, yaml_node_line(node), prefix.rstrip(".") or "(top level)")
         raise where.error(f"expected a mapping, got {_type_name(node)}")
@@ -352,9 +384,9 @@ def _check_section(node: Any, schema: Mapping[str, Any], path: str, prefix: str,
         dotted = prefix + key
         if isinstance(spec, dict):
             if key in node and node[key] is not None:
-                _check_section(node[key], spec, path, dotted + ".", out, yaml_key_line(node, key))
+                _check_section(node[key], spec, path, dotted + ".", out, yaml_key_line(node, key), lines)
             else:
-                _check_section(CommentedMap(), spec, path, dotted + ".", out, yaml_key_line(node, key))
+                _check_section(CommentedMap(), spec, path, dotted + ".", out, yaml_key_line(node, key), lines)
             continue
         checker, default = spec
         if key not in node or node[key] is None:
@@ -363,7 +395,10 @@ def _check_section(node: Any, schema: Mapping[str, Any], path: str, prefix: str,
                 raise InputError(path, line, f"missing required key '{dotted}'")
             out[dotted] = default
             continue
-        out[dotted] = checker(node[key], _Where(path, yaml_key_line(node, key), dotted))
+        line = yaml_key_line(node, key)
+        if lines is not None:
+            lines[dotted] = line
+        out[dotted] = checker(node[key], _Where(path, line, dotted))
 
 
 def load_config(path: str | Path = DEFAULT_PATH, text_override: str | None = None) -> Config:
@@ -384,7 +419,8 @@ def load_config(path: str | Path = DEFAULT_PATH, text_override: str | None = Non
     if document is None:
         raise InputError(display, None, "the config is empty")
     values: dict[str, Any] = {}
-    _check_section(document, SCHEMA, display, "", values)
+    lines: dict[str, int | None] = {}
+    _check_section(document, SCHEMA, display, "", values, lines=lines)
     root = config_path.resolve().parent
     return Config(
         path=config_path,
@@ -421,4 +457,5 @@ def load_config(path: str | Path = DEFAULT_PATH, text_override: str | None = Non
         ),
         environment=tuple(values["environment"]),
         raw=values,
+        lines=lines,
     )

@@ -38,7 +38,14 @@ def head_commit(cwd: Path) -> str | None:
     return rev_parse(cwd, "HEAD")
 
 
+def _is_revision(ref: str) -> bool:
+    """A revision git cannot mistake for an option (``--output=...``) or split on whitespace."""
+    return bool(ref) and not ref.startswith("-") and not any(c.isspace() or ord(c) < 32 for c in ref)
+
+
 def rev_parse(cwd: Path, ref: str) -> str | None:
+    if not _is_revision(ref):
+        return None
     try:
         proc = _git(cwd, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     except (OSError, subprocess.TimeoutExpired):
@@ -48,6 +55,8 @@ def rev_parse(cwd: Path, ref: str) -> str | None:
 
 def show_file(cwd: Path, ref: str, path: Path) -> bytes | None:
     """The content of ``path`` at ``ref``, or None when the commit or the file is not there."""
+    if not _is_revision(ref):
+        return None
     root = repo_root(cwd)
     if root is None:
         return None
@@ -63,6 +72,8 @@ def show_file(cwd: Path, ref: str, path: Path) -> bytes | None:
 
 
 def changed_files(cwd: Path, base: str, head: str = "HEAD") -> list[str] | None:
+    if not (_is_revision(base) and _is_revision(head)):
+        return None
     try:
         proc = _git(cwd, "diff", "--name-only", base, head)
     except (OSError, subprocess.TimeoutExpired):

@@ -25,7 +25,7 @@ from gate.baseline import (
     resolve_from_manifest,
     input_differences,
 )
-from gate.config import Config
+from gate.config import Config, is_spec
 from gate.errors import InputError
 from gate.evaluate import PerQuery, evaluate
 from gate.fingerprint import file_sha256
@@ -60,19 +60,89 @@ def stderr_progress(message: str) -> None:
 
 
 def measures_of(config: Config) -> tuple[Measure, tuple[Measure, ...]]:
-    def parse(name: str) -> Measure:
+    def parse(name: str, key: str) -> Measure:
         try:
             return parse_measure(name).with_default_rel(config.golden.rel)
         except InputError as error:
-            raise InputError(str(config.path), None, f"{error.message}") from None
+            raise config.key_error(key, error.message) from None
 
-    primary = parse(config.metric)
+    primary = parse(config.metric, "metric")
     others: list[Measure] = []
     for name in config.also:
-        measure = parse(name)
+        measure = parse(name, "also")
         if measure != primary and measure not in others:
             others.append(measure)
     return primary, tuple(others)
+
+
+#: Config keys that name one file, and whose copy they resolve against (yardstick: the
+#: config's folder, on a PR the base commit's copy; workspace: the PR's code).
+_FILE_KEYS = (
+    ("golden.queries", "yardstick"), ("golden.qrels", "yardstick"), ("strata.assignments", "yardstick"),
+    ("retrieval.config", "workspace"), ("runner.baseline_run", "workspace"), ("runner.candidate_run", "workspace"),
+)
+
+
+def check_config(config: Config) -> None:
+    """Everything about a config that can be checked before any run: measure names, strata
+    shares, and every file it names - each error at the config's file:line and key.
+
+    ``plan``, ``run``, ``archive``, ``replay`` and ``noise`` all call it first, so each refuses
+    exactly what the others refuse.
+    """
+    measures_of(config)
+    for key, side in _FILE_KEYS:
+        value = config.raw.get(key)
+        if value is None or is_spec(str(value)):
+            continue
+        _require_file(config, key, config.resolve(value) if side == "yardstick" else config.here(value),
+                      folder_ok=key.startswith("golden."))  # a BEIR folder
+    corpus = config.corpus
+    if corpus is not None and not is_spec(corpus) and "{" not in corpus:
+        path = config.here(corpus)
+        if not path.exists():
+            raise config.key_error("corpus", f"no such file or folder '{corpus}' ({path})")
+    tuning = config.raw.get("tuning.queries")
+    if isinstance(tuning, str) and not is_spec(tuning):
+        _require_file(config, "tuning.queries", config.resolve(tuning))
+    for key in ("tuning.queries", "tuning.holdout"):
+        value = config.raw.get(key)
+        if value is not None and not isinstance(value, (str, list)):
+            raise config.key_error(key, "expected a query file or a list of query ids")
+    if config.raw.get("noise.file"):
+        _require_file(config, "noise.file", config.resolve(config.raw["noise.file"]), missing_ok=True)
+    strata_spec_from_config(config)
+
+
+def check_base(config: Config, base: str | None) -> None:
+    """``--base REF`` must name a commit of the workspace's repository: a typo would otherwise
+    compare the PR with whatever the fallback finds (the newest manifest, or nothing)."""
+    if base is None:
+        return
+    if not base or base.startswith("-") or len(base) > 256 or any(c.isspace() or ord(c) < 32 for c in base):
+        raise InputError(None, None, f"--base {base[:60]!r}: not a git revision")
+    root = git.repo_root(config.workspace_root)
+    if root is None:
+        raise InputError(None, None, f"--base {base}: {config.workspace_root} is not in a git repository")
+    if git.rev_parse(root, base) is None:
+        raise InputError(None, None, f"--base {base}: no such commit in {root} (a shallow checkout needs "
+                         "fetch-depth: 2 or more)")
+
+
+def _require_file(config: Config, key: str, path: Path, missing_ok: bool = False, folder_ok: bool = False) -> None:
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise config.key_error(key, f"no such file '{config.raw.get(key)}' ({path})") from None
+    except OSError as error:
+        raise config.key_error(key, f"cannot read '{config.raw.get(key)}': {error.strerror}") from None
+    import stat
+
+    if not stat.S_ISREG(mode) and not (folder_ok and stat.S_ISDIR(mode)):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise config.key_error(key, f"'{config.raw.get(key)}' is {kind}, expected a file")
 
 
 def make_runner(config: Config):
@@ -146,10 +216,13 @@ class ArchiveResult:
 
 def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None = None,
             progress: Progress = stderr_progress, noise_repeats: int = 0) -> ArchiveResult:
+    check_config(config)
     primary, others = measures_of(config)
     measures = (primary, *others)
     golden = load_golden(config)
     retrieval = load_retrieval_config(config.here(config.retrieval_config))
+    if run_path is None and config.runner.type == "run-file" and config.runner.baseline_run:
+        run_path = config.here(config.runner.baseline_run)
     if run_path is not None:
         run = read_run(run_path)
         try:
@@ -290,6 +363,8 @@ def _candidate(config: Config, golden: Golden, producer: RunProducer, options: R
 
 def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progress = stderr_progress) -> GateOutcome:
     started = time.monotonic()
+    check_config(config)
+    check_base(config, options.base)
     policy = Policy.from_config(dict(config.raw))
     primary, others = measures_of(config)
     measures = (primary, *others)
@@ -485,6 +560,34 @@ def corpus_factor_of(config: Config, factors: dict[str, list[str]]) -> str | Non
     return None
 
 
+def grid_cells(config: Config, baseline_config: RetrievalConfig, retrieval: RetrievalConfig,
+               factors: dict[str, list[str]]) -> list[tuple[tuple[str, ...], str, RetrievalConfig]]:
+    """Every cell of the 2^k grid as (levels, label, the retrieval config it runs), all-old first.
+
+    A cell at level "new" for a factor takes the candidate's values of that factor's paths.
+    ``plan`` lists the mixed cells (the corners are the baseline and the candidate); ``run``
+    produces them.
+    """
+    import itertools
+
+    from gate.retrieval_config import ABSENT
+
+    names = list(factors)
+    candidate_flat = retrieval.flat()
+    cells = []
+    for levels in itertools.product(("old", "new"), repeat=len(names)):
+        switched = {path: candidate_flat.get(path, ABSENT)
+                    for name, level in zip(names, levels) if level == "new" for path in factors[name]}
+        label = ",".join(f"{n}={l}" for n, l in zip(names, levels))
+        cells.append((levels, label, baseline_config.with_values(switched) if switched else baseline_config))
+    return cells
+
+
+def attribution_applies(config: Config, factors: dict[str, list[str]]) -> bool:
+    """Whether ``run`` analyses a grid: two to ``attribution.max_factors`` changed factors."""
+    return bool(config.raw["attribution.enabled"]) and 2 <= len(factors) <= config.raw["attribution.max_factors"]
+
+
 def attribute(config: Config, golden: Golden, baseline: ResolvedBaseline, baseline_run: Run, candidate_run: Run,
               retrieval: RetrievalConfig, diff, query_ids: Sequence[str], metric: str, producer: RunProducer,
               candidate_seconds: float, progress: Progress):
@@ -501,22 +604,10 @@ def attribute(config: Config, golden: Golden, baseline: ResolvedBaseline, baseli
         return bundle_result(names, max_factors, disabled=not config.raw["attribution.enabled"], metric=metric,
                              samples=stats.samples, seed=stats.seed)
     queries_path = runner_queries_path(golden, producer.work_dir)
-    candidate_flat = retrieval.flat()
     measure = parse_measure(metric)
     values, seconds, provenance, info = {}, {}, {}, {}
     started = time.monotonic()
-    import itertools
-
-    for levels in itertools.product(("old", "new"), repeat=len(names)):
-        switched = {}
-        for name, level in zip(names, levels):
-            if level == "new":
-                for path in factors[name]:
-                    from gate.retrieval_config import ABSENT
-
-                    switched[path] = candidate_flat.get(path, ABSENT)
-        label = ",".join(f"{n}={l}" for n, l in zip(names, levels))
-        cell_config = baseline.config.with_values(switched) if switched else baseline.config
+    for levels, label, cell_config in grid_cells(config, baseline.config, retrieval, factors):
         snapshot = golden.corpus(cell_config)
         if all(level == "old" for level in levels):
             run, cell_seconds = baseline_run, (baseline.produced.seconds if baseline.produced else 0.0)
@@ -667,6 +758,8 @@ class ReplayResult:
 def replay(config: Config, runs_dir: Path | None = None, base: str | None = None,
            progress: Progress = stderr_progress) -> ReplayResult:
     primary, others = measures_of(config)
+    check_config(config)
+    check_base(config, base)
     golden = load_golden(config)
     producer = make_producer(config, runs_dir, progress)
     try:
@@ -693,6 +786,8 @@ class PlannedRun:
 
 def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) -> list[PlannedRun]:
     """Every run the gate needs for this PR, with the key an earlier step must name it by."""
+    check_config(config)
+    check_base(config, base)
     golden = load_golden(config)
     producer = make_producer(config, runs_dir, lambda message: None)
     queries_path = runner_queries_path(golden, producer.work_dir)
@@ -709,6 +804,7 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) 
     manifest_path = config.resolve(config.manifest)
     manifest = load_manifest(manifest_path) if manifest_path.exists() else None
     base_config = base_config_from_git(config.workspace_root, base, config.here(config.retrieval_config)) if base else None
+    baseline_config = None
     if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
         differences = {d.input for d in input_differences(manifest, golden, config.golden.rel)}
         from gate.runners.produce import missing_queries
@@ -719,7 +815,16 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) 
                "current queries are missing from the archived lists" if not covered else
                "not needed: the archived lists are reused or re-scored")
         add("baseline replay", manifest.config, needed, why)
+        baseline_config = manifest.config
     elif base_config is not None:
         add("baseline reconstruction", base_config, True, "no usable archived manifest")
-    add("candidate", load_retrieval_config(config.here(config.retrieval_config)), True, "the PR's config")
+        baseline_config = base_config
+    candidate = load_retrieval_config(config.here(config.retrieval_config))
+    add("candidate", candidate, True, "the PR's config")
+    if baseline_config is not None:
+        factors = grid_factors(config, config_diff(baseline_config, candidate))
+        if attribution_applies(config, factors):
+            for levels, label, cell_config in grid_cells(config, baseline_config, candidate, factors):
+                if len(set(levels)) > 1:  # the corners are the baseline and the candidate
+                    add(f"grid cell {label}", cell_config, True, "attribution of the bundled change")
     return planned

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from gate.errors import InputError
+
 from gate.cli import main
 from gate.config import load_config
 from gate.pipeline import RunOptions, archive, replay, run_gate
@@ -238,11 +240,11 @@ def test_without_a_manifest_the_base_commit_config_is_reconstructed(tmp_path):
     assert outcome.report["baseline"]["resolution"] == "reconstructed"
     assert "reconstructed, not archived" in outcome.report["baseline"]["description"]
     assert outcome.report["config_diff"] == [{"path": "boost", "old": "<absent>", "new": 3.0}]
-    # An unreadable base: no baseline at all, and never the PR's own config instead.
-    outcome = run_gate(load_config(config_path), RunOptions(base="0" * 40), progress=_silent)
-    assert outcome.verdict.kind == "inconclusive"
-    assert outcome.report["verdict"]["reasons"][0]["code"] == "no_baseline"
-    assert "delta" not in outcome.report
+    # An unreadable base is the user's typo (or a shallow checkout): one line, exit 2 - never a
+    # comparison with whatever a fallback finds, and never with the PR's own config.
+    with pytest.raises(InputError) as caught:
+        run_gate(load_config(config_path), RunOptions(base="0" * 40), progress=_silent)
+    assert caught.value.message.startswith(f"--base {'0' * 40}: no such commit in ")
 
 
 def test_no_manifest_and_no_base_is_inconclusive(tmp_path):

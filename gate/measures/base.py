@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from gate.errors import InputError
+from gate.io.limits import MAX_CUTOFF
 
 if TYPE_CHECKING:  # pragma: no cover
     from gate.measures.ranking import Ranking
@@ -79,6 +80,9 @@ class Measure:
         if self.cutoff is not None:
             if isinstance(self.cutoff, bool) or not isinstance(self.cutoff, (int, np.integer)) or self.cutoff < 1:
                 raise InputError(None, None, f"measure {name}: cutoff must be a positive integer, got {self.cutoff!r}")
+            if self.cutoff > MAX_CUTOFF:
+                raise InputError(None, None, f"measure {name}: cutoff {self.cutoff} is above the largest supported, "
+                                 f"{MAX_CUTOFF:,} (no run ranks that deep)")
             object.__setattr__(self, "cutoff", int(self.cutoff))
         elif self.NEEDS_CUTOFF:
             raise InputError(None, None, f"measure {name} needs a cutoff, e.g. '{name}@10'")
@@ -87,7 +91,7 @@ class Measure:
                 raise InputError(
                     None, None, f"measure {name} takes no rel (it is not a binary-relevance measure): drop '(rel={self.rel})'"
                 )
-            if isinstance(self.rel, bool) or not isinstance(self.rel, (int, np.integer)) or self.rel < 1:
+            if isinstance(self.rel, bool) or not isinstance(self.rel, (int, np.integer)) or not 1 <= self.rel <= 1 << 31:
                 raise InputError(None, None, f"measure {name}: rel must be a positive integer, got {self.rel!r}")
             object.__setattr__(self, "rel", int(self.rel))
 
@@ -186,6 +190,9 @@ def parse_measure(text: "str | Measure") -> Measure:
         return text
     if not isinstance(text, str):
         raise InputError(None, None, f"a measure name must be a string, got {text!r}")
+    if len(text) > 100:
+        raise InputError(None, None, f"unknown measure '{text[:40]}...' (a measure name is short: nDCG@10, "
+                         "RR(rel=2)@10)")
     stripped = text.strip()
     match = _SYNTAX.match(stripped)
     trec_eval = _TREC_EVAL_CUT.match(stripped)
