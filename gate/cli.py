@@ -178,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--head-sha", required=True, metavar="SHA", type=_sha,
                    help="workflow_run.head_sha: the PR number is accepted only if the PR's head is this commit")
     p.add_argument("--comment-mode", choices=["update", "new"], default="update")
+    p.add_argument("--max-wait", type=_float_range(0.0, 3600.0), default=120.0, metavar="SECONDS",
+                   help="cap on the seconds spent waiting on rate limits and retries (default 120)")
     p.set_defaults(handler=_cmd_comment)
 
     p = sub.add_parser("factorial", help="effects and interactions of bundled changes from a 2^k grid of run files")
@@ -495,36 +497,86 @@ def _cmd_noise(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _load_saved_report(path: str) -> dict:
+    """A report.json from an artifact an untrusted job wrote: bounded, strict JSON, and shaped
+    like a run report (a verdict the comment can state) before anything renders it."""
+    from gate.io.fields import parse_json_document
+    from gate.io.textlines import read_text_file
+
+    report = parse_json_document(path, read_text_file(path, "a report", limit=limits.MAX_REPORT_BYTES))
+    if not isinstance(report, dict):
+        raise InputError(path, None, "not a retrieval-gate report (expected a JSON object)")
+    version = report.get("schema_version")
+    if not isinstance(version, str) or version.split(".")[0] != "1":
+        raise InputError(path, None, f"not a retrieval-gate report of schema 1.x (schema_version {version!r})")
+    if report.get("command") not in ("run", "compare"):
+        raise InputError(path, None, f"not a run or compare report (command {str(report.get('command'))[:40]!r})")
+    verdict = report.get("verdict")
+    kinds = ("pass", "fail", "inconclusive", "skipped", "accepted")
+    if verdict is not None and (not isinstance(verdict, dict) or verdict.get("kind") not in kinds):
+        raise InputError(path, None, f"'verdict.kind' must be one of {', '.join(kinds)}")
+    suite = report.get("suite", "retrieval")
+    if not isinstance(suite, str) or not suite or len(suite) > 100:
+        raise InputError(path, None, "'suite' must be a short text")
+    return report
+
+
 def _cmd_comment(args: argparse.Namespace) -> int:
     """Token from GITHUB_TOKEN (or INPUT_TOKEN), repository from GITHUB_REPOSITORY, API root from
     GITHUB_API_URL. The PR number comes from an artifact an untrusted job wrote, so it is only
-    believed when GET /pulls/{n} says that PR's head is the commit the gate ran on."""
-    import json
+    believed when GET /pulls/{n} says that PR's head is the commit the gate ran on.
+
+    Exit 0 when the comment is posted (or rightly not: another head, a read-only token);
+    2 for what the user must fix (no token, a token GitHub refuses, a PR that is not there,
+    a report that is not one); 3 when GitHub cannot be reached or keeps failing (rerun later)."""
     import os
 
     from gate.comment import render_comment
-    from gate.github import GitHubClient, publish_comment
+    from gate.github import (GitHubClient, GitHubError, GitHubNotFoundError, GitHubPermissionError,
+                             GitHubWaitCapError, publish_comment)
 
     token = os.environ.get("GITHUB_TOKEN") or os.environ.get("INPUT_TOKEN")
     repository = os.environ.get("GITHUB_REPOSITORY")
     if not token or not repository:
         raise UsageError("comment needs GITHUB_TOKEN and GITHUB_REPOSITORY in the environment")
-    try:
-        report = json.loads(Path(args.report).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(args.report, None, "no such file")
-    except json.JSONDecodeError as error:
-        raise InputError(args.report, error.lineno, f"invalid JSON: {error.msg}")
-    client = GitHubClient(os.environ.get("GITHUB_API_URL", "https://api.github.com"), token, repository)
-    pull = client.get_pull(args.pr)
-    if (pull.get("head") or {}).get("sha") != args.head_sha:
-        print(f"retrieval-gate: PR #{args.pr}'s head is not {args.head_sha[:12]}: not commenting "
-              "(the artifact names another PR, or a newer push superseded this run)", file=sys.stderr)
-        return EXIT_OK
+    report = _load_saved_report(args.report)
     verdict = (report.get("verdict") or {}).get("kind", "inconclusive")
-    body = render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
-    result = publish_comment(client, args.pr, report.get("suite") or "retrieval", args.head_sha, verdict, body,
-                             mode=args.comment_mode)
+    try:
+        body = render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+        # The report parsed and has a verdict, but some field is not what the gate writes:
+        # an artifact from another version or edited by hand.
+        raise InputError(args.report, None, f"cannot be rendered as a comment ({type(error).__name__}: "
+                         f"{limits.shorten(str(error), 80)}): not a report this version wrote") from None
+    try:
+        client = GitHubClient(os.environ.get("GITHUB_API_URL", "https://api.github.com"), token, repository,
+                              max_wait=args.max_wait)
+    except ValueError as error:
+        raise UsageError(f"comment: {error}") from None
+    try:
+        pull = client.get_pull(args.pr)
+        if (pull.get("head") or {}).get("sha") != args.head_sha:
+            print(f"retrieval-gate: PR #{args.pr}'s head is not {args.head_sha[:12]}: not commenting "
+                  "(the artifact names another PR, or a newer push superseded this run)", file=sys.stderr)
+            return EXIT_OK
+        result = publish_comment(client, args.pr, report.get("suite") or "retrieval", args.head_sha, verdict, body,
+                                 mode=args.comment_mode)
+    except GitHubNotFoundError as error:
+        print(f"retrieval-gate: error: {error} (is #{args.pr} a pull request of {repository}?)", file=sys.stderr)
+        return EXIT_INPUT
+    except GitHubPermissionError as error:
+        print(f"retrieval-gate: error: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    except GitHubWaitCapError as error:
+        print(f"retrieval-gate: GitHub unavailable, nothing posted: {error}", file=sys.stderr)
+        return EXIT_INCONCLUSIVE
+    except GitHubError as error:
+        if error.status == 401:
+            print(f"retrieval-gate: error: GitHub refused the token (401 Bad credentials): {error}", file=sys.stderr)
+            return EXIT_INPUT
+        what = "refused the request" if error.status is not None and error.status < 500 else "unavailable"
+        print(f"retrieval-gate: GitHub {what}, nothing posted (rerun the job): {error}", file=sys.stderr)
+        return EXIT_INCONCLUSIVE
     print(f"comment: {result.action} {result.url or ''}".rstrip())
     if result.action == "forbidden":
         print(result.message, file=sys.stderr)
@@ -627,10 +679,13 @@ def _cmd_lift(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    try:
-        from gate.demo.run import run_demo
-    except ImportError as error:
-        raise UsageError(f"the demo needs the reference retriever: pip install 'retrieval-gate[reference]' ({error})")
+    from gate.runners import missing_reference_modules
+
+    missing = missing_reference_modules()
+    if missing:
+        raise UsageError("the demo needs the reference retriever: pip install 'retrieval-gate[reference]' "
+                         f"(or ./run demo; missing: {', '.join(missing)})")
+    from gate.demo.run import run_demo
 
     result = run_demo(args.out, seed=args.seed, scale=args.scale, repeats=args.repeats,
                       progress=lambda message: _progress(message))
@@ -649,7 +704,56 @@ def _save_traceback() -> str:
     return path
 
 
+class _PipeSafe:
+    """stdout that a closed pipe (``retrieval-gate ... | head``) cannot stop.
+
+    The command goes on to its end - its files written, its exit code the verdict's - and
+    what it still prints goes nowhere, as ``cat`` would. Python's own SIGPIPE handling
+    stays as it is (ignored), so a GitHub socket that closes is still an error, not death.
+    """
+
+    def __init__(self, stream):
+        self._stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._silence()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._silence()
+
+    def _silence(self) -> None:
+        self.broken = True
+        try:  # later flushes of the real stdout (at exit) must not raise either
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    saved_stdout = sys.stdout
+    sys.stdout = _PipeSafe(saved_stdout)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = saved_stdout
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -330,6 +330,9 @@ class GitHubClient:
                     ) from None
                 self._wait(_backoff(transient), f"{kind} ({type(exc).__name__})", method, shown)
                 continue
+            except requests.RequestException as exc:  # a broken answer: bad encoding, redirect loop, ...
+                raise GitHubError(self._scrub(f"GitHub API {method} {shown}: {type(exc).__name__}"),
+                                  method=method, path=shown) from None
 
             status = response.status_code
             if status < 400:

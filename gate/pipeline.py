@@ -158,11 +158,14 @@ def make_runner(config: Config):
             source=str(config.path),
         )
     if config.runner.type == "reference":
-        try:
-            from gate.runners.reference import ReferenceRunner
-        except ImportError as error:
-            raise InputError(str(config.path), None,
-                             f"runner.type 'reference' needs the extra: pip install 'retrieval-gate[reference]' ({error})")
+        from gate.runners import missing_reference_modules
+
+        missing = missing_reference_modules()
+        if missing:
+            raise config.key_error("runner.type", "'reference' needs the extra: pip install "
+                                   f"'retrieval-gate[reference]' (missing: {', '.join(missing)})")
+        from gate.runners.reference import ReferenceRunner
+
         return ReferenceRunner(config.runner.options)
     return None  # run-file: runs come from files, the runs folder or the cache
 

@@ -834,6 +834,40 @@ def test_comment_update_twice_keeps_one_comment_and_new_adds_one(saved_reports, 
         fake.assert_valid()
 
 
+@pytest.mark.parametrize("problem, code, said", [
+    ("bad-token", 2, "GitHub refused the token (401 Bad credentials)"),
+    ("wrong-pr", 2, "is #6 a pull request of"),
+    ("server-502", 3, "GitHub unavailable, nothing posted"),
+    ("unreachable", 3, "GitHub unavailable, nothing posted"),
+    ("not-a-report", 2, "not a retrieval-gate report"),
+    ("truncated-report", 2, "invalid JSON"),
+])
+def test_comment_failures_of_the_world_are_one_line_and_a_documented_code(problem, code, said, saved_reports,
+                                                                          tmp_path):
+    from tests.github.fake_github import FakeGitHub
+
+    with FakeGitHub(token=TOKEN) as fake:
+        fake.add_pull(5, HEAD_SHA, files=["retrieval/config.yml"])
+        env = {"GITHUB_TOKEN": "ghs_wrong" if problem == "bad-token" else TOKEN,
+               "GITHUB_REPOSITORY": fake.repository,
+               "GITHUB_API_URL": "http://127.0.0.1:9" if problem == "unreachable" else fake.url}
+        if problem == "server-502":
+            fake.script_error("*", 502, times=100)
+        report = saved_reports["run"]
+        if problem == "not-a-report":
+            report = tmp_path / "r.json"
+            report.write_text('{"hello": "world"}\n')
+        if problem == "truncated-report":
+            report = tmp_path / "r.json"
+            report.write_text(saved_reports["run"].read_text()[:500])
+        args = COMMENT.replace("--pr 5", "--pr 6") if problem == "wrong-pr" else COMMENT
+        ctx = {"report": str(report), "sha": HEAD_SHA, "tmp": str(tmp_path), "out": str(tmp_path)}
+        result = run_case(Case(problem, args + " --max-wait 3", codes=(code,), err_contains=said), ctx, env=env)
+        assert len(result.err.strip().splitlines()) == 1, result.err
+        assert not fake.comments(5)
+        assert TOKEN not in result.out + result.err
+
+
 def test_comment_without_token_is_exit_2(saved_reports, tmp_path, monkeypatch):
     for name in ("GITHUB_TOKEN", "INPUT_TOKEN", "GITHUB_REPOSITORY"):
         monkeypatch.delenv(name, raising=False)
