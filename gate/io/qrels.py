@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import re
 from itertools import chain
 
 from gate.errors import InputError
@@ -25,6 +26,16 @@ __all__ = ["load_qrels", "read_qrels", "BEIR_QRELS_HEADER"]
 BEIR_QRELS_HEADER = "query-id\tcorpus-id\tscore"
 _SHORT_ID = limits.MAX_ID_BYTES // 4  # shorter than this in characters: within the byte limit
 _SHAPES = {4: "'qid iter docno rel'", 3: "'qid docno rel'"}
+
+
+_BLANKS = " \t\r"
+_NOT_BLANK = re.compile(r"[^ \t\r]+")
+
+
+def _split(line: str) -> list[str]:
+    """Fields split on ASCII blanks only, as the run reader splits: a no-break space or a
+    U+2028 inside a docno is part of it, not a separator that shifts the columns."""
+    return line.split() if line.isascii() else _NOT_BLANK.findall(line)
 
 
 def parse_label(path: str, lineno: int, text: str) -> int:
@@ -47,13 +58,13 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
             return Qrels(source=src, judgments=judgments)
         width = 3
     else:
-        width = len(head[1].split())
+        width = len(_split(head[1]))
         if width not in _SHAPES:
             raise InputError(src, head[0], f"expected 4 fields {_SHAPES[4]} or 3 fields {_SHAPES[3]}, got {width}")
     hint = " (BEIR qrels: tab separated)" if tabs else ", like the first line"
     shape = _SHAPES[width]
     for lineno, line in chain((head,), lines):
-        fields = [f.strip() for f in line.split("\t")] if tabs else line.split()
+        fields = [f.strip(_BLANKS) for f in line.split("\t")] if tabs else _split(line)
         if len(fields) != width:
             raise InputError(src, lineno, f"expected {width} fields {shape}{hint}, got {len(fields)}")
         qid, doc, label = fields[0], fields[-2], fields[-1]
@@ -86,7 +97,7 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
 def _first_line(path: str | os.PathLike, tabs: bool, qid: str, doc: str) -> tuple[int | None, str]:
     """Line (and column 2) of the first (qid, doc) judgment, found again (only on error)."""
     for lineno, line in iter_lines(path):
-        fields = [f.strip() for f in line.split("\t")] if tabs else line.split()
+        fields = [f.strip(_BLANKS) for f in line.split("\t")] if tabs else _split(line)
         if len(fields) >= 3 and fields[0] == qid and fields[-2] == doc:
             return lineno, fields[1]
     return None, ""

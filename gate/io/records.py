@@ -102,7 +102,9 @@ class Run:
     source: str
     query_ids: tuple[str, ...]
     starts: np.ndarray  # int64, len(query_ids) + 1
-    doc_ids: np.ndarray  # dtype str ('U'); compares in code-point = UTF-8 byte order
+    # dtype str ('U'), or object (Python str) when a few docnos are far longer than the rest;
+    # either compares in code-point = UTF-8 byte order.
+    doc_ids: np.ndarray
     scores: np.ndarray  # float64, finite
     tag: str | None = None
 

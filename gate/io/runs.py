@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -42,6 +42,7 @@ RUN_BLOCK_SIZE = 1 << 20
 
 FIELDS_MESSAGE = "expected 6 fields 'qid Q0 docno rank score tag', got {}"
 _MAX_RANK_CHARS = 20  # a signed 64-bit integer
+_LONG_DOCNO = 64  # bytes; a block's docnos beyond max(this, 4 x its median) are kept aside
 
 _HASH_K1 = np.uint64(0x9E3779B97F4A7C15)
 _HASH_K2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -296,6 +297,9 @@ class _Block:
     base: int  # line number of the block's first line
     line_idx: np.ndarray | None  # line offsets of rows, None when row i is line base+i
     udocs: np.ndarray | None = None  # decoded docs of a non-ASCII block (at finish)
+    # Docnos far longer than the block's others: kept whole here, cut in ``docs`` (whose
+    # width every row pays for). Empty for real runs.
+    long_docs: dict[int, bytes] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -307,7 +311,17 @@ class _Block:
         return np.repeat(self.seg_codes, self.seg_lengths())
 
     def doc(self, i: int) -> str:
+        if i in self.long_docs:
+            return self.long_docs[i].decode("utf-8")
         return bytes(self.docs[:, i]).rstrip(b"\0").decode("utf-8")
+
+    def hashes(self, codes: np.ndarray) -> np.ndarray:
+        """:func:`_hash_columns` of every row's whole docno (the long ones hashed on their own)."""
+        out = _hash_columns(self.docs, codes)
+        for i, raw in self.long_docs.items():
+            whole = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 1)
+            out[i] = _hash_columns(whole, codes[i : i + 1])[0]
+        return out
 
     def line(self, i: int) -> int:
         return self.base + (i if self.line_idx is None else int(self.line_idx[i]))
@@ -502,14 +516,23 @@ class _Reader:
             ucodes = np.array([self.qcodes[bytes(u)] for u in uniq.tolist()], dtype=np.int32)
             seg_codes = ucodes[inverse]
 
-        # documents: kept as bytes until the end (a quarter of the 'U' size)
-        docs = bb.columns(starts[2], lens[2])
+        # documents: kept as bytes until the end (a quarter of the 'U' size). Every row pays
+        # for the widest docno, so a few far longer ones (up to MAX_ID_BYTES) are kept aside.
+        long_docs: dict[int, bytes] = {}
+        doc_lens = lens[2]
+        if int(doc_lens.max()) > _LONG_DOCNO:
+            cap = max(_LONG_DOCNO, 4 * int(np.median(doc_lens)))
+            for r in np.flatnonzero(doc_lens > cap).tolist():
+                long_docs[r] = block[int(starts[2][r]) : int(starts[2][r] + doc_lens[r])]
+            if long_docs:
+                doc_lens = np.minimum(doc_lens, cap)
+        docs = bb.columns(starts[2], doc_lens)
 
         if not self.seen_data:
             self.seen_data = True
             self.tag = self.token(block, int(starts[5][0]), int(starts[5][0] + lens[5][0]))
 
-        self.blocks.append(_Block(docs, ascii_only, scores, seg, seg_codes, base, line_idx))
+        self.blocks.append(_Block(docs, ascii_only, scores, seg, seg_codes, base, line_idx, long_docs=long_docs))
 
     def _code(self, q: bytes) -> int:
         q = bytes(q)
@@ -558,6 +581,9 @@ class _Reader:
         if self._maybe_duplicates(qrank, counts, starts, dest):
             self._check_duplicates(total, keys_b)
 
+        query_ids = tuple(keys_b[c].decode("utf-8") for c in by_bytes)
+        if any(b.long_docs for b in blocks):
+            return self._finish_as_objects(blocks, total, dest, query_ids, starts)
         for b in blocks:
             if not b.ascii:
                 raw = np.ascontiguousarray(b.docs.T).view(f"S{b.docs.shape[0]}").ravel().tolist()
@@ -589,12 +615,33 @@ class _Reader:
             del b
         return Run(
             source=self.path,
-            query_ids=tuple(keys_b[c].decode("utf-8") for c in by_bytes),
+            query_ids=query_ids,
             starts=starts,
             doc_ids=chars.view(f"U{width}").reshape(total),
             scores=scores,
             tag=self.tag,
         )
+
+    def _finish_as_objects(self, blocks: list[_Block], total: int, dest: np.ndarray | None,
+                           query_ids: tuple[str, ...], starts: np.ndarray) -> Run:
+        """Docnos as Python strings: a fixed-width array would give every row the width of
+        the longest (a million rows with one 1 KiB docno: 4 GB); objects cost their length."""
+        doc_ids = np.empty(total, dtype=object)
+        scores = np.empty(total, dtype=np.float64)
+        pos = 0
+        self.blocks = []
+        for b in blocks:
+            m = len(b)
+            where = slice(pos, pos + m) if dest is None else dest[pos : pos + m]
+            raw = np.ascontiguousarray(b.docs.T).view(f"S{b.docs.shape[0]}").ravel().tolist()
+            texts = [x.decode("utf-8", "replace") for x in raw]  # a cut long docno is replaced below
+            for i, whole in b.long_docs.items():
+                texts[i] = whole.decode("utf-8")
+            doc_ids[where] = texts
+            scores[where] = b.scores
+            pos += m
+        return Run(source=self.path, query_ids=query_ids, starts=starts, doc_ids=doc_ids, scores=scores,
+                   tag=self.tag)
 
     def _maybe_duplicates(
         self, qrank: np.ndarray, counts: np.ndarray, starts: np.ndarray, dest: np.ndarray | None
@@ -614,7 +661,7 @@ class _Reader:
             hashes = np.empty(total, dtype=np.uint64)
             pos = 0
             for b in self.blocks:
-                hashes[pos : pos + len(b)] = _hash_columns(b.docs, b.codes())
+                hashes[pos : pos + len(b)] = b.hashes(b.codes())
                 pos += len(b)
             hashes.sort()
             return bool((hashes[1:] == hashes[:-1]).any())
@@ -626,7 +673,7 @@ class _Reader:
             codes = b.codes()
             keys = qrank[codes].astype(np.int64)
             final = np.arange(pos, pos + m, dtype=np.int64) if dest is None else dest[pos : pos + m]
-            flat[keys * depth + (final - starts[keys])] = _hash_columns(b.docs, codes)
+            flat[keys * depth + (final - starts[keys])] = b.hashes(codes)
             pos += m
         table.sort(axis=1)
         same = table[:, 1:] == table[:, :-1]
@@ -643,7 +690,7 @@ class _Reader:
             out = np.empty(total, dtype=np.uint64)
             pos = 0
             for b in self.blocks:
-                out[pos : pos + len(b)] = _hash_columns(b.docs, b.codes())
+                out[pos : pos + len(b)] = b.hashes(b.codes())
                 pos += len(b)
             return out
 

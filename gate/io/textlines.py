@@ -173,8 +173,18 @@ def iter_blocks(path: PathLike, size: int = BLOCK_SIZE, count_lines: bool = True
                 raise _read_error(path, exc, line if counted else None) from None
             if first:
                 first = False
+                while chunk and len(chunk) < len(UTF8_BOM) and UTF8_BOM.startswith(chunk):
+                    try:  # tiny blocks: the whole mark must be seen before it can be dropped
+                        more = f.read(size)
+                    except (OSError, EOFError, zlib.error) as exc:
+                        raise _read_error(path, exc, line) from None
+                    if not more:
+                        break
+                    chunk += more
                 if chunk.startswith(UTF8_BOM):
                     chunk = chunk[len(UTF8_BOM) :]
+                    if not chunk:  # the file was the mark alone; more may follow in later reads
+                        continue
             if not chunk:
                 break
             cut = chunk.rfind(b"\n") + 1
