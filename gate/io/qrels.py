@@ -89,7 +89,8 @@ def read_qrels(path: str | os.PathLike) -> Qrels:
             if width == 4 and group != first_group:
                 extra = f"; column 2 differs ('{first_group}', '{group}'): multiple judgment groups are not supported"
             raise InputError(
-                src, lineno, f"duplicate judgment of document '{doc}' for query '{qid}' (first at line {first}){extra}"
+                src, lineno, f"duplicate judgment of document '{limits.shorten(doc)}' for query "
+                             f"'{limits.shorten(qid)}' (first at line {first}){extra}"
             )
     return Qrels(source=src, judgments=judgments)
 

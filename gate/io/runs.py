@@ -715,7 +715,8 @@ class _Reader:
             first = seen.setdefault(key, b.line(i))
             if first != b.line(i):
                 qid = keys_b[code].decode("utf-8")
-                raise self.fail(b.line(i), f"duplicate document '{key[1]}' for query '{qid}' (first at line {first})")
+                raise self.fail(b.line(i), f"duplicate document '{limits.shorten(key[1])}' for query "
+                                           f"'{limits.shorten(qid)}' (first at line {first})")
 
 
 def read_run(path: str | os.PathLike, block_size: int = RUN_BLOCK_SIZE) -> Run:

@@ -316,3 +316,41 @@ def test_hash_collisions_are_not_duplicates(tmp_path, monkeypatch):
         assert len(read_run(write(tmp_path, "run.txt", text), block_size=512)) > 0
     path = write(tmp_path, "dup.txt", "a Q0 x 1 1 t\na Q0 y 2 1 t\nb Q0 x 1 1 t\na Q0 x 3 1 t\n")
     expect_error(read_run, path, 4, "duplicate document 'x' for query 'a' (first at line 1)", block_size=16)
+
+
+@pytest.mark.parametrize("block_size", [64, 4096, 1 << 20])
+def test_a_few_very_long_docnos_keep_memory_to_their_own_length(tmp_path, block_size):
+    # One 1,000-byte docno among 20,000 short ones: a fixed-width array would give every row
+    # 1,000 characters (80 MB here, 4 GB for a million rows); the reader keeps docnos as objects.
+    long_a, long_b = "L" * 999 + "a", "L" * 999 + "b"
+    lines = [f"q{q} Q0 d{q}_{d} {d + 1} {1000 - d} t" for q in range(20) for d in range(1000)]
+    lines.insert(5, f"q0 Q0 {long_a} 6 999.5 t")
+    lines.append(f"q19 Q0 {long_b} 1001 0.5 t")
+    path = write(tmp_path, "long.run", "\n".join(lines) + "\n")
+    run = read_run(path, block_size=block_size)
+    assert run.doc_ids.dtype == object
+    assert run.doc_ids.nbytes < 20_002 * 16
+    docs, scores = run.ranking("q0")
+    assert docs[5] == long_a and scores[5] == 999.5 and docs[6] == "d0_5"
+    assert run.ranking("q19")[0][-1] == long_b
+    fixed = Run(run.source, run.query_ids, run.starts, run.doc_ids.astype(str), run.scores)
+    from gate.evaluate import evaluate
+    from gate.io.records import Qrels
+
+    qrels = Qrels("q", {f"q{q}": {f"d{q}_3": 1, long_a: 2, long_b: 1} for q in range(20)})
+    ids = [f"q{q}" for q in range(20)]
+    got = evaluate(run, qrels, ["nDCG@10", "AP", "RR@10"], ids)
+    want = evaluate(fixed, qrels, ["nDCG@10", "AP", "RR@10"], ids)
+    assert all(np.array_equal(got.values[m], want.values[m]) for m in want.values)
+
+
+def test_a_repeated_long_docno_is_a_duplicate_and_a_near_one_is_not(tmp_path):
+    long = "L" * 900
+    rows = [f"q0 Q0 d{d} {d + 1} {1000 - d} t" for d in range(100)]
+    path = write(tmp_path, "dup.run", "\n".join([*rows, f"q0 Q0 {long} 101 0.5 t", f"q0 Q0 {long} 102 0.1 t"]) + "\n")
+    message = str(error_of(lambda: read_run(path)))
+    assert message.startswith(f"{path}:102: duplicate document 'LLL")
+    assert len(message) < len(str(path)) + 200  # the id is shortened in the message
+    assert message.endswith("for query 'q0' (first at line 101)")
+    path = write(tmp_path, "near.run", "\n".join([*rows, f"q0 Q0 {long}a 101 0.5 t", f"q0 Q0 {long}b 102 0.1 t"]) + "\n")
+    assert len(read_run(path)) == 102
