@@ -13,6 +13,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from gate.errors import InputError
+
 
 def current_umask() -> int:
     """The process umask (read by setting and restoring it: there is no getter)."""
@@ -22,10 +24,22 @@ def current_umask() -> int:
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
-    """Write to a temporary file in the same folder, fsync, then rename over ``path``."""
+    """Write to a temporary file in the same folder, fsync, then rename over ``path``.
+
+    A place that cannot be written (``--out`` naming a file, a read-only folder, a full
+    disk) is an :class:`InputError` naming the path: the user's to fix, not a crash.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    if target.is_dir():
+        raise InputError(str(target), None, "cannot write: is a folder")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as error:
+        blocker = next((p for p in target.parents if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            raise InputError(str(target), None, f"cannot write: {blocker} is a file, not a folder") from None
+        raise InputError(str(target), None, f"cannot write: {error.strerror or error}") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -33,11 +47,13 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
             os.fchmod(handle.fileno(), 0o666 & ~current_umask())
             os.fsync(handle.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as error:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(error, OSError):
+            raise InputError(str(target), None, f"cannot write: {error.strerror or error}") from None
         raise
     return target
 

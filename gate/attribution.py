@@ -198,6 +198,10 @@ def format_levels(factors: Sequence[str], cell: Cell) -> str:
     return ",".join(f"{f}={level}" for f, level in zip(factors, cell))
 
 
+#: The most factors a grid may have (2^10 = 1,024 cells): beyond, enumerating the cells is the cost.
+MAX_GRID_FACTORS = 10
+
+
 def parse_cells(
     factors: Sequence[str], cells: Mapping[str, Any] | Iterable[tuple[str, Any]]
 ) -> dict[Cell, tuple[str, Any]]:
@@ -207,6 +211,9 @@ def parse_cells(
     same cell, and a grid with cells missing.
     """
     names = tuple(factors)
+    if len(names) > MAX_GRID_FACTORS:
+        raise UsageError(f"--factor: {len(names)} factors would need 2^{len(names)} cells; at most "
+                         f"{MAX_GRID_FACTORS} factors ({2 ** MAX_GRID_FACTORS:,} cells) are supported")
     pairs = list(cells.items()) if isinstance(cells, Mapping) else list(cells)
     out: dict[Cell, tuple[str, Any]] = {}
     for text, value in pairs:
@@ -842,10 +849,14 @@ def factorial_from_runs(
     names = parse_factors(factors)
     if corpus_factor is not None and corpus_factor not in names:
         raise UsageError(f"corpus factor '{corpus_factor}' is not one of the factors ({', '.join(names)})")
+    # Cells given are checked even for a bundle: half a grid is a mistake, not a bundle. (No
+    # cells at all asks only for the bundle's label.)
+    parsed = parse_cells(names, cells) if cells else None
     if not enabled or len(names) > max_factors:
         return bundle_result(names, max_factors, disabled=not enabled, metric=metric,
                              samples=samples, seed=seed)
-    parsed = parse_cells(names, cells)
+    if parsed is None:
+        parsed = parse_cells(names, cells)
     seconds = {parse_cell_levels(key, names): v for key, v in (cell_seconds or {}).items()}
     corpora = {parse_cell_levels(key, names): _sha(v) for key, v in (cell_corpus or {}).items()}
     measure = parse_measure(metric).with_default_rel(rel)

@@ -518,7 +518,9 @@ def _load_saved_report(path: str) -> dict:
     suite = report.get("suite", "retrieval")
     if not isinstance(suite, str) or not suite or len(suite) > 100:
         raise InputError(path, None, "'suite' must be a short text")
-    return report
+    from gate.report import validate_report
+
+    return validate_report(report, path)
 
 
 def _cmd_comment(args: argparse.Namespace) -> int:
@@ -633,7 +635,16 @@ def _cmd_leakcheck(args: argparse.Namespace) -> int:
     from gate.io.corpus import iter_corpus
     from gate.io.queries import load_queries
 
+    from gate.checks.leakage import MODES
+
+    for mode in args.mode:
+        if mode not in MODES:
+            raise UsageError(f"--mode {mode[:40]!r}: not one of {', '.join(MODES)}")
+    if not args.mode:
+        raise UsageError(f"--mode: choose one or more of {', '.join(MODES)}")
     queries = load_queries(args.queries)
+    if not len(queries):
+        raise InputError(args.queries, None, "holds no queries: nothing to look for")
     counter = {"next": 100_000}
 
     def progress(scanned: int) -> None:
@@ -641,8 +652,17 @@ def _cmd_leakcheck(args: argparse.Namespace) -> int:
             _progress(f"leakcheck: {scanned:,} chunks scanned")
             counter["next"] += 100_000
 
-    result = find_leaks(queries.queries, iter_corpus(args.corpus, check_duplicates=False), modes=args.mode,
-                        threshold=args.threshold, min_tokens=args.min_tokens, progress=progress)
+    scanned = {"chunks": 0}
+
+    def counted():
+        for chunk in iter_corpus(args.corpus, check_duplicates="at-end"):
+            scanned["chunks"] += 1
+            yield chunk
+
+    result = find_leaks(queries.queries, counted(), modes=args.mode, threshold=args.threshold,
+                        min_tokens=args.min_tokens, progress=progress)
+    if not scanned["chunks"]:
+        raise InputError(args.corpus, None, "holds no chunks: nothing to scan")
     if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -759,8 +779,8 @@ def _main(argv: Sequence[str] | None) -> int:
         args = parser.parse_args(argv)
         handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
         if handler is None:
-            parser.print_help()
-            return EXIT_INPUT
+            commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+            raise UsageError(f"no command given; choose one of {', '.join(commands)} (see --help)")
         return handler(args)
     except InputError as error:
         print(f"retrieval-gate: error: {error}", file=sys.stderr)

@@ -134,6 +134,28 @@ def one_of(*choices: str) -> Callable[[Any, _Where], str]:
     return check
 
 
+def list_of(*choices: str) -> Callable[[Any, _Where], tuple[str, ...]]:
+    """A list whose every item is one of ``choices`` (and at least one item)."""
+    pick = one_of(*choices)
+
+    def check(value: Any, where: _Where) -> tuple[str, ...]:
+        items = tuple(pick(item, where) for item in text_list(value, where))
+        if not items:
+            raise where.error(f"expected at least one of {', '.join(choices)}")
+        return items
+
+    return check
+
+
+def suite_name(value: Any, where: _Where) -> str:
+    """The suite names the comment (its hidden marker) and the status: short and plain."""
+    value = text(value, where)
+    if not value.strip() or len(value) > 100 or any(c in value for c in "\n\r\t<>`|") or not value.isprintable():
+        raise where.error(f"expected a short plain name (letters, digits, '-', '_', spaces; at most 100), got "
+                          f"{value[:40]!r}")
+    return value
+
+
 def mapping(value: Any, where: _Where) -> dict[str, Any]:
     """A free-form mapping (values kept as plain Python data)."""
     if not isinstance(value, (dict, CommentedMap)):
@@ -148,11 +170,11 @@ def anything(value: Any, where: _Where) -> Any:
 REQUIRED = ...
 
 SCHEMA: dict[str, Any] = {
-    "suite": (text, "retrieval"),
+    "suite": (suite_name, "retrieval"),
     "golden": {
         "queries": (text, REQUIRED),
         "qrels": (text, REQUIRED),
-        "rel": (positive_integer, 1),
+        "rel": (in_range(positive_integer, 1, 1 << 31), 1),
         "negative_is_judged": (boolean, None),
     },
     "corpus": (text, None),
@@ -195,7 +217,7 @@ SCHEMA: dict[str, Any] = {
     },
     "leakage": {
         "enabled": (boolean, True),
-        "modes": (text_list, ("exact", "trigram-jaccard")),
+        "modes": (list_of("exact", "trigram-jaccard"), ("exact", "trigram-jaccard")),
         "threshold": (in_range(number, 0.0, 1.0, low_open=True), 0.85),
         "min_tokens": (in_range(positive_integer, 1, 10_000), 3),
     },

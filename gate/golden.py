@@ -64,6 +64,8 @@ class Golden:
             if not configured.startswith("irds:") and not Path(path).exists():
                 raise InputError(path, None, "corpus snapshot not found (the config's corpus)")
             fp = corpus_fingerprint(path)
+            if fp.count == 0:
+                raise InputError(path, None, "the corpus holds no chunks (the config's corpus)")
             self._snapshots[configured] = CorpusSnapshot(
                 path, CorpusRecord(configured, fp.sha256, fp.count, self.corpus_location))
         return self._snapshots[configured]
@@ -76,7 +78,18 @@ def load_golden(config: Config) -> Golden:
     qrels = load_qrels(qrels_spec)
     if config.golden.negative_is_judged is not None and config.golden.negative_is_judged != qrels.negative_is_judged:
         qrels = Qrels(qrels.source, qrels.judgments, config.golden.negative_is_judged)
+    # An empty or disjoint yardstick is the config's to fix, named by its file: nothing a
+    # runner produces could be measured against it.
+    if not len(queries):
+        raise config.key_error("golden.queries", f"{queries_spec} holds no queries")
+    if not len(qrels):
+        raise config.key_error("golden.qrels", f"{qrels_spec} holds no judgments")
     universe = query_universe(qrels, queries)
+    if not universe.query_ids:
+        ids = ", ".join(repr(q) for q in queries.ids()[:3])
+        judged = ", ".join(repr(q) for q in list(qrels.judgments)[:3])
+        raise config.key_error("golden.qrels", f"{qrels_spec} judges none of the golden queries of {queries_spec} "
+                               f"(query ids {ids}...; judged {judged}...)")
     qfp, rfp = queries_fingerprint(queries), qrels_fingerprint(qrels)
     queries_path = queries_spec
     folder = Path(queries_spec)

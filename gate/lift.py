@@ -555,8 +555,7 @@ def write_lift(
     """
     result = compute_lift(before, after, qrels, rel_threshold, k_rank, k_recall, queries,
                           strata=strata)
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(output_dir)  # created by the first atomic write; a file in the way is an InputError
     paths = {key: out / name for key, name in FILES.items()}
     write_text_atomic(paths["json"], json.dumps(result.to_dict(), indent=2, ensure_ascii=False,
                                                 allow_nan=False) + "\n")

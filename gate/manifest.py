@@ -33,6 +33,7 @@ from ruamel.yaml import YAML
 from gate import __version__
 from gate.atomic import write_bytes_atomic, write_text_atomic
 from gate.errors import InputError
+from gate.io import limits
 from gate.io.records import Run
 from gate.retrieval_config import RetrievalConfig, canonical_json
 
@@ -301,7 +302,7 @@ def load_manifest(path: str | Path) -> Manifest:
     path = Path(path)
     display = str(path)
     try:
-        text = read_text_file(path, "a baseline manifest")
+        text = read_text_file(path, "a baseline manifest", limit=limits.MAX_RECORD_FILE_BYTES)
     except InputError as error:
         if error.message == "no such file":
             raise InputError(display, None, "no baseline manifest (run: retrieval-gate archive)") from None
@@ -310,7 +311,10 @@ def load_manifest(path: str | Path) -> Manifest:
     if not isinstance(data, dict):
         raise InputError(display, None, "not a baseline manifest")
     check_json_value(display, None, data, "the manifest")
-    version = _text(data, "schema_version", display)
+    version = data.get("schema_version")
+    if not isinstance(version, str):
+        raise InputError(display, None, f"manifest key 'schema_version' must be text (as archive writes it, "
+                         f"'{MANIFEST_SCHEMA_VERSION}'), got {type(version).__name__}")
     if version.split(".")[0] != MANIFEST_SCHEMA_VERSION.split(".")[0]:
         raise InputError(display, None, f"manifest schema {version} is not readable by this version (wants {MANIFEST_SCHEMA_VERSION})")
     folder = path.parent

@@ -110,6 +110,8 @@ def check_config(config: Config) -> None:
         if value is not None and not isinstance(value, (str, list)):
             raise config.key_error(key, "expected a query file or a list of query ids")
     if config.raw.get("noise.file"):
+        # Missing is a state, not a mistake: noise.file names where `retrieval-gate noise` writes the
+        # band, and a baseline is archived before it is measured (the report says "absent").
         _require_file(config, "noise.file", config.resolve(config.raw["noise.file"]), missing_ok=True)
     strata_spec_from_config(config)
 
@@ -236,7 +238,13 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
     else:
         producer = make_producer(config, runs_dir, progress)
         request = _request("baseline archive", retrieval, golden, runner_queries_path(golden, producer.work_dir))
-        run, produced = producer.produce(request, golden.universe.query_ids)
+        try:
+            run, produced = producer.produce(request, golden.universe.query_ids)
+        except RunnerFailed as failure:
+            if producer.runner is None and runs_dir is None:  # run-file: nothing was named to archive
+                raise config.key_error("runner.type", "'run-file' archives a run it is given: pass --run FILE, "
+                                       "set runner.baseline_run, or --runs-dir DIR (see plan)") from None
+            raise failure
         source = produced.source
     values = evaluate_all(run, golden, measures, config.golden.rel)
     extra: dict[str, Any] = {}
@@ -639,18 +647,22 @@ def attribute(config: Config, golden: Golden, baseline: ResolvedBaseline, baseli
 
 def stored_band(config: Config, manifest: Manifest | None) -> tuple[dict | None, list[Run] | None]:
     """The band stored with the manifest (and its repeat runs), else the config's noise.file."""
-    if manifest is not None and isinstance(manifest.extra.get("noise_band"), dict):
-        data = manifest.extra["noise_band"]
-        runs = [read_run(manifest.folder / name) for name in data.get("runs_files") or []]
-        return data, runs
+    from gate.io.fields import parse_json_document
+    from gate.io.limits import MAX_RECORD_FILE_BYTES
+    from gate.io.textlines import read_text_file
+    from gate.stats.noise import check_band_dict
+
+    if manifest is not None and manifest.extra.get("noise_band") is not None:
+        data = check_band_dict(manifest.extra["noise_band"], str(manifest.manifest_path))
+        names = data.get("runs_files") or []
+        if not isinstance(names, list) or not all(isinstance(n, str) and "/" not in n and n not in ("", ".", "..")
+                                                  for n in names):
+            raise InputError(str(manifest.manifest_path), None, "noise band 'runs_files' must be file names of "
+                             "the baseline folder")
+        return data, [read_run(manifest.folder / name) for name in names]
     path = config.resolve(config.raw["noise.file"]) if config.raw["noise.file"] else None
     if path is not None and path.exists():
-        import json
-
-        try:
-            return json.loads(path.read_text(encoding="utf-8")), None
-        except json.JSONDecodeError as error:
-            raise InputError(str(path), error.lineno, f"invalid noise band JSON: {error.msg}")
+        return check_band_dict(parse_json_document(str(path), read_text_file(path, "a noise band", limit=MAX_RECORD_FILE_BYTES)), str(path)), None
     return None, None
 
 

@@ -165,3 +165,90 @@ def _fmt(value: float | None, signed: bool = False) -> str:
 def load_report(path: str | Path) -> dict[str, Any]:
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+# --------------------------------------------------------------------------- reading a saved report
+
+_SCHEMA_PATH = Path(__file__).with_name("schema") / "report.schema.json"
+_JSON_TYPES = {
+    "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+    "integer": int, "number": (int, float),
+}
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if name in ("integer", "number") and isinstance(value, bool):
+        return False
+    if name == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _JSON_TYPES[name])
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _check(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any], where: str) -> None:
+    """The JSON Schema subset report.schema.json uses: type, enum, const, pattern, minimum,
+    required, properties, additionalProperties, items, $ref, allOf, if/then."""
+    import re
+
+    if "$ref" in schema:
+        target: Any = root
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        _check(value, target, root, where)
+    kinds = schema.get("type")
+    if kinds is not None:
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if not any(_is_type(value, k) for k in kinds):
+            raise _Invalid(f"{where or 'the report'} must be {' or '.join(kinds)}, got {type(value).__name__}")
+    if "enum" in schema and value not in schema["enum"]:
+        raise _Invalid(f"{where} must be one of {', '.join(map(str, schema['enum']))}")
+    if "const" in schema and value != schema["const"]:
+        raise _Invalid(f"{where} must be {schema['const']!r}")
+    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
+        raise _Invalid(f"{where} does not match {schema['pattern']}")
+    if "minimum" in schema and _is_type(value, "number") and value < schema["minimum"]:
+        raise _Invalid(f"{where} must be at least {schema['minimum']}")
+    for sub in schema.get("allOf", ()):
+        _check(value, sub, root, where)
+    if "if" in schema:
+        try:
+            _check(value, schema["if"], root, where)
+        except _Invalid:
+            pass
+        else:
+            _check(value, schema.get("then", {}), root, where)
+    if isinstance(value, dict):
+        for key in schema.get("required", ()):
+            if key not in value:
+                raise _Invalid(f"{where + '.' if where else ''}{key} is missing")
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        for key, sub in value.items():
+            path = f"{where}.{key}" if where else str(key)
+            if key in props:
+                _check(sub, props[key], root, path)
+            elif isinstance(extra, dict):
+                _check(sub, extra, root, path)
+            elif extra is False:
+                raise _Invalid(f"{path} is not a report key")
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            _check(item, schema["items"], root, f"{where}[{i}]")
+
+
+def validate_report(data: Any, source: str) -> dict[str, Any]:
+    """``data`` checked against gate/schema/report.schema.json (the subset of JSON Schema it
+    uses, without the jsonschema package); :class:`InputError` names the first key at fault."""
+    from gate.errors import InputError
+
+    schema = json.loads(_SCHEMA_PATH.read_text(encoding="utf-8"))
+    try:
+        _check(data, schema, schema, "")
+    except _Invalid as problem:
+        raise InputError(source, None, f"not a report this version can read: {problem}") from None
+    except RecursionError:
+        raise InputError(source, None, "not a report this version can read: nested too deeply") from None
+    return data

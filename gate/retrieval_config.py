@@ -80,7 +80,31 @@ def parse_retrieval_config(text: str, source: str, suffix: str = ".yml") -> Retr
         data = {}
     if not isinstance(data, Mapping):
         raise InputError(source, None, "the retrieval config must be a mapping at the top level")
+    _check_values(data, source)
     return RetrievalConfig(source, _plain(data), suffix if suffix == ".json" else ".yml")
+
+
+def _check_values(data: Any, source: str) -> None:
+    """Values the report can carry (its ``config_diff``) and a hash can be taken of: JSON's
+    types only. A YAML timestamp, ``!!binary`` or ``!!set`` (or a NaN) has no JSON form."""
+    import math
+
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, Mapping):
+            for key, sub in value.items():
+                if isinstance(key, bool) or not isinstance(key, (str, int)):
+                    raise InputError(source, None, f"key {str(key)[:40]!r} under '{where or '(top)'}' is not text")
+                stack.append((sub, f"{where}.{key}" if where else str(key)))
+        elif isinstance(value, list):
+            stack.extend((sub, f"{where}[{i}]") for i, sub in enumerate(value))
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise InputError(source, None, f"'{where}' is {value}: not a finite number")
+        elif value is not None and not isinstance(value, (str, int, bool)):
+            raise InputError(source, None, f"'{where}' is a {type(value).__name__}, not text, a number, true/false, "
+                             "a list or a mapping (quote it)")
 
 
 def load_retrieval_config(path: str | Path) -> RetrievalConfig:

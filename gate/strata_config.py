@@ -43,6 +43,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from gate.config import yaml_key_line, yaml_node_line
 from gate.errors import InputError
+from gate.io import limits
 from gate.io.textlines import read_text_file
 from gate.io.yaml_source import load_yaml
 from gate.io.records import QuerySet
@@ -260,7 +261,7 @@ def read_assignments(path: str | Path) -> tuple[dict[str, str], dict[str, int]]:
     """
     display = str(path)
     try:
-        text = read_text_file(path, "a strata assignments file")
+        text = read_text_file(path, "a strata assignments file", limit=limits.MAX_ASSIGNMENTS_BYTES)
     except InputError as error:
         if error.message == "no such file":
             raise InputError(display, None, "no such strata assignments file") from None

@@ -23,8 +23,13 @@ MAX_QUERY_LINE_BYTES = 1 * MIB
 MAX_QUERY_CHARS = 64 * KIB
 #: One line of a corpus file: one chunk or document.
 MAX_CORPUS_LINE_BYTES = 8 * MIB
-#: A config, shares, manifest, retrieval config or report file read whole.
-MAX_SMALL_FILE_BYTES = 16 * MIB
+#: A config, shares, manifest, retrieval config or noise band read whole.
+MAX_SMALL_FILE_BYTES = 1 * MIB
+#: Files the gate writes and reads back: a baseline manifest, a noise band (one line per
+#: unstable query).
+MAX_RECORD_FILE_BYTES = 16 * MIB
+#: A query -> stratum assignments file (a line per golden query).
+MAX_ASSIGNMENTS_BYTES = 64 * MIB
 #: A report.json handed to ``comment`` (per-query rows of a large golden set).
 MAX_REPORT_BYTES = 64 * MIB
 #: Nesting of a JSON value kept from a query's metadata, and of YAML documents.

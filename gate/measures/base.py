@@ -53,7 +53,7 @@ _ALIASES = {
 }
 
 # trec_eval spellings with a cutoff: ndcg_cut_10, map_cut_100, P_10, recall_100, success_10.
-_TREC_EVAL_CUT = re.compile(r"^(?P<family>[A-Za-z_]+?)_(?P<cutoff>\d+)$")
+_TREC_EVAL_CUT = re.compile(r"^(?P<family>[A-Za-z_]+?)_(?P<cutoff>\d+)$", re.ASCII)
 
 
 @dataclass(frozen=True, repr=False)
@@ -154,7 +154,7 @@ _SYNTAX = re.compile(
         (?:\(\s*rel\s*=\s*(?P<rel>[+-]?\d+)\s*\))?
         (?:@(?P<cutoff>[+-]?\d+))?
         (?:\(\s*rel\s*=\s*(?P<rel2>[+-]?\d+)\s*\))?$""",
-    re.VERBOSE,
+    re.VERBOSE | re.ASCII,  # ASCII digits only: int("١٠") is 10, and nDCG@١٠ is not a name
 )
 
 
@@ -190,6 +190,8 @@ def parse_measure(text: "str | Measure") -> Measure:
         return text
     if not isinstance(text, str):
         raise InputError(None, None, f"a measure name must be a string, got {text!r}")
+    if not text.strip().isprintable():
+        raise InputError(None, None, f"unknown measure {text[:40]!r} (a control character is in the name)")
     if len(text) > 100:
         raise InputError(None, None, f"unknown measure '{text[:40]}...' (a measure name is short: nDCG@10, "
                          "RR(rel=2)@10)")
@@ -205,7 +207,7 @@ def parse_measure(text: "str | Measure") -> Measure:
         suggestion = None
         if head is not None:
             family = _suggest_family(head.group(0)) if head.group(0) not in REGISTRY else head.group(0)
-            tail = re.search(r"@\s*(\d+)", stripped)
+            tail = re.search(r"@\s*([0-9]+)", stripped)
             if family is not None:
                 suggestion = family + (f"@{int(tail.group(1))}" if tail else "")
         raise _unknown(text, suggestion)

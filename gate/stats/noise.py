@@ -140,6 +140,50 @@ def noise_band(
                      dict(fingerprints or {}), source, tuple(run_files), tuple(seeds))
 
 
+def check_band_dict(data: Any, source: str) -> Mapping[str, Any]:
+    """A stored band (noise.json, or the manifest's ``noise_band``) is checked before it is
+    read: each value the band needs, of the type :meth:`NoiseBand.to_dict` writes."""
+    from gate.errors import InputError
+
+    def fail(message: str) -> InputError:
+        return InputError(source, None, f"not a noise band: {message}")
+
+    def numbers(value: Any, key: str, least: int = 1) -> None:
+        if (not isinstance(value, list) or len(value) < least
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                           for v in value)):
+            raise fail(f"'{key}' must be a list of at least {least} finite numbers")
+
+    if not isinstance(data, Mapping):
+        raise fail("expected a JSON object")
+    if not isinstance(data.get("metric"), str):
+        raise fail("'metric' must be text")
+    numbers(data.get("means"), "means", 2)
+    strata = data.get("strata") or {}
+    if not isinstance(strata, Mapping) or not all(isinstance(v, Mapping) for v in strata.values()):
+        raise fail("'strata' must map each stratum to its means")
+    for name, item in strata.items():
+        numbers(item.get("means"), f"strata.{name}.means", 2)
+    unstable = data.get("unstable_queries") or []
+    if not isinstance(unstable, list):
+        raise fail("'unstable_queries' must be a list")
+    for item in unstable:
+        if not isinstance(item, Mapping) or not isinstance(item.get("query_id"), str):
+            raise fail("each unstable query needs a 'query_id'")
+        numbers([item.get("low"), item.get("high"), item.get("range")], "unstable_queries[].low/high/range", 3)
+    for key in ("runs", "query_count"):
+        value = data.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise fail(f"'{key}' must be a non-negative integer")
+    if not isinstance(data.get("fingerprints") or {}, Mapping):
+        raise fail("'fingerprints' must be an object")
+    if not all(isinstance(f, str) for f in data.get("run_files") or ()):
+        raise fail("'run_files' must be a list of file names")
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in data.get("seeds") or ()):
+        raise fail("'seeds' must be a list of integers")
+    return data
+
+
 def band_from_dict(data: Mapping[str, Any]) -> NoiseBand:
     """Read back :meth:`NoiseBand.to_dict` (noise.json / the manifest's noise section)."""
     overall = spread(data["means"])

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from gate.errors import InputError
 from gate.io.corpus import iter_corpus
 from gate.io.records import Chunk
 from tests.io.helpers import expect_error, write
@@ -88,3 +89,23 @@ def test_tsv_gz_and_errors(tmp_path):
 
 def test_missing_file(tmp_path):
     expect_error(read, tmp_path / "corpus.jsonl", None, "no such file")
+
+
+@pytest.mark.parametrize("name", ["c.jsonl", "c.tsv"])
+def test_at_end_duplicate_check_finds_a_repeat_after_the_stream_and_names_both_lines(tmp_path, name):
+    from gate.io.corpus import iter_corpus
+
+    rows = [("a", "one"), ("b", "two"), ("c", "three"), ("b", "again"), ("d", "four")]
+    path = tmp_path / name
+    if name.endswith(".jsonl"):
+        path.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in rows))
+    else:
+        path.write_text("".join(f"{i}\t{t}\n" for i, t in rows))
+    stream = iter_corpus(path, check_duplicates="at-end")
+    got = [next(stream).chunk_id for _ in range(5)]  # every chunk is handed on first
+    assert got == ["a", "b", "c", "b", "d"]
+    with pytest.raises(InputError) as caught:
+        next(stream)
+    assert str(caught.value) == f"{path}:4: duplicate chunk id 'b' (first at line 2)"
+    path.write_text(path.read_text().replace("b\tagain", "e\tagain").replace('"b", "text": "again"', '"e", "text": "again"'))
+    assert [c.chunk_id for c in iter_corpus(path, check_duplicates="at-end")] == ["a", "b", "c", "e", "d"]
