@@ -662,7 +662,12 @@ def _cmd_leakcheck(args: argparse.Namespace) -> int:
     result = find_leaks(queries.queries, counted(), modes=args.mode, threshold=args.threshold,
                         min_tokens=args.min_tokens, progress=progress)
     if not scanned["chunks"]:
-        raise InputError(args.corpus, None, "holds no chunks: nothing to scan")
+        shown = args.corpus
+        if os.path.isdir(args.corpus):
+            from gate.io.beir import beir_corpus
+
+            shown = str(beir_corpus(args.corpus))
+        raise InputError(shown, None, "holds no chunks: nothing to scan")
     if args.format == "json":
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:

@@ -336,13 +336,12 @@ class _Ordered:
             return None, 0, False
         a, b = int(self.starts[i]), int(self.starts[i + 1])
         docs = self.docs[a:b]
-        # One vectorised comparison per relevant document: there are few of
-        # them, and a run has up to a thousand rows per query.
-        if len(relevant) <= 32:
-            found = [np.flatnonzero(docs == doc) for doc in relevant]
-            hits = np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
-        else:
-            hits = np.fromiter((j for j, doc in enumerate(docs.tolist()) if doc in relevant), dtype=np.int64)
+        # The window (top max(k_rank, k_recall)) decides the bucket and the recall; the rest of
+        # the list is searched only for the first relevant rank of a query that has none in it.
+        window = max(k_rank, k_recall)
+        hits = _positions(docs[:window], relevant)
+        if not len(hits) and len(docs) > window:
+            hits = _positions(docs[window:], relevant)[:1] + window
         if not len(hits):
             return None, 0, False
         in_recall = int(np.count_nonzero(hits < k_recall))
@@ -357,6 +356,16 @@ class _Ordered:
             hi += 1
         tie = hi > lo and lo < k_rank and any(docs[j] not in relevant for j in range(lo, hi + 1))
         return first + 1, in_recall, tie
+
+
+def _positions(docs: np.ndarray, relevant: set[str]) -> np.ndarray:
+    """Indexes of ``docs`` that are in ``relevant``, ascending."""
+    if len(relevant) <= 16:  # a few equality scans beat np.isin's sort on short lists
+        mask = np.zeros(len(docs), dtype=bool)
+        for doc in relevant:
+            mask |= docs == doc
+        return np.flatnonzero(mask)
+    return np.flatnonzero(np.fromiter(map(relevant.__contains__, docs.tolist()), dtype=bool, count=len(docs)))
 
 
 def _bucket(before: int | None, after: int | None, k: int) -> str:

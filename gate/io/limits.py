@@ -46,7 +46,7 @@ MAX_REPEATS = 1_000
 #: Real run files compress 4-10x; 200x needs a file that is almost all one byte.
 MAX_GZIP_RATIO = 200
 #: A gzip file may always decompress to this much, whatever its ratio.
-GZIP_RATIO_FREE_BYTES = 64 * MIB
+GZIP_RATIO_FREE_BYTES = 16 * MIB
 #: Seeds: numpy takes non-negative integers; 2**63 - 1 keeps them int64 in JSON readers.
 MAX_SEED = (1 << 63) - 1
 

@@ -439,6 +439,17 @@ class _Reader:
 
         line_idx: np.ndarray | None = None
         col = _single_spaced_columns(buf, nlines)
+        if len(block) > limits.MAX_TREC_LINE_BYTES:
+            # Line lengths from what the layout already found: the newline after field 6 on the
+            # common layout; the newlines themselves otherwise.
+            if col is not None:
+                lengths = col[5][1] - col[0][0]
+            else:
+                lengths = np.diff(np.flatnonzero(buf == 10), prepend=-1) - 1
+            if int(lengths.max()) > limits.MAX_TREC_LINE_BYTES:
+                raise self.fail(base + int(np.argmax(lengths > limits.MAX_TREC_LINE_BYTES)),
+                                f"line longer than {limits.describe_bytes(limits.MAX_TREC_LINE_BYTES)} "
+                                "(the limit for a run line)")
         if col is None:
             col, line_idx = self._general_columns(buf, base, nlines)
         rows = len(col[0][0])
@@ -530,6 +541,8 @@ class _Reader:
 
         if not self.seen_data:
             self.seen_data = True
+            if int(lens[5][0]) > limits.MAX_ID_BYTES:
+                raise self.fail(line_of(0), f"run tag is longer than {limits.describe_bytes(limits.MAX_ID_BYTES)}")
             self.tag = self.token(block, int(starts[5][0]), int(starts[5][0] + lens[5][0]))
 
         self.blocks.append(_Block(docs, ascii_only, scores, seg, seg_codes, base, line_idx, long_docs=long_docs))
@@ -726,6 +739,7 @@ def read_run(path: str | os.PathLike, block_size: int = RUN_BLOCK_SIZE) -> Run:
     ``InputError(path, None, "no such file")``.
     """
     reader = _Reader(path)
-    for _, block in iter_blocks(path, block_size, max_line=limits.MAX_TREC_LINE_BYTES, what="a run line"):
+    for _, block in iter_blocks(path, block_size, count_lines=False, max_line=limits.MAX_TREC_LINE_BYTES,
+                                what="a run line", lines_in_blocks=False):
         reader.block(block)
     return reader.finish()

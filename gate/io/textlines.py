@@ -150,14 +150,17 @@ def _line_too_long(path: PathLike, line: int, limit: int, what: str) -> InputErr
 
 
 def iter_blocks(path: PathLike, size: int = BLOCK_SIZE, count_lines: bool = True, *,
-                max_line: int | None = None, what: str = "a line") -> Iterator[tuple[int, bytes]]:
+                max_line: int | None = None, what: str = "a line",
+                lines_in_blocks: bool = True) -> Iterator[tuple[int, bytes]]:
     """Yield ``(first_line_number, block)``: whole lines, each block ending in ``\\n``.
 
     Blocks are about ``size`` bytes, cut after the last newline; a final line
     without a newline gets one.  A leading UTF-8 byte-order mark is removed.
     Nothing is decoded or skipped: that is the caller's (vectorised) job.
     A line longer than ``max_line`` bytes is an :class:`InputError` raised
-    before more than ``max_line + size`` bytes of it are held.  With
+    before more than ``max_line + size`` bytes of it are held (with
+    ``lines_in_blocks=False`` only lines longer than a block are looked for:
+    the run reader bounds every field it keeps itself).  With
     ``count_lines=False`` the number stays 1 (callers that count newlines
     themselves save a pass over the data).
     """
@@ -199,7 +202,7 @@ def iter_blocks(path: PathLike, size: int = BLOCK_SIZE, count_lines: bool = True
             else:
                 block = chunk[:cut] if cut < len(chunk) else chunk
             carry = bytearray(chunk[cut:])
-            if max_line is not None and len(block) > max_line:
+            if max_line is not None and lines_in_blocks and len(block) > max_line:
                 _check_line_lengths(path, line, block, max_line, what)
             yield (line if counted else 1), block
             if counted:

@@ -190,7 +190,7 @@ def parse_measure(text: "str | Measure") -> Measure:
         return text
     if not isinstance(text, str):
         raise InputError(None, None, f"a measure name must be a string, got {text!r}")
-    if not text.strip().isprintable():
+    if not text.isprintable():
         raise InputError(None, None, f"unknown measure {text[:40]!r} (a control character is in the name)")
     if len(text) > 100:
         raise InputError(None, None, f"unknown measure '{text[:40]}...' (a measure name is short: nDCG@10, "

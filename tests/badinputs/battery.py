@@ -624,6 +624,10 @@ def _format_specific(ctx: Context) -> list[tuple[str, str, Content, Expect, str]
     L = 3 if ctx.fmt != "beirqrels" else 4
 
     def bad(mut, cat, content, line=L, note="", **kw):
+        if ctx.runner_product and mut in NOTHING_TO_COMPARE:  # as in _generic
+            out.append((mut, cat, content, Expect(exits=(3,), stdout_has="the candidate run failed"),
+                        "the issue: nothing to compare in a gate run is inconclusive, exit 3"))
+            return
         kw.setdefault("names", names)
         out.append((mut, cat, content, Expect(line=line, **kw), note))
 

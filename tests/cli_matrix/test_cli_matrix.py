@@ -770,6 +770,35 @@ def test_noise_repeats(case, rctx):
     run_case(case, rctx)
 
 
+def test_noise_repeats_with_a_failing_runner_is_inconclusive_and_writes_no_band(rctx):
+    config = Path(rctx["config"])
+    text = config.read_text()
+    command = next(line for line in text.splitlines() if line.strip().startswith("command:"))
+    failing = f"{config.parent}/failing.yml"
+    Path(failing).write_text(text.replace(command, f"  command: \"{sys.executable} -c 'import sys; sys.exit(7)'\""))
+    result = run_case(Case("failing-runner", f"noise --config {failing} --repeats 2 --out {{out}}/noise.json",
+                           codes=(3,), err_contains="inconclusive: no noise band"), rctx)
+    assert not (Path(rctx["out"]) / "noise.json").exists(), result.describe()
+
+
+def test_files_the_gate_writes_are_readable_by_the_next_step_under_umask_022(rctx):
+    # A later workflow step (upload the report, the comment job, the next archive) may run as
+    # another user: every file archive and run leave behind must be 0644, not mkstemp's 0600.
+    import stat
+
+    saved = os.umask(0o022)
+    try:
+        run_case(Case("archive", "archive --config {config}"), rctx)
+        run_case(Case("run", "run --config {config} --out {out}", codes=RUN_CODES, files=RUN_FILES), rctx)
+    finally:
+        os.umask(saved)
+    written = [p for folder in (Path(rctx["root"]) / ".retrieval-gate", Path(rctx["out"]))
+               for p in folder.rglob("*") if p.is_file()]
+    assert len(written) >= 6  # manifest + data files, cache, work files, report files
+    modes = {str(p): oct(stat.S_IMODE(p.stat().st_mode)) for p in written}
+    assert {m for m in modes.values()} == {"0o644"}, modes
+
+
 # --------------------------------------------------------------------------- comment
 
 
