@@ -243,6 +243,14 @@ def _check_measures(metric: str, also: Sequence[str] = ()) -> None:
                 raise UsageError(f"{option} {name[:40]!r}: {error.message}") from None
 
 
+def _check_rel(qrels, rel: int, option: str) -> None:
+    """A binary threshold above every label makes every binary measure 0: a typo, not a result."""
+    top = max((label for docs in qrels.judgments.values() for label in docs.values()), default=None)
+    if top is not None and rel > top:
+        raise UsageError(f"{option} {rel}: no judgment in {qrels.source} has a label of {rel} or more (the highest "
+                         f"is {top}): every binary measure would be 0")
+
+
 def _sha(text: str) -> str:
     if len(text) not in (40, 64) or any(c not in "0123456789abcdef" for c in text.lower()):
         raise argparse.ArgumentTypeError(f"'{text[:70]}' is not a commit sha (40 or 64 hex digits)")
@@ -267,6 +275,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError("--strata needs --queries (the query file gives each query its stratum)")
     spec = load_strata_spec(args.strata) if args.strata else None
     qrels = load_qrels_spec(args.qrels)
+    from gate.measures import parse_measure
+
+    if any(parse_measure(m).TAKES_REL and parse_measure(m).rel is None for m in [args.metric, *args.also]):
+        _check_rel(qrels, args.rel, "--rel")
     queries = load_queries_spec(args.queries) if args.queries else None
     baseline = load_run_file(args.baseline)
     candidate = load_run_file(args.candidate)
@@ -450,6 +462,17 @@ def _cmd_noise(args: argparse.Namespace) -> int:
             raise UsageError("noise --from-runs needs --qrels")
         if len(args.from_runs) < 2:
             raise UsageError("noise --from-runs needs at least two runs of the same configuration")
+        if args.repeats is not None:
+            raise UsageError("--repeats runs the config's runner; with --from-runs the runs are given")
+        from gate.fingerprint import file_sha256 as _sha256
+
+        seen: dict[str, str] = {}
+        for path in args.from_runs:
+            digest = _sha256(path) if os.path.isfile(path) else path
+            if digest in seen:
+                raise UsageError(f"--from-runs: {path} is the same file as {seen[digest]}: a band needs distinct "
+                                 "runs (the same one twice shows no spread)")
+            seen[digest] = path
         _check_measures(args.metric)
         qrels = load_qrels(args.qrels)
         queries = load_queries(args.queries) if args.queries else None
@@ -509,11 +532,12 @@ def _load_saved_report(path: str) -> dict:
     version = report.get("schema_version")
     if not isinstance(version, str) or version.split(".")[0] != "1":
         raise InputError(path, None, f"not a retrieval-gate report of schema 1.x (schema_version {version!r})")
-    if report.get("command") not in ("run", "compare"):
-        raise InputError(path, None, f"not a run or compare report (command {str(report.get('command'))[:40]!r})")
+    if report.get("command") != "run":
+        raise InputError(path, None, f"not a gate run report (command {str(report.get('command'))[:40]!r}): the "
+                         "comment states a verdict, which only `retrieval-gate run` (or the Action) decides")
     verdict = report.get("verdict")
     kinds = ("pass", "fail", "inconclusive", "skipped", "accepted")
-    if verdict is not None and (not isinstance(verdict, dict) or verdict.get("kind") not in kinds):
+    if not isinstance(verdict, dict) or verdict.get("kind") not in kinds:
         raise InputError(path, None, f"'verdict.kind' must be one of {', '.join(kinds)}")
     suite = report.get("suite", "retrieval")
     if not isinstance(suite, str) or not suite or len(suite) > 100:
@@ -542,7 +566,7 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     if not token or not repository:
         raise UsageError("comment needs GITHUB_TOKEN and GITHUB_REPOSITORY in the environment")
     report = _load_saved_report(args.report)
-    verdict = (report.get("verdict") or {}).get("kind", "inconclusive")
+    verdict = report["verdict"]["kind"]
     try:
         body = render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
@@ -682,6 +706,7 @@ def _cmd_lift(args: argparse.Namespace) -> int:
     from gate.lift import default_qrels, write_lift
 
     qrels = load_qrels(args.qrels) if args.qrels else default_qrels()
+    _check_rel(qrels, args.rel, "--rel-threshold")
     queries = load_queries(args.queries) if args.queries else None
     result = write_lift(read_run(args.before), read_run(args.after), qrels, args.out, rel_threshold=args.rel,
                         k_rank=args.k_rank, k_recall=args.k_recall, queries=queries)
@@ -739,13 +764,17 @@ class _PipeSafe:
 
     def __init__(self, stream):
         self._stream = stream
-        self.broken = False
+        self.broken = stream is None  # started with stdout closed (`>&-`)
+        self.failed: OSError | None = None  # a write that failed otherwise (`> /dev/full`)
 
     def write(self, text: str) -> int:
         if not self.broken:
             try:
                 return self._stream.write(text)
             except BrokenPipeError:
+                self._silence()
+            except OSError as error:
+                self.failed = self.failed or error
                 self._silence()
         return len(text)
 
@@ -754,6 +783,9 @@ class _PipeSafe:
             try:
                 self._stream.flush()
             except BrokenPipeError:
+                self._silence()
+            except OSError as error:
+                self.failed = self.failed or error
                 self._silence()
 
     def _silence(self) -> None:
@@ -766,16 +798,26 @@ class _PipeSafe:
             pass
 
     def __getattr__(self, name: str):
+        if self._stream is None:
+            raise AttributeError(name)
         return getattr(self._stream, name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     saved_stdout = sys.stdout
-    sys.stdout = _PipeSafe(saved_stdout)
+    sys.stdout = safe = _PipeSafe(saved_stdout)
     try:
-        return _main(argv)
+        code = _main(argv)
+        safe.flush()
     finally:
         sys.stdout = saved_stdout
+    if safe.failed is not None:
+        # Not a closed pipe (the reader chose to stop) but output that was lost: say so, and do
+        # not let a lost report pass for a done command.
+        print(f"retrieval-gate: error: cannot write to standard output: {safe.failed.strerror or safe.failed}",
+              file=sys.stderr)
+        return EXIT_INPUT if code == EXIT_OK else code
+    return code
 
 
 def _main(argv: Sequence[str] | None) -> int:

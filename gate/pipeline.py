@@ -109,6 +109,12 @@ def check_config(config: Config) -> None:
         value = config.raw.get(key)
         if value is not None and not isinstance(value, (str, list)):
             raise config.key_error(key, "expected a query file or a list of query ids")
+    declared_factors(config)
+    _check_globs(config, "prompts")
+    _check_globs(config, "watch")
+    for name in config.environment:
+        if not name or any(c in name for c in "*?["):
+            raise config.key_error("environment", f"{name!r}: name a file (globs are not expanded)")
     if config.raw.get("noise.file"):
         # Missing is a state, not a mistake: noise.file names where `retrieval-gate noise` writes the
         # band, and a baseline is archived before it is measured (the report says "absent").
@@ -129,6 +135,12 @@ def check_base(config: Config, base: str | None) -> None:
     if git.rev_parse(root, base) is None:
         raise InputError(None, None, f"--base {base}: no such commit in {root} (a shallow checkout needs "
                          "fetch-depth: 2 or more)")
+
+
+def _check_globs(config: Config, key: str) -> None:
+    for pattern in config.raw.get(key) or ():
+        if not pattern or Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+            raise config.key_error(key, f"{pattern!r}: a glob relative to the repository, inside it")
 
 
 def _require_file(config: Config, key: str, path: Path, missing_ok: bool = False, folder_ok: bool = False) -> None:
@@ -196,11 +208,15 @@ def runner_queries_path(golden: Golden, work_dir: Path) -> str:
     return str(path)
 
 
-def environment_files(config: Config) -> dict[str, str | None]:
+def environment_files(config: Config, progress: Progress | None = None) -> dict[str, str | None]:
+    """sha256 of each ``environment`` file, ``None`` for one that is not there (a PR may delete
+    one: that is a change). Said once on the progress line, since a typo would never change."""
     files: dict[str, str | None] = {}
     for name in config.environment:
         path = config.here(name)
         files[name] = file_sha256(path) if path is not None and path.is_file() else None
+        if files[name] is None and progress is not None:
+            progress(f"warning: environment file {name} is not a file here ({path}): recorded as absent")
     return files
 
 
@@ -282,7 +298,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
         runner={"type": config.runner.type, "command": config.runner.command},
         run=run,
         per_query=per_query,
-        environment=environment_record(environment_files(config)),
+        environment=environment_record(environment_files(config, progress)),
         git_commit=git.head_commit(config.workspace_root),
         extra=extra,
         extra_files=extra_files,
@@ -537,24 +553,54 @@ def traffic_failures(block: dict[str, Any], max_damaged: float) -> list[tuple[st
     return failures
 
 
+def declared_factors(config: Config) -> dict[str, list[str]]:
+    """``attribution.factors`` checked: names as ``--factor`` takes them, each a non-empty list
+    of dotted paths, no path (or a path below it) in two factors - a path claimed twice would
+    switch in two cells at once and hand one factor's effect to the other."""
+    declared = config.raw["attribution.factors"] or {}
+    out: dict[str, list[str]] = {}
+    owner: dict[str, str] = {}
+    for name, paths in declared.items():
+        name = str(name)
+        bad = next((ch for ch in name if ch in ",=|×" or ch.isspace() or not ch.isprintable()), None)
+        if not name or bad is not None:
+            raise config.key_error("attribution.factors", f"factor name {name[:40]!r} must be non-empty, without "
+                                   "spaces, ',', '=', '|' or '×'")
+        if isinstance(paths, str):
+            paths = [paths]
+        if (not isinstance(paths, list) or not paths
+                or not all(isinstance(p, str) and p.strip() and len(p) <= 256 for p in paths)):
+            raise config.key_error(f"attribution.factors", f"factor '{name}': expected a dotted path or a list of "
+                                   "them")
+        for path in paths:
+            for other, by in owner.items():
+                if by != name and (path == other or path.startswith(other + ".") or other.startswith(path + ".")):
+                    raise config.key_error("attribution.factors", f"'{path}' (factor '{name}') overlaps '{other}' "
+                                           f"(factor '{by}'): a path belongs to one factor")
+            owner[path] = name
+        out[name] = list(paths)
+    return out
+
+
 def grid_factors(config: Config, diff) -> dict[str, list[str]]:
     """Factor name -> the changed dotted paths it switches."""
     changed = [c.path for c in diff]
-    declared = config.raw["attribution.factors"] or {}
+    declared = declared_factors(config)
     factors: dict[str, list[str]] = {}
     claimed: set[str] = set()
     for name, paths in declared.items():
-        if isinstance(paths, str):
-            paths = [paths]
-        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-            raise InputError(str(config.path), None, f"key 'attribution.factors.{name}': expected a list of dotted paths")
         hits = [c for c in changed if any(c == p or c.startswith(p + ".") for p in paths)]
         if hits:
-            factors[str(name)] = hits
+            factors[name] = hits
             claimed.update(hits)
     for path in changed:
         if path not in claimed:
-            factors.setdefault(path.split(".")[0], []).append(path)
+            group = path.split(".")[0]
+            if group in declared:
+                raise config.key_error("attribution.factors", f"the change to '{path}' is in no declared factor, "
+                                       f"and its group '{group}' is the name of one: list the path under a factor "
+                                       "or rename the factor")
+            factors.setdefault(group, []).append(path)
     return factors
 
 
@@ -807,7 +853,10 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) 
     producer = make_producer(config, runs_dir, lambda message: None)
     queries_path = runner_queries_path(golden, producer.work_dir)
     runs_folder = runs_dir or Path(".retrieval-gate/runs")
-    runs_folder.mkdir(parents=True, exist_ok=True)  # ready for the step that produces them
+    try:
+        runs_folder.mkdir(parents=True, exist_ok=True)  # ready for the step that produces them
+    except OSError as error:
+        raise InputError(str(runs_folder), None, f"cannot create the runs folder: {error.strerror or error}") from None
     planned: list[PlannedRun] = []
 
     def add(purpose: str, retrieval: RetrievalConfig, needed: bool, why: str) -> None:

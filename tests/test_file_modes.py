@@ -57,7 +57,7 @@ def test_reports_and_lift_files_are_world_readable_under_umask_022(tmp_path, uma
                  "--out", str(tmp_path / "compare")]) == 0
     assert main(["lift", "--before-run", str(base), "--after-run", str(cand), *common,
                  "--output-dir", str(tmp_path / "lift")]) == 0
-    assert main(["noise", "--from-runs", str(base), str(base), *common, "--out", str(tmp_path / "noise.json")]) == 0
+    assert main(["noise", "--from-runs", str(base), str(cand), *common, "--out", str(tmp_path / "noise.json")]) == 0
     capsys.readouterr()
     written = _files(tmp_path / "compare") + _files(tmp_path / "lift") + [tmp_path / "noise.json"]
     assert len(written) == 2 + 4 + 1

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from gate.demo.world import World, build_world
+from gate.errors import InputError
 
 Progress = Callable[[str], None]
 
@@ -132,11 +133,14 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     from gate.runners.reference import clear_caches
 
     started = time.monotonic()
-    out = Path(out).resolve()
-    repo = out / "repo"
-    if repo.exists():
-        shutil.rmtree(repo)
-    repo.mkdir(parents=True)
+    try:
+        out = Path(out).resolve()
+        repo = out / "repo"
+        if repo.exists():
+            shutil.rmtree(repo)
+        repo.mkdir(parents=True)
+    except OSError as error:  # a read-only place, or a working folder that was deleted
+        raise InputError(str(out), None, f"cannot create the demo folder: {error.strerror or error}") from None
     clear_caches()
 
     progress(f"building the world (seed {seed}, scale {scale})")

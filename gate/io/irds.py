@@ -145,6 +145,9 @@ def _guard(s: IrdsSpec, what: str) -> Iterator[None]:
 
 
 def _load(s: IrdsSpec) -> Any:
+    # ir_datasets draws tqdm bars on stderr while it reads; tqdm reads TQDM_* settings when it
+    # is first imported (a user's own TQDM_DISABLE=0 wins).
+    os.environ.setdefault("TQDM_DISABLE", "1")
     try:
         import ir_datasets
     except ImportError:  # pragma: no cover - declared dependency
@@ -195,12 +198,14 @@ def load_irds_queries(spec: str) -> QuerySet:
 
 
 def load_irds_qrels(spec: str) -> Qrels:
-    """Qrels of ``irds:<id>`` (a ``#field=`` suffix is ignored).
+    """Qrels of ``irds:<id>`` (a ``#field=`` suffix names a text field: refused here).
 
     ``negative_is_judged`` is set when the dataset defines a negative grade
     (Cranfield's -1 "references of no interest").
     """
     s = parse_irds_spec(spec)
+    if s.field is not None:
+        raise InputError(spec, None, "'#field=' picks a text field of queries or documents; qrels have none")
     ds = _load(s)
     if not ds.has_qrels():
         raise InputError(spec, None, f"{s.dataset_id} has no qrels")
@@ -226,17 +231,30 @@ def load_irds_qrels(spec: str) -> Qrels:
 
 
 def iter_irds_docs(spec: str) -> Iterator[tuple[str, str]]:
-    """Stream ``(doc_id, default_text())`` of ``irds:<id>``."""
+    """Stream ``(doc_id, text)`` of ``irds:<id>``: ``default_text()``, or the ``#field=<name>`` attribute."""
     s = parse_irds_spec(spec)
     ds = _load(s)
     if not ds.has_docs():
         raise InputError(spec, None, f"{s.dataset_id} has no documents")
+    fields = tuple(getattr(ds.docs_cls(), "_fields", ()))
+    if s.field is not None and fields and s.field not in fields:
+        raise InputError(spec, None, f"documents of {s.dataset_id} have no field '{s.field}' (fields: {', '.join(fields)})")
+
+    def text_of(doc: Any) -> str:
+        if s.field is None:
+            return doc.default_text()
+        value = getattr(doc, s.field)
+        if not isinstance(value, str):
+            raise InputError(spec, None, f"field '{s.field}' of document '{doc.doc_id}' is not text "
+                             f"({type(value).__name__})")
+        return value
+
     with _guard(s, "documents"):  # a download, if any, happens here
         it = iter(ds.docs_iter())
         first = next(it, None)
     if first is None:
         return
-    yield str(first.doc_id), first.default_text()
+    yield str(first.doc_id), text_of(first)
     while True:
         try:
             with quiet_irds():
@@ -247,4 +265,4 @@ def iter_irds_docs(spec: str) -> Iterator[tuple[str, str]]:
             raise InputError(spec, None, f"cannot read documents: {type(exc).__name__}: {_short(exc)}") from None
         if doc is None:
             return
-        yield str(doc.doc_id), doc.default_text()
+        yield str(doc.doc_id), text_of(doc)

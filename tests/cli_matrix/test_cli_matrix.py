@@ -826,7 +826,8 @@ COMMENT_CASES = [
     Case("mode-update", COMMENT + " --comment-mode update"),
     Case("mode-new", COMMENT + " --comment-mode new"),
     Case("head-sha-mismatch-does-not-comment", COMMENT.replace("{sha}", "b2" * 20)),
-    Case("compare-report", COMMENT.replace("{report}", "{compare_report}")),
+    Case("compare-report-is-refused", COMMENT.replace("{report}", "{compare_report}"), codes=(2,),
+         err_contains="not a gate run report"),
     Case("missing-report-file", COMMENT.replace("{report}", "{tmp}/nope.json"), codes=(2,)),
 ]
 
