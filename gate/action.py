@@ -188,7 +188,16 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
 
     with group("retrieval-gate: inputs", stream=out):
         base = git.rev_parse(workspace, "HEAD^1")
-        if base is None:
+        if event.name == "merge_group" and event.base_sha:
+            # The queue's commit may hold several commits of the PR (rebased): HEAD^1 is only the
+            # last one's parent. merge_group.base_sha is what the group is judged against.
+            found = git.rev_parse(workspace, event.base_sha)
+            if found is not None:
+                base = found
+            else:
+                warnings.append(f"merge_group.base_sha {event.base_sha[:12]} is not in the checkout (use "
+                                "fetch-depth: 0 for merge groups): HEAD^1 is used, which covers only the last commit")
+        elif base is None:
             base = event.base_sha if event.base_sha and git.rev_parse(workspace, event.base_sha) else None
         elif event.base_sha and base != event.base_sha and event.name.startswith("pull_request"):
             warnings.append(f"HEAD^1 ({base[:12]}) is not pull_request.base.sha ({event.base_sha[:12]}): the base "

@@ -132,7 +132,7 @@ def _evaluate(run: Run, golden: Golden, measures: Sequence[Measure], rel: int) -
 
 
 def run_request(purpose: str, config: RetrievalConfig, golden: Golden, queries_path: str,
-                repeat: int = 0, seed: int = 0) -> RunRequest:
+                repeat: int = 0, seed: int = 0, code=None) -> RunRequest:
     """A run of ``config`` on today's golden queries, against the corpus that config indexes."""
     snapshot = golden.corpus(config)
     return RunRequest(
@@ -144,6 +144,7 @@ def run_request(purpose: str, config: RetrievalConfig, golden: Golden, queries_p
         corpus_sha256=None if snapshot is None else snapshot.record.sha256,
         repeat=repeat,
         seed=seed,
+        code=code,
     )
 
 
@@ -156,9 +157,13 @@ def resolve_from_manifest(
     producer: RunProducer,
     queries_path: str,
     environment_files: dict[str, str | None],
+    code=None,
+    candidate_code=None,
 ) -> ResolvedBaseline:
+    """``code``: the baseline's code (its archive commit), which a replay runs from;
+    ``candidate_code``: the PR's, to name a code change among the unattributed ones."""
     differences = input_differences(manifest, golden, rel)
-    unattributed = tuple(environment_differences(manifest, environment_files))
+    unattributed = tuple(environment_differences(manifest, environment_files)) + code_difference(code, candidate_code)
     summary = archived_summary(manifest)
     changed = {d.input for d in differences}
     archived_run = manifest.load_run()
@@ -194,7 +199,8 @@ def resolve_from_manifest(
     why = "the corpus changed" if "corpus" in changed else (
         f"{len(missing_queries(archived_run, expected))} current queries are not in the archived ranked lists")
     try:
-        run, produced = producer.produce(run_request("baseline replay", manifest.config, golden, queries_path), expected)
+        run, produced = producer.produce(run_request("baseline replay", manifest.config, golden, queries_path,
+                                                     code=code), expected)
     except RunnerFailed as failure:
         raise Incommensurable(
             "baseline_replay_failed",
@@ -221,10 +227,12 @@ def reconstruct(
     producer: RunProducer,
     queries_path: str,
     reason: str,
+    code=None,
+    candidate_code=None,
 ) -> ResolvedBaseline:
     try:
-        run, produced = producer.produce(run_request("baseline reconstruction", base_config, golden, queries_path),
-                                         golden.universe.query_ids)
+        run, produced = producer.produce(run_request("baseline reconstruction", base_config, golden, queries_path,
+                                                     code=code), golden.universe.query_ids)
     except RunnerFailed as failure:
         raise Incommensurable("baseline_reconstruction_failed",
                               f"no usable archived baseline ({reason}) and the base commit's config "
@@ -234,8 +242,18 @@ def reconstruct(
         "reconstructed", base_config, run, values, (), None,
         f"reconstructed, not archived: the retrieval config of {base_ref[:12]} run on "
         f"{golden.queries_record.id} ({len(golden.universe.query_ids)} q) scored {values.mean(primary):.3f}; {reason}",
-        produced=produced,
+        produced=produced, unattributed=code_difference(code, candidate_code),
     )
+
+
+def code_difference(baseline_code, candidate_code) -> tuple[Difference, ...]:
+    """The PR's code against the baseline's, when both are known: a change the config diff does
+    not show (and no grid cell separates), so it is named among the unattributed ones."""
+    if baseline_code is None or candidate_code is None or not (baseline_code.known and candidate_code.known):
+        return ()
+    if candidate_code.kind == "inputs" or baseline_code.sha == candidate_code.sha:
+        return ()  # runner.inputs hashes files, not trees: not comparable with a commit's tree
+    return (Difference("code", baseline_code.description, candidate_code.description),)
 
 
 def base_config_from_git(workspace: Path, base_ref: str, config_file: Path) -> RetrievalConfig | None:

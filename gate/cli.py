@@ -419,9 +419,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from gate.pipeline import RunOptions, run_gate
     from gate.render import render
 
-    config = _load_config(args)
     options = RunOptions(candidate_run=_path(args.candidate_run), runs_dir=_runs_dir(args.runs_dir), base=args.base)
-    outcome = run_gate(config, options, progress=_progress)
+    if args.base is not None:
+        # As the Action: the yardstick (config, golden set, qrels, policy) as of the base commit.
+        from gate.pipeline import run_pull_request
+
+        outcome, _ = run_pull_request(Path(args.config), options, progress=_progress)
+    else:
+        outcome = run_gate(_load_config(args), options, progress=_progress)
     out = Path(args.out)
     text = json.dumps(outcome.report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     write_text_atomic(out / "report.json", text)
@@ -441,6 +446,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"baseline: {baseline['description']}")
         for change in outcome.report.get("config_diff", []):
             print(f"  changed {change['path']}: {change['old']!r} -> {change['new']!r}")
+        for goalpost in outcome.report.get("goalposts", []):
+            print(f"  goalposts: this change edits the yardstick file {goalpost['path']}")
         print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
     return outcome.verdict.exit_code
 
@@ -488,7 +495,7 @@ def _cmd_noise(args: argparse.Namespace) -> int:
     else:
         from gate.golden import load_golden
         from gate.noise import measure_noise
-        from gate.pipeline import check_config, make_producer, measures_of, runner_queries_path
+        from gate.pipeline import check_config, code_under_test, make_producer, measures_of, runner_queries_path
         from gate.retrieval_config import load_retrieval_config
         from gate.runners.base import RunnerFailed
 
@@ -505,7 +512,8 @@ def _cmd_noise(args: argparse.Namespace) -> int:
         try:
             band = measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
                                  repeats, config.golden.rel, config.raw["noise.invalidate_on"],
-                                 config.raw["noise.base_seed"], _progress).band
+                                 config.raw["noise.base_seed"], _progress,
+                                 code=code_under_test(config, _runs_dir(args.runs_dir))).band
         except RunnerFailed as failure:
             print(f"retrieval-gate: inconclusive: no noise band, {args.out} not written: {failure}", file=sys.stderr)
             if failure.log_tail:

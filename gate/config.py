@@ -190,6 +190,9 @@ SCHEMA: dict[str, Any] = {
         "shell": (boolean, False),
         "timeout": (in_range(number, 0.0, 7 * 24 * 3600.0, low_open=True), 3600.0),
         "env_passthrough": (text_list, ()),
+        # Globs (relative to the repository) of the code a run depends on; default: the whole
+        # git tree of the code under test (the gate's own folders aside).
+        "inputs": (text_list, ()),
         "baseline_run": (text, None),
         "candidate_run": (text, None),
         "options": (mapping, {}),
@@ -368,10 +371,17 @@ def is_spec(value: str) -> bool:
 
 
 def _plain(value: Any) -> Any:
+    """Plain Python data: ruamel's round-trip types (CommentedMap, ScalarFloat, ScalarInt, ...)
+    become dict, list, float, int, str, so that nothing downstream meets a YAML class."""
     if isinstance(value, (dict, CommentedMap)):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, CommentedSeq)):
         return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    for kind in (int, float, str):
+        if isinstance(value, kind):
+            return kind(value)
     return value
 
 
@@ -443,7 +453,9 @@ def load_config(path: str | Path = DEFAULT_PATH, text_override: str | None = Non
     values: dict[str, Any] = {}
     lines: dict[str, int | None] = {}
     _check_section(document, SCHEMA, display, "", values, lines=lines)
-    root = config_path.resolve().parent
+    # The folder the config file is in (its directories resolved, the file itself not): a config
+    # that is a symlink to another folder still names paths beside itself.
+    root = config_path.absolute().parent.resolve()
     return Config(
         path=config_path,
         root=root,

@@ -3,6 +3,7 @@ action the workspace belongs to another uid, and git refuses it otherwise)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -53,6 +54,20 @@ def rev_parse(cwd: Path, ref: str) -> str | None:
     return proc.stdout.decode().strip() if proc.returncode == 0 else None
 
 
+def repository_path(root: Path, path: Path) -> Path | None:
+    """``path`` relative to the repository at ``root``, as named - the file itself, not where a
+    symlink in the workspace points (the base's own retrieval/config.yml, not its target's).
+    The folders above it may be symlinks (a workspace under /tmp -> /private/tmp)."""
+    lexical = Path(os.path.normpath(os.path.abspath(path)))
+    for base, candidate in ((Path(os.path.abspath(root)), lexical),
+                            (Path(root).resolve(), lexical.parent.resolve() / lexical.name)):
+        try:
+            return candidate.relative_to(base)
+        except ValueError:
+            continue
+    return None
+
+
 def show_file(cwd: Path, ref: str, path: Path) -> bytes | None:
     """The content of ``path`` at ``ref``, or None when the commit or the file is not there."""
     if not _is_revision(ref):
@@ -60,9 +75,8 @@ def show_file(cwd: Path, ref: str, path: Path) -> bytes | None:
     root = repo_root(cwd)
     if root is None:
         return None
-    try:
-        relative = Path(path).resolve().relative_to(root.resolve())
-    except ValueError:
+    relative = repository_path(root, Path(path))
+    if relative is None:
         return None
     try:
         proc = _git(root, "show", f"{ref}:{relative.as_posix()}")
@@ -81,3 +95,19 @@ def changed_files(cwd: Path, base: str, head: str = "HEAD") -> list[str] | None:
     if proc.returncode != 0:
         return None
     return [line for line in proc.stdout.decode().splitlines() if line]
+
+
+def changed_since(cwd: Path, base: str) -> list[str] | None:
+    """Files the working tree changes against ``base``: committed or not, tracked or new
+    (what a local ``run --base`` is judged on, as the Action's merge commit is against its base)."""
+    if not _is_revision(base):
+        return None
+    try:
+        diff = _git(cwd, "diff", "--name-only", "--no-renames", base)
+        new = _git(cwd, "ls-files", "--others", "--exclude-standard", "--full-name")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if diff.returncode != 0 or new.returncode != 0:
+        return None
+    names = [line for line in diff.stdout.decode().splitlines() if line]
+    return names + [line for line in new.stdout.decode().splitlines() if line and line not in names]

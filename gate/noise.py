@@ -73,6 +73,7 @@ def measure_noise(
     invalidate_on: Sequence[str] = DEFAULT_INVALIDATE_ON,
     base_seed: int = 1000,
     progress: Callable[[str], None] = lambda message: None,
+    code=None,
 ) -> MeasuredNoise:
     """N identical runs of ``config`` through the runner; one progress line per repeat."""
     if repeats < 2:
@@ -82,7 +83,7 @@ def measure_noise(
     for repeat in range(1, repeats + 1):
         started = time.monotonic()
         request = run_request(f"noise repeat {repeat}/{repeats}", config, golden, queries_path,
-                              repeat=repeat, seed=base_seed + repeat)
+                              repeat=repeat, seed=base_seed + repeat, code=code)
         run, _ = producer.produce(request, golden.universe.query_ids)
         per_query = evaluate(run, golden.qrels, [measure], golden.universe.query_ids, rel=rel)
         values.append(per_query.values[metric])

@@ -25,7 +25,7 @@ from gate.baseline import (
     resolve_from_manifest,
     input_differences,
 )
-from gate.config import Config, is_spec
+from gate.config import Config, is_spec, load_config
 from gate.errors import InputError
 from gate.evaluate import PerQuery, evaluate
 from gate.fingerprint import file_sha256
@@ -36,6 +36,7 @@ from gate.manifest import Manifest, environment_record, load_manifest, write_man
 from gate.measures import Measure, parse_measure
 from gate.retrieval_config import RetrievalConfig, config_diff, load_retrieval_config
 from gate.runners.base import RunnerFailed, RunRequest
+from gate.runners.code import CodeIdentity, commit_tree, declared_inputs, working_tree
 from gate.runners.command import CommandRunner
 from gate.runners.produce import RunProducer, check_coverage
 from gate.stats.paired import compare_paired
@@ -109,6 +110,14 @@ def check_config(config: Config) -> None:
         value = config.raw.get(key)
         if value is not None and not isinstance(value, (str, list)):
             raise config.key_error(key, "expected a query file or a list of query ids")
+    from gate.yardstick import outside_links
+
+    for key, target in outside_links(config):
+        why = (f"is a symlink to {target}, outside the repository: a PR could change what it reads without the "
+               "diff showing it")
+        if key == "config":
+            raise InputError(str(config.path), None, f"the gate config {why}")
+        raise config.key_error(key, f"{config.raw.get(key)!r} {why}")
     declared_factors(config)
     _check_globs(config, "prompts")
     _check_globs(config, "watch")
@@ -120,6 +129,39 @@ def check_config(config: Config) -> None:
         # band, and a baseline is archived before it is measured (the report says "absent").
         _require_file(config, "noise.file", config.resolve(config.raw["noise.file"]), missing_ok=True)
     strata_spec_from_config(config)
+
+
+def run_pull_request(config_path: Path, options: RunOptions, progress: Progress = stderr_progress,
+                     changed: Sequence[str] | None = None) -> tuple[GateOutcome, Any]:
+    """The gate on a PR, as the Action runs it: the yardstick (gate config, golden set, qrels,
+    strata, policy, manifest) as of ``options.base``, the code under test from the workspace, and
+    a PR that edits the yardstick cannot pass ("goalposts changed"). ``changed``: the files the
+    PR changes (default: the working tree against the base). Returns (outcome, yardstick)."""
+    import tempfile
+
+    from gate.verdict import goalposts_changed
+    from gate.yardstick import load_yardstick
+
+    workspace = load_config(config_path)
+    check_base(workspace, options.base)
+    if changed is None and options.base is not None:
+        changed = git.changed_since(workspace.workspace_root, options.base)
+    overlay = Path(tempfile.mkdtemp(prefix="retrieval-gate-yardstick-"))
+    try:
+        yard = load_yardstick(Path(config_path), options.base, overlay, changed)
+        outcome = run_gate(yard.config, options, progress)
+    finally:
+        import shutil
+
+        shutil.rmtree(overlay, ignore_errors=True)
+    outcome.report["goalposts"] = list(yard.goalposts)
+    if yard.warning:
+        outcome.report["warnings"] = list(outcome.report.get("warnings", [])) + [yard.warning]
+    outcome.report["yardstick"] = {"source": yard.source}
+    verdict = goalposts_changed(outcome.verdict, yard.goalposts, Policy.from_config(dict(yard.config.raw)))
+    outcome.report["verdict"] = verdict.to_dict()
+    outcome.verdict = verdict
+    return outcome, yard
 
 
 def check_base(config: Config, base: str | None) -> None:
@@ -195,7 +237,42 @@ def make_producer(config: Config, runs_dir: Path | None, progress: Progress) -> 
         cache_dir=config.here(config.cache_dir) if config.cache_enabled else None,
         runs_dir=runs_dir,
         progress=progress,
+        repo=config.workspace_root,
     )
+
+
+def gate_folders(config: Config, runs_dir: Path | None = None) -> list[Path]:
+    """What the gate itself writes in the workspace: never part of the code under test (or the
+    key of a run would change with the runs, the cache and the reports it produced)."""
+    folders = [config.here(".retrieval-gate"), config.here(config.cache_dir), work_dir_of(config),
+               config.here(config.manifest).parent]
+    return folders + ([runs_dir] if runs_dir is not None else [])
+
+
+def code_under_test(config: Config, runs_dir: Path | None = None) -> CodeIdentity | None:
+    """The code the PR's runs come from (part of their cache keys); None for runners whose code
+    is not the team's (run files, the reference retriever)."""
+    if config.runner.type != "command":
+        return None
+    if config.raw.get("runner.inputs"):
+        try:
+            return declared_inputs(config.workspace_root, config.raw["runner.inputs"])
+        except InputError as error:
+            raise config.key_error("runner.inputs", error.message) from None
+    return working_tree(config.workspace_root, gate_folders(config, runs_dir))
+
+
+def commit_code(config: Config, commit: str | None, runs_dir: Path | None = None) -> CodeIdentity | None:
+    """The code of a baseline: the tree of the commit it was archived on (or of the base commit
+    it is reconstructed from), run from a checkout of that commit."""
+    if config.runner.type != "command":
+        return None
+    if commit is None:
+        return CodeIdentity("unknown", None, "the baseline's commit is not recorded", config.workspace_root)
+    code = commit_tree(config.workspace_root, commit, gate_folders(config, runs_dir))
+    if not code.known:
+        return CodeIdentity("unknown", None, code.description, config.workspace_root)
+    return code
 
 
 def runner_queries_path(golden: Golden, work_dir: Path) -> str:
@@ -242,6 +319,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
     measures = (primary, *others)
     golden = load_golden(config)
     retrieval = load_retrieval_config(config.here(config.retrieval_config))
+    code = code_under_test(config, runs_dir)
     if run_path is None and config.runner.type == "run-file" and config.runner.baseline_run:
         run_path = config.here(config.runner.baseline_run)
     if run_path is not None:
@@ -253,7 +331,8 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
         source = "file"
     else:
         producer = make_producer(config, runs_dir, progress)
-        request = _request("baseline archive", retrieval, golden, runner_queries_path(golden, producer.work_dir))
+        request = run_request("baseline archive", retrieval, golden, runner_queries_path(golden, producer.work_dir),
+                              code=code)
         try:
             run, produced = producer.produce(request, golden.universe.query_ids)
         except RunnerFailed as failure:
@@ -272,7 +351,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
         producer = make_producer(config, runs_dir, progress)
         measured = measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
                                  noise_repeats, config.golden.rel, config.raw["noise.invalidate_on"],
-                                 config.raw["noise.base_seed"], progress)
+                                 config.raw["noise.base_seed"], progress, code=code)
         names = []
         for repeat_run in measured.runs:
             data = run_to_trec_gz(repeat_run)
@@ -281,6 +360,8 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
             names.append(name)
         extra["noise_band"] = {**measured.band.to_dict(), "runs_files": names,
                                "seconds": [round(x, 3) for x in measured.seconds]}
+    if code is not None:
+        extra["code"] = code.to_dict()  # what the archived run was produced by (a replay runs the commit's)
     per_query = {
         name: {qid: float(v) for qid, v in zip(values.query_ids, array)} for name, array in values.values.items()
     }
@@ -306,10 +387,6 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
     return ArchiveResult(manifest, values.mean(str(primary)), len(values.query_ids), source)
 
 
-def _request(purpose: str, config: RetrievalConfig, golden: Golden, queries_path: str) -> RunRequest:
-    return run_request(purpose, config, golden, queries_path)
-
-
 # --------------------------------------------------------------------------- baseline
 
 
@@ -320,8 +397,10 @@ def resolve_baseline(
     primary: str,
     producer: RunProducer,
     base: str | None,
+    candidate_code: CodeIdentity | None = None,
 ) -> ResolvedBaseline:
-    """The commensurable baseline, or :class:`Incommensurable`."""
+    """The commensurable baseline, or :class:`Incommensurable`. A baseline that must be run
+    (replayed, reconstructed) runs from a checkout of its own commit: its code, not the PR's."""
     queries_path = runner_queries_path(golden, producer.work_dir)
     manifest_path = config.resolve(config.manifest)
     manifest = load_manifest(manifest_path) if manifest_path.exists() else None
@@ -332,7 +411,9 @@ def resolve_baseline(
         base_readable = base_config is not None
     if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
         return resolve_from_manifest(manifest, golden, measures, primary, config.golden.rel, producer,
-                                     queries_path, environment_files(config))
+                                     queries_path, environment_files(config),
+                                     code=commit_code(config, manifest.git_commit, producer.runs_dir),
+                                     candidate_code=candidate_code)
     if manifest is None:
         reason = f"no archived manifest at {config.manifest}"
     else:
@@ -345,7 +426,7 @@ def resolve_baseline(
         raise Incommensurable("no_baseline", f"no baseline: {reason}, and the base commit {base} (or its "
                                              f"{config.retrieval_config}) cannot be read")
     return reconstruct(base_config, base, golden, measures, primary, config.golden.rel, producer, queries_path,
-                       reason)
+                       reason, code=commit_code(config, base, producer.runs_dir), candidate_code=candidate_code)
 
 
 # --------------------------------------------------------------------------- run
@@ -375,7 +456,7 @@ def _num(value: float) -> float | None:
 
 
 def _candidate(config: Config, golden: Golden, producer: RunProducer, options: RunOptions,
-               retrieval: RetrievalConfig) -> tuple[Run, str, float]:
+               retrieval: RetrievalConfig, code: CodeIdentity | None = None) -> tuple[Run, str, float]:
     path = options.candidate_run
     if path is None and config.runner.type == "run-file" and config.runner.candidate_run:
         path = config.here(config.runner.candidate_run)
@@ -384,7 +465,8 @@ def _candidate(config: Config, golden: Golden, producer: RunProducer, options: R
         check_coverage(run, golden.universe.query_ids, "candidate", str(path))
         return run, f"file {path}", 0.0
     queries_path = runner_queries_path(golden, producer.work_dir)
-    run, produced = producer.produce(_request("candidate", retrieval, golden, queries_path), golden.universe.query_ids)
+    run, produced = producer.produce(run_request("candidate", retrieval, golden, queries_path, code=code),
+                                     golden.universe.query_ids)
     return run, produced.source, produced.seconds
 
 
@@ -420,9 +502,16 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         report["inputs"]["corpus"] = {"path": snapshot.record.id, "sha256": snapshot.record.sha256,
                                       "count": snapshot.record.count, "unit": "chunks", "canonical": True}
     reporting = {"name": "golden", "query_count": len(golden.universe.query_ids)}
+    # The PR's code, part of every key its runs are cached under: a PR that changes only
+    # search/bm25.py is re-run, never served the baseline's run.
+    code = code_under_test(config, options.runs_dir) if options.candidate_run is None else None
+    if code is not None:
+        report["candidate_code"] = code.to_dict()
+        if not code.known:
+            progress(f"warning: {code.description}: the run cache is not used for its runs")
 
     try:
-        baseline = resolve_baseline(config, golden, measures, metric, producer, options.base)
+        baseline = resolve_baseline(config, golden, measures, metric, producer, options.base, candidate_code=code)
     except Incommensurable as problem:
         verdict = inconclusive(problem.code, problem.message, policy, reporting)
         report["baseline"] = {"resolution": None, "archived": None, "differences": problem.differences,
@@ -435,7 +524,8 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     report["config_diff"] = [change.to_dict() for change in config_diff(baseline.config, retrieval)]
 
     try:
-        candidate_run, candidate_source, candidate_seconds = _candidate(config, golden, producer, options, retrieval)
+        candidate_run, candidate_source, candidate_seconds = _candidate(config, golden, producer, options, retrieval,
+                                                                        code)
     except RunnerFailed as failure:
         message = f"the candidate run failed: {failure.message}"
         if failure.log_tail:
@@ -518,7 +608,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     attribution = None
     try:
         attribution = attribute(config, golden, baseline, baseline.run, candidate_run, retrieval, diff,
-                                reporting.query_ids, metric, producer, candidate_seconds, progress)
+                                reporting.query_ids, metric, producer, candidate_seconds, progress, code)
     except RunnerFailed as failure:
         report["attribution"] = {"error": f"a grid cell could not be run: {failure.message}"}
     if attribution is not None:
@@ -647,7 +737,7 @@ def attribution_applies(config: Config, factors: dict[str, list[str]]) -> bool:
 
 def attribute(config: Config, golden: Golden, baseline: ResolvedBaseline, baseline_run: Run, candidate_run: Run,
               retrieval: RetrievalConfig, diff, query_ids: Sequence[str], metric: str, producer: RunProducer,
-              candidate_seconds: float, progress: Progress):
+              candidate_seconds: float, progress: Progress, code: CodeIdentity | None = None):
     """The 2^k grid of the changed factors: run the missing cells, then analyse (or label a bundle)."""
     from gate.attribution import CellProvenance, GridRefused, analyze_grid, bundle_result
 
@@ -655,9 +745,9 @@ def attribute(config: Config, golden: Golden, baseline: ResolvedBaseline, baseli
     names = list(factors)
     stats = config.statistics
     max_factors = config.raw["attribution.max_factors"]
-    if not config.raw["attribution.enabled"] or len(names) > max_factors or len(names) < 2:
-        if len(names) < 2 and config.raw["attribution.enabled"]:
-            return None  # one change (or none): the headline delta is its effect
+    if len(names) < 2:
+        return None  # one change (or none): the headline delta is its effect, disabled or not
+    if not config.raw["attribution.enabled"] or len(names) > max_factors:
         return bundle_result(names, max_factors, disabled=not config.raw["attribution.enabled"], metric=metric,
                              samples=stats.samples, seed=stats.seed)
     queries_path = runner_queries_path(golden, producer.work_dir)
@@ -673,7 +763,8 @@ def attribute(config: Config, golden: Golden, baseline: ResolvedBaseline, baseli
             run, cell_seconds, source = candidate_run, candidate_seconds, "candidate"
         else:
             progress(f"attribution: cell {label}")
-            run, produced = producer.produce(run_request(f"grid cell {label}", cell_config, golden, queries_path),
+            run, produced = producer.produce(run_request(f"grid cell {label}", cell_config, golden, queries_path,
+                                                         code=code),
                                              golden.universe.query_ids)
             cell_seconds, source = produced.seconds, produced.source
         per_query = evaluate(run, golden.qrels, [measure], query_ids, rel=config.golden.rel)
@@ -824,7 +915,8 @@ def replay(config: Config, runs_dir: Path | None = None, base: str | None = None
     golden = load_golden(config)
     producer = make_producer(config, runs_dir, progress)
     try:
-        resolved = resolve_baseline(config, golden, (primary, *others), str(primary), producer, base)
+        resolved = resolve_baseline(config, golden, (primary, *others), str(primary), producer, base,
+                                    candidate_code=code_under_test(config, runs_dir))
     except Incommensurable as problem:
         return ReplayResult(None, problem)
     return ReplayResult(resolved, None)
@@ -859,9 +951,13 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) 
         raise InputError(str(runs_folder), None, f"cannot create the runs folder: {error.strerror or error}") from None
     planned: list[PlannedRun] = []
 
-    def add(purpose: str, retrieval: RetrievalConfig, needed: bool, why: str) -> None:
-        request = _request(purpose, retrieval, golden, queries_path)
+    code = code_under_test(config, runs_dir)
+
+    def add(purpose: str, retrieval: RetrievalConfig, needed: bool, why: str, code: CodeIdentity | None) -> None:
+        request = run_request(purpose, retrieval, golden, queries_path, code=code)
         key = producer.key(request)
+        if code is not None and code.commit is not None and code.known:
+            why += f"; from the code of commit {code.commit[:12]}"
         planned.append(PlannedRun(purpose, key, str(producer.config_file(request, key)), queries_path,
                                   request.corpus, str(runs_folder / f"{key}.run"), needed, why))
 
@@ -878,17 +974,18 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) 
         why = ("the corpus changed" if "corpus" in differences else
                "current queries are missing from the archived lists" if not covered else
                "not needed: the archived lists are reused or re-scored")
-        add("baseline replay", manifest.config, needed, why)
+        add("baseline replay", manifest.config, needed, why, commit_code(config, manifest.git_commit, runs_dir))
         baseline_config = manifest.config
     elif base_config is not None:
-        add("baseline reconstruction", base_config, True, "no usable archived manifest")
+        add("baseline reconstruction", base_config, True, "no usable archived manifest",
+            commit_code(config, base, runs_dir))
         baseline_config = base_config
     candidate = load_retrieval_config(config.here(config.retrieval_config))
-    add("candidate", candidate, True, "the PR's config")
+    add("candidate", candidate, True, "the PR's config", code)
     if baseline_config is not None:
         factors = grid_factors(config, config_diff(baseline_config, candidate))
         if attribution_applies(config, factors):
             for levels, label, cell_config in grid_cells(config, baseline_config, candidate, factors):
                 if len(set(levels)) > 1:  # the corners are the baseline and the candidate
-                    add(f"grid cell {label}", cell_config, True, "attribution of the bundled change")
+                    add(f"grid cell {label}", cell_config, True, "attribution of the bundled change", code)
     return planned

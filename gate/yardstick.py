@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,14 @@ class Yardstick:
     watch: tuple[str, ...] = ()  # repository globs whose change makes the gate relevant
 
 
+def repository_path(root: Path, absolute: Path) -> str | None:
+    """``absolute`` as a path of the repository at ``root``, lexically: a symlink is matched by
+    its own path (replacing retrieval/config.yml by a symlink changes retrieval/config.yml), never
+    by where it points. None outside the repository."""
+    relative = git.repository_path(root, absolute)
+    return None if relative is None else relative.as_posix()
+
+
 def _relative(config: Config, value: str) -> str | None:
     """A yardstick path as a repository path (posix), or None for irds: ids and outside paths."""
     if is_spec(value):
@@ -45,10 +54,33 @@ def _relative(config: Config, value: str) -> str | None:
     root = git.repo_root(config.root)
     if root is None:
         return None
-    try:
-        return absolute.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return None
+    return repository_path(root, absolute)
+
+
+def outside_links(config: Config) -> list[tuple[str, str]]:
+    """(key, target) of every file the config names (yardstick or code under test) that is a
+    symlink leading out of the repository: the PR's diff would not show a change to what it
+    reads."""
+    root = git.repo_root(config.workspace_root)
+    if root is None:
+        return []
+    top = Path(os.path.realpath(root))
+    named = [("golden.queries", config.resolve(config.golden.queries)), ("golden.qrels", config.resolve(config.golden.qrels)),
+             ("retrieval.config", config.here(config.retrieval_config)), ("config", Path(config.path).absolute())]
+    if config.corpus and not is_spec(config.corpus) and "{" not in config.corpus:
+        named.append(("corpus", config.here(config.corpus)))
+    out = []
+    for key, path in named:
+        if path is None or is_spec(str(path)):
+            continue
+        real = Path(os.path.realpath(path))
+        if os.path.islink(path) or any(os.path.islink(p) for p in Path(os.path.abspath(path)).parents
+                                       if str(p).startswith(str(top))):
+            try:
+                real.relative_to(top)
+            except ValueError:
+                out.append((key, str(real)))
+    return out
 
 
 def yardstick_paths(config: Config) -> list[str]:
@@ -57,10 +89,9 @@ def yardstick_paths(config: Config) -> list[str]:
     paths: list[str | None] = []
     root = git.repo_root(config.root)
     if root is not None:
-        try:
-            paths.append(config.path.resolve().relative_to(root.resolve()).as_posix())
-        except ValueError:
-            pass
+        own = repository_path(root, Path(config.path).absolute())
+        if own is not None:
+            paths.append(own)
     for value in (config.golden.queries, config.golden.qrels, raw.get("strata.assignments"), raw.get("noise.file")):
         if isinstance(value, str):
             paths.append(_relative(config, value))
@@ -90,11 +121,8 @@ def watched(config: Config) -> list[str]:
     root = git.repo_root(config.root)
     prefix = ""
     if root is not None:
-        try:
-            prefix = config.root.resolve().relative_to(root.resolve()).as_posix()
-            prefix = "" if prefix == "." else prefix + "/"
-        except ValueError:
-            prefix = ""
+        prefix = repository_path(root, config.root) or ""
+        prefix = "" if prefix in ("", ".") else prefix + "/"
     globs += [prefix + g for g in config.raw.get("prompts") or []]
     globs += [prefix + g for g in config.raw.get("environment") or []]
     globs.append(".github/workflows/**")
@@ -135,11 +163,19 @@ def load_yardstick(config_path: Path, base: str | None, overlay: Path,
         return Yardstick(workspace_config, "workspace", None if base is None else
                          "the workspace is not a git repository: the yardstick is read from the PR head", (),
                          tuple(watched(workspace_config)))
-    rel_config = config_path.resolve().relative_to(root.resolve()).as_posix()
+    rel_config = repository_path(root, Path(config_path).absolute())
+    if rel_config is None:
+        from gate.errors import InputError
+
+        raise InputError(str(config_path), None, "the gate config is outside the repository being gated")
     content = git.show_file(root, base, root / rel_config)
-    if content is None or git.rev_parse(root, base) is None:
+    if git.rev_parse(root, base) is None:
         warning = (f"the base commit {base} cannot be read (a shallow checkout? use fetch-depth: 2): the yardstick "
                    "is read from the PR head, and the baseline can only come from an archived manifest")
+        return Yardstick(workspace_config, "workspace", warning, (), tuple(watched(workspace_config)))
+    if content is None:
+        warning = (f"the base commit {base[:12]} has no {rel_config}: this change adds the gate, so the yardstick is "
+                   "read from it (there is nothing older to hold it to)")
         return Yardstick(workspace_config, "workspace", warning, (), tuple(watched(workspace_config)))
     _write(overlay, rel_config, content)
     base_config = load_config(overlay / rel_config)

@@ -83,8 +83,12 @@ def _silent(message: str) -> None:
 
 @pytest.fixture()
 def archived(tmp_path):
-    """A baseline archived with qrels restricted to 30 of the 43 judged topics."""
+    """A baseline archived with qrels restricted to 30 of the 43 judged topics, on a commit (the
+    code a replay is run from, and keyed on)."""
     config_path = _write_world(tmp_path, judged_topics=30, with_new_queries=False, runner_config={})
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "archived")
     result = archive(load_config(config_path), progress=_silent)
     assert result.query_count == 30
     return config_path, result
@@ -132,7 +136,8 @@ def test_a_changed_environment_file_is_an_unattributed_change(archived, tmp_path
     (tmp_path / "requirements.lock").write_text("numpy==2.1\n")
     replayed = replay(load_config(config_path), progress=_silent).baseline
     assert replayed.resolution == "reused"
-    assert [d.input for d in replayed.unattributed] == ["environment:requirements.lock"]
+    # The lock file is part of the code under test too: its tree differs from the archive commit's.
+    assert [d.input for d in replayed.unattributed] == ["environment:requirements.lock", "code"]
 
 
 def test_run_reports_resolution_config_diff_and_statistics(archived, tmp_path):

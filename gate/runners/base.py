@@ -23,10 +23,13 @@ class RunRequest:
     corpus_sha256: str | None
     repeat: int = 0
     seed: int = 0
+    # The code that produces the run (gate.runners.code): the workspace's for the candidate,
+    # the base commit's for a baseline. None: not tracked (a runner whose code is the gate's).
+    code: Any = None
 
-    def cache_key(self, runner_identity: Mapping[str, Any]) -> str:
-        """The fingerprint a produced run is stored and picked up under."""
-        material = {
+    def key_parts(self, runner_identity: Mapping[str, Any]) -> dict[str, Any]:
+        """What the run depends on, each part by its fingerprint (the report names the ones that differ)."""
+        parts = {
             "runner": dict(runner_identity),
             "config": self.config.sha256,
             "corpus": self.corpus_sha256,
@@ -34,7 +37,13 @@ class RunRequest:
             "repeat": self.repeat,
             "seed": self.seed,
         }
-        text = json.dumps(material, sort_keys=True, separators=(",", ":"))
+        if self.code is not None:
+            parts["code"] = self.code.key()
+        return parts
+
+    def cache_key(self, runner_identity: Mapping[str, Any]) -> str:
+        """The fingerprint a produced run is stored and picked up under."""
+        text = json.dumps(self.key_parts(runner_identity), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 

@@ -84,8 +84,10 @@ class CommandRunner:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "wb") as log:
             try:
+                # A baseline runs in a checkout of its own commit: the code it was measured with.
+                cwd = request.code.root if request.code is not None and request.code.root is not None else self.cwd
                 proc = subprocess.Popen(
-                    command, shell=self.shell, cwd=self.cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                    command, shell=self.shell, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, start_new_session=True,
                 )
             except (OSError, ValueError) as error:

@@ -12,7 +12,7 @@ import gzip
 import shutil
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -21,6 +21,7 @@ from gate.errors import InputError
 from gate.io.records import Run
 from gate.io.runs import read_run
 from gate.runners.base import ProducedRun, Runner, RunnerFailed, RunRequest
+from gate.runners.code import CheckoutFailed, checkout
 
 RUN_SUFFIXES = (".run", ".run.gz", ".trec", ".trec.gz", ".txt", ".txt.gz", ".tsv")
 
@@ -55,6 +56,7 @@ class RunProducer:
     cache_dir: Path | None = None
     runs_dir: Path | None = None
     progress: Callable[[str], None] = lambda message: print(f"[retrieval-gate] {message}", file=sys.stderr, flush=True)
+    repo: Path | None = None  # the repository a baseline's commit is checked out from
 
     def key(self, request: RunRequest) -> str:
         identity: dict[str, Any] = self.runner.identity() if self.runner is not None else {"type": "none"}
@@ -76,7 +78,10 @@ class RunProducer:
             check_coverage(run, expected, request.purpose, str(found))
             return run, ProducedRun(request.purpose, found, key, "runs-dir", time.monotonic() - started,
                                     len(run.query_ids))
-        cached = find_in_runs_dir(self.cache_dir, key) if self.cache_dir else None
+        # A run whose code cannot be seen (no git, no runner.inputs) is never served from the
+        # cache: the cache could not tell a changed search/bm25.py from the baseline's.
+        cacheable = self.cache_dir is not None and (request.code is None or request.code.known)
+        cached = find_in_runs_dir(self.cache_dir, key) if cacheable else None
         if cached is not None:
             run = self._read(cached, request.purpose, "from the cache")
             if not missing_queries(run, expected):
@@ -92,12 +97,18 @@ class RunProducer:
             out_path.unlink()
         log_path = self.work_dir / "logs" / f"{key}.log"
         self.progress(f"{request.purpose}: running {self.runner.name} runner (key {key})")
-        self.runner.produce(request, self.config_file(request, key), out_path, log_path)
+        if request.code is not None and request.code.root is None and request.code.commit is not None:
+            self.progress(f"{request.purpose}: with the code of {request.code.description}")
+        try:
+            with checkout(request.code, self.repo or self.work_dir, self.work_dir / "checkouts") as code:
+                self.runner.produce(replace(request, code=code), self.config_file(request, key), out_path, log_path)
+        except CheckoutFailed as failure:
+            raise RunnerFailed(request.purpose, f"cannot check out the code it needs: {failure}") from None
         run = self._read(out_path, request.purpose, "written by the runner", log_path)
         check_coverage(run, expected, request.purpose, str(out_path))
         seconds = time.monotonic() - started
         self.progress(f"{request.purpose}: {len(run.query_ids)} queries in {seconds:.1f}s")
-        if self.cache_dir is not None:
+        if cacheable:
             with open(out_path, "rb") as handle:
                 write_bytes_atomic(self.cache_dir / f"{key}.run.gz", gzip.compress(handle.read(), mtime=0))
         return run, ProducedRun(request.purpose, out_path, key, "runner", seconds, len(run.query_ids))

@@ -1,0 +1,147 @@
+"""Runs are keyed on the code that produced them (gate.runners.code).
+
+A PR that changes only the team's search code, its retrieval config untouched, must be re-run:
+the baseline's cached run is not the PR's. A baseline that has to be run is run from a checkout
+of its own commit (its code, not the PR's) and keyed on that commit's tree.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gate.config import load_config
+from gate.pipeline import RunOptions, archive, run_gate
+from gate.runners.code import commit_tree, declared_inputs, working_tree
+
+SEARCH = """\
+import argparse, json, os, sys
+WEIGHT = {weight}
+parser = argparse.ArgumentParser()
+parser.add_argument("--queries"); parser.add_argument("--output"); parser.add_argument("--config")
+args = parser.parse_args()
+with open({calls!r}, "a") as log:
+    log.write(os.getcwd() + "\\n")
+docs = [f"d{{i}}" for i in range(12)]
+with open(args.output, "w") as out:
+    for line in open(args.queries):
+        qid = line.split("\\t")[0]
+        n = int(qid[1:])
+        ranked = sorted(docs, key=lambda d: -((int(d[1:]) * WEIGHT + n) % 12))
+        for rank, d in enumerate(ranked, 1):
+            out.write(f"{{qid}} Q0 {{d}} {{rank}} {{100 - rank}} search\\n")
+"""
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+@pytest.fixture()
+def repo(tmp_path):
+    root = tmp_path / "repo"
+    (root / "eval").mkdir(parents=True)
+    (root / "search").mkdir()
+    (root / "retrieval").mkdir()
+    calls = tmp_path / "calls.log"
+    (root / "eval" / "queries.tsv").write_text("".join(f"q{i}\tquery number {i}\n" for i in range(30)))
+    (root / "eval" / "qrels.txt").write_text("".join(f"q{i} 0 d{(i * 5) % 12} 1\nq{i} 0 d{(i * 5 + 1) % 12} 2\n"
+                                                     for i in range(30)))
+    (root / "retrieval" / "config.yml").write_text("bm25:\n  k1: 0.9\n")
+    (root / "search" / "run.py").write_text(SEARCH.format(weight=1, calls=str(calls)))
+    (root / ".gitignore").write_text(".retrieval-gate/\n")
+    (root / ".retrieval-gate.yml").write_text(
+        "golden:\n  queries: eval/queries.tsv\n  qrels: eval/qrels.txt\n"
+        "retrieval:\n  config: retrieval/config.yml\n"
+        "runner:\n  type: command\n"
+        f"  command: \"{sys.executable} search/run.py --config {{config}} --queries {{queries}} --output {{run}}\"\n"
+        "statistics:\n  samples: 300\n"
+        "attribution:\n  enabled: false\n"
+        "leakage:\n  enabled: false\n")
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "base")
+    return root, calls
+
+
+def _silent(message: str) -> None:
+    pass
+
+
+def _calls(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_a_pr_that_changes_only_search_code_is_rerun_not_served_from_the_cache(repo):
+    root, calls = repo
+    config = root / ".retrieval-gate.yml"
+    archive(load_config(config), progress=_silent)
+    assert len(_calls(calls)) == 1
+    # Same code, same config: the candidate is the archived baseline's run from the cache.
+    same = run_gate(load_config(config), RunOptions(), progress=_silent)
+    assert same.report["candidate"]["source"] == "cache" and len(_calls(calls)) == 1
+    assert not [d for d in same.report["baseline"]["unattributed_changes"] if d["input"] == "code"]
+    # The PR changes search/run.py only: the config diff is empty, the run is not the baseline's.
+    (root / "search" / "run.py").write_text(SEARCH.format(weight=5, calls=str(calls)))
+    _git(root, "commit", "-qam", "search code only")
+    changed = run_gate(load_config(config), RunOptions(base="HEAD~1"), progress=_silent)
+    assert changed.report["config_diff"] == []
+    assert changed.report["candidate"]["source"] == "runner"
+    assert len(_calls(calls)) == 2
+    code = [d for d in changed.report["baseline"]["unattributed_changes"] if d["input"] == "code"]
+    assert len(code) == 1 and "commit" in code[0]["archived"] and "working tree" in code[0]["current"]
+    assert changed.report["delta"]["mean"] != 0.0  # the new code really ranks differently
+    # Run again: now the PR's own run is in the cache, under the PR's code.
+    again = run_gate(load_config(config), RunOptions(base="HEAD~1"), progress=_silent)
+    assert again.report["candidate"]["source"] == "cache" and len(_calls(calls)) == 2
+
+
+def test_a_baseline_that_must_be_run_is_run_from_a_checkout_of_its_commit(repo):
+    root, calls = repo
+    config = root / ".retrieval-gate.yml"
+    archive(load_config(config), progress=_silent)
+    base_dir = _calls(calls)[0]
+    # The PR changes the code and grows the golden set: the baseline must be replayed on the new
+    # queries - with the archived commit's code (WEIGHT = 1), not the PR's (WEIGHT = 5).
+    (root / "search" / "run.py").write_text(SEARCH.format(weight=5, calls=str(calls)))
+    with open(root / "eval" / "queries.tsv", "a") as handle:
+        handle.write("q30\tquery number 30\n")
+    with open(root / "eval" / "qrels.txt", "a") as handle:
+        handle.write("q30 0 d6 1\n")
+    _git(root, "commit", "-qam", "code and a new query")
+    outcome = run_gate(load_config(config), RunOptions(base="HEAD~1"), progress=_silent)
+    assert outcome.report["baseline"]["resolution"] == "replayed"
+    where = _calls(calls)
+    assert len(where) == 3  # archive, baseline replay, candidate
+    replay_dir, candidate_dir = where[1], where[2]
+    assert candidate_dir == base_dir == str(root)
+    assert replay_dir != str(root) and "checkout-" in replay_dir and not Path(replay_dir).exists()
+    # Its numbers are the old code's: identical to the archived ones on the 30 old queries.
+    archived = json.loads(next((root / ".retrieval-gate" / "baseline").glob("per-query-*.json")).read_text())
+    per_query = {row["query_id"]: row["baseline"] for row in outcome.report["per_query"]}
+    for qid, value in archived["nDCG@10"].items():
+        assert per_query[qid] == pytest.approx(value)
+
+
+def test_code_identities(repo, tmp_path):
+    root, _ = repo
+    clean = working_tree(root, [root / ".retrieval-gate"])
+    assert clean.known and clean.sha == commit_tree(root, "HEAD", [root / ".retrieval-gate"]).sha
+    (root / ".retrieval-gate").mkdir(exist_ok=True)
+    (root / ".retrieval-gate" / "cache.run").write_text("not code\n")
+    assert working_tree(root, [root / ".retrieval-gate"]).sha == clean.sha  # the gate's own folder aside
+    (root / "search" / "helper.py").write_text("X = 1\n")  # untracked code counts
+    assert working_tree(root, [root / ".retrieval-gate"]).sha != clean.sha
+    objects = subprocess.run(["git", "count-objects"], cwd=root, capture_output=True, text=True).stdout
+    working_tree(root, [root / ".retrieval-gate"])
+    assert subprocess.run(["git", "count-objects"], cwd=root, capture_output=True, text=True).stdout == objects
+    inputs = declared_inputs(root, ["search/*.py"])
+    assert inputs.kind == "inputs" and "2 files" in inputs.description
+    outside = working_tree(tmp_path / "nowhere" if (tmp_path / "nowhere").mkdir() is None else tmp_path)
+    assert not outside.known
