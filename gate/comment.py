@@ -61,7 +61,8 @@ TOP_QUERIES = 10  # biggest wins and losses each
 LEAK_ROWS = 30
 
 # Reasons whose message repeats the interval the headline already shows.
-_STATISTICAL = {"regression_shown", "non_inferior", "improvement_shown", "improvement_required", "underpowered"}
+_STATISTICAL = {"regression_shown", "non_inferior", "improvement_shown", "improvement_required", "underpowered",
+                "too_few_movers"}
 _GOOD_REASONS = {"non_inferior", "improvement_shown"}
 _RESOLUTION_WORDS = {
     "reused": "the archived per-query values",
@@ -263,9 +264,12 @@ def _rule_phrase(report: Mapping[str, Any], reason: Mapping[str, Any], delta_sho
         if code == "non_inferior":
             margin = re.search(r"(?:margin|within)\s+(-?[0-9.]+)", message)
             return f"non-inferior (margin {margin.group(1).replace('-', '−')})" if margin else "non-inferior"
+        if code == "too_few_movers":
+            moved = re.search(r"only (\d+) of (\d+) queries moved", message)
+            return (f"only {moved.group(1)} of {moved.group(2)} queries moved" if moved else "too few queries moved")
         mde = _num(_d(report.get("delta")).get("mde"))
         return "neither a regression nor non-inferiority shown" + (
-            f" (minimum detectable effect {mde:.3f})" if mde is not None else "")
+            f" (minimum detectable effect {mde:.3f})" if mde is not None else " (minimum detectable effect not estimable)")
     # "...; limit 20%" is in the reasons list below; the headline keeps the finding.
     return re.sub(r";\s*limit\s+[^;]*$", "", message)
 

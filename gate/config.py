@@ -272,6 +272,9 @@ SCHEMA: dict[str, Any] = {
         "max_damaged_traffic": (fraction, 0.2),
         # "Improvement shown" needs a current noise band: without one a delta may be run-to-run spread.
         "improvement_needs_band": (boolean, True),
+        # calibrated: sign-flip test and Hall bootstrap-t agree, >= 5 queries moved (README: the
+        # decision rule); interval: the seed's rule on the reported percentile interval.
+        "decision": (one_of("calibrated", "interval"), "calibrated"),
     },
 }
 

@@ -44,7 +44,7 @@ from gate.report import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from gate.lift import strata_section
 from gate.strata_config import assign_strata, strata_spec_from_config, validate_against
 from gate.noise import BandStatus, applicable_band, band_sentence, measure_noise, tie_floor
-from gate.verdict import Policy, Verdict, combine, decide_delta, inconclusive
+from gate.verdict import ALPHA, MIN_MOVERS, Policy, Verdict, combine, decide_delta, inconclusive
 from gate.checks.judged import judged_check
 from gate.checks.prompts import scan_prompts
 from gate.checks.tuning import tuning_check
@@ -618,8 +618,13 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
             report["attribution"] = {"refused": attribution.reason}
         else:
             report["attribution"] = attribution.to_dict()
-    statistical = decide_delta(paired.mean, paired.ci_low, paired.ci_high, paired.mde, metric,
-                               len(reporting.query_ids), policy, threshold, reporting.to_dict())
+    from gate.stats.evidence import evidence as decision_evidence
+
+    weighed = decision_evidence(cand_r.values[metric] - base_r.values[metric], policy.max_regression,
+                                stats.samples, stats.seed)
+    report["decision"] = {"rule": policy.decision, **weighed.to_dict(), "alpha": ALPHA, "min_movers": MIN_MOVERS}
+    statistical = decide_delta(paired.mean, paired.ci_low, paired.ci_high, _num(paired.mde), metric,
+                               len(reporting.query_ids), policy, threshold, reporting.to_dict(), weighed)
     failures = list(validity.failures) + traffic_failures(strata_block, config.raw["policy.max_damaged_traffic"])
     verdict = combine(failures, validity.warnings, statistical, policy)
     report["verdict"] = verdict.to_dict()

@@ -134,7 +134,7 @@ class Report:
             f" seed={delta['seed']})",
             f"p(delta<=0)={_fmt(delta['p_le_zero'])}  sign-flip p={_fmt(delta['p_randomization'])}"
             f" ({delta['randomization']})  wins/losses/ties {delta['wins']}/{delta['losses']}/{delta['ties']}"
-            f"  MDE {_fmt(delta['mde'])}",
+            f"  MDE {'not estimable' if delta['mde'] is None else _fmt(delta['mde'])}",
         ]
         q = d["queries"]
         notes = []

@@ -10,8 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-STATISTICAL = {"regression_shown", "improvement_required", "improvement_shown", "non_inferior", "underpowered"}
+STATISTICAL = {"regression_shown", "improvement_required", "improvement_shown", "non_inferior", "underpowered",
+               "too_few_movers"}
 EXIT_BY_KIND = {"pass": 0, "skipped": 0, "accepted": 0, "fail": 1, "inconclusive": 3}
+
+#: The calibrated rule's constants (benchmarks/bench_decision.py measures what they buy).
+#: Each one-sided claim is made at this level (the ends of a two-sided 95% interval).
+ALPHA = 0.025
+#: Below this many moving queries (d != 0) no interval or test is trusted: with 0-4 movers
+#: every sample-based interval is [0, 0]-like and "passes by construction" (the "np >= 5"
+#: rule of thumb; 4 gives 3.6% false passes on reciprocal-rank deltas at n = 30, 5 gives 2.4%).
+MIN_MOVERS = 5
+#: The largest loss one query can have: measures are in [0, 1] (nDCG, AP, RR, R, P, Success).
+MAX_QUERY_LOSS = 1.0
+#: Decision rules: "calibrated" (default) or "interval", the seed's rule on the reported interval.
+DECISIONS = ("calibrated", "interval")
 
 
 @dataclass(frozen=True)
@@ -29,6 +42,7 @@ class Policy:
     require_improvement: bool = False
     inconclusive_blocks: bool = True
     improvement_needs_band: bool = True
+    decision: str = "calibrated"
 
     @classmethod
     def from_config(cls, raw: dict[str, Any]) -> "Policy":
@@ -37,6 +51,7 @@ class Policy:
             require_improvement=bool(raw.get("policy.require_improvement", False)),
             inconclusive_blocks=bool(raw.get("policy.inconclusive_blocks", True)),
             improvement_needs_band=bool(raw.get("policy.improvement_needs_band", True)),
+            decision=str(raw.get("policy.decision", "calibrated")),
         )
 
 
@@ -76,38 +91,73 @@ def decide_delta(
     delta: float,
     ci_low: float,
     ci_high: float,
-    mde: float,
+    mde: float | None,
     metric: str,
     query_count: int,
     policy: Policy,
     noise_threshold: float | None = None,
     reporting_set: dict[str, Any] | None = None,
+    evidence: Any = None,
 ) -> Verdict:
-    """The statistical part of the policy: regression shown, non-inferiority, improvement."""
+    """The statistical part of the policy: regression shown, non-inferiority, improvement.
+
+    With ``evidence`` (:class:`gate.stats.evidence.Evidence`) and ``policy.decision ==
+    "calibrated"`` (the default), each claim needs the Hall-transformed bootstrap-t interval
+    and the one-sided sign-flip test to agree, and at least :data:`MIN_MOVERS` queries that
+    moved; non-inferiority also holds, distribution-free, when the Clopper-Pearson bound on the
+    share of losing queries times :data:`MAX_QUERY_LOSS` stays below the margin (from n = 183
+    queries). Otherwise (``"interval"``) the seed's rule on ``[ci_low, ci_high]``.
+    ``ci_low``/``ci_high`` are the reported interval either way; a noise band must be exceeded
+    for a regression or an improvement to count.
+    """
     band = noise_threshold if noise_threshold is not None else 0.0
     interval = f"{metric} {delta:+.3f} [{ci_low:+.3f}, {ci_high:+.3f}]"
-    improvement = ci_low > 0 and abs(delta) > band and (noise_threshold is not None
-                                                        or not policy.improvement_needs_band)
+    beyond_band = abs(delta) > band
+    band_ok = noise_threshold is not None or not policy.improvement_needs_band
+    if evidence is not None and policy.decision == "calibrated":
+        e = evidence
+        margin = policy.max_regression
+        enough = e.movers >= MIN_MOVERS
+        regression = enough and e.hall_high < 0 and e.p_regression <= ALPHA
+        worst_case = e.loss_share_upper * MAX_QUERY_LOSS < margin
+        non_inferior = (enough and e.hall_low >= -margin and e.p_noninferior <= ALPHA) or worst_case
+        improvement = enough and e.hall_low > 0 and e.p_improvement <= ALPHA and beyond_band and band_ok
+        evidence_text = (f"{interval}, calibrated [{e.hall_low:+.3f}, {e.hall_high:+.3f}], "
+                         f"{e.movers} of {query_count} q moved")
+    else:
+        regression = ci_high < 0
+        non_inferior = ci_low >= -policy.max_regression
+        improvement = ci_low > 0 and beyond_band and band_ok
+        worst_case = enough = False
+        e = None
+        evidence_text = f"{interval}, {query_count} q"
     reasons: list[Reason] = []
-    if ci_high < 0 and abs(delta) > band:
-        reasons.append(Reason("regression_shown", f"regression shown ({interval}, {query_count} q)"))
+    if regression and beyond_band:
+        reasons.append(Reason("regression_shown", f"regression shown ({evidence_text})"))
         kind = "fail"
-    elif ci_low >= -policy.max_regression:
+    elif non_inferior:
         if policy.require_improvement and not improvement:
-            reasons.append(Reason("improvement_required",
-                                  f"improvement required but not shown ({interval}, {query_count} q)"))
+            reasons.append(Reason("improvement_required", f"improvement required but not shown ({evidence_text})"))
             kind = "fail"
         elif improvement:
-            reasons.append(Reason("improvement_shown", f"improvement shown ({interval}, {query_count} q)"))
+            reasons.append(Reason("improvement_shown", f"improvement shown ({evidence_text})"))
             kind = "pass"
         else:
+            how = (f"; {e.losses} of {e.n} queries lost, at most {e.loss_share_upper:.1%} of all queries can"
+                   if e is not None and worst_case and not enough else "")
             reasons.append(Reason("non_inferior", f"non-inferior within -{policy.max_regression:g} "
-                                                  f"({interval}, {query_count} q)"))
+                                                  f"({evidence_text}{how})"))
             kind = "pass"
+    elif e is not None and not enough:
+        reasons.append(Reason("too_few_movers", f"only {e.movers} of {e.n} queries moved ({interval}): too few to "
+                                                f"tell a change of less than {policy.max_regression:g} from one "
+                                                f"the sample missed (at least {MIN_MOVERS} needed, or more queries)"))
+        kind = "inconclusive"
     else:
+        detectable = "not estimable" if mde is None else f"{mde:.3f}"
         reasons.append(Reason("underpowered",
-                              f"neither a regression nor non-inferiority is shown ({interval}, {query_count} q); "
-                              f"minimum detectable effect {mde:.3f}"))
+                              f"neither a regression nor non-inferiority is shown ({evidence_text}); "
+                              f"minimum detectable effect {detectable}"))
         kind = "inconclusive"
     return Verdict(kind, tuple(reasons), improvement, _exit(kind, policy), reporting_set or {})
 

@@ -114,7 +114,8 @@ def _outputs(text: str) -> dict[str, str]:
     return values
 
 
-GOOD = "ingestion: {parser: v1}\nboost: 2.0\n"
+# Moves every query (the grade-2 chunk #c0 comes first): a change the calibrated rule can judge.
+GOOD = "ingestion: {parser: v1}\nboost: 2.0\nprefer_suffix: '#c0'\n"
 LEAKY = "ingestion: {parser: v2}\nboost: 1.0\n"
 
 

@@ -39,9 +39,10 @@ def minimum_detectable_effect(d, alpha: float = 0.05, power: float = 0.8) -> flo
     """Smallest true mean difference detected with probability ``power`` (normal approximation).
 
     ``(z_{1-alpha/2} + z_power) * sd(d, ddof=1) / sqrt(n)`` with quantiles from
-    :class:`statistics.NormalDist`.  Returns ``inf`` when ``n < 2`` (no spread
-    can be estimated, so no effect size can be promised) and ``0.0`` when every
-    difference is equal.  Never NaN.  Raises ``ValueError`` on empty input or
+    :class:`statistics.NormalDist`.  Returns ``inf`` - not estimable - when
+    ``n < 2`` or when every difference is equal (no query moved, or all by the
+    same amount: no spread is seen, so no effect size can be promised; 0.000
+    would claim that any change is detectable).  Never NaN.  Raises ``ValueError`` on empty input or
     ``alpha``/``power`` outside ``(0, 1)``.
     """
     if not 0.0 < alpha < 1.0:
@@ -53,4 +54,7 @@ def minimum_detectable_effect(d, alpha: float = 0.05, power: float = 0.8) -> flo
     if n < 2:
         return math.inf
     multiplier = _STD_NORMAL.inv_cdf(1.0 - alpha / 2.0) + _STD_NORMAL.inv_cdf(power)
-    return float(multiplier * difference_sd(d) / math.sqrt(n))
+    sd = difference_sd(d)
+    if sd <= 1e-12:  # all equal (up to rounding: np.full(10, 0.3) has sd 5.9e-17)
+        return math.inf
+    return float(multiplier * sd / math.sqrt(n))

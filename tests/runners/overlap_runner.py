@@ -8,7 +8,8 @@ are reused for the queries it has, as a stack that cached them would) and
 token overlap over the corpus JSONL. Test switches in the config:
 ``fail: true`` exits 3, ``sleep: S`` sleeps first, ``drop_queries: N`` leaves the
 last N queries out, ``env_dump: PATH`` writes the environment it sees,
-``shuffle_ties: true`` perturbs scores by the repeat seed (a nondeterministic stack).
+``shuffle_ties: true`` perturbs scores by the repeat seed (a nondeterministic stack),
+``prefer_suffix: S`` adds 0.25 to documents whose id ends with S (a change that moves queries).
 """
 
 import argparse
@@ -100,6 +101,9 @@ def main():
                         ranked.append((doc_id, score))
             if config.get("shuffle_ties"):
                 ranked = [(d, s + rng.uniform(-0.5, 0.5)) for d, s in ranked]
+            if config.get("prefer_suffix"):  # a deterministic re-ranking: a real, per-query change
+                suffix = str(config["prefer_suffix"])
+                ranked = [(d, s + (0.25 if d.endswith(suffix) else 0.0)) for d, s in ranked]
             ranked.sort(key=lambda item: -item[1])
             for rank, (doc_id, score) in enumerate(ranked[:100], start=1):
                 out.write(f"{qid} Q0 {doc_id} {rank} {score:.6f} overlap\n")

@@ -41,8 +41,9 @@ def test_shrinks_with_more_queries():
 def test_edge_cases_never_nan():
     assert minimum_detectable_effect([0.2]) == math.inf
     assert difference_sd([0.2]) == 0.0
-    assert minimum_detectable_effect(np.zeros(10)) == 0.0
-    assert minimum_detectable_effect(np.full(10, 0.3)) == pytest.approx(0.0, abs=1e-15)
+    # No spread seen (no query moved, or all by the same amount): not estimable, never 0.000.
+    assert minimum_detectable_effect(np.zeros(10)) == math.inf
+    assert minimum_detectable_effect(np.full(10, 0.3)) == math.inf
     assert "normal approximation" in minimum_detectable_effect.__doc__
 
 
