@@ -44,11 +44,12 @@ from gate.report import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from gate.lift import strata_section
 from gate.strata_config import assign_strata, strata_spec_from_config, validate_against
 from gate.noise import BandStatus, applicable_band, band_sentence, measure_noise, tie_floor
-from gate.verdict import ALPHA, MIN_MOVERS, Policy, Verdict, combine, decide_delta, inconclusive
+from gate.verdict import (ALPHA, MIN_MOVERS, Findings, GuardedRegression, Policy, Verdict, decide,
+                          inconclusive)
 from gate.checks.judged import judged_check
 from gate.checks.prompts import scan_prompts
 from gate.checks.tuning import tuning_check
-from gate.checks.validity import Validity, compare_leakage, reporting_set, validity_failures
+from gate.checks.validity import Validity, compare_leakage, reporting_set, validity_warnings
 
 Progress = Callable[[str], None]
 
@@ -623,29 +624,45 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     weighed = decision_evidence(cand_r.values[metric] - base_r.values[metric], policy.max_regression,
                                 stats.samples, stats.seed)
     report["decision"] = {"rule": policy.decision, **weighed.to_dict(), "alpha": ALPHA, "min_movers": MIN_MOVERS}
-    statistical = decide_delta(paired.mean, paired.ci_low, paired.ci_high, _num(paired.mde), metric,
-                               len(reporting.query_ids), policy, threshold, reporting.to_dict(), weighed)
-    failures = list(validity.failures) + traffic_failures(strata_block, config.raw["policy.max_damaged_traffic"])
-    verdict = combine(failures, validity.warnings, statistical, policy)
+    findings = Findings(
+        metric=metric, query_count=len(reporting.query_ids), delta=paired.mean, ci_low=paired.ci_low,
+        ci_high=paired.ci_high, mde=_num(paired.mde), noise_threshold=threshold, evidence=weighed,
+        reporting_set=reporting.to_dict(), warnings=tuple(validity.warnings), **validity_findings(validity),
+        **traffic_findings(strata_block))
+    verdict = decide(findings, policy)
+    if report.get("judged") is not None:
+        report["judged"]["failures"] = [r.message for r in verdict.reasons if r.code == "judged_share"]
     report["verdict"] = verdict.to_dict()
     report["elapsed_seconds"] = round(time.monotonic() - started, 3)
     return GateOutcome(report, verdict, baseline, candidate, extras={"validity": validity, "candidate_run": candidate_run})
 
 
-def traffic_failures(block: dict[str, Any], max_damaged: float) -> list[tuple[str, str]]:
-    """A bad trade fails whatever the headline says; so does a guarded stratum shown to regress."""
-    failures = []
+def validity_findings(validity: Validity) -> dict[str, Any]:
+    """The validity checks' numbers, as :class:`gate.verdict.Findings` takes them."""
+    out: dict[str, Any] = {}
+    if validity.leakage is not None:
+        out["new_leaks"] = len(validity.leakage.new)
+        out["leak_sources"] = tuple(doc for doc, _ in validity.leakage.candidate.sources()[:3])
+    if validity.judged is not None:
+        out.update(judged_k=validity.judged.k, unjudged_share=1 - validity.judged.candidate.mean,
+                   judged_drop=validity.judged.drop)
+    if validity.tuning is not None:
+        out["tuning_overlap"] = tuple(validity.tuning.overlap)
+    return out
+
+
+def traffic_findings(block: dict[str, Any]) -> dict[str, Any]:
+    """The strata table's directions, as :class:`gate.verdict.Findings` takes them."""
     traffic = block.get("traffic")
-    if traffic and traffic.get("damaged", 0) > max_damaged + 1e-12:
-        damaged = [r["stratum"] for r in block.get("strata", []) if r.get("direction") == "damaged"]
-        failures.append(("damaged_traffic", f"{traffic['damaged']:.0%} of traffic damaged ({', '.join(damaged)}); "
-                                            f"limit {max_damaged:.0%}"))
-    for row in block.get("strata", []):
-        if row.get("guarded") and row.get("direction") == "damaged" and (row.get("p_holm") or 1) < 0.05:
-            failures.append(("guarded_stratum", f"guarded stratum {row['stratum']} regressed: "
-                                                f"{row['delta']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}], "
-                                                f"Holm p {row['p_holm']:.3f}"))
-    return failures
+    rows = block.get("strata", [])
+    guarded = tuple(GuardedRegression(r["stratum"], r["delta"], r["ci_low"], r["ci_high"], r["p_holm"])
+                    for r in rows if r.get("guarded") and r.get("direction") == "damaged"
+                    and r.get("p_holm") is not None)
+    return {
+        "damaged_traffic": None if not traffic else traffic.get("damaged", 0.0),
+        "damaged_strata": tuple(r["stratum"] for r in rows if r.get("direction") == "damaged"),
+        "guarded_regressions": guarded,
+    }
 
 
 def declared_factors(config: Config) -> dict[str, list[str]]:
@@ -872,8 +889,7 @@ def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, c
         prompts = scan_prompts(config.workspace_root, raw["prompts"], golden.queries.queries, golden.qrels, texts,
                                rel=config.golden.rel, threshold=raw["leakage.threshold"])
     reporting = reporting_set(universe, leakage, tuning, raw["policy.exclude_leaked"])
-    failures, warnings = validity_failures(leakage, judged, tuning, prompts, raw["policy.max_leaked"])
-    return Validity(leakage, judged, tuning, prompts, reporting, tuple(failures), tuple(warnings))
+    return Validity(leakage, judged, tuning, prompts, reporting, tuple(validity_warnings(tuning, prompts)))
 
 
 def validity_section(validity: Validity) -> dict[str, Any]:

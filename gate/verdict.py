@@ -43,6 +43,10 @@ class Policy:
     inconclusive_blocks: bool = True
     improvement_needs_band: bool = True
     decision: str = "calibrated"
+    max_leaked: int = 0
+    max_unjudged: float = 0.3
+    max_judged_drop: float = 0.1
+    max_damaged_traffic: float = 0.2
 
     @classmethod
     def from_config(cls, raw: dict[str, Any]) -> "Policy":
@@ -52,6 +56,10 @@ class Policy:
             inconclusive_blocks=bool(raw.get("policy.inconclusive_blocks", True)),
             improvement_needs_band=bool(raw.get("policy.improvement_needs_band", True)),
             decision=str(raw.get("policy.decision", "calibrated")),
+            max_leaked=int(raw.get("policy.max_leaked", 0)),
+            max_unjudged=float(raw.get("policy.max_unjudged", 0.3)),
+            max_judged_drop=float(raw.get("policy.max_judged_drop", 0.1)),
+            max_damaged_traffic=float(raw.get("policy.max_damaged_traffic", 0.2)),
         )
 
 
@@ -160,6 +168,80 @@ def decide_delta(
                               f"minimum detectable effect {detectable}"))
         kind = "inconclusive"
     return Verdict(kind, tuple(reasons), improvement, _exit(kind, policy), reporting_set or {})
+
+
+#: A guarded stratum fails the gate when its regression is shown at this Holm-adjusted level.
+GUARDED_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class GuardedRegression:
+    stratum: str
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_holm: float
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What the earlier stages established, and nothing they decided: the verdict applies the
+    policy's limits to it (:func:`decide`). Limits belong here, findings to the checks."""
+
+    metric: str
+    query_count: int
+    delta: float
+    ci_low: float
+    ci_high: float
+    mde: float | None = None
+    noise_threshold: float | None = None
+    evidence: Any = None  # gate.stats.evidence.Evidence
+    new_leaks: int = 0
+    leak_sources: tuple[str, ...] = ()
+    judged_k: int = 10
+    unjudged_share: float | None = None  # of the candidate's top k
+    judged_drop: float | None = None  # baseline judged share minus the candidate's
+    tuning_overlap: tuple[str, ...] = ()
+    damaged_traffic: float | None = None  # share of traffic in strata shown damaged (None: no shares)
+    damaged_strata: tuple[str, ...] = ()
+    guarded_regressions: tuple[GuardedRegression, ...] = ()  # damaged guarded strata with their Holm p
+    warnings: tuple[str, ...] = ()
+    reporting_set: dict[str, Any] = field(default_factory=dict)
+
+
+def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
+    """The validity and traffic rules: each a reason code and a message naming the limit."""
+    out: list[Reason] = []
+    f = findings
+    if f.new_leaks > policy.max_leaked:
+        sources = ", ".join(f.leak_sources[:3])
+        out.append(Reason("new_leaked_queries", f"{f.new_leaks} golden queries newly appear in the candidate's "
+                                                f"corpus ({sources}); limit {policy.max_leaked}"))
+    if f.unjudged_share is not None and f.unjudged_share > policy.max_unjudged:
+        out.append(Reason("judged_share", f"{f.unjudged_share:.0%} of the candidate's top {f.judged_k} is unjudged "
+                                          f"(limit {policy.max_unjudged:.0%})"))
+    if f.judged_drop is not None and f.judged_drop > policy.max_judged_drop:
+        out.append(Reason("judged_share", f"the judged share of the top {f.judged_k} fell by {f.judged_drop:.0%} "
+                                          f"against the baseline (limit {policy.max_judged_drop:.0%})"))
+    if f.tuning_overlap:
+        out.append(Reason("tuning_overlap", f"{len(f.tuning_overlap)} queries are both tuning and reporting "
+                                            f"queries (e.g. {', '.join(f.tuning_overlap[:3])})"))
+    if f.damaged_traffic is not None and f.damaged_traffic > policy.max_damaged_traffic + 1e-12:
+        out.append(Reason("damaged_traffic", f"{f.damaged_traffic:.0%} of traffic damaged "
+                                             f"({', '.join(f.damaged_strata)}); limit {policy.max_damaged_traffic:.0%}"))
+    for g in f.guarded_regressions:
+        if g.p_holm < GUARDED_ALPHA:
+            out.append(Reason("guarded_stratum", f"guarded stratum {g.stratum} regressed: {g.delta:+.3f} "
+                                                 f"[{g.ci_low:+.3f}, {g.ci_high:+.3f}], Holm p {g.p_holm:.3f}"))
+    return out
+
+
+def decide(findings: Findings, policy: Policy) -> Verdict:
+    """The one decision: validity and traffic failures first, then the statistics."""
+    f = findings
+    statistical = decide_delta(f.delta, f.ci_low, f.ci_high, f.mde, f.metric, f.query_count, policy,
+                               f.noise_threshold, f.reporting_set, f.evidence)
+    return combine([(r.code, r.message) for r in failures_of(f, policy)], f.warnings, statistical, policy)
 
 
 def combine(failures, warnings, statistical: Verdict, policy: Policy) -> Verdict:

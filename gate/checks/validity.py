@@ -123,30 +123,16 @@ class Validity:
     tuning: TuningCheck | None
     prompts: PromptsCheck | None
     reporting: ReportingSet
-    failures: tuple[tuple[str, str], ...]  # (code, message)
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
-def validity_failures(leakage: LeakageComparison | None, judged: JudgedCheck | None, tuning: TuningCheck | None,
-                      prompts: PromptsCheck | None, max_leaked: int) -> tuple[list[tuple[str, str]], list[str]]:
-    failures: list[tuple[str, str]] = []
+def validity_warnings(tuning: TuningCheck | None, prompts: PromptsCheck | None) -> list[str]:
+    """What the checks found that the verdict states but does not fail on."""
     warnings: list[str] = []
-    if leakage is not None and len(leakage.new) > max_leaked:
-        sources = ", ".join(doc for doc, _ in leakage.candidate.sources()[:3])
-        failures.append(("new_leaked_queries",
-                         f"{len(leakage.new)} golden queries newly appear in the candidate's corpus ({sources}); "
-                         f"limit {max_leaked}"))
-    if judged is not None:
-        for message in judged.failures:
-            failures.append(("judged_share", message))
-    if tuning is not None:
-        if tuning.overlap:
-            failures.append(("tuning_overlap", f"{len(tuning.overlap)} queries are both tuning and reporting "
-                                               f"queries (e.g. {', '.join(tuning.overlap[:3])})"))
-        if tuning.warning:
-            warnings.append(tuning.warning)
+    if tuning is not None and tuning.warning:
+        warnings.append(tuning.warning)
     if prompts is not None and prompts.matches:
         first = prompts.matches[0]
         warnings.append(f"{len(prompts.matches)} prompt lines quote the golden set "
                         f"(first {first.file}:{first.line}, {first.kind})")
-    return failures, warnings
+    return warnings

@@ -91,7 +91,14 @@ def test_a_candidate_surfacing_unjudged_documents_is_judgment_limited_with_sensi
     check = judged_check(baseline, candidate, b, c, qrels, ids, "nDCG@10", {"1": "s", "2": "t"})
     assert check.baseline.mean == 1.0
     assert check.candidate.mean == pytest.approx((1 / 3 + 1 / 2) / 2)
-    assert check.judgment_limited and check.failures  # 58% unjudged > 30%
+    assert check.judgment_limited
+    # The check reports the share; the verdict applies the limit (58% unjudged > 30%).
+    from gate.verdict import Findings, Policy, failures_of
+
+    reasons = failures_of(Findings("nDCG@10", 2, 0.0, 0.0, 0.0, unjudged_share=1 - check.candidate.mean,
+                                   judged_drop=check.drop), Policy())
+    assert [r.code for r in reasons] == ["judged_share", "judged_share"]
+    assert reasons[0].message == "58% of the candidate's top 10 is unjudged (limit 30%)"
     s = check.sensitivity
     assert s.unjudged_in_union == 3 and s.top_grade == 2
     # Unjudged as 0 is the ordinary delta; as top grade the candidate gains.
