@@ -111,3 +111,29 @@ def changed_since(cwd: Path, base: str) -> list[str] | None:
         return None
     names = [line for line in diff.stdout.decode().splitlines() if line]
     return names + [line for line in new.stdout.decode().splitlines() if line and line not in names]
+
+
+def export_file(cwd: Path, ref: str, path: Path, target: Path) -> bool:
+    """Write ``path`` as of ``ref`` to ``target``, streamed (a corpus may be hundreds of MB).
+    False when the commit or the file is not there."""
+    if not _is_revision(ref):
+        return False
+    root = repo_root(cwd)
+    relative = repository_path(root, Path(path)) if root is not None else None
+    if relative is None:
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".part")
+    try:
+        with open(partial, "wb") as out:
+            proc = subprocess.run(["git", "-c", f"safe.directory={root.resolve()}", "cat-file", "blob",
+                                   f"{ref}:{relative.as_posix()}"], cwd=root, stdout=out, stderr=subprocess.PIPE,
+                                  timeout=600, env=_clean_env())
+    except (OSError, subprocess.TimeoutExpired):
+        partial.unlink(missing_ok=True)
+        return False
+    if proc.returncode != 0:
+        partial.unlink(missing_ok=True)
+        return False
+    os.replace(partial, target)
+    return True

@@ -8,6 +8,8 @@ them and maps verdicts to exit codes.
 
 from __future__ import annotations
 
+import dataclasses
+
 import sys
 import time
 from dataclasses import dataclass, field
@@ -543,7 +545,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     diff = config_diff(baseline.config, retrieval)
 
     validity = check_validity(config, golden, baseline, candidate_run, candidate, retrieval, diff, metric, strata,
-                              progress)
+                              progress, base=options.base)
     report.update(validity_section(validity))
     reporting = validity.reporting
     if not reporting.query_ids:
@@ -845,27 +847,56 @@ def _id_list(value: Any, config: Config, key: str) -> list[str] | None:
     raise InputError(str(config.path), None, f"key '{key}': expected a query file or a list of query ids")
 
 
+def baseline_corpus(config: Config, golden: Golden, baseline: ResolvedBaseline, base: str | None,
+                    progress: Progress) -> tuple[str | None, str | None, str]:
+    """The corpus the baseline indexed, as of the baseline's commit: (path, sha256, how).
+
+    Read from the workspace, a chunk the PR adds to the same file would count as already in the
+    baseline's corpus (a planted leak tagged "both"). So the file comes from git at the base
+    commit (or the archive's commit); a snapshot outside git is the workspace's file only when
+    its fingerprint is still the one the manifest recorded. Otherwise (None, None, why): the
+    baseline's corpus is unknown and every leak counts as new.
+    """
+    snapshot = golden.corpus(baseline.config)
+    if snapshot is None:
+        return None, None, "the baseline indexes no corpus"
+    if is_spec(snapshot.path):
+        return snapshot.path, snapshot.record.sha256, "an ir_datasets corpus (fixed)"
+    commit = base or (baseline.manifest.git_commit if baseline.manifest is not None else None)
+    path = Path(snapshot.path)
+    if commit is not None and git.repo_root(config.workspace_root) is not None:
+        file = path / "corpus.jsonl" if path.is_dir() else path
+        target = work_dir_of(config) / "base-corpus" / commit[:12] / file.name
+        if git.export_file(config.workspace_root, commit, file, target):
+            from gate.fingerprint import corpus_fingerprint
+
+            return str(target), corpus_fingerprint(target).sha256, f"as of commit {commit[:12]}"
+    recorded = baseline.manifest.corpus.sha256 if baseline.manifest is not None and baseline.manifest.corpus else None
+    if recorded is not None and recorded == snapshot.record.sha256:
+        return snapshot.path, snapshot.record.sha256, "outside git, unchanged since the archive (same fingerprint)"
+    progress(f"leakage: the baseline's corpus {snapshot.record.id} cannot be read as of its commit and differs from "
+             "the archived fingerprint: every leak counts as new")
+    return None, None, "not readable as of the baseline's commit: every leak counts as new"
+
+
 def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, candidate_run: Run,
                    candidate: PerQuery, retrieval: RetrievalConfig, diff, metric: str,
-                   strata: dict[str, str | None], progress: Progress) -> Validity:
+                   strata: dict[str, str | None], progress: Progress, base: str | None = None) -> Validity:
     raw = config.raw
     universe = golden.universe.query_ids
     leakage = None
     candidate_snapshot = golden.corpus(retrieval)
     if raw["leakage.enabled"] and candidate_snapshot is not None:
-        baseline_snapshot = golden.corpus(baseline.config)
+        base_path, base_sha, how = baseline_corpus(config, golden, baseline, base, progress)
         progress(f"leakage: scanning {candidate_snapshot.record.id} ({candidate_snapshot.record.count} chunks)"
-                 + ("" if baseline_snapshot is None or baseline_snapshot.path == candidate_snapshot.path
-                    else f" and {baseline_snapshot.record.id}"))
+                 + ("" if base_sha == candidate_snapshot.record.sha256 or base_path is None
+                    else f" and the baseline's corpus ({how})"))
         golden_queries = [q for q in golden.queries.queries if q.query_id in set(universe)]
         leakage = compare_leakage(
-            golden_queries,
-            None if baseline_snapshot is None else baseline_snapshot.path,
-            candidate_snapshot.path,
-            None if baseline_snapshot is None else baseline_snapshot.record.sha256,
-            candidate_snapshot.record.sha256,
+            golden_queries, base_path, candidate_snapshot.path, base_sha, candidate_snapshot.record.sha256,
             modes=raw["leakage.modes"], threshold=raw["leakage.threshold"], min_tokens=raw["leakage.min_tokens"],
         )
+        leakage = dataclasses.replace(leakage, baseline_source=how)
     judged = judged_check(baseline.run, candidate_run, baseline.values, candidate, golden.qrels, universe, metric,
                           strata, k=raw["judged.k"], rel=config.golden.rel, max_unjudged=raw["policy.max_unjudged"],
                           max_judged_drop=raw["policy.max_judged_drop"])

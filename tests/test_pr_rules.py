@@ -112,3 +112,24 @@ def test_a_merge_group_of_two_commits_is_judged_against_its_base_sha(world):  # 
     report = json.loads((root / ".retrieval-gate" / "out" / "report.json").read_text())
     assert report["event"]["base_sha"] == checkout.base
     assert {"path": "boost", "old": 1.0, "new": 2.0} in report["config_diff"]
+
+
+def test_a_leak_the_pr_plants_in_the_same_corpus_file_is_new_and_fails(world):  # noqa: F811
+    checkout, _, tmp = world
+    root = checkout.root
+    golden = [json.loads(line) for line in (root / "golden.jsonl").read_text().splitlines()]
+    _git(root, "checkout", "-q", "-B", "feature", checkout.base)
+    with open(root / "corpus-v1.jsonl", "a") as corpus:  # the file the baseline indexes too
+        for i in (2, 5, 8, 11):
+            corpus.write(json.dumps({"id": f"faq/planted#q{i}", "text": f"People ask: {golden[i]['text']}?"}) + "\n")
+    (root / "retrieval.yml").write_text(GOOD)
+    _git(root, "commit", "-qam", "an FAQ page and a retrieval change")
+    out = tmp / "out"
+    code = main(["run", "--config", str(root / ".retrieval-gate.yml"), "--base", checkout.base, "--out", str(out)])
+    report = json.loads((out / "report.json").read_text())
+    leakage = report["leakage"]
+    planted = sorted(golden[i]["query_id"] for i in (2, 5, 8, 11))
+    assert leakage["new"] == planted and leakage["both"] == []
+    assert leakage["baseline_corpus"] == f"as of commit {checkout.base[:12]}"
+    assert code == 1 and report["verdict"]["reasons"][0]["code"] == "new_leaked_queries"
+    assert "faq/planted" in report["verdict"]["reasons"][0]["message"]

@@ -28,6 +28,7 @@ class LeakageComparison:
     baseline: LeakageResult | None
     same_snapshot: bool
     tags: Mapping[str, str]  # query id -> new | removed | both
+    baseline_source: str = ""  # how the baseline's corpus was read (as of which commit)
 
     def ids(self, *tags: str) -> set[str]:
         return {q for q, t in self.tags.items() if not tags or t in tags}
@@ -52,6 +53,7 @@ class LeakageComparison:
         data["baseline_count"] = None if self.baseline is None else self.baseline.count
         data["candidate_count"] = self.candidate.count
         data["same_snapshot"] = self.same_snapshot
+        data["baseline_corpus"] = self.baseline_source or None
         data["recommendation"] = self.candidate.recommendation()
         return data
 

@@ -20,9 +20,10 @@ alone:
 * anything else is ``untouched``. A stratum with no query (possible on a
   held-out or leak-free subset) is ``not_measured`` ("n = 0, not measured").
 
-Holm-adjusted p-values are reported beside the raw ones; they do not change
-the direction (which uses the interval or the exact test at ``alpha``), but say
-which strata survive a family-wise correction.
+A direction also needs the Holm-adjusted sign-flip p-value (across the measured
+strata) below ``alpha``: directions feed the verdict (damaged traffic, guarded
+strata), and k unadjusted intervals would label some untouched stratum far more
+often than ``alpha`` (30% with six strata). Family-wise, at most ``alpha``.
 
 An ``underpowered`` flag travels beside the direction, never instead of it:
 set when ``n < min_n`` (25) or when the MDE exceeds the smallest effect that
@@ -252,4 +253,9 @@ def stratum_table(
     adjusted = holm([r["p_randomization"] for r in measured]) if measured else np.zeros(0)
     for r, p in zip(measured, adjusted.tolist()):
         r["p_holm"] = float(p)
+        # A direction feeds the verdict (damaged traffic, guarded strata): across k strata,
+        # k unadjusted 95% intervals label some untouched stratum 30% of the time. It stands
+        # only when Holm's adjusted sign-flip p also says so (family-wise error <= alpha).
+        if r["direction"] in (IMPROVED, DAMAGED) and not p < alpha:
+            r["direction"], r["decided_by"] = UNTOUCHED, "Holm-adjusted sign-flip"
     return [StratumResult(**{"p_holm": None, **r}) for r in rows]
