@@ -44,7 +44,11 @@ with the gate's own ``paired_bootstrap`` + ``decide_delta`` (percentile and BCa)
 and counts disagreements.
 
     python benchmarks/bench_decision.py [--replications 4000] [--samples 2000] [--seed 1]
-        [--scenarios sparse10-n20,...] [--methods percentile,boot-t+m5,...] [--json FILE]
+        [--scenarios sparse10-n20,...] [--methods percentile,boot-t+m5,...|all] [--verify K] [--json FILE]
+
+The gate's default rule is ``signflip|boot-hall+m5+wc`` here (``--verify K`` re-decides K
+replications of each cell with gate.verdict.decide_delta and gate.stats.evidence and counts the
+disagreements: none).
 """
 
 from __future__ import annotations
@@ -66,17 +70,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import decision_methods as dm  # noqa: E402
 
-REALDATA = Path("/work/shared/realdata/runs/trec-dl-2019-passage")
+REALDATA = Path(__import__("os").environ.get("RETRIEVAL_GATE_SHARED", str(REPO.parent / "shared"))) / "realdata" \
+    / "runs" / "trec-dl-2019-passage"
+#: The gate's default rule (gate.verdict.decide_delta with gate.stats.evidence), in this module's notation.
+GATE_RULE = "signflip|boot-hall+m5+wc"
 MEASURES = ("nDCG@10", "RR@10")
 MARGIN = 0.02
 TRUE_MEANS = (("margin", -MARGIN), ("zero", 0.0), ("plus", 0.05))
 
 DEFAULT_SCENARIOS = ["sparse10-n20", "sparse10-n50", "rr-n30", "ndcg-n43", "ndcg-n140"]
-DEFAULT_METHODS = [
+#: The seed's rule (percentile), the alternatives that each fix part of it, and the gate's rule.
+DEFAULT_METHODS = ["percentile", "bca", "boot-t", "boot-hall", "signflip", "boot-hall+m5", "signflip|boot-hall+m5",
+                   GATE_RULE]
+#: Everything the study compared (--methods all).
+ALL_METHODS = [
     "percentile", "bca", "boot-t", "t", "hall-t", "boot-hall", "signflip", "betting",
     "percentile+cp", "percentile+m5", "boot-t+m5", "t+m5", "signflip+m5", "boot-hall+m5",
     "t|boot-t+m5", "signflip|boot-t+m5",
-    "signflip|boot-hall+m3", "signflip|boot-hall+m4", "signflip|boot-hall+m5", "signflip|boot-hall+m5+wc",
+    "signflip|boot-hall+m3", "signflip|boot-hall+m4", "signflip|boot-hall+m5", GATE_RULE,
 ]
 
 
@@ -231,13 +242,21 @@ def population(sc: Scenario, pools, mu: float) -> np.ndarray:
 
 
 def gate_verdicts(d: np.ndarray, samples: int, seed: int, method: str) -> int:
+    """The gate's own decision on one sample: its interval rule on ``method``'s interval, or
+    (``GATE_RULE``) its calibrated rule with :func:`gate.stats.evidence.evidence`."""
     from gate.stats.bootstrap import paired_bootstrap
+    from gate.stats.evidence import evidence
     from gate.stats.power import minimum_detectable_effect
     from gate.verdict import Policy, decide_delta
 
-    b = paired_bootstrap(d, samples, seed, method)
-    v = decide_delta(b.mean, b.ci_low, b.ci_high, minimum_detectable_effect(d), "m", d.size,
-                     Policy(max_regression=MARGIN))
+    if method == GATE_RULE:
+        b = paired_bootstrap(d, samples, seed, "percentile")
+        v = decide_delta(b.mean, b.ci_low, b.ci_high, None, "m", d.size, Policy(max_regression=MARGIN),
+                         evidence=evidence(d, MARGIN, samples, seed))
+    else:
+        b = paired_bootstrap(d, samples, seed, method)
+        v = decide_delta(b.mean, b.ci_low, b.ci_high, minimum_detectable_effect(d), "m", d.size,
+                         Policy(max_regression=MARGIN, decision="interval"))
     return {"pass": 0, "fail": 1, "inconclusive": 3}[v.kind]
 
 
@@ -257,7 +276,7 @@ def run_cell(sc, X, methods, ctx, chunk, verify):
             c["fail"] += int(np.count_nonzero(v == 1))
             c["inconclusive"] += int(np.count_nonzero(v == 3))
             c["improve"] += int(np.count_nonzero(dec.improve & (v == 0)))
-            if start == 0 and verify and m in ("percentile", "bca"):
+            if start == 0 and verify and m in ("percentile", "bca", GATE_RULE):
                 k = min(verify, block.shape[0])
                 ours = v[:k]
                 theirs = np.array([gate_verdicts(block[i], ctx.samples, ctx.seed, m) for i in range(k)])
@@ -287,7 +306,7 @@ def main() -> None:
     for o in orientations:
         if o not in ORIENTATIONS:
             raise SystemExit(f"unknown orientation {o!r}; expected {', '.join(ORIENTATIONS)}")
-    methods = [m for m in args.methods.split(",") if m]
+    methods = ALL_METHODS if args.methods == "all" else [m for m in args.methods.split(",") if m]
     for m in methods:
         dm.parse(m)
     started = time.perf_counter()

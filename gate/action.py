@@ -172,6 +172,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
     from gate.pipeline import RunOptions, run_gate
     from gate.render import render
     from gate.verdict import Policy, accept, goalposts_changed, skipped
+    from gate.report import SCHEMA_VERSION
     from gate.yardstick import baseline_from_branch, load_yardstick, matches
 
     started = time.monotonic()
@@ -220,7 +221,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
 
     if changed is not None and not any(matches(f, yard.watch) for f in changed):
         verdict = skipped(len(changed), policy)
-        report = {"schema_version": "1.2", "command": "action", "suite": config.suite, "metric": config.metric,
+        report = {"schema_version": SCHEMA_VERSION, "command": "action", "suite": config.suite, "metric": config.metric,
                   "inputs": {}, "tool": _tool(), "baseline": {"resolution": None, "description": "not run"},
                   "verdict": verdict.to_dict()}
     else:

@@ -120,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
                    "strata table, traffic accounting and movement buckets")
     p.add_argument("--out", metavar="DIR", help="write report.json and report.md here")
     p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--max-regression", type=_float_range(0.0, 1.0), default=0.02, metavar="MARGIN",
+                   help="non-inferiority margin of the decision (default 0.02, as policy.max_regression)")
+    p.add_argument("--require-improvement", action="store_true",
+                   help="the decision fails unless an improvement is shown")
+    p.add_argument("--fail-on-decision", action="store_true",
+                   help="exit with the decision's code (0 pass, 1 fail, 3 inconclusive) instead of 0")
     p.set_defaults(handler=_cmd_compare)
 
     def config_arg(p: argparse.ArgumentParser) -> None:
@@ -171,6 +177,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs-dir", metavar="DIR")
     p.add_argument("--out", default="noise.json", metavar="FILE")
     p.set_defaults(handler=_cmd_noise)
+
+    p = sub.add_parser("calibrate", help="the gate's false-alarm rate on this stack: every pair of identical runs "
+                                         "through the decision")
+    config_arg(p)
+    p.add_argument("--from-runs", nargs="+", metavar="RUN", help="identical runs of one configuration (default: "
+                   "the noise repeats stored with the baseline manifest)")
+    p.add_argument("--qrels", help="with --from-runs: qrels file, BEIR folder or irds:<id>")
+    p.add_argument("--queries", help="with --from-runs: golden queries")
+    p.add_argument("--metric", default=None, help="primary measure (default: the config's, or nDCG@10)")
+    p.add_argument("--rel", type=_rel, default=None)
+    p.add_argument("--samples", type=_samples, default=None)
+    p.add_argument("--seed", type=_seed, default=None)
+    p.add_argument("--max-regression", type=_float_range(0.0, 1.0), default=None, metavar="MARGIN")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--out", metavar="FILE", help="also write the result as JSON here")
+    p.set_defaults(handler=_cmd_calibrate)
 
     p = sub.add_parser("comment", help="post a saved report as the PR comment (the fork-safe workflow_run job)")
     p.add_argument("--report", required=True, metavar="REPORT.json")
@@ -308,6 +330,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         comparison.baseline, comparison.candidate, comparison.metric, strata, spec, baseline_run=baseline,
         candidate_run=candidate, qrels=qrels, queries=queries, samples=args.samples, seed=args.seed,
         method=args.ci_method))
+    # The gate's own decision on the two runs (run's rule; no validity checks, no noise band).
+    from gate.compare import decide_comparison
+    from gate.verdict import ALPHA, MIN_MOVERS, Policy
+
+    policy = Policy(max_regression=args.max_regression, require_improvement=args.require_improvement)
+    verdict, weighed = decide_comparison(comparison, policy)
+    report.data["decision"] = {"kind": verdict.kind, "reasons": [r.to_dict() for r in verdict.reasons],
+                               "exit_code": verdict.exit_code, "rule": policy.decision, **weighed.to_dict(),
+                               "alpha": ALPHA, "min_movers": MIN_MOVERS}
     if args.out:
         out = Path(args.out)
         write_text_atomic(out / "report.json", report.to_json())
@@ -315,12 +346,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(report.to_json())
     else:
+        print(f"decision: {verdict.kind} - {verdict.headline_reason}")
         for line in report.summary_lines():
             print(line)
         if args.out:
             print(f"wrote {Path(args.out) / 'report.json'} and {Path(args.out) / 'report.md'}"
                   f" in {time.monotonic() - started:.1f}s")
-    return EXIT_OK
+    return verdict.exit_code if args.fail_on_decision else EXIT_OK
 
 
 def _load_config(args: argparse.Namespace):
@@ -525,6 +557,75 @@ def _cmd_noise(args: argparse.Namespace) -> int:
     print(f"noise band threshold max(3 x sd, range) = {o.threshold:.4f}  (sd of a difference of two runs "
           f"{o.delta_sd:.5f}); {len(band.unstable)} of {band.query_count} queries move across runs")
     print(f"wrote {args.out}")
+    return EXIT_OK
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    import json
+
+    from gate.calibrate import calibrate
+    from gate.evaluate import query_universe, require_overlap
+    from gate.verdict import Policy
+
+    if args.from_runs:
+        from gate.io.qrels import load_qrels
+        from gate.io.queries import load_queries
+        from gate.io.runs import read_run
+
+        if not args.qrels:
+            raise UsageError("calibrate --from-runs needs --qrels")
+        if len(args.from_runs) < 2:
+            raise UsageError("calibrate --from-runs needs at least two runs of the same configuration")
+        metric = args.metric or "nDCG@10"
+        _check_measures(metric)
+        qrels = load_qrels(args.qrels)
+        queries = load_queries(args.queries) if args.queries else None
+        universe = query_universe(qrels, queries)
+        runs = [read_run(path) for path in args.from_runs]
+        for run in runs:
+            require_overlap(run, universe.query_ids, qrels, queries)
+        rel, samples, seed = args.rel or 1, args.samples or 10_000, 7 if args.seed is None else args.seed
+        policy = Policy(max_regression=0.02 if args.max_regression is None else args.max_regression)
+        threshold = None
+    else:
+        from gate.golden import load_golden
+        from gate.manifest import load_manifest
+        from gate.pipeline import check_config, measures_of, stored_band
+
+        config = _load_config(args)
+        check_config(config)
+        golden = load_golden(config)
+        manifest_path = config.resolve(config.manifest)
+        manifest = load_manifest(manifest_path) if manifest_path.exists() else None
+        band, runs = stored_band(config, manifest)
+        if not runs:
+            raise UsageError(f"no stored noise repeats with the baseline ({manifest_path}): archive with "
+                             "--noise-repeats N, or pass --from-runs RUN1 RUN2 ... --qrels QRELS")
+        primary, _ = measures_of(config)
+        metric = str(primary) if args.metric is None else args.metric
+        _check_measures(metric)
+        qrels, universe = golden.qrels, golden.universe
+        rel = config.golden.rel if args.rel is None else args.rel
+        samples = config.statistics.samples if args.samples is None else args.samples
+        seed = config.statistics.seed if args.seed is None else args.seed
+        policy = Policy.from_config(dict(config.raw))
+        if args.max_regression is not None:
+            policy = Policy(**{**policy.__dict__, "max_regression": args.max_regression})
+        threshold = (band or {}).get("threshold")
+    result = calibrate(runs, qrels, universe.query_ids, metric, rel, policy=policy, samples=samples, seed=seed,
+                       noise_threshold=threshold)
+    data = result.to_dict()
+    if args.out:
+        from gate.atomic import write_text_atomic
+
+        write_text_atomic(args.out, json.dumps(data, indent=2) + "\n")
+    if args.format == "json":
+        print(json.dumps(data, indent=2))
+    else:
+        print(result.sentence)
+        print(f"{result.pairs} ordered pairs of {result.runs} runs on {result.query_count} queries ({result.metric}, "
+              f"margin {result.margin:g}): {result.fail} fail, {result.improvement_shown} claim an improvement "
+              f"(at most {result.improvement_rate_upper95:.1%} at 95%), {result.inconclusive} inconclusive")
     return EXIT_OK
 
 

@@ -87,3 +87,21 @@ def compare(
         for qid in universe.query_ids:
             strata[qid] = by_id[qid].stratum if qid in by_id else None
     return Comparison(settings, metric, universe, before, after, paired, strata)
+
+
+def decide_comparison(comparison: Comparison, policy=None):
+    """The gate's statistical decision on a comparison (``run``'s rule, no validity checks, no
+    noise band): returns ``(verdict, evidence)``. ``policy``: :class:`gate.verdict.Policy`
+    (default: the gate's defaults)."""
+    import math
+
+    from gate.stats.evidence import evidence
+    from gate.verdict import Findings, Policy, decide
+
+    policy = policy or Policy()
+    paired = comparison.paired
+    weighed = evidence(comparison.per_query_delta(), policy.max_regression, paired.samples, paired.seed)
+    findings = Findings(metric=comparison.metric, query_count=len(comparison.query_ids), delta=paired.mean,
+                        ci_low=paired.ci_low, ci_high=paired.ci_high,
+                        mde=paired.mde if math.isfinite(paired.mde) else None, evidence=weighed)
+    return decide(findings, policy), weighed

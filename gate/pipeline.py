@@ -361,8 +361,16 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
             name = f"noise-run-{hashlib.sha256(data).hexdigest()[:16]}.trec.gz"
             extra_files[name] = data
             names.append(name)
+        from gate.calibrate import calibrate
+
+        calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary),
+                                config.golden.rel, policy=Policy.from_config(dict(config.raw)),
+                                samples=config.statistics.samples, seed=config.statistics.seed,
+                                noise_threshold=measured.band.overall.threshold)
+        progress(f"calibration: {calibration.sentence}")
         extra["noise_band"] = {**measured.band.to_dict(), "runs_files": names,
-                               "seconds": [round(x, 3) for x in measured.seconds]}
+                               "seconds": [round(x, 3) for x in measured.seconds],
+                               "calibration": calibration.to_dict()}
     if code is not None:
         extra["code"] = code.to_dict()  # what the archived run was produced by (a replay runs the commit's)
     per_query = {
@@ -580,7 +588,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
             # A win the leaked queries carry: shown with them, not without them.
             report["leakage"]["win_carried_by_leaks"] = bool(
                 everything.ci_low > 0 and not paired.ci_low > 0 and carried > 0)
-    status = noise_status(config, golden, baseline, metric, measures)
+    status, calibration = noise_status(config, golden, baseline, metric, measures)
     threshold = None if status.band is None else status.band.threshold
     exceeded, words = band_sentence(paired.mean, status, f"retrieval-gate archive --noise-repeats "
                                                          f"{config.raw['noise.repeats']} --config {config.path.name}")
@@ -599,6 +607,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         "strata": {} if status.band is None else {k: v.threshold for k, v in status.band.strata.items()},
         "unstable_queries": 0 if status.band is None else len(status.band.unstable),
         "tie_floor": floor.to_dict(),
+        "calibration": calibration,
     }
     stratum_noise = None
     if status.band is not None and status.band.strata:
@@ -828,10 +837,13 @@ def stored_band(config: Config, manifest: Manifest | None) -> tuple[dict | None,
 
 
 def noise_status(config: Config, golden: Golden, baseline: ResolvedBaseline, metric: str,
-                 measures: Sequence[Measure]) -> BandStatus:
+                 measures: Sequence[Measure]) -> tuple[BandStatus, dict | None]:
+    """The band that applies, and the A/A calibration stored with it (when current)."""
     data, runs = stored_band(config, baseline.manifest)
     measure = next(m for m in measures if str(m) == metric)
-    return applicable_band(data, runs, golden, baseline.config, measure, config.golden.rel)
+    status = applicable_band(data, runs, golden, baseline.config, measure, config.golden.rel)
+    calibration = (data or {}).get("calibration") if status.state == "current" else None
+    return status, calibration if isinstance(calibration, dict) else None
 
 
 def _id_list(value: Any, config: Config, key: str) -> list[str] | None:

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 from gate import __version__
 from gate.compare import Comparison
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 
 def _num(value: float) -> float | None:

@@ -174,10 +174,26 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     golden = load_golden(config)
     primary, _ = measures_of(config)
     producer = make_producer(config, None, progress)
-    band = measure_noise(load_retrieval_config(config.here(config.retrieval_config)), golden, primary, producer,
-                         runner_queries_path(golden, producer.work_dir), repeats, config.golden.rel,
-                         config.raw["noise.invalidate_on"], config.raw["noise.base_seed"], progress).band
-    (repo / ".retrieval-gate" / "noise.json").write_text(json.dumps(band.to_dict(), indent=2) + "\n")
+    measured = measure_noise(load_retrieval_config(config.here(config.retrieval_config)), golden, primary, producer,
+                             runner_queries_path(golden, producer.work_dir), repeats, config.golden.rel,
+                             config.raw["noise.invalidate_on"], config.raw["noise.base_seed"], progress)
+    band = measured.band
+    # The gate's false-alarm rate on this stack: every pair of the identical runs through the
+    # decision (retrieval-gate calibrate --from-runs on the repeats kept beside the band).
+    from gate.calibrate import calibrate
+    from gate.manifest import run_to_trec_gz
+    from gate.verdict import Policy
+
+    calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary), config.golden.rel,
+                            policy=Policy.from_config(dict(config.raw)), samples=config.statistics.samples,
+                            seed=config.statistics.seed, noise_threshold=band.overall.threshold)
+    progress(f"calibration: {calibration.sentence}")
+    for k, repeat_run in enumerate(measured.runs, start=1):
+        target = repo / ".retrieval-gate" / "noise-runs" / f"repeat-{k}.run.gz"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(run_to_trec_gz(repeat_run))
+    (repo / ".retrieval-gate" / "noise.json").write_text(
+        json.dumps({**band.to_dict(), "calibration": calibration.to_dict()}, indent=2) + "\n")
     progress(f"noise band: sd {band.overall.sd:.4f}, range {band.overall.range:.4f}, "
              f"threshold {band.threshold:.4f} from {band.runs} runs")
     _git(repo, "add", "-A")

@@ -99,3 +99,55 @@ def test_the_demo_command_prints_the_comment(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path / "d"), "--scale", "0.15", "--repeats", "5"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("### ") and "verdict:" in out
+
+
+def test_calibrate_on_the_demos_noisy_repeats_is_reproduced_by_pairwise_compare(demo, capsys):
+    # The demo's five repeats differ only by HNSW insertion order: every ordered pair is an A/A
+    # comparison. calibrate's counts must be exactly what 20 independent `compare` calls decide.
+    import json
+
+    from gate.cli import main
+
+    repo = demo.repo
+    runs = sorted(str(p) for p in (repo / ".retrieval-gate" / "noise-runs").glob("repeat-*.run.gz"))
+    assert len(runs) == 5
+    common = ["--qrels", str(repo / "eval" / "qrels.txt"), "--queries", str(repo / "eval" / "golden.jsonl"),
+              "--samples", "2000", "--seed", "7"]
+    assert main(["calibrate", "--from-runs", *runs, *common, "--format", "json"]) == 0
+    calibrated = json.loads(capsys.readouterr().out)
+    assert calibrated["pairs"] == 20
+    fails = improvements = 0
+    for i, base in enumerate(runs):
+        for j, cand in enumerate(runs):
+            if i != j:
+                code = main(["compare", "--baseline", base, "--candidate", cand, *common, "--fail-on-decision",
+                             "--format", "json"])
+                decision = json.loads(capsys.readouterr().out)["decision"]
+                assert code == decision["exit_code"]
+                fails += decision["kind"] == "fail"
+    assert calibrated["fail"] == fails
+    assert calibrated["fail_rate_upper95"] > 0
+    # The band the demo stored carries the same calibration (with its noise threshold).
+    band = json.loads((repo / ".retrieval-gate" / "noise.json").read_text())
+    assert band["calibration"]["pairs"] == 20 and band["calibration"]["fail"] <= fails
+
+
+def test_calibrate_on_identical_runs_reports_no_fail(tmp_path, capsys):
+    import json
+
+    from gate.cli import main
+
+    run = tmp_path / "r.run"
+    run.write_text("".join(f"q{i} Q0 d{i}_{k} {k} {10 - k} t\n" for i in range(30) for k in range(1, 6)))
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("".join(f"q{i} 0 d{i}_{1 + i % 5} 1\n" for i in range(30)))
+    copies = []
+    for k in range(4):
+        copy = tmp_path / f"copy{k}.run"
+        copy.write_text(run.read_text())
+        copies.append(str(copy))
+    assert main(["calibrate", "--from-runs", *copies, "--qrels", str(qrels), "--samples", "500",
+                 "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["pairs"], data["fail"], data["improvement_shown"]) == (12, 0, 0)
+    assert data["sentence"].startswith("0 of 12 A/A comparisons failed on this stack")
