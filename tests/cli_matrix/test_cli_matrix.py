@@ -504,6 +504,47 @@ def test_noise_from_runs(case, fctx):
     run_case(case, fctx)
 
 
+# --------------------------------------------------------------------------- calibrate
+
+
+def calibration_json(result: Result, ctx: dict[str, Any]) -> None:
+    data = ctx.get("_stdout_json") or ctx["calibration.json"]
+    runs = data["runs"]
+    assert data["pairs"] == runs * (runs - 1) and 0 <= data["fail"] <= data["pairs"]
+    assert 0 < data["fail_rate_upper95"] <= 1 and "A/A comparisons failed on this stack" in data["sentence"]
+
+
+CALIBRATE = "calibrate --from-runs {noise_runs} --qrels {qrels} --samples 300"
+CALIBRATE_CASES = [
+    Case("base", CALIBRATE),
+    Case("base", CALIBRATE, sub=True),
+    Case("json", CALIBRATE + " --format json", json_stdout=True, check=calibration_json),
+    Case("out", CALIBRATE + " --out {out}/calibration.json", files={"calibration.json": "json"},
+         check=calibration_json),
+    Case("queries-metric-rel-margin", CALIBRATE + " --queries {queries_jsonl} --metric RR@10 --rel 2 "
+         "--max-regression 0.05 --seed 3 --format json", json_stdout=True, check=calibration_json),
+    Case("one-run-is-usage-error", "calibrate --from-runs {noise0} --qrels {qrels}", codes=(2,)),
+    Case("without-qrels-is-usage-error", "calibrate --from-runs {noise_runs}", codes=(2,)),
+    Case("config-without-stored-repeats", "calibrate --config {tmp}/none.yml", codes=(2,)),
+]
+
+
+@pytest.mark.parametrize("case", [c.param() for c in CALIBRATE_CASES])
+def test_calibrate(case, fctx):
+    Path(fctx["out"]).mkdir(parents=True, exist_ok=True)
+    run_case(case, fctx)
+
+
+def test_calibrate_from_the_stored_noise_repeats(rctx):
+    # archive --noise-repeats stores the repeats and their calibration with the band; calibrate
+    # with the config reads them back, and the run's comment states it in one line.
+    run_case(Case("archive-with-repeats", "archive --config {config} --noise-repeats 3"), rctx)
+    result = run_case(Case("calibrate-config", "calibrate --config {config} --samples 300 --format json",
+                           json_stdout=True), rctx)
+    data = json.loads(result.out)
+    assert data["pairs"] == 6 and data["runs"] == 3
+
+
 # --------------------------------------------------------------------------- factorial
 
 FACT = ("factorial --factor model --factor corpus --cell model=old,corpus=old={cell_old_old}"
