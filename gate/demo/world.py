@@ -922,12 +922,14 @@ def _yaml(data: Mapping[str, Any]) -> str:
 # What the pilot runs aim each stratum's golden queries at (the leaked ones left
 # out: the gate reports without them): the mean change in nDCG@10 from the old
 # to the new embedding model, on the old (v1) and the new (v2) snapshot. With
-# the stratum sizes they add up to about +0.027 overall on v1 and -0.010 on v2
-# (an interaction of about -0.037). Fresh runs land near that, give or take the
-# ANN noise (a few thousandths overall, much more in the small strata).
+# the stratum sizes they add up to about +0.02 overall on v1 and -0.04 on v2 (an
+# interaction of about -0.06). The guarded strata's damage on v2 is large enough
+# to be shown after Holm's adjustment across the six strata (the gate's strata
+# directions control the family-wise error). Fresh runs land near that, give or
+# take the ANN noise (a few thousandths overall, much more in the small strata).
 STORY_TARGETS: dict[str, tuple[float, float]] = {
-    "navigational": (-0.04, -0.08),
-    "error_string": (-0.04, -0.08),
+    "navigational": (-0.05, -0.13),
+    "error_string": (-0.05, -0.13),
     "entity_attribute": (0.26, 0.05),
     "migration": (0.07, 0.07),
     "how_to": (0.0, 0.0),

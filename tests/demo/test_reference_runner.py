@@ -122,7 +122,7 @@ def test_exact_search_is_what_the_index_approximates(world):
 
 def test_the_two_by_two(world, tmp_path, capsys):
     """The new model helps on the old snapshot (it finds the prose next to the missing tables) and
-    is about flat, slightly negative, on the fixed one; the strata move in opposite directions."""
+    hurts a little on the fixed one (the guarded strata); the strata move in opposite directions."""
     old, new = _config(world, "old"), _config(world, "new")
     cells = {}
     for model, config in (("old", old), ("new", new)):
@@ -136,7 +136,7 @@ def test_the_two_by_two(world, tmp_path, capsys):
         print(f"\n2x2 nDCG@10 (scale {SCALE}): " + ", ".join(f"{m}/{p} {v:.4f}" for (m, p), v in means.items())
               + f"; new-old on v1 {d_v1:+.4f}, on v2 {d_v2:+.4f}, interaction {d_v2 - d_v1:+.4f}")
     assert d_v1 > 0.01
-    assert -0.03 < d_v2 < 0.01
+    assert -0.06 < d_v2 < 0.0
     assert d_v2 - d_v1 < -0.01
     assert means[("old", "v2")] > means[("old", "v1")]  # the parser fix helps the old model
     qrels = read_qrels(world.qrels_v5)
