@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -99,25 +100,73 @@ class Event:
     repository: str | None
 
 
+_SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+
+
+class _Payload:
+    """Typed reads from the event payload: a value of the wrong type is one line naming the
+    file and the field, exit 2 (the payload is GitHub's, but a workflow can hand the gate any
+    file as GITHUB_EVENT_PATH, and nothing in it is trusted)."""
+
+    def __init__(self, path: str, data: Any):
+        self.path = path
+        self.data = data
+
+    def fail(self, field: str, problem: str) -> InputError:
+        return InputError(self.path, None, f"event payload field '{field}' {problem}")
+
+    def get(self, node: Any, field: str, kinds: tuple[type, ...], *, required: bool = False) -> Any:
+        value = node.get(field.rsplit(".", 1)[-1]) if isinstance(node, dict) else None
+        if value is None:
+            if required:
+                raise self.fail(field, "is missing")
+            return None
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            names = " or ".join(k.__name__.replace("dict", "an object").replace("str", "a string")
+                                .replace("int", "an integer").replace("list", "a list") for k in kinds)
+            raise self.fail(field, f"must be {names}, got {type(value).__name__}")
+        return value
+
+    def sha(self, node: Any, field: str, *, required: bool = False) -> str | None:
+        value = self.get(node, field, (str,), required=required)
+        if value is not None and not _SHA.fullmatch(value):
+            raise self.fail(field, f"is not a commit id: {value[:80]!r}")
+        return value
+
+
 def read_event(env: Mapping[str, str]) -> Event:
     name = env.get("GITHUB_EVENT_NAME", "")
-    payload: dict[str, Any] = {}
     path = env.get("GITHUB_EVENT_PATH")
+    data: Any = {}
     if path and Path(path).is_file():
-        payload = json.loads(Path(path).read_text(encoding="utf-8"))
-    pr = payload.get("pull_request")
-    if pr:
-        head_repo = (pr.get("head") or {}).get("repo")
-        base_repo = (pr.get("base") or {}).get("repo") or {}
+        from gate.io.fields import parse_json_document
+        from gate.io.limits import MAX_RECORD_FILE_BYTES
+        from gate.io.textlines import read_text_file
+
+        data = parse_json_document(path, read_text_file(Path(path), "an event payload", limit=MAX_RECORD_FILE_BYTES))
+        if not isinstance(data, dict):
+            raise InputError(path, None, f"the event payload must be a JSON object, got {type(data).__name__}")
+    payload = _Payload(path or "GITHUB_EVENT_PATH", data)
+    repository = payload.get(payload.get(data, "repository", (dict,)), "repository.full_name", (str,))
+    pr = payload.get(data, "pull_request", (dict,))
+    if pr is not None:
+        head = payload.get(pr, "pull_request.head", (dict,), required=True)
+        base = payload.get(pr, "pull_request.base", (dict,))
+        number = payload.get(pr, "pull_request.number", (int,), required=True)
+        head_repo = payload.get(head, "pull_request.head.repo", (dict,))
+        base_repo = payload.get(base, "pull_request.base.repo", (dict,)) or {}
         # A fork: no head repository (deleted), or another full name (not head.repo.fork).
         fork = head_repo is None or head_repo.get("full_name") != base_repo.get("full_name")
-        return Event(name, int(pr["number"]), pr["head"]["sha"], (pr.get("base") or {}).get("sha"),
-                     tuple(l.get("name", "") for l in pr.get("labels") or []), pr.get("body"), fork,
-                     (payload.get("repository") or {}).get("full_name"))
-    if name == "merge_group" and payload.get("merge_group"):
-        group_ = payload["merge_group"]
-        return Event(name, None, group_.get("head_sha"), group_.get("base_sha"), (), None, None,
-                     (payload.get("repository") or {}).get("full_name"))
+        labels = []
+        for label in payload.get(pr, "pull_request.labels", (list,)) or []:
+            labels.append(payload.get(label, "pull_request.labels[].name", (str,)) or "")
+        return Event(name, number, payload.sha(head, "pull_request.head.sha", required=True),
+                     payload.sha(base, "pull_request.base.sha"), tuple(labels),
+                     payload.get(pr, "pull_request.body", (str,)), fork, repository)
+    group_ = payload.get(data, "merge_group", (dict,))
+    if name == "merge_group" and group_ is not None:
+        return Event(name, None, payload.sha(group_, "merge_group.head_sha", required=True),
+                     payload.sha(group_, "merge_group.base_sha"), (), None, None, repository)
     return Event(name, None, env.get("GITHUB_SHA"), None, (), None, None, env.get("GITHUB_REPOSITORY"))
 
 
@@ -138,8 +187,9 @@ def main(env: Mapping[str, str] | None = None, stdout: TextIO | None = None) -> 
     # The token goes to the API client only; nothing below passes env to a child process.
     for name in ("INPUT_TOKEN", "GITHUB_TOKEN"):
         os.environ.pop(name, None)
+    scratch: list[Path] = []  # temporary folders _run made, removed however it ends
     try:
-        return _run(env, inputs, out)
+        return _run(env, inputs, out, scratch)
     except InputError as error:
         _print(out, annotation("error", f"bad input: {error}", title="retrieval-gate"))
         return 2
@@ -151,6 +201,39 @@ def main(env: Mapping[str, str] | None = None, stdout: TextIO | None = None) -> 
             traceback.print_exc(file=handle)
         _print(out, annotation("error", f"internal error (traceback saved to {path})", title="retrieval-gate"))
         return 4
+    finally:
+        import shutil
+
+        for folder in scratch:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _base_commit(workspace: Path, event: Event, warnings: list[str]) -> tuple[str | None, str | None]:
+    """The commit the change is judged against, and why there is none when a PR or a merge group
+    cannot be judged: without its base, the yardstick would be the change's own files."""
+    if event.name == "merge_group":
+        # The queue's commit may hold several commits of the PR (rebased): HEAD^1 is only the
+        # last one's parent. merge_group.base_sha is what the group is judged against.
+        if not event.base_sha:
+            return None, "the merge_group event has no base_sha: the group cannot be judged against its base"
+        found = git.rev_parse(workspace, event.base_sha)
+        if found is None:
+            return None, (f"merge_group.base_sha {event.base_sha[:12]} is not in the checkout: check out merge groups "
+                          "with fetch-depth: 0 (the group may hold several commits; HEAD^1 would judge only the last)")
+        return found, None
+    base = git.rev_parse(workspace, "HEAD^1")
+    pull_request = event.name.startswith("pull_request")
+    if base is None:
+        if event.base_sha and git.rev_parse(workspace, event.base_sha):
+            return event.base_sha, None
+        if pull_request:
+            return None, (f"the base commit ({(event.base_sha or 'HEAD^1')[:12]}) is not in the checkout (fetch-depth: 1?): "
+                          "check out with fetch-depth: 2, so the PR is held to its base's yardstick")
+        return None, None
+    if event.base_sha and base != event.base_sha and pull_request:
+        warnings.append(f"HEAD^1 ({base[:12]}) is not pull_request.base.sha ({event.base_sha[:12]}): the base "
+                        "branch moved since the merge commit was made; HEAD^1 is used")
+    return base, None
 
 
 def _changed_files(workspace: Path, base: str | None, event: Event, client) -> list[str] | None:
@@ -166,12 +249,12 @@ def _changed_files(workspace: Path, base: str | None, event: Event, client) -> l
     return None
 
 
-def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
+def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path]) -> int:
     from gate.comment import headline, render_comment, render_summary
     from gate.github import COMMENT_LIMIT, GitHubClient, GitHubError, publish_comment, truncate_description
     from gate.pipeline import RunOptions, run_gate
     from gate.render import render
-    from gate.verdict import Policy, accept, goalposts_changed, skipped
+    from gate.verdict import Policy, accept, goalposts_changed, inconclusive, skipped
     from gate.report import SCHEMA_VERSION
     from gate.yardstick import baseline_from_branch, load_yardstick, matches
 
@@ -188,26 +271,13 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
     warnings: list[str] = []
 
     with group("retrieval-gate: inputs", stream=out):
-        base = git.rev_parse(workspace, "HEAD^1")
-        if event.name == "merge_group" and event.base_sha:
-            # The queue's commit may hold several commits of the PR (rebased): HEAD^1 is only the
-            # last one's parent. merge_group.base_sha is what the group is judged against.
-            found = git.rev_parse(workspace, event.base_sha)
-            if found is not None:
-                base = found
-            else:
-                warnings.append(f"merge_group.base_sha {event.base_sha[:12]} is not in the checkout (use "
-                                "fetch-depth: 0 for merge groups): HEAD^1 is used, which covers only the last commit")
-        elif base is None:
-            base = event.base_sha if event.base_sha and git.rev_parse(workspace, event.base_sha) else None
-        elif event.base_sha and base != event.base_sha and event.name.startswith("pull_request"):
-            warnings.append(f"HEAD^1 ({base[:12]}) is not pull_request.base.sha ({event.base_sha[:12]}): the base "
-                            "branch moved since the merge commit was made; HEAD^1 is used")
+        base, base_problem = _base_commit(workspace, event, warnings)
         changed = _changed_files(workspace, base, event, client)
         _print(out, f"event {escape_data(event.name)}; PR {event.pr_number}; head {event.head_sha}; base {base}; "
                     f"{'unknown' if changed is None else len(changed)} changed files")
 
     overlay = Path(tempfile.mkdtemp(prefix="retrieval-gate-yardstick-"))
+    scratch.append(overlay)
     yard = load_yardstick(workspace / inputs.config_path, base, overlay, changed)
     config = yard.config
     if yard.warning:
@@ -219,7 +289,19 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
     policy = Policy.from_config(dict(config.raw))
     out_dir = workspace / ".retrieval-gate" / "out"
 
-    if changed is not None and not any(matches(f, yard.watch) for f in changed):
+    if changed and "*" in yard.watch and not any(matches(f, [g for g in yard.watch if g != "*"]) for f in changed):
+        names = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        warnings.append(f"runner.inputs is not declared, so every file is code under test: this change ({names}) "
+                        "is judged. Declare runner.inputs (the globs of the code the runs depend on) to skip "
+                        "changes that cannot move them")
+    if base_problem is not None:
+        # The default policy, not the change's own: its config is what cannot be checked.
+        policy = Policy.from_config({})
+        verdict = inconclusive("base_unavailable", base_problem, policy)
+        report = {"schema_version": SCHEMA_VERSION, "command": "action", "suite": config.suite, "metric": config.metric,
+                  "inputs": {}, "tool": _tool(), "baseline": {"resolution": None, "description": "not run"},
+                  "verdict": verdict.to_dict()}
+    elif changed is not None and not any(matches(f, yard.watch) for f in changed):
         verdict = skipped(len(changed), policy)
         report = {"schema_version": SCHEMA_VERSION, "command": "action", "suite": config.suite, "metric": config.metric,
                   "inputs": {}, "tool": _tool(), "baseline": {"resolution": None, "description": "not run"},

@@ -12,13 +12,24 @@ one-sided 95% Clopper-Pearson upper bound.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from gate.io.records import Qrels, Run
 
 
+#: Ordered pairs put through the decision at most: beyond it (N > 45 runs), a seeded sample
+#: of them (the disjoint pairs always among them). Each pair costs two bootstraps.
+MAX_PAIRS = 2_000
+
+
 @dataclass(frozen=True)
 class Calibration:
+    """``pairs`` ordered pairs compared (of ``pairs_possible``); ``blocking`` = fail plus, when
+    inconclusive blocks, inconclusive: what a PR with no true change would meet. The rates'
+    upper bounds come from the ``independent_pairs`` disjoint pairs (run 0 vs 1, 2 vs 3, ...):
+    all ordered pairs share runs, so they are not independent trials and an exact bound on
+    them would overstate what was measured."""
+
     pairs: int
     fail: int
     improvement_shown: int
@@ -32,26 +43,63 @@ class Calibration:
     seed: int
     margin: float
     failed_pairs: tuple[tuple[int, int], ...] = ()  # (i, j): run i as baseline, run j as candidate
+    blocking: int = 0
+    inconclusive_blocks: bool = True
+    independent_pairs: int = 0
+    independent_fail: int = 0
+    independent_blocking: int = 0
+    blocking_rate_upper95: float = 1.0
+    pairs_possible: int = 0
+    identical_runs: bool = False
 
     @property
     def sentence(self) -> str:
-        return (f"{self.fail} of {self.pairs} A/A comparisons failed on this stack (identical runs, {self.runs} of "
-                f"them; at most {self.fail_rate_upper95:.1%} at 95%)")
+        sampled = "" if self.pairs == self.pairs_possible else f" (a seeded sample of the {self.pairs_possible})"
+        blocked = f"{self.blocking} would block a PR ({self.fail} fail, {self.inconclusive} inconclusive)" \
+            if self.inconclusive_blocks and self.inconclusive else f"{self.fail} failed"
+        same = "; the runs are identical, so every pair measures the same thing" if self.identical_runs else ""
+        return (f"of {self.pairs} A/A comparisons{sampled} of {self.runs} identical runs, {blocked}; on the "
+                f"{self.independent_pairs} independent pairs, a block rate of at most "
+                f"{self.blocking_rate_upper95:.1%} at 95%{same}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "pairs": self.pairs, "fail": self.fail, "improvement_shown": self.improvement_shown,
-            "inconclusive": self.inconclusive, "runs": self.runs, "query_count": self.query_count,
-            "metric": self.metric, "fail_rate_upper95": self.fail_rate_upper95,
-            "improvement_rate_upper95": self.improvement_rate_upper95, "samples": self.samples, "seed": self.seed,
-            "margin": self.margin, "failed_pairs": [list(p) for p in self.failed_pairs], "sentence": self.sentence,
+            "pairs": self.pairs, "pairs_possible": self.pairs_possible, "fail": self.fail,
+            "improvement_shown": self.improvement_shown, "inconclusive": self.inconclusive,
+            "blocking": self.blocking, "inconclusive_blocks": self.inconclusive_blocks, "runs": self.runs,
+            "query_count": self.query_count, "metric": self.metric,
+            "independent_pairs": self.independent_pairs, "independent_fail": self.independent_fail,
+            "independent_blocking": self.independent_blocking, "fail_rate_upper95": self.fail_rate_upper95,
+            "blocking_rate_upper95": self.blocking_rate_upper95,
+            "improvement_rate_upper95": self.improvement_rate_upper95, "identical_runs": self.identical_runs,
+            "samples": self.samples, "seed": self.seed, "margin": self.margin,
+            "failed_pairs": [list(p) for p in self.failed_pairs], "sentence": self.sentence,
         }
 
 
+def _pairs(n: int, seed: int, limit: int) -> list[tuple[int, int]]:
+    """Every ordered pair of n runs, or a seeded sample of ``limit`` of them that holds the
+    disjoint pairs (0, 1), (2, 3), ... the bounds are computed on."""
+    import numpy as np
+
+    disjoint = [(2 * k, 2 * k + 1) for k in range(n // 2)]
+    every = [(i, j) for i in range(n) for j in range(n) if i != j]
+    if len(every) <= limit:
+        return every
+    rest = [p for p in every if p not in set(disjoint)]
+    rng = np.random.default_rng(seed)
+    chosen = rng.choice(len(rest), size=max(0, limit - len(disjoint)), replace=False)
+    return disjoint + sorted(rest[k] for k in chosen)
+
+
 def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metric: str, rel: int = 1, *,
-              policy=None, samples: int = 10_000, seed: int = 7, noise_threshold: float | None = None) -> Calibration:
-    """Every ordered pair of ``runs`` through the decision; ``query_ids`` is the universe."""
+              policy=None, samples: int = 10_000, seed: int = 7, noise_threshold: float | None = None,
+              max_pairs: int = MAX_PAIRS, progress: Callable[[str], None] | None = None) -> Calibration:
+    """Ordered pairs of ``runs`` through the decision; ``query_ids`` is the universe."""
     import math
+    import time
+
+    import numpy as np
 
     from gate.evaluate import evaluate
     from gate.measures import parse_measure
@@ -65,30 +113,44 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
     measure = parse_measure(metric).with_default_rel(rel)
     name = str(measure)
     values = [evaluate(run, qrels, [measure], query_ids, rel=rel).values[name] for run in runs]
+    pairs = _pairs(len(values), seed, max_pairs)
+    disjoint = {(2 * k, 2 * k + 1) for k in range(len(values) // 2)}
     fail = improvement = inconclusive = 0
+    independent_fail = independent_blocking = independent_improvement = 0
     failed: list[tuple[int, int]] = []
-    pairs = 0
-    for i, base in enumerate(values):
-        for j, cand in enumerate(values):
-            if i == j:
-                continue
-            pairs += 1
-            paired = compare_paired(base, cand, samples=samples, seed=seed)
-            weighed = evidence(cand - base, policy.max_regression, samples, seed)
-            verdict = decide(Findings(metric=name, query_count=len(query_ids), delta=paired.mean,
-                                      ci_low=paired.ci_low, ci_high=paired.ci_high,
-                                      mde=paired.mde if math.isfinite(paired.mde) else None,
-                                      noise_threshold=noise_threshold, evidence=weighed), policy)
-            if verdict.kind == "fail":
-                fail += 1
-                failed.append((i, j))
-            elif verdict.kind == "inconclusive":
-                inconclusive += 1
-            improvement += verdict.improvement_shown
+    last = time.monotonic()
+    for done, (i, j) in enumerate(pairs, 1):
+        base, cand = values[i], values[j]
+        paired = compare_paired(base, cand, samples=samples, seed=seed)
+        weighed = evidence(cand - base, policy.max_regression, samples, seed)
+        verdict = decide(Findings(metric=name, query_count=len(query_ids), delta=paired.mean,
+                                  ci_low=paired.ci_low, ci_high=paired.ci_high,
+                                  mde=paired.mde if math.isfinite(paired.mde) else None,
+                                  noise_threshold=noise_threshold, evidence=weighed), policy)
+        if verdict.kind == "fail":
+            fail += 1
+            failed.append((i, j))
+        elif verdict.kind == "inconclusive":
+            inconclusive += 1
+        improvement += verdict.improvement_shown
+        if (i, j) in disjoint:
+            independent_fail += verdict.kind == "fail"
+            independent_blocking += verdict.exit_code != 0
+            independent_improvement += verdict.improvement_shown
+        if progress is not None and (time.monotonic() - last > 10 or done == len(pairs)) and len(pairs) > 50:
+            progress(f"calibration: {done} of {len(pairs)} pairs")
+            last = time.monotonic()
+    blocking = fail + (inconclusive if policy.inconclusive_blocks else 0)
+    m = len(disjoint)
+    identical = all(np.array_equal(values[0], v) for v in values[1:])
     return Calibration(
-        pairs=pairs, fail=fail, improvement_shown=improvement, inconclusive=inconclusive, runs=len(runs),
+        pairs=len(pairs), fail=fail, improvement_shown=improvement, inconclusive=inconclusive, runs=len(runs),
         query_count=len(query_ids), metric=name,
-        fail_rate_upper95=clopper_pearson_upper(fail, pairs, 0.05),
-        improvement_rate_upper95=clopper_pearson_upper(improvement, pairs, 0.05),
+        fail_rate_upper95=clopper_pearson_upper(independent_fail, m, 0.05),
+        improvement_rate_upper95=clopper_pearson_upper(independent_improvement, m, 0.05),
         samples=samples, seed=seed, margin=policy.max_regression, failed_pairs=tuple(failed),
+        blocking=blocking, inconclusive_blocks=policy.inconclusive_blocks, independent_pairs=m,
+        independent_fail=independent_fail, independent_blocking=independent_blocking,
+        blocking_rate_upper95=clopper_pearson_upper(independent_blocking, m, 0.05),
+        pairs_possible=len(values) * (len(values) - 1), identical_runs=identical,
     )

@@ -326,16 +326,19 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     strata = assign_strata(queries, spec) if queries is not None else {}
     if spec is not None:
         validate_against(spec, strata)
-    report.data.update(strata_section(
+    strata_block = strata_section(
         comparison.baseline, comparison.candidate, comparison.metric, strata, spec, baseline_run=baseline,
         candidate_run=candidate, qrels=qrels, queries=queries, samples=args.samples, seed=args.seed,
-        method=args.ci_method))
-    # The gate's own decision on the two runs (run's rule; no validity checks, no noise band).
+        method=args.ci_method)
+    report.data.update(strata_block)
+    # The gate's own decision on the two runs (run's rules on the statistics and the traffic;
+    # no validity checks, and no noise band, so an improvement does not need one).
     from gate.compare import decide_comparison
     from gate.verdict import ALPHA, MIN_MOVERS, Policy
 
-    policy = Policy(max_regression=args.max_regression, require_improvement=args.require_improvement)
-    verdict, weighed = decide_comparison(comparison, policy)
+    policy = Policy(max_regression=args.max_regression, require_improvement=args.require_improvement,
+                    improvement_needs_band=False)
+    verdict, weighed = decide_comparison(comparison, policy, strata_block)
     report.data["decision"] = {"kind": verdict.kind, "reasons": [r.to_dict() for r in verdict.reasons],
                                "exit_code": verdict.exit_code, "rule": policy.decision, **weighed.to_dict(),
                                "alpha": ALPHA, "min_movers": MIN_MOVERS}
@@ -581,6 +584,16 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         qrels = load_qrels(args.qrels)
         queries = load_queries(args.queries) if args.queries else None
         universe = query_universe(qrels, queries)
+        seen: dict[tuple[int, int], str] = {}
+        for path in args.from_runs:
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue  # read_run names the problem
+            if (info.st_dev, info.st_ino) in seen:
+                raise UsageError(f"--from-runs names {path} twice (as {seen[(info.st_dev, info.st_ino)]}): a run "
+                                 "compared with itself is not a repeat of the stack")
+            seen[(info.st_dev, info.st_ino)] = path
         runs = [read_run(path) for path in args.from_runs]
         for run in runs:
             require_overlap(run, universe.query_ids, qrels, queries)
@@ -613,7 +626,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             policy = Policy(**{**policy.__dict__, "max_regression": args.max_regression})
         threshold = (band or {}).get("threshold")
     result = calibrate(runs, qrels, universe.query_ids, metric, rel, policy=policy, samples=samples, seed=seed,
-                       noise_threshold=threshold)
+                       noise_threshold=threshold, progress=_progress)
     data = result.to_dict()
     if args.out:
         from gate.atomic import write_text_atomic
@@ -622,10 +635,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(data, indent=2))
     else:
-        print(result.sentence)
+        print(result.sentence[0].upper() + result.sentence[1:])
         print(f"{result.pairs} ordered pairs of {result.runs} runs on {result.query_count} queries ({result.metric}, "
-              f"margin {result.margin:g}): {result.fail} fail, {result.improvement_shown} claim an improvement "
-              f"(at most {result.improvement_rate_upper95:.1%} at 95%), {result.inconclusive} inconclusive")
+              f"margin {result.margin:g}): {result.fail} fail, {result.inconclusive} inconclusive, "
+              f"{result.improvement_shown} claim an improvement; on the {result.independent_pairs} independent pairs "
+              f"{result.independent_fail} fail (at most {result.fail_rate_upper95:.1%} at 95%), improvements at most "
+              f"{result.improvement_rate_upper95:.1%}")
     return EXIT_OK
 
 

@@ -89,19 +89,22 @@ def compare(
     return Comparison(settings, metric, universe, before, after, paired, strata)
 
 
-def decide_comparison(comparison: Comparison, policy=None):
-    """The gate's statistical decision on a comparison (``run``'s rule, no validity checks, no
-    noise band): returns ``(verdict, evidence)``. ``policy``: :class:`gate.verdict.Policy`
-    (default: the gate's defaults)."""
+def decide_comparison(comparison: Comparison, policy=None, strata_block=None):
+    """The gate's decision on a comparison: ``run``'s statistics and traffic rules (damaged
+    traffic, guarded strata, from ``strata_block``: the report's strata section), no validity
+    checks and no noise band. Returns ``(verdict, evidence)``. ``policy``:
+    :class:`gate.verdict.Policy` (default: the gate's defaults, an improvement not needing a
+    band: compare has none)."""
     import math
 
     from gate.stats.evidence import evidence
-    from gate.verdict import Findings, Policy, decide
+    from gate.verdict import Findings, Policy, decide, traffic_findings
 
-    policy = policy or Policy()
+    policy = policy or Policy(improvement_needs_band=False)
     paired = comparison.paired
     weighed = evidence(comparison.per_query_delta(), policy.max_regression, paired.samples, paired.seed)
     findings = Findings(metric=comparison.metric, query_count=len(comparison.query_ids), delta=paired.mean,
                         ci_low=paired.ci_low, ci_high=paired.ci_high,
-                        mde=paired.mde if math.isfinite(paired.mde) else None, evidence=weighed)
+                        mde=paired.mde if math.isfinite(paired.mde) else None, evidence=weighed,
+                        **traffic_findings(strata_block or {}))
     return decide(findings, policy), weighed

@@ -68,21 +68,70 @@ def repository_path(root: Path, path: Path) -> Path | None:
     return None
 
 
-def show_file(cwd: Path, ref: str, path: Path) -> bytes | None:
-    """The content of ``path`` at ``ref``, or None when the commit or the file is not there."""
+def blob_at(cwd: Path, ref: str, path: Path) -> str | None:
+    """The blob id of ``path`` as of ``ref``, following symlinks inside that commit's tree (a
+    retrieval/config.yml that points at v1.yml is read as v1.yml, as the working tree reads it).
+    None when the commit or the file is not there. A symlink that leads out of the repository or
+    loops is refused: what it points at is not in the commit, so the commit cannot say what it is."""
+    from gate.errors import InputError
+
     if not _is_revision(ref):
         return None
     root = repo_root(cwd)
     if root is None:
         return None
     relative = repository_path(root, Path(path))
-    if relative is None:
+    if relative is None or "\n" in relative.as_posix():
         return None
+    name = f"{ref}:{relative.as_posix()}"
     try:
-        proc = _git(root, "show", f"{ref}:{relative.as_posix()}")
+        proc = subprocess.run(["git", "-c", f"safe.directory={root.resolve()}", "cat-file", "--batch-check",
+                               "--follow-symlinks"], cwd=root, input=(name + "\n").encode("utf-8"),
+                              capture_output=True, timeout=30, env=_clean_env())
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    fields = proc.stdout.decode("utf-8", errors="replace").split("\n", 1)[0].split()
+    if len(fields) == 3 and fields[1] == "blob":
+        return fields[0]
+    if fields and fields[0] == "symlink":
+        raise InputError(name, None, "is a symlink that leads out of the repository: the commit does not hold "
+                         "what it reads")
+    if fields and fields[0] == "loop":
+        raise InputError(name, None, "is a symlink loop")
+    return None  # missing, dangling or a folder
+
+
+def show_file(cwd: Path, ref: str, path: Path) -> bytes | None:
+    """The content of ``path`` at ``ref`` (symlinks inside the tree followed), or None when the
+    commit or the file is not there."""
+    blob = blob_at(cwd, ref, path)
+    if blob is None:
+        return None
+    root = repo_root(cwd)
+    try:
+        proc = _git(root, "cat-file", "blob", blob)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return proc.stdout if proc.returncode == 0 else None
+
+
+def is_tracked(path: Path) -> bool:
+    """Whether git tracks the file ``path`` (in the repository its folder belongs to; False
+    outside a repository)."""
+    folder = Path(path).parent
+    root = repo_root(folder)
+    if root is None:
+        return False
+    relative = repository_path(root, Path(path))
+    if relative is None:
+        return False
+    try:
+        proc = _git(root, "ls-files", "--error-unmatch", "--", f":(literal){relative.as_posix()}")
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
 
 
 def changed_files(cwd: Path, base: str, head: str = "HEAD") -> list[str] | None:
@@ -114,21 +163,18 @@ def changed_since(cwd: Path, base: str) -> list[str] | None:
 
 
 def export_file(cwd: Path, ref: str, path: Path, target: Path) -> bool:
-    """Write ``path`` as of ``ref`` to ``target``, streamed (a corpus may be hundreds of MB).
-    False when the commit or the file is not there."""
-    if not _is_revision(ref):
+    """Write ``path`` as of ``ref`` to ``target``, streamed (a corpus may be hundreds of MB),
+    symlinks inside the tree followed. False when the commit or the file is not there."""
+    blob = blob_at(cwd, ref, path)
+    if blob is None:
         return False
     root = repo_root(cwd)
-    relative = repository_path(root, Path(path)) if root is not None else None
-    if relative is None:
-        return False
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".part")
     try:
         with open(partial, "wb") as out:
-            proc = subprocess.run(["git", "-c", f"safe.directory={root.resolve()}", "cat-file", "blob",
-                                   f"{ref}:{relative.as_posix()}"], cwd=root, stdout=out, stderr=subprocess.PIPE,
-                                  timeout=600, env=_clean_env())
+            proc = subprocess.run(["git", "-c", f"safe.directory={root.resolve()}", "cat-file", "blob", blob],
+                                  cwd=root, stdout=out, stderr=subprocess.PIPE, timeout=600, env=_clean_env())
     except (OSError, subprocess.TimeoutExpired):
         partial.unlink(missing_ok=True)
         return False

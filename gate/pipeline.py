@@ -46,7 +46,7 @@ from gate.report import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from gate.lift import strata_section
 from gate.strata_config import assign_strata, strata_spec_from_config, validate_against
 from gate.noise import BandStatus, applicable_band, band_sentence, measure_noise, tie_floor
-from gate.verdict import (ALPHA, MIN_MOVERS, Findings, GuardedRegression, Policy, Verdict, decide,
+from gate.verdict import (ALPHA, MIN_MOVERS, Findings, GuardedRegression, Policy, Verdict, decide, traffic_findings,
                           inconclusive)
 from gate.checks.judged import judged_check
 from gate.checks.prompts import scan_prompts
@@ -660,20 +660,6 @@ def validity_findings(validity: Validity) -> dict[str, Any]:
     if validity.tuning is not None:
         out["tuning_overlap"] = tuple(validity.tuning.overlap)
     return out
-
-
-def traffic_findings(block: dict[str, Any]) -> dict[str, Any]:
-    """The strata table's directions, as :class:`gate.verdict.Findings` takes them."""
-    traffic = block.get("traffic")
-    rows = block.get("strata", [])
-    guarded = tuple(GuardedRegression(r["stratum"], r["delta"], r["ci_low"], r["ci_high"], r["p_holm"])
-                    for r in rows if r.get("guarded") and r.get("direction") == "damaged"
-                    and r.get("p_holm") is not None)
-    return {
-        "damaged_traffic": None if not traffic else traffic.get("damaged", 0.0),
-        "damaged_strata": tuple(r["stratum"] for r in rows if r.get("direction") == "damaged"),
-        "guarded_regressions": guarded,
-    }
 
 
 def declared_factors(config: Config) -> dict[str, list[str]]:

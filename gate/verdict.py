@@ -145,7 +145,11 @@ def decide_delta(
         kind = "fail"
     elif non_inferior:
         if policy.require_improvement and not improvement:
-            reasons.append(Reason("improvement_required", f"improvement required but not shown ({evidence_text})"))
+            why = "not shown"
+            if not band_ok and (e.hall_low > 0 and e.p_improvement <= ALPHA and enough if e is not None
+                                else ci_low > 0):
+                why = "not counted: there is no noise band to exceed (retrieval-gate noise)"
+            reasons.append(Reason("improvement_required", f"improvement required but {why} ({evidence_text})"))
             kind = "fail"
         elif improvement:
             reasons.append(Reason("improvement_shown", f"improvement shown ({evidence_text})"))
@@ -207,6 +211,21 @@ class Findings:
     guarded_regressions: tuple[GuardedRegression, ...] = ()  # damaged guarded strata with their Holm p
     warnings: tuple[str, ...] = ()
     reporting_set: dict[str, Any] = field(default_factory=dict)
+
+
+def traffic_findings(block: dict[str, Any]) -> dict[str, Any]:
+    """The strata table's directions (a report's strata block: ``strata`` rows and ``traffic``),
+    as :class:`Findings` takes them: ``run`` and ``compare`` decide on the same rows."""
+    traffic = block.get("traffic")
+    rows = block.get("strata", [])
+    guarded = tuple(GuardedRegression(r["stratum"], r["delta"], r["ci_low"], r["ci_high"], r["p_holm"])
+                    for r in rows if r.get("guarded") and r.get("direction") == "damaged"
+                    and r.get("p_holm") is not None)
+    return {
+        "damaged_traffic": None if not traffic else traffic.get("damaged", 0.0),
+        "damaged_strata": tuple(r["stratum"] for r in rows if r.get("direction") == "damaged"),
+        "guarded_regressions": guarded,
+    }
 
 
 def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
@@ -287,9 +306,11 @@ def goalposts_changed(verdict: Verdict, goalposts, policy: Policy) -> Verdict:
 
 
 def accept(verdict: Verdict, labels, body: str | None, policy: Policy) -> tuple[Verdict, dict | None]:
-    """A fail a maintainer accepts on purpose: the label plus a justification line (labels need
-    triage rights, so a fork author cannot self-accept)."""
-    if verdict.kind != "fail" or ACCEPT_LABEL not in set(labels or ()):
+    """A fail or a blocking inconclusive a maintainer accepts on purpose: the label plus a
+    justification line (labels need triage rights, so a fork author cannot self-accept). An
+    inconclusive needs a way out too: a refactor that moves no golden query is too_few_movers,
+    and only a person can say the sample is enough."""
+    if verdict.kind not in ("fail", "inconclusive") or verdict.exit_code == 0 or ACCEPT_LABEL not in set(labels or ()):
         return verdict, None
     text = justification(body)
     if text is None:

@@ -105,6 +105,32 @@ def yardstick_paths(config: Config) -> list[str]:
     for p in paths:
         if p and p not in out:
             out.append(p)
+    return with_link_targets(root, out)
+
+
+def with_link_targets(root: Path | None, paths: list[str]) -> list[str]:
+    """``paths`` and, after each that is (or lies under) a symlink in the working tree, the
+    repository path it leads to: a PR that edits v1.yml, which retrieval/config.yml points at,
+    changes retrieval/config.yml without touching it. Globs are kept as they are; links that
+    leave the repository are refused elsewhere (:func:`outside_links`)."""
+    if root is None:
+        return paths
+    top = Path(os.path.realpath(root))
+    out: list[str] = []
+    for path in paths:
+        out.append(path)
+        if any(c in path for c in "*?[") or not path:
+            continue
+        folder = path.endswith("/")
+        lexical = Path(os.path.abspath(root)) / path.rstrip("/")
+        real = Path(os.path.realpath(lexical))
+        try:
+            target = real.relative_to(top).as_posix()
+        except ValueError:
+            continue
+        target += "/" if folder else ""
+        if target != path and target not in out and target not in paths:
+            out.append(target)
     return out
 
 
@@ -125,8 +151,21 @@ def watched(config: Config) -> list[str]:
         prefix = "" if prefix in ("", ".") else prefix + "/"
     globs += [prefix + g for g in config.raw.get("prompts") or []]
     globs += [prefix + g for g in config.raw.get("environment") or []]
+    globs += code_globs(config, prefix)
     globs.append(".github/workflows/**")
-    return globs
+    return with_link_targets(root, globs)
+
+
+def code_globs(config: Config, prefix: str) -> list[str]:
+    """The code under test of a command runner: what its runs are keyed on (gate.runners.code).
+    ``runner.inputs`` when declared; otherwise the whole working tree is the code, so every
+    changed file makes the gate relevant (fnmatch's ``*`` crosses folders)."""
+    if config.runner.type != "command":
+        return []
+    declared = config.raw.get("runner.inputs")
+    if declared:
+        return [prefix + g for g in declared]
+    return ["*"]
 
 
 def matches(path: str, globs: Iterable[str]) -> bool:

@@ -176,3 +176,48 @@ def test_dl2019_nist_official_ndcg10(capsys):
     assert report["query_count"] == 43
     assert round(report["baseline"]["mean"], 4) == official["bm25base_p"]
     assert round(report["candidate"]["mean"], 4) == official["p_bert"]
+
+
+def _two_strata(tmp_path: Path) -> dict[str, Path]:
+    """60 queries in strata A and B (half the traffic each): the candidate loses every A query
+    its relevant document (rank 1 -> 11) and gains it on every B query (rank 11 -> 1)."""
+    queries, qrels, base, cand = [], [], [], []
+    for i in range(60):
+        qid, stratum = f"q{i}", "A" if i < 30 else "B"
+        queries.append(json.dumps({"query_id": qid, "text": f"query {i}", "stratum": stratum}))
+        qrels.append(f"{qid} 0 rel{i} 1")
+        docs = [f"d{i}_{k}" for k in range(10)]
+        good, bad = [f"rel{i}", *docs], [*docs, f"rel{i}"]
+        for run, ranked in ((base, good if stratum == "A" else bad), (cand, bad if stratum == "A" else good)):
+            run += [f"{qid} Q0 {d} {r} {100 - r} x" for r, d in enumerate(ranked, 1)]
+    files = {"queries": "queries.jsonl", "qrels": "qrels.txt", "baseline": "base.run", "candidate": "cand.run"}
+    out = {k: tmp_path / v for k, v in files.items()}
+    for key, lines in (("queries", queries), ("qrels", qrels), ("baseline", base), ("candidate", cand)):
+        out[key].write_text("\n".join(lines) + "\n")
+    out["strata"] = tmp_path / "strata.yml"
+    out["strata"].write_text("shares: {A: 0.5, B: 0.5}\nguarded: [A]\n")
+    return out
+
+
+def test_compare_decides_on_damaged_traffic_as_run_does(tmp_path, capsys):
+    """Every A query loses, every B query gains: the mean does not move, half the traffic is
+    damaged and A is guarded. run fails this change, and so does compare's decision."""
+    f = _two_strata(tmp_path)
+    argv = ["compare", "--baseline", str(f["baseline"]), "--candidate", str(f["candidate"]), "--qrels",
+            str(f["qrels"]), "--queries", str(f["queries"]), "--strata", str(f["strata"]), "--fail-on-decision",
+            "--format", "json"]
+    code = main(argv)
+    report = json.loads(capsys.readouterr().out)
+    codes = [r["code"] for r in report["decision"]["reasons"]]
+    assert code == 1 and report["decision"]["kind"] == "fail"
+    assert codes[:2] == ["damaged_traffic", "guarded_stratum"], codes
+
+
+def test_compare_require_improvement_passes_a_shown_improvement_without_a_band(capsys):
+    """compare has no noise band: an improvement it shows is counted (run needs the band)."""
+    runs = need(REALDATA / "runs" / "trec-dl-2019-passage")
+    code = main(["compare", "--baseline", str(runs / "official_nist" / "input.bm25base_p.gz"), "--candidate",
+                 str(runs / "official_nist" / "input.p_bert.gz"), "--qrels",
+                 str(runs / "qrels" / "qrels.dl19-passage.txt"), "--require-improvement", "--fail-on-decision"])
+    first = capsys.readouterr().out.splitlines()[0]
+    assert code == 0 and first.startswith("decision: pass - improvement shown"), first

@@ -145,3 +145,58 @@ def test_code_identities(repo, tmp_path):
     assert inputs.kind == "inputs" and "2 files" in inputs.description
     outside = working_tree(tmp_path / "nowhere" if (tmp_path / "nowhere").mkdir() is None else tmp_path)
     assert not outside.known
+
+
+def _perfect_run(root: Path) -> str:
+    """A hand-written run that ranks every relevant document first: what a forger would commit."""
+    lines = []
+    for line in (root / "eval" / "qrels.txt").read_text().splitlines():
+        qid, _, doc, rel = line.split()
+        lines.append((qid, doc, int(rel)))
+    out = []
+    for qid in sorted({q for q, _, _ in lines}):
+        ranked = sorted((d for q, d, _ in lines if q == qid), key=lambda d: -max(r for q, x, r in lines
+                                                                                  if q == qid and x == d))
+        out += [f"{qid} Q0 {d} {rank} {100 - rank} forged" for rank, d in enumerate(ranked, 1)]
+    return "\n".join(out) + "\n"
+
+
+def _cache_entries(root: Path) -> list[Path]:
+    return sorted((root / ".retrieval-gate" / "cache").rglob("*.run*"))
+
+
+@pytest.mark.parametrize("how", ["committed", "symlink", "truncated"])
+def test_a_cache_entry_the_gate_did_not_store_is_a_miss_not_a_run(repo, tmp_path, how):
+    """A PR cannot plant its candidate's run in the cache (the folder is inside the checkout):
+    a committed file or a symlink under the key is not used, and a truncated entry is re-made."""
+    root, calls = repo
+    config = root / ".retrieval-gate.yml"
+    archive(load_config(config), progress=_silent)
+    before = _cache_entries(root)
+    (root / "search" / "run.py").write_text(SEARCH.format(weight=5, calls=str(calls)))
+    _git(root, "commit", "-qam", "search code")
+    honest = run_gate(load_config(config), RunOptions(base="HEAD~1"), progress=_silent)
+    assert honest.report["candidate"]["source"] == "runner" and len(_calls(calls)) == 2
+    [entry] = [p for p in _cache_entries(root) if p not in before]  # the candidate's
+    assert entry.parent.name.startswith("v")  # one folder per gate version
+    if how == "committed":
+        entry.write_bytes(__import__("gzip").compress(_perfect_run(root).encode()))
+        _git(root, "add", "-f", str(entry))
+        _git(root, "commit", "-qm", "a cache entry")
+    elif how == "symlink":
+        forged = tmp_path / "forged.run"
+        forged.write_text(_perfect_run(root))
+        entry.unlink()
+        entry.with_name(entry.name.replace(".gz", "")).symlink_to(forged)
+    else:
+        entry.write_bytes(entry.read_bytes()[:40])
+    lines: list[str] = []
+    again = run_gate(load_config(config), RunOptions(base="HEAD~1"), progress=lines.append)
+    assert again.report["candidate"]["source"] == "runner", lines
+    assert len(_calls(calls)) == 3
+    assert any("not used" in line or "unreadable" in line for line in lines), lines
+    assert again.report["delta"]["mean"] == pytest.approx(honest.report["delta"]["mean"])
+    if how != "committed":
+        # The refused entry is replaced by the gate's own; the next run is served from it.
+        third = run_gate(load_config(config), RunOptions(base="HEAD~1"), progress=_silent)
+        assert third.report["candidate"]["source"] == "cache" and len(_calls(calls)) == 3

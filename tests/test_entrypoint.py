@@ -29,10 +29,14 @@ def _git(cwd: Path, *args: str) -> str:
 class Checkout:
     """A repository with a base commit (gate config, golden set, archived baseline) and a PR head."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, runner_inputs: str | None = None):
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         config = _world(root, leak_in_new=True, extra_config="strata:\n  shares: {how_to: 0.6, navigational: 0.4}\n")
+        if runner_inputs is not None:  # the code its runs depend on (else: the whole tree)
+            text = config.read_text().replace("--output {run}\"\n", "--output {run}\"\n" f"  inputs: {runner_inputs}\n")
+            assert "inputs:" in text
+            config.write_text(text)
         # One golden query whose text is hostile Markdown: it must render harmlessly.
         golden = root / "golden.jsonl"
         rows = [json.loads(line) for line in golden.read_text().splitlines()]
@@ -245,15 +249,38 @@ def test_the_accept_label_with_a_justification_turns_a_fail_into_accepted(world)
     assert "the FAQ page is excluded" in fake.comments(10)[0]["body"]
 
 
-def test_a_pr_that_touches_nothing_watched_is_skipped_quickly(world):
+def test_a_pr_that_touches_nothing_watched_is_skipped_quickly(tmp_path):
+    need(GITHUB / "webhook_example_pull_request_synchronize.payload.json")
+    checkout = Checkout(tmp_path / "repo", runner_inputs="[retrieval.yml, search/*.py]")
+    with FakeGitHub(token=TOKEN) as fake:
+        head, _ = checkout.pr(open(checkout.root / "retrieval.yml").read(), extra={"README.md": "docs only\n"})
+        fake.add_pull(11, head, files=["README.md"], base_sha=checkout.base)
+        event = _payload(tmp_path, "webhook_example_pull_request_synchronize.payload.json", 11, head, checkout.base)
+        proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp_path)
+        assert proc.returncode == 0, proc.stdout
+        assert _outputs(outputs)["verdict"] == "skipped"
+        assert len(fake.comments(11)) == 1  # the comment is updated so a required check never hangs
+        # A change to the declared code is never skipped, its retrieval config untouched.
+        (checkout.root / "search").mkdir(exist_ok=True)
+        head, _ = checkout.pr(open(checkout.root / "retrieval.yml").read(), extra={"search/rank.py": "W = 2\n"})
+        fake.add_pull(12, head, files=["search/rank.py"], base_sha=checkout.base)
+        event = _payload(tmp_path, "webhook_example_pull_request_synchronize.payload.json", 12, head, checkout.base)
+        proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp_path)
+        assert _outputs(outputs)["verdict"] != "skipped", proc.stdout
+
+
+def test_without_runner_inputs_every_changed_file_is_code_under_test(world):
+    """A command runner's runs are keyed on the whole working tree when runner.inputs is not
+    declared: a PR that changes any file (here only search code) is judged, never skipped."""
     checkout, fake, tmp = world
-    head, _ = checkout.pr(open(checkout.root / "retrieval.yml").read(), extra={"README.md": "docs only\n"})
-    fake.add_pull(11, head, files=["README.md"], base_sha=checkout.base)
+    (checkout.root / "search").mkdir(exist_ok=True)
+    head, _ = checkout.pr(open(checkout.root / "retrieval.yml").read(), extra={"search/rank.py": "W = 2\n"})
+    fake.add_pull(11, head, files=["search/rank.py"], base_sha=checkout.base)
     event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 11, head, checkout.base)
     proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
-    assert proc.returncode == 0
-    assert _outputs(outputs)["verdict"] == "skipped"
-    assert len(fake.comments(11)) == 1  # the comment is updated so a required check never hangs
+    assert _outputs(outputs)["verdict"] != "skipped", proc.stdout
+    report = json.loads((checkout.root / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert any("runner.inputs" in w for w in report["warnings"]), report["warnings"]
 
 
 def test_a_pr_that_edits_its_yardstick_cannot_pass(world):

@@ -13,6 +13,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from gate.cli import main
 from tests.test_entrypoint import GOOD, Checkout, _git, _outputs, _payload, run_entrypoint, world  # noqa: F401
 
@@ -77,6 +79,34 @@ def test_run_with_base_reads_the_yardstick_from_the_base_and_flags_goalposts(wor
     assert "goalposts" not in json.loads((tmp / "out2" / "report.json").read_text())
 
 
+def _start(root: Path, fake, tmp: Path, event_name: str, event: Path):
+    """entrypoint.py started as the runner starts it, for any event (run_entrypoint: pull_request)."""
+    import subprocess
+    import sys
+
+    from tests.shared_data import REPO
+
+    output = tmp / "event_output"
+    output.write_text("")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp), "GITHUB_EVENT_NAME": event_name,
+           "GITHUB_EVENT_PATH": str(event), "GITHUB_API_URL": fake.url, "GITHUB_REPOSITORY": fake.repository,
+           "GITHUB_WORKSPACE": str(root), "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(tmp / "s"),
+           "GITHUB_TOKEN": "ghs_s3cr3tT0kenValue1234567890", "INPUT_TOKEN": "ghs_s3cr3tT0kenValue1234567890",
+           "INPUT_CONFIG-PATH": ".retrieval-gate.yml", "INPUT_COMMENT-MODE": "update",
+           "INPUT_GITHUB-MAX-WAIT": "30", "INPUT_WORKING-DIRECTORY": "."}
+    done = subprocess.run([sys.executable, str(REPO / "entrypoint.py")], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=root)
+    return done, output.read_text()
+
+
+def _merge_group(tmp: Path, fake, head: str, base) -> Path:
+    event = tmp / "merge_group.json"
+    event.write_text(json.dumps({"action": "checks_requested", "merge_group": {
+        "head_sha": head, "head_ref": "refs/heads/gh-readonly-queue/main/pr-1-x", "base_sha": base,
+        "base_ref": "refs/heads/main"}, "repository": {"full_name": fake.repository}}))
+    return event
+
+
 def test_a_merge_group_of_two_commits_is_judged_against_its_base_sha(world):  # noqa: F811
     checkout, fake, tmp = world
     root = checkout.root
@@ -87,27 +117,9 @@ def test_a_merge_group_of_two_commits_is_judged_against_its_base_sha(world):  # 
     _git(root, "add", "README.md")
     _git(root, "commit", "-qm", "docs on top")
     head = _git(root, "rev-parse", "HEAD")
-    event = tmp / "merge_group.json"
-    event.write_text(json.dumps({"action": "checks_requested", "merge_group": {
-        "head_sha": head, "head_ref": "refs/heads/gh-readonly-queue/main/pr-1-x", "base_sha": checkout.base,
-        "base_ref": "refs/heads/main"}, "repository": {"full_name": fake.repository}}))
-    env_event = "merge_group"  # (run_entrypoint starts a pull_request event)
-    import subprocess
-    import sys
-
-    from tests.shared_data import REPO
-
-    output = tmp / "mg_output"
-    output.write_text("")
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp), "GITHUB_EVENT_NAME": env_event,
-           "GITHUB_EVENT_PATH": str(event), "GITHUB_API_URL": fake.url, "GITHUB_REPOSITORY": fake.repository,
-           "GITHUB_WORKSPACE": str(root), "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(tmp / "s"),
-           "GITHUB_TOKEN": "ghs_s3cr3tT0kenValue1234567890", "INPUT_TOKEN": "ghs_s3cr3tT0kenValue1234567890",
-           "INPUT_CONFIG-PATH": ".retrieval-gate.yml", "INPUT_COMMENT-MODE": "update",
-           "INPUT_GITHUB-MAX-WAIT": "30", "INPUT_WORKING-DIRECTORY": "."}
-    done = subprocess.run([sys.executable, str(REPO / "entrypoint.py")], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=root)
-    verdict = _outputs(output.read_text())["verdict"]
+    event = _merge_group(tmp, fake, head, checkout.base)
+    done, output = _start(root, fake, tmp, "merge_group", event)
+    verdict = _outputs(output)["verdict"]
     assert verdict != "skipped", done.stdout[-2000:]
     report = json.loads((root / ".retrieval-gate" / "out" / "report.json").read_text())
     assert report["event"]["base_sha"] == checkout.base
@@ -133,3 +145,144 @@ def test_a_leak_the_pr_plants_in_the_same_corpus_file_is_new_and_fails(world):  
     assert leakage["baseline_corpus"] == f"as of commit {checkout.base[:12]}"
     assert code == 1 and report["verdict"]["reasons"][0]["code"] == "new_leaked_queries"
     assert "faq/planted" in report["verdict"]["reasons"][0]["message"]
+
+
+def _symlinked_base(checkout, names: dict[str, str]) -> str:
+    """A base commit where each file of ``names`` is a symlink to the value (a file in the repo)."""
+    root = checkout.root
+    _git(root, "checkout", "-q", "-B", "main", checkout.base)
+    for link, target in names.items():
+        (root / target).parent.mkdir(parents=True, exist_ok=True)
+        (root / target).write_bytes((root / link).read_bytes())
+        (root / link).unlink()
+        os.symlink(os.path.relpath(root / target, (root / link).parent), root / link)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "files are symlinks")
+    return _git(root, "rev-parse", "HEAD")
+
+
+def _merge(checkout, base: str, edit) -> str:
+    root = checkout.root
+    _git(root, "checkout", "-q", "-B", "feature", base)
+    edit(root)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "pr")
+    head = _git(root, "rev-parse", "HEAD")
+    _git(root, "checkout", "-q", "--detach", base)
+    _git(root, "merge", "-q", "--no-ff", "-m", "merge", head)
+    return head
+
+
+def test_an_edit_to_what_a_watched_symlink_points_at_is_judged(world):  # noqa: F811
+    """retrieval.yml -> configs/v1.yml; the PR edits configs/v1.yml only. The diff never names
+    retrieval.yml, yet the config the runs read changed: judged, not skipped."""
+    checkout, fake, tmp = world
+    base = _symlinked_base(checkout, {"retrieval.yml": "configs/v1.yml"})
+    head = _merge(checkout, base, lambda root: (root / "configs" / "v1.yml").write_text(GOOD))
+    fake.add_pull(31, head, files=["configs/v1.yml"], base_sha=base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 31, head, base)
+    proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
+    assert _outputs(outputs)["verdict"] != "skipped", proc.stdout[-2000:]
+    report = json.loads((checkout.root / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert report["config_diff"], report["config_diff"]
+
+
+def test_yardstick_files_that_are_symlinks_inside_the_repository_are_followed_at_the_base(world):  # noqa: F811
+    """The gate config, the qrels and the golden queries are symlinks in the base commit: their
+    base versions are the files they point at (not the link text), and an edit of a target is a
+    goalpost change."""
+    checkout, fake, tmp = world
+    base = _symlinked_base(checkout, {".retrieval-gate.yml": "ci/gate.yml", "qrels.txt": "eval/qrels.txt",
+                                      "golden.jsonl": "eval/golden.jsonl"})
+    head = _merge(checkout, base, lambda root: (root / "retrieval.yml").write_text(GOOD))
+    fake.add_pull(32, head, files=["retrieval.yml"], base_sha=base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 32, head, base)
+    proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
+    assert proc.returncode in (0, 1, 3), proc.stdout[-3000:]  # a verdict, not bad input
+    report = json.loads((checkout.root / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert report["yardstick"]["source"] == f"base commit {base[:12]}"
+    assert report["goalposts"] == []
+    # Now the PR relabels the qrels through their target: a goalpost change.
+    qrels = (checkout.root / "eval" / "qrels.txt").read_text()
+    head = _merge(checkout, base, lambda root: (root / "eval" / "qrels.txt").write_text(
+        qrels.replace(" 0\n", " 2\n", 5)))
+    fake.add_pull(33, head, files=["eval/qrels.txt"], base_sha=base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 33, head, base)
+    proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
+    report = json.loads((checkout.root / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert {"path": "eval/qrels.txt", "change": "modified"} in report["goalposts"], proc.stdout[-2000:]
+    assert proc.returncode != 0 and report["verdict"]["kind"] in ("fail", "inconclusive")  # it cannot pass
+
+
+def _shallow(checkout, tmp: Path, depth: int, branch: str) -> Path:
+    """A clone of ``branch`` at ``depth`` (actions/checkout's default is depth 1)."""
+    import subprocess
+
+    target = tmp / f"shallow-{depth}"
+    subprocess.run(["git", "clone", "-q", f"--depth={depth}", "-b", branch, f"file://{checkout.root}", str(target)],
+                   check=True, capture_output=True)
+    return target
+
+
+def test_a_pr_whose_base_is_not_in_the_checkout_is_inconclusive_not_judged_by_its_own_config(world):  # noqa: F811
+    """Depth 1: HEAD^1 and base.sha are absent. Judged by the PR head's own config (which here
+    relaxes the policy) it would pass; without its base it is inconclusive, and says why."""
+    checkout, fake, tmp = world
+    root = checkout.root
+    config = root / ".retrieval-gate.yml"
+    _git(root, "checkout", "-q", "-B", "feature", checkout.base)
+    config.write_text(config.read_text() + "policy:\n  inconclusive_blocks: false\n  max_regression: 0.9\n")
+    (root / "retrieval.yml").write_text(GOOD)
+    _git(root, "commit", "-qam", "a change and a relaxed policy")
+    head = _git(root, "rev-parse", "HEAD")
+    _git(root, "checkout", "-q", "-B", "merged", checkout.base)
+    _git(root, "merge", "-q", "--no-ff", "-m", "merge", head)
+    shallow = _shallow(checkout, tmp, 1, "merged")
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 41, head, checkout.base)
+    fake.add_pull(41, head, files=["retrieval.yml", ".retrieval-gate.yml"], base_sha=checkout.base)
+    done, output = _start(shallow, fake, tmp, "pull_request", event)
+    assert done.returncode == 3, done.stdout[-2000:]
+    report = json.loads((shallow / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert report["verdict"]["reasons"][0]["code"] == "base_unavailable"
+    assert "fetch-depth: 2" in report["verdict"]["reasons"][0]["message"]
+    assert _outputs(output)["verdict"] == "inconclusive"
+
+
+def test_a_merge_group_whose_base_sha_is_absent_or_missing_is_inconclusive(world):  # noqa: F811
+    checkout, fake, tmp = world
+    root = checkout.root
+    _git(root, "checkout", "-q", "-B", "queue", checkout.base)
+    (root / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 0.1\n")
+    _git(root, "commit", "-qam", "c1")
+    (root / "README.md").write_text("docs\n")
+    _git(root, "add", "README.md")
+    _git(root, "commit", "-qm", "c2")
+    head = _git(root, "rev-parse", "HEAD")
+    shallow = _shallow(checkout, tmp, 2, "queue")  # the example's depth for PRs: base_sha is 2 back
+    for base in (checkout.base, None):
+        done, output = _start(shallow, fake, tmp, "merge_group", _merge_group(tmp, fake, head, base))
+        assert done.returncode == 3, done.stdout[-2000:]
+        report = json.loads((shallow / ".retrieval-gate" / "out" / "report.json").read_text())
+        reason = report["verdict"]["reasons"][0]
+        assert reason["code"] == "base_unavailable"
+        assert ("fetch-depth: 0" in reason["message"]) if base else ("no base_sha" in reason["message"])
+
+
+@pytest.mark.parametrize("payload", [
+    {"merge_group": {"head_sha": "a" * 40, "base_sha": 123}},
+    {"merge_group": {"head_sha": "a" * 40, "base_sha": ["x"]}},
+    {"merge_group": {"head_sha": "not a sha; rm -rf /", "base_sha": "b" * 40}},
+    {"pull_request": {"number": "7", "head": {"sha": "a" * 40}}},
+    {"pull_request": {"number": 7, "head": {"sha": "a" * 40}, "labels": [{"name": 5}]}},
+    {"pull_request": {"number": 7}},
+    [1, 2, 3],
+])
+def test_a_malformed_event_payload_is_one_line_and_exit_2(world, payload):  # noqa: F811
+    checkout, fake, tmp = world
+    event = tmp / "bad-event.json"
+    event.write_text(json.dumps(payload))
+    name = "merge_group" if isinstance(payload, dict) and "merge_group" in payload else "pull_request"
+    done, _ = _start(checkout.root, fake, tmp, name, event)
+    assert done.returncode == 2, done.stdout[-2000:]
+    errors = [line for line in done.stdout.splitlines() if line.startswith("::error")]
+    assert len(errors) == 1 and "bad-event.json" in errors[0] and "Traceback" not in done.stdout + done.stderr

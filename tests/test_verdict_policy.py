@@ -13,7 +13,7 @@ import pytest
 
 from gate.stats.evidence import Evidence
 from gate.verdict import (ACCEPT_LABEL, MIN_MOVERS, STATISTICAL, Findings, GuardedRegression, Policy, accept,
-                          decide, goalposts_changed, skipped)
+                          decide, goalposts_changed, inconclusive, skipped)
 
 N = 43
 
@@ -111,8 +111,16 @@ def test_goalposts_accept_and_skip():
     assert done.kind == "accepted" and done.exit_code == 0 and done.reasons[0].code == "accepted"
     assert record["justification"] == "the FAQ is public"
     assert accept(passed, [ACCEPT_LABEL], "Retrieval-Gate-Justification: x", POLICY) == (passed, None)
+    # A blocking inconclusive (here: no query moved) can be accepted the same way, and only so.
+    unmoved = inconclusive("too_few_movers", "only 0 of 43 queries moved", POLICY)
+    assert accept(unmoved, [], "Retrieval-Gate-Justification: a refactor", POLICY) == (unmoved, None)
+    taken, record = accept(unmoved, [ACCEPT_LABEL], "Retrieval-Gate-Justification: a refactor", POLICY)
+    assert (taken.kind, taken.exit_code, record["failed_on"][0]["code"]) == ("accepted", 0, "too_few_movers")
     skip = skipped(4, POLICY)
     assert (skip.kind, skip.reasons[0].code, skip.exit_code) == ("skipped", "not_relevant", 0)
+    # A PR whose base commit is not in the checkout is never judged by its own files.
+    absent = inconclusive("base_unavailable", "the base commit is not in the checkout", POLICY)
+    assert (absent.kind, absent.exit_code) == ("inconclusive", 3)
 
 
 def test_every_reason_code_is_in_the_table():

@@ -120,7 +120,8 @@ def check_json_value(src: str, line: int | None, value: Any, what: str) -> Any:
             raise InputError(src, line, f"{what} is nested deeper than {limits.MAX_NESTING} levels")
         if isinstance(item, dict):
             for key, sub in item.items():
-                _check_string(src, line, key, what)
+                if isinstance(key, str):  # YAML keys may be null, numbers or booleans
+                    _check_string(src, line, key, what)
                 stack.append((sub, depth + 1))
         elif isinstance(item, list):
             stack.extend((sub, depth + 1) for sub in item)

@@ -30,6 +30,7 @@ from ruamel.yaml.events import CollectionEndEvent
 
 from gate.errors import InputError
 from gate.io import limits
+from gate.io.fields import check_unicode
 
 
 def _line(event: Any) -> int | None:
@@ -46,14 +47,26 @@ def _yaml_error(display: str, error: Exception) -> InputError:
     return InputError(display, None, f"invalid YAML: {limits.shorten(str(error), 120)}")
 
 
-# What YAML resolves as an integer: decimal digits, 0x hex or 0o octal (a git sha is text).
-_DIGITS = re.compile(r"[-+]?([0-9][0-9_]*|0x[0-9a-fA-F_]+|0o[0-7_]+)\Z")
+# What YAML resolves as an integer: decimal digits, 0x hex, 0o octal or 0b binary (a git sha is text).
+_DIGITS = re.compile(r"[-+]?(?:(0x)[0-9a-fA-F_]+|(0o)[0-7_]+|(0b)[01_]+|[0-9][0-9_]*)\Z")
+# Digits (leading zeros aside) beyond which a number cannot fit 64 bits, per base prefix.
+_MAX_DIGITS = {"0x": 16, "0o": 22, "0b": 64, None: 19}
 
 
 def _check_plain_scalar(display: str, line: int | None, value: str) -> None:
-    # An unquoted 5,000-digit number would stop Python's int() (4,300 digits) with
-    # no line; no config value needs more than 64 bits.
-    if len(value) >= 30 and _DIGITS.match(value):
+    # An unquoted 5,000-digit number would stop Python's int() (4,300 digits) with no line,
+    # and a huge one in any base would stop str() later; no config value needs more than 64 bits.
+    if len(value) < 18:  # 0x and 16 hex digits is the shortest that can overflow
+        return
+    match = _DIGITS.match(value)
+    if match is None:
+        return
+    prefix = next((g for g in match.groups() if g), None)
+    digits = value.lstrip("+-")[2 if prefix else 0:].replace("_", "").lstrip("0")
+    too_long = len(digits) > _MAX_DIGITS[prefix]
+    if not too_long and len(digits) == _MAX_DIGITS[prefix]:
+        too_long = int(digits, {"0x": 16, "0o": 8, "0b": 2, None: 10}[prefix]) >= 2 ** 63
+    if too_long:
         raise InputError(display, line, f"number '{limits.shorten(value)}' is beyond the 64-bit range "
                          "(quote it if it is text)")
 
@@ -76,8 +89,12 @@ def check_events(source: str, display: str) -> None:
                 if tag is not None and str(tag) != "!":
                     raise InputError(display, _line(event), f"YAML tag '{limits.shorten(str(tag))}' is not "
                                      "accepted (quote the value to make it text)")
-                if isinstance(event, ScalarEvent) and not event.style:
-                    _check_plain_scalar(display, _line(event), event.value)
+                if isinstance(event, ScalarEvent):
+                    if not event.style:
+                        _check_plain_scalar(display, _line(event), event.value)
+                    # "\ud800" in a double-quoted string is a lone surrogate: no file, hash or
+                    # report can hold it as UTF-8.
+                    check_unicode(display, _line(event), event.value, "a YAML value")
                 is_key = bool(stack) and stack[-1][0] and stack[-1][1]
                 if stack and stack[-1][0]:
                     stack[-1][1] = not stack[-1][1]

@@ -56,7 +56,8 @@ class CommandRunner:
         self.tokens = tokens
 
     def identity(self) -> dict[str, Any]:
-        return {"type": "command", "command": self.template}
+        # shell changes how the same command text is parsed, so it is part of what a run depends on.
+        return {"type": "command", "command": self.template, "shell": self.shell}
 
     def argv(self, values: dict[str, str]) -> list[str] | str:
         if self.shell:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from gate import __version__
 from gate.atomic import write_bytes_atomic
 from gate.errors import InputError
 from gate.io.records import Run
@@ -81,10 +82,11 @@ class RunProducer:
         # A run whose code cannot be seen (no git, no runner.inputs) is never served from the
         # cache: the cache could not tell a changed search/bm25.py from the baseline's.
         cacheable = self.cache_dir is not None and (request.code is None or request.code.known)
-        cached = find_in_runs_dir(self.cache_dir, key) if cacheable else None
+        cache_folder = self._cache_folder() if cacheable else None
+        cached = find_in_runs_dir(cache_folder, key)
         if cached is not None:
-            run = self._read(cached, request.purpose, "from the cache")
-            if not missing_queries(run, expected):
+            run = self._cached(cached, request.purpose, expected)
+            if run is not None:
                 self.progress(f"{request.purpose}: cache hit {key}")
                 return run, ProducedRun(request.purpose, cached, key, "cache", time.monotonic() - started,
                                         len(run.query_ids))
@@ -108,10 +110,34 @@ class RunProducer:
         check_coverage(run, expected, request.purpose, str(out_path))
         seconds = time.monotonic() - started
         self.progress(f"{request.purpose}: {len(run.query_ids)} queries in {seconds:.1f}s")
-        if cacheable:
+        if cache_folder is not None:
+            for stale in (cache_folder / f"{key}{suffix}" for suffix in RUN_SUFFIXES):
+                if stale.is_symlink() or stale.is_file():
+                    stale.unlink()  # an entry that was refused above is replaced, not left to shadow this one
             with open(out_path, "rb") as handle:
-                write_bytes_atomic(self.cache_dir / f"{key}.run.gz", gzip.compress(handle.read(), mtime=0))
+                write_bytes_atomic(cache_folder / f"{key}.run.gz", gzip.compress(handle.read(), mtime=0))
         return run, ProducedRun(request.purpose, out_path, key, "runner", seconds, len(run.query_ids))
+
+    def _cache_folder(self) -> Path:
+        # One folder per gate version: a run cached by another version was produced from the
+        # config and query files that version wrote, and is not assumed to equal this one's.
+        return self.cache_dir / f"v{__version__}"
+
+    def _cached(self, path: Path, purpose: str, expected: Sequence[str]) -> Run | None:
+        """The cached run, or None (with a progress line saying why) when it is not one the gate
+        itself made and stored: a cache miss, never a verdict."""
+        refused = untrusted_cache_entry(path)
+        if refused is not None:
+            self.progress(f"{purpose}: cache entry {path.name} not used ({refused}); running the runner")
+            return None
+        try:
+            run = read_run(path)
+        except InputError as error:
+            self.progress(f"{purpose}: cache entry {path.name} is unreadable ({error}); running the runner")
+            return None
+        if missing_queries(run, expected):
+            return None
+        return run
 
     @staticmethod
     def _read(path: Path, purpose: str, how: str, log_path: Path | None = None) -> Run:
@@ -119,6 +145,23 @@ class RunProducer:
             return read_run(path)
         except InputError as error:
             raise RunnerFailed(purpose, f"the run {how} is not a valid TREC run: {error}", log_path)
+
+
+def untrusted_cache_entry(path: Path) -> str | None:
+    """Why a file in the cache folder is not a run the gate stored, or None.
+
+    The cache folder usually sits inside the checkout, so a pull request can commit a file under
+    the key its own code will have and be "served from the cache" a run it wrote by hand. The
+    gate writes entries with ``write_bytes_atomic`` as plain files and never commits them: a
+    symlink or a file git tracks is someone else's.
+    """
+    if path.is_symlink():
+        return "it is a symlink"
+    from gate import git
+
+    if git.is_tracked(path):
+        return "it is committed in the repository: a cached run is one the gate made, not a file a change can edit"
+    return None
 
 
 def copy_run(source: Path, target: Path) -> Path:

@@ -511,7 +511,8 @@ def calibration_json(result: Result, ctx: dict[str, Any]) -> None:
     data = ctx.get("_stdout_json") or ctx["calibration.json"]
     runs = data["runs"]
     assert data["pairs"] == runs * (runs - 1) and 0 <= data["fail"] <= data["pairs"]
-    assert 0 < data["fail_rate_upper95"] <= 1 and "A/A comparisons failed on this stack" in data["sentence"]
+    assert 0 < data["fail_rate_upper95"] <= 1 and "A/A comparisons of" in data["sentence"]
+    assert data["blocking"] == data["fail"] + data["inconclusive"] and data["pairs"] <= data["pairs_possible"]
 
 
 CALIBRATE = "calibrate --from-runs {noise_runs} --qrels {qrels} --samples 300"

@@ -808,8 +808,18 @@ def config_to_yaml(doc: dict[str, Any]) -> str:
     yaml.default_flow_style = False
     yaml.sort_base_mapping_type_on_output = False  # keep the order (shares keep the file's order)
     yaml.allow_unicode = True
-    yaml.dump(doc, buffer)
+    # A strategy may hand the same dict object to two keys; the dumper would write it once with
+    # an anchor and then an alias, which the gate refuses by design. Each value is written out.
+    yaml.dump(_unshared(doc), buffer)
     return buffer.getvalue()
+
+
+def _unshared(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _unshared(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_unshared(item) for item in value]
+    return value
 
 
 def nest_dotted(values: dict[str, Any]) -> dict[str, Any]:

@@ -80,7 +80,9 @@ def test_gate_workflow_is_unprivileged_and_unfiltered():
     }
     steps = wf["jobs"]["gate"]["steps"]
     checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
-    assert checkout["with"]["fetch-depth"] == 2
+    # 2 for PRs (the merge commit and its parents), 0 for merge groups ('0' quoted: a bare 0 is
+    # falsy in an expression, and `cond && 0 || 2` would always give 2).
+    assert checkout["with"]["fetch-depth"] == "${{ github.event_name == 'merge_group' && '0' || '2' }}"
     gate = next(s for s in steps if s.get("uses", "").startswith("your-org/retrieval-gate@"))
     assert gate["with"]["comment-mode"] == "off" and "config-path" in gate["with"]
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
