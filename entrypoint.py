@@ -2,6 +2,9 @@
 
 The image starts this file with Python directly (exec-form ENTRYPOINT): a
 shell in between would drop the INPUT_* variables whose names have hyphens.
+:func:`gate.isolation.isolate` runs first: it re-executes this file without the
+tokens in its environment, drops root for the workspace owner and makes the
+process non-dumpable, before any child process (the PR's code) can start.
 """
 
 import sys
@@ -11,6 +14,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gate.action import main  # noqa: E402
+from gate.isolation import isolate  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        environment, identity = isolate()
+    except Exception as error:  # noqa: BLE001 - the edge: a bug of the gate, not a verdict
+        print(f"::error title=retrieval-gate::internal error while isolating the process: "
+              f"{type(error).__name__}", flush=True)
+        sys.exit(4)
+    sys.exit(main(environment, identity=identity))

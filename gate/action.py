@@ -1,10 +1,11 @@
 """The GitHub Action: the runner's environment in, a verdict, a comment and an exit code out.
 
-``entrypoint.py`` calls :func:`main` with ``os.environ``. Inputs arrive as
-``INPUT_<NAME>`` with hyphens kept; ``required`` is enforced here because the
-runner does not. Every git call passes ``-c safe.directory`` (the workspace
-belongs to another uid). The token is masked at once and never reaches a
-subprocess (runners get a scrubbed environment), a log line, a report or an
+``entrypoint.py`` calls :func:`main` with the environment :func:`gate.isolation.isolate`
+returns (the secrets are no longer in ``os.environ``, nor in ``/proc/<pid>/environ``).
+Inputs arrive as ``INPUT_<NAME>`` with hyphens kept; ``required`` is enforced here because
+the runner does not. Every git call names the repository's top level as a
+``safe.directory`` through its environment (gate.git). The token is masked at once and
+never reaches a subprocess (runners get a scrubbed environment), a log line, a report or an
 output.
 """
 
@@ -175,9 +176,13 @@ def _print(stream: TextIO, text: str) -> None:
     stream.flush()
 
 
-def main(env: Mapping[str, str] | None = None, stdout: TextIO | None = None) -> int:
+def main(env: Mapping[str, str] | None = None, stdout: TextIO | None = None, identity: str | None = None) -> int:
+    """``env``: the runner's environment, secrets included (from :func:`gate.isolation.isolate`,
+    which keeps them out of ``os.environ``); ``identity``: what isolate did, for the log."""
     env = dict(os.environ if env is None else env)
     out = stdout or sys.stdout
+    if identity:
+        _print(out, f"retrieval-gate: {identity}")
     try:
         inputs = read_inputs(env)
     except ActionInputError as error:
@@ -194,18 +199,42 @@ def main(env: Mapping[str, str] | None = None, stdout: TextIO | None = None) -> 
         _print(out, annotation("error", f"bad input: {error}", title="retrieval-gate"))
         return 2
     except Exception:  # noqa: BLE001 - the edge
-        import traceback
-
-        fd, path = tempfile.mkstemp(prefix="retrieval-gate-crash-", suffix=".txt")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            traceback.print_exc(file=handle)
-        _print(out, annotation("error", f"internal error (traceback saved to {path})", title="retrieval-gate"))
+        _print(out, annotation("error", f"internal error (traceback saved to {_save_crash(env, inputs)})",
+                               title="retrieval-gate"))
         return 4
     finally:
         import shutil
 
         for folder in scratch:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _save_crash(env: Mapping[str, str], inputs: Inputs) -> str:
+    """The traceback, where the job keeps it: the output folder (uploaded with the report; a
+    container's /tmp goes with the container), and a line in the job summary. Returns where."""
+    import traceback
+
+    text = traceback.format_exc()
+    token = inputs.token
+    if token:
+        text = text.replace(token, "***")
+    workspace = Path(env.get("GITHUB_WORKSPACE", ".")) / inputs.working_directory
+    place = workspace / ".retrieval-gate" / "out" / "crash-traceback.txt"
+    try:
+        place.parent.mkdir(parents=True, exist_ok=True)
+        place.write_text(text, encoding="utf-8")
+        where = _workspace_relative(env, place)
+    except OSError:
+        fd, name = tempfile.mkstemp(prefix="retrieval-gate-crash-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        where = name
+    try:
+        append_summary(env.get("GITHUB_STEP_SUMMARY", ""), f"**retrieval-gate: internal error** (exit 4, a bug in "
+                       f"the gate, not a verdict): the traceback is in `{where}`.\n")
+    except OSError:
+        pass
+    return where
 
 
 def _base_commit(workspace: Path, event: Event, warnings: list[str]) -> tuple[str | None, str | None]:
@@ -348,35 +377,45 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     comment_body = render_comment(report, reproduce_command=reproduce, limit=COMMENT_LIMIT - 200)
     write_text_atomic(out_dir / "comment.md", comment_body)
 
+    # The verdict is decided and on disk. What follows is publishing, in order of importance:
+    # the outputs and the job summary first (the workflow's next steps need them), then GitHub.
+    # A GitHub failure (a 502, a deleted comment, the wait cap) is a warning: the job still
+    # exits with the verdict's code, never 4.
+    delta = report.get("delta") or {}
+    output_file = env.get("GITHUB_OUTPUT", "")
+    write_outputs(output_file, {
+        "verdict": verdict.kind,
+        "delta": "" if delta.get("mean") is None else f"{delta['mean']:.6f}",
+        "ci-low": "" if delta.get("ci_low") is None else f"{delta['ci_low']:.6f}",
+        "ci-high": "" if delta.get("ci_high") is None else f"{delta['ci_high']:.6f}",
+        "report-path": _workspace_relative(env, out_dir / "report.json"),
+    })
+    append_summary(env.get("GITHUB_STEP_SUMMARY", ""), render_summary(report, reproduce_command=reproduce))
+
     comment_url = ""
     if event.name.startswith("pull_request") and event.pr_number is not None and client is not None:
         with group("retrieval-gate: comment", stream=out):
-            result = publish_comment(client, event.pr_number, config.suite, event.head_sha or "", verdict.kind,
-                                     comment_body, mode=inputs.comment_mode)
-            comment_url = result.url or ""
-            _print(out, f"comment: {result.action} {comment_url}")
-            if result.action == "forbidden":
-                _print(out, annotation("warning", result.message or "no permission to comment",
-                                       title="retrieval-gate comment"))
+            try:
+                result = publish_comment(client, event.pr_number, config.suite, event.head_sha or "", verdict.kind,
+                                         comment_body, mode=inputs.comment_mode)
+            except Exception as error:  # noqa: BLE001 - GitHub's failure is never the verdict's
+                _print(out, annotation("warning", f"the PR comment was not written ({_describe(error)}); the "
+                                                  f"verdict stands", title="retrieval-gate comment"))
+            else:
+                comment_url = result.url or ""
+                _print(out, f"comment: {result.action} {comment_url}")
+                if result.action == "forbidden":
+                    _print(out, annotation("warning", result.message or "no permission to comment",
+                                           title="retrieval-gate comment"))
         if inputs.commit_status and event.head_sha:
             state = {"pass": "success", "skipped": "success", "accepted": "success", "fail": "failure"}.get(
                 verdict.kind, "failure" if verdict.exit_code else "success")
             try:
                 client.create_status(event.head_sha, state, f"retrieval-gate/{config.suite}",
                                      truncate_description(headline(report, markdown=False)))
-            except GitHubError as error:
-                _print(out, annotation("warning", f"commit status not written: {error}"))
-
-    delta = report.get("delta") or {}
-    write_outputs(env.get("GITHUB_OUTPUT", ""), {
-        "verdict": verdict.kind,
-        "delta": "" if delta.get("mean") is None else f"{delta['mean']:.6f}",
-        "ci-low": "" if delta.get("ci_low") is None else f"{delta['ci_low']:.6f}",
-        "ci-high": "" if delta.get("ci_high") is None else f"{delta['ci_high']:.6f}",
-        "report-path": str(out_dir / "report.json"),
-        "comment-url": comment_url,
-    })
-    append_summary(env.get("GITHUB_STEP_SUMMARY", ""), render_summary(report, reproduce_command=reproduce))
+            except Exception as error:  # noqa: BLE001 - as above
+                _print(out, annotation("warning", f"commit status not written: {_describe(error)}"))
+    write_outputs(output_file, {"comment-url": comment_url})
 
     kind = "error" if verdict.exit_code else "notice"
     with stop_commands(stream=out):
@@ -388,6 +427,25 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
         _print(out, annotation("warning", warning[:1000], title="retrieval-gate"))
     _print(out, f"retrieval-gate: {verdict.kind} (exit {verdict.exit_code}) in {time.monotonic() - started:.1f}s")
     return verdict.exit_code
+
+
+def _describe(error: BaseException) -> str:
+    """One line about a publishing failure, without anything the token could be in."""
+    from gate.github import GitHubError
+
+    if isinstance(error, GitHubError):
+        return escape_data(str(error))[:300]
+    return type(error).__name__
+
+
+def _workspace_relative(env: Mapping[str, str], path: Path) -> str:
+    """``path`` as later steps can open it: relative to the workspace (inside a Docker action the
+    workspace is /github/workspace, which the steps after it do not have)."""
+    workspace = Path(env.get("GITHUB_WORKSPACE", ".")).resolve()
+    try:
+        return path.resolve().relative_to(workspace).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _tool() -> dict[str, Any]:

@@ -1,28 +1,60 @@
-"""The few git calls the gate makes, each with ``-c safe.directory`` (in a Docker
-action the workspace belongs to another uid, and git refuses it otherwise)."""
+"""The few git calls the gate makes.
+
+In a Docker action the workspace may belong to another uid than the gate's, and git refuses
+such a repository unless it is a ``safe.directory``. Every call here names the repository's
+top level (found by walking up to its ``.git``, not the current folder: with
+``working-directory: svc`` the current folder is not the repository) as a safe directory
+through the environment (``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``):
+nothing is written to the user's git config, and nothing shows in a process list.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 from pathlib import Path
+from typing import Mapping
+
+
+def top_level(cwd: Path) -> Path:
+    """The folder holding ``.git`` at or above ``cwd`` (``cwd`` itself when there is none)."""
+    start = Path(os.path.abspath(cwd))
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
+def environment(cwd: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a git child: credentials scrubbed, the repository of ``cwd`` safe."""
+    from gate.runners.environment import scrubbed_environment
+
+    env = scrubbed_environment()
+    try:
+        count = int(env.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        count = 0
+    top = top_level(cwd)
+    for value in dict.fromkeys([str(top), str(top.resolve())]):
+        env[f"GIT_CONFIG_KEY_{count}"] = "safe.directory"
+        env[f"GIT_CONFIG_VALUE_{count}"] = value
+        count += 1
+    env["GIT_CONFIG_COUNT"] = str(count)
+    env["GIT_TERMINAL_PROMPT"] = "0"  # a missing credential is an error, never a prompt that hangs
+    env.update(extra or {})
+    return env
+
+
+def run(cwd: Path, *args: str, timeout: float = 30.0, extra_env: Mapping[str, str] | None = None,
+        **kwargs) -> subprocess.CompletedProcess:
+    """``git args...`` in ``cwd``; output captured unless ``stdout`` is given."""
+    if "stdout" not in kwargs:
+        kwargs["capture_output"] = True
+    return subprocess.run(["git", *args], cwd=cwd, timeout=timeout, env=environment(cwd, extra_env), **kwargs)
 
 
 def _git(cwd: Path, *args: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
-    cwd = Path(cwd).resolve()
-    return subprocess.run(
-        ["git", "-c", f"safe.directory={cwd}", *args],
-        cwd=cwd,
-        capture_output=True,
-        timeout=timeout,
-        env=_clean_env(),
-    )
-
-
-def _clean_env() -> dict[str, str]:
-    from gate.runners.environment import scrubbed_environment
-
-    return scrubbed_environment()
+    return run(Path(cwd).resolve(), *args, timeout=timeout)
 
 
 def repo_root(cwd: Path) -> Path | None:
@@ -85,9 +117,7 @@ def blob_at(cwd: Path, ref: str, path: Path) -> str | None:
         return None
     name = f"{ref}:{relative.as_posix()}"
     try:
-        proc = subprocess.run(["git", "-c", f"safe.directory={root.resolve()}", "cat-file", "--batch-check",
-                               "--follow-symlinks"], cwd=root, input=(name + "\n").encode("utf-8"),
-                              capture_output=True, timeout=30, env=_clean_env())
+        proc = run(root, "cat-file", "--batch-check", "--follow-symlinks", input=(name + "\n").encode("utf-8"))
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0:
@@ -173,8 +203,7 @@ def export_file(cwd: Path, ref: str, path: Path, target: Path) -> bool:
     partial = target.with_name(target.name + ".part")
     try:
         with open(partial, "wb") as out:
-            proc = subprocess.run(["git", "-c", f"safe.directory={root.resolve()}", "cat-file", "blob", blob],
-                                  cwd=root, stdout=out, stderr=subprocess.PIPE, timeout=600, env=_clean_env())
+            proc = run(root, "cat-file", "blob", blob, stdout=out, stderr=subprocess.PIPE, timeout=600)
     except (OSError, subprocess.TimeoutExpired):
         partial.unlink(missing_ok=True)
         return False

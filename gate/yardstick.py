@@ -177,9 +177,7 @@ def matches(path: str, globs: Iterable[str]) -> bool:
 
 def _ls_tree(workspace: Path, ref: str, folder: str) -> list[str]:
     try:
-        proc = subprocess.run(["git", "-c", f"safe.directory={workspace.resolve()}", "ls-tree", "-r", "--name-only",
-                               ref, "--", folder], cwd=workspace, capture_output=True, timeout=30,
-                              env=git._clean_env())
+        proc = git.run(workspace, "ls-tree", "-r", "--name-only", ref, "--", folder)
     except (OSError, subprocess.TimeoutExpired):
         return []
     return [line for line in proc.stdout.decode().splitlines() if line] if proc.returncode == 0 else []
@@ -248,17 +246,15 @@ def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, 
     ref = next((r for r in refs if git.rev_parse(root, r) is not None), None)
     if ref is None:
         try:
-            subprocess.run(["git", "-c", f"safe.directory={root}", "fetch", "--quiet", "--depth=1", "origin",
-                            f"{branch}:refs/remotes/origin/{branch}"], cwd=root, capture_output=True, timeout=60,
-                           env=git._clean_env())
+            git.run(root, "fetch", "--quiet", "--depth=1", "origin", f"{branch}:refs/remotes/origin/{branch}",
+                    timeout=60)
         except (OSError, subprocess.TimeoutExpired):
             return None
         ref = refs[0] if git.rev_parse(root, refs[0]) is not None else None
     if ref is None:
         return None
     try:
-        proc = subprocess.run(["git", "-c", f"safe.directory={root}", "rev-list", f"--max-count={max_ancestors}",
-                               base_sha], cwd=root, capture_output=True, timeout=30, env=git._clean_env())
+        proc = git.run(root, "rev-list", f"--max-count={max_ancestors}", base_sha)
         ancestors = proc.stdout.decode().split() if proc.returncode == 0 else [base_sha]
     except (OSError, subprocess.TimeoutExpired):
         ancestors = [base_sha]

@@ -80,7 +80,8 @@ def _payload(tmp: Path, name: str, number: int, head: str, base: str, labels=(),
     return path
 
 
-def run_entrypoint(checkout: Checkout, fake: FakeGitHub, event: Path, tmp: Path, **inputs: str):
+def run_entrypoint(checkout: Checkout, fake: FakeGitHub, event: Path, tmp: Path, pythonpath: str | None = None,
+                   **inputs: str):
     output = tmp / "github_output"
     summary = tmp / "step_summary"
     output.write_text("")
@@ -103,6 +104,8 @@ def run_entrypoint(checkout: Checkout, fake: FakeGitHub, event: Path, tmp: Path,
         "INPUT_WORKING-DIRECTORY": ".",
     }
     env.update({f"INPUT_{k.upper().replace('_', '-')}": v for k, v in inputs.items()})
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
     proc = subprocess.run([sys.executable, str(REPO / "entrypoint.py")], env=env, capture_output=True, text=True,
                           timeout=300, cwd=checkout.root)
     return proc, output.read_text(), summary.read_text()
@@ -306,3 +309,41 @@ def test_missing_required_input_is_an_error_annotation_and_exit_2(world):
     proc = subprocess.run([sys.executable, str(REPO / "entrypoint.py")], env=env, capture_output=True, text=True)
     assert proc.returncode == 2
     assert "::error" in proc.stdout and "token" in proc.stdout
+
+
+def test_a_github_outage_while_commenting_leaves_the_verdict_and_the_outputs(world):
+    """502 on every comment call (after the client's retries): a warning, the verdict's exit
+    code, every output and the job summary written."""
+    checkout, fake, tmp = world
+    head, _ = checkout.pr(GOOD)
+    fake.add_pull(41, head, files=["retrieval.yml"], base_sha=checkout.base)
+    fake.script_error("/repos/{owner}/{repo}/issues/{issue_number}/comments", 502, times=50)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 41, head, checkout.base)
+    proc, outputs, summary = run_entrypoint(checkout, fake, event, tmp, github_max_wait="5")
+    values = _outputs(outputs)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert values["verdict"] == "pass" and values["delta"] and values["comment-url"] == ""
+    assert values["report-path"] == ".retrieval-gate/out/report.json"
+    assert (checkout.root / values["report-path"]).is_file()
+    assert "::warning title=retrieval-gate comment::the PR comment was not written" in proc.stdout
+    assert "pass" in summary.lower() and fake.comments(41) == []
+
+
+def test_a_crash_leaves_its_traceback_in_the_output_folder_and_the_summary(world):
+    checkout, fake, tmp = world
+    head, _ = checkout.pr(GOOD)
+    fake.add_pull(42, head, files=["retrieval.yml"], base_sha=checkout.base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 42, head, checkout.base)
+    # A bug planted in the gate: the comment renderer raises.
+    plant = tmp / "plant"
+    plant.mkdir()
+    (plant / "sitecustomize.py").write_text(
+        "import gate.comment\n"
+        "def broken(*a, **k):\n    raise RuntimeError('planted bug ' + 'ghs_' + 'x' * 4)\n"
+        "gate.comment.render_comment = broken\n")
+    proc, _, summary_text = run_entrypoint(checkout, fake, event, tmp, pythonpath=str(plant))
+    assert proc.returncode == 4, proc.stdout[-2000:]
+    traceback_file = checkout.root / ".retrieval-gate" / "out" / "crash-traceback.txt"
+    assert "planted bug" in traceback_file.read_text()
+    assert "internal error (traceback saved to .retrieval-gate/out/crash-traceback.txt)" in proc.stdout
+    assert "internal error" in summary_text and "crash-traceback.txt" in summary_text

@@ -57,15 +57,10 @@ class CodeIdentity:
 BUILTIN = CodeIdentity("builtin", "builtin", "the gate's own reference retriever")
 
 
-def _clean_env() -> dict[str, str]:
-    from gate.git import _clean_env as clean
-
-    return clean()
-
-
 def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", "-c", f"safe.directory={root}", *args], cwd=root, capture_output=True,
-                          timeout=120, env={**_clean_env(), **(env or {})})
+    from gate import git
+
+    return git.run(root, *args, timeout=120, extra_env=env)
 
 
 def _excludes(root: Path, folders: Sequence[Path]) -> list[str]:
@@ -159,8 +154,7 @@ def checkout(code: CodeIdentity, repo: Path, scratch: Path) -> Iterator[CodeIden
     scratch.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix=f"checkout-{code.commit[:12]}-", dir=scratch))
     try:
-        archive = subprocess.run(["git", "-c", f"safe.directory={top}", "archive", "--format=tar", code.commit],
-                                 cwd=top, capture_output=True, timeout=600, env=_clean_env())
+        archive = git.run(top, "archive", "--format=tar", code.commit, timeout=600)
         if archive.returncode != 0:
             raise CheckoutFailed(f"git archive {code.commit[:12]} failed: "
                                  f"{archive.stderr.decode(errors='replace').strip()[:200]}")

@@ -99,6 +99,9 @@ class CommandRunner:
                 _kill_group(proc)
                 raise RunnerFailed(request.purpose, f"runner command timed out after {self.timeout:g}s",
                                    log_path, log_tail(log_path))
+            # What it left running in the background goes too: nothing of the code under test
+            # outlives its run (the gate fetches from GitHub with credentials afterwards).
+            _kill_group(proc, leader_exited=True)
         if code != 0:
             raise RunnerFailed(request.purpose, f"runner command exited with code {code}", log_path,
                                log_tail(log_path))
@@ -107,9 +110,10 @@ class CommandRunner:
                                log_path, log_tail(log_path))
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen, leader_exited: bool = False) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        proc.kill()
+        if not leader_exited:
+            proc.kill()
     proc.wait()

@@ -9,7 +9,10 @@ token overlap over the corpus JSONL. Test switches in the config:
 ``fail: true`` exits 3, ``sleep: S`` sleeps first, ``drop_queries: N`` leaves the
 last N queries out, ``env_dump: PATH`` writes the environment it sees,
 ``shuffle_ties: true`` perturbs scores by the repeat seed (a nondeterministic stack),
-``prefer_suffix: S`` adds 0.25 to documents whose id ends with S (a change that moves queries).
+``prefer_suffix: S`` adds 0.25 to documents whose id ends with S (a change that moves queries),
+``probe: {path: P, needles: [...]}`` looks for the needles (secrets) wherever a PR's code could
+read them - every process's environ and cmdline, and the memory of every other process whose
+/proc/<pid>/mem opens - and writes what it found to P (JSON).
 """
 
 import argparse
@@ -47,6 +50,50 @@ def read_queries(path):
     return queries
 
 
+def probe(path, needles):
+    """What a hostile runner command can read of the secrets (see the module docstring)."""
+    found = {"hits": [], "environ_readable": [], "mem_readable": [], "uid": os.getuid(), "self": os.getpid(),
+             "examined": []}
+    for pid in sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int):
+        if int(pid) == os.getpid():
+            continue
+        found["examined"].append(int(pid))
+        for name in ("environ", "cmdline"):
+            try:
+                with open(f"/proc/{pid}/{name}", "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                continue
+            if name == "environ":
+                found["environ_readable"].append(int(pid))
+            found["hits"] += [f"/proc/{pid}/{name}" for n in needles if n in data]
+        try:
+            maps = open(f"/proc/{pid}/maps").read().splitlines()
+            mem = open(f"/proc/{pid}/mem", "rb")
+        except OSError:
+            continue
+        with mem:
+            readable = False
+            for line in maps:
+                fields = line.split()
+                if len(fields) < 2 or "r" not in fields[1]:
+                    continue
+                start, end = (int(x, 16) for x in fields[0].split("-"))
+                if end - start > 256 * 1024 * 1024:
+                    continue
+                try:
+                    mem.seek(start)
+                    data = mem.read(end - start)
+                except (OSError, OverflowError, ValueError):
+                    continue
+                readable = True
+                found["hits"] += [f"/proc/{pid}/mem" for n in needles if n in data]
+            if readable:
+                found["mem_readable"].append(int(pid))
+    with open(path, "w") as handle:
+        json.dump(found, handle)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--config", required=True)
@@ -60,6 +107,8 @@ def main():
     if config.get("env_dump"):
         with open(config["env_dump"], "w") as handle:
             json.dump(dict(os.environ), handle)
+    if config.get("probe"):
+        probe(config["probe"]["path"], [n.encode() for n in config["probe"]["needles"]])
     if config.get("sleep"):
         time.sleep(float(config["sleep"]))
     if config.get("fail"):

@@ -1,0 +1,107 @@
+"""The Action's process, made safe to run a pull request's code from.
+
+The gate runs the PR's retrieval command (a command runner) in the same container as itself,
+and it holds the GitHub token. Scrubbing the child's environment is not enough: a child can
+read ``/proc/<gate pid>/environ`` (the environment the gate was *started* with, whatever it
+removed from ``os.environ`` since) and, as the same uid, the gate's memory. So, before any
+child starts, :func:`isolate`:
+
+1. **re-executes the gate without the secrets in its environment.** ``INPUT_TOKEN``,
+   ``GITHUB_TOKEN``, ``ACTIONS_RUNTIME_TOKEN`` and ``ACTIONS_ID_TOKEN_REQUEST_TOKEN`` go over
+   a pipe to the new process image instead; its ``/proc/<pid>/environ`` never held them;
+2. **drops to the workspace owner** when it runs as root (Docker actions do, the workspace
+   belongs to the runner user, uid 1001): every file the gate and the PR's code write then
+   belongs to the runner user (the workflow's later steps and the next checkout can change and
+   remove them), git needs no ``safe.directory``, and changing uid makes the process
+   non-dumpable;
+3. **makes itself non-dumpable** (``prctl(PR_SET_DUMPABLE, 0)``) either way: then
+   ``/proc/<pid>/mem``, ``/proc/<pid>/environ`` and ``ptrace`` need ``CAP_SYS_PTRACE``, which
+   neither the runner user nor root in a default Docker container has.
+
+Why not run only the PR's command as another, unprivileged user? It would need a uid that
+can write the workspace (the runner user's, so the same uid as a dropped gate) or a
+workspace made writable for all; and files the gate writes as root would still be root's.
+Dropping the whole process to the workspace owner fixes ownership and isolation at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Mapping
+
+try:  # imported now: after the drop to the workspace owner, the interpreter's own folders
+    import ctypes  # may not be readable (a Python under /root)
+except ImportError:  # pragma: no cover - a Python built without ctypes
+    ctypes = None  # type: ignore[assignment]
+
+SECRETS = ("INPUT_TOKEN", "GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+_FD = "RETRIEVAL_GATE_SECRETS_FD"
+PR_SET_DUMPABLE = 4
+
+
+def _set_non_dumpable() -> bool:
+    if ctypes is None:
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # not Linux
+        return False
+
+
+def _read_secrets(fd: int) -> dict[str, str]:
+    chunks = []
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    data = json.loads(b"".join(chunks).decode("utf-8"))
+    return {str(k): str(v) for k, v in data.items()}
+
+
+def _drop_to_workspace_owner(env: Mapping[str, str]) -> str | None:
+    """Become the workspace's owner when root; returns what was done, for the log."""
+    if os.geteuid() != 0:
+        return None
+    workspace = env.get("GITHUB_WORKSPACE")
+    if not workspace:
+        return None
+    try:
+        info = os.stat(workspace)
+    except OSError:
+        return None
+    if info.st_uid == 0:
+        return None
+    os.setgroups([])
+    os.setgid(info.st_gid)
+    os.setuid(info.st_uid)
+    return f"running as uid {info.st_uid} (the workspace owner), not root"
+
+
+def isolate(argv: list[str] | None = None) -> tuple[dict[str, str], str | None]:
+    """The environment the gate runs with (secrets included, as a dict: never ``os.environ``),
+    and a note on the identity it runs as. Re-executes the process when secrets are in its
+    environment (does not return then)."""
+    argv = list(sys.argv if argv is None else argv)
+    present = {name: os.environ[name] for name in SECRETS if name in os.environ}
+    if present and _FD not in os.environ:
+        read_end, write_end = os.pipe()
+        os.write(write_end, json.dumps(present).encode("utf-8"))  # a few hundred bytes: the pipe holds them
+        os.close(write_end)
+        os.set_inheritable(read_end, True)
+        clean = {k: v for k, v in os.environ.items() if k not in SECRETS}
+        clean[_FD] = str(read_end)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, [sys.executable, *argv], clean)
+    secrets: dict[str, str] = {}
+    if _FD in os.environ:
+        secrets = _read_secrets(int(os.environ.pop(_FD)))
+    _set_non_dumpable()  # before the drop too: no moment where a same-uid process could attach
+    note = _drop_to_workspace_owner(os.environ)
+    _set_non_dumpable()
+    return {**os.environ, **secrets}, note

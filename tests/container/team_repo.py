@@ -1,0 +1,120 @@
+"""A team's repository, as the container suite's remote holds it.
+
+The base commit on ``main`` carries the gate config, a golden set of 20 queries with qrels, two
+corpus snapshots, the retrieval config and the team's own search command (``search/run.py``, a
+token-overlap ranker: the container runs it, so it lives in the repository). Its baseline is
+archived on ``main`` (``.retrieval-gate/baseline``) or on the baselines branch. A pull request
+is a branch plus the merge commit GitHub makes, published as ``refs/pull/<n>/head`` and
+``refs/pull/<n>/merge``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.checks.test_validity_in_run import RUNNER, _world
+
+GOOD = "ingestion: {parser: v1}\nboost: 2.0\nprefer_suffix: '#c0'\n"  # moves every query up
+BAD = "ingestion: {parser: v1}\nboost: 1.0\nprefer_suffix: '#c7'\n"  # moves every query down
+
+
+def git(cwd: Path, *args: str, env: dict | None = None) -> str:
+    done = subprocess.run(["git", "-c", "user.email=dev@example.com", "-c", "user.name=dev",
+                           "-c", "init.defaultBranch=main", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True, env={**os.environ, **(env or {})})
+    return done.stdout.strip()
+
+
+@dataclass
+class PullRequest:
+    number: int
+    head: str
+    merge: str
+    base: str
+    files: list[str]
+
+
+class TeamRepo:
+    def __init__(self, root: Path, remote_root: Path, name: str = "octo-org/octo-repo", *,
+                 subfolder: str = "", baselines_branch: bool = False, extra_config: str = ""):
+        self.work = Path(root)
+        self.name = name
+        self.subfolder = subfolder
+        self.bare = Path(remote_root) / f"{name}.git"
+        self.bare.parent.mkdir(parents=True, exist_ok=True)
+        git(self.bare.parent, "init", "-q", "--bare", self.bare.name)
+        self.work.mkdir(parents=True, exist_ok=True)
+        git(self.work, "init", "-q", "-b", "main")
+        folder = self.work / subfolder if subfolder else self.work
+        folder.mkdir(parents=True, exist_ok=True)
+        config = _world(folder, leak_in_new=True,
+                        extra_config="strata:\n  shares: {how_to: 0.6, navigational: 0.4}\n" + extra_config)
+        (folder / "search").mkdir(exist_ok=True)
+        shutil.copyfile(RUNNER, folder / "search" / "run.py")
+        text = config.read_text().replace(f"{sys.executable} {RUNNER}", "python3 search/run.py")
+        assert "python3 search/run.py" in text
+        (folder / ".retrieval-gate.yml").write_text(text)
+        config.unlink()
+        (self.work / ".gitignore").write_text(".retrieval-gate/cache/\n.retrieval-gate/work/\n.retrieval-gate/out/\n"
+                                              "**/.retrieval-gate/cache/\n**/.retrieval-gate/work/\n"
+                                              "**/.retrieval-gate/out/\n")
+        self.folder = folder
+        git(self.work, "add", "-A")
+        git(self.work, "commit", "-qm", "the gate and its golden set")
+        self.base = git(self.work, "rev-parse", "HEAD")
+        self._archive(baselines_branch)
+        self.publish("main")
+
+    @property
+    def config_path(self) -> str:
+        return f"{self.subfolder}/.retrieval-gate.yml" if self.subfolder else ".retrieval-gate.yml"
+
+    def _archive(self, baselines_branch: bool) -> None:
+        """The baseline of the base commit: committed on main, or on the baselines branch."""
+        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+        done = subprocess.run([sys.executable, "-m", "gate", "archive", "--config", str(self.folder / ".retrieval-gate.yml")],
+                              cwd=self.folder, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        if not baselines_branch:
+            git(self.work, "add", "-A")
+            git(self.work, "commit", "-qm", "the archived baseline")
+            self.base = git(self.work, "rev-parse", "HEAD")
+            return
+        baseline = self.folder / ".retrieval-gate" / "baseline"
+        staging = self.work.parent / "baselines-branch"
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(baseline, staging / "baselines" / self.base)
+        shutil.rmtree(baseline)
+        git(staging, "init", "-q", "-b", "retrieval-gate-baselines")
+        git(staging, "add", "-A")
+        git(staging, "commit", "-qm", f"baseline for {self.base[:12]}")
+        git(staging, "push", "-q", "-f", str(self.bare), "retrieval-gate-baselines:retrieval-gate-baselines")
+        shutil.rmtree(staging)
+
+    def publish(self, *refs: str) -> None:
+        git(self.work, "push", "-q", "-f", str(self.bare), *[f"{r}:{r}" if ":" not in r else r for r in refs])
+
+    def pull_request(self, number: int, files: dict[str, str], base: str | None = None) -> PullRequest:
+        """A branch from ``base`` (default: main's tip) changing ``files`` (paths relative to the
+        gate's folder), and GitHub's merge commit of it into main."""
+        base = base or self.base
+        git(self.work, "checkout", "-q", "-B", f"pr-{number}", base)
+        for name, text in files.items():
+            path = self.folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        git(self.work, "add", "-A")
+        git(self.work, "commit", "-qm", f"PR {number}")
+        head = git(self.work, "rev-parse", "HEAD")
+        git(self.work, "checkout", "-q", "--detach", "main")
+        git(self.work, "merge", "-q", "--no-ff", "-m", f"Merge {head} into main", head)
+        merge = git(self.work, "rev-parse", "HEAD")
+        git(self.work, "checkout", "-q", "main")
+        self.publish(f"{head}:refs/pull/{number}/head", f"{merge}:refs/pull/{number}/merge")
+        prefix = f"{self.subfolder}/" if self.subfolder else ""
+        return PullRequest(number, head, merge, git(self.work, "rev-parse", "main"), [prefix + f for f in files])

@@ -1,0 +1,92 @@
+"""The Action as GitHub runs it: the real image, the runner's folders and user, a checkout made as
+actions/checkout makes it, and the example workflows' other steps as the runner user.
+
+Run with ``./run container-test``. Each scenario builds a team repository with a search command
+of its own, serves it over smart HTTP, opens a pull request on the fake GitHub API, checks it
+out as uid 1001, starts the container as the runner would, and then plays the steps of
+``examples/workflows/`` that follow the gate.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.container.conftest import TOKEN
+from tests.container.github_runner import ID_TOKEN, RUNTIME_TOKEN, Runner, as_runner, owners
+from tests.container.team_repo import GOOD, TeamRepo
+from tests.container.workflows import comment_job, gate_job_steps
+from tests.shared_data import GITHUB, need
+
+
+def _pr_event(repo: TeamRepo, pr, github) -> dict:
+    payload = json.loads(need(GITHUB / "webhook_example_pull_request_synchronize.payload.json").read_text())
+    payload["pull_request"]["number"] = pr.number
+    payload["pull_request"]["head"]["sha"] = pr.head
+    payload["pull_request"]["base"]["sha"] = pr.base
+    payload["pull_request"]["labels"] = []
+    payload["pull_request"]["body"] = None
+    payload["repository"]["full_name"] = github.repository
+    payload["pull_request"]["head"]["repo"]["full_name"] = github.repository
+    payload["pull_request"]["base"]["repo"]["full_name"] = github.repository
+    payload["number"] = pr.number
+    return payload
+
+
+@pytest.fixture()
+def world(tmp_path, image, github, remote):
+    repo = TeamRepo(tmp_path / "dev", remote.root, github.repository)
+    runner = Runner(tmp_path / "runner", github.repository)
+    return repo, runner, image, github, remote
+
+
+def test_a_passing_pr_goes_green_through_both_example_workflows(world):
+    repo, runner, image, github, remote = world
+    pr = repo.pull_request(7, {"retrieval.yml": GOOD})
+    github.add_pull(7, pr.head, files=pr.files, base_sha=pr.base)
+    event = _pr_event(repo, pr, github)
+    steps = gate_job_steps(runner, image, remote.url(f"{repo.name}.git"), event, "pull_request", github,
+                           merge_sha=pr.merge)
+    for step in steps:
+        assert step.returncode == 0, f"{step.name} failed ({step.returncode}):\n{step.log[-4000:]}"
+    gate = next(s for s in steps if s.name == "Run the gate")
+    assert gate.outputs["verdict"] == "pass", gate.log[-3000:]
+    report_path = gate.outputs["report-path"]
+    assert (runner.workspace / report_path).is_file() or Path(report_path).is_file()
+    # Everything the gate wrote belongs to the runner user: later steps and the next job's
+    # checkout can change and delete it.
+    assert set(owners(runner.workspace)) == {"1001"}, owners(runner.workspace)
+    artifact = next(s for s in steps if s.name == "Upload the report for the comment workflow").artifact
+    comment = comment_job(runner, image, artifact, event, github, workflow_run_head_sha=pr.head)
+    for step in comment:
+        assert step.returncode == 0, f"{step.name} failed:\n{step.log[-3000:]}"
+    bodies = [c["body"] for c in github.comments(7)]
+    assert len(bodies) == 1 and "pass" in bodies[0].lower()
+
+
+def test_the_prs_code_cannot_read_the_token_from_the_gates_environment_or_memory(world):
+    """The PR's search command is a probe: every process's environ and cmdline, and the memory
+    of every process whose /proc/<pid>/mem opens. Inside the container the gate runs as the
+    runner user, non-dumpable, re-executed without the tokens in its environment."""
+    repo, runner, image, github, remote = world
+    needles = [TOKEN, RUNTIME_TOKEN, ID_TOKEN]
+    probe = "/github/workspace/.probe.json"
+    retrieval = GOOD + f"probe: {{path: {probe}, needles: [{', '.join(needles)}]}}\n"
+    pr = repo.pull_request(8, {"retrieval.yml": retrieval})
+    github.add_pull(8, pr.head, files=pr.files, base_sha=pr.base)
+    event = _pr_event(repo, pr, github)
+    steps = gate_job_steps(runner, image, remote.url(f"{repo.name}.git"), event, "pull_request", github,
+                           merge_sha=pr.merge, inputs={"comment-mode": "update"})
+    gate = next(s for s in steps if s.name == "Run the gate")
+    assert gate.returncode == 0, gate.log[-3000:]
+    found = json.loads((runner.workspace / ".probe.json").read_text())
+    assert found["uid"] == 1001
+    assert 1 in found["examined"], found  # it looked at the gate (PID 1 of the container)
+    assert found["hits"] == [], found
+    # Not even the gate's environment opens (non-dumpable: /proc/1/environ is root's), nor its memory.
+    assert 1 not in found["environ_readable"] and found["mem_readable"] == [], found
+    # The token still did its job: the comment is there.
+    assert len(github.comments(8)) == 1

@@ -1,0 +1,189 @@
+"""The example workflows, step by step, as the runner would run them here.
+
+The steps come from ``examples/workflows/*.yml`` themselves: each ``run:`` script runs as
+written (as the runner user, with the step's ``env:``), each ``if:`` is evaluated, and the
+``uses:`` steps are played by what they do: ``actions/checkout`` by :meth:`Runner.checkout`,
+the gate by :meth:`Runner.docker_action` on the built image with the step's ``with:`` (and
+``action.yml``'s defaults for the rest), ``upload-artifact``/``download-artifact`` by reading
+and writing the files as the runner user, ``setup-python`` and the pip install of the gate by
+the gate installed on this machine. ``${{ ... }}`` expressions are looked up in a table of the
+ones the examples use: an expression the table does not know fails the suite, so a changed
+example cannot silently run differently from what is tested.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import sys
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from tests.container.conftest import TOKEN
+from tests.container.github_runner import Runner, Step, as_runner
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples" / "workflows"
+EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+
+
+@dataclass
+class PlayedStep(Step):
+    name: str = ""
+    artifact: dict[str, bytes] = field(default_factory=dict)
+
+
+def load_workflow(name: str) -> dict[str, Any]:
+    return YAML(typ="safe").load((EXAMPLES / name).read_text())
+
+
+def action_inputs() -> dict[str, Any]:
+    return YAML(typ="safe").load((REPO / "action.yml").read_text())["inputs"]
+
+
+def _evaluate(text: Any, context: dict[str, Any]) -> Any:
+    if not isinstance(text, str):
+        return text
+    whole = EXPRESSION.fullmatch(text.strip())
+    if whole:
+        return _lookup(whole.group(1), context)
+    return EXPRESSION.sub(lambda m: str(_lookup(m.group(1), context)), text)
+
+
+def _lookup(expression: str, context: dict[str, Any]) -> Any:
+    if expression not in context:
+        raise KeyError(f"the container suite does not know the expression ${{{{ {expression} }}}}: add it to the "
+                       "context in tests/container/workflows.py")
+    return context[expression]
+
+
+def _condition(step: dict[str, Any], context: dict[str, Any]) -> bool:
+    if "if" not in step:
+        return True
+    value = step["if"]
+    inner = EXPRESSION.fullmatch(value.strip())
+    return bool(_lookup(inner.group(1) if inner else value.strip(), context))
+
+
+def gate_job_steps(runner: Runner, image: str, remote_url: str, event: dict, event_name: str, github, *,
+                   merge_sha: str, workflow: str = "retrieval-gate.yml", inputs: dict[str, str] | None = None,
+                   gate_env: dict[str, str] | None = None, checkout_token: str | None = None) -> list[PlayedStep]:
+    """The gate job of ``workflow`` for ``event``; ``inputs`` override the step's ``with:``."""
+    document = load_workflow(workflow)
+    job = next(iter(document["jobs"].values()))
+    pull = event.get("pull_request") or {}
+    group = event.get("merge_group") or {}
+    context: dict[str, Any] = {
+        "github.event_name == 'merge_group' && '0' || '2'": "0" if event_name == "merge_group" else "2",
+        "!cancelled() && github.event_name == 'pull_request'": event_name == "pull_request",
+        "github.event.pull_request.number": str(pull.get("number", "")),
+        "github.event.pull_request.head.sha": (pull.get("head") or {}).get("sha", ""),
+        "github.event.pull_request.number || github.ref": str(pull.get("number") or "refs/heads/main"),
+        "github.token": TOKEN,
+    }
+    ref = f"refs/pull/{pull['number']}/merge" if pull else (group.get("head_ref") or "refs/heads/main")
+    played: list[PlayedStep] = []
+    failed = False
+    for step in job["steps"]:
+        name = step.get("name") or step.get("uses") or "step"
+        if failed or not _condition(step, context):
+            continue
+        uses = step.get("uses", "")
+        with_ = {k: _evaluate(v, context) for k, v in (step.get("with") or {}).items()}
+        if uses.startswith("actions/checkout@"):
+            depth = int(with_.get("fetch-depth", 1))
+            done = runner.checkout(remote_url, ref, merge_sha, depth=depth, token=checkout_token,
+                                   persist_credentials=str(with_.get("persist-credentials", "true")).lower() == "true")
+            result = PlayedStep(done.returncode, done.stdout + done.stderr, name=name)
+        elif uses.startswith("your-org/retrieval-gate@"):
+            declared = action_inputs()
+            unknown = sorted(set(with_) - set(declared))
+            assert not unknown, f"{workflow} passes inputs action.yml does not declare: {unknown}"
+            values = {key: str(_evaluate(spec.get("default", ""), context)) for key, spec in declared.items()}
+            values.update({k: str(v) for k, v in with_.items()})
+            values.update(inputs or {})
+            step_result = runner.docker_action(image, event_name, event, values, api_url=github.url,
+                                               sha=merge_sha, ref=ref, env=gate_env)
+            result = PlayedStep(step_result.returncode, step_result.log, step_result.outputs, step_result.summary,
+                                name=name)
+            context.update({f"steps.{step.get('id', 'gate')}.outputs.{k}": v for k, v in result.outputs.items()})
+        elif uses.startswith("actions/upload-artifact@"):
+            result = _upload(runner, with_["path"], name)
+        elif "run" in step:
+            env = {k: str(_evaluate(v, context)) for k, v in (step.get("env") or {}).items()}
+            done = runner.run_step(step["run"], env)
+            result = PlayedStep(done.returncode, done.log, done.outputs, done.summary, name=name)
+        else:
+            raise AssertionError(f"{workflow}: the suite cannot play step {name!r} ({uses})")
+        played.append(result)
+        failed = result.returncode != 0
+    return played
+
+
+def _upload(runner: Runner, path: str, name: str) -> PlayedStep:
+    """upload-artifact: every file below ``path``, read as the runner user (it runs as the runner)."""
+    folder = runner.workspace / path
+    done = as_runner(["sh", "-c", f"tar -C '{folder}' -cf - . | base64 -w0"], runner.workspace)
+    if done.returncode != 0:
+        return PlayedStep(done.returncode, done.stderr, name=name)
+    import base64
+
+    files: dict[str, bytes] = {}
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(done.stdout))) as tar:
+        for member in tar.getmembers():
+            if member.isfile():
+                files[member.name.removeprefix("./")] = tar.extractfile(member).read()
+    return PlayedStep(0, f"uploaded {len(files)} files", name=name, artifact=files)
+
+
+def comment_job(runner: Runner, image: str, artifact: dict[str, bytes], event: dict, github, *,
+                workflow_run_head_sha: str, workflow: str = "retrieval-gate-comment.yml") -> list[PlayedStep]:
+    """The ``workflow_run`` job: its steps as written, the artifact downloaded to RUNNER_TEMP,
+    the ``run:`` steps as the runner user on a machine where the gate is pip-installed (the
+    action's image, whose install is that one)."""
+    document = load_workflow(workflow)
+    job = next(iter(document["jobs"].values()))
+    context: dict[str, Any] = {
+        "runner.temp": str(runner.temp),
+        "github.event.workflow_run.id": "1001",
+        "github.token": TOKEN,
+        "github.event.workflow_run.head_sha": workflow_run_head_sha,
+    }
+    played: list[PlayedStep] = []
+    for step in job["steps"]:
+        name = step.get("name") or step.get("uses") or "step"
+        uses = step.get("uses", "")
+        with_ = {k: _evaluate(v, context) for k, v in (step.get("with") or {}).items()}
+        if uses.startswith("actions/download-artifact@"):
+            target = Path(with_["path"])
+            target.mkdir(parents=True, exist_ok=True)
+            for rel, data in artifact.items():
+                path = target / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+            from tests.container.github_runner import chown_tree
+
+            chown_tree(target)
+            result = PlayedStep(0, f"downloaded {len(artifact)} files", name=name)
+        elif uses.startswith("actions/setup-python@"):
+            result = PlayedStep(0, "the machine's Python", name=name)
+        elif "run" in step and "pip install" in step["run"]:
+            result = PlayedStep(0, f"the gate as pip installs it: the image {image}", name=name)
+        elif "run" in step:
+            env = {k: str(_evaluate(v, context)) for k, v in (step.get("env") or {}).items()}
+            env.update({"GITHUB_API_URL": github.url, "GITHUB_REPOSITORY": github.repository})
+            done = runner.run_step_with_gate(image, step["run"], env, cwd=runner.temp)
+            result = PlayedStep(done.returncode, done.log, done.outputs, done.summary, name=name)
+            if step.get("id"):
+                context.update({f"steps.{step['id']}.outputs.{k}": v for k, v in done.outputs.items()})
+        else:
+            raise AssertionError(f"{workflow}: the suite cannot play step {name!r} ({uses})")
+        played.append(result)
+        if result.returncode != 0:
+            break
+    return played
