@@ -209,6 +209,11 @@ def main(env: Mapping[str, str] | None = None, stdout: TextIO | None = None, ide
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def output_folder(env: Mapping[str, str]) -> Path:
+    """Where the Action writes report.json, report.md, comment.md (and a crash's traceback)."""
+    return Path(env.get("GITHUB_WORKSPACE", ".")).resolve() / ".retrieval-gate" / "out"
+
+
 def _save_crash(env: Mapping[str, str], inputs: Inputs) -> str:
     """The traceback, where the job keeps it: the output folder (uploaded with the report; a
     container's /tmp goes with the container), and a line in the job summary. Returns where."""
@@ -218,8 +223,7 @@ def _save_crash(env: Mapping[str, str], inputs: Inputs) -> str:
     token = inputs.token
     if token:
         text = text.replace(token, "***")
-    workspace = Path(env.get("GITHUB_WORKSPACE", ".")) / inputs.working_directory
-    place = workspace / ".retrieval-gate" / "out" / "crash-traceback.txt"
+    place = output_folder(env) / "crash-traceback.txt"
     try:
         place.parent.mkdir(parents=True, exist_ok=True)
         place.write_text(text, encoding="utf-8")
@@ -316,7 +320,9 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     if base is not None and not manifest.exists():
         baseline_source = baseline_from_branch(workspace, base, manifest.parent)
     policy = Policy.from_config(dict(config.raw))
-    out_dir = workspace / ".retrieval-gate" / "out"
+    # At the workspace's top, whatever working-directory is: the workflow's next steps (record
+    # the PR, upload the report) find it at one documented place.
+    out_dir = output_folder(env)
 
     if changed and "*" in yard.watch and not any(matches(f, [g for g in yard.watch if g != "*"]) for f in changed):
         names = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")

@@ -59,6 +59,7 @@ def test_a_passing_pr_goes_green_through_both_example_workflows(world):
     # Everything the gate wrote belongs to the runner user: later steps and the next job's
     # checkout can change and delete it.
     assert set(owners(runner.workspace)) == {"1001"}, owners(runner.workspace)
+    assert (runner.workspace / ".retrieval-gate" / "out" / "report.json").stat().st_mode & 0o777 == 0o644
     artifact = next(s for s in steps if s.name == "Upload the report for the comment workflow").artifact
     comment = comment_job(runner, image, artifact, event, github, workflow_run_head_sha=pr.head)
     for step in comment:
@@ -90,3 +91,41 @@ def test_the_prs_code_cannot_read_the_token_from_the_gates_environment_or_memory
     assert 1 not in found["environ_readable"] and found["mem_readable"] == [], found
     # The token still did its job: the comment is there.
     assert len(github.comments(8)) == 1
+
+
+def test_a_config_in_a_subfolder_is_judged_not_skipped(tmp_path, image, github, remote):
+    """working-directory: svc. git must accept the repository (its top level is the workspace,
+    not svc/), or every git call fails and the changed config reads as "skipped"."""
+    repo = TeamRepo(tmp_path / "dev", remote.root, github.repository, subfolder="svc")
+    runner = Runner(tmp_path / "runner", github.repository)
+    pr = repo.pull_request(9, {"retrieval.yml": GOOD})
+    github.add_pull(9, pr.head, files=pr.files, base_sha=pr.base)
+    event = _pr_event(repo, pr, github)
+    steps = gate_job_steps(runner, image, remote.url(f"{repo.name}.git"), event, "pull_request", github,
+                           merge_sha=pr.merge, inputs={"working-directory": "svc"})
+    for step in steps:
+        assert step.returncode == 0, f"{step.name} failed ({step.returncode}):\n{step.log[-4000:]}"
+    gate = next(s for s in steps if s.name == "Run the gate")
+    assert gate.outputs["verdict"] == "pass", gate.log[-3000:]
+    report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
+    assert report["yardstick"]["source"].startswith("base commit")
+    assert {"path": "boost", "old": 1.0, "new": 2.0} in report["config_diff"]
+
+
+def test_a_github_outage_while_commenting_keeps_the_verdict_and_the_outputs(world):
+    """Every comment call answers 502: the gate warns, writes its outputs and summary, and exits
+    with the verdict's code; the report still reaches the upload step."""
+    repo, runner, image, github, remote = world
+    pr = repo.pull_request(10, {"retrieval.yml": GOOD})
+    github.add_pull(10, pr.head, files=pr.files, base_sha=pr.base)
+    github.script_error("/repos/{owner}/{repo}/issues/{issue_number}/comments", 502, times=100)
+    event = _pr_event(repo, pr, github)
+    steps = gate_job_steps(runner, image, remote.url(f"{repo.name}.git"), event, "pull_request", github,
+                           merge_sha=pr.merge, inputs={"comment-mode": "update", "github-max-wait": "10"})
+    gate = next(s for s in steps if s.name == "Run the gate")
+    assert gate.returncode == 0, gate.log[-3000:]
+    assert gate.outputs["verdict"] == "pass" and gate.outputs["delta"] and gate.outputs["comment-url"] == ""
+    assert "the PR comment was not written" in gate.log
+    assert "retrieval-gate" in gate.summary and github.comments(10) == []
+    upload = next(s for s in steps if s.name == "Upload the report for the comment workflow")
+    assert "report.json" in upload.artifact and upload.artifact["pr-number"].strip() == b"10"
