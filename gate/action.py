@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -241,27 +242,43 @@ def _save_crash(env: Mapping[str, str], inputs: Inputs) -> str:
     return where
 
 
-def _base_commit(workspace: Path, event: Event, warnings: list[str]) -> tuple[str | None, str | None]:
+def _base_commit(workspace: Path, event: Event, warnings: list[str],
+                 token: str | None = None) -> tuple[str | None, str | None]:
     """The commit the change is judged against, and why there is none when a PR or a merge group
-    cannot be judged: without its base, the yardstick would be the change's own files."""
+    cannot be judged: without its base, the yardstick would be the change's own files. A base the
+    checkout lacks (fetch-depth 1; a merge group several commits deep) is fetched by its sha."""
+
+    def present(sha: str) -> str | None:
+        found = git.rev_parse(workspace, sha)
+        if found is None:
+            try:
+                git.fetch(workspace, sha, token=token, depth=1)
+            except (OSError, subprocess.TimeoutExpired):
+                return None
+            found = git.rev_parse(workspace, sha)
+        return found
+
     if event.name == "merge_group":
         # The queue's commit may hold several commits of the PR (rebased): HEAD^1 is only the
         # last one's parent. merge_group.base_sha is what the group is judged against.
         if not event.base_sha:
             return None, "the merge_group event has no base_sha: the group cannot be judged against its base"
-        found = git.rev_parse(workspace, event.base_sha)
+        found = present(event.base_sha)
         if found is None:
-            return None, (f"merge_group.base_sha {event.base_sha[:12]} is not in the checkout: check out merge groups "
-                          "with fetch-depth: 0 (the group may hold several commits; HEAD^1 would judge only the last)")
+            return None, (f"merge_group.base_sha {event.base_sha[:12]} is not in the checkout and could not be "
+                          "fetched: check out merge groups with fetch-depth: 0 (the group may hold several "
+                          "commits; HEAD^1 would judge only the last)")
         return found, None
     base = git.rev_parse(workspace, "HEAD^1")
     pull_request = event.name.startswith("pull_request")
     if base is None:
-        if event.base_sha and git.rev_parse(workspace, event.base_sha):
-            return event.base_sha, None
+        if event.base_sha:
+            found = present(event.base_sha)
+            if found is not None:
+                return found, None
         if pull_request:
-            return None, (f"the base commit ({(event.base_sha or 'HEAD^1')[:12]}) is not in the checkout (fetch-depth: 1?): "
-                          "check out with fetch-depth: 2, so the PR is held to its base's yardstick")
+            return None, (f"the base commit ({(event.base_sha or 'HEAD^1')[:12]}) is not in the checkout and could "
+                          "not be fetched: check out with fetch-depth: 2, so the PR is held to its base's yardstick")
         return None, None
     if event.base_sha and base != event.base_sha and pull_request:
         warnings.append(f"HEAD^1 ({base[:12]}) is not pull_request.base.sha ({event.base_sha[:12]}): the base "
@@ -304,7 +321,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     warnings: list[str] = []
 
     with group("retrieval-gate: inputs", stream=out):
-        base, base_problem = _base_commit(workspace, event, warnings)
+        base, base_problem = _base_commit(workspace, event, warnings, inputs.token)
         changed = _changed_files(workspace, base, event, client)
         _print(out, f"event {escape_data(event.name)}; PR {event.pr_number}; head {event.head_sha}; base {base}; "
                     f"{'unknown' if changed is None else len(changed)} changed files")
@@ -318,7 +335,8 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     manifest = config.resolve(config.manifest)
     baseline_source = None
     if base is not None and not manifest.exists():
-        baseline_source = baseline_from_branch(workspace, base, manifest.parent)
+        baseline_source = baseline_from_branch(workspace, base, manifest.parent, token=inputs.token,
+                                               warnings=warnings)
     policy = Policy.from_config(dict(config.raw))
     # At the workspace's top, whatever working-directory is: the workflow's next steps (record
     # the PR, upload the report) find it at one documented place.

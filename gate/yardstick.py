@@ -236,23 +236,43 @@ def load_yardstick(config_path: Path, base: str | None, overlay: Path,
 
 
 def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, *, branch: str = BASELINES_BRANCH,
-                         max_ancestors: int = 50) -> str | None:
+                         max_ancestors: int = 50, token: str | None = None,
+                         warnings: list[str] | None = None) -> str | None:
     """Copy ``baselines/<sha>/`` for the base commit (or its newest ancestor that has one) from the
-    baselines branch into ``manifest_folder``. Returns where it came from, or None."""
+    baselines branch into ``manifest_folder``. Returns where it came from, or None.
+
+    The branch is fetched when the checkout lacks it, with ``token`` (a private repository's
+    checkout keeps no credentials); a fetch that fails is a loud warning in ``warnings``, never
+    a silent "reconstructed". In a shallow checkout (fetch-depth 2) the base's ancestors are
+    fetched too, so the newest archived ancestor can be found."""
     root = git.repo_root(workspace)
     if root is None:
         return None
+    notes = warnings if warnings is not None else []
     refs = [f"refs/remotes/origin/{branch}", f"refs/heads/{branch}"]
     ref = next((r for r in refs if git.rev_parse(root, r) is not None), None)
     if ref is None:
         try:
-            git.run(root, "fetch", "--quiet", "--depth=1", "origin", f"{branch}:refs/remotes/origin/{branch}",
-                    timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
+            done = git.fetch(root, f"+refs/heads/{branch}:refs/remotes/origin/{branch}", token=token, depth=1,
+                             timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            notes.append(f"the {branch} branch could not be fetched ({type(error).__name__}): the baseline is "
+                         "reconstructed from the base commit instead of the archived one")
             return None
         ref = refs[0] if git.rev_parse(root, refs[0]) is not None else None
-    if ref is None:
-        return None
+        if ref is None:
+            why = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+            missing = any("couldn't find remote ref" in line for line in why)
+            if not missing:
+                notes.append(f"the {branch} branch could not be fetched ({(why or ['no reason given'])[-1][:200]}): "
+                             "the baseline is reconstructed instead of the archived one. A private repository "
+                             "needs the action's token (input `token`, with `contents: read`)")
+            return None
+    if git.rev_parse(root, f"{base_sha}^") is None and git.rev_parse(root, base_sha) is not None:
+        try:  # a shallow checkout: the base's ancestors, to find the newest one with a baseline
+            git.fetch(root, base_sha, token=token, depth=max_ancestors, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
     try:
         proc = git.run(root, "rev-list", f"--max-count={max_ancestors}", base_sha)
         ancestors = proc.stdout.decode().split() if proc.returncode == 0 else [base_sha]

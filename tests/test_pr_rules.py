@@ -214,19 +214,20 @@ def test_yardstick_files_that_are_symlinks_inside_the_repository_are_followed_at
     assert proc.returncode != 0 and report["verdict"]["kind"] in ("fail", "inconclusive")  # it cannot pass
 
 
-def _shallow(checkout, tmp: Path, depth: int, branch: str) -> Path:
+def _shallow(checkout, tmp: Path, depth: int, branch: str, name: str = "") -> Path:
     """A clone of ``branch`` at ``depth`` (actions/checkout's default is depth 1)."""
     import subprocess
 
-    target = tmp / f"shallow-{depth}"
+    target = tmp / f"shallow-{depth}{name}"
     subprocess.run(["git", "clone", "-q", f"--depth={depth}", "-b", branch, f"file://{checkout.root}", str(target)],
                    check=True, capture_output=True)
     return target
 
 
-def test_a_pr_whose_base_is_not_in_the_checkout_is_inconclusive_not_judged_by_its_own_config(world):  # noqa: F811
+def test_a_pr_whose_base_is_not_in_the_checkout_is_fetched_or_inconclusive(world):  # noqa: F811
     """Depth 1: HEAD^1 and base.sha are absent. Judged by the PR head's own config (which here
-    relaxes the policy) it would pass; without its base it is inconclusive, and says why."""
+    relaxes the policy) it would pass. The gate fetches base.sha and holds the PR to the base's
+    yardstick; when the base cannot be fetched either, the verdict is inconclusive and says why."""
     checkout, fake, tmp = world
     root = checkout.root
     config = root / ".retrieval-gate.yml"
@@ -241,14 +242,22 @@ def test_a_pr_whose_base_is_not_in_the_checkout_is_inconclusive_not_judged_by_it
     event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 41, head, checkout.base)
     fake.add_pull(41, head, files=["retrieval.yml", ".retrieval-gate.yml"], base_sha=checkout.base)
     done, output = _start(shallow, fake, tmp, "pull_request", event)
-    assert done.returncode == 3, done.stdout[-2000:]
     report = json.loads((shallow / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert report["yardstick"]["source"] == f"base commit {checkout.base[:12]}", done.stdout[-2000:]
+    assert {"path": ".retrieval-gate.yml", "change": "modified"} in report["goalposts"]
+    assert done.returncode != 0 and report["verdict"]["kind"] != "pass"
+    # The remote is gone: the base cannot be fetched.
+    again = _shallow(checkout, tmp, 1, "merged", name="gone")
+    _git(again, "remote", "set-url", "origin", str(tmp / "no-such-remote"))
+    done, output = _start(again, fake, tmp, "pull_request", event)
+    assert done.returncode == 3, done.stdout[-2000:]
+    report = json.loads((again / ".retrieval-gate" / "out" / "report.json").read_text())
     assert report["verdict"]["reasons"][0]["code"] == "base_unavailable"
     assert "fetch-depth: 2" in report["verdict"]["reasons"][0]["message"]
     assert _outputs(output)["verdict"] == "inconclusive"
 
 
-def test_a_merge_group_whose_base_sha_is_absent_or_missing_is_inconclusive(world):  # noqa: F811
+def test_a_merge_group_is_judged_against_its_base_sha_even_when_it_is_deeper_than_the_checkout(world):  # noqa: F811
     checkout, fake, tmp = world
     root = checkout.root
     _git(root, "checkout", "-q", "-B", "queue", checkout.base)
@@ -258,11 +267,18 @@ def test_a_merge_group_whose_base_sha_is_absent_or_missing_is_inconclusive(world
     _git(root, "add", "README.md")
     _git(root, "commit", "-qm", "c2")
     head = _git(root, "rev-parse", "HEAD")
-    shallow = _shallow(checkout, tmp, 2, "queue")  # the example's depth for PRs: base_sha is 2 back
-    for base in (checkout.base, None):
-        done, output = _start(shallow, fake, tmp, "merge_group", _merge_group(tmp, fake, head, base))
+    shallow = _shallow(checkout, tmp, 2, "queue")  # the PR depth: base_sha is 2 back, not in the checkout
+    done, output = _start(shallow, fake, tmp, "merge_group", _merge_group(tmp, fake, head, checkout.base))
+    report = json.loads((shallow / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert report["event"]["base_sha"] == checkout.base, done.stdout[-2000:]
+    assert {"path": "boost", "old": 1.0, "new": 0.1} in report["config_diff"]
+    # No base_sha in the payload, or one that cannot be fetched: inconclusive, never HEAD^1.
+    gone = _shallow(checkout, tmp, 2, "queue", name="gone")
+    _git(gone, "remote", "set-url", "origin", str(tmp / "no-such-remote"))
+    for where, base in ((shallow, None), (gone, checkout.base)):
+        done, output = _start(where, fake, tmp, "merge_group", _merge_group(tmp, fake, head, base))
         assert done.returncode == 3, done.stdout[-2000:]
-        report = json.loads((shallow / ".retrieval-gate" / "out" / "report.json").read_text())
+        report = json.loads((where / ".retrieval-gate" / "out" / "report.json").read_text())
         reason = report["verdict"]["reasons"][0]
         assert reason["code"] == "base_unavailable"
         assert ("fetch-depth: 0" in reason["message"]) if base else ("no base_sha" in reason["message"])

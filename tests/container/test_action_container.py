@@ -10,7 +10,7 @@ out as uid 1001, starts the container as the runner would, and then plays the st
 from __future__ import annotations
 
 import json
-import tarfile
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -129,3 +129,38 @@ def test_a_github_outage_while_commenting_keeps_the_verdict_and_the_outputs(worl
     assert "retrieval-gate" in gate.summary and github.comments(10) == []
     upload = next(s for s in steps if s.name == "Upload the report for the comment workflow")
     assert "report.json" in upload.artifact and upload.artifact["pr-number"].strip() == b"10"
+
+
+def test_a_private_repository_finds_its_archived_baseline_on_the_baselines_branch(tmp_path, image, github):
+    """The remote answers 401 without the token; the checkout keeps no credentials
+    (persist-credentials: false), so the gate fetches the baselines branch with its own token."""
+    from tests.container.git_http import GitRemote
+
+    name = f"{github.repository}.git"
+    with GitRemote(tmp_path / "remote", private={name: TOKEN}) as remote:
+        repo = TeamRepo(tmp_path / "dev", remote.root, github.repository, baselines_branch=True)
+        runner = Runner(tmp_path / "runner", github.repository)
+        pr = repo.pull_request(11, {"retrieval.yml": GOOD})
+        github.add_pull(11, pr.head, files=pr.files, base_sha=pr.base)
+        event = _pr_event(repo, pr, github)
+        steps = gate_job_steps(runner, image, remote.url(name), event, "pull_request", github, merge_sha=pr.merge,
+                               checkout_token=TOKEN)
+        for step in steps:
+            assert step.returncode == 0, f"{step.name} failed ({step.returncode}):\n{step.log[-4000:]}"
+        assert "extraheader" not in (runner.workspace / ".git" / "config").read_text()  # nothing persisted
+        gate = next(s for s in steps if s.name == "Run the gate")
+        report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
+        assert report["yardstick"]["baseline_source"] == f"retrieval-gate-baselines:baselines/{pr.base}", \
+            (report["yardstick"], report.get("warnings"))
+        assert report["baseline"]["resolution"] == "reused", report["baseline"]  # the archived numbers, as they are
+        # The remote is private: without the token it refuses.
+        anonymous = subprocess.run(["git", "ls-remote", remote.url(name)], capture_output=True, text=True,
+                                   env={"PATH": "/usr/bin:/bin", "GIT_TERMINAL_PROMPT": "0"})
+        assert anonymous.returncode != 0 and not remote.requests[-1][2]
+        # Without the token the fetch fails loudly (the same job, the token input emptied of rights).
+        steps = gate_job_steps(runner, image, remote.url(name), event, "pull_request", github, merge_sha=pr.merge,
+                               checkout_token=TOKEN, inputs={"token": "ghs_wrongToken"})
+        gate = next(s for s in steps if s.name == "Run the gate")
+        report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
+        assert any("retrieval-gate-baselines branch could not be fetched" in w for w in report["warnings"]), \
+            report["warnings"]
