@@ -13,9 +13,12 @@ job for an hour:
   then a secondary limit without headers waits 60 s, 120 s, ... ;
 * 5xx answers, connection errors and timeouts are retried ``max_retries``
   times with exponential backoff (1, 2, 4, 8 s);
-* the client never waits more than ``max_wait`` seconds in total over its
-  lifetime: a wait that would exceed the budget raises
-  :class:`GitHubWaitCapError` instead of sleeping;
+* one wall-clock deadline, ``max_wait`` seconds after the client is made, bounds
+  everything: waits, requests and the reading of answers (a server that never
+  answers, or trickles its answer, cannot hold the job); what would pass it
+  raises :class:`GitHubWaitCapError` instead;
+* a request that creates something (a comment) is not retried after a 5xx or a
+  lost answer (:class:`GitHubUncertainError`): the caller looks first;
 * a 403 that is not a rate limit (``Resource not accessible by integration``:
   a fork PR's read-only token, or a missing ``permissions:`` entry) is never
   retried and raises :class:`GitHubPermissionError`.
@@ -35,10 +38,12 @@ import logging
 import re
 import time
 import urllib.parse
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import requests
+import urllib3
 
 from gate import __version__
 from gate.publish import fit_sections, truncate_markdown
@@ -54,6 +59,7 @@ __all__ = [
     "GitHubPermissionError",
     "GitHubNotFoundError",
     "GitHubWaitCapError",
+    "GitHubUncertainError",
     "GitHubClient",
     "Marker",
     "comment_marker",
@@ -75,6 +81,7 @@ SECONDARY_MIN_WAIT = 60.0
 RESET_MARGIN = 1.0  # seconds added to x-ratelimit-reset against clock skew
 MAX_RATE_LIMIT_RETRIES = 8
 MAX_PAGES = 100  # 10,000 items at per_page=100
+MAX_BODY_BYTES = 16 * 1024 * 1024  # one page of 100 comments of 65,536 characters is under 10 MiB
 
 
 # --------------------------------------------------------------------------- errors
@@ -118,6 +125,11 @@ class GitHubPermissionError(GitHubError):
 
 class GitHubNotFoundError(GitHubError):
     """404 (or 410): no such PR/comment, or a private repository the token cannot see."""
+
+
+class GitHubUncertainError(GitHubError):
+    """A request that changes something failed in a way that leaves open whether it was applied
+    (a 5xx, a timeout, a dropped connection): not retried blindly."""
 
 
 class GitHubWaitCapError(GitHubError):
@@ -190,6 +202,8 @@ class GitHubClient:
         self._now = now
         self._session = session if session is not None else requests.Session()
         self.waited = 0.0  # seconds spent waiting so far (counts against max_wait)
+        # One wall-clock deadline for every call of this client: waits, requests and bodies.
+        self._deadline = clock() + self.max_wait
         self.wait_log: list[tuple[float, str]] = []  # (seconds, reason) of every wait
 
     def __repr__(self) -> str:
@@ -299,8 +313,15 @@ class GitHubClient:
         *,
         params: dict[str, Any] | None = None,
         json: Any = None,
+        idempotent: bool = True,
     ) -> requests.Response:
-        """One API call with the retry policy; ``path`` is relative to ``api_url`` (or an absolute URL on the same host)."""
+        """One API call with the retry policy; ``path`` is relative to ``api_url`` (or an absolute URL on the same host).
+
+        ``idempotent=False`` (creating a comment): a 5xx or a lost answer is not retried but
+        raised as :class:`GitHubUncertainError`, since the request may have been applied.
+        Every attempt, waits included, ends by the client's deadline (``max_wait`` seconds
+        after it was made), and a body is read against it too (a server that trickles an
+        answer byte by byte cannot hold the job)."""
         method = method.upper()
         url = self._url(path)
         shown = urllib.parse.urlsplit(url).path  # for messages: no query string, no host
@@ -309,6 +330,11 @@ class GitHubClient:
         secondary_hits = 0
         attempts = 1 + self.max_retries + MAX_RATE_LIMIT_RETRIES
         for _attempt in range(attempts):
+            remaining = self._deadline - self._clock()
+            if remaining <= 0:
+                raise GitHubWaitCapError(self._scrub(
+                    f"GitHub API {method} {shown}: the {self.max_wait:.0f} s budget for all GitHub calls "
+                    "(github-max-wait) is spent; giving up"), method=method, path=shown)
             try:
                 response = self._session.request(
                     method,
@@ -317,11 +343,19 @@ class GitHubClient:
                     json=json,
                     headers=self._headers,
                     auth=self._auth,
-                    timeout=self.timeout,
+                    timeout=max(0.1, min(self.timeout, remaining)),
+                    stream=True,
                 )
+                self._read_body(response, method, shown)
             except (requests.ConnectionError, requests.Timeout) as exc:
                 transient += 1
                 kind = "timeout" if isinstance(exc, requests.Timeout) else "connection error"
+                if not idempotent:
+                    # The request may have been applied (a comment created, its answer lost):
+                    # repeating it would duplicate it. The caller looks before it tries again.
+                    raise GitHubUncertainError(self._scrub(
+                        f"GitHub API {method} {shown}: {kind} ({type(exc).__name__}); it may or may not have "
+                        "been applied"), method=method, path=shown) from None
                 if transient > self.max_retries:
                     raise GitHubError(
                         self._scrub(f"GitHub API {method} {shown}: {kind} ({type(exc).__name__}) after {transient} attempts"),
@@ -367,6 +401,8 @@ class GitHubClient:
                 raise error(GitHubPermissionError)
             if status >= 500:
                 transient += 1
+                if not idempotent:
+                    raise error(GitHubUncertainError, " (it may or may not have been applied)")
                 if transient > self.max_retries:
                     raise error(GitHubError, f" (after {transient} attempts)")
                 seconds = _parse_retry_after(response.headers.get("retry-after", ""), self._now)
@@ -376,6 +412,34 @@ class GitHubClient:
                 raise error(GitHubNotFoundError)
             raise error(GitHubError)
         raise GitHubError(self._scrub(f"GitHub API {method} {shown}: gave up after {attempts} attempts"), method=method, path=shown)
+
+    def _read_body(self, response: requests.Response, method: str, shown: str) -> None:
+        chunks: list[bytes] = []
+        size = 0
+        raw = response.raw
+        while True:
+            # read1: what one socket read brings (read(n) would wait for n bytes, and a server
+            # trickling a byte at a time would never let the deadline be checked).
+            try:
+                chunk = raw.read1(65536, decode_content=True)
+            except urllib3.exceptions.ReadTimeoutError as exc:  # as requests would have raised them
+                raise requests.Timeout(str(exc)) from None
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                raise requests.ConnectionError(str(exc)) from None
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                response.close()
+                raise GitHubError(self._scrub(f"GitHub API {method} {shown}: the answer is larger than "
+                                              f"{MAX_BODY_BYTES // (1024 * 1024)} MiB"), method=method, path=shown)
+            chunks.append(chunk)
+            if self._clock() > self._deadline:
+                response.close()
+                raise GitHubWaitCapError(self._scrub(
+                    f"GitHub API {method} {shown}: the answer was still arriving when the {self.max_wait:.0f} s "
+                    "budget for all GitHub calls (github-max-wait) ran out"), method=method, path=shown)
+        response._content = b"".join(chunks)  # what .json() and .text read
 
     def _json(self, response: requests.Response) -> Any:
         try:
@@ -426,8 +490,10 @@ class GitHubClient:
         return list(self.paginate(self._repo_path(f"/issues/{int(number)}/comments")))
 
     def create_comment(self, number: int, body: str) -> dict[str, Any]:
+        """POST a comment, once: a failure that may have created it raises GitHubUncertainError."""
         _check_body(body)
-        return self._json(self.request("POST", self._repo_path(f"/issues/{int(number)}/comments"), json={"body": body}))
+        return self._json(self.request("POST", self._repo_path(f"/issues/{int(number)}/comments"), json={"body": body},
+                                       idempotent=False))
 
     def update_comment(self, comment_id: int, body: str) -> dict[str, Any]:
         _check_body(body)
@@ -543,7 +609,7 @@ def fit_comment(sections: Sequence[tuple[str, bool]], limit: int = COMMENT_LIMIT
 
 _MARKER = re.compile(
     r"<!-- retrieval-gate:suite=(?P<suite>[^;\s<>]*);state=(?P<state>current|outdated);"
-    r"head=(?P<head>[0-9A-Fa-f]*);verdict=(?P<verdict>[^;\s<>]*) -->"
+    r"head=(?P<head>[0-9A-Fa-f]*);verdict=(?P<verdict>[^;\s<>]*)(?:;run=(?P<run>[0-9a-f]{0,32}))? -->"
 )
 _SAFE = "_.~"  # plus letters, digits and '-' (quote's unreserved set); everything else is %XX
 
@@ -559,20 +625,24 @@ class Marker:
     state: str  # current | outdated
     head: str
     verdict: str
+    run: str = ""  # which run of the gate wrote it (finds a comment whose POST answer was lost)
 
     def render(self) -> str:
-        return comment_marker(self.suite, self.state, self.head, self.verdict)
+        return comment_marker(self.suite, self.state, self.head, self.verdict, self.run)
 
 
-def comment_marker(suite: str, state: str, head_sha: str, verdict_kind: str) -> str:
-    """``<!-- retrieval-gate:suite=...;state=...;head=...;verdict=... -->`` with suite and verdict percent-escaped."""
+def comment_marker(suite: str, state: str, head_sha: str, verdict_kind: str, run: str = "") -> str:
+    """``<!-- retrieval-gate:suite=...;state=...;head=...;verdict=...;run=... -->`` with suite and
+    verdict percent-escaped (``;run=`` only when given)."""
     if state not in ("current", "outdated"):
         raise ValueError(f"marker state must be current or outdated, got {state!r}")
     if not re.fullmatch(r"[0-9A-Fa-f]*", head_sha or ""):
         raise ValueError(f"not a commit sha: {head_sha!r}")
+    if not re.fullmatch(r"[0-9a-f]{0,32}", run or ""):
+        raise ValueError(f"not a run id: {run!r}")
     return (
         f"<!-- retrieval-gate:suite={_escape_field(suite)};state={state};"
-        f"head={(head_sha or '').lower()};verdict={_escape_field(verdict_kind)} -->"
+        f"head={(head_sha or '').lower()};verdict={_escape_field(verdict_kind)}{f';run={run}' if run else ''} -->"
     )
 
 
@@ -586,6 +656,7 @@ def parse_marker(body: str | None) -> Marker | None:
         state=match["state"],
         head=match["head"].lower(),
         verdict=urllib.parse.unquote(match["verdict"]),
+        run=match["run"] or "",
     )
 
 
@@ -648,7 +719,7 @@ def _superseded_body(old_body: str, old: Marker, new_url: str | None) -> str:
     rest = rest[match.end():].lstrip("\n") if match else rest
     where = f" ({new_url})" if new_url else ""
     note = f"> **Superseded by a newer result**{where}; this one is kept for history."
-    marker = comment_marker(old.suite, "outdated", old.head, old.verdict)
+    marker = comment_marker(old.suite, "outdated", old.head, old.verdict, old.run)
     body = f"{marker}\n{note}\n\n{rest}"
     if len(body) > COMMENT_LIMIT:
         body, _ = truncate_markdown(body, COMMENT_LIMIT, "> _(cut to fit GitHub's comment limit)_")
@@ -680,82 +751,149 @@ def publish_comment(
 ) -> CommentResult:
     """Post or refresh the gate's comment for ``suite`` on PR ``pr_number``.
 
-    Our comments are those authored by ``bot_login`` whose body starts with
-    the marker of ``suite`` (all pages are read). Steps:
+    Our comments are those whose body starts with the marker of ``suite`` and whose author is
+    the token's identity: ``bot_login`` (``github-actions[bot]`` for GITHUB_TOKEN), the login
+    ``GET /user`` names (a personal access token), or the author of a comment this run wrote
+    (an App's ``<slug>[bot]``). All pages are read. Steps:
 
     * ``mode="off"``: nothing (``skipped_off``);
-    * the PR's head is read first; when it is no longer ``head_sha`` a newer
-      push exists and nothing is written (``skipped_stale``);
-    * ``mode="update"``: no current comment -> create (``created``); the
-      newest current comment has the same verdict kind -> edit it in place
-      (``updated``); the verdict flipped -> post a new comment (edits do not
-      notify anyone) and re-mark the old one outdated with a "Superseded"
-      note (``replaced``);
-    * ``mode="new"``: always post a new comment and re-mark every current one
-      outdated (``created`` when there was none, else ``replaced``);
-    * any other current comment of the suite (a duplicate from a race) is deleted;
-    * a 403 on any call -> ``forbidden`` with a message explaining how to
-      enable comments. Other :class:`GitHubError` propagate.
+    * the PR's head is read first, and again right before every write; when it is no longer
+      ``head_sha`` a newer push exists and nothing is written (``skipped_stale``): an older
+      head never overwrites a newer head's comment;
+    * ``mode="update"``: no current comment -> create (``created``); the newest current
+      comment has the same verdict kind -> edit it in place (``updated``; a comment deleted
+      meanwhile, PATCH 404, is created anew); the verdict flipped -> post a new comment (edits
+      do not notify anyone) and re-mark the old one outdated with a "Superseded" note
+      (``replaced``);
+    * ``mode="new"``: always post a new comment and re-mark every current one outdated;
+    * a POST whose answer was lost (5xx, timeout) is not repeated blindly: the comments are
+      listed again and a comment carrying this run's id is taken as the one created;
+    * afterwards the comments are listed once more: of several current comments of the suite
+      (two runs raced) the newest is kept and the others are deleted (same head) or marked
+      outdated, so concurrent runs converge on exactly one; when the PR moved on meanwhile,
+      this run's comment is marked outdated;
+    * a 403 on any call -> ``forbidden`` with a message explaining how to enable comments.
+      Other :class:`GitHubError` propagate.
     """
     if mode == "off":
         return CommentResult("skipped_off", message="comment-mode is off")
     if mode not in ("update", "new"):
         raise ValueError(f"comment mode must be update, new or off, got {mode!r}")
     head_sha = (head_sha or "").lower()
+    run = uuid.uuid4().hex[:16]
+    logins = {bot_login.lower()}
     pull: dict[str, Any] | None = None
-    try:
+
+    def stale() -> CommentResult | None:
+        nonlocal pull
         pull = client.get_pull(pr_number)
         current_head = str(((pull or {}).get("head") or {}).get("sha") or "").lower()
-        if current_head != head_sha:
-            return CommentResult(
-                "skipped_stale",
-                message=(
-                    f"PR #{pr_number} head is now {current_head[:12] or '?'}, not {head_sha[:12]}: "
-                    "a newer push will publish its own result, so this one is not posted"
-                ),
-            )
+        if current_head == head_sha:
+            return None
+        return CommentResult("skipped_stale", message=(
+            f"PR #{pr_number} head is now {current_head[:12] or '?'}, not {head_sha[:12]}: "
+            "a newer push will publish its own result, so this one is not posted"))
 
-        login = bot_login.lower()
-        ours: list[tuple[dict[str, Any], Marker]] = []
+    def ours() -> list[tuple[dict[str, Any], Marker]]:
+        found = []
         for comment in client.list_issue_comments(pr_number):
             author = str(((comment.get("user") or {}).get("login")) or "").lower()
-            if author != login:
-                continue
             marker = parse_marker(comment.get("body"))
-            if marker is not None and marker.suite == suite:
-                ours.append((comment, marker))
-        current = sorted(
-            ((c, m) for c, m in ours if m.state == "current"), key=lambda cm: int(cm[0].get("id") or 0)
-        )
-        text = _compose(comment_marker(suite, "current", head_sha, verdict_kind), body)
+            if marker is None or marker.suite != suite:
+                continue
+            if author in logins or (marker.run == run and marker.run):
+                found.append((comment, marker))
+        return sorted(found, key=lambda cm: int(cm[0].get("id") or 0))
 
+    def learn(written: dict[str, Any]) -> None:
+        author = str(((written.get("user") or {}).get("login")) or "").lower()
+        if author:
+            logins.add(author)
+
+    def create(text: str) -> dict[str, Any]:
+        for attempt in range(1, 4):
+            try:
+                written = client.create_comment(pr_number, text)
+                learn(written)
+                return written
+            except GitHubUncertainError:
+                mine = [c for c, m in ours() if m.run == run]
+                if mine:
+                    learn(mine[-1])
+                    return mine[-1]
+                if attempt == 3:
+                    raise
+                client._wait(_backoff(attempt), "a comment POST whose answer was lost", "POST", "comments")
+        raise AssertionError("unreachable")
+
+    try:
+        skip = stale()
+        if skip is not None:
+            return skip
+        login = client.authenticated_login(default=bot_login)
+        logins.add(login.lower())
+        current = [(c, m) for c, m in ours() if m.state == "current"]
+        text = _compose(comment_marker(suite, "current", head_sha, verdict_kind, run), body)
+        skip = stale()
+        if skip is not None:
+            return skip
+        action = ""
+        superseded: list[int] = []
         if mode == "update" and current and current[-1][1].verdict == verdict_kind:
             keep, _ = current[-1]
-            written = client.update_comment(int(keep["id"]), text)
-            deleted = tuple(int(c["id"]) for c, _m in current[:-1] if client.delete_comment(int(c["id"])))
-            return CommentResult("updated", written.get("html_url") or keep.get("html_url"), int(keep["id"]), deleted=deleted)
-
-        # Post first, then retire the old ones: a failure leaves the old result current.
-        written = client.create_comment(pr_number, text)
-        new_id = int(written["id"])
-        new_url = written.get("html_url")
-        superseded: list[int] = []
-        deleted_ids: list[int] = []
-        if mode == "update":
-            if current:
-                old, old_marker = current[-1]
-                client.update_comment(int(old["id"]), _superseded_body(str(old.get("body") or ""), old_marker, new_url))
-                superseded.append(int(old["id"]))
-                for c, _m in current[:-1]:
-                    if client.delete_comment(int(c["id"])):
-                        deleted_ids.append(int(c["id"]))
-        else:  # new: every current one becomes history
-            for old, old_marker in current:
-                client.update_comment(int(old["id"]), _superseded_body(str(old.get("body") or ""), old_marker, new_url))
-                superseded.append(int(old["id"]))
-        action = "replaced" if current else "created"
-        return CommentResult(action, new_url, new_id, superseded=tuple(superseded), deleted=tuple(deleted_ids))
+            try:
+                written = client.update_comment(int(keep["id"]), text)
+                learn(written)
+                action = "updated"
+            except GitHubNotFoundError:  # deleted meanwhile
+                written = create(text)
+                action = "created"
+        else:
+            # Post first, then retire the old ones: a failure leaves the old result current.
+            written = create(text)
+            new_url = written.get("html_url")
+            retire = current[-1:] if mode == "update" else current
+            for old, old_marker in retire:
+                try:
+                    client.update_comment(int(old["id"]),
+                                          _superseded_body(str(old.get("body") or ""), old_marker, new_url))
+                    superseded.append(int(old["id"]))
+                except GitHubNotFoundError:
+                    pass
+            action = "replaced" if current else "created"
+        written_id = int(written["id"])
+        deleted = _settle(client, pr_number, written_id, head_sha, ours, stale)
+        return CommentResult(action, written.get("html_url"), written_id, superseded=tuple(superseded),
+                             deleted=deleted)
     except GitHubPermissionError as exc:
         message = forbidden_help(pr_number, is_fork_pull(pull), exc)
         log.warning("%s", message)
         return CommentResult("forbidden", message=message)
+
+
+def _settle(client: GitHubClient, pr_number: int, written_id: int, head_sha: str, ours, stale) -> tuple[int, ...]:
+    """After writing: one current comment per suite. Of several (concurrent runs, or a stale
+    duplicate), the newest stays; the others are deleted when they are of the same head, else
+    marked outdated. Each run applies the same rule, so racing runs agree on the survivor."""
+    deleted: list[int] = []
+    current = [(c, m) for c, m in ours() if m.state == "current"]
+    if stale() is not None:
+        # The PR moved on while this run wrote: its comment must not stand as the current one.
+        for comment, marker in current:
+            if int(comment["id"]) == written_id:
+                client.update_comment(written_id, _superseded_body(str(comment.get("body") or ""), marker, None))
+        return ()
+    if len(current) <= 1:
+        return ()
+    newest, newest_marker = current[-1]
+    for comment, marker in current[:-1]:
+        if marker.head == newest_marker.head:
+            if client.delete_comment(int(comment["id"])):
+                deleted.append(int(comment["id"]))
+        else:
+            try:
+                client.update_comment(int(comment["id"]), _superseded_body(str(comment.get("body") or ""), marker,
+                                                                           newest.get("html_url")))
+            except GitHubNotFoundError:
+                pass
+    return tuple(deleted)

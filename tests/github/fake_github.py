@@ -29,6 +29,7 @@ API::
     fake.script_secondary_limit(path)                    # 403 "secondary rate limit", no header
     fake.script_integration_error(path)                  # 403 "Resource not accessible by integration"
     fake.script_disconnect(path)                         # close the socket without answering
+    fake.script_lost_answer(path, method="POST")         # apply the request, then close without answering
     fake.read_only = True           # every write answers 403 integration (a fork PR's token)
     fake.user_login = "octocat"     # GET /user answers this login (default None: 403 like GITHUB_TOKEN)
     fake.token_login                # author of comments the client writes ("github-actions[bot]")
@@ -96,6 +97,27 @@ class FakeState:
     comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     statuses: list[dict[str, Any]] = field(default_factory=list)
     next_id: int = 1_000_001
+
+
+LOST_ANSWER = -1
+
+
+class _Sink:
+    """A handler that swallows the answer (for script_lost_answer)."""
+
+    def __init__(self) -> None:
+        import io
+
+        self.wfile = io.BytesIO()
+
+    def send_response(self, *args: Any) -> None:
+        pass
+
+    def send_header(self, *args: Any) -> None:
+        pass
+
+    def end_headers(self) -> None:
+        pass
 
 
 @dataclass
@@ -420,6 +442,10 @@ class FakeGitHub:
     def script_disconnect(self, path: str, *, method: str | None = None, times: int = 1) -> None:
         self.script_error(path, None, method=method, times=times)
 
+    def script_lost_answer(self, path: str, *, method: str | None = None, times: int = 1) -> None:
+        """The next ``times`` matching requests are applied, and then the connection drops."""
+        self.script_error(path, LOST_ANSWER, method=method, times=times, body={})
+
     def _take_script(self, method: str, path: str) -> _Script | None:
         with self._lock:
             for script in self._scripts:
@@ -554,6 +580,15 @@ class FakeGitHub:
             return
         script = self._take_script(record.method, record.path)
         if script is not None:
+            if script.status == LOST_ANSWER:
+                # Applied, then the answer is lost: the route runs against a sink, the client sees
+                # the connection drop (what a POST through a flaky proxy can leave behind).
+                for method, pattern, fn in self._routes():
+                    m = re.fullmatch(pattern, record.path) if method == record.method else None
+                    if m:
+                        fn(_Sink(), record, *m.groups())
+                        break
+                script = _Script(script.method, script.pattern, None, {}, None, 0)
             if script.status is None:
                 record.status = None
                 handler.close_connection = True

@@ -396,7 +396,8 @@ def test_finds_our_comment_on_page_three_of_250(client, fake):
     result = publish(client, body="refreshed")
     assert result.action == "updated" and result.comment_id == ours_id
     pages = fake.requests_to("GET", COMMENTS)
-    assert [r.query.get("page", ["1"])[0] for r in pages] == ["1", "2", "3"]
+    # Listed twice: to find ours, and after writing, to settle on exactly one current comment.
+    assert [r.query.get("page", ["1"])[0] for r in pages] == ["1", "2", "3"] * 2
     assert len(fake.comments(PR)) == 250
     assert not fake.requests_to("POST", COMMENTS)
 
@@ -593,3 +594,118 @@ def test_fake_routes_and_answers_match_the_openapi_description(fake, client):
         schema = spec.to_jsonschema(spec.doc["paths"][template][method]["responses"][code]["content"]["application/json"]["schema"])
         errors = list(jsonschema.Draft7Validator(schema).iter_errors(payload))
         assert not errors, (template, [e.message for e in errors[:3]])
+
+
+# ------------------------------------------------------------------ races and lost answers
+
+
+def _current(fake: FakeGitHub) -> list[dict]:
+    return [c for c in ours(fake) if parse_marker(c["body"]).state == "current"]
+
+
+def test_a_comment_deleted_meanwhile_is_created_again(client, fake):
+    assert publish(client, body="first").action == "created"
+    fake.script_error(COMMENT, 404, method="PATCH", times=1)  # deleted between our list and our edit
+    result = publish(client, body="second")
+    assert result.action == "created" and len(_current(fake)) == 1
+    assert _current(fake)[0]["body"].endswith("second")
+
+
+def test_a_post_whose_answer_was_lost_is_not_posted_twice(client, fake):
+    fake.script_lost_answer(COMMENTS, method="POST", times=1)
+    result = publish(client, body="once")
+    assert result.action == "created"
+    assert len(ours(fake)) == 1 and len(fake.requests_to("POST", COMMENTS)) == 1
+    assert result.comment_id == ours(fake)[0]["id"]
+
+
+def test_a_post_that_failed_for_good_is_retried_after_looking(client, fake):
+    fake.script_error(COMMENTS, 502, method="POST", times=1)  # not applied
+    result = publish(client, body="after a 502")
+    assert result.action == "created" and len(ours(fake)) == 1
+    assert len(fake.requests_to("POST", COMMENTS)) == 2
+
+
+def test_two_runs_that_raced_converge_on_one_current_comment(client, fake):
+    # Another run for the same head posted its comment between our list and our POST.
+    racer = fake.add_comment(PR, comment_marker("main", "current", SHA1, "pass", "ab12") + "\nthe other run")
+    result = publish(client, body="this run")
+    assert result.action == "updated" and result.comment_id == racer["id"]
+    # Now a true race: two comments current for the same head; the next run keeps the newest only.
+    second = fake.add_comment(PR, comment_marker("main", "current", SHA1, "pass", "cd34") + "\nyet another")
+    result = publish(client, body="third")
+    assert [c["id"] for c in _current(fake)] == [second["id"]] and result.comment_id == second["id"]
+
+
+def test_a_run_whose_pr_moved_on_while_it_wrote_leaves_no_current_comment(client, fake, monkeypatch):
+    calls = {"n": 0}
+    real = client.get_pull
+
+    def moving(number):
+        calls["n"] += 1
+        data = real(number)
+        if calls["n"] >= 3:  # after our write: a newer push arrived
+            data = {**data, "head": {**data["head"], "sha": "2" * 40}}
+        return data
+
+    monkeypatch.setattr(client, "get_pull", moving)
+    result = publish(client, body="soon outdated")
+    assert result.action == "created"
+    assert _current(fake) == [] and len(ours(fake)) == 1  # written, then marked outdated
+
+
+def test_a_token_of_another_identity_updates_its_own_comment(fake, ftime):
+    """A personal access token: GET /user names the author, so the second run edits, not posts."""
+    fake.user_login = "release-bot"
+    fake.token_login = "release-bot"
+    client = make_client(fake, ftime)
+    assert publish(client, body="one").action == "created"
+    assert publish(client, body="two").action == "updated"
+    assert len(ours(fake)) == 1
+
+
+@pytest.mark.parametrize("behaviour", ["silent", "trickle", "stall"])
+def test_one_deadline_bounds_every_call(behaviour):
+    """A server that accepts and never answers, trickles its answer a byte a second, or stops
+    half-way: the whole publish ends by the budget (3 s), not 30 s per read and retry, and as a
+    GitHubError (the Action's warning), never another exception."""
+    import socket
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=hold, args=(conn,), daemon=True).start()
+
+    def hold(conn):
+        conn.recv(65536)
+        if behaviour in ("trickle", "stall"):  # stall: half an answer, then nothing
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n[{")
+        while not stop.is_set():
+            if behaviour == "trickle":
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+            time.sleep(1)
+
+    threading.Thread(target=serve, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    client = GitHubClient(url, TOKEN, "octo-org/octo-repo", max_wait=3, timeout=30)
+    started = time.monotonic()
+    try:
+        with pytest.raises(GitHubError):
+            publish(client)
+    finally:
+        stop.set()
+        listener.close()
+    assert time.monotonic() - started < 8
