@@ -310,7 +310,7 @@ def load_manifest(path: str | Path) -> Manifest:
     data = load_yaml(text, display, typ="safe")
     if not isinstance(data, dict):
         raise InputError(display, None, "not a baseline manifest")
-    check_json_value(display, None, data, "the manifest")
+    check_json_value(display, None, data, "the manifest", text_keys=True)
     version = data.get("schema_version")
     if not isinstance(version, str):
         raise InputError(display, None, f"manifest key 'schema_version' must be text (as archive writes it, "

@@ -110,9 +110,10 @@ def parse_json_line(src: str, line: int, text: str) -> Any:
         raise InputError(src, line, f"invalid JSON: {limits.shorten(str(exc), 80)}") from None
 
 
-def check_json_value(src: str, line: int | None, value: Any, what: str) -> Any:
+def check_json_value(src: str, line: int | None, value: Any, what: str, text_keys: bool = False) -> Any:
     """A JSON value kept as is (query metadata): nesting at most :data:`MAX_NESTING`,
-    strings valid Unicode (no lone surrogates), integers within 64 bits."""
+    strings valid Unicode (no lone surrogates), integers within 64 bits; with ``text_keys``
+    (a YAML file that stands for JSON: a manifest) every mapping key is text too."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -122,6 +123,8 @@ def check_json_value(src: str, line: int | None, value: Any, what: str) -> Any:
             for key, sub in item.items():
                 if isinstance(key, str):  # YAML keys may be null, numbers or booleans
                     _check_string(src, line, key, what)
+                elif text_keys:
+                    raise InputError(src, line, f"{what} has a key that is not text ({limits.shorten(repr(key), 40)})")
                 stack.append((sub, depth + 1))
         elif isinstance(item, list):
             stack.extend((sub, depth + 1) for sub in item)

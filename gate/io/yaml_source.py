@@ -26,7 +26,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionStartEvent, MappingStartEvent, NodeEvent, ScalarEvent
-from ruamel.yaml.events import CollectionEndEvent
+from ruamel.yaml.events import CollectionEndEvent, DocumentStartEvent
 
 from gate.errors import InputError
 from gate.io import limits
@@ -65,7 +65,8 @@ def _check_plain_scalar(display: str, line: int | None, value: str) -> None:
     digits = value.lstrip("+-")[2 if prefix else 0:].replace("_", "").lstrip("0")
     too_long = len(digits) > _MAX_DIGITS[prefix]
     if not too_long and len(digits) == _MAX_DIGITS[prefix]:
-        too_long = int(digits, {"0x": 16, "0o": 8, "0b": 2, None: 10}[prefix]) >= 2 ** 63
+        limit = 2 ** 63 + (1 if value.startswith("-") else 0)  # -2**63 is the smallest int64
+        too_long = int(digits, {"0x": 16, "0o": 8, "0b": 2, None: 10}[prefix]) >= limit
     if too_long:
         raise InputError(display, line, f"number '{limits.shorten(value)}' is beyond the 64-bit range "
                          "(quote it if it is text)")
@@ -76,8 +77,14 @@ def check_events(source: str, display: str) -> None:
     depth = 0
     # For each open collection: is it a mapping, and is the next node a key?
     stack: list[list[bool]] = []
+    documents = 0
     try:
         for event in YAML(typ="rt").parse(source):
+            if isinstance(event, DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    raise InputError(display, _line(event), "a second YAML document (a '---' line): the file must "
+                                     "hold one")
             if isinstance(event, AliasEvent):
                 raise InputError(display, _line(event), f"YAML alias '*{event.anchor}' is not accepted: "
                                  "write the value out")

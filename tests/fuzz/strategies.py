@@ -194,13 +194,25 @@ def decompress_prefix(data: bytes) -> bytes:
     rest = data
     while rest[:2] == b"\x1f\x8b":
         d = zlib.decompressobj(wbits=31)
-        try:
-            out += d.decompress(rest)
-        except zlib.error:
+        # Fed in small pieces: what decompresses before a bad CRC (checked only at the end) is
+        # what a streaming reader saw, and may already have reported a line of.
+        broken = False
+        body = max(len(rest) - 16, 0)
+        pieces = [rest[i:min(i + 4096, body)] for i in range(0, body, 4096)]
+        pieces += [bytes([b]) for b in rest[body:]]  # the trailer, a byte at a time
+        fed = 0
+        for piece in pieces:
+            fed += len(piece)
+            try:
+                out += d.decompress(piece)
+            except zlib.error:
+                broken = True
+                break
+            if d.eof:
+                break
+        if broken or not d.eof:
             break
-        if not d.eof:
-            break
-        rest = d.unused_data
+        rest = d.unused_data + rest[fed:]  # the next member, if any
     return bytes(out)
 
 
