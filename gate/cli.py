@@ -200,8 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--head-sha", required=True, metavar="SHA", type=_sha,
                    help="workflow_run.head_sha: the PR number is accepted only if the PR's head is this commit")
     p.add_argument("--comment-mode", choices=["update", "new"], default="update")
+    p.add_argument("--suite", metavar="NAME",
+                   help="the suite whose comment this job keeps, from the workflow (trusted), not the artifact: "
+                        "a report of another suite is refused")
     p.add_argument("--max-wait", type=_float_range(0.0, 3600.0), default=120.0, metavar="SECONDS",
-                   help="cap on the seconds spent waiting on rate limits and retries (default 120)")
+                   help="cap on all the seconds spent on GitHub calls (default 120)")
     p.set_defaults(handler=_cmd_comment)
 
     p = sub.add_parser("factorial", help="effects and interactions of bundled changes from a 2^k grid of run files")
@@ -691,6 +694,12 @@ def _cmd_comment(args: argparse.Namespace) -> int:
         raise UsageError("comment needs GITHUB_TOKEN and GITHUB_REPOSITORY in the environment")
     report = _load_saved_report(args.report)
     verdict = report["verdict"]["kind"]
+    # The artifact is the PR job's: it names the suite whose comment would be replaced. The
+    # workflow's --suite is trusted; a report for another suite is not this job's to post.
+    suite = args.suite if args.suite is not None else (report.get("suite") or "retrieval")
+    if args.suite is not None and report.get("suite", "retrieval") != args.suite:
+        raise InputError(args.report, None, f"is a report of suite {limits.shorten(str(report.get('suite')), 40)!r}, "
+                         f"not {args.suite!r} (--suite): not posted")
     try:
         body = render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
@@ -709,8 +718,7 @@ def _cmd_comment(args: argparse.Namespace) -> int:
             print(f"retrieval-gate: PR #{args.pr}'s head is not {args.head_sha[:12]}: not commenting "
                   "(the artifact names another PR, or a newer push superseded this run)", file=sys.stderr)
             return EXIT_OK
-        result = publish_comment(client, args.pr, report.get("suite") or "retrieval", args.head_sha, verdict, body,
-                                 mode=args.comment_mode)
+        result = publish_comment(client, args.pr, suite, args.head_sha, verdict, body, mode=args.comment_mode)
     except GitHubNotFoundError as error:
         print(f"retrieval-gate: error: {error} (is #{args.pr} a pull request of {repository}?)", file=sys.stderr)
         return EXIT_INPUT

@@ -871,6 +871,9 @@ COMMENT_CASES = [
     Case("compare-report-is-refused", COMMENT.replace("{report}", "{compare_report}"), codes=(2,),
          err_contains="not a gate run report"),
     Case("missing-report-file", COMMENT.replace("{report}", "{tmp}/nope.json"), codes=(2,)),
+    Case("suite-from-the-workflow", COMMENT + " --suite {suite}"),
+    Case("report-of-another-suite-is-refused", COMMENT + " --suite another-suite", codes=(2,),
+         err_contains="not 'another-suite' (--suite): not posted"),
 ]
 
 
@@ -881,8 +884,9 @@ def test_comment(case, saved_reports, tmp_path):
     with FakeGitHub(token=TOKEN) as fake:
         fake.add_pull(5, HEAD_SHA, files=["retrieval/config.yml"])
         env = {"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": fake.repository, "GITHUB_API_URL": fake.url}
+        suite = json.loads(saved_reports["run"].read_text()).get("suite", "retrieval")
         ctx = {"report": str(saved_reports["run"]), "compare_report": str(saved_reports["compare"]),
-               "sha": HEAD_SHA, "tmp": str(tmp_path), "out": str(tmp_path / "out")}
+               "sha": HEAD_SHA, "tmp": str(tmp_path), "out": str(tmp_path / "out"), "suite": suite}
         result = run_case(case, ctx, env=env)
         if result.code == 0:
             expected = 0 if "mismatch" in case.id else 1

@@ -57,6 +57,7 @@ class TeamRepo:
         (folder / "search").mkdir(exist_ok=True)
         shutil.copyfile(RUNNER, folder / "search" / "run.py")
         text = config.read_text().replace(f"{sys.executable} {RUNNER}", "python3 search/run.py")
+        text = text.replace("suite: small\n", "suite: retrieval\n")  # what the example comment job posts
         assert "python3 search/run.py" in text
         (folder / ".retrieval-gate.yml").write_text(text)
         config.unlink()
