@@ -420,8 +420,10 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     if event.name.startswith("pull_request") and event.pr_number is not None and client is not None:
         with group("retrieval-gate: comment", stream=out):
             try:
+                # A skipped PR gets no comment; one judged on an earlier head gets it corrected.
                 result = publish_comment(client, event.pr_number, config.suite, event.head_sha or "", verdict.kind,
-                                         comment_body, mode=inputs.comment_mode)
+                                         comment_body, mode=inputs.comment_mode,
+                                         only_update=verdict.kind == "skipped")
             except Exception as error:  # noqa: BLE001 - GitHub's failure is never the verdict's
                 _print(out, annotation("warning", f"the PR comment was not written ({_describe(error)}); the "
                                                   f"verdict stands", title="retrieval-gate comment"))

@@ -314,6 +314,8 @@ def _headline_parts(report: Mapping[str, Any]) -> list[tuple[str, str]]:
             extra.append("judgment-limited")
         tail = "".join(f", {e}" for e in extra)
         parts.append((metric + numbers + tail, md(metric, 60) + numbers + tail))
+    elif kind == "skipped":
+        pass  # nothing was measured, and the reason says why
     elif not _commensurable(report):
         own("no delta: the baseline is not commensurable")
     count = _query_count(report)

@@ -664,7 +664,7 @@ def parse_marker(body: str | None) -> Marker | None:
 class CommentResult:
     """What :func:`publish_comment` did.
 
-    ``action``: created | updated | replaced | skipped_stale | skipped_off | forbidden.
+    ``action``: created | updated | replaced | skipped_stale | skipped_off | not_posted | forbidden.
     ``url``/``comment_id`` name the current comment (None when none was written).
     ``message`` explains skips and ``forbidden``; ``superseded`` and ``deleted``
     list the ids of comments re-marked outdated and of duplicates removed.
@@ -748,8 +748,13 @@ def publish_comment(
     *,
     mode: str = "update",
     bot_login: str = DEFAULT_BOT_LOGIN,
+    only_update: bool = False,
 ) -> CommentResult:
     """Post or refresh the gate's comment for ``suite`` on PR ``pr_number``.
+
+    ``only_update``: refresh a current comment if there is one, never post a new one (a PR the
+    gate skips gets no comment; one whose earlier head was judged gets that comment corrected,
+    so an old "fail" does not stand over a PR that no longer touches retrieval).
 
     Our comments are those whose body starts with the marker of ``suite`` and whose author is
     the token's identity: ``bot_login`` (``github-actions[bot]`` for GITHUB_TOKEN), the login
@@ -833,13 +838,17 @@ def publish_comment(
         login = client.authenticated_login(default=bot_login)
         logins.add(login.lower())
         current = [(c, m) for c, m in ours() if m.state == "current"]
+        if only_update and not current:
+            return CommentResult("not_posted", message="no comment to refresh, and this result does not need one")
         text = _compose(comment_marker(suite, "current", head_sha, verdict_kind, run), body)
         skip = stale()
         if skip is not None:
             return skip
         action = ""
         superseded: list[int] = []
-        if mode == "update" and current and current[-1][1].verdict == verdict_kind:
+        if current and ((mode == "update" and current[-1][1].verdict == verdict_kind) or only_update):
+            # only_update (a skipped PR) edits in place whatever the old verdict: nobody needs a
+            # notification that the gate has nothing to say.
             keep, _ = current[-1]
             try:
                 written = client.update_comment(int(keep["id"]), text)

@@ -262,7 +262,7 @@ def test_a_pr_that_touches_nothing_watched_is_skipped_quickly(tmp_path):
         proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp_path)
         assert proc.returncode == 0, proc.stdout
         assert _outputs(outputs)["verdict"] == "skipped"
-        assert len(fake.comments(11)) == 1  # the comment is updated so a required check never hangs
+        assert fake.comments(11) == []  # nothing to say: no comment (the job's status is the check)
         # A change to the declared code is never skipped, its retrieval config untouched.
         (checkout.root / "search").mkdir(exist_ok=True)
         head, _ = checkout.pr(open(checkout.root / "retrieval.yml").read(), extra={"search/rank.py": "W = 2\n"})
@@ -347,3 +347,27 @@ def test_a_crash_leaves_its_traceback_in_the_output_folder_and_the_summary(world
     assert "planted bug" in traceback_file.read_text()
     assert "internal error (traceback saved to .retrieval-gate/out/crash-traceback.txt)" in proc.stdout
     assert "internal error" in summary_text and "crash-traceback.txt" in summary_text
+
+
+def test_a_pr_that_stops_touching_retrieval_gets_its_old_comment_corrected(tmp_path):
+    """Head 1 changes the retrieval config (judged, commented); head 2 reverts it and edits only
+    the README (skipped): the comment says skipped, not the old verdict; no second comment."""
+    need(GITHUB / "webhook_example_pull_request_synchronize.payload.json")
+    checkout = Checkout(tmp_path / "repo", runner_inputs="[retrieval.yml]")
+    original = (checkout.root / "retrieval.yml").read_text()
+    with FakeGitHub(token=TOKEN) as fake:
+        head1, _ = checkout.pr(GOOD)
+        fake.add_pull(13, head1, files=["retrieval.yml"], base_sha=checkout.base)
+        event = _payload(tmp_path, "webhook_example_pull_request_synchronize.payload.json", 13, head1, checkout.base)
+        proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp_path)
+        assert _outputs(outputs)["verdict"] == "pass", proc.stdout[-2000:]
+        assert len(fake.comments(13)) == 1
+        head2, _ = checkout.pr(original, extra={"README.md": "docs only\n"})
+        fake.push(13, head2)
+        fake.state.pulls[13]["files"] = [{"filename": "README.md"}]
+        event = _payload(tmp_path, "webhook_example_pull_request_synchronize.payload.json", 13, head2, checkout.base)
+        proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp_path)
+        assert _outputs(outputs)["verdict"] == "skipped", proc.stdout[-2000:]
+        [comment] = fake.comments(13)
+        assert "skipped" in comment["body"].split("\n", 2)[1].lower()
+        assert "not commensurable" not in comment["body"]
