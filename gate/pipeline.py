@@ -371,6 +371,10 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
         extra["noise_band"] = {**measured.band.to_dict(), "runs_files": names,
                                "seconds": [round(x, 3) for x in measured.seconds],
                                "calibration": calibration.to_dict()}
+    else:
+        kept = _still_valid_band(config, golden, retrieval, primary, progress)
+        if kept is not None:
+            extra["noise_band"], extra_files = kept
     if code is not None:
         extra["code"] = code.to_dict()  # what the archived run was produced by (a replay runs the commit's)
     per_query = {
@@ -820,6 +824,38 @@ def stored_band(config: Config, manifest: Manifest | None) -> tuple[dict | None,
     if path is not None and path.exists():
         return check_band_dict(parse_json_document(str(path), read_text_file(path, "a noise band", limit=MAX_RECORD_FILE_BYTES)), str(path)), None
     return None, None
+
+
+def _still_valid_band(config: Config, golden: Golden, retrieval, primary: Measure,
+                      progress: Progress) -> tuple[dict[str, Any], dict[str, bytes]] | None:
+    """A plain ``archive`` (no ``--noise-repeats``) keeps the band stored with the previous
+    baseline while it still applies (same metric, corpus, index-building keys, queries and
+    qrels), repeat runs included; a band that no longer applies is dropped, and said so."""
+    from gate.manifest import load_manifest
+
+    path = config.resolve(config.manifest)
+    if not path.exists():
+        return None
+    try:
+        manifest = load_manifest(path)
+        data, runs = stored_band(config, manifest)
+    except InputError:
+        return None
+    if data is None or manifest.extra.get("noise_band") is None:
+        return None
+    status = applicable_band(data, runs, golden, retrieval, primary, config.golden.rel)
+    if status.state != "current":
+        progress(f"the stored noise band is not kept: {status.reason} (archive --noise-repeats N measures a new one)")
+        return None
+    files = {}
+    for name in data.get("runs_files") or []:
+        try:
+            files[name] = (path.parent / name).read_bytes()
+        except OSError:
+            progress(f"the stored noise band is not kept: its repeat run {name} is missing")
+            return None
+    progress(f"the stored noise band is kept ({status.reason})")
+    return dict(manifest.extra["noise_band"]), files
 
 
 def noise_status(config: Config, golden: Golden, baseline: ResolvedBaseline, metric: str,

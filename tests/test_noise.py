@@ -12,6 +12,7 @@ import pytest
 from gate.cli import main
 from gate.config import load_config
 from gate.io.records import Qrels, Run
+from gate.manifest import load_manifest
 from gate.noise import tie_floor
 from gate.pipeline import archive, run_gate
 from gate.stats.noise import noise_band, spread
@@ -127,3 +128,25 @@ def test_tie_floor_counts_queries_whose_value_depends_on_docno_order():
     floor = tie_floor(run, qrels, __import__("gate.measures", fromlist=["x"]).parse_measure("RR@1"), ["1", "2"], 1)
     assert floor.count == 1 and floor.queries == ("1",)
     assert floor.span == 1.0 and floor.mean_shift == 0.5
+
+
+def test_a_plain_archive_keeps_a_band_that_still_applies_and_drops_one_that_does_not(tmp_path):
+    path = _nondeterministic(tmp_path)
+    manifest_path = tmp_path / ".retrieval-gate" / "baseline" / "manifest.yml"
+    archive(load_config(path), progress=_silent, noise_repeats=3)
+    first = load_manifest(manifest_path).extra["noise_band"]
+    said: list[str] = []
+    archive(load_config(path), progress=said.append)  # the next push to main: no --noise-repeats
+    kept = load_manifest(manifest_path).extra.get("noise_band")
+    assert kept is not None and kept["threshold"] == first["threshold"] and kept["runs_files"] == first["runs_files"]
+    assert all((manifest_path.parent / name).is_file() for name in kept["runs_files"])
+    assert any("noise band is kept" in line for line in said)
+    report = run_gate(load_config(path), progress=_silent).report
+    assert report["noise_band"]["state"] == "current" and report["noise_band"]["runs"] == 3
+    # The corpus changed: the band no longer applies, and the archive says it drops it.
+    with open(tmp_path / "corpus-v1.jsonl", "a") as handle:
+        handle.write('{"id": "new/page#c0", "text": "something new"}\n')
+    said.clear()
+    archive(load_config(path), progress=said.append)
+    assert load_manifest(manifest_path).extra.get("noise_band") is None
+    assert any("noise band is not kept" in line and "corpus" in line for line in said), said
