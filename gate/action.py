@@ -242,19 +242,35 @@ def _save_crash(env: Mapping[str, str], inputs: Inputs) -> str:
     return where
 
 
-def _base_commit(workspace: Path, event: Event, warnings: list[str],
-                 token: str | None = None) -> tuple[str | None, str | None]:
+def _repository_url(env: Mapping[str, str]) -> str | None:
+    """The repository's own git address, from the runner (never from the checkout's config)."""
+    repository = env.get("GITHUB_REPOSITORY")
+    if not repository or not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
+        return None
+    server = (env.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/")
+    if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?", server):
+        return None
+    return f"{server}/{repository}"
+
+
+def _base_commit(workspace: Path, event: Event, warnings: list[str], token: str | None = None,
+                 remote_url: str | None = None) -> tuple[str | None, str | None]:
     """The commit the change is judged against, and why there is none when a PR or a merge group
     cannot be judged: without its base, the yardstick would be the change's own files. A base the
     checkout lacks (fetch-depth 1; a merge group several commits deep) is fetched by its sha."""
 
     def present(sha: str) -> str | None:
         found = git.rev_parse(workspace, sha)
-        if found is None:
+        # From the repository's own address with the token; then from origin without it (a
+        # commit fetched by its sha is what its sha says, wherever it comes from).
+        attempts = ([(remote_url, token)] if remote_url else []) + [(None, None)]
+        for url, credential in attempts:
+            if found is not None:
+                break
             try:
-                git.fetch(workspace, sha, token=token, depth=1)
+                git.fetch(workspace, sha, token=credential, url=url, depth=1)
             except (OSError, subprocess.TimeoutExpired):
-                return None
+                continue
             found = git.rev_parse(workspace, sha)
         return found
 
@@ -321,7 +337,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     warnings: list[str] = []
 
     with group("retrieval-gate: inputs", stream=out):
-        base, base_problem = _base_commit(workspace, event, warnings, inputs.token)
+        base, base_problem = _base_commit(workspace, event, warnings, inputs.token, _repository_url(env))
         changed = _changed_files(workspace, base, event, client)
         _print(out, f"event {escape_data(event.name)}; PR {event.pr_number}; head {event.head_sha}; base {base}; "
                     f"{'unknown' if changed is None else len(changed)} changed files")
@@ -336,7 +352,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     baseline_source = None
     if base is not None and not manifest.exists():
         baseline_source = baseline_from_branch(workspace, base, manifest.parent, token=inputs.token,
-                                               warnings=warnings)
+                                               remote_url=_repository_url(env), warnings=warnings)
     policy = Policy.from_config(dict(config.raw))
     # At the workspace's top, whatever working-directory is: the workflow's next steps (record
     # the PR, upload the report) find it at one documented place.

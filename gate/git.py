@@ -53,32 +53,31 @@ def run(cwd: Path, *args: str, timeout: float = 30.0, extra_env: Mapping[str, st
     return subprocess.run(["git", *args], cwd=cwd, timeout=timeout, env=environment(cwd, extra_env), **kwargs)
 
 
-def fetch(cwd: Path, *refspecs: str, token: str | None = None, depth: int | None = None,
+def fetch(cwd: Path, *refspecs: str, token: str | None = None, url: str | None = None, depth: int | None = None,
           timeout: float = 120.0) -> subprocess.CompletedProcess:
-    """``git fetch origin refspecs...``, authenticated with ``token`` when given.
+    """``git fetch`` of ``refspecs`` from ``url`` (or from ``origin`` when no URL is given).
 
-    The checkout keeps no credentials (``persist-credentials: false``: the PR's code must not
-    find the token in .git/config), so the gate hands the token to this one git process as an
-    ``http.<origin>/.extraheader`` in its environment: not in its arguments (any process can
-    read those), not in a file. Only origin's host gets it."""
+    The token goes only with an explicit ``url`` - the repository's own address, from the
+    runner's GITHUB_SERVER_URL and GITHUB_REPOSITORY - never to whatever ``origin`` says: the
+    PR's code may have run in an earlier step and repointed it. The checkout keeps no
+    credentials (``persist-credentials: false``), so the token is handed to this one git process
+    as an ``http.<scheme>://<host>/.extraheader`` in its environment: not in its arguments (any
+    process can read those), not in a file."""
     extra: dict[str, str] = {}
-    if token:
+    if token and url:
         import base64
 
-        origin = run(cwd, "remote", "get-url", "origin")
-        url = origin.stdout.decode("utf-8", errors="replace").strip() if origin.returncode == 0 else ""
         scheme, sep, rest = url.partition("://")
         if sep and rest:
             host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
             basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-            env = environment(cwd)
-            n = int(env["GIT_CONFIG_COUNT"])
+            n = int(environment(cwd)["GIT_CONFIG_COUNT"])
             extra = {"GIT_CONFIG_COUNT": str(n + 1), f"GIT_CONFIG_KEY_{n}": f"http.{scheme}://{host}/.extraheader",
                      f"GIT_CONFIG_VALUE_{n}": f"AUTHORIZATION: basic {basic}"}
     args = ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules"]
     if depth is not None:
         args.append(f"--depth={depth}")
-    return run(cwd, *args, "origin", *refspecs, timeout=timeout, extra_env=extra)
+    return run(cwd, *args, url or "origin", *refspecs, timeout=timeout, extra_env=extra)
 
 
 def _git(cwd: Path, *args: str, timeout: float = 30.0) -> subprocess.CompletedProcess:

@@ -236,14 +236,15 @@ def load_yardstick(config_path: Path, base: str | None, overlay: Path,
 
 
 def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, *, branch: str = BASELINES_BRANCH,
-                         max_ancestors: int = 50, token: str | None = None,
+                         max_ancestors: int = 50, token: str | None = None, remote_url: str | None = None,
                          warnings: list[str] | None = None) -> str | None:
     """Copy ``baselines/<sha>/`` for the base commit (or its newest ancestor that has one) from the
     baselines branch into ``manifest_folder``. Returns where it came from, or None.
 
-    The branch is fetched when the checkout lacks it, with ``token`` (a private repository's
-    checkout keeps no credentials); a fetch that fails is a loud warning in ``warnings``, never
-    a silent "reconstructed". In a shallow checkout (fetch-depth 2) the base's ancestors are
+    The branch is fetched when the checkout lacks it, from ``remote_url`` (the repository's own
+    address; ``origin`` only when none is given, outside the Action) with ``token`` (a private
+    repository's checkout keeps no credentials); a fetch that fails is a loud warning in
+    ``warnings``, never a silent "reconstructed". In a shallow checkout (fetch-depth 2) the base's ancestors are
     fetched too, so the newest archived ancestor can be found."""
     root = git.repo_root(workspace)
     if root is None:
@@ -253,8 +254,8 @@ def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, 
     ref = next((r for r in refs if git.rev_parse(root, r) is not None), None)
     if ref is None:
         try:
-            done = git.fetch(root, f"+refs/heads/{branch}:refs/remotes/origin/{branch}", token=token, depth=1,
-                             timeout=60)
+            done = git.fetch(root, f"+refs/heads/{branch}:refs/remotes/origin/{branch}", token=token,
+                             url=remote_url, depth=1, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as error:
             notes.append(f"the {branch} branch could not be fetched ({type(error).__name__}): the baseline is "
                          "reconstructed from the base commit instead of the archived one")
@@ -270,7 +271,7 @@ def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, 
             return None
     if git.rev_parse(root, f"{base_sha}^") is None and git.rev_parse(root, base_sha) is not None:
         try:  # a shallow checkout: the base's ancestors, to find the newest one with a baseline
-            git.fetch(root, base_sha, token=token, depth=max_ancestors, timeout=120)
+            git.fetch(root, base_sha, token=token, url=remote_url, depth=max_ancestors, timeout=120)
         except (OSError, subprocess.TimeoutExpired):
             pass
     try:

@@ -165,7 +165,7 @@ def _cache_entries(root: Path) -> list[Path]:
     return sorted((root / ".retrieval-gate" / "cache").rglob("*.run*"))
 
 
-@pytest.mark.parametrize("how", ["committed", "symlink", "truncated"])
+@pytest.mark.parametrize("how", ["committed", "symlink", "symlinked-folder", "truncated"])
 def test_a_cache_entry_the_gate_did_not_store_is_a_miss_not_a_run(repo, tmp_path, how):
     """A PR cannot plant its candidate's run in the cache (the folder is inside the checkout):
     a committed file or a symlink under the key is not used, and a truncated entry is re-made."""
@@ -188,6 +188,15 @@ def test_a_cache_entry_the_gate_did_not_store_is_a_miss_not_a_run(repo, tmp_path
         forged.write_text(_perfect_run(root))
         entry.unlink()
         entry.with_name(entry.name.replace(".gz", "")).symlink_to(forged)
+    elif how == "symlinked-folder":
+        # .retrieval-gate/cache -> a folder elsewhere, the forged entry inside: each file is a plain
+        # file, untracked, but every one of them is reached through the PR's symlink.
+        cache = root / ".retrieval-gate" / "cache"
+        fake_cache = tmp_path / "fakecache"  # outside the tree: the code's key stays the same
+        cache.rename(fake_cache)
+        cache.symlink_to(fake_cache)
+        forged = fake_cache / entry.parent.name / entry.name
+        forged.write_bytes(__import__("gzip").compress(_perfect_run(root).encode()))
     else:
         entry.write_bytes(entry.read_bytes()[:40])
     lines: list[str] = []
@@ -196,7 +205,7 @@ def test_a_cache_entry_the_gate_did_not_store_is_a_miss_not_a_run(repo, tmp_path
     assert len(_calls(calls)) == 3
     assert any("not used" in line or "unreadable" in line for line in lines), lines
     assert again.report["delta"]["mean"] == pytest.approx(honest.report["delta"]["mean"])
-    if how != "committed":
+    if how not in ("committed", "symlinked-folder"):
         # The refused entry is replaced by the gate's own; the next run is served from it.
         third = run_gate(load_config(config), RunOptions(base="HEAD~1"), progress=_silent)
         assert third.report["candidate"]["source"] == "cache" and len(_calls(calls)) == 3

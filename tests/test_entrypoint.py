@@ -94,6 +94,7 @@ def run_entrypoint(checkout: Checkout, fake: FakeGitHub, event: Path, tmp: Path,
         "GITHUB_API_URL": fake.url,
         "GITHUB_REPOSITORY": fake.repository,
         "GITHUB_WORKSPACE": str(checkout.root),
+        "GITHUB_SERVER_URL": "http://127.0.0.1:9",  # no github.com from tests: refused at once
         "GITHUB_OUTPUT": str(output),
         "GITHUB_STEP_SUMMARY": str(summary),
         "GITHUB_TOKEN": TOKEN,

@@ -91,6 +91,9 @@ def _start(root: Path, fake, tmp: Path, event_name: str, event: Path):
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp), "GITHUB_EVENT_NAME": event_name,
            "GITHUB_EVENT_PATH": str(event), "GITHUB_API_URL": fake.url, "GITHUB_REPOSITORY": fake.repository,
            "GITHUB_WORKSPACE": str(root), "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(tmp / "s"),
+           # No github.com from tests: the repository's own address refuses at once (the gate
+           # then fetches a base commit by its sha from origin, without the token).
+           "GITHUB_SERVER_URL": "http://127.0.0.1:9",
            "GITHUB_TOKEN": "ghs_s3cr3tT0kenValue1234567890", "INPUT_TOKEN": "ghs_s3cr3tT0kenValue1234567890",
            "INPUT_CONFIG-PATH": ".retrieval-gate.yml", "INPUT_COMMENT-MODE": "update",
            "INPUT_GITHUB-MAX-WAIT": "30", "INPUT_WORKING-DIRECTORY": "."}
@@ -302,3 +305,42 @@ def test_a_malformed_event_payload_is_one_line_and_exit_2(world, payload):  # no
     assert done.returncode == 2, done.stdout[-2000:]
     errors = [line for line in done.stdout.splitlines() if line.startswith("::error")]
     assert len(errors) == 1 and "bad-event.json" in errors[0] and "Traceback" not in done.stdout + done.stderr
+
+
+def test_the_token_never_goes_to_what_origin_names(world):  # noqa: F811
+    """An earlier step ran the PR's code and repointed origin at a server of its own: the gate
+    fetches from the repository's own address (GITHUB_SERVER_URL/GITHUB_REPOSITORY) with the
+    token, and from origin only without it."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[str | None] = []
+
+    class Spy(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Spy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    checkout, fake, tmp = world
+    root = checkout.root
+    head, _ = checkout.pr(GOOD)
+    _git(root, "update-ref", "refs/heads/merged", "HEAD")  # the merge commit checkout.pr made
+    shallow = _shallow(checkout, tmp, 1, "merged", name="spied")  # depth 1: the base must be fetched
+    _git(shallow, "remote", "set-url", "origin", f"http://127.0.0.1:{server.server_address[1]}/evil/repo.git")
+    fake.add_pull(51, head, files=["retrieval.yml"], base_sha=checkout.base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 51, head, checkout.base)
+    try:
+        done, _ = _start(shallow, fake, tmp, "pull_request", event)
+    finally:
+        server.shutdown()
+    assert seen, "the gate did not try origin at all (the test would prove nothing)"
+    assert all(header is None for header in seen), seen
+    shown = [line for line in (done.stdout + done.stderr).splitlines() if "ghs_" in line]
+    assert shown == ["::add-mask::ghs_s3cr3tT0kenValue1234567890"], shown  # the mask command only

@@ -125,9 +125,10 @@ def test_queries_absent_from_the_archived_lists_are_replayed_through_the_runner(
     assert replayed.produced.source == "runner"
     index = replayed.values.query_ids.index("q_new_1")
     assert replayed.values.values["nDCG@10"][index] > 0  # the runner really ranked doc_a
-    # The same inputs again: the replay comes from the cache, not the runner.
+    # The same inputs again: a replay runs the archived commit's code, and is never read back
+    # from the cache (the PR's own code could have rewritten that entry); same numbers.
     again = replay(load_config(config_path), progress=_silent).baseline
-    assert again.produced.source == "cache"
+    assert again.produced.source == "runner"
     assert list(again.values.values["nDCG@10"]) == list(replayed.values.values["nDCG@10"])
 
 

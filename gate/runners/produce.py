@@ -9,6 +9,7 @@ golden query; a run that does not is a runner failure, never a silent zero.
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 import sys
 import time
@@ -83,7 +84,12 @@ class RunProducer:
         # cache: the cache could not tell a changed search/bm25.py from the baseline's.
         cacheable = self.cache_dir is not None and (request.code is None or request.code.known)
         cache_folder = self._cache_folder() if cacheable else None
-        cached = find_in_runs_dir(cache_folder, key)
+        # A run of another commit's code (a baseline replayed or reconstructed on a PR) is never
+        # read from the cache: the cache sits where the PR's own code runs and writes, and a
+        # baseline entry it rewrote would make the PR look better. Only the workspace's own
+        # runs are served from it (forging those is no more than changing the code).
+        readable = cache_folder is not None and (request.code is None or request.code.kind != "commit")
+        cached = find_in_runs_dir(cache_folder, key) if readable else None
         if cached is not None:
             run = self._cached(cached, request.purpose, expected)
             if run is not None:
@@ -157,11 +163,29 @@ def untrusted_cache_entry(path: Path) -> str | None:
     """
     if path.is_symlink():
         return "it is a symlink"
+    real = Path(os.path.realpath(path))
+    if real.parent != Path(os.path.realpath(path.parent)) or real.name != path.name:
+        return "it is reached through a symlink"
     from gate import git
 
-    if git.is_tracked(path):
+    if git.is_tracked(path) or git.is_tracked(real) or _tracked_folder(path):
         return "it is committed in the repository: a cached run is one the gate made, not a file a change can edit"
     return None
+
+
+def _tracked_folder(path: Path) -> bool:
+    """A folder on the way to ``path`` (below the repository's top) that is a symlink git
+    tracks: a committed ``.retrieval-gate/cache -> ../fakecache`` makes every entry the PR's."""
+    from gate import git
+
+    top = git.top_level(path.parent)
+    lexical = Path(os.path.abspath(path))
+    for folder in lexical.parents:
+        if folder == top or top not in folder.parents:
+            break
+        if folder.is_symlink():
+            return True
+    return False
 
 
 def copy_run(source: Path, target: Path) -> Path:

@@ -47,7 +47,7 @@ class GitRemote:
         assert self._server is not None
         return self._server.server_address[1]
 
-    def url(self, name: str) -> str:
+    def url(self, name: str = "") -> str:
         return f"http://127.0.0.1:{self.port}/{name}"
 
     def _authorized(self, name: str, header: str | None) -> bool:
@@ -96,6 +96,9 @@ class GitRemote:
 
     def _serve(self, handler: BaseHTTPRequestHandler) -> None:
         path, _, query = handler.path.partition("?")
+        parts = path.strip("/").split("/")
+        if len(parts) >= 2 and not parts[1].endswith(".git") and (self.root / parts[0] / f"{parts[1]}.git").is_dir():
+            path = "/" + "/".join([parts[0], parts[1] + ".git", *parts[2:]])  # github.com serves both
         name = next((n for n in sorted(self.private, key=len, reverse=True) if path.startswith(f"/{n}/")), None)
         if name is None:
             parts = path.strip("/").split("/")

@@ -107,8 +107,11 @@ def gate_job_steps(runner: Runner, image: str, remote_url: str, event: dict, eve
             values = {key: str(_evaluate(spec.get("default", ""), context)) for key, spec in declared.items()}
             values.update({k: str(v) for k, v in with_.items()})
             values.update(inputs or {})
+            # GITHUB_SERVER_URL is the git remote here: the gate fetches from the repository's
+            # own address (server + GITHUB_REPOSITORY), never from what the checkout's origin says.
+            server = remote_url.rsplit("/", 2)[0]
             step_result = runner.docker_action(image, event_name, event, values, api_url=github.url,
-                                               sha=merge_sha, ref=ref, env=gate_env)
+                                               server_url=server, sha=merge_sha, ref=ref, env=gate_env)
             result = PlayedStep(step_result.returncode, step_result.log, step_result.outputs, step_result.summary,
                                 name=name)
             context.update({f"steps.{step.get('id', 'gate')}.outputs.{k}": v for k, v in result.outputs.items()})
