@@ -287,6 +287,22 @@ def _base_commit(workspace: Path, event: Event, warnings: list[str], token: str 
         return found, None
     base = git.rev_parse(workspace, "HEAD^1")
     pull_request = event.name.startswith("pull_request")
+    if pull_request and base is not None and event.head_sha:
+        # HEAD^1 is the base only on GitHub's merge commit, whose second parent is the PR's
+        # head. A checkout of the head itself (ref: head.sha) has the PR's own previous commit
+        # there: judged against it, the PR would set its own yardstick.
+        second = git.rev_parse(workspace, "HEAD^2")
+        head = git.rev_parse(workspace, "HEAD")
+        if second != event.head_sha.lower():
+            if event.base_sha:
+                found = present(event.base_sha)
+                if found is not None:
+                    why = "the PR's head itself" if head == event.head_sha.lower() else "not GitHub's merge commit"
+                    warnings.append(f"the checkout is {why}: judged against pull_request.base.sha "
+                                    f"({event.base_sha[:12]}), not HEAD^1")
+                    return found, None
+            return None, ("the checkout is not GitHub's merge commit of this PR and pull_request.base.sha is not "
+                          "available: check out the default ref (the merge commit) with fetch-depth: 2")
     if base is None:
         if event.base_sha:
             found = present(event.base_sha)
@@ -322,7 +338,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     from gate.render import render
     from gate.verdict import Policy, accept, goalposts_changed, inconclusive, skipped
     from gate.report import SCHEMA_VERSION
-    from gate.yardstick import baseline_from_branch, load_yardstick, matches
+    from gate.yardstick import EVERYTHING, baseline_from_branch, load_yardstick, matches
 
     started = time.monotonic()
     event = read_event(env)
@@ -358,7 +374,8 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     # the PR, upload the report) find it at one documented place.
     out_dir = output_folder(env)
 
-    if changed and "*" in yard.watch and not any(matches(f, [g for g in yard.watch if g != "*"]) for f in changed):
+    if changed and EVERYTHING in yard.watch and not any(matches(f, [g for g in yard.watch if g != EVERYTHING])
+                                                       for f in changed):
         names = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
         warnings.append(f"runner.inputs is not declared, so every file is code under test: this change ({names}) "
                         "is judged. Declare runner.inputs (the globs of the code the runs depend on) to skip "

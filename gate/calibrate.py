@@ -57,9 +57,11 @@ class Calibration:
         sampled = "" if self.pairs == self.pairs_possible else f" (a seeded sample of the {self.pairs_possible})"
         blocked = f"{self.blocking} would block a PR ({self.fail} fail, {self.inconclusive} inconclusive)" \
             if self.inconclusive_blocks and self.inconclusive else f"{self.fail} failed"
-        same = "; the runs are identical, so every pair measures the same thing" if self.identical_runs else ""
+        same = "; the runs rank every query alike (a deterministic stack): every pair is unchanged" \
+            if self.identical_runs else ""
+        pairs = "pair" if self.independent_pairs == 1 else "pairs"
         return (f"of {self.pairs} A/A comparisons{sampled} of {self.runs} identical runs, {blocked}; on the "
-                f"{self.independent_pairs} independent pairs, a block rate of at most "
+                f"{self.independent_pairs} independent {pairs}, a block rate of at most "
                 f"{self.blocking_rate_upper95:.1%} at 95%{same}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -102,6 +104,7 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
     import numpy as np
 
     from gate.evaluate import evaluate
+    from gate.io.records import same_rankings
     from gate.measures import parse_measure
     from gate.stats.evidence import clopper_pearson_upper, evidence
     from gate.stats.paired import compare_paired
@@ -126,7 +129,8 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
         verdict = decide(Findings(metric=name, query_count=len(query_ids), delta=paired.mean,
                                   ci_low=paired.ci_low, ci_high=paired.ci_high,
                                   mde=paired.mde if math.isfinite(paired.mde) else None,
-                                  noise_threshold=noise_threshold, evidence=weighed), policy)
+                                  noise_threshold=noise_threshold, evidence=weighed,
+                                  identical_rankings=same_rankings(runs[i], runs[j], query_ids)), policy)
         if verdict.kind == "fail":
             fail += 1
             failed.append((i, j))

@@ -341,7 +341,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     policy = Policy(max_regression=args.max_regression, require_improvement=args.require_improvement,
                     improvement_needs_band=False)
-    verdict, weighed = decide_comparison(comparison, policy, strata_block)
+    verdict, weighed = decide_comparison(comparison, policy, strata_block, runs=(baseline, candidate))
     report.data["decision"] = {"kind": verdict.kind, "reasons": [r.to_dict() for r in verdict.reasons],
                                "exit_code": verdict.exit_code, "rule": policy.decision, **weighed.to_dict(),
                                "alpha": ALPHA, "min_movers": MIN_MOVERS}
@@ -598,10 +598,18 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                                  "compared with itself is not a repeat of the stack")
             seen[(info.st_dev, info.st_ino)] = path
         runs = [read_run(path) for path in args.from_runs]
-        for run in runs:
+        for path, run in zip(args.from_runs, runs):
             require_overlap(run, universe.query_ids, qrels, queries)
+            # Repeats of one stack rank every judged query; a run that skips some is not one.
+            present = set(run.query_ids)
+            missing = [q for q in universe.query_ids if q not in present]
+            if missing:
+                raise InputError(path, None, f"misses {len(missing)} of the {len(universe.query_ids)} judged queries "
+                                 f"(e.g. {', '.join(missing[:3])}): not a repeat of the same run")
         rel, samples, seed = args.rel or 1, args.samples or 10_000, 7 if args.seed is None else args.seed
-        policy = Policy(max_regression=0.02 if args.max_regression is None else args.max_regression)
+        # No band here (as in compare): an improvement counts without one.
+        policy = Policy(max_regression=0.02 if args.max_regression is None else args.max_regression,
+                        improvement_needs_band=False)
         threshold = None
     else:
         from gate.golden import load_golden

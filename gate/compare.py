@@ -89,15 +89,17 @@ def compare(
     return Comparison(settings, metric, universe, before, after, paired, strata)
 
 
-def decide_comparison(comparison: Comparison, policy=None, strata_block=None):
+def decide_comparison(comparison: Comparison, policy=None, strata_block=None, runs=None):
     """The gate's decision on a comparison: ``run``'s statistics and traffic rules (damaged
     traffic, guarded strata, from ``strata_block``: the report's strata section), no validity
-    checks and no noise band. Returns ``(verdict, evidence)``. ``policy``:
+    checks and no noise band; ``runs`` (baseline, candidate) tells identical rankings apart
+    (``unchanged``). Returns ``(verdict, evidence)``. ``policy``:
     :class:`gate.verdict.Policy` (default: the gate's defaults, an improvement not needing a
     band: compare has none)."""
     import math
 
     from gate.stats.evidence import evidence
+    from gate.io.records import same_rankings
     from gate.verdict import Findings, Policy, decide, traffic_findings
 
     policy = policy or Policy(improvement_needs_band=False)
@@ -106,5 +108,6 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None):
     findings = Findings(metric=comparison.metric, query_count=len(comparison.query_ids), delta=paired.mean,
                         ci_low=paired.ci_low, ci_high=paired.ci_high,
                         mde=paired.mde if math.isfinite(paired.mde) else None, evidence=weighed,
-                        **traffic_findings(strata_block or {}))
+                        **traffic_findings(strata_block or {}),
+                        identical_rankings=runs is not None and same_rankings(runs[0], runs[1], comparison.query_ids))
     return decide(findings, policy), weighed

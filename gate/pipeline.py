@@ -32,7 +32,7 @@ from gate.errors import InputError
 from gate.evaluate import PerQuery, evaluate
 from gate.fingerprint import file_sha256
 from gate.golden import Golden, load_golden
-from gate.io.records import Run
+from gate.io.records import Run, same_rankings
 from gate.io.runs import read_run
 from gate.manifest import Manifest, environment_record, load_manifest, write_manifest
 from gate.measures import Measure, parse_measure
@@ -643,7 +643,9 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         metric=metric, query_count=len(reporting.query_ids), delta=paired.mean, ci_low=paired.ci_low,
         ci_high=paired.ci_high, mde=_num(paired.mde), noise_threshold=threshold, evidence=weighed,
         reporting_set=reporting.to_dict(), warnings=tuple(validity.warnings), **validity_findings(validity),
-        **traffic_findings(strata_block))
+        **traffic_findings(strata_block),
+        identical_rankings=baseline.run is not None and same_rankings(baseline.run, candidate_run,
+                                                                      reporting.query_ids))
     verdict = decide(findings, policy)
     if report.get("judged") is not None:
         report["judged"]["failures"] = [r.message for r in verdict.reasons if r.code == "judged_share"]

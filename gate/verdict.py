@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 STATISTICAL = {"regression_shown", "improvement_required", "improvement_shown", "non_inferior", "underpowered",
-               "too_few_movers"}
+               "too_few_movers", "unchanged"}
 EXIT_BY_KIND = {"pass": 0, "skipped": 0, "accepted": 0, "fail": 1, "inconclusive": 3}
 
 #: The calibrated rule's constants (benchmarks/bench_decision.py measures what they buy).
@@ -206,6 +206,9 @@ class Findings:
     unjudged_share: float | None = None  # of the candidate's top k
     judged_drop: float | None = None  # baseline judged share minus the candidate's
     tuning_overlap: tuple[str, ...] = ()
+    # Every golden query ranked exactly as the baseline ranks it (trec_eval's order): there is
+    # no difference to judge, and no sample can hide one (unlike 0 movers on a metric).
+    identical_rankings: bool = False
     damaged_traffic: float | None = None  # share of traffic in strata shown damaged (None: no shares)
     damaged_strata: tuple[str, ...] = ()
     guarded_regressions: tuple[GuardedRegression, ...] = ()  # damaged guarded strata with their Holm p
@@ -258,9 +261,23 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
 def decide(findings: Findings, policy: Policy) -> Verdict:
     """The one decision: validity and traffic failures first, then the statistics."""
     f = findings
-    statistical = decide_delta(f.delta, f.ci_low, f.ci_high, f.mde, f.metric, f.query_count, policy,
-                               f.noise_threshold, f.reporting_set, f.evidence)
+    if f.identical_rankings:
+        statistical = unchanged(f.query_count, policy, f.reporting_set)
+    else:
+        statistical = decide_delta(f.delta, f.ci_low, f.ci_high, f.mde, f.metric, f.query_count, policy,
+                                   f.noise_threshold, f.reporting_set, f.evidence)
     return combine([(r.code, r.message) for r in failures_of(f, policy)], f.warnings, statistical, policy)
+
+
+def unchanged(query_count: int, policy: Policy, reporting_set: dict[str, Any] | None = None) -> Verdict:
+    """The candidate ranks every golden query exactly as the baseline does (a refactor, a docs
+    change on a stack whose whole tree is its code): pass, unless an improvement is required."""
+    message = (f"no golden query's ranking changed ({query_count} queries ranked exactly as the baseline ranks "
+               "them): there is no difference to judge")
+    if policy.require_improvement:
+        return Verdict("fail", (Reason("improvement_required", f"improvement required but {message}"),), False,
+                       _exit("fail", policy), reporting_set or {})
+    return Verdict("pass", (Reason("unchanged", message),), False, _exit("pass", policy), reporting_set or {})
 
 
 def combine(failures, warnings, statistical: Verdict, policy: Policy) -> Verdict:

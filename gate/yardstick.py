@@ -15,8 +15,8 @@ repository (an overlay); the config is loaded from there with its
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +26,8 @@ from gate import git
 from gate.config import Config, is_spec, load_config
 
 BASELINES_BRANCH = "retrieval-gate-baselines"
+#: The watch glob of a command runner without runner.inputs: its whole working tree is its code.
+EVERYTHING = "**"
 
 
 @dataclass(frozen=True)
@@ -109,28 +111,39 @@ def yardstick_paths(config: Config) -> list[str]:
 
 
 def with_link_targets(root: Path | None, paths: list[str]) -> list[str]:
-    """``paths`` and, after each that is (or lies under) a symlink in the working tree, the
-    repository path it leads to: a PR that edits v1.yml, which retrieval/config.yml points at,
-    changes retrieval/config.yml without touching it. Globs are kept as they are; links that
-    leave the repository are refused elsewhere (:func:`outside_links`)."""
+    """``paths`` and, for each one resolved through symlinks in the working tree, every link met
+    on the way (a folder link ``retrieval -> configs1``, each link of a chain ``config.yml ->
+    a.yml -> b.yml``) and the file it ends at: a PR that retargets ``configs/a.yml``, or edits
+    ``b.yml``, changes ``retrieval/config.yml`` without touching it. Globs are kept as they are;
+    links that leave the repository are refused elsewhere (:func:`outside_links`)."""
     if root is None:
         return paths
-    top = Path(os.path.realpath(root))
+    top = os.path.realpath(root)
     out: list[str] = []
+
+    def add(path: str) -> None:
+        if path not in out:
+            out.append(path)
+
     for path in paths:
-        out.append(path)
+        add(path)
         if any(c in path for c in "*?[") or not path:
             continue
         folder = path.endswith("/")
-        lexical = Path(os.path.abspath(root)) / path.rstrip("/")
-        real = Path(os.path.realpath(lexical))
-        try:
-            target = real.relative_to(top).as_posix()
-        except ValueError:
-            continue
-        target += "/" if folder else ""
-        if target != path and target not in out and target not in paths:
-            out.append(target)
+        parts = [p for p in path.rstrip("/").split("/") if p]
+        for i, part in enumerate(parts):
+            parent = os.path.realpath(os.path.join(top, *parts[:i])) if i else top
+            here = os.path.join(parent, part)
+            hops = 0
+            while os.path.islink(here) and hops < 40:
+                rel = os.path.relpath(here, top)
+                if not rel.startswith(".."):
+                    add(rel.replace(os.sep, "/"))
+                here = os.path.normpath(os.path.join(os.path.dirname(here), os.readlink(here)))
+                hops += 1
+        final = os.path.relpath(os.path.realpath(os.path.join(top, *parts)), top)
+        if not final.startswith(".."):
+            add(final.replace(os.sep, "/") + ("/" if folder else ""))
     return out
 
 
@@ -143,7 +156,7 @@ def watched(config: Config) -> list[str]:
         if value:
             rel = _relative(config, value)
             if rel:
-                globs.append(rel if "{" not in rel else rel.split("{")[0] + "*")
+                globs.append(rel if "{" not in rel else _template_glob(rel))
     root = git.repo_root(config.root)
     prefix = ""
     if root is not None:
@@ -156,23 +169,66 @@ def watched(config: Config) -> list[str]:
     return with_link_targets(root, globs)
 
 
+def _template_glob(path: str) -> str:
+    """A templated corpus path (``corpus-{ingestion.parser}.jsonl``, ``data/{v}/corpus.jsonl``)
+    as a glob over every file it can name."""
+    head, _, rest = path.partition("{")
+    if "/" in rest:  # the template names a folder: everything below the part before it
+        return (head.rsplit("/", 1)[0] + "/**") if "/" in head else EVERYTHING
+    return head + "*"
+
+
 def code_globs(config: Config, prefix: str) -> list[str]:
     """The code under test of a command runner: what its runs are keyed on (gate.runners.code).
     ``runner.inputs`` when declared; otherwise the whole working tree is the code, so every
-    changed file makes the gate relevant (fnmatch's ``*`` crosses folders)."""
+    changed file makes the gate relevant."""
     if config.runner.type != "command":
         return []
     declared = config.raw.get("runner.inputs")
     if declared:
         return [prefix + g for g in declared]
-    return ["*"]
+    return [EVERYTHING]
+
+
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """A repository glob as ``pathlib`` reads it (``runner.inputs`` is keyed with
+    ``Path.glob``): ``*`` and ``?`` stay within one folder, ``**`` is any number of folders
+    (none included), a trailing ``/**`` everything below. One meaning for the cache key and the
+    watch list: ``search/**/*.py`` watches ``search/run.py`` exactly as it keys it."""
+    out = []
+    parts = glob.split("/")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:[^/]+/)*")
+            continue
+        piece = ""
+        j = 0
+        while j < len(part):
+            c = part[j]
+            if c == "*":
+                piece += "[^/]*"
+            elif c == "?":
+                piece += "[^/]"
+            elif c == "[":
+                k = part.find("]", j + 2 if j + 1 < len(part) and part[j + 1] in "!^" else j + 1)
+                if k == -1:
+                    piece += re.escape(c)
+                else:
+                    inner = part[j + 1:k]
+                    if inner.startswith("!"):
+                        inner = "^" + inner[1:]
+                    piece += f"[{inner.replace(chr(92), chr(92) * 2)}]"
+                    j = k
+            else:
+                piece += re.escape(c)
+            j += 1
+        out.append(piece + ("" if last else "/"))
+    return re.compile("".join(out) + r"\Z")
 
 
 def matches(path: str, globs: Iterable[str]) -> bool:
-    for glob in globs:
-        if fnmatch.fnmatchcase(path, glob) or (glob.endswith("/**") and path.startswith(glob[:-2])):
-            return True
-    return False
+    return any(glob_regex(glob).match(path) for glob in globs)
 
 
 def _ls_tree(workspace: Path, ref: str, folder: str) -> list[str]:

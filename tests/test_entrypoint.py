@@ -285,6 +285,9 @@ def test_without_runner_inputs_every_changed_file_is_code_under_test(world):
     assert _outputs(outputs)["verdict"] != "skipped", proc.stdout
     report = json.loads((checkout.root / ".retrieval-gate" / "out" / "report.json").read_text())
     assert any("runner.inputs" in w for w in report["warnings"]), report["warnings"]
+    # The search command here lives outside the repository: the change moves no ranking, and an
+    # unchanged run is a pass (0 movers alone would be inconclusive), not a red job.
+    assert proc.returncode == 0 and report["verdict"]["reasons"][0]["code"] == "unchanged", proc.stdout[-2000:]
 
 
 def test_a_pr_that_edits_its_yardstick_cannot_pass(world):

@@ -344,3 +344,25 @@ def test_the_token_never_goes_to_what_origin_names(world):  # noqa: F811
     assert all(header is None for header in seen), seen
     shown = [line for line in (done.stdout + done.stderr).splitlines() if "ghs_" in line]
     assert shown == ["::add-mask::ghs_s3cr3tT0kenValue1234567890"], shown  # the mask command only
+
+
+def test_a_checkout_of_the_prs_head_is_judged_against_base_sha_not_its_own_first_commit(world):  # noqa: F811
+    """`ref: head.sha` checks out the PR's head: HEAD^1 is the PR's own first commit, which here
+    relabels the qrels. Judged against HEAD^1 the PR would set its own yardstick."""
+    checkout, fake, tmp = world
+    root = checkout.root
+    _git(root, "checkout", "-q", "-B", "two-commits", checkout.base)
+    qrels = (root / "qrels.txt").read_text()
+    (root / "qrels.txt").write_text(qrels.replace(" 0\n", " 2\n"))
+    _git(root, "commit", "-qam", "relabel the qrels")
+    (root / "retrieval.yml").write_text(GOOD)
+    _git(root, "commit", "-qam", "the change")
+    head = _git(root, "rev-parse", "HEAD")
+    fake.add_pull(61, head, files=["qrels.txt", "retrieval.yml"], base_sha=checkout.base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 61, head, checkout.base)
+    done, _ = _start(root, fake, tmp, "pull_request", event)
+    report = json.loads((root / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert report["event"]["base_sha"] == checkout.base, done.stdout[-2000:]
+    assert {"path": "qrels.txt", "change": "modified"} in report["goalposts"]
+    assert done.returncode != 0 and report["verdict"]["kind"] != "pass"
+    assert any("judged against pull_request.base.sha" in w for w in report["warnings"])

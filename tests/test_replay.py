@@ -150,13 +150,13 @@ def test_run_reports_resolution_config_diff_and_statistics(archived, tmp_path):
     assert report["baseline"]["archived"]["query_count"] == 30
     assert report["config_diff"] == [{"path": "boost", "old": "<absent>", "new": 2.0}]
     assert report["query_count"] == 43
-    # The candidate copies the same official run: identical per-query values. With no query
-    # moving, 43 queries cannot rule out a change that hits a few percent of queries: the
-    # calibrated rule says so instead of passing "by construction" on [0, 0].
+    # The candidate copies the same official run: it ranks every query exactly as the baseline.
+    # That is "unchanged", a pass with nothing to judge - not the calibrated rule's
+    # too_few_movers, which is for rankings that changed without moving the metric.
     assert report["delta"]["mean"] == 0.0 and report["delta"]["ci_low"] == 0.0
-    assert report["verdict"]["kind"] == "inconclusive"
-    assert report["verdict"]["reasons"][0]["code"] == "too_few_movers"
-    assert report["verdict"]["reasons"][0]["message"].startswith("only 0 of 43 queries moved")
+    assert report["verdict"]["kind"] == "pass"
+    assert report["verdict"]["reasons"][0]["code"] == "unchanged"
+    assert report["verdict"]["reasons"][0]["message"].startswith("no golden query's ranking changed (43 queries")
     assert report["decision"]["movers"] == 0 and report["delta"]["mde"] is None
     assert report["candidate"]["source"] == "runner"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import shutil
 import subprocess
 from pathlib import Path
@@ -60,3 +62,34 @@ def test_an_unreadable_base_falls_back_to_the_workspace_with_a_warning(tmp_path)
     _git(repo, "commit", "-qm", "one")
     yard = load_yardstick(config, "0" * 40, tmp_path / "overlay", [])
     assert yard.source == "workspace" and "cannot be read" in yard.warning
+
+
+def test_every_link_on_the_way_is_watched(tmp_path):
+    """A chain (config.yml -> a.yml -> b.yml) and a folder link (retrieval -> configs1): each link
+    is watched, so retargeting one is a change to what the config reads."""
+    from gate.yardstick import matches, with_link_targets
+
+    root = tmp_path
+    (root / "configs").mkdir()
+    (root / "configs" / "b.yml").write_text("x\n")
+    os.symlink("b.yml", root / "configs" / "a.yml")
+    (root / "retrieval").mkdir()
+    os.symlink("../configs/a.yml", root / "retrieval" / "config.yml")
+    (root / "configs1").mkdir()
+    (root / "configs1" / "config.yml").write_text("y\n")
+    os.symlink("configs1", root / "svc")
+    watched = with_link_targets(root, ["retrieval/config.yml", "svc/config.yml"])
+    assert watched == ["retrieval/config.yml", "configs/a.yml", "configs/b.yml", "svc/config.yml", "svc",
+                       "configs1/config.yml"]
+    assert matches("configs/a.yml", watched) and matches("svc", watched)
+
+
+def test_globs_mean_what_pathlib_means_for_the_key_and_the_watch_list():
+    from gate.yardstick import EVERYTHING, matches
+
+    assert matches("search/run.py", ["search/**/*.py"])  # ** is zero folders too, as Path.glob keys it
+    assert matches("search/a/b/c.py", ["search/**/*.py"])
+    assert not matches("search/sub/helper.py", ["search/*.py"])  # * stays in its folder, as the key does
+    assert matches("README.md", [EVERYTHING]) and matches("a/b/c", [EVERYTHING])
+    assert matches(".github/workflows/ci.yml", [".github/workflows/**"])
+    assert matches("b.yml", ["[ab].yml"]) and not matches("a.yml", ["[!ab].yml"])

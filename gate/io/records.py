@@ -149,3 +149,22 @@ class Run:
             scores=np.array(scores, dtype=np.float64),
             tag=tag,
         )
+
+
+def same_rankings(a: "Run", b: "Run", query_ids) -> bool:
+    """Whether ``a`` and ``b`` rank every one of ``query_ids`` the same: the same documents in
+    trec_eval's order (score descending, then docno descending); the scores themselves may differ."""
+    for qid in query_ids:
+        docs_a, scores_a = a.ranking(qid)
+        docs_b, scores_b = b.ranking(qid)
+        if len(docs_a) != len(docs_b):
+            return False
+        if _trec_order(docs_a, scores_a) != _trec_order(docs_b, scores_b):
+            return False
+    return True
+
+
+def _trec_order(docs, scores) -> list[str]:
+    by_docno = sorted(range(len(docs)), key=lambda i: str(docs[i]), reverse=True)
+    return [str(docs[i]) for i in sorted(by_docno, key=lambda i: -float(scores[i]))]
+

@@ -150,12 +150,10 @@ def test_calibrate_on_identical_runs_reports_no_fail(tmp_path, capsys):
                  "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["pairs"], data["fail"], data["improvement_shown"]) == (12, 0, 0)
-    # Identical runs move no query: each pair is too_few_movers, and the sentence says they
-    # would block (inconclusive blocks by default) rather than "0 failed".
-    assert (data["inconclusive"], data["blocking"], data["identical_runs"]) == (12, 12, True)
-    assert data["independent_pairs"] == 2 and data["independent_blocking"] == 2
-    assert data["sentence"].startswith("of 12 A/A comparisons of 4 identical runs, 12 would block a PR "
-                                       "(0 fail, 12 inconclusive)")
+    # Identical runs rank every query alike: each pair is unchanged, a pass, and none would block.
+    assert (data["inconclusive"], data["blocking"], data["identical_runs"]) == (0, 0, True)
+    assert data["independent_pairs"] == 2 and data["independent_blocking"] == 0
+    assert data["sentence"].startswith("of 12 A/A comparisons of 4 identical runs, 0 failed")
     # The same file twice is not two repeats.
     assert main(["calibrate", "--from-runs", copies[0], copies[0], "--qrels", str(qrels)]) == 2
     assert "names" in capsys.readouterr().err
