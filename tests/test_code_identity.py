@@ -209,3 +209,20 @@ def test_a_cache_entry_the_gate_did_not_store_is_a_miss_not_a_run(repo, tmp_path
         # The refused entry is replaced by the gate's own; the next run is served from it.
         third = run_gate(load_config(config), RunOptions(base="HEAD~1"), progress=_silent)
         assert third.report["candidate"]["source"] == "cache" and len(_calls(calls)) == 3
+
+
+def test_a_cache_that_cannot_be_written_is_a_progress_line_not_an_error(repo):
+    """A PR that commits a file where the cache folder should be gets its runs made, uncached."""
+    root, calls = repo
+    config = root / ".retrieval-gate.yml"
+    archive(load_config(config), progress=_silent)
+    (root / "search" / "run.py").write_text(SEARCH.format(weight=5, calls=str(calls)))
+    _git(root, "commit", "-qam", "search code")
+    import shutil
+
+    shutil.rmtree(root / ".retrieval-gate" / "cache")
+    (root / ".retrieval-gate" / "cache").write_text("not a folder\n")
+    lines: list[str] = []
+    outcome = run_gate(load_config(config), RunOptions(base="HEAD~1"), progress=lines.append)
+    assert outcome.report["candidate"]["source"] == "runner"
+    assert any("the run is not cached" in line for line in lines), lines

@@ -117,12 +117,20 @@ class RunProducer:
         seconds = time.monotonic() - started
         self.progress(f"{request.purpose}: {len(run.query_ids)} queries in {seconds:.1f}s")
         if cache_folder is not None:
+            self._store(cache_folder, key, out_path, request.purpose)
+        return run, ProducedRun(request.purpose, out_path, key, "runner", seconds, len(run.query_ids))
+
+    def _store(self, cache_folder: Path, key: str, out_path: Path, purpose: str) -> None:
+        """Keep the run for next time; a cache that cannot be written (its path a file, a
+        loop, a full disk) is a progress line, never the verdict's problem."""
+        try:
             for stale in (cache_folder / f"{key}{suffix}" for suffix in RUN_SUFFIXES):
                 if stale.is_symlink() or stale.is_file():
-                    stale.unlink()  # an entry that was refused above is replaced, not left to shadow this one
+                    stale.unlink()  # an entry refused above is replaced, not left to shadow this one
             with open(out_path, "rb") as handle:
                 write_bytes_atomic(cache_folder / f"{key}.run.gz", gzip.compress(handle.read(), mtime=0))
-        return run, ProducedRun(request.purpose, out_path, key, "runner", seconds, len(run.query_ids))
+        except (OSError, InputError) as error:
+            self.progress(f"{purpose}: the run is not cached ({str(error)[:200]})")
 
     def _cache_folder(self) -> Path:
         # One folder per gate version: a run cached by another version was produced from the
