@@ -178,27 +178,31 @@ def test_a_private_repository_finds_its_archived_baseline_on_the_baselines_branc
             report["warnings"]
 
 
-def test_two_concurrent_runs_leave_exactly_one_current_comment(world):
-    """Two jobs for the same head (a re-run and the original, say) start at once."""
+def test_two_concurrent_runs_leave_exactly_one_current_comment(world, tmp_path):
+    """Two jobs for the same head (a re-run and the original, say) start at once, each on its own
+    runner (its own workspace), racing on the API only, as on GitHub."""
     import threading
 
     from tests.github.client_markers import current_comments
 
-    repo, runner, image, github, remote = world
+    repo, _, image, github, remote = world
     pr = repo.pull_request(12, {"retrieval.yml": GOOD})
     github.add_pull(12, pr.head, files=pr.files, base_sha=pr.base)
     event = _pr_event(repo, pr, github)
-    checkout = runner.checkout(remote.url(f"{repo.name}.git"), "refs/pull/12/merge", pr.merge, depth=2)
-    assert checkout.returncode == 0, checkout.stderr
+    runners = [Runner(tmp_path / f"runner-{k}", github.repository) for k in range(2)]
+    for runner in runners:
+        checkout = runner.checkout(remote.url(f"{repo.name}.git"), "refs/pull/12/merge", pr.merge, depth=2)
+        assert checkout.returncode == 0, checkout.stderr
     results = []
 
-    def job(name):
+    def job(runner, name):
         results.append(runner.docker_action(image, "pull_request", event, {
             "config-path": ".retrieval-gate.yml", "token": TOKEN, "comment-mode": "update",
             "github-max-wait": "60", "working-directory": ".", "commit-status": "false"},
-            api_url=github.url, sha=pr.merge, ref="refs/pull/12/merge", name=name))
+            api_url=github.url, server_url=remote.url().rstrip("/"), sha=pr.merge, ref="refs/pull/12/merge",
+            name=name))
 
-    threads = [threading.Thread(target=job, args=(f"retrieval-gate-race-{k}",)) for k in range(2)]
+    threads = [threading.Thread(target=job, args=(runners[k], f"retrieval-gate-race-{k}")) for k in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
