@@ -388,7 +388,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
                   "inputs": {}, "tool": _tool(), "baseline": {"resolution": None, "description": "not run"},
                   "verdict": verdict.to_dict()}
     elif changed is not None and not any(matches(f, yard.watch) for f in changed):
-        verdict = skipped(len(changed), policy)
+        verdict = skipped(len(changed), policy, tuple(changed))
         report = {"schema_version": SCHEMA_VERSION, "command": "action", "suite": config.suite, "metric": config.metric,
                   "inputs": {}, "tool": _tool(), "baseline": {"resolution": None, "description": "not run"},
                   "verdict": verdict.to_dict()}

@@ -296,9 +296,15 @@ ACCEPT_LABEL = "retrieval-gate:accept"
 JUSTIFICATION = "Retrieval-Gate-Justification:"
 
 
-def skipped(changed: int, policy: Policy) -> Verdict:
+def skipped(changed: int, policy: Policy, names: tuple[str, ...] = ()) -> Verdict:
+    """Nothing watched changed. The message names the files that did (a few): a runner.inputs
+    that misses the code the runs read shows up here, in the comment, not nowhere."""
+    shown = ""
+    if names:
+        listed = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        shown = f": {listed}"
     return Verdict("skipped", (Reason("not_relevant", f"this PR changes none of the files the gate watches "
-                                                      f"({changed} files changed)"),), False, 0, {})
+                                                      f"({changed} file{'' if changed == 1 else 's'} changed{shown})"),), False, 0, {})
 
 
 def justification(body: str | None) -> str | None:

@@ -264,6 +264,8 @@ def test_a_pr_that_touches_nothing_watched_is_skipped_quickly(tmp_path):
         assert proc.returncode == 0, proc.stdout
         assert _outputs(outputs)["verdict"] == "skipped"
         assert fake.comments(11) == []  # nothing to say: no comment (the job's status is the check)
+        report = json.loads((checkout.root / ".retrieval-gate" / "out" / "report.json").read_text())
+        assert report["verdict"]["reasons"][0]["message"].endswith("(1 file changed: README.md)")
         # A change to the declared code is never skipped, its retrieval config untouched.
         (checkout.root / "search").mkdir(exist_ok=True)
         head, _ = checkout.pr(open(checkout.root / "retrieval.yml").read(), extra={"search/rank.py": "W = 2\n"})
