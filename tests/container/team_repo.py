@@ -20,7 +20,7 @@ from pathlib import Path
 from tests.checks.test_validity_in_run import RUNNER, _world
 
 GOOD = "ingestion: {parser: v1}\nboost: 2.0\nprefer_suffix: '#c0'\n"  # moves every query up
-BAD = "ingestion: {parser: v1}\nboost: 1.0\nprefer_suffix: '#c7'\n"  # moves every query down
+BAD = "ingestion: {parser: v1}\nboost: -5.0\n"  # the title counts against a page: every query falls
 
 
 def git(cwd: Path, *args: str, env: dict | None = None) -> str:

@@ -17,7 +17,7 @@ import pytest
 
 from tests.container.conftest import TOKEN
 from tests.container.github_runner import ID_TOKEN, RUNTIME_TOKEN, Runner, as_runner, owners
-from tests.container.team_repo import GOOD, TeamRepo
+from tests.container.team_repo import BAD, GOOD, TeamRepo
 from tests.container.workflows import comment_job, gate_job_steps
 from tests.shared_data import GITHUB
 
@@ -209,3 +209,51 @@ def test_two_concurrent_runs_leave_exactly_one_current_comment(world, tmp_path):
         thread.join()
     assert [r.returncode for r in results] == [0, 0], [r.log[-2000:] for r in results]
     assert len(current_comments(github, 12)) == 1, [c["body"][:120] for c in github.comments(12)]
+
+
+def test_a_rerun_updates_the_comment_and_a_verdict_flip_posts_a_new_one(world):
+    """Same head twice: one comment, edited in place. A new push that regresses: a new comment
+    (edits notify nobody), the old one marked outdated."""
+    from gate.github import parse_marker
+
+    repo, runner, image, github, remote = world
+    url = remote.url(f"{repo.name}.git")
+    pr = repo.pull_request(13, {"retrieval.yml": GOOD})
+    github.add_pull(13, pr.head, files=pr.files, base_sha=pr.base)
+    event = _pr_event(repo, pr, github)
+    for _ in range(2):
+        steps = gate_job_steps(runner, image, url, event, "pull_request", github, merge_sha=pr.merge,
+                               inputs={"comment-mode": "update"})
+        assert next(s for s in steps if s.name == "Run the gate").returncode == 0
+    assert len(github.comments(13)) == 1
+    flipped = repo.pull_request(13, {"retrieval.yml": BAD})
+    github.push(13, flipped.head)
+    event = _pr_event(repo, flipped, github)
+    steps = gate_job_steps(runner, image, url, event, "pull_request", github, merge_sha=flipped.merge,
+                           inputs={"comment-mode": "update"})
+    gate = next(s for s in steps if s.name == "Run the gate")
+    assert gate.returncode == 1 and gate.outputs["verdict"] == "fail", gate.log[-2000:]
+    states = [parse_marker(c["body"]).state for c in github.comments(13)]
+    assert states == ["outdated", "current"], states
+
+
+def test_a_fork_pr_with_a_read_only_token_still_decides_and_the_comment_job_posts(world):
+    """The PR job's token is read-only (a fork): its comment write is refused, the verdict and
+    the artifact stand; the workflow_run job, with the base repository's token, posts."""
+    repo, runner, image, github, remote = world
+    pr = repo.pull_request(14, {"retrieval.yml": GOOD})
+    github.add_pull(14, pr.head, files=pr.files, base_sha=pr.base, fork=True)
+    event = _pr_event(repo, pr, github)
+    github.read_only = True
+    steps = gate_job_steps(runner, image, remote.url(f"{repo.name}.git"), event, "pull_request", github,
+                           merge_sha=pr.merge, inputs={"comment-mode": "update"})
+    for step in steps:
+        assert step.returncode == 0, f"{step.name} failed ({step.returncode}):\n{step.log[-3000:]}"
+    gate = next(s for s in steps if s.name == "Run the gate")
+    assert gate.outputs["verdict"] == "pass" and github.comments(14) == []
+    assert "fork" in gate.log.lower()
+    github.read_only = False  # the workflow_run job runs with the base repository's token
+    artifact = next(s for s in steps if s.name == "Upload the report for the comment workflow").artifact
+    for step in comment_job(runner, image, artifact, event, github, workflow_run_head_sha=pr.head):
+        assert step.returncode == 0, f"{step.name} failed:\n{step.log[-3000:]}"
+    assert len(github.comments(14)) == 1
