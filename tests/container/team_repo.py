@@ -119,3 +119,22 @@ class TeamRepo:
         self.publish(f"{head}:refs/pull/{number}/head", f"{merge}:refs/pull/{number}/merge")
         prefix = f"{self.subfolder}/" if self.subfolder else ""
         return PullRequest(number, head, merge, git(self.work, "rev-parse", "main"), [prefix + f for f in files])
+
+    def merge_queue(self, number: int, commits: list[dict[str, str]]) -> tuple[str, str, str]:
+        """A merge group: the PR's commits rebased onto main's tip, one commit each, published as
+        the queue's branch. Returns (head sha, ref, base sha)."""
+        base = git(self.work, "rev-parse", "main")
+        git(self.work, "checkout", "-q", "--detach", base)
+        for k, files in enumerate(commits):
+            for name, text in files.items():
+                path = self.folder / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+            git(self.work, "add", "-A")
+            git(self.work, "commit", "-qm", f"PR {number}, commit {k + 1}")
+        head = git(self.work, "rev-parse", "HEAD")
+        git(self.work, "checkout", "-q", "main")
+        ref = f"refs/heads/gh-readonly-queue/main/pr-{number}-{head}"
+        self.publish(f"{head}:{ref}")
+        return head, ref, base
+

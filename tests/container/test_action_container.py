@@ -257,3 +257,70 @@ def test_a_fork_pr_with_a_read_only_token_still_decides_and_the_comment_job_post
     for step in comment_job(runner, image, artifact, event, github, workflow_run_head_sha=pr.head):
         assert step.returncode == 0, f"{step.name} failed:\n{step.log[-3000:]}"
     assert len(github.comments(14)) == 1
+
+
+def _inputs(**extra: str) -> dict[str, str]:
+    return {"config-path": ".retrieval-gate.yml", "token": TOKEN, "comment-mode": "update", "github-max-wait": "60",
+            "working-directory": ".", "commit-status": "false", **extra}
+
+
+def test_a_depth_1_checkout_fetches_its_base_and_is_judged_against_it(world):
+    repo, runner, image, github, remote = world
+    url = remote.url(f"{repo.name}.git")
+    pr = repo.pull_request(15, {"retrieval.yml": GOOD})
+    github.add_pull(15, pr.head, files=pr.files, base_sha=pr.base)
+    done = runner.checkout(url, "refs/pull/15/merge", pr.merge, depth=1)
+    assert done.returncode == 0, done.stderr
+    step = runner.docker_action(image, "pull_request", _pr_event(repo, pr, github), _inputs(), api_url=github.url,
+                                server_url=remote.url().rstrip("/"), sha=pr.merge, ref="refs/pull/15/merge")
+    assert step.returncode == 0 and step.outputs["verdict"] == "pass", step.log[-3000:]
+    report = json.loads((runner.workspace / step.outputs["report-path"]).read_text())
+    assert report["yardstick"]["source"] == f"base commit {pr.base[:12]}"
+
+
+def test_a_comment_deleted_between_list_and_edit_is_posted_anew(world):
+    from tests.github.client_markers import current_comments
+
+    repo, runner, image, github, remote = world
+    url = remote.url(f"{repo.name}.git")
+    pr = repo.pull_request(16, {"retrieval.yml": GOOD})
+    github.add_pull(16, pr.head, files=pr.files, base_sha=pr.base)
+    event = _pr_event(repo, pr, github)
+    gate_job_steps(runner, image, url, event, "pull_request", github, merge_sha=pr.merge, inputs={"comment-mode": "update"})
+    assert len(github.comments(16)) == 1
+    github.script_error("/repos/{owner}/{repo}/issues/comments/{comment_id}", 404, method="PATCH", times=1)
+    steps = gate_job_steps(runner, image, url, event, "pull_request", github, merge_sha=pr.merge,
+                           inputs={"comment-mode": "update"})
+    gate = next(s for s in steps if s.name == "Run the gate")
+    assert gate.returncode == 0 and gate.outputs["comment-url"], gate.log[-2000:]
+    assert len(current_comments(github, 16)) == 1
+
+
+def test_a_push_to_main_decides_without_commenting(world):
+    repo, runner, image, github, remote = world
+    url = remote.url(f"{repo.name}.git")
+    pr = repo.pull_request(17, {"retrieval.yml": GOOD})  # its merge commit, pushed to main
+    repo.publish(f"{pr.merge}:refs/heads/main")
+    done = runner.checkout(url, "refs/heads/main", pr.merge, depth=2)
+    assert done.returncode == 0, done.stderr
+    event = {"ref": "refs/heads/main", "before": pr.base, "after": pr.merge,
+             "repository": {"full_name": github.repository}}
+    step = runner.docker_action(image, "push", event, _inputs(), api_url=github.url,
+                                server_url=remote.url().rstrip("/"), sha=pr.merge, ref="refs/heads/main")
+    assert step.returncode == 0 and step.outputs["verdict"] == "pass", step.log[-3000:]
+    assert github.comments(17) == []
+
+
+def test_a_rebased_merge_group_is_judged_on_all_its_commits(world):
+    """Two commits rebased into the queue: the config change, then a README edit. The example
+    checks merge groups out with fetch-depth 0; the diff is against merge_group.base_sha."""
+    repo, runner, image, github, remote = world
+    head, ref, base = repo.merge_queue(18, [{"retrieval.yml": BAD}, {"README.md": "docs\n"}])
+    event = {"action": "checks_requested", "merge_group": {"head_sha": head, "head_ref": ref, "base_sha": base,
+             "base_ref": "refs/heads/main"}, "repository": {"full_name": github.repository}}
+    steps = gate_job_steps(runner, image, remote.url(f"{repo.name}.git"), event, "merge_group", github,
+                           merge_sha=head)
+    gate = next(s for s in steps if s.name == "Run the gate")
+    assert gate.returncode == 1 and gate.outputs["verdict"] == "fail", gate.log[-3000:]
+    report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
+    assert report["event"]["base_sha"] == base and report["config_diff"]
