@@ -97,6 +97,15 @@ class TeamRepo:
         git(staging, "push", "-q", "-f", str(self.bare), "retrieval-gate-baselines:retrieval-gate-baselines")
         shutil.rmtree(staging)
 
+    def _commit(self, files: dict[str, str], message: str) -> None:
+        """``files`` (paths relative to the gate's folder) written and committed."""
+        for name, text in files.items():
+            path = self.folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        git(self.work, "add", "-A")
+        git(self.work, "commit", "-qm", message)
+
     def publish(self, *refs: str) -> None:
         git(self.work, "push", "-q", "-f", str(self.bare), *[f"{r}:{r}" if ":" not in r else r for r in refs])
 
@@ -105,12 +114,7 @@ class TeamRepo:
         gate's folder), and GitHub's merge commit of it into main."""
         base = base or self.base
         git(self.work, "checkout", "-q", "-B", f"pr-{number}", base)
-        for name, text in files.items():
-            path = self.folder / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        git(self.work, "add", "-A")
-        git(self.work, "commit", "-qm", f"PR {number}")
+        self._commit(files, f"PR {number}")
         head = git(self.work, "rev-parse", "HEAD")
         git(self.work, "checkout", "-q", "--detach", "main")
         git(self.work, "merge", "-q", "--no-ff", "-m", f"Merge {head} into main", head)
@@ -126,12 +130,7 @@ class TeamRepo:
         base = git(self.work, "rev-parse", "main")
         git(self.work, "checkout", "-q", "--detach", base)
         for k, files in enumerate(commits):
-            for name, text in files.items():
-                path = self.folder / name
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-            git(self.work, "add", "-A")
-            git(self.work, "commit", "-qm", f"PR {number}, commit {k + 1}")
+            self._commit(files, f"PR {number}, commit {k + 1}")
         head = git(self.work, "rev-parse", "HEAD")
         git(self.work, "checkout", "-q", "main")
         ref = f"refs/heads/gh-readonly-queue/main/pr-{number}-{head}"
