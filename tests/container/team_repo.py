@@ -41,7 +41,8 @@ class PullRequest:
 
 class TeamRepo:
     def __init__(self, root: Path, remote_root: Path, name: str = "octo-org/octo-repo", *,
-                 subfolder: str = "", baselines_branch: bool = False, extra_config: str = ""):
+                 subfolder: str = "", baselines_branch: bool = False, extra_config: str = "",
+                 archived: bool = True):
         self.work = Path(root)
         self.name = name
         self.subfolder = subfolder
@@ -68,7 +69,8 @@ class TeamRepo:
         git(self.work, "add", "-A")
         git(self.work, "commit", "-qm", "the gate and its golden set")
         self.base = git(self.work, "rev-parse", "HEAD")
-        self._archive(baselines_branch)
+        if archived:
+            self._archive(baselines_branch)
         self.publish("main")
 
     @property

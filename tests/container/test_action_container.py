@@ -324,3 +324,18 @@ def test_a_rebased_merge_group_is_judged_on_all_its_commits(world):
     assert gate.returncode == 1 and gate.outputs["verdict"] == "fail", gate.log[-3000:]
     report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
     assert report["event"]["base_sha"] == base and report["config_diff"]
+
+
+def test_a_base_that_was_never_archived_is_reconstructed_from_its_commit(tmp_path, image, github, remote):
+    """No baseline anywhere: the gate runs the base commit's own code (a checkout of it, made as
+    the runner user inside the container) and says the baseline is reconstructed."""
+    repo = TeamRepo(tmp_path / "dev", remote.root, github.repository, archived=False)
+    runner = Runner(tmp_path / "runner", github.repository)
+    pr = repo.pull_request(19, {"retrieval.yml": GOOD})
+    github.add_pull(19, pr.head, files=pr.files, base_sha=pr.base)
+    steps = gate_job_steps(runner, image, remote.url(f"{repo.name}.git"), _pr_event(repo, pr, github), "pull_request",
+                           github, merge_sha=pr.merge)
+    gate = next(s for s in steps if s.name == "Run the gate")
+    assert gate.returncode == 0 and gate.outputs["verdict"] == "pass", gate.log[-3000:]
+    report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
+    assert report["baseline"]["resolution"] == "reconstructed", report["baseline"]
