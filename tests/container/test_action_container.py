@@ -339,3 +339,19 @@ def test_a_base_that_was_never_archived_is_reconstructed_from_its_commit(tmp_pat
     assert gate.returncode == 0 and gate.outputs["verdict"] == "pass", gate.log[-3000:]
     report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
     assert report["baseline"]["resolution"] == "reconstructed", report["baseline"]
+
+
+def test_an_api_that_drops_every_comment_call_is_bounded_by_github_max_wait(world):
+    import time
+
+    repo, runner, image, github, remote = world
+    pr = repo.pull_request(20, {"retrieval.yml": GOOD})
+    github.add_pull(20, pr.head, files=pr.files, base_sha=pr.base)
+    github.script_disconnect("/repos/{owner}/{repo}/issues/{issue_number}/comments", times=1000)
+    started = time.monotonic()
+    steps = gate_job_steps(runner, image, remote.url(f"{repo.name}.git"), _pr_event(repo, pr, github), "pull_request",
+                           github, merge_sha=pr.merge, inputs={"comment-mode": "update", "github-max-wait": "8"})
+    gate = next(s for s in steps if s.name == "Run the gate")
+    assert gate.returncode == 0 and gate.outputs["verdict"] == "pass", gate.log[-3000:]
+    assert "the PR comment was not written" in gate.log
+    assert time.monotonic() - started < 60
