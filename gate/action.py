@@ -243,14 +243,7 @@ def _save_crash(env: Mapping[str, str], inputs: Inputs) -> str:
 
 
 def _repository_url(env: Mapping[str, str]) -> str | None:
-    """The repository's own git address, from the runner (never from the checkout's config)."""
-    repository = env.get("GITHUB_REPOSITORY")
-    if not repository or not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
-        return None
-    server = (env.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/")
-    if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?", server):
-        return None
-    return f"{server}/{repository}"
+    return git.repository_url(env)
 
 
 def _base_commit(workspace: Path, event: Event, warnings: list[str], token: str | None = None,

@@ -437,8 +437,20 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
     from gate.pipeline import plan
 
-    config = _load_config(args)
-    planned = plan(config, _path(args.runs_dir), args.base)
+    base = args.base
+    if base is None and os.environ.get("GITHUB_ACTIONS") == "true":
+        # As the Action: on GitHub's merge commit the base is its first parent.
+        from gate import git
+
+        base = git.rev_parse(Path(args.config).resolve().parent, "HEAD^1")
+        if base is not None:
+            print(f"retrieval-gate: plan --base {base[:12]} (HEAD^1, as the Action judges the PR)", file=sys.stderr)
+    if base is not None:
+        from gate.pipeline import plan_pull_request
+
+        planned = plan_pull_request(Path(args.config), _path(args.runs_dir), base)
+    else:
+        planned = plan(_load_config(args), _path(args.runs_dir), base)
     if args.format == "json":
         print(json.dumps([p.to_dict() for p in planned], indent=2))
         return EXIT_OK

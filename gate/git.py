@@ -80,6 +80,20 @@ def fetch(cwd: Path, *refspecs: str, token: str | None = None, url: str | None =
     return run(cwd, *args, url or "origin", *refspecs, timeout=timeout, extra_env=extra)
 
 
+def repository_url(env: Mapping[str, str]) -> str | None:
+    """The repository's own git address, from the runner's environment (GITHUB_SERVER_URL and
+    GITHUB_REPOSITORY), never from the checkout's config; None outside GitHub Actions."""
+    import re
+
+    repository = env.get("GITHUB_REPOSITORY")
+    if not repository or not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
+        return None
+    server = (env.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/")
+    if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?", server):
+        return None
+    return f"{server}/{repository}"
+
+
 def _git(cwd: Path, *args: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
     return run(Path(cwd).resolve(), *args, timeout=timeout)
 

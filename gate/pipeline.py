@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from gate import git
 from gate.atomic import write_text_atomic
@@ -165,6 +165,35 @@ def run_pull_request(config_path: Path, options: RunOptions, progress: Progress 
     outcome.report["verdict"] = verdict.to_dict()
     outcome.verdict = verdict
     return outcome, yard
+
+
+def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
+                      env: Mapping[str, str] | None = None) -> list["PlannedRun"]:
+    """``plan`` as the gate will judge the PR: the yardstick (gate config, runner, golden set,
+    manifest) as of ``base``, and the base's archived baseline looked up on the baselines branch
+    when the checkout has none - so every key is the one the gate step will ask for. The base's
+    golden files go to the work folder (the step that produces the runs reads them there)."""
+    import os
+
+    from gate.yardstick import baseline_from_branch, load_yardstick
+
+    env = os.environ if env is None else env
+    workspace = load_config(config_path)
+    check_base(workspace, base)
+    changed = git.changed_since(workspace.workspace_root, base)
+    overlay = work_dir_of(workspace) / "yardstick"
+    if overlay.exists():
+        import shutil
+
+        shutil.rmtree(overlay)
+    overlay.mkdir(parents=True)
+    yard = load_yardstick(Path(config_path), base, overlay, changed)
+    config = yard.config
+    manifest = config.resolve(config.manifest)
+    if not manifest.exists():
+        baseline_from_branch(config.workspace_root, git.rev_parse(config.workspace_root, base) or base, manifest.parent,
+                             token=env.get("GITHUB_TOKEN"), remote_url=git.repository_url(env))
+    return plan(config, runs_dir, base)
 
 
 def check_base(config: Config, base: str | None) -> None:

@@ -226,3 +226,37 @@ def test_a_cache_that_cannot_be_written_is_a_progress_line_not_an_error(repo):
     outcome = run_gate(load_config(config), RunOptions(base="HEAD~1"), progress=lines.append)
     assert outcome.report["candidate"]["source"] == "runner"
     assert any("the run is not cached" in line for line in lines), lines
+
+
+def test_plan_then_produce_then_gate_finds_every_run_by_its_key(repo, tmp_path, capsys):
+    """plan --base REF lists the runs as the gate will ask for them - with the base's yardstick
+    (here the PR also edits the gate config's runner command, which the gate ignores: the base's
+    runner keys the runs) - a step of the team's own produces them, and run --base REF finds
+    them all: the runner is never called by the gate."""
+    from gate.cli import main
+
+    root, calls = repo
+    config = root / ".retrieval-gate.yml"
+    archive(load_config(config), progress=_silent)
+    _git(root, "add", "-f", ".retrieval-gate/baseline")  # the baseline committed with the base
+    _git(root, "commit", "-qm", "archived baseline")
+    base = _git(root, "rev-parse", "HEAD")
+    (root / "search" / "run.py").write_text(SEARCH.format(weight=5, calls=str(calls)))
+    (root / "retrieval" / "config.yml").write_text("bm25:\n  k1: 1.2\n")
+    config.write_text(config.read_text().replace("--output {run}", "--output {run} --config {config}"))
+    _git(root, "commit", "-qam", "the PR")
+    runs = tmp_path / "runs"
+    assert main(["plan", "--config", str(config), "--base", base, "--runs-dir", str(runs), "--format", "json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    needed = [p for p in planned if p["needed"]]
+    assert [p["purpose"] for p in needed] == ["candidate"], planned
+    for item in needed:  # the team's own step: its stack, the planned config and queries
+        subprocess.run([sys.executable, str(root / "search" / "run.py"), "--config", item["config_file"], "--queries",
+                        item["queries"], "--output", item["output"]], check=True, cwd=root)
+    before = len(_calls(calls))
+    out = tmp_path / "out"
+    code = main(["run", "--config", str(config), "--base", base, "--runs-dir", str(runs), "--out", str(out)])
+    report = json.loads((out / "report.json").read_text())
+    assert report["candidate"]["source"] == "runs-dir", report["candidate"]
+    assert len(_calls(calls)) == before, "the gate ran the runner: a planned key did not match"
+    assert code in (0, 1, 3)
