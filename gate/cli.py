@@ -355,6 +355,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"decision: {verdict.kind} - {verdict.headline_reason}")
         for line in report.summary_lines():
             print(line)
+        traffic = report.data.get("traffic") or {}
+        if traffic.get("sentence"):  # the traffic rules decide too: say what they saw
+            print(f"traffic: {traffic['sentence']}")
         if args.out:
             print(f"wrote {Path(args.out) / 'report.json'} and {Path(args.out) / 'report.md'}"
                   f" in {time.monotonic() - started:.1f}s")

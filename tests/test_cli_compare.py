@@ -211,6 +211,10 @@ def test_compare_decides_on_damaged_traffic_as_run_does(tmp_path, capsys):
     codes = [r["code"] for r in report["decision"]["reasons"]]
     assert code == 1 and report["decision"]["kind"] == "fail"
     assert codes[:2] == ["damaged_traffic", "guarded_stratum"], codes
+    # The text output says what the traffic rules saw, not only the decision they made.
+    assert main([a for a in argv if a not in ("--format", "json")]) == 1
+    text = capsys.readouterr().out
+    assert "traffic: 50% of traffic damaged (A)" in text, text
 
 
 def test_compare_require_improvement_passes_a_shown_improvement_without_a_band(capsys):
