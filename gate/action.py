@@ -242,10 +242,6 @@ def _save_crash(env: Mapping[str, str], inputs: Inputs) -> str:
     return where
 
 
-def _repository_url(env: Mapping[str, str]) -> str | None:
-    return git.repository_url(env)
-
-
 def _base_commit(workspace: Path, event: Event, warnings: list[str], token: str | None = None,
                  remote_url: str | None = None) -> tuple[str | None, str | None]:
     """The commit the change is judged against, and why there is none when a PR or a merge group
@@ -346,7 +342,8 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     warnings: list[str] = []
 
     with group("retrieval-gate: inputs", stream=out):
-        base, base_problem = _base_commit(workspace, event, warnings, inputs.token, _repository_url(env))
+        remote_url = git.repository_url(env)  # the repository's own address: the token goes only there
+        base, base_problem = _base_commit(workspace, event, warnings, inputs.token, remote_url)
         changed = _changed_files(workspace, base, event, client)
         _print(out, f"event {escape_data(event.name)}; PR {event.pr_number}; head {event.head_sha}; base {base}; "
                     f"{'unknown' if changed is None else len(changed)} changed files")
@@ -361,7 +358,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     baseline_source = None
     if base is not None and not manifest.exists():
         baseline_source = baseline_from_branch(workspace, base, manifest.parent, token=inputs.token,
-                                               remote_url=_repository_url(env), warnings=warnings)
+                                               remote_url=remote_url, warnings=warnings)
     policy = Policy.from_config(dict(config.raw))
     # At the workspace's top, whatever working-directory is: the workflow's next steps (record
     # the PR, upload the report) find it at one documented place.

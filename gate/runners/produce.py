@@ -176,14 +176,14 @@ def untrusted_cache_entry(path: Path) -> str | None:
         return "it is reached through a symlink"
     from gate import git
 
-    if git.is_tracked(path) or git.is_tracked(real) or _tracked_folder(path):
+    if git.is_tracked(path) or (real != path and git.is_tracked(real)) or _through_symlinked_folder(path):
         return "it is committed in the repository: a cached run is one the gate made, not a file a change can edit"
     return None
 
 
-def _tracked_folder(path: Path) -> bool:
-    """A folder on the way to ``path`` (below the repository's top) that is a symlink git
-    tracks: a committed ``.retrieval-gate/cache -> ../fakecache`` makes every entry the PR's."""
+def _through_symlinked_folder(path: Path) -> bool:
+    """A folder on the way to ``path`` (below the repository's top) that is a symlink: a
+    committed ``.retrieval-gate/cache -> ../fakecache`` makes every entry the PR's."""
     from gate import git
 
     top = git.top_level(path.parent)
