@@ -15,6 +15,8 @@ import subprocess
 from pathlib import Path
 from typing import Mapping
 
+from gate.errors import InputError
+
 
 def top_level(cwd: Path) -> Path:
     """The folder holding ``.git`` at or above ``cwd`` (``cwd`` itself when there is none)."""
@@ -141,13 +143,20 @@ def repository_path(root: Path, path: Path) -> Path | None:
     return None
 
 
+class UnreadableAtCommit(InputError):
+    """A path whose content the commit cannot say: a symlink leading out of the repository, or a
+    loop. Bad input (exit 2) where the PR's own files are read; at the base commit, a yardstick
+    the base cannot state (see :func:`gate.yardstick.load_yardstick`)."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(name, None, message)
+
+
 def blob_at(cwd: Path, ref: str, path: Path) -> str | None:
     """The blob id of ``path`` as of ``ref``, following symlinks inside that commit's tree (a
     retrieval/config.yml that points at v1.yml is read as v1.yml, as the working tree reads it).
     None when the commit or the file is not there. A symlink that leads out of the repository or
     loops is refused: what it points at is not in the commit, so the commit cannot say what it is."""
-    from gate.errors import InputError
-
     if not _is_revision(ref):
         return None
     root = repo_root(cwd)
@@ -167,10 +176,10 @@ def blob_at(cwd: Path, ref: str, path: Path) -> str | None:
     if len(fields) == 3 and fields[1] == "blob":
         return fields[0]
     if fields and fields[0] == "symlink":
-        raise InputError(name, None, "is a symlink that leads out of the repository: the commit does not hold "
-                         "what it reads")
+        raise UnreadableAtCommit(name, "is a symlink that leads out of the repository: the commit does not hold "
+                                 "what it reads")
     if fields and fields[0] == "loop":
-        raise InputError(name, None, "is a symlink loop")
+        raise UnreadableAtCommit(name, "is a symlink loop")
     return None  # missing, dangling or a folder
 
 

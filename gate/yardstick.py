@@ -261,6 +261,24 @@ def load_yardstick(config_path: Path, base: str | None, overlay: Path,
         from gate.errors import InputError
 
         raise InputError(str(config_path), None, "the gate config is outside the repository being gated")
+    try:
+        return _base_yardstick(workspace_config, root, rel_config, base, overlay, changed)
+    except git.UnreadableAtCommit as problem:
+        # Refusing would refuse every PR, the one that repairs the base included. The PR head's
+        # own files still pass check_config (an outside link there is exit 2), and every
+        # yardstick file the PR touches is a goalpost: it cannot pass by editing them.
+        where = (problem.path or "").split(":", 1)[-1]
+        warning = (f"the base commit {base[:12]} cannot state its yardstick: its {where} {problem.message.split(':')[0]}; "
+                   "the yardstick is read from the PR head, and any yardstick file this PR changes counts as moving "
+                   "the goalposts")
+        yard = yardstick_paths(workspace_config)
+        goalposts = tuple({"path": f, "change": "modified"} for f in changed if matches(f, [
+            p + "**" if p.endswith("/") else p for p in yard]))
+        return Yardstick(workspace_config, "workspace", warning, goalposts, tuple(watched(workspace_config)))
+
+
+def _base_yardstick(workspace_config: Config, root: Path, rel_config: str, base: str, overlay: Path,
+                    changed: list[str]) -> Yardstick:
     content = git.show_file(root, base, root / rel_config)
     if git.rev_parse(root, base) is None:
         warning = (f"the base commit {base} cannot be read (a shallow checkout? use fetch-depth: 2): the yardstick "

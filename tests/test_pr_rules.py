@@ -366,3 +366,45 @@ def test_a_checkout_of_the_prs_head_is_judged_against_base_sha_not_its_own_first
     assert {"path": "qrels.txt", "change": "modified"} in report["goalposts"]
     assert done.returncode != 0 and report["verdict"]["kind"] != "pass"
     assert any("judged against pull_request.base.sha" in w for w in report["warnings"])
+
+
+def test_a_base_whose_yardstick_leads_out_of_the_repository_does_not_block_the_pr_that_fixes_it(world):  # noqa: F811
+    """The base commit's qrels.txt is a symlink to a file outside the repository. Its yardstick
+    cannot be read from the commit, and refusing every PR (exit 2) would refuse the fix too: the
+    yardstick is read from the PR head instead, with a warning naming the base's link; the PR's
+    own files are still checked (a head that keeps the outside link is still refused)."""
+    checkout, fake, tmp = world
+    root = checkout.root
+    outside = tmp / "outside-qrels.txt"
+    outside.write_bytes((root / "qrels.txt").read_bytes())
+    _git(root, "checkout", "-q", "-B", "main", checkout.base)
+    (root / "qrels.txt").unlink()
+    os.symlink(outside, root / "qrels.txt")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "qrels now live outside")
+    base = _git(root, "rev-parse", "HEAD")
+
+    def fix(repo: Path) -> None:
+        (repo / "qrels.txt").unlink()
+        (repo / "qrels.txt").write_bytes(outside.read_bytes())
+        (repo / "retrieval.yml").write_text(GOOD)
+
+    head = _merge(checkout, base, fix)
+    fake.add_pull(41, head, files=["qrels.txt", "retrieval.yml"], base_sha=base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 41, head, base)
+    proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
+    assert proc.returncode in (0, 1, 3), proc.stdout[-3000:]
+    report = json.loads((root / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert report["yardstick"]["source"] == "workspace"
+    assert any("its qrels.txt is a symlink that leads out of the repository" in w for w in report["warnings"]), report["warnings"]
+    # The PR touched a yardstick file of the head it is now judged by: it cannot pass on it.
+    assert {"path": "qrels.txt", "change": "modified"} in report["goalposts"]
+    assert report["verdict"]["kind"] != "pass"
+
+    # A PR that keeps the outside link is still refused, naming the key.
+    head = _merge(checkout, base, lambda repo: (repo / "retrieval.yml").write_text(GOOD))
+    fake.add_pull(42, head, files=["retrieval.yml"], base_sha=base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 42, head, base)
+    proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    assert "outside the repository" in proc.stdout + proc.stderr
