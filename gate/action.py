@@ -374,12 +374,12 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
         # The default policy, not the change's own: its config is what cannot be checked.
         policy = Policy.from_config({})
         verdict = inconclusive("base_unavailable", base_problem, policy)
-        report = {"schema_version": SCHEMA_VERSION, "command": "action", "suite": config.suite, "metric": config.metric,
+        report = {"schema_version": SCHEMA_VERSION, "command": "run", "suite": config.suite, "metric": config.metric,
                   "inputs": {}, "tool": _tool(), "baseline": {"resolution": None, "description": "not run"},
                   "verdict": verdict.to_dict()}
     elif changed is not None and not any(matches(f, yard.watch) for f in changed):
         verdict = skipped(len(changed), policy, tuple(changed))
-        report = {"schema_version": SCHEMA_VERSION, "command": "action", "suite": config.suite, "metric": config.metric,
+        report = {"schema_version": SCHEMA_VERSION, "command": "run", "suite": config.suite, "metric": config.metric,
                   "inputs": {}, "tool": _tool(), "baseline": {"resolution": None, "description": "not run"},
                   "verdict": verdict.to_dict()}
     else:

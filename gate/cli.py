@@ -741,7 +741,9 @@ def _cmd_comment(args: argparse.Namespace) -> int:
             print(f"retrieval-gate: PR #{args.pr}'s head is not {args.head_sha[:12]}: not commenting "
                   "(the artifact names another PR, or a newer push superseded this run)", file=sys.stderr)
             return EXIT_OK
-        result = publish_comment(client, args.pr, suite, args.head_sha, verdict, body, mode=args.comment_mode)
+        # As the Action: a skipped PR gets no comment, only an earlier one corrected in place.
+        result = publish_comment(client, args.pr, suite, args.head_sha, verdict, body, mode=args.comment_mode,
+                                 only_update=verdict == "skipped")
     except GitHubNotFoundError as error:
         print(f"retrieval-gate: error: {error} (is #{args.pr} a pull request of {repository}?)", file=sys.stderr)
         return EXIT_INPUT

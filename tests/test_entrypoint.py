@@ -264,8 +264,17 @@ def test_a_pr_that_touches_nothing_watched_is_skipped_quickly(tmp_path):
         assert proc.returncode == 0, proc.stdout
         assert _outputs(outputs)["verdict"] == "skipped"
         assert fake.comments(11) == []  # nothing to say: no comment (the job's status is the check)
-        report = json.loads((checkout.root / ".retrieval-gate" / "out" / "report.json").read_text())
+        report_path = checkout.root / ".retrieval-gate" / "out" / "report.json"
+        report = json.loads(report_path.read_text())
         assert report["verdict"]["reasons"][0]["message"].endswith("(1 file changed: README.md)")
+        # The fork flow's comment job reads the same report: it is a run report it accepts, and a
+        # skipped verdict posts nothing there either (a green job, no comment).
+        comment_env = {"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": fake.repository, "GITHUB_API_URL": fake.url}
+        job = subprocess.run([sys.executable, "-m", "gate", "comment", "--report", str(report_path), "--pr", "11",
+                              "--head-sha", head, "--suite", report["suite"]],
+                             env={**os.environ, **comment_env}, capture_output=True, text=True, timeout=120)
+        assert job.returncode == 0, job.stderr
+        assert fake.comments(11) == [], job.stdout
         # A change to the declared code is never skipped, its retrieval config untouched.
         (checkout.root / "search").mkdir(exist_ok=True)
         head, _ = checkout.pr(open(checkout.root / "retrieval.yml").read(), extra={"search/rank.py": "W = 2\n"})
