@@ -307,6 +307,19 @@ def _base_commit(workspace: Path, event: Event, warnings: list[str], token: str 
     return base, None
 
 
+def event_base(env: Mapping[str, str], workspace: Path) -> tuple[str | None, str]:
+    """The base the Action would judge this job's change against (its event and checkout), for
+    the CLI's ``plan`` inside a workflow: (sha or None, how it was found or why not). Read-only
+    except for fetching a missing base commit without credentials."""
+    event = read_event(env)
+    notes: list[str] = []
+    base, problem = _base_commit(workspace, event, notes)
+    if base is None:
+        return None, problem or f"no base commit for a {event.name or 'local'} event"
+    how = {"merge_group": "merge_group.base_sha"}.get(event.name, "HEAD^1, GitHub's merge commit's base")
+    return base, "; ".join([how, *notes])
+
+
 def _changed_files(workspace: Path, base: str | None, event: Event, client) -> list[str] | None:
     if base is not None:
         files = git.changed_files(workspace, base, "HEAD")

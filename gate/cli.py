@@ -442,12 +442,16 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
     base = args.base
     if base is None and os.environ.get("GITHUB_ACTIONS") == "true":
-        # As the Action: on GitHub's merge commit the base is its first parent.
-        from gate import git
+        # As the Action: the base of this job's event (HEAD^1 of GitHub's merge commit,
+        # merge_group.base_sha), so every planned key is the one the gate will look for.
+        from gate.action import event_base
 
-        base = git.rev_parse(Path(args.config).resolve().parent, "HEAD^1")
+        base, how = event_base(os.environ, Path(args.config).resolve().parent)
         if base is not None:
-            print(f"retrieval-gate: plan --base {base[:12]} (HEAD^1, as the Action judges the PR)", file=sys.stderr)
+            print(f"retrieval-gate: plan --base {base[:12]} ({how}, as the Action judges the change)",
+                  file=sys.stderr)
+        else:
+            print(f"retrieval-gate: warning: plan without --base: {how}", file=sys.stderr)
     if base is not None:
         from gate.pipeline import plan_pull_request
 

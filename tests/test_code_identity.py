@@ -260,3 +260,31 @@ def test_plan_then_produce_then_gate_finds_every_run_by_its_key(repo, tmp_path, 
     assert report["candidate"]["source"] == "runs-dir", report["candidate"]
     assert len(_calls(calls)) == before, "the gate ran the runner: a planned key did not match"
     assert code in (0, 1, 3)
+
+
+def test_plan_in_a_workflow_takes_the_base_the_action_would(repo, tmp_path, capsys, monkeypatch):
+    """Inside GitHub Actions `plan` without --base plans against the base the Action will judge
+    against: merge_group.base_sha for a merge group of two commits (HEAD^1 would be the first of
+    them), HEAD^1 of the merge commit for a pull request."""
+    from gate.cli import main
+
+    root, _ = repo
+    config = root / ".retrieval-gate.yml"
+    base = _git(root, "rev-parse", "HEAD")
+    (root / "retrieval" / "config.yml").write_text("bm25:\n  k1: 1.1\n")
+    _git(root, "commit", "-qam", "first commit of the group")
+    first = _git(root, "rev-parse", "HEAD")
+    (root / "retrieval" / "config.yml").write_text("bm25:\n  k1: 1.3\n")
+    _git(root, "commit", "-qam", "second commit of the group")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"merge_group": {"head_sha": _git(root, "rev-parse", "HEAD"), "base_sha": base,
+                                                 "head_ref": "refs/heads/gh-readonly-queue/main/pr-1"}}))
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "merge_group")
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    assert main(["plan", "--config", str(config), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert f"plan --base {base[:12]} (merge_group.base_sha" in captured.err, captured.err
+    assert first[:12] not in captured.err
+    baseline = [p for p in json.loads(captured.out) if p["purpose"] != "candidate"]
+    assert baseline, "the base's runs are planned"

@@ -139,3 +139,19 @@ class TeamRepo:
         self.publish(f"{head}:{ref}")
         return head, ref, base
 
+    def merge_queue_merge(self, number: int, files: dict[str, str]) -> tuple[str, str, str]:
+        """A merge group made by the queue's "merge" method: the PR's branch (one commit on an
+        older main) merged into main's tip by a merge commit, published as the queue's branch.
+        Returns (head sha, ref, base sha)."""
+        base = git(self.work, "rev-parse", "main")
+        git(self.work, "checkout", "-q", "-B", f"pr-{number}", base)
+        self._commit(files, f"PR {number}")
+        pr_head = git(self.work, "rev-parse", "HEAD")
+        git(self.work, "checkout", "-q", "--detach", base)
+        git(self.work, "merge", "-q", "--no-ff", "-m", f"Merge pull request #{number}", pr_head)
+        head = git(self.work, "rev-parse", "HEAD")
+        git(self.work, "checkout", "-q", "main")
+        ref = f"refs/heads/gh-readonly-queue/main/pr-{number}-{head}"
+        self.publish(f"{head}:{ref}")
+        return head, ref, base
+

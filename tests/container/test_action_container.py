@@ -355,3 +355,52 @@ def test_an_api_that_drops_every_comment_call_is_bounded_by_github_max_wait(worl
     assert gate.returncode == 0 and gate.outputs["verdict"] == "pass", gate.log[-3000:]
     assert "the PR comment was not written" in gate.log
     assert time.monotonic() - started < 60
+
+
+def test_plan_produce_gate_with_the_teams_own_stack_and_attribution(world):
+    """examples/workflows/retrieval-gate-own-stack.yml as written: `plan` inside the workflow
+    (no --base: the Action's base), the team's stack produces every planned run - baseline
+    cells of the attribution grid included - and the action only reads them. The PR bundles
+    two changes (boost, prefer_suffix): the comment's attribution comes from runs the gate
+    never made, and the report and comment reach the comment job as in the plain workflow."""
+    repo, runner, image, github, remote = world
+    pr = repo.pull_request(21, {"retrieval.yml": GOOD})
+    github.add_pull(21, pr.head, files=pr.files, base_sha=pr.base)
+    event = _pr_event(repo, pr, github)
+    steps = gate_job_steps(runner, image, remote.url(f"{repo.name}.git"), event, "pull_request", github,
+                           merge_sha=pr.merge, workflow="retrieval-gate-own-stack.yml")
+    for step in steps:
+        assert step.returncode == 0, f"{step.name} failed ({step.returncode}):\n{step.log[-4000:]}"
+    plan = next(s for s in steps if s.name == "Plan the runs the gate needs")
+    assert f"plan --base {pr.base[:12]}" in plan.log, plan.log[-2000:]
+    produce = next(s for s in steps if s.name == "Produce them with your stack")
+    assert "producing candidate" in produce.log and "producing grid cell" in produce.log, produce.log[-3000:]
+    gate = next(s for s in steps if s.name == "Run the gate")
+    assert gate.outputs["verdict"] == "pass", gate.log[-3000:]
+    report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
+    assert report["candidate"]["source"] == "runs-dir", report["candidate"]
+    cells = report["attribution"]["cells"]
+    assert len(cells) == 4 and report["attribution"]["factors"] == ["boost", "prefer_suffix"], cells
+    assert {c["source"] for c in cells if c["role"] == ""} == {"runs-dir"}, cells
+    assert "running command runner" not in gate.log  # the gate ran nothing itself
+    artifact = next(s for s in steps if s.name == "Upload the report for the comment workflow").artifact
+    for step in comment_job(runner, image, artifact, event, github, workflow_run_head_sha=pr.head):
+        assert step.returncode == 0, f"{step.name} failed:\n{step.log[-3000:]}"
+    [comment] = github.comments(21)
+    assert "Attribution" in comment["body"] and "prefer\\_suffix" in comment["body"]
+
+
+def test_a_merge_group_made_by_merge_commit_is_judged_against_its_base(world):
+    """The queue's "merge" method: the group head is a merge commit of the PR's head onto the
+    queue's base. Judged against merge_group.base_sha, with the example's fetch-depth 0."""
+    repo, runner, image, github, remote = world
+    head, ref, base = repo.merge_queue_merge(22, {"retrieval.yml": BAD})
+    event = {"action": "checks_requested", "merge_group": {"head_sha": head, "head_ref": ref, "base_sha": base,
+             "base_ref": "refs/heads/main"}, "repository": {"full_name": github.repository}}
+    steps = gate_job_steps(runner, image, remote.url(f"{repo.name}.git"), event, "merge_group", github,
+                           merge_sha=head)
+    gate = next(s for s in steps if s.name == "Run the gate")
+    assert gate.returncode == 1 and gate.outputs["verdict"] == "fail", gate.log[-3000:]
+    report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
+    assert report["event"]["base_sha"] == base and {"path": "boost", "old": 1.0, "new": -5.0} in report["config_diff"]
+    assert github.comments(22) == []  # a merge group has no PR to comment on

@@ -89,13 +89,25 @@ def gate_job_steps(runner: Runner, image: str, remote_url: str, event: dict, eve
     ref = f"refs/pull/{pull['number']}/merge" if pull else (group.get("head_ref") or "refs/heads/main")
     played: list[PlayedStep] = []
     failed = False
+    installed = False  # after `pip install retrieval-gate`, run: steps run where it is installed
     for step in job["steps"]:
         name = step.get("name") or step.get("uses") or "step"
         if failed or not _condition(step, context):
             continue
         uses = step.get("uses", "")
         with_ = {k: _evaluate(v, context) for k, v in (step.get("with") or {}).items()}
-        if uses.startswith("actions/checkout@"):
+        if uses.startswith("actions/setup-python@"):
+            result = PlayedStep(0, "the machine's Python", name=name)
+        elif "run" in step and "pip install" in step["run"]:
+            assert "retrieval-gate" in step["run"], f"{workflow}: the suite cannot play {name!r}"
+            installed = True
+            result = PlayedStep(0, f"the gate as pip installs it: the image {image}", name=name)
+        elif "run" in step and installed:
+            env = {k: str(_evaluate(v, context)) for k, v in (step.get("env") or {}).items()}
+            env.update({"GITHUB_EVENT_NAME": event_name, "GITHUB_EVENT_PATH": _event_file(runner, event)})
+            done = runner.run_step_with_gate(image, step["run"], env)
+            result = PlayedStep(done.returncode, done.log, done.outputs, done.summary, name=name)
+        elif uses.startswith("actions/checkout@"):
             depth = int(with_.get("fetch-depth", 1))
             done = runner.checkout(remote_url, ref, merge_sha, depth=depth, token=checkout_token,
                                    persist_credentials=str(with_.get("persist-credentials", "true")).lower() == "true")
@@ -126,6 +138,18 @@ def gate_job_steps(runner: Runner, image: str, remote_url: str, event: dict, eve
         played.append(result)
         failed = result.returncode != 0
     return played
+
+
+def _event_file(runner: Runner, event: dict) -> str:
+    """The event payload where the runner keeps it for every step (``GITHUB_EVENT_PATH``)."""
+    import json
+
+    from tests.container.github_runner import RUNNER_GID, RUNNER_UID
+
+    path = runner.workflow / "event.json"
+    path.write_text(json.dumps(event))
+    os.chown(path, RUNNER_UID, RUNNER_GID)
+    return str(path)
 
 
 def _upload(runner: Runner, path: str, name: str) -> PlayedStep:

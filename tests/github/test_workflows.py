@@ -36,8 +36,9 @@ def by_name(name: str) -> dict:
     return load(WORKFLOWS / name)
 
 
-def test_the_three_examples_exist():
-    assert {"retrieval-gate.yml", "retrieval-gate-comment.yml", "retrieval-gate-archive.yml"} <= set(NAMES)
+def test_the_four_examples_exist():
+    assert {"retrieval-gate.yml", "retrieval-gate-own-stack.yml", "retrieval-gate-comment.yml",
+            "retrieval-gate-archive.yml"} <= set(NAMES)
 
 
 @pytest.mark.parametrize("path", FILES, ids=NAMES)
@@ -65,8 +66,12 @@ def test_no_pull_request_target_anywhere(path):
     assert not [line for line in code if "pull_request_target" in line]
 
 
-def test_gate_workflow_is_unprivileged_and_unfiltered():
-    wf = by_name("retrieval-gate.yml")
+@pytest.mark.parametrize("name", ["retrieval-gate.yml", "retrieval-gate-own-stack.yml"])
+def test_gate_workflow_is_unprivileged_and_unfiltered(name):
+    """Both gate workflows (the action runs the retrieval; your stack produces the planned runs)
+    are the same required check: same triggers, permissions, checkout and hand-off."""
+    wf = by_name(name)
+    assert wf["name"] == "retrieval-gate"  # what retrieval-gate-comment.yml follows
     on = wf["on"]
     assert on["pull_request"]["types"] == ["opened", "synchronize", "reopened", "labeled", "unlabeled"]
     assert "merge_group" in on
@@ -89,6 +94,10 @@ def test_gate_workflow_is_unprivileged_and_unfiltered():
     assert upload["with"]["name"] == "retrieval-gate-report"
     record = next(s for s in steps if "pr-number" in s.get("run", ""))
     assert "head-sha" in record["run"]
+    if name == "retrieval-gate-own-stack.yml":
+        plan = next(s for s in steps if "retrieval-gate plan" in s.get("run", ""))
+        assert "--base" not in plan["run"]  # inside Actions, plan takes the Action's base itself
+        assert gate["with"]["runs-dir"] in plan["run"]
 
 
 def test_comment_workflow_follows_the_gate_by_name():
