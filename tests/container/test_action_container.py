@@ -311,18 +311,23 @@ def test_a_push_to_main_decides_without_commenting(world):
     assert github.comments(17) == []
 
 
-def test_a_rebased_merge_group_is_judged_on_all_its_commits(world):
-    """Two commits rebased into the queue: the config change, then a README edit. The example
-    checks merge groups out with fetch-depth 0; the diff is against merge_group.base_sha."""
-    repo, runner, image, github, remote = world
-    head, ref, base = repo.merge_queue(18, [{"retrieval.yml": BAD}, {"README.md": "docs\n"}])
+def _fails_in_the_merge_queue(runner, image, github, remote, repo, head: str, ref: str, base: str) -> dict:
+    """The gate job of retrieval-gate.yml on a merge_group event; it must fail. Its report."""
     event = {"action": "checks_requested", "merge_group": {"head_sha": head, "head_ref": ref, "base_sha": base,
              "base_ref": "refs/heads/main"}, "repository": {"full_name": github.repository}}
     steps = gate_job_steps(runner, image, remote.url(f"{repo.name}.git"), event, "merge_group", github,
                            merge_sha=head)
     gate = next(s for s in steps if s.name == "Run the gate")
     assert gate.returncode == 1 and gate.outputs["verdict"] == "fail", gate.log[-3000:]
-    report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
+    return json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
+
+
+def test_a_rebased_merge_group_is_judged_on_all_its_commits(world):
+    """Two commits rebased into the queue: the config change, then a README edit. The example
+    checks merge groups out with fetch-depth 0; the diff is against merge_group.base_sha."""
+    repo, runner, image, github, remote = world
+    head, ref, base = repo.merge_queue(18, [{"retrieval.yml": BAD}, {"README.md": "docs\n"}])
+    report = _fails_in_the_merge_queue(runner, image, github, remote, repo, head, ref, base)
     assert report["event"]["base_sha"] == base and report["config_diff"]
 
 
@@ -395,12 +400,6 @@ def test_a_merge_group_made_by_merge_commit_is_judged_against_its_base(world):
     queue's base. Judged against merge_group.base_sha, with the example's fetch-depth 0."""
     repo, runner, image, github, remote = world
     head, ref, base = repo.merge_queue_merge(22, {"retrieval.yml": BAD})
-    event = {"action": "checks_requested", "merge_group": {"head_sha": head, "head_ref": ref, "base_sha": base,
-             "base_ref": "refs/heads/main"}, "repository": {"full_name": github.repository}}
-    steps = gate_job_steps(runner, image, remote.url(f"{repo.name}.git"), event, "merge_group", github,
-                           merge_sha=head)
-    gate = next(s for s in steps if s.name == "Run the gate")
-    assert gate.returncode == 1 and gate.outputs["verdict"] == "fail", gate.log[-3000:]
-    report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
+    report = _fails_in_the_merge_queue(runner, image, github, remote, repo, head, ref, base)
     assert report["event"]["base_sha"] == base and {"path": "boost", "old": 1.0, "new": -5.0} in report["config_diff"]
     assert github.comments(22) == []  # a merge group has no PR to comment on
