@@ -1,8 +1,9 @@
-"""The action image is pinned: its base by digest, every Python package by version and hash
-(docs/image.md)."""
+"""The action image is pinned: its base by digest, every Python package by version and hash, and
+the release workflow that publishes it prebuilt (docs/image.md)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -15,13 +16,14 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 from ruamel.yaml import YAML
 
-from tests.shared_data import REPO
+from tests.shared_data import GITHUB, REPO, need
 
 tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11+ (tomllib)")
 
 LOCK = REPO / "docker" / "requirements.lock"
 DOCKERFILE = REPO / "Dockerfile"
 WATCHED = REPO / "docker" / "base-image.Dockerfile"
+RELEASE = REPO / ".github" / "workflows" / "release.yml"
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 ENTRY = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^\s;\\]+)(?P<hashes>(?:\s+--hash=sha256:[0-9a-f]{64})+)")
@@ -162,3 +164,104 @@ def test_pin_base_image_refuses_in_one_line(tree, argv):
     done = _tool(tree, *argv)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert (tree / "Dockerfile").read_bytes() == before
+
+
+# ---------------------------------------------------------------------- tools/pin-action-image
+
+
+def _pin_action(reference: str, path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "tools" / "pin-action-image"), reference, str(path)],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("reference", [f"ghcr.io/octo-org/retrieval-gate@{DIGEST}",
+                                       f"docker://ghcr.io/octo-org/retrieval-gate@{DIGEST}",
+                                       f"127.0.0.1:5000/octo-org/retrieval-gate@{DIGEST}"])
+def test_pin_action_image_rewrites_only_the_image_line(tmp_path, reference):
+    action = tmp_path / "action.yml"
+    shutil.copy2(REPO / "action.yml", action)
+    before = action.read_text().splitlines(keepends=True)
+    done = _pin_action(reference, action)
+    assert done.returncode == 0, done.stderr
+    after = action.read_text().splitlines(keepends=True)
+    changed = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
+    assert len(before) == len(after) and changed == [before.index("  image: Dockerfile\n")]
+    name = reference.removeprefix("docker://")
+    assert after[changed[0]] == f"  image: docker://{name}\n"
+    assert load_yaml(action)["runs"] == {"using": "docker", "image": f"docker://{name}"}
+    # Pinning a pinned file again moves it to the new digest.
+    assert _pin_action(f"ghcr.io/octo-org/retrieval-gate@sha256:{'f' * 64}", action).returncode == 0
+    assert load_yaml(action)["runs"]["image"] == f"docker://ghcr.io/octo-org/retrieval-gate@sha256:{'f' * 64}"
+
+
+@pytest.mark.parametrize("reference", [
+    f"ghcr.io/Octo-Org/retrieval-gate@{DIGEST}",          # not lowercase
+    f"ghcr.io/octo-org/retrieval-gate:v1@{DIGEST}",       # a tag beside the digest
+    "ghcr.io/octo-org/retrieval-gate:v1",                 # a tag alone
+    f"octo-org/retrieval-gate@{DIGEST}",                  # no registry (Docker Hub implied)
+    f"ghcr.io@{DIGEST}",                                  # no path
+    "ghcr.io/octo-org/retrieval-gate@sha256:" + "0" * 63,  # 63 hex
+    f"ghcr.io/octo-org/retrieval-gate@{DIGEST.upper()}",
+    f"ghcr.io/octo-org/retrieval-gate@sha512:{'0' * 128}",
+    f"ghcr.io/octo-org/retrieval-gate@{DIGEST}\n  using: node20",
+    f"ghcr.io/octo-org/retrieval-gate@{DIGEST} # comment",
+    f"https://ghcr.io/octo-org/retrieval-gate@{DIGEST}",
+    "Dockerfile",
+])
+def test_pin_action_image_refuses_anything_else_in_one_line(tmp_path, reference):
+    action = tmp_path / "action.yml"
+    shutil.copy2(REPO / "action.yml", action)
+    done = _pin_action(reference, action)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert action.read_bytes() == (REPO / "action.yml").read_bytes()
+
+
+def test_pin_action_image_refuses_a_file_without_exactly_one_image_line(tmp_path):
+    action = tmp_path / "action.yml"
+    action.write_text("runs:\n  using: docker\n  image: Dockerfile\n  image: Dockerfile\n")
+    done = _pin_action(f"ghcr.io/o/r@{DIGEST}", action)
+    assert done.returncode == 2 and "found 2" in done.stderr
+
+
+# ---------------------------------------------------------------------- the release workflow
+
+
+def test_release_workflow_validates_against_the_schema():
+    import jsonschema
+
+    schema = json.loads(need(GITHUB / "schemastore_github-workflow.json").read_text(encoding="utf-8"))
+    errors = list(jsonschema.Draft7Validator(schema).iter_errors(load_yaml(RELEASE)))
+    assert not errors, [f"{'/'.join(map(str, e.path))}: {e.message}" for e in errors[:5]]
+
+
+def test_release_workflow_is_dispatched_by_hand_with_least_privilege():
+    wf = load_yaml(RELEASE)
+    assert set(wf["on"]) == {"workflow_dispatch"}
+    assert "version" in wf["on"]["workflow_dispatch"]["inputs"]
+    assert "pull_request_target" not in RELEASE.read_text()
+    assert wf["permissions"] == {}
+    grants = {name: job.get("permissions") for name, job in wf["jobs"].items()}
+    assert grants == {"build": {"contents": "read", "packages": "write"}, "publish": {"packages": "write"},
+                      "release": {"contents": "write"}}
+
+
+def test_release_workflow_runs_no_expression_and_no_third_party_action():
+    wf = load_yaml(RELEASE)
+    for job in wf["jobs"].values():
+        for step in job["steps"]:
+            assert "${{" not in step.get("run", ""), f"{step.get('name')}: an expression in run: goes through env:"
+            if "uses" in step:
+                assert re.fullmatch(r"actions/checkout@[0-9a-f]{40}", step["uses"]), step["uses"]
+
+
+def test_release_workflow_logs_in_from_stdin_and_pins_action_yml_by_the_pushed_digest():
+    wf = load_yaml(RELEASE)
+    runs = [step.get("run", "") for job in wf["jobs"].values() for step in job["steps"]]
+    logins = [line for run in runs for line in run.splitlines() if "docker login" in line]
+    assert logins and all(re.fullmatch(r'\s*printf \'%s\' "\$TOKEN" \| docker login ghcr\.io --username "\$ACTOR" '
+                                       r"--password-stdin", line) for line in logins), logins
+    assert not any("set -x" in run for run in runs)
+    release = "\n".join(step.get("run", "") for step in wf["jobs"]["release"]["steps"])
+    assert 'tools/pin-action-image "$image@$DIGEST"' in release
+    assert 'git push origin "refs/tags/v$VERSION"' in release and 'git push --force origin "refs/tags/$major"' in release
+    assert wf["jobs"]["release"]["steps"][1]["env"]["DIGEST"] == "${{ needs.publish.outputs.digest }}"
