@@ -17,7 +17,9 @@ What the runner does, and this module does the same:
   ``/github/workflow`` and ``/github/file_commands``, the inputs as ``INPUT_<NAME>`` (hyphens
   kept), the ``GITHUB_*``/``RUNNER_*`` variables with container paths, and the runtime's own
   secrets (``ACTIONS_RUNTIME_TOKEN``, ``ACTIONS_ID_TOKEN_REQUEST_TOKEN``) that any Docker
-  action receives; ``--network host`` here so that 127.0.0.1 is this machine's.
+  action receives; ``--network host`` here so that 127.0.0.1 is this machine's;
+* a ``docker://`` action (a released tag's prebuilt image): ``docker pull`` of the image when the
+  job is set up, then the same ``docker run``.
 """
 
 from __future__ import annotations
@@ -193,6 +195,13 @@ class Runner:
         return output, summary
 
     # ------------------------------------------------------------------ a Docker action
+
+    def pull_action_image(self, image: str, timeout: float = 900) -> Step:
+        """What "Set up job" does for ``runs.image: docker://<image>``: ``docker pull`` it, nothing
+        built (an ``image: Dockerfile`` action is built instead); :meth:`docker_action` then runs
+        ``<image>`` as it came."""
+        done = subprocess.run(["docker", "pull", image], capture_output=True, text=True, timeout=timeout)
+        return Step(done.returncode, done.stdout + done.stderr)
 
     def docker_action(self, image: str, event_name: str, event: dict, inputs: Mapping[str, str], *,
                       api_url: str, server_url: str = "https://github.com", sha: str = "", ref: str = "",
