@@ -429,6 +429,9 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
 
     from gate.atomic import write_text_atomic
 
+    from gate.report import check_own_report
+
+    check_own_report(report)
     text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     write_text_atomic(out_dir / "report.json", text)
     write_text_atomic(out_dir / "report.md", render("run.md.j2", report=report))

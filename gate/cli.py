@@ -347,6 +347,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                                "alpha": ALPHA, "min_movers": MIN_MOVERS}
     if args.out:
         out = Path(args.out)
+        from gate.report import check_own_report
+
+        check_own_report(report.data)
         write_text_atomic(out / "report.json", report.to_json())
         write_text_atomic(out / "report.md", report.to_markdown())
     if args.format == "json":
@@ -485,6 +488,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         outcome = run_gate(_load_config(args), options, progress=_progress)
     out = Path(args.out)
+    from gate.report import check_own_report
+
+    check_own_report(outcome.report)
     text = json.dumps(outcome.report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     write_text_atomic(out / "report.json", text)
     write_text_atomic(out / "report.md", render("run.md.j2", report=outcome.report))
@@ -804,6 +810,9 @@ def _cmd_factorial(args: argparse.Namespace) -> int:
                 inputs[name] = {"path": spec, "sha256": file_sha256(spec) if Path(spec).is_file() else ""}
         report = {"schema_version": SCHEMA_VERSION, "command": "factorial", "metric": result.metric,
                   "attribution": data, "inputs": inputs, "tool": {"name": "retrieval-gate", "version": __version__}}
+        from gate.report import check_own_report
+
+        check_own_report(report)
         write_text_atomic(Path(args.out) / "report.json", json.dumps(report, indent=2, allow_nan=False) + "\n")
         write_text_atomic(Path(args.out) / "report.md", markdown)
     if args.format == "json":

@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 import jinja2
 
 from gate.github import COMMENT_LIMIT, fit_comment
-from gate.markdown import md_text, signed
+from gate.markdown import Inert, finalizer, inert, md_text, signed
 from gate.publish import fit_sections
 from gate.render import environment
 
@@ -174,6 +174,7 @@ def _env() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=base.loader,
         autoescape=False,
+        finalize=finalizer(md),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -181,12 +182,12 @@ def _env() -> jinja2.Environment:
     )
     env.filters.update(base.filters)
     env.globals.update(base.globals)
-    env.filters["md"] = md
-    env.filters["msigned"] = msigned
-    env.filters["value"] = value_text
-    env.filters["fence"] = fence
-    env.globals["interval"] = interval
-    env.globals["bar"] = bar
+    env.filters["md"] = inert(md)
+    env.filters["msigned"] = inert(msigned)
+    env.filters["value"] = value_text  # not yet escaped: `value | md`
+    env.filters["fence"] = inert(fence)
+    env.globals["interval"] = inert(interval)
+    env.globals["bar"] = inert(bar)
     return env
 
 
@@ -374,7 +375,7 @@ def _measure_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         rows.append({
             "name": name, "primary": primary, "baseline": _num(m.get("baseline")),
             "candidate": _num(m.get("candidate")), "delta": _num(m.get("delta")),
-            "ci": interval(delta.get("ci_low"), delta.get("ci_high")) if primary and delta else "",
+            "ci": Inert(interval(delta.get("ci_low"), delta.get("ci_high"))) if primary and delta else "",
         })
     rows.sort(key=lambda r: not r["primary"])
     return rows
@@ -483,7 +484,7 @@ def _context(report: Mapping[str, Any], reproduce_command: str | None) -> dict[s
     reason_messages = {str(r.get("message")) for r in _l(verdict.get("reasons")) if isinstance(r, dict)}
     context = {
         "r": report,
-        "headline": headline(report),
+        "headline": Inert(headline(report)),  # escapes its data parts itself
         "kind": _kind(report),
         "suite": report.get("suite"),
         "metric": report.get("metric"),
@@ -554,7 +555,7 @@ def _named_sections(report: Mapping[str, Any], reproduce_command: str | None) ->
         if name == "attribution_detail":
             text = (_full_attribution(report) or "") if context["commensurable"] else ""
             if text:
-                text = str(macros.attribution_detail(text))
+                text = str(macros.attribution_detail(Inert(text)))  # rendered by attribution.md.j2
         else:
             text = str(getattr(macros, name)(context))
         text = _tidy(text).strip("\n")
@@ -619,7 +620,7 @@ def render_summary(report: Mapping[str, Any], *, reproduce_command: str | None =
     if full:
         # The full report carries the whole attribution section and config diff: not twice.
         repeated = {"attribution_detail", "config_detail"}
-        tail = str(template.render(full_report=full, too_large=False)).strip("\n")
+        tail = str(template.render(full_report=Inert(full), too_large=False)).strip("\n")  # rendered by run.md.j2
         sections = [(text, droppable) for name, text, droppable in named if name not in repeated]
         sections.append((tail + "\n", True))
         text = "\n\n".join(md.strip("\n") for md, _ in sections)

@@ -10,6 +10,46 @@ Markdown punctuation, and newlines folded to spaces.
 from __future__ import annotations
 
 import math
+from functools import wraps
+from typing import Any, Callable
+
+from markupsafe import Markup
+
+
+class Inert(str):
+    """Markdown that is safe to print as it is: data already escaped, or the gate's own markup.
+
+    The templates' ``finalize`` (:func:`finalizer`) escapes every other text a ``{{ }}`` prints,
+    so a value that reaches the page without passing through an escaping filter is escaped
+    anyway, never printed raw. Concatenating an Inert with a ``str`` gives a ``str`` again:
+    the mark is lost (and the text escaped) rather than carried onto unescaped data."""
+
+    __slots__ = ()
+
+
+def inert(function: Callable[..., Any]) -> Callable[..., Inert]:
+    """``function``'s text marked :class:`Inert` (for filters and globals whose output is Markdown)."""
+
+    @wraps(function)
+    def marked(*args: Any, **kwargs: Any) -> Inert:
+        return Inert(function(*args, **kwargs))
+
+    return marked
+
+
+def finalizer(escape: Callable[[Any], str]) -> Callable[[Any], str]:
+    """A jinja2 ``finalize``: what every ``{{ }}`` prints. Inert text, and macro output marked
+    ``| safe``, as it is; numbers and booleans as Python writes them; everything else through
+    ``escape``. Data cannot reach the page unescaped by forgetting a filter."""
+
+    def finalize(value: Any) -> str:
+        if isinstance(value, (Inert, Markup)):
+            return value
+        if value is None or isinstance(value, (bool, int, float)):
+            return str(value)
+        return escape(value)
+
+    return finalize
 
 _ENTITIES = {
     "&": "&amp;",

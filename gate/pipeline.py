@@ -491,6 +491,11 @@ class GateOutcome:
     candidate_values: PerQuery | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        from gate.report import check_own_report
+
+        check_own_report(self.report, "the run report")
+
 
 def _num(value: float) -> float | None:
     import math

@@ -7,26 +7,27 @@ from typing import Any
 
 import jinja2
 
-from gate.markdown import fixed, md_text, signed
+from gate.markdown import finalizer, fixed, inert, md_text, signed
 
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("gate", "templates"),
-        # Markdown, not HTML: autoescape would not stop pipes or @-mentions,
-        # so every data value goes through the explicit `md` filter instead.
+        # Markdown, not HTML: autoescape would not stop pipes or @-mentions. Every data
+        # value goes through the `md` filter, and finalize escapes whatever did not.
         autoescape=False,
+        finalize=finalizer(md_text),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters["md"] = md_text
-    env.filters["signed"] = signed
-    env.filters["fixed"] = fixed
-    env.filters["percent"] = percent
-    env.globals["forest"] = forest
+    env.filters["md"] = inert(md_text)
+    env.filters["signed"] = inert(signed)
+    env.filters["fixed"] = inert(fixed)
+    env.filters["percent"] = inert(percent)
+    env.globals["forest"] = inert(forest)
     env.globals["forest_scale"] = forest_scale
     return env
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -239,12 +240,17 @@ def _check(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any], where
             _check(item, schema["items"], root, f"{where}[{i}]")
 
 
+@lru_cache(maxsize=1)
+def _schema() -> Mapping[str, Any]:
+    return json.loads(_SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
 def validate_report(data: Any, source: str) -> dict[str, Any]:
     """``data`` checked against gate/schema/report.schema.json (the subset of JSON Schema it
     uses, without the jsonschema package); :class:`InputError` names the first key at fault."""
     from gate.errors import InputError
 
-    schema = json.loads(_SCHEMA_PATH.read_text(encoding="utf-8"))
+    schema = _schema()
     try:
         _check(data, schema, schema, "")
     except _Invalid as problem:
@@ -252,3 +258,68 @@ def validate_report(data: Any, source: str) -> dict[str, Any]:
     except RecursionError:
         raise InputError(source, None, "not a report this version can read: nested too deeply") from None
     return data
+
+
+def _problems(data: Any, schema: Mapping[str, Any]) -> list[str]:
+    """Every schema violation of ``data`` (one per offending key), for the gate's self-check."""
+    problems: list[str] = []
+
+    def visit(value: Any, node: Mapping[str, Any], where: str) -> None:
+        try:
+            _check(value, {k: v for k, v in node.items() if k not in ("properties", "items", "additionalProperties")},
+                   schema, where)
+        except _Invalid as problem:
+            problems.append(str(problem))
+            return
+        target = node
+        while "$ref" in target:
+            ref: Any = schema
+            for part in target["$ref"].lstrip("#/").split("/"):
+                ref = ref[part]
+            target = ref
+        if isinstance(value, dict):
+            props = target.get("properties", {})
+            extra = target.get("additionalProperties", True)
+            for key, sub in value.items():
+                path = f"{where}.{key}" if where else str(key)
+                if key in props:
+                    visit(sub, props[key], path)
+                elif isinstance(extra, dict):
+                    visit(sub, extra, path)
+                elif extra is False:
+                    problems.append(f"{path} is not a report key")
+        if isinstance(value, list) and isinstance(target.get("items"), dict):
+            for i, item in enumerate(value):
+                visit(item, target["items"], f"{where}[{i}]")
+
+    visit(data, schema, "")
+    return problems
+
+
+def check_own_report(report: Mapping[str, Any], what: str = "report.json") -> None:
+    """The gate's own report against the schema the fork comment job holds it to.
+
+    A report the gate writes and its own comment job would refuse is a bug of the gate: said
+    on stderr (the verdict still stands and the files are still written). With
+    ``RETRIEVAL_GATE_REPORT_CHECK=raise`` (the test suite) it is an AssertionError instead;
+    ``log:<path>`` appends each problem to that file."""
+    import os
+    import sys
+
+    schema = _schema()
+    try:
+        problems = _problems(json.loads(json.dumps(report, allow_nan=False)), schema)
+    except (TypeError, ValueError) as error:
+        problems = [f"not JSON: {error}"]
+    if not problems:
+        return
+    mode = os.environ.get("RETRIEVAL_GATE_REPORT_CHECK", "")
+    if mode.startswith("log:"):
+        with open(mode[4:], "a", encoding="utf-8") as log:
+            for problem in problems:
+                log.write(f"{report.get('command')}\t{problem}\n")
+        return
+    if mode == "raise":
+        raise AssertionError(f"{what} does not match gate/schema/report.schema.json: {'; '.join(problems[:5])}")
+    print(f"retrieval-gate: bug: {what} does not match its schema ({problems[0]}); the fork comment job "
+          "would refuse it: please report this", file=sys.stderr)

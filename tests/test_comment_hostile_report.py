@@ -1,0 +1,159 @@
+"""The privileged comment job renders an artifact a fork wrote: every text in it is hostile.
+
+A real run report (strata, traffic, lift, leakage, attribution, noise band) is completed with
+every optional section the comment reads (tuning, prompts, an accepted failure, goalposts, a
+failed runner's log, differences), then every text the schema leaves free - values and the
+keys of data-keyed maps (strata, measures, factors, inputs) - is replaced by a payload that
+tries each way out of Markdown: a mention, HTML, a table pipe, a code span, a link, a heading
+on a new line, a workflow command. The rendered comment must show each payload inert, and a
+report with any key the schema does not know, or a value of another type, is refused before
+anything renders.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+import pytest
+
+from gate.cli import main
+from gate.comment import _fenced, render_comment, render_summary
+from gate.errors import InputError
+from gate.report import _SCHEMA_PATH, validate_report
+from tests.cli_matrix.world import build_files, build_repo
+
+SCHEMA = json.loads(_SCHEMA_PATH.read_text())
+PAYLOAD = ("@octocat <img src=x onerror=alert(1)> a|b `tick` [link](https://evil.example) <!-- c --> "
+           "*bold* \n# heading\n::error::forged ")
+
+
+@pytest.fixture(scope="module")
+def full_report(tmp_path_factory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("hostile")
+    files = build_files(tmp / "files")
+    repo = build_repo(tmp / "repo", files)
+    assert main(["run", "--config", str(repo.root / ".retrieval-gate.yml"), "--out", str(tmp / "run")]) in (0, 1, 3)
+    report = json.loads((tmp / "run" / "report.json").read_text())
+    # Sections this world does not produce, as the gate writes them elsewhere.
+    report["tuning"] = {"declared": True, "params": ["bm25.k1"], "changed_params": ["bm25.k1"], "applies": True,
+                        "holdout_count": 12, "tuning_count": 8, "overlap": ["q1"], "warning": "a warning"}
+    report["prompts"] = {"files_scanned": 2, "count": 1, "matches": [
+        {"file": "prompts/few_shot.txt", "line": 3, "kind": "query_text", "query_id": "q1", "doc_id": None,
+         "detail": "golden query quoted (exact, score 1.00)"}]}
+    report["accepted"] = {"label": "retrieval-gate:accept", "justification": "known", "failed_on": [
+        {"code": "judged_share", "message": "30% unjudged"}]}
+    report["goalposts"] = [{"path": "eval/qrels.txt", "change": "modified"}]
+    report["yardstick"] = {"source": "base commit 0123456789ab", "baseline_source": "reconstructed"}
+    report["event"] = {"name": "pull_request", "pr": 5, "head_sha": "a" * 40, "base_sha": "b" * 40}
+    report["warnings"] = ["a warning of the run"]
+    report["baseline"]["differences"] = [{"input": "qrels", "archived": "sha 1", "current": "sha 2"}]
+    report["baseline"]["unattributed_changes"] = [{"input": "code", "archived": "commit 1", "current": "commit 2"}]
+    report["config_diff"] = [{"path": "bm25.k1", "old": 0.9, "new": {"nested": ["x"]}}]
+    validate_report(report, "report.json")
+    return report
+
+
+def _schema_at(node: dict, schema: dict = SCHEMA) -> dict:
+    while "$ref" in node:
+        target: Any = schema
+        for part in node["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def _poison(value: Any, node: dict, counter: list[int]) -> Any:
+    """``value`` with every free text (and every data key of a map) replaced by PAYLOAD + a number."""
+    node = _schema_at(node)
+
+    def mark() -> str:
+        counter[0] += 1
+        return f"{PAYLOAD}#{counter[0]}"
+
+    if isinstance(value, str):
+        constrained = any(k in node for k in ("enum", "const", "pattern"))
+        return value if constrained else mark()
+    if isinstance(value, list):
+        items = node.get("items", {})
+        return [_poison(v, items if isinstance(items, dict) else {}, counter) for v in value]
+    if isinstance(value, dict):
+        props = node.get("properties", {})
+        extra = node.get("additionalProperties", True)
+        out = {}
+        for key, sub in value.items():
+            if key in props:
+                out[key] = _poison(sub, props[key], counter)
+            elif isinstance(extra, dict):  # a data-keyed map: the key is data too
+                out[mark()] = _poison(sub, extra, counter)
+            else:
+                out[key] = sub
+        return out
+    return value
+
+
+def _outside_fences(markdown: str) -> str:
+    return "\n".join(line for line, fenced in _fenced(markdown) if not fenced)
+
+
+def _assert_inert(markdown: str) -> None:
+    text = _outside_fences(markdown)
+    assert "@octocat" not in text.replace("&#64;octocat", ""), "a mention got through"
+    assert "<img" not in text and "<!-- c" not in text, "HTML got through"
+    assert "a|b" not in text, "a table pipe got through"
+    assert "`tick`" not in text, "a code span got through"
+    assert not re.search(r"(?<!\\)\]\(https://evil", text), "a link got through"
+    assert not re.search(r"(?m)^# heading", markdown), "a heading got through"
+    assert not re.search(r"(?m)^::error::forged", markdown), "a workflow command got through"
+
+
+def test_every_free_text_of_the_report_renders_inert(full_report):
+    counter = [0]
+    poisoned = _poison(copy.deepcopy(full_report), SCHEMA, counter)
+    assert counter[0] > 200  # the payload reached the report's texts, map keys included
+    validate_report(poisoned, "report.json")  # still a report: texts are free, keys of maps too
+    comment = render_comment(poisoned, limit=65_336)
+    summary = render_summary(poisoned)
+    seen = {int(n) for n in re.findall(r"forged #(\d+)", comment + summary)}
+    assert len(seen) > 50, f"only {len(seen)} payloads rendered: the test does not reach the comment"
+    _assert_inert(comment)
+    _assert_inert(summary)
+
+
+@pytest.mark.parametrize("where", ["top", "delta", "strata", "traffic", "lift", "attribution", "noise_band",
+                                   "verdict", "leakage", "prompts"])
+def test_a_key_the_schema_does_not_know_is_refused(full_report, where):
+    report = copy.deepcopy(full_report)
+    target = report if where == "top" else report[where]
+    if where in ("strata",):
+        target = target[0]
+    if where == "prompts":
+        target = target["matches"][0]
+    target["injected"] = "<img src=x>"
+    with pytest.raises(InputError, match="injected is not a report key"):
+        validate_report(report, "report.json")
+
+
+@pytest.mark.parametrize("path, value", [
+    (("delta", "wins"), "<b>9</b>"),
+    (("delta", "mean"), "0.1"),
+    (("query_count", ), "40 | x"),
+    (("judged", "k"), "10<br>"),
+    (("noise_band", "tie_floor", "count"), "@octocat"),
+    (("strata", 0, "n"), [1]),
+    (("traffic", "percent", "damaged"), {"x": 1}),
+    (("lift", "counts", "promoted"), "many"),
+    (("verdict", "improvement_shown"), "yes"),
+    (("prompts", "matches", 0, "line"), "3\n# x"),
+])
+def test_a_value_of_another_type_is_refused(full_report, path, value):
+    report = copy.deepcopy(full_report)
+    parent: Any = report
+    for key in path[:-1]:
+        parent = parent[key]
+    assert path[-1] in parent if isinstance(parent, dict) else True  # the report has the key
+    parent[path[-1]] = value
+    with pytest.raises(InputError):
+        validate_report(report, "report.json")
