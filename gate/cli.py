@@ -135,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("archive", help="archive a baseline manifest for the current retrieval config")
     config_arg(p)
     p.add_argument("--run", metavar="RUN", help="archive this precomputed run of the current config instead of running it")
-    p.add_argument("--runs-dir", metavar="DIR", help="pick up runs produced by an earlier step (see plan)")
+    p.add_argument("--runs-dir", metavar="DIR", help="runs produced by an earlier step (see plan); a run missing "
+                   "from it is named, never run by the gate")
     p.add_argument("--gc", action="store_true", help="only remove data files the manifest no longer names")
     p.add_argument("--noise-repeats", type=_noise_repeats, default=0, metavar="N",
                    help="also measure the noise band from N identical runs and store it with the baseline")
@@ -159,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="the gate: commensurable baseline, candidate, statistics, verdict")
     config_arg(p)
     p.add_argument("--candidate-run", metavar="FILE", help="precomputed run of the PR's retrieval config")
-    p.add_argument("--runs-dir", metavar="DIR", help="runs produced by an earlier step (see plan)")
+    p.add_argument("--runs-dir", metavar="DIR", help="runs produced by an earlier step (see plan); a run missing "
+                   "from it makes the verdict inconclusive, naming its key (the gate runs nothing itself)")
     p.add_argument("--base", metavar="REF", help="base commit of the PR")
     p.add_argument("--out", default=".retrieval-gate/out", metavar="DIR")
     p.add_argument("--format", choices=["text", "json"], default="text")

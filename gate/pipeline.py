@@ -661,6 +661,9 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
                                 reporting.query_ids, metric, producer, candidate_seconds, progress, code)
     except RunnerFailed as failure:
         report["attribution"] = {"error": f"a grid cell could not be run: {failure.message}"}
+        # The verdict stands on baseline and candidate, but the comment says loudly that the
+        # credit for the bundled changes is missing, and why.
+        report["warnings"] = [*report.get("warnings", []), f"no attribution: {failure.purpose}: {failure.message}"]
     if attribution is not None:
         from gate.attribution import GridRefused
 

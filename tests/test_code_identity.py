@@ -288,3 +288,44 @@ def test_plan_in_a_workflow_takes_the_base_the_action_would(repo, tmp_path, caps
     assert first[:12] not in captured.err
     baseline = [p for p in json.loads(captured.out) if p["purpose"] != "candidate"]
     assert baseline, "the base's runs are planned"
+
+
+@pytest.mark.parametrize("left_out", ["candidate", "grid cell"])
+def test_a_planned_run_the_producing_step_did_not_write_is_named_never_run_by_the_gate(repo, tmp_path, capsys,
+                                                                                      left_out):
+    """plan -> produce -> gate where the team's step skips one planned run. The gate does not
+    run it itself (the team's stack may not exist where the gate runs): a missing candidate makes
+    the verdict inconclusive naming its key; a missing grid cell leaves the verdict to baseline
+    and candidate and says the attribution is missing, naming the key."""
+    from gate.cli import main
+
+    root, calls = repo
+    config = root / ".retrieval-gate.yml"
+    config.write_text(config.read_text().replace("attribution:\n  enabled: false\n", ""))
+    archive(load_config(config), progress=_silent)
+    _git(root, "add", "-f", ".retrieval-gate/baseline", ".retrieval-gate.yml")
+    _git(root, "commit", "-qm", "attribution on, and the archived baseline")
+    base = _git(root, "rev-parse", "HEAD")
+    (root / "retrieval" / "config.yml").write_text("bm25:\n  k1: 1.2\nboost: 2.0\n")  # two changes: a 2x2 grid
+    _git(root, "commit", "-qam", "the PR")
+    runs = tmp_path / "runs"
+    assert main(["plan", "--config", str(config), "--base", base, "--runs-dir", str(runs), "--format", "json"]) == 0
+    needed = [p for p in json.loads(capsys.readouterr().out) if p["needed"]]
+    assert {p["purpose"].split(" ")[0] for p in needed} >= {"candidate", "grid"}, needed
+    skipped = next(p for p in needed if p["purpose"].startswith(left_out))
+    for item in needed:
+        if item is not skipped:
+            subprocess.run([sys.executable, str(root / "search" / "run.py"), "--config", item["config_file"],
+                            "--queries", item["queries"], "--output", item["output"]], check=True, cwd=root)
+    before = len(_calls(calls))
+    out = tmp_path / "out"
+    code = main(["run", "--config", str(config), "--base", base, "--runs-dir", str(runs), "--out", str(out)])
+    report = json.loads((out / "report.json").read_text())
+    assert len(_calls(calls)) == before, "the gate ran the runner itself"
+    if left_out == "candidate":
+        assert code == 3 and report["verdict"]["kind"] == "inconclusive", report["verdict"]
+        assert f"no run named {skipped['key']}.run in the runs folder" in report["verdict"]["reasons"][0]["message"]
+    else:
+        assert report["verdict"]["kind"] in ("pass", "fail"), report["verdict"]
+        assert skipped["key"] in report["attribution"]["error"]
+        assert any(w.startswith("no attribution: ") and skipped["key"] in w for w in report["warnings"])

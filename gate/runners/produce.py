@@ -96,6 +96,13 @@ class RunProducer:
                 self.progress(f"{request.purpose}: cache hit {key}")
                 return run, ProducedRun(request.purpose, cached, key, "cache", time.monotonic() - started,
                                         len(run.query_ids))
+        if self.runs_dir is not None:
+            # The runs were to be produced by an earlier step (plan -> produce -> gate): one it
+            # did not write is named, never run here behind the team's back (their stack may
+            # not even exist in this container).
+            raise RunnerFailed(request.purpose, f"no run named {key}.run in the runs folder {self.runs_dir}: the "
+                                                "step that produces the planned runs did not write it (see "
+                                                "retrieval-gate plan); with runs-dir the gate runs nothing itself")
         if self.runner is None:
             raise RunnerFailed(request.purpose, f"no runner can produce it and no run named {key}.run "
                                                 f"was found in --runs-dir (see: retrieval-gate plan)")

@@ -600,7 +600,9 @@ ARCHIVE_CASES = [
     Case("base", "archive --config {config}", files=MANIFEST, sub=True),
     Case("no-config-flag-uses-cwd", "archive", cwd="{root}", files=MANIFEST),
     Case("run", "archive --config {config} --run {baseline_run}", files=MANIFEST),
-    Case("runs-dir", "archive --config {config} --runs-dir {runs_dir}", files=MANIFEST),
+    # An empty runs folder: the planned run is named, not run behind the producing step's back.
+    Case("runs-dir-empty", "archive --config {config} --runs-dir {runs_dir}", codes=(3,),
+         err_contains="in the runs folder"),
     Case("gc", "archive --config {config} --gc", files=MANIFEST),
     Case("noise-repeats", "archive --config {config} --noise-repeats 2", files=MANIFEST,
          check=manifest_has_noise_band),
@@ -644,7 +646,7 @@ REPLAY_CASES = [
     Case("out", "replay --config {config} --out {out}", files={"replay.json": "json"}, check=replay_resolved),
     Case("format-json", "replay --config {config} --format json", json_stdout=True, check=replay_resolved),
     Case("base-ref", "replay --config {config} --base {base}"),
-    Case("runs-dir", "replay --config {config} --runs-dir {runs_dir}"),
+    Case("runs-dir-empty", "replay --config {config} --runs-dir {runs_dir}", codes=(0, 3)),
     Case("combo-base-out-json", "replay --config {config} --base {base} --out {out} --format json",
          files={"replay.json": "json"}, json_stdout=True, check=replay_resolved),
     Case("run-file-config-without-manifest", "replay --config {runfile_config} --out {out}", codes=(0, 3),
@@ -714,6 +716,11 @@ def not_inconclusive(result: Result, ctx: dict[str, Any]) -> None:
     assert _report(ctx)["verdict"]["kind"] != "inconclusive", _report(ctx)["verdict"]
 
 
+def _names_the_missing_run(ctx: dict[str, Any]) -> None:
+    verdict = _report(ctx)["verdict"]
+    assert verdict["kind"] == "inconclusive" and "in the runs folder" in verdict["reasons"][0]["message"], verdict
+
+
 RUN_CASES = [
     Case("base", "run --config {config} --out {out}", codes=RUN_CODES, files=RUN_FILES, check=not_inconclusive),
     Case("base", "run --config {config} --out {out}", codes=RUN_CODES, files=RUN_FILES, sub=True),
@@ -722,8 +729,9 @@ RUN_CASES = [
     Case("no-config-flag-uses-cwd", "run --out {out}", codes=RUN_CODES, cwd="{root}", files=RUN_FILES),
     Case("candidate-run", "run --config {config} --candidate-run {candidate_run} --out {out}", codes=RUN_CODES,
          files=RUN_FILES, check=not_inconclusive),
-    Case("runs-dir-empty", "run --config {config} --runs-dir {runs_dir} --out {out}", codes=RUN_CODES,
-         files=RUN_FILES, check=not_inconclusive),
+    # Nothing was produced: inconclusive, naming the run (the gate does not run it itself).
+    Case("runs-dir-empty", "run --config {config} --runs-dir {runs_dir} --out {out}", codes=(3,),
+         files={"report.json": "schema"}, check=lambda result, ctx: _names_the_missing_run(ctx)),
     Case("base-ref", "run --config {config} --base {base} --out {out}", codes=RUN_CODES, files=RUN_FILES,
          check=not_inconclusive),
     Case("format-json", "run --config {config} --out {out} --format json", codes=RUN_CODES, files=RUN_FILES,
@@ -800,8 +808,8 @@ NOISE_REPEATS = [
          sub=True),
     Case("repeats-from-config", "noise --config {config} --out {out}/noise.json", files={"noise.json": "json"}),
     Case("no-config-no-out-uses-cwd", "noise --repeats 2", cwd="{root}", files={"{root}/noise.json": "json"}),
-    Case("runs-dir", "noise --config {config} --repeats 2 --runs-dir {runs_dir} --out {out}/noise.json",
-         files={"noise.json": "json"}),
+    Case("runs-dir-empty", "noise --config {config} --repeats 2 --runs-dir {runs_dir} --out {out}/noise.json",
+         codes=(3,), err_contains="in the runs folder"),
     Case("repeats-3", "noise --config {config} --repeats 3 --out {out}/noise.json", files={"noise.json": "json"}),
 ]
 
