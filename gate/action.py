@@ -140,7 +140,15 @@ def read_event(env: Mapping[str, str]) -> Event:
     name = env.get("GITHUB_EVENT_NAME", "")
     path = env.get("GITHUB_EVENT_PATH")
     data: Any = {}
-    if path and Path(path).is_file():
+    needs_payload = name.startswith("pull_request") or name == "merge_group"
+    if path and not Path(path).is_file():
+        # Read as "no payload", a PR checked out at its head would be judged against HEAD^1,
+        # its own previous commit: its own yardstick.
+        raise InputError(path, None, "the event payload (GITHUB_EVENT_PATH) is not a file"
+                         + (" that exists" if not Path(path).exists() else ""))
+    if not path and needs_payload:
+        raise InputError("GITHUB_EVENT_PATH", None, f"is not set: a {name} event cannot be judged without its payload")
+    if path:
         from gate.io.fields import parse_json_document
         from gate.io.limits import MAX_RECORD_FILE_BYTES
         from gate.io.textlines import read_text_file
@@ -309,15 +317,28 @@ def _base_commit(workspace: Path, event: Event, warnings: list[str], token: str 
 
 def event_base(env: Mapping[str, str], workspace: Path) -> tuple[str | None, str]:
     """The base the Action would judge this job's change against (its event and checkout), for
-    the CLI's ``plan`` inside a workflow: (sha or None, how it was found or why not). Read-only
-    except for fetching a missing base commit without credentials."""
+    the CLI's ``plan`` inside a workflow: (sha, how it was found), or (None, why) for an event
+    without one (a push of a root commit). A pull request or merge group whose base cannot be
+    found is an :class:`InputError`: runs planned against another base would all be wasted.
+    Read-only except for fetching a missing base commit without credentials."""
     event = read_event(env)
     notes: list[str] = []
     base, problem = _base_commit(workspace, event, notes)
+    judged = event.name.startswith("pull_request") or event.name == "merge_group"
     if base is None:
-        return None, problem or f"no base commit for a {event.name or 'local'} event"
-    how = {"merge_group": "merge_group.base_sha"}.get(event.name, "HEAD^1, GitHub's merge commit's base")
-    return base, "; ".join([how, *notes])
+        if judged:
+            raise InputError(env.get("GITHUB_EVENT_PATH") or "GITHUB_EVENT_PATH", None,
+                             f"no base to plan against: {problem} (or pass --base)")
+        return None, problem or f"a {event.name or 'local'} event without a parent commit"
+    if event.name == "merge_group":
+        how = "merge_group.base_sha"
+    elif any("pull_request.base.sha" in note for note in notes):
+        how = "pull_request.base.sha"
+    elif event.name.startswith("pull_request"):
+        how = "HEAD^1, the base of GitHub's merge commit"
+    else:
+        how = f"HEAD^1, the commit before this {event.name or 'local'} one"
+    return base, "; ".join([how, *[n for n in notes if "pull_request.base.sha" not in n]])
 
 
 def _changed_files(workspace: Path, base: str | None, event: Event, client) -> list[str] | None:

@@ -329,3 +329,41 @@ def test_a_planned_run_the_producing_step_did_not_write_is_named_never_run_by_th
         assert report["verdict"]["kind"] in ("pass", "fail"), report["verdict"]
         assert skipped["key"] in report["attribution"]["error"]
         assert any(w.startswith("no attribution: ") and skipped["key"] in w for w in report["warnings"])
+
+
+def test_plan_in_a_workflow_refuses_to_guess_a_base(repo, tmp_path, capsys, monkeypatch):
+    """No payload where GITHUB_EVENT_PATH points, or a pull request / merge group whose base is
+    not there: exit 2 with one line, never a plan against HEAD^1 (for a PR checked out at its
+    head, its own previous commit). A PR checked out at its head plans against base.sha."""
+    from gate.cli import main
+
+    root, _ = repo
+    config = root / ".retrieval-gate.yml"
+    base = _git(root, "rev-parse", "HEAD")
+    (root / "retrieval" / "config.yml").write_text("bm25:\n  k1: 1.1\n")
+    _git(root, "commit", "-qam", "the PR's first commit")
+    first = _git(root, "rev-parse", "HEAD")
+    (root / "retrieval" / "config.yml").write_text("bm25:\n  k1: 1.3\n")
+    _git(root, "commit", "-qam", "the PR's second commit")
+    head = _git(root, "rev-parse", "HEAD")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    event = tmp_path / "event.json"
+
+    def plan(name: str, payload: dict | None) -> tuple[int, str]:
+        monkeypatch.setenv("GITHUB_EVENT_NAME", name)
+        monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+        if payload is None:
+            event.unlink(missing_ok=True)
+        else:
+            event.write_text(json.dumps(payload))
+        code = main(["plan", "--config", str(config), "--format", "json"])
+        return code, capsys.readouterr().err
+
+    code, err = plan("pull_request", None)
+    assert code == 2 and "is not a file that exists" in err and first[:12] not in err, err
+    pull = {"number": 1, "head": {"sha": head}, "base": {"sha": base}}
+    code, err = plan("pull_request", {"pull_request": pull})
+    assert code == 0 and f"plan --base {base[:12]} (pull_request.base.sha" in err, err
+    code, err = plan("merge_group", {"merge_group": {"head_sha": head}})
+    assert code == 2 and "no base to plan against: the merge_group event has no base_sha" in err, err
+    assert len(err.strip().splitlines()) == 1

@@ -386,3 +386,16 @@ def test_a_pr_that_stops_touching_retrieval_gets_its_old_comment_corrected(tmp_p
         [comment] = fake.comments(13)
         assert "skipped" in comment["body"].split("\n", 2)[1].lower()
         assert "not commensurable" not in comment["body"]
+
+
+def test_a_pull_request_without_its_payload_is_bad_input_not_judged_against_head_1(world):
+    """GITHUB_EVENT_PATH naming no file (or a folder): one line, exit 2. Read as an empty
+    payload, a checkout of the PR's head would be judged against its own previous commit."""
+    checkout, fake, tmp = world
+    head, _ = checkout.pr(GOOD)
+    fake.add_pull(50, head, files=["retrieval.yml"], base_sha=checkout.base)
+    for event in (tmp / "no-such-event.json", tmp):
+        proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
+        assert proc.returncode == 2, proc.stdout[-2000:]
+        assert "the event payload (GITHUB_EVENT_PATH) is not a file" in proc.stdout
+        assert fake.comments(50) == []
