@@ -262,6 +262,17 @@ def test_plan_then_produce_then_gate_finds_every_run_by_its_key(repo, tmp_path, 
     assert code in (0, 1, 3)
 
 
+def _two_commits(root: Path) -> tuple[str, str, str]:
+    """Two commits changing the retrieval config on top of HEAD: (base, first, second)."""
+    base = _git(root, "rev-parse", "HEAD")
+    shas = []
+    for k1 in ("1.1", "1.3"):
+        (root / "retrieval" / "config.yml").write_text(f"bm25:\n  k1: {k1}\n")
+        _git(root, "commit", "-qam", f"k1 {k1}")
+        shas.append(_git(root, "rev-parse", "HEAD"))
+    return base, shas[0], shas[1]
+
+
 def test_plan_in_a_workflow_takes_the_base_the_action_would(repo, tmp_path, capsys, monkeypatch):
     """Inside GitHub Actions `plan` without --base plans against the base the Action will judge
     against: merge_group.base_sha for a merge group of two commits (HEAD^1 would be the first of
@@ -270,12 +281,7 @@ def test_plan_in_a_workflow_takes_the_base_the_action_would(repo, tmp_path, caps
 
     root, _ = repo
     config = root / ".retrieval-gate.yml"
-    base = _git(root, "rev-parse", "HEAD")
-    (root / "retrieval" / "config.yml").write_text("bm25:\n  k1: 1.1\n")
-    _git(root, "commit", "-qam", "first commit of the group")
-    first = _git(root, "rev-parse", "HEAD")
-    (root / "retrieval" / "config.yml").write_text("bm25:\n  k1: 1.3\n")
-    _git(root, "commit", "-qam", "second commit of the group")
+    base, first, _ = _two_commits(root)
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"merge_group": {"head_sha": _git(root, "rev-parse", "HEAD"), "base_sha": base,
                                                  "head_ref": "refs/heads/gh-readonly-queue/main/pr-1"}}))
@@ -339,13 +345,7 @@ def test_plan_in_a_workflow_refuses_to_guess_a_base(repo, tmp_path, capsys, monk
 
     root, _ = repo
     config = root / ".retrieval-gate.yml"
-    base = _git(root, "rev-parse", "HEAD")
-    (root / "retrieval" / "config.yml").write_text("bm25:\n  k1: 1.1\n")
-    _git(root, "commit", "-qam", "the PR's first commit")
-    first = _git(root, "rev-parse", "HEAD")
-    (root / "retrieval" / "config.yml").write_text("bm25:\n  k1: 1.3\n")
-    _git(root, "commit", "-qam", "the PR's second commit")
-    head = _git(root, "rev-parse", "HEAD")
+    base, first, head = _two_commits(root)
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     event = tmp_path / "event.json"
 
