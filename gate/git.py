@@ -27,8 +27,17 @@ def top_level(cwd: Path) -> Path:
     return start
 
 
+# What the PR's code could have planted in the checkout before (or while) the gate reads it -
+# an earlier step of the job runs it, and so does the command runner - must not change what
+# git tells the gate, nor run anything: hooks and an fsmonitor are off, replace refs and grafts
+# (which rewrite what a commit holds, or its parents: HEAD^1) are ignored.
+_HARDENING = (("core.hooksPath", "/dev/null"), ("core.fsmonitor", "false"))
+_NO_GRAFTS = "/nonexistent/retrieval-gate/no-grafts"
+
+
 def environment(cwd: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment of a git child: credentials scrubbed, the repository of ``cwd`` safe."""
+    """The environment of a git child: credentials scrubbed, the repository of ``cwd`` safe,
+    hooks off, replace refs and grafts ignored."""
     from gate.runners.environment import scrubbed_environment
 
     env = scrubbed_environment()
@@ -37,12 +46,15 @@ def environment(cwd: Path, extra: Mapping[str, str] | None = None) -> dict[str, 
     except ValueError:
         count = 0
     top = top_level(cwd)
-    for value in dict.fromkeys([str(top), str(top.resolve())]):
-        env[f"GIT_CONFIG_KEY_{count}"] = "safe.directory"
+    settings = [("safe.directory", value) for value in dict.fromkeys([str(top), str(top.resolve())])]
+    for key, value in [*settings, *_HARDENING]:
+        env[f"GIT_CONFIG_KEY_{count}"] = key
         env[f"GIT_CONFIG_VALUE_{count}"] = value
         count += 1
     env["GIT_CONFIG_COUNT"] = str(count)
     env["GIT_TERMINAL_PROMPT"] = "0"  # a missing credential is an error, never a prompt that hangs
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"
+    env["GIT_GRAFT_FILE"] = _NO_GRAFTS
     env.update(extra or {})
     return env
 
@@ -62,24 +74,50 @@ def fetch(cwd: Path, *refspecs: str, token: str | None = None, url: str | None =
     The token goes only with an explicit ``url`` - the repository's own address, from the
     runner's GITHUB_SERVER_URL and GITHUB_REPOSITORY - never to whatever ``origin`` says: the
     PR's code may have run in an earlier step and repointed it. The checkout keeps no
-    credentials (``persist-credentials: false``), so the token is handed to this one git process
-    as an ``http.<scheme>://<host>/.extraheader`` in its environment: not in its arguments (any
-    process can read those), not in a file."""
-    extra: dict[str, str] = {}
-    if token and url:
-        import base64
-
-        scheme, sep, rest = url.partition("://")
-        if sep and rest:
-            host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
-            basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-            n = int(environment(cwd)["GIT_CONFIG_COUNT"])
-            extra = {"GIT_CONFIG_COUNT": str(n + 1), f"GIT_CONFIG_KEY_{n}": f"http.{scheme}://{host}/.extraheader",
-                     f"GIT_CONFIG_VALUE_{n}": f"AUTHORIZATION: basic {basic}"}
+    credentials (``persist-credentials: false``), so the token is handed to one git process as
+    an ``http.<scheme>://<host>/.extraheader`` in its environment: not in its arguments (any
+    process can read those), not in a file. That process fetches into a fresh bare repository
+    of the gate's own, with no system or global config: nothing the PR's code could have
+    written (the checkout's .git/config or hooks, a ~/.gitconfig in the runner's home: an
+    ``insteadOf`` to another host, a proxy, a hook that reads its environment) takes part in
+    it. The checkout then fetches from that repository, without the token."""
     args = ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules"]
     if depth is not None:
         args.append(f"--depth={depth}")
-    return run(cwd, *args, url or "origin", *refspecs, timeout=timeout, extra_env=extra)
+    if not (token and url):
+        return run(cwd, *args, url or "origin", *refspecs, timeout=timeout)
+    import base64
+    import tempfile
+
+    scheme, sep, rest = url.partition("://")
+    if not (sep and rest):
+        return run(cwd, *args, url, *refspecs, timeout=timeout)
+    host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    with tempfile.TemporaryDirectory(prefix="retrieval-gate-fetch-") as scratch:
+        bare = Path(scratch) / "fetched.git"
+        (Path(scratch) / "template").mkdir()
+        isolated = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": scratch,
+                    "GIT_TEMPLATE_DIR": str(Path(scratch) / "template")}  # no hooks from a template either
+        made = run(Path(scratch), "init", "--quiet", "--bare", str(bare), extra_env=isolated)
+        if made.returncode != 0:
+            return made
+        n = int(environment(bare, isolated)["GIT_CONFIG_COUNT"])
+        secret = {**isolated, "GIT_CONFIG_COUNT": str(n + 1),
+                  f"GIT_CONFIG_KEY_{n}": f"http.{scheme}://{host}/.extraheader",
+                  f"GIT_CONFIG_VALUE_{n}": f"AUTHORIZATION: basic {basic}"}
+        # A ref lands in the bare repository under its own name, so the checkout's fetch below
+        # maps it as the caller asked; a commit asked for by its sha is fetched by its sha.
+        mirrored = [f"+{spec.lstrip('+').split(':', 1)[0]}:{spec.lstrip('+').split(':', 1)[0]}" if ":" in spec
+                    else spec for spec in refspecs]
+        remote = run(bare, *args, url, *mirrored, timeout=timeout, extra_env=secret)
+        if remote.returncode != 0:
+            return remote
+        # The upload-pack the checkout's fetch starts here serves commits by sha, refs or not.
+        with open(bare / "config", "a", encoding="utf-8") as config:
+            config.write("[uploadpack]\n\tallowAnySHA1InWant = true\n")
+        shallow = ["--update-shallow"] if (bare / "shallow").exists() else []
+        return run(cwd, *args, *shallow, str(bare), *refspecs, timeout=timeout)
 
 
 def repository_url(env: Mapping[str, str]) -> str | None:
