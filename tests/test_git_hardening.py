@@ -19,14 +19,9 @@ import pytest
 
 from gate import git
 from tests.container.git_http import GitRemote, http_backend
+from tests.test_code_identity import _git
 
 TOKEN = "ghs_hardeningToken0123456789"
-
-
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=cwd,
-                          check=True, capture_output=True, text=True)
-    return done.stdout.strip()
 
 
 class _Trap:
