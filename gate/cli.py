@@ -737,7 +737,7 @@ def _cmd_comment(args: argparse.Namespace) -> int:
                          f"not {args.suite!r} (--suite): not posted")
     try:
         body = render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError) as error:
         # The report parsed and has a verdict, but some field is not what the gate writes:
         # an artifact from another version or edited by hand.
         raise InputError(args.report, None, f"cannot be rendered as a comment ({type(error).__name__}: "

@@ -76,13 +76,8 @@ _RESOLUTION_WORDS = {
 
 
 def md(value: object, limit: int | None = None) -> str:
-    """:func:`gate.markdown.md_text`, plus an entity for an ``@`` that opens the value.
-
-    ``md_text`` leaves a leading ``@`` alone (nothing precedes it), yet a value
-    that starts a table cell or follows a space would still mention someone.
-    """
-    text = md_text(value, limit)
-    return "&#64;" + text[1:] if text.startswith("@") else text
+    """:func:`gate.markdown.md_text` (the comment's name for it)."""
+    return md_text(value, limit)
 
 
 def msigned(value: float | None, digits: int = 3) -> str:

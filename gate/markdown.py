@@ -10,6 +10,7 @@ Markdown punctuation, and newlines folded to spaces.
 from __future__ import annotations
 
 import math
+import re
 from functools import wraps
 from typing import Any, Callable
 
@@ -60,34 +61,63 @@ _ENTITIES = {
     "`": "&#96;",
     "\\": "&#92;",
 }
-# Only characters that start inline markup mid-line: values are never at the
-# start of a line (newlines are folded), so list and heading markers are inert.
+# Characters that start inline markup anywhere in a line.
 _BACKSLASHED = set("*_[]~")
+# A zero-width space after "@" or "#" is what stops a mention or an issue reference: GitHub
+# decodes entities (&#64;) and backslash escapes before it looks for them.
+_BREAK = "\u200b"
+# Bidirectional overrides and isolates would reorder what follows them (the rest of a headline).
+_BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+# Block markers only open a block followed by a space (or alone): "-0.5" and "0.1.0" stay as they are.
+_LINE_START = re.compile(r"(#{1,6}|[+-]|\d{1,9}[.)])(?= |$)|(-{3,}|=+)(?=[ =-]*$)")
 
 
 def md_text(value: object, limit: int | None = None) -> str:
-    """Inert inline Markdown for any value (safe inside a table cell)."""
+    """Inert inline Markdown for any value (safe inside a table cell, and at a line's start).
+
+    Markup characters become entities or backslash escapes; newlines fold to spaces; a mention
+    (``@name`` not preceded by a letter or digit: ``nDCG@10`` stays) and an issue reference
+    (``#12``) get a zero-width space after their sign; ``://`` and ``www.`` are broken so a URL
+    in data is text, not a link; bidirectional controls become U+FFFD; a value that would open
+    a heading, list, rule or setext underline at a line's start has that character escaped."""
     text = "" if value is None else str(value)
-    text = " ".join(text.split())  # folds newlines, tabs and runs of spaces
+    text = " ".join(text.split())  # folds newlines, tabs, U+2028/2029 and runs of spaces
     if limit is not None and len(text) > limit:
         text = text[: max(limit - 1, 0)] + "…"
     out = []
     previous = ""
-    for ch in text:
-        if ch == "@" and not (previous and (previous.isalnum() or previous in "._-")):
-            # A mention needs a non-word character before the @; an entity
-            # there stops it (nDCG@10 stays as it is).
-            out.append("&#64;")
+    for index, ch in enumerate(text):
+        following = text[index + 1: index + 2]
+        if ch == "@":
+            # nDCG@10, P@5, RR(rel=2)@10: a cutoff, not a mention (an ASCII word character, or a
+            # measure's closing parenthesis before digits, cannot precede a mention).
+            cutoff = previous == ")" and following.isdigit()
+            word = previous.isascii() and (previous.isalnum() or previous == "_")
+            out.append("@" if word or cutoff else "@" + _BREAK)
+        elif ch == "#" and following.isdigit():
+            out.append("#" + _BREAK)
+        elif ch == ":" and text[index + 1: index + 3] == "//":
+            out.append(":" + _BREAK)
+        elif ch == "." and text[max(0, index - 3): index].lower() == "www" and not text[max(0, index - 4): index - 3].isalnum():
+            out.append(_BREAK + ".")
         elif ch in _ENTITIES:
             out.append(_ENTITIES[ch])
         elif ch in _BACKSLASHED:
             out.append("\\" + ch)
-        elif ord(ch) < 32 or ch in "\u2028\u2029":
+        elif ch in _BIDI:
+            out.append("\ufffd")
+        elif ord(ch) < 32 or 0x7f <= ord(ch) < 0xa0:
             out.append(" ")
         else:
             out.append(ch)
         previous = ch
-    return "".join(out)
+    result = "".join(out)
+    start = _LINE_START.match(result)
+    if start:
+        # "# x", "- x", "+ x", "1. x", "===": escaped where they would open a block.
+        marker = start.group(1) or start.group(2)
+        result = (marker[:-1] + "\\" + marker[-1] if marker[-1] in ".)" else "\\" + marker) + result[len(marker):]
+    return result
 
 
 def signed(value: float | None, digits: int = 3) -> str:

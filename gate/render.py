@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any
 
@@ -43,7 +44,11 @@ def forest(delta: float | None, low: float | None, high: float | None, scale: fl
     half = width // 2
 
     def pos(value: float) -> int:
-        return max(0, min(width - 1, half + round(value / scale * half)))
+        # The scale comes from the CI ends; an estimate far outside them (or a huge value in a
+        # forged report) is pinned to the edge, never an OverflowError.
+        ratio = value / scale if math.isfinite(value) else math.copysign(1.0, value)
+        ratio = max(-1.0, min(1.0, ratio)) if math.isfinite(ratio) else math.copysign(1.0, ratio)
+        return max(0, min(width - 1, half + round(ratio * half)))
 
     cells = [" "] * width
     a, b = pos(low), pos(high)

@@ -283,7 +283,7 @@ def test_accepted_names_the_failed_rule_the_label_and_quotes_the_justification()
     body = render_comment(report)
     assert body.startswith("### ☑️ accepted — 40% of traffic damaged (navigational, error\\_string), accepted "
                            "(retrieval-gate:accept) — nDCG@10 −0.012")
-    assert "> ☑️ **Accepted** with the label retrieval-gate:accept: known trade-off, see #12" in body
+    assert "> ☑️ **Accepted** with the label retrieval-gate:accept: known trade-off, see #\u200b12" in body
     assert "accepted on purpose" not in body  # quoted once, not repeated among the reasons
     assert "- ❌ 40% of traffic damaged (navigational, error\\_string); limit 20%" in body
     plain = headline(report, markdown=False)
@@ -426,7 +426,7 @@ def test_hostile_data_renders_inert_in_the_comment():
     body = render_comment(report, reproduce_command="retrieval-gate run --base `x` ``` @octocat <img src=x>")
     assert_tables_well_formed(body)
     # our own <details> only: the comment opens exactly as many as it closes, and data shows escaped
-    assert "&lt;/details&gt;" in body and "&lt;img src=x&gt;" in body and "&#64;octocat" in body
+    assert "&lt;/details&gt;" in body and "&lt;img src=x&gt;" in body and "@\u200boctocat" in body
     assert "&#96;code&#96;" in body and "&#124;" in body
     # the reproduce command sits in a fence longer than any backtick run in it
     assert "````sh\nretrieval-gate run --base `x` ``` @octocat <img src=x>\n````" in body
@@ -593,7 +593,7 @@ def test_a_value_that_starts_with_an_at_sign_mentions_no_one():
     report["verdict"] = dict(report["verdict"], kind="accepted")
     for text in (render_comment(report), render_summary(report), headline(report)):
         assert "@octocat" not in text
-        assert "&#64;octocat" in text
+        assert "@\u200boctocat" in text
 
 
 def test_a_malformed_grid_falls_back_to_the_headline():
