@@ -6,6 +6,24 @@ message and exit code 2, so library callers can catch and inspect it.
 
 from __future__ import annotations
 
+import unicodedata
+
+# Long enough for any message the gate writes with a path in it; a key or value from a
+# hostile file cannot make the one line megabytes long.
+MAX_MESSAGE = 2000
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` as one bounded line: every line break Python or a terminal knows (CR, LF, VT,
+    FF, NEL, U+2028/9, the file/group/record separators) and every other control or bidi
+    character becomes a space, and the middle of an over-long text is cut."""
+    out = "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") or unicodedata.bidirectional(ch) in
+                  ("LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI") else ch for ch in text)
+    if len(out) > limit:
+        keep = (limit - 3) // 2
+        out = out[:keep] + " … " + out[-keep:]
+    return out
+
 
 class InputError(Exception):
     """Bad user input: a file (or option), an optional 1-based line, and the problem."""
@@ -22,7 +40,7 @@ class InputError(Exception):
             where = self.path if self.line is None else f"{self.path}:{self.line}"
             where += ": "
         # One line, always: newlines in data would break CI log parsing.
-        return (where + self.message).replace("\r", " ").replace("\n", " ")
+        return one_line(where + self.message)
 
 
 class UsageError(InputError):

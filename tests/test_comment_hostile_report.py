@@ -199,3 +199,15 @@ def test_extreme_numbers_render_without_a_crash(full_report):
     report = copy.deepcopy(full_report)
     report["strata"][0].update(delta=1e308, ci_low=-0.01, ci_high=0.01)
     assert "●`" in render_comment(validate_report(report, "report.json"), limit=65_336)
+
+
+def test_a_refusal_is_one_bounded_line_whatever_the_key(full_report):
+    """The refusal names the key, and a key of a megabyte, or one holding U+2028, NEL, ESC or a
+    bidi override, still gives one line (as str.splitlines counts them) of bounded length."""
+    report = copy.deepcopy(full_report)
+    report["measures"]["x\u2028::error::pwned\x85\x1b[31m\u202e" + "k" * 1_000_000] = {"baseline": "no"}
+    with pytest.raises(InputError) as refused:
+        validate_report(report, "report.json")
+    text = str(refused.value)
+    assert len(text.splitlines()) == 1 and len(text) <= 2000, (len(text.splitlines()), len(text))
+    assert text.startswith("report.json: not a report this version can read: measures.x ::error::pwned")
