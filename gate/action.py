@@ -453,7 +453,9 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     from gate.report import check_own_report
 
     check_own_report(report)
-    text = json.dumps(report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    from gate.report import report_json
+
+    text = report_json(report)
     write_text_atomic(out_dir / "report.json", text)
     write_text_atomic(out_dir / "report.md", render("run.md.j2", report=report))
     reproduce = f"retrieval-gate run --config {inputs.config_path}" + (f" --base {base}" if base else "")

@@ -493,7 +493,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from gate.report import check_own_report
 
     check_own_report(outcome.report)
-    text = json.dumps(outcome.report, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    from gate.report import report_json
+
+    text = report_json(outcome.report)
     write_text_atomic(out / "report.json", text)
     write_text_atomic(out / "report.md", render("run.md.j2", report=outcome.report))
     validity = outcome.extras.get("validity")
@@ -812,10 +814,10 @@ def _cmd_factorial(args: argparse.Namespace) -> int:
                 inputs[name] = {"path": spec, "sha256": file_sha256(spec) if Path(spec).is_file() else ""}
         report = {"schema_version": SCHEMA_VERSION, "command": "factorial", "metric": result.metric,
                   "attribution": data, "inputs": inputs, "tool": {"name": "retrieval-gate", "version": __version__}}
-        from gate.report import check_own_report
+        from gate.report import check_own_report, report_json
 
         check_own_report(report)
-        write_text_atomic(Path(args.out) / "report.json", json.dumps(report, indent=2, allow_nan=False) + "\n")
+        write_text_atomic(Path(args.out) / "report.json", report_json(report))
         write_text_atomic(Path(args.out) / "report.md", markdown)
     if args.format == "json":
         print(json.dumps(data, indent=2))

@@ -116,7 +116,7 @@ class Report:
         return self.data
 
     def to_json(self) -> str:
-        return json.dumps(self.data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        return report_json(self.data)
 
     def to_markdown(self) -> str:
         from gate.render import render
@@ -161,6 +161,16 @@ def _fmt(value: float | None, signed: bool = False) -> str:
     if value is None:
         return "n/a"
     return f"{value:+.4f}" if signed else f"{value:.4f}"
+
+
+def report_json(data: Mapping[str, Any]) -> str:
+    """report.json's text: UTF-8 as it is, but every character the gate's own JSON reader
+    refuses in a file (DEL, C1 controls) written as a \\u escape, so a report the gate wrote is
+    always one it (and its comment job) can read back."""
+    import re
+
+    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def load_report(path: str | Path) -> dict[str, Any]:

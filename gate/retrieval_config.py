@@ -151,7 +151,28 @@ class ConfigChange:
     new: Any
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "old": self.old, "new": self.new}
+        return {"path": self.path, "old": _reportable(self.old), "new": _reportable(self.new)}
+
+
+_REPORT_DEPTH = 16  # report.json is read back at most 64 levels deep, this value sits 3 down
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+def _reportable(value: Any) -> Any:
+    """A config value as report.json holds it: as it is, or - nested deeper than the report
+    can be read back - its compact JSON text, shortened."""
+    if _depth(value) <= _REPORT_DEPTH:
+        return value
+    from gate.io.limits import shorten
+
+    return shorten(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str), 200)
 
 
 def config_diff(old: RetrievalConfig, new: RetrievalConfig) -> list[ConfigChange]:

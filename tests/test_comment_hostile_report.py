@@ -211,3 +211,21 @@ def test_a_refusal_is_one_bounded_line_whatever_the_key(full_report):
     text = str(refused.value)
     assert len(text.splitlines()) == 1 and len(text) <= 2000, (len(text.splitlines()), len(text))
     assert text.startswith("report.json: not a report this version can read: measures.x ::error::pwned")
+
+
+def test_a_report_the_gate_writes_is_one_its_comment_job_reads(tmp_path):
+    """A retrieval config value holding DEL and one nested 60 levels deep (both accepted by the
+    config reader) used to give a report.json the gate's own reader refused (a raw 0x7f; deeper
+    than 64 levels): the comment job could not post it."""
+    from gate.cli import _load_saved_report
+
+    files = build_files(tmp_path / "files")
+    repo = build_repo(tmp_path / "repo", files)
+    config = repo.root / "retrieval" / "config.yml"
+    # YAML's own escape: the file is clean text, the value holds DEL.
+    config.write_text(config.read_text() + 'note: "a\\x7fb"\ndeep: ' + "[" * 60 + "1" + "]" * 60 + "\n")
+    assert main(["run", "--config", str(repo.root / ".retrieval-gate.yml"), "--out", str(tmp_path / "run")]) in (0, 1, 3)
+    report = _load_saved_report(str(tmp_path / "run" / "report.json"))
+    changed = {c["path"]: c["new"] for c in report["config_diff"]}
+    assert changed["note"] == "a\x7fb"
+    assert isinstance(changed["deep"], str) and changed["deep"].startswith("[[[[")
