@@ -302,6 +302,13 @@ def _base_yardstick(workspace_config: Config, root: Path, rel_config: str, base:
             data = git.show_file(root, base, root / rel)
             if data is not None:
                 _write(overlay, rel, data)
+    for key, value in (("golden.queries", base_config.golden.queries), ("golden.qrels", base_config.golden.qrels)):
+        rel = _relative(probe, value) if isinstance(value, str) else None
+        if rel is not None and not (overlay / rel).exists():
+            # A golden file the base commit names but does not hold (deleted, or a symlink to
+            # nothing): the base cannot state its yardstick, as with a link out of the repository.
+            raise git.UnreadableAtCommit(f"{base}:{rel}", f"({key}) is not in the commit: missing, or a symlink "
+                                                          "to nothing")
     config = dataclasses.replace(base_config, workspace=(root / rel_config).parent.resolve())
     yard = [p for p in yardstick_paths(probe)]
     goalposts = tuple({"path": f, "change": "modified"} for f in changed if matches(f, [

@@ -408,3 +408,34 @@ def test_a_base_whose_yardstick_leads_out_of_the_repository_does_not_block_the_p
     proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
     assert proc.returncode == 2, proc.stdout[-3000:]
     assert "outside the repository" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("broken", ["dangling-symlink", "deleted"])
+def test_a_base_that_lost_its_qrels_does_not_block_the_pr_that_restores_them(world, broken):  # noqa: F811
+    """The base commit names qrels.txt but does not hold it (a symlink to a file renamed away,
+    or the file deleted): the PR restoring it gets a verdict that cannot pass on it, and the
+    warning says what the base lacks (not a path in a temporary folder)."""
+    checkout, fake, tmp = world
+    root = checkout.root
+    qrels = (root / "qrels.txt").read_bytes()
+    _git(root, "checkout", "-q", "-B", "main", checkout.base)
+    (root / "qrels.txt").unlink()
+    if broken == "dangling-symlink":
+        os.symlink("eval/renamed-away.txt", root / "qrels.txt")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "qrels lost")
+    base = _git(root, "rev-parse", "HEAD")
+
+    def restore(repo: Path) -> None:
+        if (repo / "qrels.txt").is_symlink():
+            (repo / "qrels.txt").unlink()
+        (repo / "qrels.txt").write_bytes(qrels)
+
+    head = _merge(checkout, base, restore)
+    fake.add_pull(43, head, files=["qrels.txt"], base_sha=base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 43, head, base)
+    proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
+    assert proc.returncode in (1, 3), proc.stdout[-3000:]
+    report = json.loads((root / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert any("its qrels.txt (golden.qrels) is not in the commit" in w for w in report["warnings"]), report["warnings"]
+    assert {"path": "qrels.txt", "change": "modified"} in report["goalposts"]
