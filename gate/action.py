@@ -361,7 +361,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     from gate.render import render
     from gate.verdict import Policy, accept, goalposts_changed, inconclusive, skipped
     from gate.report import SCHEMA_VERSION
-    from gate.yardstick import EVERYTHING, baseline_from_branch, load_yardstick, matches
+    from gate.yardstick import EVERYTHING, baseline_from_branch, fetch_archived_commit, load_yardstick, matches
 
     started = time.monotonic()
     event = read_event(env)
@@ -393,6 +393,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     if base is not None and not manifest.exists():
         baseline_source = baseline_from_branch(workspace, base, manifest.parent, token=inputs.token,
                                                remote_url=remote_url, warnings=warnings)
+    fetch_archived_commit(workspace, manifest, token=inputs.token, remote_url=remote_url, warnings=warnings)
     policy = Policy.from_config(dict(config.raw))
     # At the workspace's top, whatever working-directory is: the workflow's next steps (record
     # the PR, upload the report) find it at one documented place.

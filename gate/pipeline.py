@@ -175,7 +175,7 @@ def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
     golden files go to the work folder (the step that produces the runs reads them there)."""
     import os
 
-    from gate.yardstick import baseline_from_branch, load_yardstick
+    from gate.yardstick import baseline_from_branch, fetch_archived_commit, load_yardstick
 
     env = os.environ if env is None else env
     workspace = load_config(config_path)
@@ -193,6 +193,8 @@ def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
     if not manifest.exists():
         baseline_from_branch(config.workspace_root, git.rev_parse(config.workspace_root, base) or base, manifest.parent,
                              token=env.get("GITHUB_TOKEN"), remote_url=git.repository_url(env))
+    fetch_archived_commit(config.workspace_root, manifest, token=env.get("GITHUB_TOKEN"),
+                          remote_url=git.repository_url(env))
     return plan(config, runs_dir, base)
 
 
@@ -1057,6 +1059,9 @@ class PlannedRun:
     output: str
     needed: bool
     why: str
+    # The commit whose code must produce the run (a baseline replayed or reconstructed is
+    # measured with the baseline's code); None: the workspace, the PR's code.
+    code_commit: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -1083,8 +1088,9 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) 
         key = producer.key(request)
         if code is not None and code.commit is not None and code.known:
             why += f"; from the code of commit {code.commit[:12]}"
+        commit = code.commit if code is not None and code.root is None else None
         planned.append(PlannedRun(purpose, key, str(producer.config_file(request, key)), queries_path,
-                                  request.corpus, str(runs_folder / f"{key}.run"), needed, why))
+                                  request.corpus, str(runs_folder / f"{key}.run"), needed, why, commit))
 
     manifest_path = config.resolve(config.manifest)
     manifest = load_manifest(manifest_path) if manifest_path.exists() else None

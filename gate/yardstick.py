@@ -371,3 +371,35 @@ def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, 
                     target.write_bytes(data)
             return f"{branch}:baselines/{sha}" + ("" if sha == base_sha else f" (newest ancestor of {base_sha[:12]})")
     return None
+
+
+def fetch_archived_commit(workspace: Path, manifest_path: Path, *, token: str | None = None,
+                          remote_url: str | None = None, warnings: list[str] | None = None) -> None:
+    """Make the commit a manifest was archived on present in the checkout (fetched by its sha,
+    depth 1, from the repository's own address with the token, then from origin without).
+
+    A baseline that must be re-run (a replay on changed queries or corpus) is run with that
+    commit's code; in a shallow checkout it is usually not there (the archive is older than
+    HEAD^1), and without it the baseline's code cannot be told from the PR's."""
+    from gate.errors import InputError
+    from gate.manifest import load_manifest
+
+    if not manifest_path.exists():
+        return
+    try:
+        commit = load_manifest(manifest_path).git_commit
+    except InputError:
+        return  # said where the manifest is read for the verdict
+    if not commit or git.rev_parse(workspace, commit) is not None:
+        return
+    attempts = ([(remote_url, token)] if remote_url else []) + [(None, None)]
+    for url, credential in attempts:
+        try:
+            git.fetch(workspace, commit, token=credential, url=url, depth=1)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if git.rev_parse(workspace, commit) is not None:
+            return
+    if warnings is not None:
+        warnings.append(f"the baseline's commit {commit[:12]} (from its manifest) could not be fetched: a baseline "
+                        "that must be re-run cannot be run with its own code")

@@ -403,3 +403,30 @@ def test_a_merge_group_made_by_merge_commit_is_judged_against_its_base(world):
     report = _fails_in_the_merge_queue(runner, image, github, remote, repo, head, ref, base)
     assert report["event"]["base_sha"] == base and {"path": "boost", "old": 1.0, "new": -5.0} in report["config_diff"]
     assert github.comments(22) == []  # a merge group has no PR to comment on
+
+
+def test_own_stack_replays_the_baseline_with_the_baselines_code(world):
+    """The PR changes the corpus snapshot (the archived lists no longer apply: the baseline is
+    replayed on it) and edits the team's search code. The plan names the commit whose code must
+    produce the replay; the example produces it from a worktree of that commit, so the PR's
+    code runs only for the candidate."""
+    repo, runner, image, github, remote = world
+    search = (repo.folder / "search" / "run.py").read_text()
+    marked = search.replace("import argparse", "import argparse\nprint(\"the PR's search code\", flush=True)", 1)
+    assert marked != search
+    corpus = (repo.folder / "corpus-v1.jsonl").read_text()
+    extra = json.dumps({"id": "misc/new-page", "text": "a page the ingestion fix adds"}) + "\n"
+    pr = repo.pull_request(23, {"corpus-v1.jsonl": corpus + extra, "search/run.py": marked})
+    github.add_pull(23, pr.head, files=pr.files, base_sha=pr.base)
+    steps = gate_job_steps(runner, image, remote.url(f"{repo.name}.git"), _pr_event(repo, pr, github), "pull_request",
+                           github, merge_sha=pr.merge, workflow="retrieval-gate-own-stack.yml")
+    produce = next(s for s in steps if s.name == "Produce them with your stack")
+    assert produce.returncode == 0, produce.log[-3000:]
+    parts = {chunk.split(" (", 1)[0]: chunk for chunk in produce.log.split("producing ")[1:]}
+    assert "baseline replay" in parts, produce.log[-3000:]
+    assert "the PR's search code" not in parts["baseline replay"], produce.log[-3000:]
+    assert "the PR's search code" in parts["candidate"], produce.log[-3000:]
+    gate = next(s for s in steps if s.name == "Run the gate")
+    report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
+    assert report["baseline"]["resolution"] == "replayed", report["baseline"]
+    assert "running command runner" not in gate.log
