@@ -735,7 +735,7 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     # workflow's --suite is trusted; a report for another suite is not this job's to post.
     suite = args.suite if args.suite is not None else (report.get("suite") or "retrieval")
     if args.suite is not None and report.get("suite", "retrieval") != args.suite:
-        raise InputError(args.report, None, f"is a report of suite {limits.shorten(str(report.get('suite')), 40)!r}, "
+        raise InputError(args.report, None, f"is a report of suite {limits.shorten(str(report.get('suite', 'retrieval')), 40)!r}, "
                          f"not {args.suite!r} (--suite): not posted")
     try:
         body = render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
