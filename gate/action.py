@@ -173,6 +173,9 @@ def read_event(env: Mapping[str, str]) -> Event:
         return Event(name, number, payload.sha(head, "pull_request.head.sha", required=True),
                      payload.sha(base, "pull_request.base.sha"), tuple(labels),
                      payload.get(pr, "pull_request.body", (str,)), fork, repository)
+    if name.startswith("pull_request"):
+        # Without its pull_request object a PR cannot be judged (its head and base are in it).
+        raise payload.fail("pull_request", "is missing: a pull_request event's payload names the PR")
     group_ = payload.get(data, "merge_group", (dict,))
     if name == "merge_group" and group_ is not None:
         return Event(name, None, payload.sha(group_, "merge_group.head_sha", required=True),

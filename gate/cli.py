@@ -977,14 +977,41 @@ class _PipeSafe:
         return getattr(self._stream, name)
 
 
+class _NoWorkflowCommands:
+    """A stream on which no line can be a GitHub workflow command (``::warning::``, ``::set-env``,
+    ``::add-mask::``...). Inside Actions every line of a step's output is parsed for them, and the
+    CLI's lines quote data - a config key holding a newline and ``::error::`` would be obeyed.
+    The CLI issues none of its own (the Action does, escaped, in gate.publish), so a line that
+    starts with ``::`` gets ``: :`` instead."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._line_start = True
+
+    def write(self, text: str) -> int:
+        out = []
+        for piece in text.splitlines(keepends=True):
+            if self._line_start and piece.lstrip().startswith("::"):
+                piece = piece.replace("::", ": :", 1)
+            out.append(piece)
+            self._line_start = piece.endswith(("\n", "\r"))
+        self._stream.write("".join(out))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    saved_stdout = sys.stdout
+    saved_stdout, saved_stderr = sys.stdout, sys.stderr
     sys.stdout = safe = _PipeSafe(saved_stdout)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        sys.stdout, sys.stderr = _NoWorkflowCommands(safe), _NoWorkflowCommands(saved_stderr)
     try:
         code = _main(argv)
         safe.flush()
     finally:
-        sys.stdout = saved_stdout
+        sys.stdout, sys.stderr = saved_stdout, saved_stderr
     if safe.failed is not None:
         # Not a closed pipe (the reader chose to stop) but output that was lost: say so, and do
         # not let a lost report pass for a done command.

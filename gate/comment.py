@@ -445,7 +445,7 @@ def _full_attribution(report: Mapping[str, Any]) -> str | None:
     try:
         text = _env().get_template("attribution.md.j2").render(a=a)
     except (jinja2.TemplateError, TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-        log.warning("attribution detail not rendered: %s", exc)
+        log.warning("attribution detail not rendered: %s", md_text(exc, 200))
         return None
     text = re.sub(r"\A\s*## Attribution\s*\n", "", text)
     return _demote(text, 2).strip("\n")
@@ -580,7 +580,7 @@ def _full_report(report: Mapping[str, Any]) -> str | None:
     try:
         text = _env().get_template(template).render(report=report)
     except (jinja2.TemplateError, TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-        log.warning("full report not rendered for the job summary: %s", exc)
+        log.warning("full report not rendered for the job summary: %s", md_text(exc, 200))
         return None
     return _demote(text, 1).strip("\n")
 

@@ -68,8 +68,10 @@ _BACKSLASHED = set("*_[]~")
 _BREAK = "\u200b"
 # Bidirectional overrides and isolates would reorder what follows them (the rest of a headline).
 _BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
-# Block markers only open a block followed by a space (or alone): "-0.5" and "0.1.0" stay as they are.
-_LINE_START = re.compile(r"(#{1,6}|[+-]|\d{1,9}[.)])(?= |$)|(-{3,}|=+)(?=[ =-]*$)")
+# Block markers only open a block followed by a space (or alone): "-0.5" and "0.1.0" stay as they
+# are; a value of nothing but - = * _ and spaces would be a rule or a setext underline.
+_LINE_START = re.compile(r"(#{1,6}|[+-]|\d{1,9}[.)])(?= |$)|([-=*_])(?=[ =*_-]*$)")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def md_text(value: object, limit: int | None = None) -> str:
@@ -81,7 +83,9 @@ def md_text(value: object, limit: int | None = None) -> str:
     in data is text, not a link; bidirectional controls become U+FFFD; a value that would open
     a heading, list, rule or setext underline at a line's start has that character escaped."""
     text = "" if value is None else str(value)
-    text = " ".join(text.split())  # folds newlines, tabs, U+2028/2029 and runs of spaces
+    # Controls first (a "\x01# x" must not become " # x", then "# x" at a line's start), then
+    # newlines, tabs, U+2028/2029 and runs of spaces fold, leading and trailing ones dropped.
+    text = " ".join(_CONTROLS.sub(" ", text).split())
     if limit is not None and len(text) > limit:
         text = text[: max(limit - 1, 0)] + "…"
     out = []
@@ -91,11 +95,16 @@ def md_text(value: object, limit: int | None = None) -> str:
         if ch == "@":
             # nDCG@10, P@5, RR(rel=2)@10: a cutoff, not a mention (an ASCII word character, or a
             # measure's closing parenthesis before digits, cannot precede a mention).
-            cutoff = previous == ")" and following.isdigit()
+            digits = re.match(r"[0-9]+", text[index + 1:])
+            cutoff = (previous == ")" and digits is not None
+                      and not re.match(r"[A-Za-z0-9/-]", text[index + 1 + digits.end():]))  # @10, not @2pac
             word = previous.isascii() and (previous.isalnum() or previous == "_")
             out.append("@" if word or cutoff else "@" + _BREAK)
         elif ch == "#" and following.isdigit():
             out.append("#" + _BREAK)
+        elif ch == "-" and following.isdigit() and text[max(0, index - 2): index].lower() == "gh" \
+                and not text[max(0, index - 3): max(0, index - 2)].isalnum():
+            out.append(_BREAK + "-")  # GH-12, an issue reference too
         elif ch == ":" and text[index + 1: index + 3] == "//":
             out.append(":" + _BREAK)
         elif ch == "." and text[max(0, index - 3): index].lower() == "www" and not text[max(0, index - 4): index - 3].isalnum():

@@ -332,10 +332,15 @@ def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, 
         return None
     notes = warnings if warnings is not None else []
     refs = [f"refs/remotes/origin/{branch}", f"refs/heads/{branch}"]
-    ref = next((r for r in refs if git.rev_parse(root, r) is not None), None)
+    # With the repository's own address (the Action, plan in a workflow) the branch is always
+    # fetched from there, into a ref of the gate's own: a branch already in the checkout may have
+    # been made, or moved, by the PR's code in an earlier step.
+    ref = None if remote_url else next((r for r in refs if git.rev_parse(root, r) is not None), None)
+    if remote_url:
+        refs = [f"refs/retrieval-gate/{branch}"]
     if ref is None:
         try:
-            done = git.fetch(root, f"+refs/heads/{branch}:refs/remotes/origin/{branch}", token=token,
+            done = git.fetch(root, f"+refs/heads/{branch}:{refs[0]}", token=token,
                              url=remote_url, depth=1, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as error:
             notes.append(f"the {branch} branch could not be fetched ({type(error).__name__}): the baseline is "

@@ -60,3 +60,40 @@ def test_demo_without_the_reference_extra_says_which_extra(tmp_path, module):
         "retrieval-gate: error: the demo needs the reference retriever: pip install 'retrieval-gate[reference]' "
         f"(or ./run demo; missing: {module})"]
     assert not (tmp_path / "demo").exists()  # refused before building anything
+
+
+def test_inside_actions_no_line_the_cli_prints_is_a_workflow_command(tmp_path, monkeypatch, capsys):
+    """A retrieval config key holding a newline and ``::warning::`` reaches the CLI's lines (the
+    config diff `run` prints); inside GitHub Actions the runner would obey it. No line may start
+    with ``::``."""
+    import subprocess
+    import sys
+
+    from gate.cli import main
+
+    root = tmp_path / "repo"
+    (root / "eval").mkdir(parents=True)
+    (root / "eval" / "q.tsv").write_text("".join(f"q{i}\tquery {i}\n" for i in range(6)))
+    (root / "eval" / "qrels.txt").write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(6)))
+    (root / "runner.py").write_text("import sys\nopen(sys.argv[2], 'w').write(''.join("
+                                    "f'q{i} Q0 d{i} 1 1.0 r\\n' for i in range(6)))\n")
+    key = '"x\\n::warning title=forged::injected\\n"'
+    (root / "retrieval.yml").write_text(f"{key}: 1\n")
+    (root / ".retrieval-gate.yml").write_text(
+        "golden: {queries: eval/q.tsv, qrels: eval/qrels.txt}\nretrieval: {config: retrieval.yml}\n"
+        f"runner:\n  type: command\n  command: \"{sys.executable} runner.py {{config}} {{run}}\"\n"
+        "leakage: {enabled: false}\nstatistics: {samples: 200}\n")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    config = str(root / ".retrieval-gate.yml")
+    assert main(["archive", "--config", config]) == 0, capsys.readouterr()
+    (root / "retrieval.yml").write_text(f"{key}: 2\n")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.delenv("GITHUB_EVENT_NAME", raising=False)
+    monkeypatch.delenv("GITHUB_EVENT_PATH", raising=False)
+    capsys.readouterr()
+    main(["plan", "--config", config])
+    main(["run", "--config", config, "--out", str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    lines = (captured.out + captured.err).splitlines()
+    assert any("warning title=forged" in line for line in lines), captured
+    assert not [line for line in lines if line.lstrip().startswith("::")]

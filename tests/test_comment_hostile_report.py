@@ -26,7 +26,7 @@ from gate.report import _SCHEMA_PATH, validate_report
 from tests.cli_matrix.world import build_files, build_repo
 
 SCHEMA = json.loads(_SCHEMA_PATH.read_text())
-PAYLOAD = ("# Approved x-@octocat <img src=x onerror=alert(1)> a|b `tick` [link](https://evil.example) <!-- c --> "
+PAYLOAD = ("\x01# Approved x-@octocat x)@2pac GH-12 <img src=x onerror=alert(1)> a|b `tick` [link](https://evil.example) <!-- c --> "
            "*bold* see #1 www.evil.example \u202eevil\n# heading\n::error::forged ")
 
 
@@ -108,7 +108,8 @@ def _assert_inert(markdown: str) -> None:
     assert not re.search(r"(?m)^# heading", markdown), "a heading got through"
     assert not re.search(r"(?m)^ {0,3}#{1,6} Approved", text), "a value opened a heading at a line's start"
     assert "-@octocat" not in text, "a mention after a dash got through"
-    assert "#1 " not in text, "an issue reference got through"
+    assert "#1 " not in text and "GH-12" not in text, "an issue reference got through"
+    assert ")@2pac" not in text, "a mention after a parenthesis got through"
     assert "https://evil" not in text and "www.evil" not in text, "an autolink got through"
     assert "\u202e" not in markdown, "a bidi override got through"
     assert not re.search(r"(?m)^::error::forged", markdown), "a workflow command got through"

@@ -123,3 +123,35 @@ def test_replace_refs_and_grafts_do_not_change_what_a_commit_holds(world):
                           text=True).stdout == "boost: 99.0\n"  # what plain git now says
     assert git.show_file(work, base, work / "config.yml") == b"boost: 1.0\n"
     assert git.rev_parse(work, "HEAD^1") == base
+
+
+def test_a_baselines_branch_planted_in_the_checkout_is_not_read(world, tmp_path):
+    """The PR's code makes refs/remotes/origin/retrieval-gate-baselines (and a local branch)
+    with a forged manifest for the base. With the repository's own address the gate fetches the
+    branch from there, into a ref of its own, and reads the genuine manifest."""
+    from gate.yardstick import baseline_from_branch
+
+    src, work, home, remote, trap = world
+    base = _git(work, "rev-parse", "HEAD")
+
+    def branch_with(repo: Path, text: str) -> str:
+        _git(repo, "checkout", "-q", "--orphan", "baselines-tmp")
+        _git(repo, "rm", "-rq", "--cached", ".")
+        (repo / "baselines" / base).mkdir(parents=True)
+        (repo / "baselines" / base / "manifest.yml").write_text(text)
+        _git(repo, "add", f"baselines/{base}/manifest.yml")
+        _git(repo, "commit", "-qm", text)
+        sha = _git(repo, "rev-parse", "HEAD")
+        _git(repo, "checkout", "-q", "-f", "main")
+        return sha
+
+    genuine = branch_with(src, "GENUINE\n")
+    subprocess.run(["git", "push", "-q", "-f", str(remote.root / "o" / "r.git"),
+                    f"{genuine}:refs/heads/retrieval-gate-baselines"], cwd=src, check=True)
+    forged = branch_with(work, "FORGED\n")
+    _git(work, "update-ref", "refs/remotes/origin/retrieval-gate-baselines", forged)
+    _git(work, "update-ref", "refs/heads/retrieval-gate-baselines", forged)
+    folder = tmp_path / "manifest"
+    found = baseline_from_branch(work, base, folder, token=TOKEN, remote_url=remote.url("o/r.git"))
+    assert found == f"retrieval-gate-baselines:baselines/{base}"
+    assert (folder / "manifest.yml").read_text() == "GENUINE\n"
