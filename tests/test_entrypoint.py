@@ -14,7 +14,8 @@ import pytest
 
 from tests.checks.test_validity_in_run import _world
 from tests.github.fake_github import FakeGitHub
-from tests.shared_data import GITHUB, REPO, need
+from tests.github.payloads import pull_request_event
+from tests.shared_data import REPO
 
 TOKEN = "ghs_s3cr3tT0kenValue1234567890"
 NASTY = "pipes | </details> @octocat <img src=x> `tick` ``` end"
@@ -68,13 +69,8 @@ class Checkout:
 
 
 def _payload(tmp: Path, name: str, number: int, head: str, base: str, labels=(), body=None) -> Path:
-    payload = json.loads(need(GITHUB / name).read_text())
-    pr = payload["pull_request"]
-    pr["number"] = number
-    pr["head"]["sha"] = head
-    pr["base"]["sha"] = base
-    pr["labels"] = [{"name": label} for label in labels]
-    pr["body"] = body
+    """The event file: GitHub's example payload ``name`` (or a minimal one without ../shared)."""
+    payload = pull_request_event(number, head, base, labels=labels, body=body, name=name)
     path = tmp / f"event-{head[:7]}.json"
     path.write_text(json.dumps(payload))
     return path
@@ -129,7 +125,6 @@ LEAKY = "ingestion: {parser: v2}\nboost: 1.0\n"
 
 @pytest.fixture()
 def world(tmp_path):
-    need(GITHUB / "webhook_example_pull_request_synchronize.payload.json")
     checkout = Checkout(tmp_path / "repo")
     with FakeGitHub(token=TOKEN) as fake:
         yield checkout, fake, tmp_path
@@ -254,7 +249,6 @@ def test_the_accept_label_with_a_justification_turns_a_fail_into_accepted(world)
 
 
 def test_a_pr_that_touches_nothing_watched_is_skipped_quickly(tmp_path):
-    need(GITHUB / "webhook_example_pull_request_synchronize.payload.json")
     checkout = Checkout(tmp_path / "repo", runner_inputs="[retrieval.yml, search/*.py]")
     with FakeGitHub(token=TOKEN) as fake:
         head, _ = checkout.pr(open(checkout.root / "retrieval.yml").read(), extra={"README.md": "docs only\n"})
@@ -367,7 +361,6 @@ def test_a_crash_leaves_its_traceback_in_the_output_folder_and_the_summary(world
 def test_a_pr_that_stops_touching_retrieval_gets_its_old_comment_corrected(tmp_path):
     """Head 1 changes the retrieval config (judged, commented); head 2 reverts it and edits only
     the README (skipped): the comment says skipped, not the old verdict; no second comment."""
-    need(GITHUB / "webhook_example_pull_request_synchronize.payload.json")
     checkout = Checkout(tmp_path / "repo", runner_inputs="[retrieval.yml]")
     original = (checkout.root / "retrieval.yml").read_text()
     with FakeGitHub(token=TOKEN) as fake:

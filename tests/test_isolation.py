@@ -17,13 +17,12 @@ import subprocess
 import sys
 
 from tests.github.fake_github import FakeGitHub
-from tests.shared_data import GITHUB, REPO, need
+from tests.shared_data import REPO
 from tests.test_entrypoint import TOKEN, Checkout, _payload
 
 RUNTIME = "ACTIONS-RUNTIME-TOKEN-probe-7c1e"
 
 def test_the_prs_code_finds_no_token_in_any_environment_or_command_line(tmp_path):
-    need(GITHUB / "webhook_example_pull_request_synchronize.payload.json")
     checkout = Checkout(tmp_path / "repo")
     drop = tmp_path / "drop"
     drop.mkdir(mode=0o777)

@@ -19,33 +19,11 @@ from tests.container.conftest import TOKEN
 from tests.container.github_runner import ID_TOKEN, RUNTIME_TOKEN, Runner, as_runner, owners
 from tests.container.team_repo import BAD, GOOD, TeamRepo
 from tests.container.workflows import comment_job, gate_job_steps
-from tests.shared_data import GITHUB
-
-
-# The fields of a pull_request event the gate reads, shaped as GitHub sends them; the real
-# payload from ../shared/github is used when it is there (the suite must run in CI without it).
-_PAYLOAD = {
-    "action": "synchronize", "number": 0,
-    "pull_request": {"number": 0, "state": "open", "title": "a retrieval change", "body": None, "labels": [],
-                     "head": {"sha": "", "ref": "feature", "repo": {"full_name": ""}},
-                     "base": {"sha": "", "ref": "main", "repo": {"full_name": ""}}},
-    "repository": {"full_name": ""},
-}
+from tests.github.payloads import pull_request_event
 
 
 def _pr_event(repo: TeamRepo, pr, github) -> dict:
-    real = GITHUB / "webhook_example_pull_request_synchronize.payload.json"
-    payload = json.loads(real.read_text()) if real.is_file() else json.loads(json.dumps(_PAYLOAD))
-    payload["pull_request"]["number"] = pr.number
-    payload["pull_request"]["head"]["sha"] = pr.head
-    payload["pull_request"]["base"]["sha"] = pr.base
-    payload["pull_request"]["labels"] = []
-    payload["pull_request"]["body"] = None
-    payload["repository"]["full_name"] = github.repository
-    payload["pull_request"]["head"]["repo"]["full_name"] = github.repository
-    payload["pull_request"]["base"]["repo"]["full_name"] = github.repository
-    payload["number"] = pr.number
-    return payload
+    return pull_request_event(pr.number, pr.head, pr.base, repository=github.repository)
 
 
 @pytest.fixture()

@@ -1,0 +1,42 @@
+"""Webhook payloads for the tests: GitHub's real example when ``../shared`` is beside the project,
+otherwise a minimal one with the fields the gate reads, shaped as GitHub sends them - so the
+Action's end-to-end tests run on a fresh clone too.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from tests.shared_data import GITHUB
+
+SYNCHRONIZE = "webhook_example_pull_request_synchronize.payload.json"
+
+# The fields of a pull_request event the gate reads (gate.action.read_event), as GitHub sends them.
+_MINIMAL: dict[str, Any] = {
+    "action": "synchronize", "number": 0,
+    "pull_request": {"number": 0, "state": "open", "title": "a retrieval change", "body": None, "labels": [],
+                     "head": {"sha": "", "ref": "feature", "repo": {"full_name": "octo-org/octo-repo", "fork": False}},
+                     "base": {"sha": "", "ref": "main", "repo": {"full_name": "octo-org/octo-repo", "fork": False}}},
+    "repository": {"full_name": "octo-org/octo-repo"},
+}
+
+
+def pull_request_event(number: int, head: str, base: str, *, labels=(), body: str | None = None,
+                       repository: str | None = None, name: str = SYNCHRONIZE) -> dict[str, Any]:
+    """A pull_request payload for PR ``number`` at ``head`` on ``base``."""
+    real = GITHUB / name
+    payload = json.loads(real.read_text()) if real.is_file() else copy.deepcopy(_MINIMAL)
+    pr = payload["pull_request"]
+    pr["number"] = number
+    payload["number"] = number
+    pr["head"]["sha"] = head
+    pr["base"]["sha"] = base
+    pr["labels"] = [{"name": label} for label in labels]
+    pr["body"] = body
+    if repository is not None:
+        payload["repository"]["full_name"] = repository
+        pr["head"]["repo"]["full_name"] = repository
+        pr["base"]["repo"]["full_name"] = repository
+    return payload
