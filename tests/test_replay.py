@@ -13,6 +13,7 @@ import gzip
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from gate.errors import InputError
 from gate.cli import main
 from gate.config import load_config
 from gate.pipeline import RunOptions, archive, replay, run_gate
-from tests.shared_data import REALDATA, need
+from tests.shared_data import REALDATA
 
 RUNNER = Path(__file__).resolve().parent / "runners" / "overlap_runner.py"
 NEW_QUERIES = {
@@ -37,8 +38,42 @@ NEW_DOCS = [
 ]
 
 
+_REAL = REALDATA / "runs" / "trec-dl-2019-passage"
+_STAND_IN: list[Path] = []
+
+
 def _dl19() -> Path:
-    return need(REALDATA / "runs" / "trec-dl-2019-passage")
+    """TREC DL 2019 (passage) when ../shared is beside the project; otherwise a generated folder
+    of the same shape - 200 topics, 43 of them judged with graded labels, and two runs over all
+    200 (a weaker "bm25base_p", a stronger "p_bert") - so the tests run on a fresh clone too.
+    Only the NIST figure itself is checked on the real files alone."""
+    if _REAL.is_dir():
+        return _REAL
+    if not _STAND_IN:
+        import tempfile
+
+        root = Path(tempfile.mkdtemp(prefix="retrieval-gate-dl19-stand-in-"))
+        for folder in ("qrels", "topics", "official_nist"):
+            (root / folder).mkdir()
+        topics = [str(100000 + 7 * i) for i in range(200)]
+        judged = topics[-43:]  # the file's last topics are judged, as some of DL19's are
+        (root / "topics" / "topics.dl19-passage.txt").write_text(
+            "".join(f"{t}\twhat is topic {t} about\n" for t in topics))
+        grades = [3, 2, 2, 1, 1, 1] + [0] * 34  # judged to depth 40, as NIST pools the top of each run
+        (root / "qrels" / "qrels.dl19-passage.txt").write_text(
+            "".join(f"{t} 0 d{t}_{k} {g}\n" for t in judged for k, g in enumerate(grades)))
+        for name, ranks in (("bm25base_p", (2, 5, 9, 14, 30, 60)), ("p_bert", (0, 1, 3, 4, 8, 20))):
+            lines = []
+            for n, t in enumerate(topics):
+                shift = n % 3  # queries differ, so a comparison has movers
+                order = [f"d{t}_{k}" for k in range(6, 100)]
+                for k, rank in enumerate(ranks):
+                    order.insert(min(rank + shift, len(order)), f"d{t}_{k}")
+                lines += [f"{t} Q0 {doc} {r + 1} {100.0 - r:.1f} {name}" for r, doc in enumerate(order[:100])]
+            with gzip.open(root / "official_nist" / f"input.{name}.gz", "wt") as out:
+                out.write("\n".join(lines) + "\n")
+        _STAND_IN.append(root)
+    return _STAND_IN[0]
 
 
 def _write_world(tmp: Path, *, judged_topics: int | None, with_new_queries: bool, runner_config: dict) -> Path:
@@ -109,9 +144,10 @@ def test_grown_qrels_are_rescored_from_the_archived_lists(archived, tmp_path):
     assert [d.input for d in replayed.differences] == ["qrels"]
     assert len(replayed.values.query_ids) == 43
     assert replayed.archived["query_count"] == 30
-    # NIST's official nDCG@10 for bm25base_p on all 43 topics: re-scoring reproduces it.
-    assert round(replayed.values.mean("nDCG@10"), 4) == 0.5058
-    assert "archived" in replayed.description and "rescored 0.506" in replayed.description
+    rescored = round(replayed.values.mean("nDCG@10"), 3)
+    if _REAL.is_dir():  # NIST's official nDCG@10 for bm25base_p on all 43 topics: re-scoring reproduces it.
+        assert round(replayed.values.mean("nDCG@10"), 4) == 0.5058
+    assert "archived" in replayed.description and f"rescored {rescored:.3f}" in replayed.description
     assert replayed.produced is None  # no retrieval was run
 
 
@@ -134,6 +170,9 @@ def test_queries_absent_from_the_archived_lists_are_replayed_through_the_runner(
 
 def test_a_changed_environment_file_is_an_unattributed_change(archived, tmp_path):
     config_path, _ = archived
+    # A same-size edit in the second git wrote its index can look unchanged to git's stat cache;
+    # a real PR's files are never edited in the second of the checkout. Be a second later.
+    time.sleep(max(0.0, 1.05 - (time.time() - (tmp_path / ".git" / "index").stat().st_mtime)))
     (tmp_path / "requirements.lock").write_text("numpy==2.1\n")
     replayed = replay(load_config(config_path), progress=_silent).baseline
     assert replayed.resolution == "reused"
@@ -299,7 +338,8 @@ def test_run_and_replay_commands_write_schema_valid_reports(archived, tmp_path, 
     _write_world(tmp_path, judged_topics=None, with_new_queries=False, runner_config={"boost": 2.0, "copy_run": better})
     assert main(["replay", "--config", str(config_path)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("archived 0.") and "-> rescored 0.506 on eval/queries.tsv (43 q, eval/qrels.txt)" in out
+    assert out.startswith("archived 0.") and "on eval/queries.tsv (43 q, eval/qrels.txt)" in out
+    assert "-> rescored 0.506" in out if _REAL.is_dir() else "-> rescored 0." in out
     assert "qrels:" in out
     code = main(["run", "--config", str(config_path), "--out", str(tmp_path / "out")])
     report = json.loads((tmp_path / "out" / "report.json").read_text())

@@ -102,6 +102,11 @@ def working_tree(root: Path, exclude: Sequence[Path] = ()) -> CodeIdentity:
         own_index = top / own.stdout.decode().strip() if own.returncode == 0 else None
         if own_index is not None and own_index.is_file():
             index.write_bytes(own_index.read_bytes())  # its stat cache spares re-hashing unchanged files
+            # ...with the index's own mtime: git re-hashes an entry whose file changed in the same
+            # second as the index was written ("racily clean"); a copy dated now would hide a
+            # same-size edit made in that second, and the PR's code would be keyed as unchanged.
+            stat = own_index.stat()
+            os.utime(index, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         env = {"GIT_INDEX_FILE": str(index), **_scratch_objects(top, Path(tmp))}
         # Everything (ignored files aside, as a commit would), then the gate's own folders out:
         # an exclude pathspec naming an ignored folder would make `git add` fail.
