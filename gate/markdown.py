@@ -115,8 +115,6 @@ def md_text(value: object, limit: int | None = None) -> str:
             out.append("\\" + ch)
         elif ch in _BIDI:
             out.append("\ufffd")
-        elif ord(ch) < 32 or 0x7f <= ord(ch) < 0xa0:
-            out.append(" ")
         else:
             out.append(ch)
         previous = ch

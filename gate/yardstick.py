@@ -245,6 +245,12 @@ def _write(dest: Path, rel: str, content: bytes) -> None:
     target.write_bytes(content)
 
 
+def _goalposts(changed: Iterable[str], yard: Iterable[str]) -> tuple[dict, ...]:
+    """The changed files that are yardstick files (a folder's path ends with '/': all below it)."""
+    globs = [p + "**" if p.endswith("/") else p for p in yard]
+    return tuple({"path": f, "change": "modified"} for f in changed if matches(f, globs))
+
+
 def load_yardstick(config_path: Path, base: str | None, overlay: Path,
                    changed_files: Iterable[str] | None = None) -> Yardstick:
     """The config (and yardstick files) as of ``base``; the workspace copy with a warning when
@@ -272,8 +278,7 @@ def load_yardstick(config_path: Path, base: str | None, overlay: Path,
                    "the yardstick is read from the PR head, and any yardstick file this PR changes counts as moving "
                    "the goalposts")
         yard = yardstick_paths(workspace_config)
-        goalposts = tuple({"path": f, "change": "modified"} for f in changed if matches(f, [
-            p + "**" if p.endswith("/") else p for p in yard]))
+        goalposts = _goalposts(changed, yard)
         return Yardstick(workspace_config, "workspace", warning, goalposts, tuple(watched(workspace_config)))
 
 
@@ -311,8 +316,7 @@ def _base_yardstick(workspace_config: Config, root: Path, rel_config: str, base:
                                                           "to nothing")
     config = dataclasses.replace(base_config, workspace=(root / rel_config).parent.resolve())
     yard = [p for p in yardstick_paths(probe)]
-    goalposts = tuple({"path": f, "change": "modified"} for f in changed if matches(f, [
-        p + "**" if p.endswith("/") else p for p in yard]))
+    goalposts = _goalposts(changed, yard)
     return Yardstick(config, f"base commit {base[:12]}", None, goalposts, tuple(watched(probe)))
 
 
