@@ -11,14 +11,33 @@ pytest.importorskip("bm25s")
 
 from gate.cli import main  # noqa: E402
 from gate.demo.run import run_demo  # noqa: E402
+from tests.regression import scenarios  # noqa: E402
+from tests.regression.pinning import check_pinned  # noqa: E402
 
-SCALE = 0.25
+SCALE = scenarios.DEMO["scale"]
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    return run_demo(tmp_path_factory.mktemp("demo"), seed=7, scale=SCALE, repeats=5, samples=2000,
-                    progress=lambda m: None)
+    return run_demo(tmp_path_factory.mktemp("demo"), progress=lambda m: None, **scenarios.DEMO)
+
+
+def test_the_demo_fails_for_its_three_reasons(demo):
+    # The story the demo tells: a leaked FAQ page, a guarded stratum that regressed, and an
+    # overall change that is only non-inferior, not shown to improve.
+    verdict = demo.report["verdict"]
+    assert (verdict["kind"], verdict["exit_code"], verdict["improvement_shown"]) == ("fail", 1, False)
+    assert [r["code"] for r in verdict["reasons"]] == ["new_leaked_queries", "guarded_stratum", "non_inferior"]
+    assert verdict["reasons"][0]["message"].startswith("9 golden queries newly appear in the candidate's corpus")
+    assert "guarded stratum error_string regressed" in verdict["reasons"][1]["message"]
+    assert verdict["reporting_set"]["query_count"] == 131
+
+
+def test_the_demo_reproduces_its_pinned_report_and_markdown(demo):
+    # Every number, key and line of report.json, report.md and comment.md (timestamps, durations,
+    # commit ids and paths masked): a structural change to the gate must not move one.
+    moved = check_pinned("demo-seed7", scenarios.demo_report(demo))
+    assert not moved, "\n".join(moved[:40])
 
 
 def test_the_report_tells_the_whole_story(demo):
