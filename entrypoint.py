@@ -2,7 +2,7 @@
 
 The image starts this file with Python directly (exec-form ENTRYPOINT): a
 shell in between would drop the INPUT_* variables whose names have hyphens.
-:func:`gate.isolation.isolate` runs first: it re-executes this file without the
+:func:`gate.runs.isolation.isolate` runs first: it re-executes this file without the
 tokens in its environment, drops root for the workspace owner and makes the
 process non-dumpable, before any child process (the PR's code) can start.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gate.action import main  # noqa: E402
-from gate.isolation import isolate  # noqa: E402
+from gate.runs.isolation import isolate  # noqa: E402
 
 if __name__ == "__main__":
     try:

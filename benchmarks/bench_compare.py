@@ -119,9 +119,9 @@ def main() -> None:
 
         # Same numbers, or the timing means nothing.
         sys.path.insert(0, str(REPO))
-        from gate.evaluate import evaluate, query_universe
-        from gate.io.qrels import read_qrels
-        from gate.io.runs import read_run
+        from gate.evaluation.evaluate import evaluate, query_universe
+        from gate.inputs.readers.qrels import read_qrels
+        from gate.inputs.readers.runs import read_run
 
         q = read_qrels(qrels)
         universe = query_universe(q)

@@ -1,7 +1,7 @@
 """Benchmark: calibration and power of the gate's pass / fail / inconclusive decision.
 
 The gate decides from per-query paired differences ``d = candidate - baseline``
-whether a PR regresses (``gate.verdict.decide_delta``): fail when the 95% interval
+whether a PR regresses (``gate.verdict.rules.decide_delta``): fail when the 95% interval
 of mean(d) lies below 0, pass ("non-inferior") when its lower end is at least
 ``-margin`` (``policy.max_regression``, 0.02), inconclusive otherwise.  This
 benchmark measures, for several interval methods / decision rules
@@ -14,8 +14,8 @@ benchmark measures, for several interval methods / decision rules
 
 Populations.  Per-query nDCG@10 and RR@10 of the 12 official TREC DL 2019 passage
 runs (``/work/shared/realdata/runs/trec-dl-2019-passage``) are computed with the
-gate itself (``gate.io.runs.read_run``, ``gate.io.qrels.read_qrels``,
-``gate.evaluate.evaluate``); every pair of runs gives 43 per-query deltas, oriented
+gate itself (``gate.inputs.readers.runs.read_run``, ``gate.inputs.readers.qrels.read_qrels``,
+``gate.evaluation.evaluate.evaluate``); every pair of runs gives 43 per-query deltas, oriented
 "worse run minus better run" (a real regression's shape: left-skewed), 66 pairs =
 2,838 deltas per measure (``--orientations worse``); with ``both`` every pair is
 also taken the other way round (5,676 deltas, symmetric about 0 before shifting;
@@ -47,7 +47,7 @@ and counts disagreements.
         [--scenarios sparse10-n20,...] [--methods percentile,boot-t+m5,...|all] [--verify K] [--json FILE]
 
 The gate's default rule is ``signflip|boot-hall+m5+wc`` here (``--verify K`` re-decides K
-replications of each cell with gate.verdict.decide_delta and gate.stats.evidence and counts the
+replications of each cell with gate.verdict.rules.decide_delta and gate.statistics.evidence and counts the
 disagreements: none).
 """
 
@@ -72,7 +72,7 @@ import decision_methods as dm  # noqa: E402
 
 REALDATA = Path(__import__("os").environ.get("RETRIEVAL_GATE_SHARED", str(REPO.parent / "shared"))) / "realdata" \
     / "runs" / "trec-dl-2019-passage"
-#: The gate's default rule (gate.verdict.decide_delta with gate.stats.evidence), in this module's notation.
+#: The gate's default rule (gate.verdict.rules.decide_delta with gate.statistics.evidence), in this module's notation.
 GATE_RULE = "signflip|boot-hall+m5+wc"
 MEASURES = ("nDCG@10", "RR@10")
 MARGIN = 0.02
@@ -127,9 +127,9 @@ def oriented(d: np.ndarray, orientation: str) -> np.ndarray:
 
 
 def real_pools(orientation: str = "worse") -> dict[str, np.ndarray]:
-    from gate.evaluate import evaluate, query_universe
-    from gate.io.qrels import read_qrels
-    from gate.io.runs import read_run
+    from gate.evaluation.evaluate import evaluate, query_universe
+    from gate.inputs.readers.qrels import read_qrels
+    from gate.inputs.readers.runs import read_run
 
     qrels = read_qrels(REALDATA / "qrels" / "qrels.dl19-passage.txt")
     universe = query_universe(qrels)
@@ -243,11 +243,11 @@ def population(sc: Scenario, pools, mu: float) -> np.ndarray:
 
 def gate_verdicts(d: np.ndarray, samples: int, seed: int, method: str) -> int:
     """The gate's own decision on one sample: its interval rule on ``method``'s interval, or
-    (``GATE_RULE``) its calibrated rule with :func:`gate.stats.evidence.evidence`."""
-    from gate.stats.bootstrap import paired_bootstrap
-    from gate.stats.evidence import evidence
-    from gate.stats.power import minimum_detectable_effect
-    from gate.verdict import Policy, decide_delta
+    (``GATE_RULE``) its calibrated rule with :func:`gate.statistics.evidence.evidence`."""
+    from gate.statistics.bootstrap import paired_bootstrap
+    from gate.statistics.evidence import evidence
+    from gate.statistics.power import minimum_detectable_effect
+    from gate.verdict.rules import Policy, decide_delta
 
     if method == GATE_RULE:
         b = paired_bootstrap(d, samples, seed, "percentile")

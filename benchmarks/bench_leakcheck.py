@@ -167,7 +167,7 @@ SCAN_SCRIPT = r"""
 import json, resource, sys, time
 sys.path.insert(0, {repo!r})
 from typing import NamedTuple
-from gate.io.records import Query
+from gate.inputs.readers.records import Query
 from gate.checks.leakage import find_leaks
 
 class Chunk(NamedTuple):

@@ -11,7 +11,7 @@ three boolean arrays of shape ``(R,)`` and, for interval methods, the two-sided
 * ``improve``  -- improvement shown: ``low > 0``.
 
 :func:`verdicts` turns that into the gate's verdict exactly as
-``gate.verdict.decide_delta`` does with no noise band (fail if ``high < 0`` and
+``gate.verdict.rules.decide_delta`` does with no noise band (fail if ``high < 0`` and
 ``mean != 0``; else pass if ``low >= -margin``; else inconclusive).
 
 Methods (``--methods`` names):
@@ -20,7 +20,7 @@ Methods (``--methods`` names):
                 ``rng.integers(0, n, size=(B, n))`` (the same resample indices for
                 every comparison of n queries, as in the gate, whose seed is fixed),
                 2.5th / 97.5th ``numpy.percentile`` (linear) of the resampled means.
-``bca``         the gate's BCa (``gate.stats.bootstrap.confidence_interval``), same indices.
+``bca``         the gate's BCa (``gate.statistics.bootstrap.confidence_interval``), same indices.
 ``boot-t``      studentized bootstrap (bootstrap-t): ``t*_b = (mean*_b - mean) / se*_b``
                 with ``se* = sd*(ddof=1)/sqrt(n)``; interval ``(mean - q97.5(t*) se,
                 mean - q2.5(t*) se)``, ``se = sd(d, ddof=1)/sqrt(n)``.  A resample with
@@ -43,7 +43,7 @@ Methods (``--methods`` names):
                 ``d + margin``), fail iff ``H0: mu >= 0`` is rejected at 2.5%,
                 improvement iff ``H0: mu <= 0`` is rejected at 2.5%.  ``p = (1 + #{flip
                 mean >= observed})/(B + 1)``; flips from ``default_rng(seed).integers(0, 2,
-                size=(B, n))`` as in ``gate.stats.randomization``.  (The studentized and
+                size=(B, n))`` as in ``gate.statistics.randomization``.  (The studentized and
                 the plain sign-flip statistic are monotone in each other, so this is also
                 the studentized test.)  Exact only for symmetric differences.
 ``betting``     Waudby-Smith & Ramdas (2023, JRSS-B) hedged-capital betting test for a

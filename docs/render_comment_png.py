@@ -5,7 +5,7 @@
         [--markdown docs/comment-example.md] [--reproduce "retrieval-gate run ..."] \
         [--open-details] [--width 1000] [--chromium chromium]
 
-Writes the comment exactly as the gate would post it (``gate.comment.render_comment``,
+Writes the comment exactly as the gate would post it (``gate.rendering.comment.render_comment``,
 without the hidden marker) to ``--markdown`` (default: ``comment-example.md`` beside
 the PNG), turns it into HTML with GitHub-like CSS inlined (markdown-it-py, CommonMark
 plus tables and strikethrough, raw HTML allowed as GitHub allows ``<details>``, line
@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gate.comment import render_comment  # noqa: E402
+from gate.rendering.comment import render_comment  # noqa: E402
 
 DEFAULT_REPRODUCE = "retrieval-gate run --config .retrieval-gate.yml --base origin/main"
 CHROMIUM_FLAGS = [

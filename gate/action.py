@@ -1,10 +1,10 @@
-"""The GitHub Action: the runner's environment in, a verdict, a comment and an exit code out.
+"""The GitHub Action's shell: from the runner's environment to the verdict's outputs, comment, exit code.
 
-``entrypoint.py`` calls :func:`main` with the environment :func:`gate.isolation.isolate`
+``entrypoint.py`` calls :func:`main` with the environment :func:`gate.runs.isolation.isolate`
 returns (the secrets are no longer in ``os.environ``, nor in ``/proc/<pid>/environ``).
 Inputs arrive as ``INPUT_<NAME>`` with hyphens kept; ``required`` is enforced here because
 the runner does not. Every git call names the repository's top level as a
-``safe.directory`` through its environment (gate.git). The token is masked at once and
+``safe.directory`` through its environment (gate.inputs.git). The token is masked at once and
 never reaches a subprocess (runners get a scrubbed environment), a log line, a report or an
 output.
 """
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, TextIO
 
-from gate import git
-from gate.errors import InputError
-from gate.publish.workflow_commands import (
+from gate.inputs import git
+from gate.common.errors import InputError
+from gate.publishing.workflow_commands import (
     annotation,
     append_summary,
     escape_data,
@@ -149,9 +149,9 @@ def read_event(env: Mapping[str, str]) -> Event:
     if not path and needs_payload:
         raise InputError("GITHUB_EVENT_PATH", None, f"is not set: a {name} event cannot be judged without its payload")
     if path:
-        from gate.io.fields import parse_json_document
-        from gate.io.limits import MAX_RECORD_FILE_BYTES
-        from gate.io.textlines import read_text_file
+        from gate.inputs.readers.fields import parse_json_document
+        from gate.common.limits import MAX_RECORD_FILE_BYTES
+        from gate.inputs.readers.textlines import read_text_file
 
         data = parse_json_document(path, read_text_file(Path(path), "an event payload", limit=MAX_RECORD_FILE_BYTES))
         if not isinstance(data, dict):
@@ -189,7 +189,7 @@ def _print(stream: TextIO, text: str) -> None:
 
 
 def main(env: Mapping[str, str] | None = None, stdout: TextIO | None = None, identity: str | None = None) -> int:
-    """``env``: the runner's environment, secrets included (from :func:`gate.isolation.isolate`,
+    """``env``: the runner's environment, secrets included (from :func:`gate.runs.isolation.isolate`,
     which keeps them out of ``os.environ``); ``identity``: what isolate did, for the log."""
     env = dict(os.environ if env is None else env)
     out = stdout or sys.stdout
@@ -358,13 +358,13 @@ def _changed_files(workspace: Path, base: str | None, event: Event, client) -> l
 
 
 def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path]) -> int:
-    from gate.comment import headline, render_comment, render_summary
-    from gate.github import COMMENT_LIMIT, GitHubClient, GitHubError, publish_comment, truncate_description
-    from gate.pipeline import RunOptions, run_gate
-    from gate.render import render
-    from gate.verdict import Policy, accept, goalposts_changed, inconclusive, skipped
-    from gate.report import SCHEMA_VERSION
-    from gate.yardstick import EVERYTHING, baseline_from_branch, fetch_archived_commit, load_yardstick, matches
+    from gate.rendering.comment import headline, render_comment, render_summary
+    from gate.publishing.github.client import COMMENT_LIMIT, GitHubClient, GitHubError, publish_comment, truncate_description
+    from gate.pipeline.run import RunOptions, run_gate
+    from gate.rendering.jinja import render
+    from gate.verdict.rules import Policy, accept, goalposts_changed, inconclusive, skipped
+    from gate.report.document import SCHEMA_VERSION
+    from gate.inputs.yardstick import EVERYTHING, baseline_from_branch, fetch_archived_commit, load_yardstick, matches
 
     started = time.monotonic()
     event = read_event(env)
@@ -397,7 +397,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
         baseline_source = baseline_from_branch(workspace, base, manifest.parent, token=inputs.token,
                                                remote_url=remote_url, warnings=warnings)
     fetch_archived_commit(workspace, manifest, token=inputs.token, remote_url=remote_url, warnings=warnings)
-    policy = Policy.from_config(dict(config.raw))
+    policy = config.policy
     # At the workspace's top, whatever working-directory is: the workflow's next steps (record
     # the PR, upload the report) find it at one documented place.
     out_dir = output_folder(env)
@@ -410,7 +410,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
                         "changes that cannot move them")
     if base_problem is not None:
         # The default policy, not the change's own: its config is what cannot be checked.
-        policy = Policy.from_config({})
+        policy = Policy()
         verdict = inconclusive("base_unavailable", base_problem, policy)
         report = {"schema_version": SCHEMA_VERSION, "command": "run", "suite": config.suite, "metric": config.metric,
                   "inputs": {}, "tool": _tool(), "baseline": {"resolution": None, "description": "not run"},
@@ -452,12 +452,12 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     report["verdict"]["headline"] = headline(report, markdown=False)
     report["event"] = {"name": event.name, "pr": event.pr_number, "head_sha": event.head_sha, "base_sha": base}
 
-    from gate.atomic import write_text_atomic
+    from gate.common.atomic import write_text_atomic
 
-    from gate.report import check_own_report
+    from gate.report.document import check_own_report
 
     check_own_report(report)
-    from gate.report import report_json
+    from gate.report.document import report_json
 
     text = report_json(report)
     write_text_atomic(out_dir / "report.json", text)
@@ -523,7 +523,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
 
 def _describe(error: BaseException) -> str:
     """One line about a publishing failure, without anything the token could be in."""
-    from gate.github import GitHubError
+    from gate.publishing.github.client import GitHubError
 
     if isinstance(error, GitHubError):
         return escape_data(str(error))[:300]

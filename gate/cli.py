@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from gate import __version__
-from gate.errors import InputError, UsageError
-from gate.io import limits
+from gate.common.errors import InputError, UsageError
+from gate.common import limits
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 
@@ -260,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _check_measures(metric: str, also: Sequence[str] = ()) -> None:
     """Measure names are checked before any file is read, and the error names the option."""
-    from gate.measures import parse_measure
+    from gate.evaluation.measures import parse_measure
 
     for option, names in (("--metric", [metric]), ("--also", list(also))):
         for name in names:
@@ -289,20 +289,20 @@ def _progress(message: str) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from gate.atomic import write_text_atomic
-    from gate.compare import CompareSettings, compare
-    from gate.inputs import describe_inputs, load_qrels_spec, load_queries_spec, load_run_file
-    from gate.report import Report
+    from gate.common.atomic import write_text_atomic
+    from gate.pipeline.compare import CompareSettings, compare
+    from gate.inputs.named import describe_inputs, load_qrels_spec, load_queries_spec, load_run_file
+    from gate.report.document import Report
 
     started = time.monotonic()
-    from gate.strata_config import load_strata_spec
+    from gate.inputs.traffic_shares import load_strata_spec
 
     _check_measures(args.metric, args.also)
     if args.strata and not args.queries:
         raise UsageError("--strata needs --queries (the query file gives each query its stratum)")
     spec = load_strata_spec(args.strata) if args.strata else None
     qrels = load_qrels_spec(args.qrels)
-    from gate.measures import parse_measure
+    from gate.evaluation.measures import parse_measure
 
     if any(parse_measure(m).TAKES_REL and parse_measure(m).rel is None for m in [args.metric, *args.also]):
         _check_rel(qrels, args.rel, "--rel")
@@ -325,8 +325,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     report = Report.from_comparison(comparison, inputs, command="compare")
     # Movement buckets and the wins sentence need only the runs and the qrels;
     # the strata table needs a query file that names each query's stratum.
-    from gate.lift import strata_section
-    from gate.strata_config import assign_strata, validate_against
+    from gate.statistics.movement import strata_section
+    from gate.inputs.traffic_shares import assign_strata, validate_against
 
     strata = assign_strata(queries, spec) if queries is not None else {}
     if spec is not None:
@@ -338,8 +338,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     report.data.update(strata_block)
     # The gate's own decision on the two runs (run's rules on the statistics and the traffic;
     # no validity checks, and no noise band, so an improvement does not need one).
-    from gate.compare import decide_comparison
-    from gate.verdict import ALPHA, MIN_MOVERS, Policy
+    from gate.pipeline.compare import decide_comparison
+    from gate.verdict.rules import ALPHA, MIN_MOVERS, Policy
 
     policy = Policy(max_regression=args.max_regression, require_improvement=args.require_improvement,
                     improvement_needs_band=False)
@@ -349,7 +349,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                                "alpha": ALPHA, "min_movers": MIN_MOVERS}
     if args.out:
         out = Path(args.out)
-        from gate.report import check_own_report
+        from gate.report.document import check_own_report
 
         check_own_report(report.data)
         write_text_atomic(out / "report.json", report.to_json())
@@ -370,7 +370,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _load_config(args: argparse.Namespace):
-    from gate.config import load_config
+    from gate.inputs.config import load_config
 
     return load_config(args.config)
 
@@ -390,8 +390,8 @@ def _runs_dir(value: str | None) -> Path | None:
 
 
 def _cmd_archive(args: argparse.Namespace) -> int:
-    from gate import manifest as manifest_module
-    from gate.pipeline import archive
+    from gate.inputs import manifest as manifest_module
+    from gate.pipeline.run import archive
 
     config = _load_config(args)
     folder = config.resolve(config.manifest).parent
@@ -399,7 +399,7 @@ def _cmd_archive(args: argparse.Namespace) -> int:
         removed = manifest_module.gc(folder)
         print(f"removed {len(removed)} orphaned file(s) from {folder}" + "".join(f"\n  {n}" for n in removed))
         return EXIT_OK
-    from gate.runners.base import RunnerFailed
+    from gate.runs.base import RunnerFailed
 
     try:
         result = archive(config, _path(args.run), _runs_dir(args.runs_dir), progress=_progress,
@@ -418,13 +418,13 @@ def _cmd_archive(args: argparse.Namespace) -> int:
 def _cmd_replay(args: argparse.Namespace) -> int:
     import json
 
-    from gate.pipeline import replay
+    from gate.pipeline.run import replay
 
     config = _load_config(args)
     result = replay(config, _runs_dir(args.runs_dir), args.base, progress=_progress)
     data = result.to_dict()
     if args.out:
-        from gate.atomic import write_text_atomic
+        from gate.common.atomic import write_text_atomic
 
         write_text_atomic(Path(args.out) / "replay.json", json.dumps(data, indent=2) + "\n")
     if args.format == "json":
@@ -443,7 +443,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _cmd_plan(args: argparse.Namespace) -> int:
     import json
 
-    from gate.pipeline import plan
+    from gate.pipeline.run import plan
 
     base = args.base
     if base is None and os.environ.get("GITHUB_ACTIONS") == "true":
@@ -458,7 +458,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         else:
             print(f"retrieval-gate: warning: plan without --base: {how}", file=sys.stderr)
     if base is not None:
-        from gate.pipeline import plan_pull_request
+        from gate.pipeline.run import plan_pull_request
 
         planned = plan_pull_request(Path(args.config), _path(args.runs_dir), base)
     else:
@@ -477,23 +477,23 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     import json
 
-    from gate.atomic import write_text_atomic
-    from gate.pipeline import RunOptions, run_gate
-    from gate.render import render
+    from gate.common.atomic import write_text_atomic
+    from gate.pipeline.run import RunOptions, run_gate
+    from gate.rendering.jinja import render
 
     options = RunOptions(candidate_run=_path(args.candidate_run), runs_dir=_runs_dir(args.runs_dir), base=args.base)
     if args.base is not None:
         # As the Action: the yardstick (config, golden set, qrels, policy) as of the base commit.
-        from gate.pipeline import run_pull_request
+        from gate.pipeline.run import run_pull_request
 
         outcome, _ = run_pull_request(Path(args.config), options, progress=_progress)
     else:
         outcome = run_gate(_load_config(args), options, progress=_progress)
     out = Path(args.out)
-    from gate.report import check_own_report
+    from gate.report.document import check_own_report
 
     check_own_report(outcome.report)
-    from gate.report import report_json
+    from gate.report.document import report_json
 
     text = report_json(outcome.report)
     write_text_atomic(out / "report.json", text)
@@ -522,15 +522,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_noise(args: argparse.Namespace) -> int:
     import json
 
-    from gate.atomic import write_text_atomic
+    from gate.common.atomic import write_text_atomic
 
     if args.from_runs:
-        from gate.evaluate import query_universe
-        from gate.fingerprint import qrels_fingerprint, queries_fingerprint
-        from gate.io.qrels import load_qrels
-        from gate.io.queries import load_queries
-        from gate.measures import parse_measure
-        from gate.noise import noise_from_runs
+        from gate.evaluation.evaluate import query_universe
+        from gate.inputs.fingerprint import qrels_fingerprint, queries_fingerprint
+        from gate.inputs.readers.qrels import load_qrels
+        from gate.inputs.readers.queries import load_queries
+        from gate.evaluation.measures import parse_measure
+        from gate.statistics.band import noise_from_runs
 
         if not args.qrels:
             raise UsageError("noise --from-runs needs --qrels")
@@ -538,7 +538,7 @@ def _cmd_noise(args: argparse.Namespace) -> int:
             raise UsageError("noise --from-runs needs at least two runs of the same configuration")
         if args.repeats is not None:
             raise UsageError("--repeats runs the config's runner; with --from-runs the runs are given")
-        from gate.fingerprint import file_sha256 as _sha256
+        from gate.inputs.fingerprint import file_sha256 as _sha256
 
         seen: dict[str, str] = {}
         for path in args.from_runs:
@@ -560,11 +560,11 @@ def _cmd_noise(args: argparse.Namespace) -> int:
                         "qrels": qrels_fingerprint(qrels).sha256, "corpus": None, "config": None}
         band = noise_from_runs(args.from_runs, qrels, universe.query_ids, measure, args.rel, strata, fingerprints)
     else:
-        from gate.golden import load_golden
-        from gate.noise import measure_noise
-        from gate.pipeline import check_config, code_under_test, make_producer, measures_of, runner_queries_path
-        from gate.retrieval_config import load_retrieval_config
-        from gate.runners.base import RunnerFailed
+        from gate.inputs.golden import load_golden
+        from gate.statistics.band import measure_noise
+        from gate.pipeline.run import check_config, code_under_test, make_producer, measures_of, runner_queries_path
+        from gate.inputs.retrieval_config import load_retrieval_config
+        from gate.runs.base import RunnerFailed
 
         for option in ("qrels", "queries"):
             if getattr(args, option):
@@ -575,11 +575,11 @@ def _cmd_noise(args: argparse.Namespace) -> int:
         golden = load_golden(config)
         retrieval = load_retrieval_config(config.here(config.retrieval_config))
         producer = make_producer(config, _runs_dir(args.runs_dir), _progress)
-        repeats = args.repeats or config.raw["noise.repeats"]
+        repeats = args.repeats or config.noise.repeats
         try:
             band = measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
-                                 repeats, config.golden.rel, config.raw["noise.invalidate_on"],
-                                 config.raw["noise.base_seed"], _progress,
+                                 repeats, config.golden.rel, config.noise.invalidate_on,
+                                 config.noise.base_seed, _progress,
                                  code=code_under_test(config, _runs_dir(args.runs_dir))).band
         except RunnerFailed as failure:
             print(f"retrieval-gate: inconclusive: no noise band, {args.out} not written: {failure}", file=sys.stderr)
@@ -598,14 +598,14 @@ def _cmd_noise(args: argparse.Namespace) -> int:
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     import json
 
-    from gate.calibrate import calibrate
-    from gate.evaluate import query_universe, require_overlap
-    from gate.verdict import Policy
+    from gate.statistics.calibration import calibrate
+    from gate.evaluation.evaluate import query_universe, require_overlap
+    from gate.verdict.rules import Policy
 
     if args.from_runs:
-        from gate.io.qrels import load_qrels
-        from gate.io.queries import load_queries
-        from gate.io.runs import read_run
+        from gate.inputs.readers.qrels import load_qrels
+        from gate.inputs.readers.queries import load_queries
+        from gate.inputs.readers.runs import read_run
 
         if not args.qrels:
             raise UsageError("calibrate --from-runs needs --qrels")
@@ -641,9 +641,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                         improvement_needs_band=False)
         threshold = None
     else:
-        from gate.golden import load_golden
-        from gate.manifest import load_manifest
-        from gate.pipeline import check_config, measures_of, stored_band
+        from gate.inputs.golden import load_golden
+        from gate.inputs.manifest import load_manifest
+        from gate.pipeline.run import check_config, measures_of, stored_band
 
         config = _load_config(args)
         check_config(config)
@@ -661,7 +661,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         rel = config.golden.rel if args.rel is None else args.rel
         samples = config.statistics.samples if args.samples is None else args.samples
         seed = config.statistics.seed if args.seed is None else args.seed
-        policy = Policy.from_config(dict(config.raw))
+        policy = config.policy
         if args.max_regression is not None:
             policy = Policy(**{**policy.__dict__, "max_regression": args.max_regression})
         threshold = (band or {}).get("threshold")
@@ -669,7 +669,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                        noise_threshold=threshold, progress=_progress)
     data = result.to_dict()
     if args.out:
-        from gate.atomic import write_text_atomic
+        from gate.common.atomic import write_text_atomic
 
         write_text_atomic(args.out, json.dumps(data, indent=2) + "\n")
     if args.format == "json":
@@ -687,8 +687,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 def _load_saved_report(path: str) -> dict:
     """A report.json from an artifact an untrusted job wrote: bounded, strict JSON, and shaped
     like a run report (a verdict the comment can state) before anything renders it."""
-    from gate.io.fields import parse_json_document
-    from gate.io.textlines import read_text_file
+    from gate.inputs.readers.fields import parse_json_document
+    from gate.inputs.readers.textlines import read_text_file
 
     report = parse_json_document(path, read_text_file(path, "a report", limit=limits.MAX_REPORT_BYTES))
     if not isinstance(report, dict):
@@ -706,7 +706,7 @@ def _load_saved_report(path: str) -> dict:
     suite = report.get("suite", "retrieval")
     if not isinstance(suite, str) or not suite or len(suite) > 100:
         raise InputError(path, None, "'suite' must be a short text")
-    from gate.report import validate_report
+    from gate.report.document import validate_report
 
     return validate_report(report, path)
 
@@ -721,8 +721,8 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     a report that is not one); 3 when GitHub cannot be reached or keeps failing (rerun later)."""
     import os
 
-    from gate.comment import render_comment
-    from gate.github import (GitHubClient, GitHubError, GitHubNotFoundError, GitHubPermissionError,
+    from gate.rendering.comment import render_comment
+    from gate.publishing.github.client import (GitHubClient, GitHubError, GitHubNotFoundError, GitHubPermissionError,
                              GitHubWaitCapError, publish_comment)
 
     token = os.environ.get("GITHUB_TOKEN") or os.environ.get("INPUT_TOKEN")
@@ -783,7 +783,7 @@ def _cmd_comment(args: argparse.Namespace) -> int:
 def _cmd_factorial(args: argparse.Namespace) -> int:
     import json
 
-    from gate.attribution import GridRefused, factorial_from_runs, render_attribution
+    from gate.statistics.attribution import GridRefused, factorial_from_runs, render_attribution
 
     cells = []
     for item in args.cell:
@@ -803,9 +803,9 @@ def _cmd_factorial(args: argparse.Namespace) -> int:
     markdown = render_attribution(data)
     if args.out:
         from gate import __version__
-        from gate.atomic import write_text_atomic
-        from gate.fingerprint import file_sha256
-        from gate.report import SCHEMA_VERSION
+        from gate.common.atomic import write_text_atomic
+        from gate.inputs.fingerprint import file_sha256
+        from gate.report.document import SCHEMA_VERSION
 
         inputs = {f"cell {levels}": {"path": path, "sha256": file_sha256(path), "unit": "rows", "canonical": False}
                   for levels, path in cells}
@@ -814,7 +814,7 @@ def _cmd_factorial(args: argparse.Namespace) -> int:
                 inputs[name] = {"path": spec, "sha256": file_sha256(spec) if Path(spec).is_file() else ""}
         report = {"schema_version": SCHEMA_VERSION, "command": "factorial", "metric": result.metric,
                   "attribution": data, "inputs": inputs, "tool": {"name": "retrieval-gate", "version": __version__}}
-        from gate.report import check_own_report, report_json
+        from gate.report.document import check_own_report, report_json
 
         check_own_report(report)
         write_text_atomic(Path(args.out) / "report.json", report_json(report))
@@ -830,8 +830,8 @@ def _cmd_leakcheck(args: argparse.Namespace) -> int:
     import json
 
     from gate.checks.leakage import find_leaks, render_text
-    from gate.io.corpus import iter_corpus
-    from gate.io.queries import load_queries
+    from gate.inputs.readers.corpus import iter_corpus
+    from gate.inputs.readers.queries import load_queries
 
     from gate.checks.leakage import MODES
 
@@ -862,7 +862,7 @@ def _cmd_leakcheck(args: argparse.Namespace) -> int:
     if not scanned["chunks"]:
         shown = args.corpus
         if os.path.isdir(args.corpus):
-            from gate.io.beir import beir_corpus
+            from gate.inputs.readers.beir import beir_corpus
 
             shown = str(beir_corpus(args.corpus))
         raise InputError(shown, None, "holds no chunks: nothing to scan")
@@ -874,10 +874,10 @@ def _cmd_leakcheck(args: argparse.Namespace) -> int:
 
 
 def _cmd_lift(args: argparse.Namespace) -> int:
-    from gate.io.qrels import load_qrels
-    from gate.io.queries import load_queries
-    from gate.io.runs import read_run
-    from gate.lift import default_qrels, write_lift
+    from gate.inputs.readers.qrels import load_qrels
+    from gate.inputs.readers.queries import load_queries
+    from gate.inputs.readers.runs import read_run
+    from gate.statistics.movement import default_qrels, write_lift
 
     qrels = load_qrels(args.qrels) if args.qrels else default_qrels()
     _check_rel(qrels, args.rel, "--rel-threshold")
@@ -903,7 +903,7 @@ def _cmd_lift(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from gate.runners import missing_reference_modules
+    from gate.runs import missing_reference_modules
 
     missing = missing_reference_modules()
     if missing:
@@ -981,7 +981,7 @@ class _NoWorkflowCommands:
     """A stream on which no line can be a GitHub workflow command (``::warning::``, ``::set-env``,
     ``::add-mask::``...). Inside Actions every line of a step's output is parsed for them, and the
     CLI's lines quote data - a config key holding a newline and ``::error::`` would be obeyed.
-    The CLI issues none of its own (the Action does, escaped, in gate.publish), so a line that
+    The CLI issues none of its own (the Action does, escaped, in gate.publishing.markdown_cut), so a line that
     starts with ``::`` gets ``: :`` instead."""
 
     def __init__(self, stream):

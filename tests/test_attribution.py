@@ -1,4 +1,4 @@
-"""Attribution over a 2^k grid of cells (gate.attribution)."""
+"""Attribution over a 2^k grid of cells (gate.statistics.attribution)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from gate.attribution import (
+from gate.statistics.attribution import (
     CI_NOTE,
     CellProvenance,
     GridRefused,
@@ -21,11 +21,11 @@ from gate.attribution import (
     render_attribution,
     verify_grid,
 )
-from gate.errors import InputError, UsageError
-from gate.evaluate import evaluate, query_universe
-from gate.io.qrels import read_qrels
-from gate.io.runs import read_run
-from gate.stats.factorial import grid_cells
+from gate.common.errors import InputError, UsageError
+from gate.evaluation.evaluate import evaluate, query_universe
+from gate.inputs.readers.qrels import read_qrels
+from gate.inputs.readers.runs import read_run
+from gate.statistics.factorial import grid_cells
 from tests.shared_data import REALDATA, need
 
 DL19 = REALDATA / "runs" / "trec-dl-2019-passage"

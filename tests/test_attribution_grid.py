@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from gate.cli import main
-from gate.config import load_config
-from gate.pipeline import archive, run_gate
+from gate.inputs.config import load_config
+from gate.pipeline.run import archive, run_gate
 from tests.checks.test_validity_in_run import _world
 from tests.shared_data import REALDATA, need
 

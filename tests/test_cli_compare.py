@@ -14,7 +14,7 @@ from gate.cli import main
 from gate.demo.example_files import write_example_files
 from tests.shared_data import REALDATA, REPO, need
 
-SCHEMA = json.loads((REPO / "gate" / "schema" / "report.schema.json").read_text())
+SCHEMA = json.loads((REPO / "gate" / "report" / "report.schema.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -133,12 +133,12 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, capsys, argv, expected):
 
 
 def test_internal_error_is_exit_4_with_saved_traceback(tmp_path, capsys, monkeypatch):
-    import gate.compare
+    import gate.pipeline.compare
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(gate.compare, "compare", broken)
+    monkeypatch.setattr(gate.pipeline.compare, "compare", broken)
     run = _bad(tmp_path, "run.txt", GOOD_RUN)
     qrels = _bad(tmp_path, "qrels.txt", GOOD_QRELS)
     code = run_cli("compare", "--baseline", str(run), "--candidate", str(run), "--qrels", str(qrels))

@@ -1,4 +1,4 @@
-"""Runs are keyed on the code that produced them (gate.runners.code).
+"""Runs are keyed on the code that produced them (gate.runs.code).
 
 A PR that changes only the team's search code, its retrieval config untouched, must be re-run:
 the baseline's cached run is not the PR's. A baseline that has to be run is run from a checkout
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from gate.config import load_config
-from gate.pipeline import RunOptions, archive, run_gate
-from gate.runners.code import commit_tree, declared_inputs, working_tree
+from gate.inputs.config import load_config
+from gate.pipeline.run import RunOptions, archive, run_gate
+from gate.runs.code import commit_tree, declared_inputs, working_tree
 
 SEARCH = """\
 import argparse, json, os, sys

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from gate.cli import main
-from gate.comment import _fenced, render_comment, render_summary
-from gate.errors import InputError
-from gate.report import _SCHEMA_PATH, validate_report
+from gate.rendering.comment import _fenced, render_comment, render_summary
+from gate.common.errors import InputError
+from gate.report.document import _SCHEMA_PATH, validate_report
 from tests.cli_matrix.world import build_files, build_repo
 
 SCHEMA = json.loads(_SCHEMA_PATH.read_text())

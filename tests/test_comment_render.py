@@ -1,4 +1,4 @@
-"""The PR comment and job summary rendered from report.json (gate/comment.py).
+"""The PR comment and job summary rendered from report.json (gate/rendering/comment.py).
 
 Checks the first line for every verdict kind, that no delta is ever shown
 against an incommensurable baseline, that hostile data (pipes, HTML,
@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from gate.comment import comment_sections, headline, render_comment, render_summary
-from gate.github import COMMENT_LIMIT
+from gate.rendering.comment import comment_sections, headline, render_comment, render_summary
+from gate.publishing.github.client import COMMENT_LIMIT
 
 HOSTILE = "| </details> @octocat <img src=x> `code` ``` [link](javascript:x) <!-- *b* ~~s~~ \\|"
 
@@ -565,8 +565,8 @@ def test_sparse_nested_values_render():
 
 
 def test_a_real_run_report_renders(tmp_path):
-    from gate.config import load_config
-    from gate.pipeline import archive, run_gate
+    from gate.inputs.config import load_config
+    from gate.pipeline.run import archive, run_gate
     from tests.checks.test_validity_in_run import _world
 
     path = _world(tmp_path, leak_in_new=True,

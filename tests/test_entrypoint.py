@@ -46,8 +46,8 @@ class Checkout:
         config.rename(root / ".retrieval-gate.yml")
         (root / ".gitignore").write_text(".retrieval-gate/cache/\n.retrieval-gate/work/\n.retrieval-gate/out/\n")
         _git(root, "init", "-q", "-b", "main")
-        from gate.config import load_config
-        from gate.pipeline import archive
+        from gate.inputs.config import load_config
+        from gate.pipeline.run import archive
 
         archive(load_config(root / ".retrieval-gate.yml"), progress=lambda m: None)
         _git(root, "add", "-A")
@@ -347,9 +347,9 @@ def test_a_crash_leaves_its_traceback_in_the_output_folder_and_the_summary(world
     plant = tmp / "plant"
     plant.mkdir()
     (plant / "sitecustomize.py").write_text(
-        "import gate.comment\n"
+        "import gate.rendering.comment\n"
         "def broken(*a, **k):\n    raise RuntimeError('planted bug ' + 'ghs_' + 'x' * 4)\n"
-        "gate.comment.render_comment = broken\n")
+        "gate.rendering.comment.render_comment = broken\n")
     proc, _, summary_text = run_entrypoint(checkout, fake, event, tmp, pythonpath=str(plant))
     assert proc.returncode == 4, proc.stdout[-2000:]
     traceback_file = checkout.root / ".retrieval-gate" / "out" / "crash-traceback.txt"

@@ -1,4 +1,4 @@
-"""gate.evaluate: the query universe and per-query evaluation."""
+"""gate.evaluation.evaluate: the query universe and per-query evaluation."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import time
 import numpy as np
 import pytest
 
-from gate.errors import InputError
-from gate.evaluate import PerQuery, Universe, evaluate, query_universe
-from gate.io.records import Qrels, Query, QuerySet, Run
-from gate.measures import parse_measure
+from gate.common.errors import InputError
+from gate.evaluation.evaluate import PerQuery, Universe, evaluate, query_universe
+from gate.inputs.readers.records import Qrels, Query, QuerySet, Run
+from gate.evaluation.measures import parse_measure
 
 
 def _queries(*ids: str) -> QuerySet:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.atomic import write_text_atomic
+from gate.common.atomic import write_text_atomic
 from gate.cli import main
 
 

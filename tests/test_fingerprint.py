@@ -1,9 +1,9 @@
 """Fingerprints are canonical: order and spacing do not change them; one label does."""
 
-from gate.fingerprint import qrels_fingerprint, queries_fingerprint
-from gate.io.qrels import read_qrels
-from gate.io.queries import read_queries
-from gate.retrieval_config import config_diff, parse_retrieval_config
+from gate.inputs.fingerprint import qrels_fingerprint, queries_fingerprint
+from gate.inputs.readers.qrels import read_qrels
+from gate.inputs.readers.queries import read_queries
+from gate.inputs.retrieval_config import config_diff, parse_retrieval_config
 
 
 def test_qrels_fingerprint_ignores_order_and_spacing_but_not_labels(tmp_path):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gate import git
+from gate.inputs import git
 from tests.container.git_http import GitRemote, http_backend
 from tests.test_code_identity import _git
 
@@ -129,7 +129,7 @@ def test_a_baselines_branch_planted_in_the_checkout_is_not_read(world, tmp_path)
     """The PR's code makes refs/remotes/origin/retrieval-gate-baselines (and a local branch)
     with a forged manifest for the base. With the repository's own address the gate fetches the
     branch from there, into a ref of its own, and reads the genuine manifest."""
-    from gate.yardstick import baseline_from_branch
+    from gate.inputs.yardstick import baseline_from_branch
 
     src, work, home, remote, trap = world
     base = _git(work, "rev-parse", "HEAD")

@@ -2,10 +2,10 @@
 
 import pytest
 
-from gate.config import load_config
-from gate.errors import InputError
-from gate.golden import load_golden
-from gate.retrieval_config import parse_retrieval_config
+from gate.inputs.config import load_config
+from gate.common.errors import InputError
+from gate.inputs.golden import load_golden
+from gate.inputs.retrieval_config import parse_retrieval_config
 
 
 def test_corpus_placeholders_pick_the_snapshot_each_config_indexes(tmp_path):

@@ -1,4 +1,4 @@
-"""The token is out of reach of the PR's code (gate.isolation), on this machine.
+"""The token is out of reach of the PR's code (gate.runs.isolation), on this machine.
 
 entrypoint.py is started as a Docker action starts it, the tokens in its environment. The PR's
 retrieval config makes the search command a probe: it reads every process's environ and

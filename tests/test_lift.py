@@ -1,4 +1,4 @@
-"""Movement buckets and the four lift files (gate.lift)."""
+"""Movement buckets and the four lift files (gate.statistics.movement)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gate.errors import InputError
-from gate.evaluate import evaluate
-from gate.io.records import Qrels, Query, QuerySet, Run
-from gate.markdown import md_text
-from gate.lift import BUCKETS, CSV_COLUMNS, FILES, compute_lift, strata_section, write_lift
+from gate.common.errors import InputError
+from gate.evaluation.evaluate import evaluate
+from gate.inputs.readers.records import Qrels, Query, QuerySet, Run
+from gate.rendering.markdown import md_text
+from gate.statistics.movement import BUCKETS, CSV_COLUMNS, FILES, compute_lift, strata_section, write_lift
 from tests.shared_data import REALDATA, REPO, need
 
 DL19 = REALDATA / "runs" / "trec-dl-2019-passage"
@@ -280,7 +280,7 @@ def _independent_buckets(before_path, after_path, qrels_path, rel, k=10, k_recal
 
 
 def _dl19_inputs():
-    from gate.io.runs import read_run
+    from gate.inputs.readers.runs import read_run
 
     before_path = need(DL19 / "official_nist" / "input.bm25base_p.gz")
     after_path = need(DL19 / "official_nist" / "input.p_bert.gz")
@@ -358,8 +358,8 @@ def test_default_qrels_fail_fast_offline(tmp_path):
            "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
            "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
            "IR_DATASETS_DL_TIMEOUT": "2", "IR_DATASETS_DL_TRIES": "1"}
-    code = ("from gate.errors import InputError\n"
-            "from gate.lift import default_qrels\n"
+    code = ("from gate.common.errors import InputError\n"
+            "from gate.statistics.movement import default_qrels\n"
             "try:\n    default_qrels()\nexcept InputError as e:\n    print(e)\nelse:\n    print('LOADED')\n")
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from gate.cli import main
-from gate.config import load_config
-from gate.io.records import Qrels, Run
-from gate.manifest import load_manifest
-from gate.noise import tie_floor
-from gate.pipeline import archive, run_gate
-from gate.stats.noise import noise_band, spread
+from gate.inputs.config import load_config
+from gate.inputs.readers.records import Qrels, Run
+from gate.inputs.manifest import load_manifest
+from gate.statistics.band import tie_floor
+from gate.pipeline.run import archive, run_gate
+from gate.statistics.noise import noise_band, spread
 from tests.checks.test_validity_in_run import _world
 
 SEED_MEANS = [0.6612, 0.6668, 0.6571, 0.6683, 0.6640, 0.6701, 0.6644, 0.6659, 0.6602, 0.6672]
@@ -125,7 +125,7 @@ def test_tie_floor_counts_queries_whose_value_depends_on_docno_order():
     qrels = Qrels("q", {"1": {"a": 1}, "2": {"c": 1}})
     # Query 1: a and b tie at rank 1 (b wins by docno descending); query 2 has no ties.
     run = Run.from_rankings("r", {"1": {"a": 1.0, "b": 1.0}, "2": {"c": 2.0, "d": 1.0}})
-    floor = tie_floor(run, qrels, __import__("gate.measures", fromlist=["x"]).parse_measure("RR@1"), ["1", "2"], 1)
+    floor = tie_floor(run, qrels, __import__("gate.evaluation.measures", fromlist=["x"]).parse_measure("RR@1"), ["1", "2"], 1)
     assert floor.count == 1 and floor.queries == ("1",)
     assert floor.span == 1.0 and floor.mean_shift == 0.5
 

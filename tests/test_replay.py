@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from gate.errors import InputError
+from gate.common.errors import InputError
 
 from gate.cli import main
-from gate.config import load_config
-from gate.pipeline import RunOptions, archive, replay, run_gate
+from gate.inputs.config import load_config
+from gate.pipeline.run import RunOptions, archive, replay, run_gate
 from tests.shared_data import REALDATA
 
 RUNNER = Path(__file__).resolve().parent / "runners" / "overlap_runner.py"
@@ -256,12 +256,12 @@ def test_archive_is_atomic_when_writing_the_manifest_fails(archived, tmp_path, m
     config_path, result = archived
     before = result.manifest.manifest_path.read_bytes()
     _write_world(tmp_path, judged_topics=None, with_new_queries=False, runner_config={})
-    import gate.manifest
+    import gate.inputs.manifest
 
     def crash(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(gate.manifest, "write_text_atomic", crash)
+    monkeypatch.setattr(gate.inputs.manifest, "write_text_atomic", crash)
     with pytest.raises(OSError):
         archive(load_config(config_path), progress=_silent)
     assert result.manifest.manifest_path.read_bytes() == before
@@ -269,7 +269,7 @@ def test_archive_is_atomic_when_writing_the_manifest_fails(archived, tmp_path, m
     # The data files the crashed archive left are orphans; gc removes exactly those.
     assert main(["archive", "--config", str(config_path), "--gc"]) == 0
     names = {p.name for p in result.manifest.folder.iterdir()}
-    from gate.manifest import load_manifest, referenced_files
+    from gate.inputs.manifest import load_manifest, referenced_files
 
     assert names == referenced_files(load_manifest(result.manifest.manifest_path)) | {"manifest.yml"}
 
@@ -343,7 +343,7 @@ def test_run_and_replay_commands_write_schema_valid_reports(archived, tmp_path, 
     assert "qrels:" in out
     code = main(["run", "--config", str(config_path), "--out", str(tmp_path / "out")])
     report = json.loads((tmp_path / "out" / "report.json").read_text())
-    schema = json.loads((REPO / "gate" / "schema" / "report.schema.json").read_text())
+    schema = json.loads((REPO / "gate" / "report" / "report.schema.json").read_text())
     jsonschema.validate(report, schema)
     assert code == report["verdict"]["exit_code"] == 0
     markdown = (tmp_path / "out" / "report.md").read_text()

@@ -1,6 +1,6 @@
 """The saved-report check the comment job relies on agrees with jsonschema (the oracle).
 
-``gate.report.validate_report`` implements the part of JSON Schema that report.schema.json
+``gate.report.document.validate_report`` implements the part of JSON Schema that report.schema.json
 uses, so the privileged comment job needs no extra dependency to refuse an artifact that is
 not a report. Here it must accept every real report and refuse exactly what jsonschema
 refuses on a few hundred mutations of them.
@@ -16,8 +16,8 @@ import jsonschema
 import pytest
 
 from gate.cli import main
-from gate.errors import InputError
-from gate.report import _SCHEMA_PATH, validate_report
+from gate.common.errors import InputError
+from gate.report.document import _SCHEMA_PATH, validate_report
 from tests.cli_matrix.world import build_files, build_repo
 
 SCHEMA = json.loads(_SCHEMA_PATH.read_text())
@@ -97,7 +97,7 @@ def test_the_error_names_the_key(reports):
 def test_the_gate_checks_its_own_reports(reports, monkeypatch, capsys, tmp_path):
     """A report the gate is about to write that its schema refuses: a bug line on stderr (the
     verdict stands) by default, an AssertionError in the suite, one line per key with log:."""
-    from gate.report import check_own_report
+    from gate.report.document import check_own_report
 
     report = copy.deepcopy(reports[1])
     check_own_report(report)  # the real one passes

@@ -1,7 +1,7 @@
 """Every rule of the verdict, as a table: findings in, kind and reason codes out.
 
-gate.verdict is the one home of the policy: checks and statistics report findings
-(gate.verdict.Findings, gate.stats.evidence.Evidence), and decide() applies the limits.
+gate.verdict.rules is the one home of the policy: checks and statistics report findings
+(gate.verdict.rules.Findings, gate.statistics.evidence.Evidence), and decide() applies the limits.
 Each row below is one situation; together they cover every reason code.
 """
 
@@ -11,15 +11,15 @@ import dataclasses
 
 import pytest
 
-from gate.stats.evidence import Evidence
-from gate.verdict import (ACCEPT_LABEL, MIN_MOVERS, STATISTICAL, Findings, GuardedRegression, Policy, accept,
+from gate.statistics.evidence import Evidence
+from gate.verdict.rules import (ACCEPT_LABEL, MIN_MOVERS, STATISTICAL, Findings, GuardedRegression, Policy, accept,
                           decide, goalposts_changed, inconclusive, skipped)
 
 N = 43
 
 
 def ev(mean=0.0, movers=30, losses=10, low=-0.01, high=0.01, p_ni=0.001, p_reg=0.5, p_imp=0.5, bound=0.5):
-    """Evidence of a sample of N queries (fields as gate.stats.evidence.evidence computes them)."""
+    """Evidence of a sample of N queries (fields as gate.statistics.evidence.evidence computes them)."""
     return Evidence(n=N, mean=mean, movers=movers, losses=losses, hall_low=low, hall_high=high, p_noninferior=p_ni,
                     p_regression=p_reg, p_improvement=p_imp, loss_share_upper=bound, margin=0.02, samples=1000,
                     seed=7, randomization="monte-carlo")

@@ -8,9 +8,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from gate.config import load_config
-from gate.pipeline import archive
-from gate.yardstick import baseline_from_branch, load_yardstick
+from gate.inputs.config import load_config
+from gate.pipeline.run import archive
+from gate.inputs.yardstick import baseline_from_branch, load_yardstick
 from tests.checks.test_validity_in_run import _world
 
 
@@ -67,7 +67,7 @@ def test_an_unreadable_base_falls_back_to_the_workspace_with_a_warning(tmp_path)
 def test_every_link_on_the_way_is_watched(tmp_path):
     """A chain (config.yml -> a.yml -> b.yml) and a folder link (retrieval -> configs1): each link
     is watched, so retargeting one is a change to what the config reads."""
-    from gate.yardstick import matches, with_link_targets
+    from gate.inputs.yardstick import matches, with_link_targets
 
     root = tmp_path
     (root / "configs").mkdir()
@@ -85,7 +85,7 @@ def test_every_link_on_the_way_is_watched(tmp_path):
 
 
 def test_globs_mean_what_pathlib_means_for_the_key_and_the_watch_list():
-    from gate.yardstick import EVERYTHING, matches
+    from gate.inputs.yardstick import EVERYTHING, matches
 
     assert matches("search/run.py", ["search/**/*.py"])  # ** is zero folders too, as Path.glob keys it
     assert matches("search/a/b/c.py", ["search/**/*.py"])

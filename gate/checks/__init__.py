@@ -1,1 +1,1 @@
-"""Checks on the golden queries themselves (e.g. leakage of query text into the corpus)."""
+"""Checks: what can make a comparison invalid (incommensurable inputs, leaks, tuning, unjudged documents)."""

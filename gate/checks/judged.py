@@ -18,10 +18,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from gate.atomic import write_text_atomic
-from gate.evaluate import PerQuery, evaluate
-from gate.io.records import Qrels, Run
-from gate.measures.ordering import trec_order
+from gate.common.atomic import write_text_atomic
+from gate.evaluation.evaluate import PerQuery, evaluate
+from gate.inputs.readers.records import Qrels, Run
+from gate.evaluation.measures.ordering import trec_order
 
 
 def top_k(run: Run, k: int, query_ids: Sequence[str]) -> dict[str, list[str]]:
@@ -148,7 +148,7 @@ def judged_check(
     baseline = JudgedSide(float(base.mean()) if len(base) else 1.0, _by_stratum(base, query_ids, strata))
     candidate = JudgedSide(float(cand.mean()) if len(cand) else 1.0, _by_stratum(cand, query_ids, strata))
     drop = baseline.mean - candidate.mean
-    failures: list[str] = []  # the verdict applies the limits (gate.verdict.failures_of); filled there
+    failures: list[str] = []  # the verdict applies the limits (gate.verdict.rules.failures_of); filled there
 
     cand_top = top_k(candidate_run, k, query_ids)
     unjudged_rows = []

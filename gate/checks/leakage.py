@@ -54,8 +54,8 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from gate.checks.normalize import normalize, shingles, trigrams
-from gate.errors import InputError
-from gate.io.records import Query
+from gate.common.errors import InputError
+from gate.inputs.readers.records import Query
 
 try:  # a fast C Aho-Corasick; optional at run time (see _TokenIndexMatcher)
     import ahocorasick as _ahocorasick
@@ -524,7 +524,7 @@ def find_leaks(
 
     ``queries``: :class:`Query` objects (or a ``QuerySet``); anything with
     ``query_id`` and ``text``. ``chunks``: any iterable of objects with
-    ``chunk_id``, ``doc_id`` and ``text`` (e.g. ``gate.io.corpus.Chunk``); it
+    ``chunk_id``, ``doc_id`` and ``text`` (e.g. ``gate.inputs.readers.corpus.Chunk``); it
     is consumed once, and only a bounded batch of chunk texts is held at a time.
     A missing ``doc_id`` (None or "") falls back to the chunk id before ``#``.
     ``progress(chunks_scanned)`` is called every 10,000 chunks and at the end.

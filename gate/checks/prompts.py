@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from gate.checks.leakage import find_text_in_lines
 from gate.checks.normalize import normalize
-from gate.io.records import Qrels, Query
+from gate.inputs.readers.records import Qrels, Query
 
 SHINGLE = 8
 

@@ -1,4 +1,4 @@
-"""All validity checks of one comparison, and the reporting set they leave.
+"""The validity checks of one comparison, with the reporting set they leave.
 
 The reporting set is the judged golden queries, minus leaked queries (when
 ``policy.exclude_leaked``), restricted to the held-out queries when the PR
@@ -16,8 +16,8 @@ from gate.checks.judged import JudgedCheck
 from gate.checks.leakage import LeakageResult, LeakMatch, find_leaks
 from gate.checks.prompts import PromptsCheck
 from gate.checks.tuning import TuningCheck
-from gate.io.corpus import iter_corpus
-from gate.io.records import Query
+from gate.inputs.readers.corpus import iter_corpus
+from gate.inputs.readers.records import Query
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,6 @@
   both, the strata shares and the retrieval configs of the baseline and the
   pull request. :mod:`gate.demo.text` holds its vocabulary and templates.
 * The retriever the demo runs is the ``reference`` runner,
-  :mod:`gate.runners.reference` (BM25 + HNSW dense leg, reciprocal-rank
+  :mod:`gate.runs.reference` (BM25 + HNSW dense leg, reciprocal-rank
   fusion; needs the ``reference`` extra).
 """

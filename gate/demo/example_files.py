@@ -1,4 +1,4 @@
-"""Small generated example files for ``compare`` (TREC qrels, queries and two runs).
+"""Small generated example files for ``compare``: TREC qrels, queries, two runs.
 
 A fictional docs search: each query has a few graded relevant pages; the
 baseline ranks them with seeded noise, the candidate with slightly less noise
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gate.atomic import write_text_atomic
+from gate.common.atomic import write_text_atomic
 
 STRATA = ("navigational", "error_string", "entity_attribute", "migration", "how_to", "tail")
 

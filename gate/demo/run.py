@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from gate.demo.world import World, build_world
-from gate.errors import InputError
+from gate.common.errors import InputError
 
 Progress = Callable[[str], None]
 
@@ -45,7 +45,7 @@ class DemoResult:
 
 
 def _git(repo: Path, *args: str) -> str:
-    from gate.runners.environment import scrubbed_environment
+    from gate.runs.environment import scrubbed_environment
 
     # Fixed dates: the same seed makes the same commits, so the same report.
     env = scrubbed_environment(extra={"GIT_AUTHOR_DATE": "2024-09-14T12:00:00Z",
@@ -97,10 +97,10 @@ def pool_judgments(qrels_path: Path, queries_path: Path, corpus_dir: Path, confi
     not grade yet is judged, as TREC pools are. The world's qrels already grade every chunk that
     answers a query, so a pooled chunk outside them is judged 0 (not relevant). Returns how many
     judgments were added."""
-    from gate.io.qrels import read_qrels
-    from gate.io.queries import read_queries
-    from gate.retrieval_config import load_retrieval_config
-    from gate.runners.reference import retrieve, settings_from_config, snapshot_path
+    from gate.inputs.readers.qrels import read_qrels
+    from gate.inputs.readers.queries import read_queries
+    from gate.inputs.retrieval_config import load_retrieval_config
+    from gate.runs.reference import retrieve, settings_from_config, snapshot_path
 
     qrels = read_qrels(qrels_path)
     queries = [(q.query_id, q.text) for q in read_queries(queries_path).queries]
@@ -125,12 +125,12 @@ def pool_judgments(qrels_path: Path, queries_path: Path, corpus_dir: Path, confi
 def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 5, samples: int = 10_000,
              progress: Progress = lambda message: print(f"[demo] {message}", file=sys.stderr, flush=True)) -> DemoResult:
     from gate.action import main as action_main
-    from gate.config import load_config
-    from gate.noise import measure_noise
-    from gate.pipeline import archive, make_producer, measures_of, runner_queries_path
-    from gate.golden import load_golden
-    from gate.retrieval_config import load_retrieval_config
-    from gate.runners.reference import clear_caches
+    from gate.inputs.config import load_config
+    from gate.statistics.band import measure_noise
+    from gate.pipeline.run import archive, make_producer, measures_of, runner_queries_path
+    from gate.inputs.golden import load_golden
+    from gate.inputs.retrieval_config import load_retrieval_config
+    from gate.runs.reference import clear_caches
 
     started = time.monotonic()
     try:
@@ -176,16 +176,16 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     producer = make_producer(config, None, progress)
     measured = measure_noise(load_retrieval_config(config.here(config.retrieval_config)), golden, primary, producer,
                              runner_queries_path(golden, producer.work_dir), repeats, config.golden.rel,
-                             config.raw["noise.invalidate_on"], config.raw["noise.base_seed"], progress)
+                             config.noise.invalidate_on, config.noise.base_seed, progress)
     band = measured.band
     # The gate's false-alarm rate on this stack: every pair of the identical runs through the
     # decision (retrieval-gate calibrate --from-runs on the repeats kept beside the band).
-    from gate.calibrate import calibrate
-    from gate.manifest import run_to_trec_gz
-    from gate.verdict import Policy
+    from gate.statistics.calibration import calibrate
+    from gate.inputs.manifest import run_to_trec_gz
+    from gate.verdict.rules import Policy
 
     calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary), config.golden.rel,
-                            policy=Policy.from_config(dict(config.raw)), samples=config.statistics.samples,
+                            policy=config.policy, samples=config.statistics.samples,
                             seed=config.statistics.seed, noise_threshold=band.overall.threshold)
     progress(f"calibration: {calibration.sentence}")
     for k, repeat_run in enumerate(measured.runs, start=1):

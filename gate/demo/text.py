@@ -1,4 +1,4 @@
-"""Vocabulary and sentence templates of the demo world (a fictional API product's docs).
+"""The demo world's vocabulary: sentence templates for a fictional API product's docs.
 
 Everything the generator in :mod:`gate.demo.world` writes comes from here:
 the product's resources (with their singular, plural and topic words), the

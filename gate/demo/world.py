@@ -1,8 +1,9 @@
-"""The demo world: the documentation site of a fictional API product, its two
-corpus snapshots, and a golden set that grew between two versions.
+"""The demo world: a fictional API product's documentation site, with two corpus snapshots.
+
+Beside the snapshots, a golden set that grew between two versions.
 
 The scenario: a pull request swaps the embedding model of a hybrid retriever
-(``lsa-128`` -> ``lsa-char-256``, see :mod:`gate.runners.reference`) and, in
+(``lsa-128`` -> ``lsa-char-256``, see :mod:`gate.runs.reference`) and, in
 the same fortnight, the ingestion parser was fixed (``v1`` dropped HTML
 tables, ``v2`` keeps their rows), the golden set grew from 80 to 140 queries,
 and the docs team published a "questions people ask" page holding nine golden
@@ -90,9 +91,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from gate.atomic import write_text_atomic
+from gate.common.atomic import write_text_atomic
 from gate.demo import text as T
-from gate.io.records import Query
+from gate.inputs.readers.records import Query
 
 __all__ = [
     "STRATA",
@@ -946,7 +947,7 @@ def _candidates(site: _Site, g: _Gen) -> list[GoldenQuery]:
     trigram-Jaccard modes, default threshold): only the FAQ page may leak.
     """
     from gate.checks.leakage import find_leaks
-    from gate.io.records import Chunk
+    from gate.inputs.readers.records import Chunk
 
     pool: list[GoldenQuery] = []
     texts: set[str] = set()
@@ -993,9 +994,9 @@ def _pilot(pool: list[GoldenQuery], corpora: Mapping[str, Path]) -> dict[tuple[s
     The settings of :data:`RETRIEVAL_OLD` / :data:`RETRIEVAL_NEW`, judged with
     the candidates' v5 judgments, averaged over :data:`PILOT_SEEDS`.
     """
-    from gate.evaluate import evaluate
-    from gate.io.records import Qrels, Run
-    from gate.runners.reference import retrieve, settings_from_config
+    from gate.evaluation.evaluate import evaluate
+    from gate.inputs.readers.records import Qrels, Run
+    from gate.runs.reference import retrieve, settings_from_config
 
     ids = [q.query_id for q in pool]
     qrels = Qrels("pilot", {q.query_id: dict(q.v5) for q in pool})
@@ -1091,7 +1092,7 @@ def build_world(out_dir: str | Path, seed: int = 7, scale: float = 1.0, *, calib
         q.v5[where[q.query_id]] = 2
     # No other candidate may (nearly) match the FAQ page: the leak is exactly these nine.
     from gate.checks.leakage import find_leaks
-    from gate.io.records import Chunk
+    from gate.inputs.readers.records import Chunk
 
     faq_chunks = [Chunk(faq.chunk(sid), faq.slug, f"{title} {text}")
                   for title, parsed in [parse_page(render_page(faq), "v2")] for sid, text in parsed]

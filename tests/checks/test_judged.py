@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from gate.checks.judged import judged_check, write_unjudged
-from gate.evaluate import evaluate, query_universe
-from gate.io.qrels import read_qrels
-from gate.io.records import Qrels, Run
-from gate.io.runs import read_run
+from gate.evaluation.evaluate import evaluate, query_universe
+from gate.inputs.readers.qrels import read_qrels
+from gate.inputs.readers.records import Qrels, Run
+from gate.inputs.readers.runs import read_run
 from tests.shared_data import REALDATA, need
 
 
@@ -93,7 +93,7 @@ def test_a_candidate_surfacing_unjudged_documents_is_judgment_limited_with_sensi
     assert check.candidate.mean == pytest.approx((1 / 3 + 1 / 2) / 2)
     assert check.judgment_limited
     # The check reports the share; the verdict applies the limit (58% unjudged > 30%).
-    from gate.verdict import Findings, Policy, failures_of
+    from gate.verdict.rules import Findings, Policy, failures_of
 
     reasons = failures_of(Findings("nDCG@10", 2, 0.0, 0.0, 0.0, unjudged_share=1 - check.candidate.mean,
                                    judged_drop=check.drop), Policy())

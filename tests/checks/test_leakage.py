@@ -17,8 +17,8 @@ import pytest
 import gate.checks.leakage as leakage
 from gate.checks.leakage import LeakageResult, LeakMatch, find_leaks, find_text_in_lines, render_text
 from gate.checks.normalize import normalize, shingles, trigrams, window_score
-from gate.errors import InputError
-from gate.io.records import Query, QuerySet
+from gate.common.errors import InputError
+from gate.inputs.readers.records import Query, QuerySet
 
 
 class Chunk(NamedTuple):

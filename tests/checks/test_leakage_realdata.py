@@ -19,7 +19,7 @@ import pytest
 
 from gate.checks.leakage import find_leaks
 from gate.checks.normalize import window_score
-from gate.io.records import Query
+from gate.inputs.readers.records import Query
 from tests.shared_data import REALDATA, need
 
 

@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from gate.config import load_config
-from gate.pipeline import archive, run_gate
+from gate.inputs.config import load_config
+from gate.pipeline.run import archive, run_gate
 
 RUNNER = Path(__file__).resolve().parents[1] / "runners" / "overlap_runner.py"
 TOPICS = ["webhooks", "rate limits", "pagination", "errors", "billing", "search", "auth", "sdk"]

@@ -8,7 +8,7 @@ switched on (or off), or a meaningful combination. Every case asserts:
 * no traceback on stdout or stderr;
 * every file the command promises exists and parses (JSON loads, CSV parses,
   JSONL lines load, Markdown is non-empty, report.json validates against
-  gate/schema/report.schema.json, the manifest's data files exist);
+  gate/report/report.schema.json, the manifest's data files exist);
 * ``--format json`` prints one valid JSON document on stdout;
 * where the README documents what an option does, that it did it (a
   repeated ``--also`` accumulates, ``--seed``/``--samples``/``--ci-method``
@@ -47,7 +47,7 @@ from gate.cli import main
 from tests.cli_matrix.world import Files, Repo, build_files, build_repo, git
 from tests.shared_data import REALDATA, REPO as PROJECT, need
 
-SCHEMA = json.loads((PROJECT / "gate" / "schema" / "report.schema.json").read_text())
+SCHEMA = json.loads((PROJECT / "gate" / "report" / "report.schema.json").read_text())
 _EXE = Path(sys.executable).parent / "retrieval-gate"
 CLI = [str(_EXE)] if _EXE.exists() else [sys.executable, "-m", "gate"]
 TOKEN = "ghs_matrixToken0123456789abcdef"

@@ -253,8 +253,8 @@ def _produce(root: Path, retrieval_text: str, corpus: Path, queries: Path, out: 
 
 def build_repo(root: Path, files: Files) -> Repo:
     """A repository whose base commit has an archived baseline and whose HEAD is a PR."""
-    from gate.config import load_config
-    from gate.pipeline import archive
+    from gate.inputs.config import load_config
+    from gate.pipeline.run import archive
 
     root.mkdir(parents=True, exist_ok=True)
     (root / "eval").mkdir(exist_ok=True)

@@ -15,14 +15,14 @@ pytest.importorskip("faiss")
 pytest.importorskip("bm25s")
 
 from gate.demo import world as W  # noqa: E402
-from gate.errors import InputError  # noqa: E402
-from gate.evaluate import evaluate, query_universe  # noqa: E402
-from gate.io.qrels import read_qrels  # noqa: E402
-from gate.io.queries import read_queries  # noqa: E402
-from gate.io.runs import read_run  # noqa: E402
-from gate.retrieval_config import RetrievalConfig, load_retrieval_config  # noqa: E402
-from gate.runners import reference as R  # noqa: E402
-from gate.runners.base import RunnerFailed, RunRequest  # noqa: E402
+from gate.common.errors import InputError  # noqa: E402
+from gate.evaluation.evaluate import evaluate, query_universe  # noqa: E402
+from gate.inputs.readers.qrels import read_qrels  # noqa: E402
+from gate.inputs.readers.queries import read_queries  # noqa: E402
+from gate.inputs.readers.runs import read_run  # noqa: E402
+from gate.inputs.retrieval_config import RetrievalConfig, load_retrieval_config  # noqa: E402
+from gate.runs import reference as R  # noqa: E402
+from gate.runs.base import RunnerFailed, RunRequest  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SCALE = 0.1
@@ -201,14 +201,14 @@ def test_the_command_line_entry_writes_the_same_run(world, tmp_path):
     in_process = _produce(world, tmp_path, _config(world, "old"), seed=2, name="inproc").read_bytes()
     out = tmp_path / "cli.run"
     proc = subprocess.run(
-        [sys.executable, "-m", "gate.runners.reference_main", "--config", str(world.retrieval_old),
+        [sys.executable, "-m", "gate.runs.reference_main", "--config", str(world.retrieval_old),
          "--queries", str(world.golden_v5), "--corpus", str(world.corpus_v2), "--output", str(out), "--seed", "2"],
         cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "wrote 14000 rows for 140 queries" in proc.stderr
     assert out.read_bytes() == in_process  # another process, the same bytes
     bad = subprocess.run(
-        [sys.executable, "-m", "gate.runners.reference_main", "--config", str(world.retrieval_old),
+        [sys.executable, "-m", "gate.runs.reference_main", "--config", str(world.retrieval_old),
          "--queries", str(world.golden_v5), "--corpus", str(tmp_path / "nowhere" / "c.jsonl"),
          "--output", str(out)], cwd=REPO, capture_output=True, text=True)
     assert bad.returncode == 2 and "no corpus snapshot for ingestion.parser 'v1'" in bad.stderr

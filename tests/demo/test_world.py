@@ -13,9 +13,9 @@ pytest.importorskip("faiss")  # the world calibrates its golden set with the ref
 pytest.importorskip("bm25s")
 
 from gate.demo import world as W  # noqa: E402
-from gate.io.corpus import iter_corpus  # noqa: E402
-from gate.io.qrels import read_qrels  # noqa: E402
-from gate.io.queries import read_queries  # noqa: E402
+from gate.inputs.readers.corpus import iter_corpus  # noqa: E402
+from gate.inputs.readers.qrels import read_qrels  # noqa: E402
+from gate.inputs.readers.queries import read_queries  # noqa: E402
 
 SCALE = 0.1
 
@@ -128,7 +128,7 @@ def test_strata_counts_and_shares(world):
     assert abs(sum(W.SHARES.values()) - 1) < 1e-9 and dict(world.shares) == W.SHARES
     for stratum, count in W.V5_COUNTS.items():  # the 140 queries follow the traffic shares
         assert abs(count - 140 * W.SHARES[stratum]) < 1
-    from gate.strata_config import load_strata_spec
+    from gate.inputs.traffic_shares import load_strata_spec
 
     spec = load_strata_spec(world.strata)
     assert spec.shares == W.SHARES and spec.guarded == ("navigational", "error_string")
@@ -200,8 +200,8 @@ def test_query_kinds_match_their_strata(world):
 
 
 def test_retrieval_configs_and_pilot(world):
-    from gate.retrieval_config import load_retrieval_config
-    from gate.runners.reference import settings_from_config
+    from gate.inputs.retrieval_config import load_retrieval_config
+    from gate.runs.reference import settings_from_config
 
     old = settings_from_config(load_retrieval_config(world.retrieval_old).data)
     new = settings_from_config(load_retrieval_config(world.retrieval_new).data)

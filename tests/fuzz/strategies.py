@@ -13,7 +13,7 @@ Three kinds of input:
 
 The harness (:func:`guarded`, :func:`outcome_of`, :func:`check_error`) runs a
 reader under a wall-clock alarm and ``tracemalloc`` and classifies the
-outcome: a value, an :class:`~gate.errors.InputError`, or a contract
+outcome: a value, an :class:`~gate.common.errors.InputError`, or a contract
 violation (any other exception, a hang, memory out of proportion to the
 input).
 """
@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
-from gate.errors import InputError
+from gate.common.errors import InputError
 
 # =========================================================================== harness
 
@@ -254,7 +254,7 @@ def free_text(min_size: int = 1, max_size: int = 24) -> st.SearchStrategy[str]:
 def score_texts(value: float) -> st.SearchStrategy[str]:
     """Spellings of a finite float a run may use; the expected value is ``float(text)``.
 
-    At most 64 characters: gate.io.limits.MAX_NUMBER_CHARS bounds a score token
+    At most 64 characters: gate.common.limits.MAX_NUMBER_CHARS bounds a score token
     (``f"{1e308:.6f}"`` is 316 characters and is refused by design).
     """
     return st.sampled_from([t for t in [
@@ -387,7 +387,7 @@ _INT_TOKEN = re.compile(rb"[+-]?[0-9]+")
 
 
 def oracle_run(data: bytes) -> tuple | None:
-    """The docstring of gate.io.runs, implemented line by line in plain Python.
+    """The docstring of gate.inputs.readers.runs, implemented line by line in plain Python.
 
     Returns the :func:`run_summary` the reader must produce, or None when the
     file must be rejected.  ``tag`` is the sixth token of the first data line.
@@ -421,7 +421,7 @@ def oracle_run(data: bytes) -> tuple | None:
             return None
         q, c2, d, rank, score = toks[:5]
         if len(q) > 1024 or len(d) > 1024 or len(rank) > 20 or len(score) > 64:
-            return None  # gate.io.limits: ids 1 KiB, rank 20 characters, score 64
+            return None  # gate.common.limits: ids 1 KiB, rank 20 characters, score 64
         if c2 not in (b"Q0", b"q0", b"0"):
             return None
         if not _INT_TOKEN.fullmatch(rank):
@@ -748,7 +748,7 @@ _CONFIG_TEXT = st.one_of(_ASCII_ID, free_text(1, 12))
 
 
 # Candidate values for a config key; each key keeps those its own checker accepts,
-# so the generator follows gate.config.SCHEMA (ranges, choices) without copying it.
+# so the generator follows gate.inputs.config.SCHEMA (ranges, choices) without copying it.
 _CHOICE_WORDS = ["command", "run-file", "reference", "percentile", "basic", "bca", "exact", "trigram-jaccard",
                  "calibrated", "interval"]
 _POOL: list[Any] = (
@@ -766,7 +766,7 @@ _KEY_VALUES: dict[str, st.SearchStrategy[Any]] = {}
 
 
 def _accepts(checker: Callable, key: str, value: Any) -> bool:
-    from gate.config import _Where
+    from gate.inputs.config import _Where
 
     try:
         checker(value, _Where("<gen>", None, key))
@@ -789,8 +789,8 @@ def _values_for(checker: Callable, key: str) -> st.SearchStrategy[Any]:
 
 @st.composite
 def config_documents(draw) -> dict[str, Any]:
-    """A nested config document accepted by gate.config.SCHEMA (random subset of keys)."""
-    from gate.config import REQUIRED, SCHEMA
+    """A nested config document accepted by gate.inputs.config.SCHEMA (random subset of keys)."""
+    from gate.inputs.config import REQUIRED, SCHEMA
 
     def section(schema: dict[str, Any], prefix: str) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError
 
-from gate.config import load_config
-from gate.errors import InputError
-from gate.io.records import Run
-from gate.manifest import CorpusRecord, InputRecord, load_manifest, write_manifest
-from gate.retrieval_config import RetrievalConfig, load_retrieval_config
-from gate.strata_config import load_strata_spec
+from gate.inputs.config import load_config
+from gate.common.errors import InputError
+from gate.inputs.readers.records import Run
+from gate.inputs.manifest import CorpusRecord, InputRecord, load_manifest, write_manifest
+from gate.inputs.retrieval_config import RetrievalConfig, load_retrieval_config
+from gate.inputs.traffic_shares import load_strata_spec
 from tests.fuzz import fuzz_settings
 from tests.fuzz.strategies import (
     alias_bomb,
@@ -175,7 +175,7 @@ def test_shares_known_inputs(tmp_path, value):
 
 
 def _config_summary(config) -> str:
-    return canonical({k: (list(v) if isinstance(v, tuple) else v) for k, v in config.raw.items()})
+    return canonical({k: (list(v) if isinstance(v, tuple) else v) for k, v in config.as_dotted().items()})
 
 
 def _plain_only(value: Any, where: str = "") -> None:
@@ -209,11 +209,11 @@ def check_config(data: bytes, folder: Path, via_text: bool = False):
         check_error(out.error, names, data)
         return out
     config = out.value
-    for key, value in config.raw.items():
+    for key, value in config.as_dotted().items():
         _plain_only(value, key)
     again = folder / "again.yml"
     try:
-        again.write_text(config_to_yaml(nest_dotted(dict(config.raw))), encoding="utf-8")
+        again.write_text(config_to_yaml(nest_dotted(config.as_dotted())), encoding="utf-8")
     except Exception as exc:  # noqa: BLE001
         raise AssertionError(f"the loaded config cannot be written back as YAML: {type(exc).__name__}: {exc}")
     back = outcome_of(lambda: load_config(again))
@@ -386,7 +386,7 @@ def test_retrieval_config_fingerprint_is_deterministic_for_sets(tmp_path):
 
     path = tmp_path / "r.yml"
     path.write_text("a: !!set {alpha, beta, gamma, delta, epsilon}\n")
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from gate.retrieval_config import load_retrieval_config;"
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from gate.inputs.retrieval_config import load_retrieval_config;"
             "print(load_retrieval_config(sys.argv[2]).sha256)")
     repo = str(Path(__file__).resolve().parents[2])
     shas = set()

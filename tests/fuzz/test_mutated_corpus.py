@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from gate.io.beir import read_beir
-from gate.io.qrels import read_qrels
-from gate.io.runs import read_run
+from gate.inputs.readers.beir import read_beir
+from gate.inputs.readers.qrels import read_qrels
+from gate.inputs.readers.runs import read_run
 from tests.fuzz.strategies import (
     FOREIGN_LINES,
     INSERTS,

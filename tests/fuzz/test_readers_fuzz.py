@@ -22,14 +22,14 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from gate.errors import InputError
-from gate.io.beir import read_beir
-from gate.io.corpus import _HEADERS as CORPUS_HEADERS
-from gate.io.corpus import iter_corpus
-from gate.io.qrels import BEIR_QRELS_HEADER, read_qrels
-from gate.io.queries import read_queries
-from gate.io.runs import read_run
-from gate.io.textlines import is_skipped
+from gate.common.errors import InputError
+from gate.inputs.readers.beir import read_beir
+from gate.inputs.readers.corpus import _HEADERS as CORPUS_HEADERS
+from gate.inputs.readers.corpus import iter_corpus
+from gate.inputs.readers.qrels import BEIR_QRELS_HEADER, read_qrels
+from gate.inputs.readers.queries import read_queries
+from gate.inputs.readers.runs import read_run
+from gate.inputs.readers.textlines import is_skipped
 from tests.fuzz import fuzz_settings
 from tests.fuzz.strategies import (
     UNICODE_SPACES,
@@ -66,7 +66,7 @@ from tests.fuzz.strategies import (
 
 
 def _data_lines(data: bytes) -> list[str] | None:
-    """Data lines as gate.io.textlines defines them (None when not decodable)."""
+    """Data lines as gate.inputs.readers.textlines defines them (None when not decodable)."""
     text = strict_decompress(data)
     if text is None:
         return None

@@ -12,7 +12,7 @@ import socket
 
 import pytest
 
-from gate.github import (
+from gate.publishing.github.client import (
     COMMENT_LIMIT,
     DEFAULT_BOT_LOGIN,
     CommentResult,

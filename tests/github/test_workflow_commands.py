@@ -1,4 +1,4 @@
-"""gate.publish.workflow_commands: environment files and :: commands as @actions/core writes them."""
+"""gate.publishing.workflow_commands: environment files and :: commands as @actions/core writes them."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from gate.publish import truncate_markdown
-from gate.publish.workflow_commands import (
+from gate.publishing.markdown_cut import truncate_markdown
+from gate.publishing.workflow_commands import (
     SUMMARY_LIMIT,
     annotation,
     append_summary,

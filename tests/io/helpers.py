@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.errors import InputError
+from gate.common.errors import InputError
 
 
 def write(folder: Path, name: str, content: str | bytes, gz: bool = False) -> Path:

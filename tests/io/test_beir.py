@@ -7,10 +7,10 @@ import zipfile
 
 import pytest
 
-from gate.io.beir import beir_corpus, read_beir
-from gate.io.corpus import iter_corpus
-from gate.io.qrels import load_qrels
-from gate.io.queries import load_queries
+from gate.inputs.readers.beir import beir_corpus, read_beir
+from gate.inputs.readers.corpus import iter_corpus
+from gate.inputs.readers.qrels import load_qrels
+from gate.inputs.readers.queries import load_queries
 from tests.io.helpers import expect_error, write
 from tests.shared_data import REALDATA, need
 

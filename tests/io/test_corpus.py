@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from gate.errors import InputError
-from gate.io.corpus import iter_corpus
-from gate.io.records import Chunk
+from gate.common.errors import InputError
+from gate.inputs.readers.corpus import iter_corpus
+from gate.inputs.readers.records import Chunk
 from tests.io.helpers import expect_error, write
 
 
@@ -93,7 +93,7 @@ def test_missing_file(tmp_path):
 
 @pytest.mark.parametrize("name", ["c.jsonl", "c.tsv"])
 def test_at_end_duplicate_check_finds_a_repeat_after_the_stream_and_names_both_lines(tmp_path, name):
-    from gate.io.corpus import iter_corpus
+    from gate.inputs.readers.corpus import iter_corpus
 
     rows = [("a", "one"), ("b", "two"), ("c", "three"), ("b", "again"), ("d", "four")]
     path = tmp_path / name

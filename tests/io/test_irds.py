@@ -17,18 +17,18 @@ import time
 
 import pytest
 
-from gate.errors import InputError
-from gate.io.irds import parse_irds_spec
-from gate.io.qrels import read_qrels
+from gate.common.errors import InputError
+from gate.inputs.readers.irds import parse_irds_spec
+from gate.inputs.readers.qrels import read_qrels
 from tests.shared_data import REALDATA, REPO, need
 
 SCRIPT = r"""
 import json, sys, time
 sys.path.insert(0, REPO)
-from gate.errors import InputError
-from gate.io.corpus import iter_corpus
-from gate.io.qrels import load_qrels
-from gate.io.queries import load_queries
+from gate.common.errors import InputError
+from gate.inputs.readers.corpus import iter_corpus
+from gate.inputs.readers.qrels import load_qrels
+from gate.inputs.readers.queries import load_queries
 
 out = {}
 

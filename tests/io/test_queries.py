@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from gate.io.queries import load_queries, read_queries
-from gate.io.records import Query
+from gate.inputs.readers.queries import load_queries, read_queries
+from gate.inputs.readers.records import Query
 from tests.io.helpers import expect_error, write
 
 

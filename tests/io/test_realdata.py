@@ -11,10 +11,10 @@ import re
 
 import pytest
 
-from gate.io.corpus import iter_corpus
-from gate.io.qrels import read_qrels
-from gate.io.queries import read_queries
-from gate.io.runs import read_run
+from gate.inputs.readers.corpus import iter_corpus
+from gate.inputs.readers.qrels import read_qrels
+from gate.inputs.readers.queries import read_queries
+from gate.inputs.readers.runs import read_run
 from tests.shared_data import REALDATA, need
 
 DL19 = REALDATA / "runs" / "trec-dl-2019-passage"

@@ -8,8 +8,8 @@ import struct
 import numpy as np
 import pytest
 
-from gate.io.records import Run
-from gate.io.runs import FIELDS_MESSAGE, _Bytes, _parse_scores, parse_decimal, read_run
+from gate.inputs.readers.records import Run
+from gate.inputs.readers.runs import FIELDS_MESSAGE, _Bytes, _parse_scores, parse_decimal, read_run
 from tests.io.helpers import error_of, expect_error, write
 
 RUN = """\
@@ -309,7 +309,7 @@ def test_duplicate_found_when_query_depths_differ(tmp_path):
 
 def test_hash_collisions_are_not_duplicates(tmp_path, monkeypatch):
     """Every hash equal: the exact check must still tell distinct documents apart."""
-    import gate.io.runs as runs
+    import gate.inputs.readers.runs as runs
 
     monkeypatch.setattr(runs, "_hash_columns", lambda mt, codes: np.zeros(mt.shape[1], dtype=np.uint64))
     for text in (RUN, _uneven_run(False)):
@@ -334,8 +334,8 @@ def test_a_few_very_long_docnos_keep_memory_to_their_own_length(tmp_path, block_
     assert docs[5] == long_a and scores[5] == 999.5 and docs[6] == "d0_5"
     assert run.ranking("q19")[0][-1] == long_b
     fixed = Run(run.source, run.query_ids, run.starts, run.doc_ids.astype(str), run.scores)
-    from gate.evaluate import evaluate
-    from gate.io.records import Qrels
+    from gate.evaluation.evaluate import evaluate
+    from gate.inputs.readers.records import Qrels
 
     qrels = Qrels("q", {f"q{q}": {f"d{q}_3": 1, long_a: 2, long_b: 1} for q in range(20)})
     ids = [f"q{q}" for q in range(20)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gate.io.textlines import iter_all_lines, iter_blocks, iter_lines, strip_gz
+from gate.inputs.readers.textlines import iter_all_lines, iter_blocks, iter_lines, strip_gz
 from tests.io.helpers import expect_error, write
 
 

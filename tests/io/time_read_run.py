@@ -37,7 +37,7 @@ print(f"{{path}}: {{len(lines):,}} lines, {{len(data) / 2**20:.1f}} MiB uncompre
 CHILD = """
 import resource, sys, time
 sys.path.insert(0, {repo!r})
-from gate.io.runs import read_run
+from gate.inputs.readers.runs import read_run
 for i in range(3):
     c, t = time.process_time(), time.perf_counter()
     run = read_run({path!r})

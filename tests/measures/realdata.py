@@ -1,7 +1,7 @@
 """Helpers for the parity tests on ../shared/realdata (not a test module).
 
 The oracles (pytrec_eval, trec_eval's printed outputs, NIST's official
-scores) are fed from files parsed here independently of gate.io, and the
+scores) are fed from files parsed here independently of gate.inputs.readers, and the
 "cut to k after trec_eval's sort" is done with a plain Python sort, so a bug
 in the project's reader or ordering cannot hide on both sides.
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gate.io.records import Run
-from gate.measures import Measure, parse_measure
+from gate.inputs.readers.records import Run
+from gate.evaluation.measures import Measure, parse_measure
 
 # trec_eval measure name -> ours (the rel comes from the evaluation's primary rel).
 _TREC_EVAL_PLAIN = {"map": "AP", "ndcg": "nDCG", "recip_rank": "RR"}

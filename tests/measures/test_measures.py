@@ -6,8 +6,8 @@ from math import log2
 
 import pytest
 
-from gate.evaluate import evaluate
-from gate.io.records import Qrels, Run
+from gate.evaluation.evaluate import evaluate
+from gate.inputs.readers.records import Qrels, Run
 
 # Query q1, listed in the file out of score order (the order must come from the scores):
 #   rank  doc  score  label

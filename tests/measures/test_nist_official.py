@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gate.evaluate import evaluate, query_universe
-from gate.io.qrels import read_qrels
-from gate.io.records import Qrels
-from gate.io.runs import read_run
+from gate.evaluation.evaluate import evaluate, query_universe
+from gate.inputs.readers.qrels import read_qrels
+from gate.inputs.readers.records import Qrels
+from gate.inputs.readers.runs import read_run
 from tests.measures.realdata import four_decimals_match, ours
 from tests.shared_data import REALDATA, need
 

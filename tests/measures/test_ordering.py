@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gate.measures.ordering import segment_ids, tie_at_cutoff, trec_order, trec_order_reference
+from gate.evaluation.measures.ordering import segment_ids, tie_at_cutoff, trec_order, trec_order_reference
 
 
 def _order(queries: list[list[tuple[str, float]]]) -> list[list[str]]:

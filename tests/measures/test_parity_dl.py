@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gate.evaluate import evaluate, query_universe
-from gate.io.qrels import read_qrels
-from gate.io.runs import read_run
+from gate.evaluation.evaluate import evaluate, query_universe
+from gate.inputs.readers.qrels import read_qrels
+from gate.inputs.readers.runs import read_run
 from tests.measures.realdata import cut_run, oracle_qrels, oracle_run
 from tests.shared_data import REALDATA
 

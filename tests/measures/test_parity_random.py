@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gate.evaluate import evaluate, query_universe
-from gate.io.records import Qrels, Run
+from gate.evaluation.evaluate import evaluate, query_universe
+from gate.inputs.readers.records import Qrels, Run
 from tests.measures.realdata import cut_run
 
 pytrec_eval = pytest.importorskip("pytrec_eval")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gate.errors import InputError
-from gate.measures import (
+from gate.common.errors import InputError
+from gate.evaluation.measures import (
     AP,
     NDCG,
     REGISTRY,

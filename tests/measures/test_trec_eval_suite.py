@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gate.evaluate import evaluate, query_universe
-from gate.io.qrels import read_qrels
-from gate.io.runs import read_run
+from gate.evaluation.evaluate import evaluate, query_universe
+from gate.inputs.readers.qrels import read_qrels
+from gate.inputs.readers.runs import read_run
 from tests.measures.realdata import (
     cut_run,
     four_decimals_match,

@@ -8,7 +8,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from gate.stats.bootstrap import (
+from gate.statistics.bootstrap import (
     CI_METHODS,
     MAX_BLOCK_INDICES,
     BootstrapResult,

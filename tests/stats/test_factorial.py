@@ -1,4 +1,4 @@
-"""2^k factorial contrasts and concentration (gate.stats.factorial)."""
+"""2^k factorial contrasts and concentration (gate.statistics.factorial)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from gate.stats.factorial import (
+from gate.statistics.factorial import (
     FactorialGrid,
     Term,
     concentration,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gate.stats.holm import holm
+from gate.statistics.holm import holm
 
 
 def reference_holm(pvals):

@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from gate.stats.bootstrap import paired_bootstrap
-from gate.stats.paired import PairedComparison, compare_paired, paired_differences, wins_losses_ties
-from gate.stats.power import minimum_detectable_effect
-from gate.stats.randomization import sign_flip_p
+from gate.statistics.bootstrap import paired_bootstrap
+from gate.statistics.paired import PairedComparison, compare_paired, paired_differences, wins_losses_ties
+from gate.statistics.power import minimum_detectable_effect
+from gate.statistics.randomization import sign_flip_p
 
 
 def _runs(n, seed=0):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from gate.stats.power import difference_sd, minimum_detectable_effect
+from gate.statistics.power import difference_sd, minimum_detectable_effect
 
 # z_0.975 and z_0.8, to the digits statistics.NormalDist gives.
 Z_975 = 1.959963984540054

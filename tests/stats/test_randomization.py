@@ -8,8 +8,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from gate.stats.bootstrap import MAX_BLOCK_INDICES, chunk_rows_for
-from gate.stats.randomization import EXACT_MAX_N, sign_flip_p
+from gate.statistics.bootstrap import MAX_BLOCK_INDICES, chunk_rows_for
+from gate.statistics.randomization import EXACT_MAX_N, sign_flip_p
 
 
 def reference_exact(d):

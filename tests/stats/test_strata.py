@@ -1,4 +1,4 @@
-"""Per-stratum comparison (gate.stats.strata) and the shares/assignments files (gate.strata_config)."""
+"""Per-stratum comparison (gate.statistics.strata) and the shares/assignments files (gate.inputs.traffic_shares)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gate.errors import InputError
-from gate.io.records import Query, QuerySet
-from gate.stats.bootstrap import paired_bootstrap
-from gate.stats.holm import holm
-from gate.stats.randomization import sign_flip_p
-from gate.stats.strata import (
+from gate.common.errors import InputError
+from gate.inputs.readers.records import Query, QuerySet
+from gate.statistics.bootstrap import paired_bootstrap
+from gate.statistics.holm import holm
+from gate.statistics.randomization import sign_flip_p
+from gate.statistics.strata import (
     DAMAGED,
     IMPROVED,
     NOT_MEASURED,
@@ -22,7 +22,7 @@ from gate.stats.strata import (
     stratum_table,
     threshold_for,
 )
-from gate.strata_config import assign_strata, load_strata_spec, read_assignments, validate_against
+from gate.inputs.traffic_shares import assign_strata, load_strata_spec, read_assignments, validate_against
 
 # The seed's six strata and traffic shares (22/18/15/6/31/8); query counts add up to 140.
 SHARES = {"navigational": 0.22, "error_string": 0.18, "entity_attribute": 0.15,
@@ -333,8 +333,8 @@ def test_assign_strata_from_field_and_file(tmp_path):
 
 
 def test_the_config_block(tmp_path):
-    from gate.config import load_config
-    from gate.strata_config import strata_spec_from_config
+    from gate.inputs.config import load_config
+    from gate.inputs.traffic_shares import strata_spec_from_config
 
     write(tmp_path, "strata.tsv", "q1\tnavigational\n")
     path = write(tmp_path, ".retrieval-gate.yml", (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gate.stats.bootstrap import paired_bootstrap, stratified_bootstrap_weighted
+from gate.statistics.bootstrap import paired_bootstrap, stratified_bootstrap_weighted
 
 
 def reference_stratified(d, labels, weights, samples, seed):

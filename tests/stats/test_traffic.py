@@ -1,4 +1,4 @@
-"""Traffic accounting (gate.stats.traffic) and the report block (gate.lift.strata_section)."""
+"""Traffic accounting (gate.statistics.traffic) and the report block (gate.statistics.movement.strata_section)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from gate.errors import InputError
-from gate.evaluate import PerQuery
-from gate.lift import strata_section
-from gate.stats.bootstrap import stratified_bootstrap_weighted
-from gate.stats.strata import stratum_table
-from gate.stats.traffic import round_percentages, traffic_account, traffic_sentence, wins_sentence
-from gate.strata_config import StrataSpec
+from gate.common.errors import InputError
+from gate.evaluation.evaluate import PerQuery
+from gate.statistics.movement import strata_section
+from gate.statistics.bootstrap import stratified_bootstrap_weighted
+from gate.statistics.strata import stratum_table
+from gate.statistics.traffic import round_percentages, traffic_account, traffic_sentence, wins_sentence
+from gate.inputs.traffic_shares import StrataSpec
 from tests.stats.test_strata import SHARES, seed_arrays
 
 SAMPLES = 2000

@@ -1,0 +1,293 @@
+"""Per-query evaluation of one run against the qrels, trec_eval-compatible.
+
+* :func:`query_universe` decides which queries are evaluated: the golden
+  queries that have at least one qrels entry (all qrels queries when there is
+  no query file), in UTF-8 byte order of their ids.
+* :func:`evaluate` scores every measure on every universe query at once with
+  numpy segment operations. A universe query absent from the run scores 0 on
+  every measure (trec_eval ``-c``); run queries outside the universe are
+  ignored. Rows are ranked in trec_eval order (score descending, compared as
+  C floats like trec_eval 9.x, then docno descending; the rank column is
+  ignored), see :mod:`gate.evaluation.measures.ordering`.
+
+Labels: a document is relevant for a binary measure when its label is
+``>= rel``; only positive labels carry nDCG gain. A negative label is
+"in the pool, unjudged" (trec_eval) unless ``Qrels.negative_is_judged``, in
+which case it is judged non-relevant; either way it gains nothing and is never
+relevant, and the choice only affects ``Judged@k``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from gate.inputs.readers.records import Qrels, QuerySet, Run
+from gate.evaluation.measures import Measure, parse_measure
+from gate.evaluation.measures.ordering import compared_scores, tie_at_cutoff, trec_order
+from gate.evaluation.measures.ranking import NONPOOL, Ranking
+
+
+def _byte_order(ids) -> tuple[str, ...]:
+    return tuple(sorted(ids, key=lambda q: q.encode("utf-8")))
+
+
+@dataclass(frozen=True)
+class Universe:
+    """The queries a run is evaluated on."""
+
+    query_ids: tuple[str, ...]  # golden queries with at least one qrels entry, UTF-8 byte order
+    unjudged: tuple[str, ...]  # golden queries with no qrels entry, left out (byte order)
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+
+def query_universe(qrels: Qrels, queries: QuerySet | None = None) -> Universe:
+    """Golden queries that have at least one qrels entry (the qrels' queries when no query file).
+
+    A qrels entry of any label counts, negative ones included. Qrels queries
+    that are not golden queries are not evaluated.
+    """
+    judged = {qid for qid, docs in qrels.judgments.items() if len(docs)}
+    if queries is None:
+        return Universe(query_ids=_byte_order(judged), unjudged=())
+    golden = dict.fromkeys(queries.ids())
+    return Universe(
+        query_ids=_byte_order(q for q in golden if q in judged),
+        unjudged=_byte_order(q for q in golden if q not in judged),
+    )
+
+
+def _examples(ids: Sequence[str], limit: int = 3) -> str:
+    shown = ", ".join(repr(q if len(q) <= 40 else q[:37] + "...") for q in list(ids)[:limit])
+    return shown + (", ..." if len(ids) > limit else "")
+
+
+def require_overlap(run: Run, query_ids: Sequence[str], qrels: Qrels, queries: QuerySet | None = None) -> None:
+    """Refuse a comparison that has nothing to compare, naming the input at fault.
+
+    An empty run, an empty universe, or a run none of whose queries is in the
+    universe would give "0.0000 -> 0.0000" - a number that means "wrong file",
+    not "no change". Partial coverage is fine: missing queries score 0.
+    """
+    from gate.common.errors import InputError
+
+    if len(run) == 0:
+        raise InputError(run.source, None, "the run has no rows: nothing to compare")
+    if not query_ids:
+        if queries is not None:
+            raise InputError(qrels.source, None, f"no query of {queries.source} is judged here "
+                             f"(query ids {_examples(queries.ids())}; judged {_examples(qrels.query_ids())})")
+        raise InputError(qrels.source, None, "the qrels judge no query: nothing to compare")
+    universe = set(query_ids)
+    if not any(q in universe for q in run.query_ids):
+        raise InputError(run.source, None, f"none of the run's {len(run.query_ids)} queries is among the "
+                         f"{len(universe)} judged ones of {qrels.source}: nothing to compare (run ids "
+                         f"{_examples(run.query_ids)}; judged {_examples(sorted(universe))})")
+
+
+@dataclass(frozen=True)
+class PerQuery:
+    """Per-query values of every evaluated measure, aligned to ``query_ids``."""
+
+    query_ids: tuple[str, ...]
+    values: dict[str, np.ndarray]  # canonical measure name -> float64 aligned to query_ids
+    missing: tuple[str, ...]  # universe queries absent from the run (they score 0, trec_eval -c)
+    extra: tuple[str, ...]  # run queries outside the universe (ignored)
+    no_relevant: tuple[str, ...]  # universe queries with no doc with label >= rel (for the primary rel)
+    ties: dict[str, np.ndarray]  # cutoff measure name -> bool per query: equal scores straddle rank k
+    rel: int = 1  # the primary rel: fills the rel of measure names that leave it open
+
+    def key(self, measure: Measure | str) -> str:
+        """The name under which ``measure`` is stored.
+
+        A string that is already a key (a canonical name, e.g. from iterating
+        :attr:`values`) is used as is; otherwise the measure's open rel is
+        filled with :attr:`rel`, as :func:`evaluate` did (``AP`` -> ``AP(rel=2)``).
+        """
+        if isinstance(measure, str) and measure in self.values:
+            return measure
+        name = str(parse_measure(measure).with_default_rel(self.rel))
+        if name not in self.values:
+            raise KeyError(f"measure {name} was not evaluated (have: {', '.join(self.values)})")
+        return name
+
+    def __getitem__(self, measure: Measure | str) -> np.ndarray:
+        return self.values[self.key(measure)]
+
+    def subset(self, query_ids: Sequence[str]) -> "PerQuery":
+        """The same values restricted to ``query_ids`` (in the order given)."""
+        position = {q: i for i, q in enumerate(self.query_ids)}
+        try:
+            index = np.array([position[q] for q in query_ids], dtype=np.int64)
+        except KeyError as missing:
+            raise KeyError(f"query {missing} is not in this evaluation") from None
+        keep = set(query_ids)
+        return PerQuery(
+            query_ids=tuple(query_ids),
+            values={name: values[index] for name, values in self.values.items()},
+            missing=tuple(q for q in self.missing if q in keep),
+            extra=self.extra,
+            no_relevant=tuple(q for q in self.no_relevant if q in keep),
+            ties={name: flags[index] for name, flags in self.ties.items()},
+            rel=self.rel,
+        )
+
+    def mean(self, measure: Measure | str) -> float:
+        """Mean over all ``query_ids`` (missing queries count as 0, like trec_eval -c).
+
+        0.0 when there are no queries, as trec_eval prints for ``num_q = 0``.
+        """
+        values = self[measure]
+        return float(np.mean(values)) if len(values) else 0.0
+
+
+def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(starts[i], starts[i] + lens[i])``."""
+    lens = lens.astype(np.int64, copy=False)
+    before = np.cumsum(lens) - lens
+    return np.repeat(starts - before, lens) + np.arange(int(lens.sum()), dtype=np.int64)
+
+
+def _qrels_arrays(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    sizes = np.zeros(len(qids), dtype=np.int64)
+    chunks: list[np.ndarray] = []
+    for i, qid in enumerate(qids):
+        docs = judgments.get(qid)
+        if docs:
+            sizes[i] = len(docs)
+            chunks.append(np.fromiter(docs.values(), dtype=np.int64, count=len(docs)))
+    labels = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+    return np.repeat(np.arange(len(qids), dtype=np.int64), sizes), labels
+
+
+_LOOKUP_BLOCK = 1 << 16  # rows whose docnos are Python strings at once (bounds memory)
+
+
+def _labels(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str], doc_ids: np.ndarray,
+            kept: np.ndarray, kept_lens: np.ndarray, kept_starts: np.ndarray) -> np.ndarray:
+    """The qrels label of every kept row (NONPOOL where unjudged), in blocks of queries.
+
+    Docnos become Python strings for the dict lookups; converting them a block
+    at a time keeps a million-row run from holding a million string objects.
+    """
+    labels = np.full(len(kept), NONPOOL, dtype=np.int64)
+    nonempty = np.flatnonzero(kept_lens).tolist()
+    i = 0
+    while i < len(nonempty):
+        j = i
+        first = int(kept_starts[nonempty[i]])
+        while j < len(nonempty) and int(kept_starts[nonempty[j] + 1]) - first <= _LOOKUP_BLOCK:
+            j += 1
+        j = max(j, i + 1)
+        last = int(kept_starts[nonempty[j - 1] + 1])
+        docs = doc_ids[kept[first:last]].tolist()
+        for q in nonempty[i:j]:
+            judged = judgments.get(qids[q])
+            if not judged:
+                continue
+            a, b = int(kept_starts[q]) - first, int(kept_starts[q + 1]) - first
+            labels[first + a:first + b] = np.fromiter(map(judged.get, docs[a:b], repeat(NONPOOL)),
+                                                      dtype=np.int64, count=b - a)
+        i = j
+    return labels
+
+
+def evaluate(
+    run: Run,
+    qrels: Qrels,
+    measures: Sequence[Measure | str],
+    query_ids: Sequence[str],
+    *,
+    rel: int = 1,
+) -> PerQuery:
+    """Score ``measures`` of ``run`` on each of ``query_ids`` (usually ``query_universe(...).query_ids``).
+
+    ``rel`` is the primary binary threshold: it fills measures whose name does
+    not fix rel (``AP`` becomes ``AP(rel=2)`` for ``rel=2``) and defines
+    :attr:`PerQuery.no_relevant`. Values are keyed by canonical measure name.
+    """
+    if isinstance(rel, bool) or not isinstance(rel, (int, np.integer)) or rel < 1:
+        raise ValueError(f"rel must be a positive integer, got {rel!r}")
+    rel = int(rel)
+    resolved: dict[str, Measure] = {}
+    for m in measures:
+        measure = parse_measure(m).with_default_rel(rel)
+        resolved.setdefault(str(measure), measure)
+
+    qids = tuple(query_ids)
+    if len(set(qids)) != len(qids):
+        raise ValueError("query_ids has duplicates")
+    n = len(qids)
+    universe = set(qids)
+    run_index = run.index()
+    where = np.fromiter((run_index.get(q, -1) for q in qids), dtype=np.int64, count=n)
+    missing = tuple(q for q, w in zip(qids, where) if w < 0)
+    extra = tuple(q for q in run.query_ids if q not in universe)
+
+    # Rows of the universe queries, grouped in universe order (missing = empty).
+    run_starts = np.asarray(run.starts, dtype=np.int64)
+    present = np.flatnonzero(where >= 0)
+    retrieved = np.zeros(n, dtype=np.int64)
+    retrieved[present] = run_starts[where[present] + 1] - run_starts[where[present]]
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(retrieved, out=starts[1:])
+    if len(present) == len(run.query_ids) and np.array_equal(where[present], np.arange(len(present))):
+        scores, doc_ids = run.scores, run.doc_ids
+    else:
+        rows = _ranges(run_starts[where[present]], retrieved[present])
+        scores, doc_ids = run.scores[rows], run.doc_ids[rows]
+    scores = np.asarray(scores, dtype=np.float64)
+
+    perm = trec_order(starts, scores, doc_ids)
+    ordered_scores = compared_scores(scores)[perm]
+
+    ties: dict[str, np.ndarray] = {}
+    for name, measure in resolved.items():
+        if measure.cutoff is not None:
+            ties[name] = tie_at_cutoff(starts, ordered_scores, measure.cutoff)
+
+    # Only the rows some measure looks at are joined with the qrels.
+    cutoffs = [m.cutoff for m in resolved.values()]
+    depth = None if any(c is None for c in cutoffs) else max(cutoffs, default=0)
+    if depth is None:
+        kept_lens = retrieved
+        kept = perm
+    else:
+        kept_lens = np.minimum(retrieved, depth)
+        kept = perm[_ranges(starts[:-1], kept_lens)]
+    kept_starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(kept_lens, out=kept_starts[1:])
+    seg = np.repeat(np.arange(n, dtype=np.int64), kept_lens)
+    rank = np.arange(len(kept), dtype=np.int64) - kept_starts[seg] + 1
+
+    labels = _labels(qrels.judgments, qids, doc_ids, kept, kept_lens, kept_starts)
+
+    qrels_seg, qrels_labels = _qrels_arrays(qrels.judgments, qids)
+    ranking = Ranking(
+        n_queries=n,
+        retrieved=retrieved,
+        seg=seg,
+        rank=rank,
+        labels=labels,
+        qrels_seg=qrels_seg,
+        qrels_labels=qrels_labels,
+        negative_is_judged=bool(qrels.negative_is_judged),
+        depth=depth,
+    )
+    values = {name: measure.compute(ranking) for name, measure in resolved.items()}
+    has_relevant = ranking.num_relevant(rel) > 0
+    no_relevant = tuple(q for q, ok in zip(qids, has_relevant.tolist()) if not ok)
+    return PerQuery(
+        query_ids=qids,
+        values=values,
+        missing=missing,
+        extra=extra,
+        no_relevant=no_relevant,
+        ties=ties,
+        rel=rel,
+    )

@@ -1,0 +1,1 @@
+"""Inputs: the config, the yardstick (golden set, base commit), manifests, git, the file readers."""

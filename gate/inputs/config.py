@@ -1,0 +1,547 @@
+"""``.retrieval-gate.yml`` -> :class:`Config`.
+
+The file is read with ruamel.yaml's round-trip loader so that every error can
+name the line of the key at fault. The accepted keys are declared once, in
+:data:`SCHEMA`; an unknown key is an error with a did-you-mean, because a
+misspelt policy key that is silently ignored is a gate that silently passes.
+Paths are relative to the config file's folder.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from gate.common.errors import InputError
+from gate.common import limits
+from gate.inputs.readers.textlines import read_text_file
+from gate.inputs.readers.yaml_source import load_yaml
+
+DEFAULT_PATH = ".retrieval-gate.yml"
+
+
+# --------------------------------------------------------------------------- schema
+# A field is (checker, default). A section is a dict of fields. ``...`` marks a
+# required field. Checkers take (value, where) and return the checked value.
+
+
+class _Where:
+    """The place of a value: file, line and dotted key, for error messages."""
+
+    def __init__(self, path: str, line: int | None, key: str):
+        self.path, self.line, self.key = path, line, key
+
+    def error(self, message: str) -> InputError:
+        return InputError(self.path, self.line, f"key '{self.key}': {message}")
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return f"the text '{value}'"
+    if isinstance(value, (list, CommentedSeq)):
+        return "a list"
+    if isinstance(value, (dict, CommentedMap)):
+        return "a mapping"
+    if value is None:
+        return "nothing"
+    return type(value).__name__
+
+
+def text(value: Any, where: _Where) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise where.error(f"expected text, got {_type_name(value)}")
+    return str(value)
+
+
+def integer(value: Any, where: _Where) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise where.error(f"expected an integer, got {_type_name(value)}")
+    return int(value)
+
+
+def positive_integer(value: Any, where: _Where) -> int:
+    value = integer(value, where)
+    if value < 1:
+        raise where.error(f"expected a positive integer, got {value}")
+    return value
+
+
+def number(value: Any, where: _Where) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise where.error(f"expected a number, got {_type_name(value)}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise where.error(f"expected a finite number, got {value}")
+    return value
+
+
+def in_range(checker: Callable[[Any, _Where], Any], low: float | None = None, high: float | None = None,
+             *, low_open: bool = False) -> Callable[[Any, _Where], Any]:
+    """``checker``, then ``low <= value <= high`` (``low < value`` with ``low_open``)."""
+    def check(value: Any, where: _Where) -> Any:
+        value = checker(value, where)
+        too_low = low is not None and (value <= low if low_open else value < low)
+        if too_low or (high is not None and value > high):
+            lo = "" if low is None else (f"above {low:g}" if low_open else f"at least {low:g}")
+            hi = "" if high is None else f"at most {high:g}"
+            raise where.error(f"expected a value {' and '.join(p for p in (lo, hi) if p)}, got {value:g}")
+        return value
+
+    return check
+
+
+def fraction(value: Any, where: _Where) -> float:
+    return in_range(number, 0.0, 1.0)(value, where)
+
+
+seed = in_range(integer, 0, limits.MAX_SEED)
+
+
+def boolean(value: Any, where: _Where) -> bool:
+    if not isinstance(value, bool):
+        raise where.error(f"expected true or false, got {_type_name(value)}")
+    return value
+
+
+def text_list(value: Any, where: _Where) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, (list, CommentedSeq)):
+        raise where.error(f"expected a list of text, got {_type_name(value)}")
+    return tuple(text(item, where) for item in value)
+
+
+def one_of(*choices: str) -> Callable[[Any, _Where], str]:
+    def check(value: Any, where: _Where) -> str:
+        value = text(value, where)
+        if value not in choices:
+            hint = difflib.get_close_matches(value, choices, n=1)
+            extra = f" (did you mean '{hint[0]}'?)" if hint else ""
+            raise where.error(f"'{value}' is not one of {', '.join(choices)}{extra}")
+        return value
+
+    return check
+
+
+def list_of(*choices: str) -> Callable[[Any, _Where], tuple[str, ...]]:
+    """A list whose every item is one of ``choices`` (and at least one item)."""
+    pick = one_of(*choices)
+
+    def check(value: Any, where: _Where) -> tuple[str, ...]:
+        items = tuple(pick(item, where) for item in text_list(value, where))
+        if not items:
+            raise where.error(f"expected at least one of {', '.join(choices)}")
+        return items
+
+    return check
+
+
+def suite_name(value: Any, where: _Where) -> str:
+    """The suite names the comment (its hidden marker) and the status: short and plain."""
+    value = text(value, where)
+    if not value.strip() or len(value) > 100 or any(c in value for c in "\n\r\t<>`|") or not value.isprintable():
+        raise where.error(f"expected a short plain name (letters, digits, '-', '_', spaces; at most 100), got "
+                          f"{value[:40]!r}")
+    return value
+
+
+def mapping(value: Any, where: _Where) -> dict[str, Any]:
+    """A free-form mapping (values kept as plain Python data)."""
+    if not isinstance(value, (dict, CommentedMap)):
+        raise where.error(f"expected a mapping, got {_type_name(value)}")
+    return _plain(value)
+
+
+def anything(value: Any, where: _Where) -> Any:
+    return _plain(value)
+
+
+REQUIRED = ...
+
+
+def setting(check: Callable[[Any, _Where], Any], default: Any = REQUIRED) -> Any:
+    """A config key: its checker and its default (``REQUIRED`` when the file must set it).
+
+    The defaults live here and only here: the loader, the README table test and the fuzzer all
+    read them from the dataclasses below."""
+    metadata = {"check": check, "default": default}
+    if default is REQUIRED:
+        return field(metadata=metadata)
+    if isinstance(default, dict):
+        return field(default_factory=dict, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def section(kind: type) -> Any:
+    """A nested block of keys, read into the frozen dataclass ``kind`` (its own defaults when
+    none of its keys is required)."""
+    required = any(f.metadata.get("default") is REQUIRED for f in fields(kind))
+    if required:
+        return field(metadata={"section": kind})
+    return field(default_factory=kind, metadata={"section": kind})
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoldenConfig:
+    """``golden:``, the yardstick's files."""
+    queries: str = setting(text)
+    qrels: str = setting(text)
+    rel: int = setting(in_range(positive_integer, 1, 1 << 31), 1)
+    negative_is_judged: bool | None = setting(boolean, None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetrievalSection:
+    """``retrieval:``, the retrieval configuration under test."""
+    config: str = setting(text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunnerConfig:
+    """``runner:``, how a run is produced."""
+    type: str = setting(one_of("command", "run-file", "reference"), "command")
+    command: str | None = setting(text, None)
+    shell: bool = setting(boolean, False)
+    timeout: float = setting(in_range(number, 0.0, 7 * 24 * 3600.0, low_open=True), 3600.0)
+    env_passthrough: tuple[str, ...] = setting(text_list, ())
+    # Globs (relative to the repository) of the code a run depends on; default: the whole
+    # git tree of the code under test (the gate's own folders aside).
+    inputs: tuple[str, ...] = setting(text_list, ())
+    baseline_run: str | None = setting(text, None)
+    candidate_run: str | None = setting(text, None)
+    options: Mapping[str, Any] = setting(mapping, {})
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaselineConfig:
+    """``baseline:``, where the archived baseline's manifest lives."""
+    manifest: str = setting(text, ".retrieval-gate/baseline/manifest.yml")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheConfig:
+    """``cache:``, the run cache keyed by fingerprint."""
+    dir: str = setting(text, ".retrieval-gate/cache")
+    enabled: bool = setting(boolean, True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatisticsConfig:
+    """``statistics:``, the bootstrap's size, seed and interval."""
+    samples: int = setting(in_range(positive_integer, 1, limits.MAX_SAMPLES), 10_000)
+    seed: int = setting(seed, 7)
+    ci_method: str = setting(one_of("percentile", "basic", "bca"), "percentile")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StrataConfig:
+    """``strata:``, traffic share of each stratum (fractions summing to 1), a qid->stratum TSV
+    when the query file has no stratum field, and strata whose regression fails the gate."""
+    shares: Mapping[str, Any] | None = setting(mapping, None)
+    assignments: str | None = setting(text, None)
+    guarded: tuple[str, ...] = setting(text_list, ())
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeakageConfig:
+    """``leakage:``, golden queries found in the corpus."""
+    enabled: bool = setting(boolean, True)
+    modes: tuple[str, ...] = setting(list_of("exact", "trigram-jaccard"), ("exact", "trigram-jaccard"))
+    threshold: float = setting(in_range(number, 0.0, 1.0, low_open=True), 0.85)
+    min_tokens: int = setting(in_range(positive_integer, 1, 10_000), 3)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TuningConfig:
+    """``tuning:``, the queries tunable parameters were fitted on (a query file or a list of
+    ids), optional explicit reporting (held-out) queries (default: golden minus tuning), and the
+    parameters themselves."""
+    queries: Any = setting(anything, None)
+    holdout: Any = setting(anything, None)
+    params: tuple[str, ...] = setting(text_list, ())
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoiseConfig:
+    """``noise:``, the run-to-run noise band."""
+    # A stored noise band (noise.json from `retrieval-gate noise`); the manifest's band wins when both exist.
+    file: str | None = setting(text, None)
+    repeats: int = setting(in_range(positive_integer, 2, limits.MAX_REPEATS), 10)
+    # Config keys (or prefixes) that build the index: a band measured under other values is stale.
+    invalidate_on: tuple[str, ...] = setting(text_list, ("index", "embedding", "ingestion", "chunking", "bm25",
+                                                         "ann"))
+    base_seed: int = setting(in_range(integer, 0, limits.MAX_SEED - limits.MAX_REPEATS), 1000)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttributionConfig:
+    """``attribution:``, the 2^k grid of bundled changes."""
+    enabled: bool = setting(boolean, True)
+    # More changed factors than this are reported as a bundle (2^k runs would be needed).
+    max_factors: int = setting(in_range(positive_integer, 1, 6), 3)
+    # Named factors as groups of dotted paths; default: each changed top-level group.
+    factors: Mapping[str, Any] = setting(mapping, {})
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgedConfig:
+    """``judged:``, the depth the unjudged share is measured at."""
+    k: int = setting(in_range(positive_integer, 1, limits.MAX_CUTOFF), 10)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Policy:
+    """``policy:``, the limits the verdict applies (README: policy defaults)."""
+    # Non-inferiority margin on the primary metric.
+    max_regression: float = setting(in_range(number, 0.0), 0.02)
+    require_improvement: bool = setting(boolean, False)
+    inconclusive_blocks: bool = setting(boolean, True)
+    # Leaked golden queries are left out of the reporting set.
+    exclude_leaked: bool = setting(boolean, True)
+    # Golden queries that may newly appear in the candidate's corpus before the gate fails.
+    max_leaked: int = setting(in_range(integer, 0), 0)
+    # Largest share of the candidate's top k that may be unjudged.
+    max_unjudged: float = setting(fraction, 0.3)
+    # Largest fall of the judged share against the baseline.
+    max_judged_drop: float = setting(fraction, 0.1)
+    # A stratum whose minimum detectable effect exceeds this is flagged underpowered.
+    min_effect: float = setting(in_range(number, 0.0), 0.02)
+    # Share of traffic (strata shares) that may be damaged before the gate fails.
+    max_damaged_traffic: float = setting(fraction, 0.2)
+    # "Improvement shown" needs a current noise band: without one a delta may be run-to-run spread.
+    improvement_needs_band: bool = setting(boolean, True)
+    # calibrated: sign-flip test and Hall bootstrap-t agree, >= 5 queries moved (README: the
+    # decision rule); interval: the seed's rule on the reported percentile interval.
+    decision: str = setting(one_of("calibrated", "interval"), "calibrated")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """A checked ``.retrieval-gate.yml``: one typed field per key, one dataclass per block."""
+    path: Path  # the config file itself
+    root: Path  # its folder: every relative path is resolved against it
+    suite: str = setting(suite_name, "retrieval")
+    golden: GoldenConfig = section(GoldenConfig)
+    corpus: str | None = setting(text, None)
+    corpus_location: str | None = setting(text, None)
+    metric: str = setting(text, "nDCG@10")
+    also: tuple[str, ...] = setting(text_list, ("RR@10", "R@100", "Judged@10"))
+    retrieval: RetrievalSection = section(RetrievalSection)
+    runner: RunnerConfig = section(RunnerConfig)
+    baseline: BaselineConfig = section(BaselineConfig)
+    cache: CacheConfig = section(CacheConfig)
+    statistics: StatisticsConfig = section(StatisticsConfig)
+    environment: tuple[str, ...] = setting(text_list, ())
+    strata: StrataConfig = section(StrataConfig)
+    leakage: LeakageConfig = section(LeakageConfig)
+    tuning: TuningConfig = section(TuningConfig)
+    prompts: tuple[str, ...] = setting(text_list, ())
+    # Repository globs whose change makes the gate relevant; default: the retrieval config,
+    # the gate config, the yardstick files, corpus, prompts, environment files, .github/workflows/.
+    watch: tuple[str, ...] = setting(text_list, ())
+    noise: NoiseConfig = section(NoiseConfig)
+    attribution: AttributionConfig = section(AttributionConfig)
+    judged: JudgedConfig = section(JudgedConfig)
+    policy: Policy = section(Policy)
+    lines: Mapping[str, int | None] = field(default_factory=dict)  # dotted key -> its line in the file
+    # Where the code under test lives. The yardstick (golden files, strata, tuning
+    # split, manifest, noise band) resolves against ``root``, which on a PR is a
+    # copy of the base commit's files; the retrieval config, corpus, prompts,
+    # runner and cache resolve against the workspace (the PR head).
+    workspace: Path | None = None
+
+    @property
+    def retrieval_config(self) -> str:
+        return self.retrieval.config
+
+    @property
+    def manifest(self) -> str:
+        return self.baseline.manifest
+
+    @property
+    def cache_dir(self) -> str:
+        return self.cache.dir
+
+    @property
+    def cache_enabled(self) -> bool:
+        return self.cache.enabled
+
+    def value(self, dotted: str) -> Any:
+        """The value of a dotted key (``"noise.file"``), for messages that quote it."""
+        node: Any = self
+        for part in dotted.split("."):
+            node = getattr(node, part)
+        return node
+
+    def as_dotted(self) -> dict[str, Any]:
+        """Every key's value by dotted name: the config as the file would write it back."""
+        out: dict[str, Any] = {}
+        _dotted(self, "", out)
+        return out
+
+    @property
+    def workspace_root(self) -> Path:
+        return self.workspace if self.workspace is not None else self.root
+
+    def here(self, relative: str | None) -> Path | None:
+        """A path of the code under test (PR head), resolved against the workspace."""
+        if relative is None:
+            return None
+        path = Path(relative)
+        return path if path.is_absolute() else self.workspace_root / path
+
+    def here_spec(self, relative: str) -> str:
+        return relative if is_spec(relative) else str(self.here(relative))
+
+    def resolve(self, relative: str | None) -> Path | None:
+        """A path from the config, resolved against the config's folder (irds: ids kept)."""
+        if relative is None:
+            return None
+        if is_spec(relative):
+            return Path(relative)
+        path = Path(relative)
+        return path if path.is_absolute() else self.root / path
+
+    def spec(self, relative: str) -> str:
+        """Like :meth:`resolve` but as a string, keeping ``irds:`` ids untouched."""
+        return relative if is_spec(relative) else str(self.resolve(relative))
+
+    def key_error(self, key: str, message: str) -> InputError:
+        """An error about the value of ``key``, at its line in the config file."""
+        return InputError(str(self.path), self.lines.get(key), f"key '{key}': {message}")
+
+
+def _keys(kind: type) -> list[Any]:
+    """The fields of ``kind`` that are keys of the file, in the file's documented order."""
+    return [f for f in fields(kind) if "check" in f.metadata or "section" in f.metadata]
+
+
+def _dotted(node: Any, prefix: str, out: dict[str, Any]) -> None:
+    for f in _keys(type(node)):
+        value = getattr(node, f.name)
+        if "section" in f.metadata:
+            _dotted(value, prefix + f.name + ".", out)
+        else:
+            out[prefix + f.name] = value
+
+
+def schema(kind: type = Config) -> dict[str, Any]:
+    """The accepted keys as ``{key: (checker, default)}``, blocks nested: derived from the
+    dataclasses, for the fuzzer and the documentation test."""
+    out: dict[str, Any] = {}
+    for f in _keys(kind):
+        out[f.name] = schema(f.metadata["section"]) if "section" in f.metadata else (f.metadata["check"],
+                                                                                    f.metadata["default"])
+    return out
+
+
+SCHEMA: dict[str, Any] = schema()
+
+
+def is_spec(value: str) -> bool:
+    return value.startswith("irds:")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _plain(value: Any) -> Any:
+    """Plain Python data: ruamel's round-trip types (CommentedMap, ScalarFloat, ScalarInt, ...)
+    become dict, list, float, int, str, so that nothing downstream meets a YAML class."""
+    if isinstance(value, (dict, CommentedMap)):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, CommentedSeq)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    for kind in (int, float, str):
+        if isinstance(value, kind):
+            return kind(value)
+    return value
+
+
+def yaml_key_line(node: Any, key: Any) -> int | None:
+    """1-based line of ``key`` in a ruamel.yaml mapping, or None (plain dicts have no positions)."""
+    try:
+        return node.lc.key(key)[0] + 1
+    except Exception:  # noqa: BLE001 - plain dicts (tests) have no positions
+        return None
+
+
+def yaml_node_line(node: Any) -> int | None:
+    """1-based line where a ruamel.yaml node starts, or None."""
+    try:
+        return node.lc.line + 1
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _check_block(node: Any, kind: type, path: str, prefix: str, lines: dict[str, int | None],
+                 block_line: int | None = None) -> dict[str, Any]:
+    """The checked values of one block of the file, as the keyword arguments of ``kind``."""
+    if not isinstance(node, (dict, CommentedMap)):
+        where = _Where(path, yaml_node_line(node), prefix.rstrip(".") or "(top level)")
+        raise where.error(f"expected a mapping, got {_type_name(node)}")
+    keys = _keys(kind)
+    names = [f.name for f in keys]
+    for key in node:
+        key_text = str(key)
+        if key_text not in names:
+            hint = difflib.get_close_matches(key_text, names, n=1)
+            extra = f" (did you mean '{prefix}{hint[0]}'?)" if hint else f" (known: {', '.join(names)})"
+            raise InputError(path, yaml_key_line(node, key), f"unknown key '{prefix}{key_text}'{extra}")
+    values: dict[str, Any] = {}
+    for f in keys:
+        dotted = prefix + f.name
+        given = f.name in node and node[f.name] is not None
+        if "section" in f.metadata:
+            block = node[f.name] if given else CommentedMap()
+            fields_of = _check_block(block, f.metadata["section"], path, dotted + ".", lines,
+                                     yaml_key_line(node, f.name))
+            values[f.name] = f.metadata["section"](**fields_of)
+            continue
+        if not given:
+            if f.metadata["default"] is REQUIRED:
+                raise InputError(path, block_line if prefix else None, f"missing required key '{dotted}'")
+            values[f.name] = f.metadata["default"]
+            continue
+        line = yaml_key_line(node, f.name)
+        lines[dotted] = line
+        values[f.name] = f.metadata["check"](node[f.name], _Where(path, line, dotted))
+    return values
+
+
+def load_config(path: str | Path = DEFAULT_PATH, text_override: str | None = None) -> Config:
+    """Read and check a gate config. ``text_override`` reads that text as if it were the file
+    (the base commit's copy, from ``git show``)."""
+    config_path = Path(path)
+    display = str(path)
+    if text_override is None:
+        try:
+            source = read_text_file(config_path, "a gate config")
+        except InputError as error:
+            if error.message == "no such file":
+                raise InputError(display, None, "no such file (create it, or pass --config FILE)") from None
+            raise
+    else:
+        source = text_override
+    document = load_yaml(source, display)
+    if document is None:
+        raise InputError(display, None, "the config is empty")
+    lines: dict[str, int | None] = {}
+    values = _check_block(document, Config, display, "", lines)
+    # The folder the config file is in (its directories resolved, the file itself not): a config
+    # that is a symlink to another folder still names paths beside itself.
+    root = config_path.absolute().parent.resolve()
+    return Config(path=config_path, root=root, lines=lines, **values)

@@ -1,0 +1,302 @@
+"""The few git calls the gate makes.
+
+In a Docker action the workspace may belong to another uid than the gate's, and git refuses
+such a repository unless it is a ``safe.directory``. Every call here names the repository's
+top level (found by walking up to its ``.git``, not the current folder: with
+``working-directory: svc`` the current folder is not the repository) as a safe directory
+through the environment (``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``):
+nothing is written to the user's git config, and nothing shows in a process list.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Mapping
+
+from gate.common.errors import InputError
+
+
+def top_level(cwd: Path) -> Path:
+    """The folder holding ``.git`` at or above ``cwd`` (``cwd`` itself when there is none)."""
+    start = Path(os.path.abspath(cwd))
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
+# What the PR's code could have planted in the checkout before (or while) the gate reads it -
+# an earlier step of the job runs it, and so does the command runner - must not change what
+# git tells the gate, nor run anything: hooks and an fsmonitor are off, replace refs and grafts
+# (which rewrite what a commit holds, or its parents: HEAD^1) are ignored.
+_HARDENING = (("core.hooksPath", "/dev/null"), ("core.fsmonitor", "false"))
+_NO_GRAFTS = "/nonexistent/retrieval-gate/no-grafts"
+
+
+def environment(cwd: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a git child: credentials scrubbed, the repository of ``cwd`` safe,
+    hooks off, replace refs and grafts ignored."""
+    from gate.runs.environment import scrubbed_environment
+
+    env = scrubbed_environment()
+    try:
+        count = int(env.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        count = 0
+    top = top_level(cwd)
+    settings = [("safe.directory", value) for value in dict.fromkeys([str(top), str(top.resolve())])]
+    for key, value in [*settings, *_HARDENING]:
+        env[f"GIT_CONFIG_KEY_{count}"] = key
+        env[f"GIT_CONFIG_VALUE_{count}"] = value
+        count += 1
+    env["GIT_CONFIG_COUNT"] = str(count)
+    env["GIT_TERMINAL_PROMPT"] = "0"  # a missing credential is an error, never a prompt that hangs
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"
+    env["GIT_GRAFT_FILE"] = _NO_GRAFTS
+    env.update(extra or {})
+    return env
+
+
+def run(cwd: Path, *args: str, timeout: float = 30.0, extra_env: Mapping[str, str] | None = None,
+        **kwargs) -> subprocess.CompletedProcess:
+    """``git args...`` in ``cwd``; output captured unless ``stdout`` is given."""
+    if "stdout" not in kwargs:
+        kwargs["capture_output"] = True
+    return subprocess.run(["git", *args], cwd=cwd, timeout=timeout, env=environment(cwd, extra_env), **kwargs)
+
+
+def fetch(cwd: Path, *refspecs: str, token: str | None = None, url: str | None = None, depth: int | None = None,
+          timeout: float = 120.0) -> subprocess.CompletedProcess:
+    """``git fetch`` of ``refspecs`` from ``url`` (or from ``origin`` when no URL is given).
+
+    The token goes only with an explicit ``url`` - the repository's own address, from the
+    runner's GITHUB_SERVER_URL and GITHUB_REPOSITORY - never to whatever ``origin`` says: the
+    PR's code may have run in an earlier step and repointed it. The checkout keeps no
+    credentials (``persist-credentials: false``), so the token is handed to one git process as
+    an ``http.<scheme>://<host>/.extraheader`` in its environment: not in its arguments (any
+    process can read those), not in a file. That process fetches into a fresh bare repository
+    of the gate's own, with no system or global config: nothing the PR's code could have
+    written (the checkout's .git/config or hooks, a ~/.gitconfig in the runner's home: an
+    ``insteadOf`` to another host, a proxy, a hook that reads its environment) takes part in
+    it. The checkout then fetches from that repository, without the token."""
+    args = ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules"]
+    if depth is not None:
+        args.append(f"--depth={depth}")
+    if not (token and url):
+        return run(cwd, *args, url or "origin", *refspecs, timeout=timeout)
+    import base64
+    import tempfile
+
+    scheme, sep, rest = url.partition("://")
+    if not (sep and rest):
+        return run(cwd, *args, url, *refspecs, timeout=timeout)
+    host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    with tempfile.TemporaryDirectory(prefix="retrieval-gate-fetch-") as scratch:
+        bare = Path(scratch) / "fetched.git"
+        (Path(scratch) / "template").mkdir()
+        isolated = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": scratch,
+                    "GIT_TEMPLATE_DIR": str(Path(scratch) / "template")}  # no hooks from a template either
+        made = run(Path(scratch), "init", "--quiet", "--bare", str(bare), extra_env=isolated)
+        if made.returncode != 0:
+            return made
+        n = int(environment(bare, isolated)["GIT_CONFIG_COUNT"])
+        secret = {**isolated, "GIT_CONFIG_COUNT": str(n + 1),
+                  f"GIT_CONFIG_KEY_{n}": f"http.{scheme}://{host}/.extraheader",
+                  f"GIT_CONFIG_VALUE_{n}": f"AUTHORIZATION: basic {basic}"}
+        # A ref lands in the bare repository under its own name, so the checkout's fetch below
+        # maps it as the caller asked; a commit asked for by its sha is fetched by its sha.
+        mirrored = [f"+{spec.lstrip('+').split(':', 1)[0]}:{spec.lstrip('+').split(':', 1)[0]}" if ":" in spec
+                    else spec for spec in refspecs]
+        remote = run(bare, *args, url, *mirrored, timeout=timeout, extra_env=secret)
+        if remote.returncode != 0:
+            return remote
+        # The upload-pack the checkout's fetch starts here serves commits by sha, refs or not.
+        with open(bare / "config", "a", encoding="utf-8") as config:
+            config.write("[uploadpack]\n\tallowAnySHA1InWant = true\n")
+        shallow = ["--update-shallow"] if (bare / "shallow").exists() else []
+        return run(cwd, *args, *shallow, str(bare), *refspecs, timeout=timeout)
+
+
+def repository_url(env: Mapping[str, str]) -> str | None:
+    """The repository's own git address, from the runner's environment (GITHUB_SERVER_URL and
+    GITHUB_REPOSITORY), never from the checkout's config; None outside GitHub Actions."""
+    import re
+
+    repository = env.get("GITHUB_REPOSITORY")
+    if not repository or not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
+        return None
+    server = (env.get("GITHUB_SERVER_URL") or "https://github.com").rstrip("/")
+    if not re.fullmatch(r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~/-]*)?", server):
+        return None
+    return f"{server}/{repository}"
+
+
+def _git(cwd: Path, *args: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
+    return run(Path(cwd).resolve(), *args, timeout=timeout)
+
+
+def repo_root(cwd: Path) -> Path | None:
+    try:
+        proc = _git(cwd, "rev-parse", "--show-toplevel")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    return Path(proc.stdout.decode().strip())
+
+
+def head_commit(cwd: Path) -> str | None:
+    return rev_parse(cwd, "HEAD")
+
+
+def _is_revision(ref: str) -> bool:
+    """A revision git cannot mistake for an option (``--output=...``) or split on whitespace."""
+    return bool(ref) and not ref.startswith("-") and not any(c.isspace() or ord(c) < 32 for c in ref)
+
+
+def rev_parse(cwd: Path, ref: str) -> str | None:
+    if not _is_revision(ref):
+        return None
+    try:
+        proc = _git(cwd, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.decode().strip() if proc.returncode == 0 else None
+
+
+def repository_path(root: Path, path: Path) -> Path | None:
+    """``path`` relative to the repository at ``root``, as named - the file itself, not where a
+    symlink in the workspace points (the base's own retrieval/config.yml, not its target's).
+    The folders above it may be symlinks (a workspace under /tmp -> /private/tmp)."""
+    lexical = Path(os.path.normpath(os.path.abspath(path)))
+    for base, candidate in ((Path(os.path.abspath(root)), lexical),
+                            (Path(root).resolve(), lexical.parent.resolve() / lexical.name)):
+        try:
+            return candidate.relative_to(base)
+        except ValueError:
+            continue
+    return None
+
+
+class UnreadableAtCommit(InputError):
+    """A path whose content the commit cannot say: a symlink leading out of the repository, or a
+    loop. Bad input (exit 2) where the PR's own files are read; at the base commit, a yardstick
+    the base cannot state (see :func:`gate.inputs.yardstick.load_yardstick`)."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(name, None, message)
+
+
+def blob_at(cwd: Path, ref: str, path: Path) -> str | None:
+    """The blob id of ``path`` as of ``ref``, following symlinks inside that commit's tree (a
+    retrieval/config.yml that points at v1.yml is read as v1.yml, as the working tree reads it).
+    None when the commit or the file is not there. A symlink that leads out of the repository or
+    loops is refused: what it points at is not in the commit, so the commit cannot say what it is."""
+    if not _is_revision(ref):
+        return None
+    root = repo_root(cwd)
+    if root is None:
+        return None
+    relative = repository_path(root, Path(path))
+    if relative is None or "\n" in relative.as_posix():
+        return None
+    name = f"{ref}:{relative.as_posix()}"
+    try:
+        proc = run(root, "cat-file", "--batch-check", "--follow-symlinks", input=(name + "\n").encode("utf-8"))
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    fields = proc.stdout.decode("utf-8", errors="replace").split("\n", 1)[0].split()
+    if len(fields) == 3 and fields[1] == "blob":
+        return fields[0]
+    if fields and fields[0] == "symlink":
+        raise UnreadableAtCommit(name, "is a symlink that leads out of the repository: the commit does not hold "
+                                 "what it reads")
+    if fields and fields[0] == "loop":
+        raise UnreadableAtCommit(name, "is a symlink loop")
+    return None  # missing, dangling or a folder
+
+
+def show_file(cwd: Path, ref: str, path: Path) -> bytes | None:
+    """The content of ``path`` at ``ref`` (symlinks inside the tree followed), or None when the
+    commit or the file is not there."""
+    blob = blob_at(cwd, ref, path)
+    if blob is None:
+        return None
+    root = repo_root(cwd)
+    try:
+        proc = _git(root, "cat-file", "blob", blob)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def is_tracked(path: Path) -> bool:
+    """Whether git tracks the file ``path`` (in the repository its folder belongs to; False
+    outside a repository)."""
+    folder = Path(path).parent
+    root = repo_root(folder)
+    if root is None:
+        return False
+    relative = repository_path(root, Path(path))
+    if relative is None:
+        return False
+    try:
+        proc = _git(root, "ls-files", "--error-unmatch", "--", f":(literal){relative.as_posix()}")
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
+def changed_files(cwd: Path, base: str, head: str = "HEAD") -> list[str] | None:
+    if not (_is_revision(base) and _is_revision(head)):
+        return None
+    try:
+        proc = _git(cwd, "diff", "--name-only", base, head)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    return [line for line in proc.stdout.decode().splitlines() if line]
+
+
+def changed_since(cwd: Path, base: str) -> list[str] | None:
+    """Files the working tree changes against ``base``: committed or not, tracked or new
+    (what a local ``run --base`` is judged on, as the Action's merge commit is against its base)."""
+    if not _is_revision(base):
+        return None
+    try:
+        diff = _git(cwd, "diff", "--name-only", "--no-renames", base)
+        new = _git(cwd, "ls-files", "--others", "--exclude-standard", "--full-name")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if diff.returncode != 0 or new.returncode != 0:
+        return None
+    names = [line for line in diff.stdout.decode().splitlines() if line]
+    return names + [line for line in new.stdout.decode().splitlines() if line and line not in names]
+
+
+def export_file(cwd: Path, ref: str, path: Path, target: Path) -> bool:
+    """Write ``path`` as of ``ref`` to ``target``, streamed (a corpus may be hundreds of MB),
+    symlinks inside the tree followed. False when the commit or the file is not there."""
+    blob = blob_at(cwd, ref, path)
+    if blob is None:
+        return False
+    root = repo_root(cwd)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".part")
+    try:
+        with open(partial, "wb") as out:
+            proc = run(root, "cat-file", "blob", blob, stdout=out, stderr=subprocess.PIPE, timeout=600)
+    except (OSError, subprocess.TimeoutExpired):
+        partial.unlink(missing_ok=True)
+        return False
+    if proc.returncode != 0:
+        partial.unlink(missing_ok=True)
+        return False
+    os.replace(partial, target)
+    return True

@@ -1,0 +1,108 @@
+"""The golden set a config names: queries, qrels, corpus, their fingerprints.
+
+Everything a comparison is measured against is loaded here once, with the
+canonical fingerprints the manifest records and commensurability compares.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from gate.inputs.config import Config
+from gate.evaluation.evaluate import Universe, query_universe
+from gate.inputs.fingerprint import corpus_fingerprint, qrels_fingerprint, queries_fingerprint
+from gate.inputs.readers.qrels import load_qrels
+from gate.inputs.readers.queries import load_queries
+from gate.inputs.readers.records import Qrels, QuerySet
+from gate.common.errors import InputError
+from gate.inputs.manifest import CorpusRecord, InputRecord
+from gate.inputs.retrieval_config import RetrievalConfig
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_.\-]+)\}")
+
+
+@dataclass(frozen=True)
+class CorpusSnapshot:
+    """The corpus a retrieval config indexes: the path a runner gets and its fingerprint."""
+
+    path: str
+    record: CorpusRecord
+
+
+@dataclass(frozen=True)
+class Golden:
+    queries: QuerySet
+    qrels: Qrels
+    universe: Universe
+    queries_record: InputRecord
+    qrels_record: InputRecord
+    queries_path: str  # what a runner receives as {queries}
+    corpus_template: str | None  # the config's corpus; may name retrieval-config keys: corpus-{ingestion.parser}.jsonl
+    corpus_location: str | None
+    resolve: Callable[[str], str]
+    _snapshots: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def corpus(self, retrieval: RetrievalConfig | None) -> CorpusSnapshot | None:
+        """The snapshot ``retrieval`` indexes (placeholders filled from its keys), fingerprinted once."""
+        if self.corpus_template is None:
+            return None
+        flat = retrieval.flat() if retrieval is not None else {}
+
+        def fill(match: re.Match) -> str:
+            key = match.group(1)
+            if key not in flat:
+                raise InputError(None, None, f"corpus '{self.corpus_template}' names {{{key}}}, which the retrieval "
+                                             f"config {retrieval.source if retrieval else ''} does not set")
+            return str(flat[key])
+
+        configured = _PLACEHOLDER.sub(fill, self.corpus_template)
+        if configured not in self._snapshots:
+            path = self.resolve(configured)
+            if not configured.startswith("irds:") and not Path(path).exists():
+                raise InputError(path, None, "corpus snapshot not found (the config's corpus)")
+            fp = corpus_fingerprint(path)
+            if fp.count == 0:
+                raise InputError(path, None, "the corpus holds no chunks (the config's corpus)")
+            self._snapshots[configured] = CorpusSnapshot(
+                path, CorpusRecord(configured, fp.sha256, fp.count, self.corpus_location))
+        return self._snapshots[configured]
+
+
+def load_golden(config: Config) -> Golden:
+    queries_spec = config.spec(config.golden.queries)
+    qrels_spec = config.spec(config.golden.qrels)
+    queries = load_queries(queries_spec)
+    qrels = load_qrels(qrels_spec)
+    if config.golden.negative_is_judged is not None and config.golden.negative_is_judged != qrels.negative_is_judged:
+        qrels = Qrels(qrels.source, qrels.judgments, config.golden.negative_is_judged)
+    # An empty or disjoint yardstick is the config's to fix, named by its file: nothing a
+    # runner produces could be measured against it.
+    if not len(queries):
+        raise config.key_error("golden.queries", f"{queries_spec} holds no queries")
+    if not len(qrels):
+        raise config.key_error("golden.qrels", f"{qrels_spec} holds no judgments")
+    universe = query_universe(qrels, queries)
+    if not universe.query_ids:
+        ids = ", ".join(repr(q) for q in queries.ids()[:3])
+        judged = ", ".join(repr(q) for q in list(qrels.judgments)[:3])
+        raise config.key_error("golden.qrels", f"{qrels_spec} judges none of the golden queries of {queries_spec} "
+                               f"(query ids {ids}...; judged {judged}...)")
+    qfp, rfp = queries_fingerprint(queries), qrels_fingerprint(qrels)
+    queries_path = queries_spec
+    folder = Path(queries_spec)
+    if folder.is_dir() and (folder / "queries.jsonl").exists():
+        queries_path = str(folder / "queries.jsonl")  # a BEIR folder: runners get its query file
+    return Golden(
+        queries=queries,
+        qrels=qrels,
+        universe=universe,
+        queries_record=InputRecord(config.golden.queries, qfp.sha256, qfp.count),
+        qrels_record=InputRecord(config.golden.qrels, rfp.sha256, rfp.count),
+        queries_path=queries_path,
+        corpus_template=config.corpus,
+        corpus_location=config.corpus_location,
+        resolve=config.here_spec,
+    )

@@ -1,0 +1,1 @@
+"""Strict streaming readers: runs, qrels, queries, BEIR folders, irds: ids."""

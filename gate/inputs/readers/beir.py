@@ -1,0 +1,72 @@
+"""BEIR dataset folders: ``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``.
+
+All queries are returned, not only those judged in the split: the evaluation
+layer decides the query universe.  Each file may also be gzipped
+(``corpus.jsonl.gz``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from gate.common.errors import InputError
+from gate.inputs.readers.qrels import read_qrels
+from gate.inputs.readers.queries import read_queries_jsonl
+from gate.inputs.readers.records import Qrels, QuerySet
+
+__all__ = ["BeirData", "read_beir", "beir_file", "is_beir_folder", "beir_queries", "beir_qrels", "beir_corpus"]
+
+
+class BeirData(NamedTuple):
+    queries: QuerySet
+    qrels: Qrels
+    corpus: Path | None  # corpus.jsonl (or .gz) for iter_corpus / leak checks; None when absent
+
+
+def is_beir_folder(path: str | os.PathLike) -> bool:
+    p = Path(path)
+    return p.is_dir() and any((p / name).exists() for name in ("queries.jsonl", "queries.jsonl.gz", "qrels"))
+
+
+def beir_file(folder: str | os.PathLike, name: str) -> Path:
+    """``folder/name`` or ``folder/name.gz``; InputError naming the missing file otherwise."""
+    base = Path(folder)
+    if not base.is_dir():
+        raise InputError(str(folder), None, "no such BEIR folder" if not base.exists() else "not a folder")
+    for candidate in (base / name, base / (name + ".gz")):
+        if candidate.is_file():
+            return candidate
+    hint = ""
+    if name.startswith("qrels/"):
+        splits = sorted(
+            p.name.split(".")[0] for p in (base / "qrels").glob("*.tsv*")
+        ) if (base / "qrels").is_dir() else []
+        hint = f" (available splits: {', '.join(splits)})" if splits else " (no qrels/*.tsv in this folder)"
+    raise InputError(str(base / name), None, f"no such file in BEIR folder{hint}")
+
+
+def beir_queries(folder: str | os.PathLike) -> QuerySet:
+    return read_queries_jsonl(beir_file(folder, "queries.jsonl"))
+
+
+def beir_qrels(folder: str | os.PathLike, split: str = "test") -> Qrels:
+    return read_qrels(beir_file(folder, f"qrels/{split}.tsv"))
+
+
+def beir_corpus(folder: str | os.PathLike) -> Path:
+    return beir_file(folder, "corpus.jsonl")
+
+
+def read_beir(folder: str | os.PathLike, split: str = "test") -> BeirData:
+    """Queries (all of them), the split's qrels and the corpus path of a BEIR folder.
+
+    ``queries.jsonl`` and ``qrels/<split>.tsv`` must exist; a folder without a
+    corpus gives ``corpus=None`` (use :func:`beir_corpus` to require it).
+    """
+    queries = beir_queries(folder)
+    qrels = beir_qrels(folder, split)
+    base = Path(folder)
+    corpus = next((p for p in (base / "corpus.jsonl", base / "corpus.jsonl.gz") if p.is_file()), None)
+    return BeirData(queries, qrels, corpus)

@@ -1,0 +1,142 @@
+"""Golden query readers: TSV ``qid<TAB>text`` and JSON Lines.
+
+The format follows the extension (``.gz`` stripped first): ``.jsonl`` and
+``.json`` are JSON Lines, anything else (``.tsv``, ``.txt``, TREC topic files
+such as ``topics.dl19-passage.txt``) is TSV.
+
+TSV: the line is split on its first tab; the id is the part before it, the
+text (surrounding blanks stripped) the rest, which must not be empty.
+
+JSONL: one object per line; the id is ``query_id``, ``_id`` or ``qid`` (first
+present, a string or an integer), ``text`` a non-empty string, ``stratum`` an
+optional string.  Other fields go to ``metadata``; a ``metadata`` object (as in
+BEIR ``queries.jsonl``) is merged into it.
+
+Duplicate query ids are errors.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Iterator
+
+from gate.common.errors import InputError
+from gate.common import limits
+from gate.inputs.readers.fields import check_id, check_json_value, check_text, parse_json_line
+from gate.inputs.readers.records import Query, QuerySet
+from gate.inputs.readers.textlines import iter_lines, strip_gz
+
+__all__ = ["load_queries", "read_queries", "read_queries_tsv", "read_queries_jsonl", "is_jsonl", "ID_KEYS"]
+
+ID_KEYS = ("query_id", "_id", "qid")
+
+
+def is_jsonl(path: str | os.PathLike) -> bool:
+    return strip_gz(path).lower().endswith((".jsonl", ".json"))
+
+
+def read_queries(path: str | os.PathLike) -> QuerySet:
+    """Read golden queries from a TSV or JSONL file (``.gz`` transparent)."""
+    return read_queries_jsonl(path) if is_jsonl(path) else read_queries_tsv(path)
+
+
+def _collect(src: str, items: Iterable[tuple[int, Query]]) -> QuerySet:
+    seen: dict[str, int] = {}
+    out: list[Query] = []
+    for lineno, q in items:
+        first = seen.setdefault(q.query_id, lineno)
+        if first != lineno:
+            raise InputError(src, lineno, f"duplicate query id '{q.query_id}' (first at line {first})")
+        out.append(q)
+    return QuerySet(source=src, queries=tuple(out))
+
+
+def read_queries_tsv(path: str | os.PathLike) -> QuerySet:
+    src = str(path)
+
+    def items() -> Iterator[tuple[int, Query]]:
+        for lineno, line in iter_lines(path, max_line=limits.MAX_QUERY_LINE_BYTES, what="a query line"):
+            qid, tab, text = line.partition("\t")
+            qid = qid.strip()
+            if not tab:
+                raise InputError(src, lineno, "expected 'qid<TAB>text', found no tab")
+            if not qid:
+                raise InputError(src, lineno, "empty query id")
+            check_id(src, lineno, qid, "query id")
+            text = text.strip()
+            if not text:
+                raise InputError(src, lineno, f"empty text for query '{qid}'")
+            check_text(src, lineno, text, f"the text of query '{limits.shorten(qid)}'", max_chars=limits.MAX_QUERY_CHARS)
+            yield lineno, Query(qid, text)
+
+    return _collect(src, items())
+
+
+def query_from_json(src: str, lineno: int | None, obj: Any) -> Query:
+    """A Query from one decoded JSON object (JSONL line or BEIR record)."""
+    if not isinstance(obj, dict):
+        raise InputError(src, lineno, f"expected a JSON object, got {type(obj).__name__}")
+    key = next((k for k in ID_KEYS if k in obj), None)
+    if key is None:
+        raise InputError(src, lineno, "missing query id (one of 'query_id', '_id', 'qid')")
+    qid = obj[key]
+    if isinstance(qid, bool) or not isinstance(qid, (str, int)):
+        raise InputError(src, lineno, f"query id '{key}' must be a string or an integer, got {type(qid).__name__}")
+    qid = str(qid).strip()
+    if not qid:
+        raise InputError(src, lineno, "empty query id")
+    check_id(src, lineno, qid, "query id")
+    if "text" not in obj:
+        raise InputError(src, lineno, f"missing 'text' for query '{qid}'")
+    text = obj["text"]
+    if not isinstance(text, str):
+        raise InputError(src, lineno, f"'text' of query '{qid}' must be a string, got {type(text).__name__}")
+    text = text.strip()
+    if not text:
+        raise InputError(src, lineno, f"empty text for query '{qid}'")
+    check_text(src, lineno, text, f"the text of query '{limits.shorten(qid)}'", max_chars=limits.MAX_QUERY_CHARS)
+    stratum = obj.get("stratum")
+    if stratum is not None and not isinstance(stratum, str):
+        raise InputError(src, lineno, f"'stratum' of query '{qid}' must be a string, got {type(stratum).__name__}")
+    if stratum is not None:
+        check_id(src, lineno, stratum, f"stratum of query '{limits.shorten(qid)}'")
+    check_json_value(src, lineno, obj, f"query '{limits.shorten(qid)}'")
+    metadata: dict[str, object] = {}
+    nested = obj.get("metadata")
+    if isinstance(nested, dict):
+        metadata.update(nested)
+    for k, v in obj.items():
+        if k in ("text", "stratum", key) or (k == "metadata" and isinstance(nested, dict)):
+            continue
+        metadata[k] = v
+    return Query(qid, text, stratum, metadata)
+
+
+def read_queries_jsonl(path: str | os.PathLike) -> QuerySet:
+    src = str(path)
+
+    def items() -> Iterator[tuple[int, Query]]:
+        for lineno, line in iter_lines(path, max_line=limits.MAX_QUERY_LINE_BYTES, what="a query line"):
+            try:
+                obj = parse_json_line(src, lineno, line)
+            except InputError:
+                if lineno == 1 and line.lstrip().startswith("[") and not line.rstrip().endswith("]"):
+                    raise InputError(src, lineno, "expected JSON Lines (one object per line), found a JSON array") from None
+                raise
+            yield lineno, query_from_json(src, lineno, obj)
+
+    return _collect(src, items())
+
+
+def load_queries(spec: str | os.PathLike) -> QuerySet:
+    """Queries from a file (TSV / JSONL), a BEIR folder, or ``irds:<id>[#field=<name>]``."""
+    text = os.fspath(spec)
+    if text.startswith("irds:"):
+        from gate.inputs.readers.irds import load_irds_queries
+
+        return load_irds_queries(text)
+    if os.path.isdir(text):
+        from gate.inputs.readers.beir import beir_queries
+
+        return beir_queries(text)
+    return read_queries(text)

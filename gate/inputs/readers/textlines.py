@@ -1,0 +1,313 @@
+"""Shared line reading for every text input format.
+
+* ``.gz`` is transparent: a file is decompressed when it starts with the gzip
+  magic bytes, whatever its name (a renamed ``run.txt.gz`` still reads).
+* Lines are numbered from 1 in the physical file, so messages point at the
+  line an editor shows.  Lines end at ``\\n``; a trailing ``\\r`` is dropped.
+* Blank lines and lines whose first non-blank character is ``#`` are skipped
+  (trec_eval 10 comments).  A ``#`` later in a line is data (docnos such as
+  ``msmarco_v2.1_doc_50_2286987788#13_3087841662`` contain one).
+* Text is UTF-8 (a leading byte-order mark is ignored); an undecodable byte
+  is an :class:`InputError` at its line, and so are NUL and other control
+  characters, a CR that ends no line (CR-only files would be one giant line)
+  and a byte-order mark after the start.
+* A line longer than the reader's limit (:mod:`gate.common.limits`) is an error
+  raised before the line is held whole.
+* Only regular files (or symlinks to them) are read: a folder, FIFO, device
+  or socket is refused without blocking on it.  A gzip file that inflates
+  more than :data:`~gate.common.limits.MAX_GZIP_RATIO` times is refused as a bomb.
+* A missing file is ``InputError(path, None, "no such file")``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import stat
+import zlib
+from contextlib import contextmanager
+from typing import BinaryIO, Iterator
+
+import numpy as np
+
+from gate.common.errors import InputError
+from gate.common import limits
+
+GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
+BLOCK_SIZE = 8 << 20
+
+PathLike = str | os.PathLike
+
+
+def strip_gz(path: PathLike) -> str:
+    """The file name without a trailing ``.gz`` (to pick a format by extension)."""
+    name = os.fspath(path)
+    return name[:-3] if name.lower().endswith(".gz") else name
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def check_file(path: PathLike) -> None:
+    """Raise the standard InputError unless ``path`` is (a symlink to) an existing regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(str(path), None, "no such file") from None
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot open: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise InputError(str(path), None, f"is {_kind(mode)}, expected a file")
+
+
+def open_regular(path: PathLike) -> BinaryIO:
+    """Open a regular file for reading; anything else (a FIFO, ``/dev/zero``, a folder, a
+    symlink to one) is refused without blocking: the file is opened non-blocking and
+    checked with ``fstat`` on the open descriptor, so a swap between check and open cannot
+    slip a FIFO in."""
+    check_file(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(str(path), None, f"cannot open: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(str(path), None, f"is {_kind(mode)}, expected a file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+class _BoundedGzip:
+    """A GzipFile that refuses to inflate far beyond its compressed size (a gzip bomb).
+
+    Up to :data:`GZIP_RATIO_FREE_BYTES` anything goes; beyond, the output may be
+    at most :data:`MAX_GZIP_RATIO` times the compressed bytes read so far.
+    """
+
+    def __init__(self, raw: BinaryIO, path: PathLike):
+        self.raw = raw
+        self.path = path
+        self.stream = gzip.GzipFile(fileobj=raw, mode="rb")
+        self.out = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.stream.read(size)
+        self.out += len(data)
+        if self.out > limits.GZIP_RATIO_FREE_BYTES:
+            consumed = max(self.raw.tell(), 1)
+            if self.out > limits.MAX_GZIP_RATIO * consumed:
+                raise InputError(str(self.path), None,
+                                 f"gzip data inflates more than {limits.MAX_GZIP_RATIO}x "
+                                 f"({self.out:,} bytes from {consumed:,}): refused as a gzip bomb")
+        return data
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+@contextmanager
+def open_binary(path: PathLike) -> Iterator[BinaryIO]:
+    """Open ``path`` for reading bytes, decompressing gzip transparently."""
+    raw = open_regular(path)
+    try:
+        head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
+        if head == GZIP_MAGIC:
+            stream = _BoundedGzip(raw, path)
+            try:
+                yield stream  # type: ignore[misc]
+            finally:
+                stream.close()
+        else:
+            yield raw
+    finally:
+        raw.close()
+
+
+def _read_error(path: PathLike, exc: Exception, line: int | None = None) -> InputError:
+    if isinstance(exc, (gzip.BadGzipFile, zlib.error, EOFError)):
+        where = f" after line {line - 1}" if line and line > 1 else ""
+        return InputError(str(path), None, f"corrupt or truncated gzip data{where} ({exc})")
+    return InputError(str(path), None, f"cannot read: {exc}")
+
+
+def _line_too_long(path: PathLike, line: int, limit: int, what: str) -> InputError:
+    return InputError(str(path), line, f"line longer than {limits.describe_bytes(limit)} (the limit for {what})")
+
+
+def iter_blocks(path: PathLike, size: int = BLOCK_SIZE, count_lines: bool = True, *,
+                max_line: int | None = None, what: str = "a line",
+                lines_in_blocks: bool = True) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(first_line_number, block)``: whole lines, each block ending in ``\\n``.
+
+    Blocks are about ``size`` bytes, cut after the last newline; a final line
+    without a newline gets one.  A leading UTF-8 byte-order mark is removed.
+    Nothing is decoded or skipped: that is the caller's (vectorised) job.
+    A line longer than ``max_line`` bytes is an :class:`InputError` raised
+    before more than ``max_line + size`` bytes of it are held (with
+    ``lines_in_blocks=False`` only lines longer than a block are looked for:
+    the run reader bounds every field it keeps itself).  With
+    ``count_lines=False`` the number stays 1 (callers that count newlines
+    themselves save a pass over the data).
+    """
+    line = 1
+    carry = bytearray()
+    first = True
+    counted = count_lines or max_line is not None
+    with open_binary(path) as f:
+        while True:
+            try:
+                chunk = f.read(size)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise _read_error(path, exc, line if counted else None) from None
+            if first:
+                first = False
+                while chunk and len(chunk) < len(UTF8_BOM) and UTF8_BOM.startswith(chunk):
+                    try:  # tiny blocks: the whole mark must be seen before it can be dropped
+                        more = f.read(size)
+                    except (OSError, EOFError, zlib.error) as exc:
+                        raise _read_error(path, exc, line) from None
+                    if not more:
+                        break
+                    chunk += more
+                if chunk.startswith(UTF8_BOM):
+                    chunk = chunk[len(UTF8_BOM) :]
+                    if not chunk:  # the file was the mark alone; more may follow in later reads
+                        continue
+            if not chunk:
+                break
+            cut = chunk.rfind(b"\n") + 1
+            if cut == 0:
+                carry += chunk  # a line longer than a block: keep reading
+                if max_line is not None and len(carry) > max_line:
+                    raise _line_too_long(path, line, max_line, what)
+                continue
+            if carry:
+                carry += chunk[:cut]
+                block = bytes(carry)
+            else:
+                block = chunk[:cut] if cut < len(chunk) else chunk
+            carry = bytearray(chunk[cut:])
+            if max_line is not None and lines_in_blocks and len(block) > max_line:
+                _check_line_lengths(path, line, block, max_line, what)
+            yield (line if counted else 1), block
+            if counted:
+                line += block.count(b"\n")
+            if max_line is not None and len(carry) > max_line:
+                raise _line_too_long(path, line, max_line, what)
+    if carry:
+        if max_line is not None and len(carry) > max_line:
+            raise _line_too_long(path, line, max_line, what)
+        yield (line if counted else 1), bytes(carry) + b"\n"
+
+
+def _check_line_lengths(path: PathLike, first: int, block: bytes, max_line: int, what: str) -> None:
+    ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+    lengths = np.diff(ends, prepend=-1) - 1
+    long = np.flatnonzero(lengths > max_line)
+    if len(long):
+        raise _line_too_long(path, first + int(long[0]), max_line, what)
+
+
+def _decode_error(path: PathLike, block: bytes, first: int, exc: UnicodeDecodeError) -> InputError:
+    start = block.rfind(b"\n", 0, exc.start) + 1
+    lineno = first + block.count(b"\n", 0, exc.start)
+    return InputError(
+        str(path), lineno, f"not valid UTF-8 (byte 0x{block[exc.start]:02x} at column {exc.start - start + 1})"
+    )
+
+
+def _line_of(text: str, first: int, index: int) -> int:
+    return first + text.count("\n", 0, index)
+
+
+def check_block(path: PathLike, block: bytes, first: int) -> None:
+    """Refuse what decodes but is not text: NUL and other C0 controls (tab and line ends
+    aside), DEL, a CR that ends no line (old Mac files: one giant line), and a byte-order
+    mark after the start (two files concatenated). Counted on the bytes, at memchr speed."""
+    buf = np.frombuffer(block, dtype=np.uint8)
+    controls = int(np.count_nonzero(buf < 32)) + block.count(b"\x7f")
+    crlf = block.count(b"\r\n")
+    expected = block.count(b"\n") + block.count(b"\t") + crlf
+    if controls != expected or block.count(b"\r") != crlf:
+        for i in np.flatnonzero((buf < 32) | (buf == 127)).tolist():
+            c = block[i]
+            if c in (9, 10) or (c == 13 and block[i + 1 : i + 2] == b"\n"):
+                continue
+            line = first + block.count(b"\n", 0, i)
+            if c == 13:
+                raise InputError(str(path), line,
+                                 "carriage return inside a line (CR-only line ends?): lines must end in LF or CRLF")
+            raise InputError(str(path), line, f"control character 0x{c:02x} in line")
+    if UTF8_BOM in block:
+        raise InputError(str(path), first + block.count(b"\n", 0, block.index(UTF8_BOM)),
+                         "byte-order mark inside the file (files concatenated?)")
+
+
+def iter_all_lines(path: PathLike, *, max_line: int = limits.MAX_QUERY_LINE_BYTES,
+                   what: str = "a line") -> Iterator[tuple[int, str]]:
+    """Every physical line as ``(line_number, text)`` without its line end, blanks included."""
+    for first, block in iter_blocks(path, max_line=max_line, what=what):
+        check_block(path, block, first)
+        try:
+            text = block.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _decode_error(path, block, first, exc) from None
+        if "\r" in text:
+            text = text.replace("\r\n", "\n")
+        lines = text.split("\n")
+        lines.pop()  # a block ends with a newline
+        yield from enumerate(lines, first)
+
+
+def read_text_file(path: PathLike, what: str, *, limit: int = limits.MAX_SMALL_FILE_BYTES) -> str:
+    """A small text file (config, shares, manifest, report) read whole, strictly.
+
+    Regular files only, at most ``limit`` bytes, UTF-8 (a leading BOM dropped),
+    no NUL / control characters / stray CR. ``what`` names the file in messages
+    ("no such shares file").
+    """
+    with open_regular(path) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(str(path), None, f"larger than {limits.describe_bytes(limit)} (the limit for {what})")
+    if data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM):]
+    check_block(path, data, 1)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _decode_error(path, data, 1, exc) from None
+    return text
+
+
+def is_skipped(text: str) -> bool:
+    """A blank line, or a comment: first non-blank character is ``#``."""
+    stripped = text.lstrip()
+    return not stripped or stripped[0] == "#"
+
+
+def iter_lines(path: PathLike, *, max_line: int = limits.MAX_QUERY_LINE_BYTES,
+               what: str = "a line") -> Iterator[tuple[int, str]]:
+    """Data lines as ``(line_number, text)``: blank and ``#`` lines skipped."""
+    for lineno, text in iter_all_lines(path, max_line=max_line, what=what):
+        head = text[:1]
+        if not head or head == "#":
+            continue
+        if head.isspace() and is_skipped(text):
+            continue
+        yield lineno, text

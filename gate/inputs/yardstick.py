@@ -1,0 +1,413 @@
+"""Where the yardstick is read from: the base commit (the workspace when the base is unreadable).
+
+On a PR, everything the candidate is measured against - the gate config, the
+golden queries and qrels, the strata file, the tuning split, the baseline
+manifest and the noise band - is read as of the base commit, so a PR cannot
+move its own goalposts. The PR head supplies only the code under test (the
+retrieval config, the corpus its ingestion produces, prompts). A PR that
+edits the yardstick is listed under "goalposts changed".
+
+The base commit's files are written into a folder that mirrors the
+repository (an overlay); the config is loaded from there with its
+``workspace`` pointing at the real checkout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from gate.inputs import git
+from gate.inputs.config import Config, is_spec, load_config
+
+BASELINES_BRANCH = "retrieval-gate-baselines"
+#: The watch glob of a command runner without runner.inputs: its whole working tree is its code.
+EVERYTHING = "**"
+
+
+@dataclass(frozen=True)
+class Yardstick:
+    config: Config
+    source: str  # "base commit <sha>" | "workspace"
+    warning: str | None  # loud when the base commit could not be read
+    goalposts: tuple[dict, ...]  # yardstick files the PR changed: {path, change}
+    watch: tuple[str, ...] = ()  # repository globs whose change makes the gate relevant
+
+
+def repository_path(root: Path, absolute: Path) -> str | None:
+    """``absolute`` as a path of the repository at ``root``, lexically: a symlink is matched by
+    its own path (replacing retrieval/config.yml by a symlink changes retrieval/config.yml), never
+    by where it points. None outside the repository."""
+    relative = git.repository_path(root, absolute)
+    return None if relative is None else relative.as_posix()
+
+
+def _relative(config: Config, value: str) -> str | None:
+    """A yardstick path as a repository path (posix), or None for irds: ids and outside paths."""
+    if is_spec(value):
+        return None
+    path = Path(value)
+    absolute = path if path.is_absolute() else config.root / path
+    root = git.repo_root(config.root)
+    if root is None:
+        return None
+    return repository_path(root, absolute)
+
+
+def outside_links(config: Config) -> list[tuple[str, str]]:
+    """(key, target) of every file the config names (yardstick or code under test) that is a
+    symlink leading out of the repository: the PR's diff would not show a change to what it
+    reads."""
+    root = git.repo_root(config.workspace_root)
+    if root is None:
+        return []
+    top = Path(os.path.realpath(root))
+    named = [("golden.queries", config.resolve(config.golden.queries)), ("golden.qrels", config.resolve(config.golden.qrels)),
+             ("retrieval.config", config.here(config.retrieval_config)), ("config", Path(config.path).absolute())]
+    if config.corpus and not is_spec(config.corpus) and "{" not in config.corpus:
+        named.append(("corpus", config.here(config.corpus)))
+    out = []
+    for key, path in named:
+        if path is None or is_spec(str(path)):
+            continue
+        real = Path(os.path.realpath(path))
+        if os.path.islink(path) or any(os.path.islink(p) for p in Path(os.path.abspath(path)).parents
+                                       if str(p).startswith(str(top))):
+            try:
+                real.relative_to(top)
+            except ValueError:
+                out.append((key, str(real)))
+    return out
+
+
+def yardstick_paths(config: Config) -> list[str]:
+    """Repository paths of the yardstick files (the config itself first); folders end with '/'."""
+    paths: list[str | None] = []
+    root = git.repo_root(config.root)
+    if root is not None:
+        own = repository_path(root, Path(config.path).absolute())
+        if own is not None:
+            paths.append(own)
+    for value in (config.golden.queries, config.golden.qrels, config.strata.assignments, config.noise.file):
+        if isinstance(value, str):
+            paths.append(_relative(config, value))
+    for value in (config.tuning.queries, config.tuning.holdout):
+        if isinstance(value, str):
+            paths.append(_relative(config, value))
+    manifest = _relative(config, config.manifest)
+    if manifest is not None:
+        paths.append(manifest.rsplit("/", 1)[0] + "/" if "/" in manifest else manifest)
+    out: list[str] = []
+    for p in paths:
+        if p and p not in out:
+            out.append(p)
+    return with_link_targets(root, out)
+
+
+def with_link_targets(root: Path | None, paths: list[str]) -> list[str]:
+    """``paths`` and, for each one resolved through symlinks in the working tree, every link met
+    on the way (a folder link ``retrieval -> configs1``, each link of a chain ``config.yml ->
+    a.yml -> b.yml``) and the file it ends at: a PR that retargets ``configs/a.yml``, or edits
+    ``b.yml``, changes ``retrieval/config.yml`` without touching it. Globs are kept as they are;
+    links that leave the repository are refused elsewhere (:func:`outside_links`)."""
+    if root is None:
+        return paths
+    top = os.path.realpath(root)
+    out: list[str] = []
+
+    def add(path: str) -> None:
+        if path not in out:
+            out.append(path)
+
+    for path in paths:
+        add(path)
+        if any(c in path for c in "*?[") or not path:
+            continue
+        folder = path.endswith("/")
+        parts = [p for p in path.rstrip("/").split("/") if p]
+        for i, part in enumerate(parts):
+            parent = os.path.realpath(os.path.join(top, *parts[:i])) if i else top
+            here = os.path.join(parent, part)
+            hops = 0
+            while os.path.islink(here) and hops < 40:
+                rel = os.path.relpath(here, top)
+                if not rel.startswith(".."):
+                    add(rel.replace(os.sep, "/"))
+                here = os.path.normpath(os.path.join(os.path.dirname(here), os.readlink(here)))
+                hops += 1
+        final = os.path.relpath(os.path.realpath(os.path.join(top, *parts)), top)
+        if not final.startswith(".."):
+            add(final.replace(os.sep, "/") + ("/" if folder else ""))
+    return out
+
+
+def watched(config: Config) -> list[str]:
+    """Globs (repository paths) whose change makes the gate relevant; ``watch:`` overrides."""
+    if config.watch:
+        return list(config.watch)
+    globs = [p + "**" if p.endswith("/") else p for p in yardstick_paths(config)]
+    for value in (config.retrieval_config, config.corpus):
+        if value:
+            rel = _relative(config, value)
+            if rel:
+                globs.append(rel if "{" not in rel else _template_glob(rel))
+    root = git.repo_root(config.root)
+    prefix = ""
+    if root is not None:
+        prefix = repository_path(root, config.root) or ""
+        prefix = "" if prefix in ("", ".") else prefix + "/"
+    globs += [prefix + g for g in config.prompts]
+    globs += [prefix + g for g in config.environment]
+    globs += code_globs(config, prefix)
+    globs.append(".github/workflows/**")
+    return with_link_targets(root, globs)
+
+
+def _template_glob(path: str) -> str:
+    """A templated corpus path (``corpus-{ingestion.parser}.jsonl``, ``data/{v}/corpus.jsonl``)
+    as a glob over every file it can name."""
+    head, _, rest = path.partition("{")
+    if "/" in rest:  # the template names a folder: everything below the part before it
+        return (head.rsplit("/", 1)[0] + "/**") if "/" in head else EVERYTHING
+    return head + "*"
+
+
+def code_globs(config: Config, prefix: str) -> list[str]:
+    """The code under test of a command runner: what its runs are keyed on (gate.runs.code).
+    ``runner.inputs`` when declared; otherwise the whole working tree is the code, so every
+    changed file makes the gate relevant."""
+    if config.runner.type != "command":
+        return []
+    declared = config.runner.inputs
+    if declared:
+        return [prefix + g for g in declared]
+    return [EVERYTHING]
+
+
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """A repository glob as ``pathlib`` reads it (``runner.inputs`` is keyed with
+    ``Path.glob``): ``*`` and ``?`` stay within one folder, ``**`` is any number of folders
+    (none included), a trailing ``/**`` everything below. One meaning for the cache key and the
+    watch list: ``search/**/*.py`` watches ``search/run.py`` exactly as it keys it."""
+    out = []
+    parts = glob.split("/")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:[^/]+/)*")
+            continue
+        piece = ""
+        j = 0
+        while j < len(part):
+            c = part[j]
+            if c == "*":
+                piece += "[^/]*"
+            elif c == "?":
+                piece += "[^/]"
+            elif c == "[":
+                k = part.find("]", j + 2 if j + 1 < len(part) and part[j + 1] in "!^" else j + 1)
+                if k == -1:
+                    piece += re.escape(c)
+                else:
+                    inner = part[j + 1:k]
+                    if inner.startswith("!"):
+                        inner = "^" + inner[1:]
+                    piece += f"[{inner.replace(chr(92), chr(92) * 2)}]"
+                    j = k
+            else:
+                piece += re.escape(c)
+            j += 1
+        out.append(piece + ("" if last else "/"))
+    return re.compile("".join(out) + r"\Z")
+
+
+def matches(path: str, globs: Iterable[str]) -> bool:
+    return any(glob_regex(glob).match(path) for glob in globs)
+
+
+def _ls_tree(workspace: Path, ref: str, folder: str) -> list[str]:
+    try:
+        proc = git.run(workspace, "ls-tree", "-r", "--name-only", ref, "--", folder)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line for line in proc.stdout.decode().splitlines() if line] if proc.returncode == 0 else []
+
+
+def _write(dest: Path, rel: str, content: bytes) -> None:
+    target = dest / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content)
+
+
+def _goalposts(changed: Iterable[str], yard: Iterable[str]) -> tuple[dict, ...]:
+    """The changed files that are yardstick files (a folder's path ends with '/': all below it)."""
+    globs = [p + "**" if p.endswith("/") else p for p in yard]
+    return tuple({"path": f, "change": "modified"} for f in changed if matches(f, globs))
+
+
+def load_yardstick(config_path: Path, base: str | None, overlay: Path,
+                   changed_files: Iterable[str] | None = None) -> Yardstick:
+    """The config (and yardstick files) as of ``base``; the workspace copy with a warning when
+    the base commit cannot be read."""
+    workspace_config = load_config(config_path)
+    root = git.repo_root(workspace_config.root)
+    changed = list(changed_files or [])
+    if base is None or root is None:
+        return Yardstick(workspace_config, "workspace", None if base is None else
+                         "the workspace is not a git repository: the yardstick is read from the PR head", (),
+                         tuple(watched(workspace_config)))
+    rel_config = repository_path(root, Path(config_path).absolute())
+    if rel_config is None:
+        from gate.common.errors import InputError
+
+        raise InputError(str(config_path), None, "the gate config is outside the repository being gated")
+    try:
+        return _base_yardstick(workspace_config, root, rel_config, base, overlay, changed)
+    except git.UnreadableAtCommit as problem:
+        # Refusing would refuse every PR, the one that repairs the base included. The PR head's
+        # own files still pass check_config (an outside link there is exit 2), and every
+        # yardstick file the PR touches is a goalpost: it cannot pass by editing them.
+        where = (problem.path or "").split(":", 1)[-1]
+        warning = (f"the base commit {base[:12]} cannot state its yardstick: its {where} {problem.message.split(':')[0]}; "
+                   "the yardstick is read from the PR head, and any yardstick file this PR changes counts as moving "
+                   "the goalposts")
+        yard = yardstick_paths(workspace_config)
+        goalposts = _goalposts(changed, yard)
+        return Yardstick(workspace_config, "workspace", warning, goalposts, tuple(watched(workspace_config)))
+
+
+def _base_yardstick(workspace_config: Config, root: Path, rel_config: str, base: str, overlay: Path,
+                    changed: list[str]) -> Yardstick:
+    content = git.show_file(root, base, root / rel_config)
+    if git.rev_parse(root, base) is None:
+        warning = (f"the base commit {base} cannot be read (a shallow checkout? use fetch-depth: 2): the yardstick "
+                   "is read from the PR head, and the baseline can only come from an archived manifest")
+        return Yardstick(workspace_config, "workspace", warning, (), tuple(watched(workspace_config)))
+    if content is None:
+        warning = (f"the base commit {base[:12]} has no {rel_config}: this change adds the gate, so the yardstick is "
+                   "read from it (there is nothing older to hold it to)")
+        return Yardstick(workspace_config, "workspace", warning, (), tuple(watched(workspace_config)))
+    _write(overlay, rel_config, content)
+    base_config = load_config(overlay / rel_config)
+    # Golden files etc. of the base commit, resolved the way the base config names them.
+    probe = dataclasses.replace(base_config, root=(root / rel_config).parent, path=root / rel_config)
+    for rel in yardstick_paths(probe)[1:]:
+        if rel.endswith("/"):
+            for item in _ls_tree(root, base, rel):
+                data = git.show_file(root, base, root / item)
+                if data is not None:
+                    _write(overlay, item, data)
+        else:
+            data = git.show_file(root, base, root / rel)
+            if data is not None:
+                _write(overlay, rel, data)
+    for key, value in (("golden.queries", base_config.golden.queries), ("golden.qrels", base_config.golden.qrels)):
+        rel = _relative(probe, value) if isinstance(value, str) else None
+        if rel is not None and not (overlay / rel).exists():
+            # A golden file the base commit names but does not hold (deleted, or a symlink to
+            # nothing): the base cannot state its yardstick, as with a link out of the repository.
+            raise git.UnreadableAtCommit(f"{base}:{rel}", f"({key}) is not in the commit: missing, or a symlink "
+                                                          "to nothing")
+    config = dataclasses.replace(base_config, workspace=(root / rel_config).parent.resolve())
+    yard = [p for p in yardstick_paths(probe)]
+    goalposts = _goalposts(changed, yard)
+    return Yardstick(config, f"base commit {base[:12]}", None, goalposts, tuple(watched(probe)))
+
+
+def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, *, branch: str = BASELINES_BRANCH,
+                         max_ancestors: int = 50, token: str | None = None, remote_url: str | None = None,
+                         warnings: list[str] | None = None) -> str | None:
+    """Copy ``baselines/<sha>/`` for the base commit (or its newest ancestor that has one) from the
+    baselines branch into ``manifest_folder``. Returns where it came from, or None.
+
+    The branch is fetched when the checkout lacks it, from ``remote_url`` (the repository's own
+    address; ``origin`` only when none is given, outside the Action) with ``token`` (a private
+    repository's checkout keeps no credentials); a fetch that fails is a loud warning in
+    ``warnings``, never a silent "reconstructed". In a shallow checkout (fetch-depth 2) the base's ancestors are
+    fetched too, so the newest archived ancestor can be found."""
+    root = git.repo_root(workspace)
+    if root is None:
+        return None
+    notes = warnings if warnings is not None else []
+    refs = [f"refs/remotes/origin/{branch}", f"refs/heads/{branch}"]
+    # With the repository's own address (the Action, plan in a workflow) the branch is always
+    # fetched from there, into a ref of the gate's own: a branch already in the checkout may have
+    # been made, or moved, by the PR's code in an earlier step.
+    ref = None if remote_url else next((r for r in refs if git.rev_parse(root, r) is not None), None)
+    if remote_url:
+        refs = [f"refs/retrieval-gate/{branch}"]
+    if ref is None:
+        try:
+            done = git.fetch(root, f"+refs/heads/{branch}:{refs[0]}", token=token,
+                             url=remote_url, depth=1, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            notes.append(f"the {branch} branch could not be fetched ({type(error).__name__}): the baseline is "
+                         "reconstructed from the base commit instead of the archived one")
+            return None
+        ref = refs[0] if git.rev_parse(root, refs[0]) is not None else None
+        if ref is None:
+            why = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+            missing = any("couldn't find remote ref" in line for line in why)
+            if not missing:
+                notes.append(f"the {branch} branch could not be fetched ({(why or ['no reason given'])[-1][:200]}): "
+                             "the baseline is reconstructed instead of the archived one. A private repository "
+                             "needs the action's token (input `token`, with `contents: read`)")
+            return None
+    if git.rev_parse(root, f"{base_sha}^") is None and git.rev_parse(root, base_sha) is not None:
+        try:  # a shallow checkout: the base's ancestors, to find the newest one with a baseline
+            git.fetch(root, base_sha, token=token, url=remote_url, depth=max_ancestors, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    try:
+        proc = git.run(root, "rev-list", f"--max-count={max_ancestors}", base_sha)
+        ancestors = proc.stdout.decode().split() if proc.returncode == 0 else [base_sha]
+    except (OSError, subprocess.TimeoutExpired):
+        ancestors = [base_sha]
+    for sha in ancestors:
+        files = _ls_tree(root, ref, f"baselines/{sha}/")
+        if any(f.endswith("/manifest.yml") for f in files):
+            for item in files:
+                data = git.show_file(root, ref, root / item)
+                if data is not None:
+                    target = manifest_folder / item[len(f"baselines/{sha}/"):]
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+            return f"{branch}:baselines/{sha}" + ("" if sha == base_sha else f" (newest ancestor of {base_sha[:12]})")
+    return None
+
+
+def fetch_archived_commit(workspace: Path, manifest_path: Path, *, token: str | None = None,
+                          remote_url: str | None = None, warnings: list[str] | None = None) -> None:
+    """Make the commit a manifest was archived on present in the checkout (fetched by its sha,
+    depth 1, from the repository's own address with the token, then from origin without).
+
+    A baseline that must be re-run (a replay on changed queries or corpus) is run with that
+    commit's code; in a shallow checkout it is usually not there (the archive is older than
+    HEAD^1), and without it the baseline's code cannot be told from the PR's."""
+    from gate.common.errors import InputError
+    from gate.inputs.manifest import load_manifest
+
+    if not manifest_path.exists():
+        return
+    try:
+        commit = load_manifest(manifest_path).git_commit
+    except InputError:
+        return  # said where the manifest is read for the verdict
+    if not commit or git.rev_parse(workspace, commit) is not None:
+        return
+    attempts = ([(remote_url, token)] if remote_url else []) + [(None, None)]
+    for url, credential in attempts:
+        try:
+            git.fetch(workspace, commit, token=credential, url=url, depth=1)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if git.rev_parse(workspace, commit) is not None:
+            return
+    if warnings is not None:
+        warnings.append(f"the baseline's commit {commit[:12]} (from its manifest) could not be fetched: a baseline "
+                        "that must be re-run cannot be run with its own code")

@@ -1,0 +1,1 @@
+"""The gate's verbs (compare, run, archive, plan), each stage called in order."""

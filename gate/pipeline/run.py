@@ -1,0 +1,1121 @@
+"""The gate's main job, stage by stage: config -> commensurable baseline ->
+candidate run -> evaluation -> statistics -> verdict -> report.
+
+``archive``, ``replay``, ``plan`` and ``run`` are the library verbs behind the
+commands of the same names. Each returns plain results; the CLI only prints
+them and maps verdicts to exit codes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from gate.inputs import git
+from gate.common.atomic import write_text_atomic
+from gate.checks.commensurability import (
+    Incommensurable,
+    ResolvedBaseline,
+    run_request,
+    base_config_from_git,
+    reconstruct,
+    resolve_from_manifest,
+    input_differences,
+)
+from gate.inputs.config import Config, is_spec, load_config
+from gate.common.errors import InputError
+from gate.evaluation.evaluate import PerQuery, evaluate
+from gate.inputs.fingerprint import file_sha256
+from gate.inputs.golden import Golden, load_golden
+from gate.inputs.readers.records import Run, same_rankings
+from gate.inputs.readers.runs import read_run
+from gate.inputs.manifest import Manifest, environment_record, load_manifest, write_manifest
+from gate.evaluation.measures import Measure, parse_measure
+from gate.inputs.retrieval_config import RetrievalConfig, config_diff, load_retrieval_config
+from gate.runs.base import RunnerFailed, RunRequest
+from gate.runs.code import CodeIdentity, commit_tree, declared_inputs, working_tree
+from gate.runs.command import CommandRunner
+from gate.runs.produce import RunProducer, check_coverage
+from gate.statistics.paired import compare_paired
+from gate.report.document import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
+from gate.statistics.movement import strata_section
+from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config, validate_against
+from gate.statistics.band import BandStatus, applicable_band, band_sentence, measure_noise, tie_floor
+from gate.verdict.rules import (ALPHA, MIN_MOVERS, Findings, GuardedRegression, Policy, Verdict, decide, traffic_findings,
+                          inconclusive)
+from gate.checks.judged import judged_check
+from gate.checks.prompts import scan_prompts
+from gate.checks.tuning import tuning_check
+from gate.checks.validity import Validity, compare_leakage, reporting_set, validity_warnings
+
+Progress = Callable[[str], None]
+
+
+def stderr_progress(message: str) -> None:
+    print(f"[retrieval-gate] {message}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- setup
+
+
+def measures_of(config: Config) -> tuple[Measure, tuple[Measure, ...]]:
+    def parse(name: str, key: str) -> Measure:
+        try:
+            return parse_measure(name).with_default_rel(config.golden.rel)
+        except InputError as error:
+            raise config.key_error(key, error.message) from None
+
+    primary = parse(config.metric, "metric")
+    others: list[Measure] = []
+    for name in config.also:
+        measure = parse(name, "also")
+        if measure != primary and measure not in others:
+            others.append(measure)
+    return primary, tuple(others)
+
+
+#: Config keys that name one file, and whose copy they resolve against (yardstick: the
+#: config's folder, on a PR the base commit's copy; workspace: the PR's code).
+_FILE_KEYS = (
+    ("golden.queries", "yardstick"), ("golden.qrels", "yardstick"), ("strata.assignments", "yardstick"),
+    ("retrieval.config", "workspace"), ("runner.baseline_run", "workspace"), ("runner.candidate_run", "workspace"),
+)
+
+
+def check_config(config: Config) -> None:
+    """Everything about a config that can be checked before any run: measure names, strata
+    shares, and every file it names - each error at the config's file:line and key.
+
+    ``plan``, ``run``, ``archive``, ``replay`` and ``noise`` all call it first, so each refuses
+    exactly what the others refuse.
+    """
+    measures_of(config)
+    for key, side in _FILE_KEYS:
+        value = config.value(key)
+        if value is None or is_spec(str(value)):
+            continue
+        _require_file(config, key, config.resolve(value) if side == "yardstick" else config.here(value),
+                      folder_ok=key.startswith("golden."))  # a BEIR folder
+    corpus = config.corpus
+    if corpus is not None and not is_spec(corpus) and "{" not in corpus:
+        path = config.here(corpus)
+        if not path.exists():
+            raise config.key_error("corpus", f"no such file or folder '{corpus}' ({path})")
+    tuning = config.tuning.queries
+    if isinstance(tuning, str) and not is_spec(tuning):
+        _require_file(config, "tuning.queries", config.resolve(tuning))
+    for key in ("tuning.queries", "tuning.holdout"):
+        value = config.value(key)
+        if value is not None and not isinstance(value, (str, list)):
+            raise config.key_error(key, "expected a query file or a list of query ids")
+    from gate.inputs.yardstick import outside_links
+
+    for key, target in outside_links(config):
+        why = (f"is a symlink to {target}, outside the repository: a PR could change what it reads without the "
+               "diff showing it")
+        if key == "config":
+            raise InputError(str(config.path), None, f"the gate config {why}")
+        raise config.key_error(key, f"{config.value(key)!r} {why}")
+    declared_factors(config)
+    _check_globs(config, "prompts")
+    _check_globs(config, "watch")
+    for name in config.environment:
+        if not name or any(c in name for c in "*?["):
+            raise config.key_error("environment", f"{name!r}: name a file (globs are not expanded)")
+    if config.noise.file:
+        # Missing is a state, not a mistake: noise.file names where `retrieval-gate noise` writes the
+        # band, and a baseline is archived before it is measured (the report says "absent").
+        _require_file(config, "noise.file", config.resolve(config.noise.file), missing_ok=True)
+    strata_spec_from_config(config)
+
+
+def run_pull_request(config_path: Path, options: RunOptions, progress: Progress = stderr_progress,
+                     changed: Sequence[str] | None = None) -> tuple[GateOutcome, Any]:
+    """The gate on a PR, as the Action runs it: the yardstick (gate config, golden set, qrels,
+    strata, policy, manifest) as of ``options.base``, the code under test from the workspace, and
+    a PR that edits the yardstick cannot pass ("goalposts changed"). ``changed``: the files the
+    PR changes (default: the working tree against the base). Returns (outcome, yardstick)."""
+    import tempfile
+
+    from gate.verdict.rules import goalposts_changed
+    from gate.inputs.yardstick import load_yardstick
+
+    workspace = load_config(config_path)
+    check_base(workspace, options.base)
+    if changed is None and options.base is not None:
+        changed = git.changed_since(workspace.workspace_root, options.base)
+    overlay = Path(tempfile.mkdtemp(prefix="retrieval-gate-yardstick-"))
+    try:
+        yard = load_yardstick(Path(config_path), options.base, overlay, changed)
+        outcome = run_gate(yard.config, options, progress)
+    finally:
+        import shutil
+
+        shutil.rmtree(overlay, ignore_errors=True)
+    outcome.report["goalposts"] = list(yard.goalposts)
+    if yard.warning:
+        outcome.report["warnings"] = list(outcome.report.get("warnings", [])) + [yard.warning]
+    outcome.report["yardstick"] = {"source": yard.source}
+    verdict = goalposts_changed(outcome.verdict, yard.goalposts, yard.config.policy)
+    outcome.report["verdict"] = verdict.to_dict()
+    outcome.verdict = verdict
+    return outcome, yard
+
+
+def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
+                      env: Mapping[str, str] | None = None) -> list["PlannedRun"]:
+    """``plan`` as the gate will judge the PR: the yardstick (gate config, runner, golden set,
+    manifest) as of ``base``, and the base's archived baseline looked up on the baselines branch
+    when the checkout has none - so every key is the one the gate step will ask for. The base's
+    golden files go to the work folder (the step that produces the runs reads them there)."""
+    import os
+
+    from gate.inputs.yardstick import baseline_from_branch, fetch_archived_commit, load_yardstick
+
+    env = os.environ if env is None else env
+    workspace = load_config(config_path)
+    check_base(workspace, base)
+    changed = git.changed_since(workspace.workspace_root, base)
+    overlay = work_dir_of(workspace) / "yardstick"
+    if overlay.exists():
+        import shutil
+
+        shutil.rmtree(overlay)
+    overlay.mkdir(parents=True)
+    yard = load_yardstick(Path(config_path), base, overlay, changed)
+    config = yard.config
+    manifest = config.resolve(config.manifest)
+    if not manifest.exists():
+        baseline_from_branch(config.workspace_root, git.rev_parse(config.workspace_root, base) or base, manifest.parent,
+                             token=env.get("GITHUB_TOKEN"), remote_url=git.repository_url(env))
+    fetch_archived_commit(config.workspace_root, manifest, token=env.get("GITHUB_TOKEN"),
+                          remote_url=git.repository_url(env))
+    return plan(config, runs_dir, base)
+
+
+def check_base(config: Config, base: str | None) -> None:
+    """``--base REF`` must name a commit of the workspace's repository: a typo would otherwise
+    compare the PR with whatever the fallback finds (the newest manifest, or nothing)."""
+    if base is None:
+        return
+    if not base or base.startswith("-") or len(base) > 256 or any(c.isspace() or ord(c) < 32 for c in base):
+        raise InputError(None, None, f"--base {base[:60]!r}: not a git revision")
+    root = git.repo_root(config.workspace_root)
+    if root is None:
+        raise InputError(None, None, f"--base {base}: {config.workspace_root} is not in a git repository")
+    if git.rev_parse(root, base) is None:
+        raise InputError(None, None, f"--base {base}: no such commit in {root} (a shallow checkout needs "
+                         "fetch-depth: 2 or more)")
+
+
+def _check_globs(config: Config, key: str) -> None:
+    for pattern in config.value(key) or ():
+        if not pattern or Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+            raise config.key_error(key, f"{pattern!r}: a glob relative to the repository, inside it")
+
+
+def _require_file(config: Config, key: str, path: Path, missing_ok: bool = False, folder_ok: bool = False) -> None:
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise config.key_error(key, f"no such file '{config.value(key)}' ({path})") from None
+    except OSError as error:
+        raise config.key_error(key, f"cannot read '{config.value(key)}': {error.strerror}") from None
+    import stat
+
+    if not stat.S_ISREG(mode) and not (folder_ok and stat.S_ISDIR(mode)):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise config.key_error(key, f"'{config.value(key)}' is {kind}, expected a file")
+
+
+def make_runner(config: Config):
+    if config.runner.type == "command":
+        if not config.runner.command:
+            return None
+        return CommandRunner(
+            config.runner.command,
+            timeout=config.runner.timeout,
+            shell=config.runner.shell,
+            env_passthrough=config.runner.env_passthrough,
+            cwd=config.workspace_root,
+            source=str(config.path),
+        )
+    if config.runner.type == "reference":
+        from gate.runs import missing_reference_modules
+
+        missing = missing_reference_modules()
+        if missing:
+            raise config.key_error("runner.type", "'reference' needs the extra: pip install "
+                                   f"'retrieval-gate[reference]' (missing: {', '.join(missing)})")
+        from gate.runs.reference import ReferenceRunner
+
+        return ReferenceRunner(config.runner.options)
+    return None  # run-file: runs come from files, the runs folder or the cache
+
+
+def work_dir_of(config: Config) -> Path:
+    return config.workspace_root / ".retrieval-gate" / "work"
+
+
+def make_producer(config: Config, runs_dir: Path | None, progress: Progress) -> RunProducer:
+    return RunProducer(
+        runner=make_runner(config),
+        work_dir=work_dir_of(config),
+        cache_dir=config.here(config.cache_dir) if config.cache_enabled else None,
+        runs_dir=runs_dir,
+        progress=progress,
+        repo=config.workspace_root,
+    )
+
+
+def gate_folders(config: Config, runs_dir: Path | None = None) -> list[Path]:
+    """What the gate itself writes in the workspace: never part of the code under test (or the
+    key of a run would change with the runs, the cache and the reports it produced)."""
+    folders = [config.here(".retrieval-gate"), config.here(config.cache_dir), work_dir_of(config),
+               config.here(config.manifest).parent]
+    return folders + ([runs_dir] if runs_dir is not None else [])
+
+
+def code_under_test(config: Config, runs_dir: Path | None = None) -> CodeIdentity | None:
+    """The code the PR's runs come from (part of their cache keys); None for runners whose code
+    is not the team's (run files, the reference retriever)."""
+    if config.runner.type != "command":
+        return None
+    if config.runner.inputs:
+        try:
+            return declared_inputs(config.workspace_root, config.runner.inputs)
+        except InputError as error:
+            raise config.key_error("runner.inputs", error.message) from None
+    return working_tree(config.workspace_root, gate_folders(config, runs_dir))
+
+
+def commit_code(config: Config, commit: str | None, runs_dir: Path | None = None) -> CodeIdentity | None:
+    """The code of a baseline: the tree of the commit it was archived on (or of the base commit
+    it is reconstructed from), run from a checkout of that commit."""
+    if config.runner.type != "command":
+        return None
+    if commit is None:
+        return CodeIdentity("unknown", None, "the baseline's commit is not recorded", config.workspace_root)
+    code = commit_tree(config.workspace_root, commit, gate_folders(config, runs_dir))
+    if not code.known:
+        return CodeIdentity("unknown", None, code.description, config.workspace_root)
+    return code
+
+
+def runner_queries_path(golden: Golden, work_dir: Path) -> str:
+    """A file a runner can read: irds: queries are written out as TSV."""
+    if not golden.queries_path.startswith("irds:"):
+        return golden.queries_path
+    path = work_dir / "queries.tsv"
+    lines = [f"{q.query_id}\t{' '.join(q.text.split())}" for q in golden.queries.queries]
+    write_text_atomic(path, "\n".join(lines) + "\n")
+    return str(path)
+
+
+def environment_files(config: Config, progress: Progress | None = None) -> dict[str, str | None]:
+    """sha256 of each ``environment`` file, ``None`` for one that is not there (a PR may delete
+    one: that is a change). Said once on the progress line, since a typo would never change."""
+    files: dict[str, str | None] = {}
+    for name in config.environment:
+        path = config.here(name)
+        files[name] = file_sha256(path) if path is not None and path.is_file() else None
+        if files[name] is None and progress is not None:
+            progress(f"warning: environment file {name} is not a file here ({path}): recorded as absent")
+    return files
+
+
+def evaluate_all(run: Run, golden: Golden, measures: Sequence[Measure], rel: int) -> PerQuery:
+    return evaluate(run, golden.qrels, measures, golden.universe.query_ids, rel=rel)
+
+
+# --------------------------------------------------------------------------- archive
+
+
+@dataclass(frozen=True)
+class ArchiveResult:
+    manifest: Manifest
+    mean: float
+    query_count: int
+    run_source: str
+
+
+def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None = None,
+            progress: Progress = stderr_progress, noise_repeats: int = 0) -> ArchiveResult:
+    check_config(config)
+    primary, others = measures_of(config)
+    measures = (primary, *others)
+    golden = load_golden(config)
+    retrieval = load_retrieval_config(config.here(config.retrieval_config))
+    code = code_under_test(config, runs_dir)
+    if run_path is None and config.runner.type == "run-file" and config.runner.baseline_run:
+        run_path = config.here(config.runner.baseline_run)
+    if run_path is not None:
+        run = read_run(run_path)
+        try:
+            check_coverage(run, golden.universe.query_ids, "archive", str(run_path))
+        except RunnerFailed as failure:
+            raise InputError(str(run_path), None, failure.message) from None
+        source = "file"
+    else:
+        producer = make_producer(config, runs_dir, progress)
+        request = run_request("baseline archive", retrieval, golden, runner_queries_path(golden, producer.work_dir),
+                              code=code)
+        try:
+            run, produced = producer.produce(request, golden.universe.query_ids)
+        except RunnerFailed as failure:
+            if producer.runner is None and runs_dir is None:  # run-file: nothing was named to archive
+                raise config.key_error("runner.type", "'run-file' archives a run it is given: pass --run FILE, "
+                                       "set runner.baseline_run, or --runs-dir DIR (see plan)") from None
+            raise failure
+        source = produced.source
+    values = evaluate_all(run, golden, measures, config.golden.rel)
+    extra: dict[str, Any] = {}
+    extra_files: dict[str, bytes] = {}
+    if noise_repeats:
+        from gate.inputs.manifest import run_to_trec_gz
+        import hashlib
+
+        producer = make_producer(config, runs_dir, progress)
+        measured = measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
+                                 noise_repeats, config.golden.rel, config.noise.invalidate_on,
+                                 config.noise.base_seed, progress, code=code)
+        names = []
+        for repeat_run in measured.runs:
+            data = run_to_trec_gz(repeat_run)
+            name = f"noise-run-{hashlib.sha256(data).hexdigest()[:16]}.trec.gz"
+            extra_files[name] = data
+            names.append(name)
+        from gate.statistics.calibration import calibrate
+
+        calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary),
+                                config.golden.rel, policy=config.policy,
+                                samples=config.statistics.samples, seed=config.statistics.seed,
+                                noise_threshold=measured.band.overall.threshold)
+        progress(f"calibration: {calibration.sentence}")
+        extra["noise_band"] = {**measured.band.to_dict(), "runs_files": names,
+                               "seconds": [round(x, 3) for x in measured.seconds],
+                               "calibration": calibration.to_dict()}
+    else:
+        kept = _still_valid_band(config, golden, retrieval, primary, progress)
+        if kept is not None:
+            extra["noise_band"], extra_files = kept
+    if code is not None:
+        extra["code"] = code.to_dict()  # what the archived run was produced by (a replay runs the commit's)
+    per_query = {
+        name: {qid: float(v) for qid, v in zip(values.query_ids, array)} for name, array in values.values.items()
+    }
+    manifest = write_manifest(
+        config.resolve(config.manifest).parent,
+        suite=config.suite,
+        config_path=config.retrieval_config,
+        config=retrieval,
+        corpus=None if golden.corpus(retrieval) is None else golden.corpus(retrieval).record,
+        queries=golden.queries_record,
+        qrels=golden.qrels_record,
+        metric=str(primary),
+        measures=tuple(str(m) for m in measures),
+        rel=config.golden.rel,
+        runner={"type": config.runner.type, "command": config.runner.command},
+        run=run,
+        per_query=per_query,
+        environment=environment_record(environment_files(config, progress)),
+        git_commit=git.head_commit(config.workspace_root),
+        extra=extra,
+        extra_files=extra_files,
+    )
+    return ArchiveResult(manifest, values.mean(str(primary)), len(values.query_ids), source)
+
+
+# --------------------------------------------------------------------------- baseline
+
+
+def resolve_baseline(
+    config: Config,
+    golden: Golden,
+    measures: Sequence[Measure],
+    primary: str,
+    producer: RunProducer,
+    base: str | None,
+    candidate_code: CodeIdentity | None = None,
+) -> ResolvedBaseline:
+    """The commensurable baseline, or :class:`Incommensurable`. A baseline that must be run
+    (replayed, reconstructed) runs from a checkout of its own commit: its code, not the PR's."""
+    queries_path = runner_queries_path(golden, producer.work_dir)
+    manifest_path = config.resolve(config.manifest)
+    manifest = load_manifest(manifest_path) if manifest_path.exists() else None
+    base_config = None
+    base_readable = False
+    if base is not None:
+        base_config = base_config_from_git(config.workspace_root, base, config.here(config.retrieval_config))
+        base_readable = base_config is not None
+    if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
+        return resolve_from_manifest(manifest, golden, measures, primary, config.golden.rel, producer,
+                                     queries_path, environment_files(config),
+                                     code=commit_code(config, manifest.git_commit, producer.runs_dir),
+                                     candidate_code=candidate_code)
+    if manifest is None:
+        reason = f"no archived manifest at {config.manifest}"
+    else:
+        reason = (f"the archived manifest's retrieval config ({manifest.config_sha256[:12]}) is not the base "
+                  f"commit's ({base_config.sha256[:12]})")
+    if base is None:
+        raise Incommensurable("no_baseline", f"no baseline: {reason}, and no base commit was given to "
+                                             "reconstruct one from (run --base REF)")
+    if not base_readable:
+        raise Incommensurable("no_baseline", f"no baseline: {reason}, and the base commit {base} (or its "
+                                             f"{config.retrieval_config}) cannot be read")
+    return reconstruct(base_config, base, golden, measures, primary, config.golden.rel, producer, queries_path,
+                       reason, code=commit_code(config, base, producer.runs_dir), candidate_code=candidate_code)
+
+
+# --------------------------------------------------------------------------- run
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    candidate_run: Path | None = None
+    runs_dir: Path | None = None
+    base: str | None = None
+
+
+@dataclass
+class GateOutcome:
+    report: dict[str, Any]
+    verdict: Verdict
+    baseline: ResolvedBaseline | None = None
+    candidate_values: PerQuery | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from gate.report.document import check_own_report
+
+        check_own_report(self.report, "the run report")
+
+
+def _num(value: float) -> float | None:
+    import math
+
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _candidate(config: Config, golden: Golden, producer: RunProducer, options: RunOptions,
+               retrieval: RetrievalConfig, code: CodeIdentity | None = None) -> tuple[Run, str, float]:
+    path = options.candidate_run
+    if path is None and config.runner.type == "run-file" and config.runner.candidate_run:
+        path = config.here(config.runner.candidate_run)
+    if path is not None:
+        run = read_run(path)  # bad file: InputError, exit 2
+        check_coverage(run, golden.universe.query_ids, "candidate", str(path))
+        return run, f"file {path}", 0.0
+    queries_path = runner_queries_path(golden, producer.work_dir)
+    run, produced = producer.produce(run_request("candidate", retrieval, golden, queries_path, code=code),
+                                     golden.universe.query_ids)
+    return run, produced.source, produced.seconds
+
+
+def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progress = stderr_progress) -> GateOutcome:
+    started = time.monotonic()
+    check_config(config)
+    check_base(config, options.base)
+    policy = config.policy
+    primary, others = measures_of(config)
+    measures = (primary, *others)
+    metric = str(primary)
+    golden = load_golden(config)
+    progress(f"golden set: {len(golden.universe.query_ids)} judged queries "
+             f"({len(golden.universe.unjudged)} without judgments left out)")
+    retrieval = load_retrieval_config(config.here(config.retrieval_config))
+    producer = make_producer(config, options.runs_dir, progress)
+    report: dict[str, Any] = {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "command": "run",
+        "suite": config.suite,
+        "metric": metric,
+        "candidate_config": {"path": config.retrieval_config, "sha256": retrieval.sha256},
+        "inputs": {
+            "queries": {"path": config.golden.queries, "sha256": golden.queries_record.sha256,
+                        "count": golden.queries_record.count, "unit": "queries", "canonical": True},
+            "qrels": {"path": config.golden.qrels, "sha256": golden.qrels_record.sha256,
+                      "count": golden.qrels_record.count, "unit": "judgments", "canonical": True},
+        },
+        "tool": _tool(),
+    }
+    snapshot = golden.corpus(retrieval)
+    if snapshot is not None:
+        report["inputs"]["corpus"] = {"path": snapshot.record.id, "sha256": snapshot.record.sha256,
+                                      "count": snapshot.record.count, "unit": "chunks", "canonical": True}
+    reporting = {"name": "golden", "query_count": len(golden.universe.query_ids)}
+    # The PR's code, part of every key its runs are cached under: a PR that changes only
+    # search/bm25.py is re-run, never served the baseline's run.
+    code = code_under_test(config, options.runs_dir) if options.candidate_run is None else None
+    if code is not None:
+        report["candidate_code"] = code.to_dict()
+        if not code.known:
+            progress(f"warning: {code.description}: the run cache is not used for its runs")
+
+    try:
+        baseline = resolve_baseline(config, golden, measures, metric, producer, options.base, candidate_code=code)
+    except Incommensurable as problem:
+        verdict = inconclusive(problem.code, problem.message, policy, reporting)
+        report["baseline"] = {"resolution": None, "archived": None, "differences": problem.differences,
+                              "description": problem.message}
+        report["verdict"] = verdict.to_dict()
+        return GateOutcome(report, verdict)
+    progress(baseline.description)
+    baseline_info = {"mean": _num(baseline.values.mean(metric)), **baseline.to_dict()}
+    report["baseline"] = baseline_info
+    report["config_diff"] = [change.to_dict() for change in config_diff(baseline.config, retrieval)]
+
+    try:
+        candidate_run, candidate_source, candidate_seconds = _candidate(config, golden, producer, options, retrieval,
+                                                                        code)
+    except RunnerFailed as failure:
+        message = f"the candidate run failed: {failure.message}"
+        if failure.log_tail:
+            message += f" (log: {failure.log_path})"
+        verdict = inconclusive("runner_failed", message, policy, reporting)
+        report["candidate"] = {"mean": None, "source": None, "error": failure.message, "log_tail": failure.log_tail}
+        report["verdict"] = verdict.to_dict()
+        return GateOutcome(report, verdict, baseline)
+    candidate = evaluate_all(candidate_run, golden, measures, config.golden.rel)
+    spec = strata_spec_from_config(config)
+    strata = assign_strata(golden.queries, spec)
+    if spec is not None:
+        validate_against(spec, strata)  # once, against the full golden set
+    diff = config_diff(baseline.config, retrieval)
+
+    validity = check_validity(config, golden, baseline, candidate_run, candidate, retrieval, diff, metric, strata,
+                              progress, base=options.base)
+    report.update(validity_section(validity))
+    reporting = validity.reporting
+    if not reporting.query_ids:
+        verdict = inconclusive("empty_reporting_set", "no query is left to report on after the validity checks",
+                               policy, reporting.to_dict())
+        report["verdict"] = verdict.to_dict()
+        return GateOutcome(report, verdict, baseline, candidate)
+
+    stats = config.statistics
+    from gate.evaluation.evaluate import Universe
+    from gate.report.document import paired_section
+
+    base_r = baseline.values.subset(reporting.query_ids)
+    cand_r = candidate.subset(reporting.query_ids)
+    paired = compare_paired(base_r.values[metric], cand_r.values[metric],
+                            samples=stats.samples, seed=stats.seed, method=stats.ci_method)
+    report.update(paired_section(metric, Universe(reporting.query_ids, golden.universe.unjudged), base_r, cand_r,
+                                 paired, strata))
+    report["baseline"] = {**baseline_info, "mean": _num(base_r.mean(metric))}
+    report["candidate"] = {"mean": _num(cand_r.mean(metric)), "source": candidate_source}
+    if reporting.excluded_leaked or reporting.held_out_only:
+        everything = compare_paired(baseline.values.values[metric], candidate.values[metric],
+                                    samples=stats.samples, seed=stats.seed, method=stats.ci_method)
+        report["delta_all_queries"] = {
+            "query_count": len(golden.universe.query_ids), "mean": _num(everything.mean),
+            "ci_low": _num(everything.ci_low), "ci_high": _num(everything.ci_high),
+        }
+        if reporting.excluded_leaked:
+            carried = everything.mean - paired.mean
+            report["leakage"]["delta_with_leaked"] = _num(everything.mean)
+            report["leakage"]["delta_without_leaked"] = _num(paired.mean)
+            # A win the leaked queries carry: shown with them, not without them.
+            report["leakage"]["win_carried_by_leaks"] = bool(
+                everything.ci_low > 0 and not paired.ci_low > 0 and carried > 0)
+    status, calibration = noise_status(config, golden, baseline, metric, measures)
+    threshold = None if status.band is None else status.band.threshold
+    exceeded, words = band_sentence(paired.mean, status, f"retrieval-gate archive --noise-repeats "
+                                                         f"{config.noise.repeats} --config {config.path.name}")
+    floor = tie_floor(candidate_run, golden.qrels, primary, reporting.query_ids, config.golden.rel)
+    report["noise_band"] = {
+        "runs": None if status.band is None else status.band.runs,
+        "sd": None if status.band is None else status.band.overall.sd,
+        "range": None if status.band is None else status.band.overall.range,
+        "threshold": threshold,
+        "delta_sd": None if status.band is None else status.band.overall.delta_sd,
+        "exceeded": exceeded,
+        "stale": status.state == "stale",
+        "state": status.state,
+        "reason": status.reason,
+        "sentence": words,
+        "strata": {} if status.band is None else {k: v.threshold for k, v in status.band.strata.items()},
+        "unstable_queries": 0 if status.band is None else len(status.band.unstable),
+        "tie_floor": floor.to_dict(),
+        "calibration": calibration,
+    }
+    stratum_noise = None
+    if status.band is not None and status.band.strata:
+        stratum_noise = {name: item.threshold for name, item in status.band.strata.items()}
+    strata_block = strata_section(base_r, cand_r, metric, strata, spec, baseline_run=baseline.run,
+                                  candidate_run=candidate_run, qrels=golden.qrels, queries=golden.queries,
+                                  noise_threshold=stratum_noise, min_effect=config.policy.min_effect,
+                                  samples=stats.samples, seed=stats.seed, method=stats.ci_method)
+    report.update(strata_block)
+    attribution = None
+    try:
+        attribution = attribute(config, golden, baseline, baseline.run, candidate_run, retrieval, diff,
+                                reporting.query_ids, metric, producer, candidate_seconds, progress, code)
+    except RunnerFailed as failure:
+        report["attribution"] = {"error": f"a grid cell could not be run: {failure.message}"}
+        # The verdict stands on baseline and candidate, but the comment says loudly that the
+        # credit for the bundled changes is missing, and why.
+        report["warnings"] = [*report.get("warnings", []), f"no attribution: {failure.purpose}: {failure.message}"]
+    if attribution is not None:
+        from gate.statistics.attribution import GridRefused
+
+        if isinstance(attribution, GridRefused):
+            report["attribution"] = {"refused": attribution.reason}
+        else:
+            report["attribution"] = attribution.to_dict()
+    from gate.statistics.evidence import evidence as decision_evidence
+
+    weighed = decision_evidence(cand_r.values[metric] - base_r.values[metric], policy.max_regression,
+                                stats.samples, stats.seed)
+    report["decision"] = {"rule": policy.decision, **weighed.to_dict(), "alpha": ALPHA, "min_movers": MIN_MOVERS}
+    findings = Findings(
+        metric=metric, query_count=len(reporting.query_ids), delta=paired.mean, ci_low=paired.ci_low,
+        ci_high=paired.ci_high, mde=_num(paired.mde), noise_threshold=threshold, evidence=weighed,
+        reporting_set=reporting.to_dict(), warnings=tuple(validity.warnings), **validity_findings(validity),
+        **traffic_findings(strata_block),
+        identical_rankings=baseline.run is not None and same_rankings(baseline.run, candidate_run,
+                                                                      reporting.query_ids))
+    verdict = decide(findings, policy)
+    if report.get("judged") is not None:
+        report["judged"]["failures"] = [r.message for r in verdict.reasons if r.code == "judged_share"]
+    report["verdict"] = verdict.to_dict()
+    report["elapsed_seconds"] = round(time.monotonic() - started, 3)
+    return GateOutcome(report, verdict, baseline, candidate, extras={"validity": validity, "candidate_run": candidate_run})
+
+
+def validity_findings(validity: Validity) -> dict[str, Any]:
+    """The validity checks' numbers, as :class:`gate.verdict.rules.Findings` takes them."""
+    out: dict[str, Any] = {}
+    if validity.leakage is not None:
+        out["new_leaks"] = len(validity.leakage.new)
+        out["leak_sources"] = tuple(doc for doc, _ in validity.leakage.candidate.sources()[:3])
+    if validity.judged is not None:
+        out.update(judged_k=validity.judged.k, unjudged_share=1 - validity.judged.candidate.mean,
+                   judged_drop=validity.judged.drop)
+    if validity.tuning is not None:
+        out["tuning_overlap"] = tuple(validity.tuning.overlap)
+    return out
+
+
+def declared_factors(config: Config) -> dict[str, list[str]]:
+    """``attribution.factors`` checked: names as ``--factor`` takes them, each a non-empty list
+    of dotted paths, no path (or a path below it) in two factors - a path claimed twice would
+    switch in two cells at once and hand one factor's effect to the other."""
+    declared = config.attribution.factors or {}
+    out: dict[str, list[str]] = {}
+    owner: dict[str, str] = {}
+    for name, paths in declared.items():
+        name = str(name)
+        bad = next((ch for ch in name if ch in ",=|×" or ch.isspace() or not ch.isprintable()), None)
+        if not name or bad is not None:
+            raise config.key_error("attribution.factors", f"factor name {name[:40]!r} must be non-empty, without "
+                                   "spaces, ',', '=', '|' or '×'")
+        if isinstance(paths, str):
+            paths = [paths]
+        if (not isinstance(paths, list) or not paths
+                or not all(isinstance(p, str) and p.strip() and len(p) <= 256 for p in paths)):
+            raise config.key_error(f"attribution.factors", f"factor '{name}': expected a dotted path or a list of "
+                                   "them")
+        for path in paths:
+            for other, by in owner.items():
+                if by != name and (path == other or path.startswith(other + ".") or other.startswith(path + ".")):
+                    raise config.key_error("attribution.factors", f"'{path}' (factor '{name}') overlaps '{other}' "
+                                           f"(factor '{by}'): a path belongs to one factor")
+            owner[path] = name
+        out[name] = list(paths)
+    return out
+
+
+def grid_factors(config: Config, diff) -> dict[str, list[str]]:
+    """Factor name -> the changed dotted paths it switches."""
+    changed = [c.path for c in diff]
+    declared = declared_factors(config)
+    factors: dict[str, list[str]] = {}
+    claimed: set[str] = set()
+    for name, paths in declared.items():
+        hits = [c for c in changed if any(c == p or c.startswith(p + ".") for p in paths)]
+        if hits:
+            factors[name] = hits
+            claimed.update(hits)
+    for path in changed:
+        if path not in claimed:
+            group = path.split(".")[0]
+            if group in declared:
+                raise config.key_error("attribution.factors", f"the change to '{path}' is in no declared factor, "
+                                       f"and its group '{group}' is the name of one: list the path under a factor "
+                                       "or rename the factor")
+            factors.setdefault(group, []).append(path)
+    return factors
+
+
+def corpus_factor_of(config: Config, factors: dict[str, list[str]]) -> str | None:
+    """The factor that switches the corpus snapshot (its keys fill the corpus path)."""
+    import re
+
+    if not config.corpus:
+        return None
+    named = set(re.findall(r"\{([A-Za-z0-9_.\-]+)\}", config.corpus))
+    for name, paths in factors.items():
+        if named & set(paths):
+            return name
+    return None
+
+
+def grid_cells(config: Config, baseline_config: RetrievalConfig, retrieval: RetrievalConfig,
+               factors: dict[str, list[str]]) -> list[tuple[tuple[str, ...], str, RetrievalConfig]]:
+    """Every cell of the 2^k grid as (levels, label, the retrieval config it runs), all-old first.
+
+    A cell at level "new" for a factor takes the candidate's values of that factor's paths.
+    ``plan`` lists the mixed cells (the corners are the baseline and the candidate); ``run``
+    produces them.
+    """
+    import itertools
+
+    from gate.inputs.retrieval_config import ABSENT
+
+    names = list(factors)
+    candidate_flat = retrieval.flat()
+    cells = []
+    for levels in itertools.product(("old", "new"), repeat=len(names)):
+        switched = {path: candidate_flat.get(path, ABSENT)
+                    for name, level in zip(names, levels) if level == "new" for path in factors[name]}
+        label = ",".join(f"{n}={l}" for n, l in zip(names, levels))
+        cells.append((levels, label, baseline_config.with_values(switched) if switched else baseline_config))
+    return cells
+
+
+def attribution_applies(config: Config, factors: dict[str, list[str]]) -> bool:
+    """Whether ``run`` analyses a grid: two to ``attribution.max_factors`` changed factors."""
+    return bool(config.attribution.enabled) and 2 <= len(factors) <= config.attribution.max_factors
+
+
+def attribute(config: Config, golden: Golden, baseline: ResolvedBaseline, baseline_run: Run, candidate_run: Run,
+              retrieval: RetrievalConfig, diff, query_ids: Sequence[str], metric: str, producer: RunProducer,
+              candidate_seconds: float, progress: Progress, code: CodeIdentity | None = None):
+    """The 2^k grid of the changed factors: run the missing cells, then analyse (or label a bundle)."""
+    from gate.statistics.attribution import CellProvenance, GridRefused, analyze_grid, bundle_result
+
+    factors = grid_factors(config, diff)
+    names = list(factors)
+    stats = config.statistics
+    max_factors = config.attribution.max_factors
+    if len(names) < 2:
+        return None  # one change (or none): the headline delta is its effect, disabled or not
+    if not config.attribution.enabled or len(names) > max_factors:
+        return bundle_result(names, max_factors, disabled=not config.attribution.enabled, metric=metric,
+                             samples=stats.samples, seed=stats.seed)
+    queries_path = runner_queries_path(golden, producer.work_dir)
+    measure = parse_measure(metric)
+    values, seconds, provenance, info = {}, {}, {}, {}
+    started = time.monotonic()
+    for levels, label, cell_config in grid_cells(config, baseline.config, retrieval, factors):
+        snapshot = golden.corpus(cell_config)
+        if all(level == "old" for level in levels):
+            run, cell_seconds = baseline_run, (baseline.produced.seconds if baseline.produced else 0.0)
+            source = "baseline"
+        elif all(level == "new" for level in levels):
+            run, cell_seconds, source = candidate_run, candidate_seconds, "candidate"
+        else:
+            progress(f"attribution: cell {label}")
+            run, produced = producer.produce(run_request(f"grid cell {label}", cell_config, golden, queries_path,
+                                                         code=code),
+                                             golden.universe.query_ids)
+            cell_seconds, source = produced.seconds, produced.source
+        per_query = evaluate(run, golden.qrels, [measure], query_ids, rel=config.golden.rel)
+        values[levels] = per_query.values[str(measure.with_default_rel(config.golden.rel))]
+        seconds[levels] = cell_seconds
+        provenance[levels] = CellProvenance(golden.queries_record.sha256, golden.qrels_record.sha256,
+                                            None if snapshot is None else snapshot.record.sha256)
+        info[levels] = {"source": source, "config_sha256": cell_config.sha256}
+    try:
+        return analyze_grid(names, values, list(query_ids), metric, stats.samples, stats.seed, seconds,
+                            corpus_factor_of(config, factors), provenance=provenance,
+                            grid_seconds=time.monotonic() - started + candidate_seconds, max_factors=max_factors,
+                            ci_method=stats.ci_method, cell_info=info)
+    except GridRefused as refused:
+        return refused
+
+
+def stored_band(config: Config, manifest: Manifest | None) -> tuple[dict | None, list[Run] | None]:
+    """The band stored with the manifest (and its repeat runs), else the config's noise.file."""
+    from gate.inputs.readers.fields import parse_json_document
+    from gate.common.limits import MAX_RECORD_FILE_BYTES
+    from gate.inputs.readers.textlines import read_text_file
+    from gate.statistics.noise import check_band_dict
+
+    if manifest is not None and manifest.extra.get("noise_band") is not None:
+        data = check_band_dict(manifest.extra["noise_band"], str(manifest.manifest_path))
+        names = data.get("runs_files") or []
+        if not isinstance(names, list) or not all(isinstance(n, str) and "/" not in n and n not in ("", ".", "..")
+                                                  for n in names):
+            raise InputError(str(manifest.manifest_path), None, "noise band 'runs_files' must be file names of "
+                             "the baseline folder")
+        return data, [read_run(manifest.folder / name) for name in names]
+    path = config.resolve(config.noise.file) if config.noise.file else None
+    if path is not None and path.exists():
+        return check_band_dict(parse_json_document(str(path), read_text_file(path, "a noise band", limit=MAX_RECORD_FILE_BYTES)), str(path)), None
+    return None, None
+
+
+def _still_valid_band(config: Config, golden: Golden, retrieval, primary: Measure,
+                      progress: Progress) -> tuple[dict[str, Any], dict[str, bytes]] | None:
+    """A plain ``archive`` (no ``--noise-repeats``) keeps the band stored with the previous
+    baseline while it still applies (same metric, corpus, index-building keys, queries and
+    qrels), repeat runs included; a band that no longer applies is dropped, and said so."""
+    from gate.inputs.manifest import load_manifest
+
+    path = config.resolve(config.manifest)
+    if not path.exists():
+        return None
+    try:
+        manifest = load_manifest(path)
+        data, runs = stored_band(config, manifest)
+    except InputError:
+        return None
+    if data is None or manifest.extra.get("noise_band") is None:
+        return None
+    status = applicable_band(data, runs, golden, retrieval, primary, config.golden.rel)
+    if status.state != "current":
+        progress(f"the stored noise band is not kept: {status.reason} (archive --noise-repeats N measures a new one)")
+        return None
+    files = {}
+    for name in data.get("runs_files") or []:
+        try:
+            files[name] = (path.parent / name).read_bytes()
+        except OSError:
+            progress(f"the stored noise band is not kept: its repeat run {name} is missing")
+            return None
+    progress(f"the stored noise band is kept ({status.reason})")
+    return dict(manifest.extra["noise_band"]), files
+
+
+def noise_status(config: Config, golden: Golden, baseline: ResolvedBaseline, metric: str,
+                 measures: Sequence[Measure]) -> tuple[BandStatus, dict | None]:
+    """The band that applies, and the A/A calibration stored with it (when current)."""
+    data, runs = stored_band(config, baseline.manifest)
+    measure = next(m for m in measures if str(m) == metric)
+    status = applicable_band(data, runs, golden, baseline.config, measure, config.golden.rel)
+    calibration = (data or {}).get("calibration") if status.state == "current" else None
+    return status, calibration if isinstance(calibration, dict) else None
+
+
+def _id_list(value: Any, config: Config, key: str) -> list[str] | None:
+    """Query ids from a config value: a list of ids, or a query file (TSV/JSONL)."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    if isinstance(value, str):
+        from gate.inputs.readers.queries import load_queries
+
+        return load_queries(config.spec(value)).ids()
+    raise InputError(str(config.path), None, f"key '{key}': expected a query file or a list of query ids")
+
+
+def baseline_corpus(config: Config, golden: Golden, baseline: ResolvedBaseline, base: str | None,
+                    progress: Progress) -> tuple[str | None, str | None, str]:
+    """The corpus the baseline indexed, as of the baseline's commit: (path, sha256, how).
+
+    Read from the workspace, a chunk the PR adds to the same file would count as already in the
+    baseline's corpus (a planted leak tagged "both"). So the file comes from git at the base
+    commit (or the archive's commit); a snapshot outside git is the workspace's file only when
+    its fingerprint is still the one the manifest recorded. Otherwise (None, None, why): the
+    baseline's corpus is unknown and every leak counts as new.
+    """
+    snapshot = golden.corpus(baseline.config)
+    if snapshot is None:
+        return None, None, "the baseline indexes no corpus"
+    if is_spec(snapshot.path):
+        return snapshot.path, snapshot.record.sha256, "an ir_datasets corpus (fixed)"
+    commit = base or (baseline.manifest.git_commit if baseline.manifest is not None else None)
+    path = Path(snapshot.path)
+    if commit is not None and git.repo_root(config.workspace_root) is not None:
+        file = path / "corpus.jsonl" if path.is_dir() else path
+        target = work_dir_of(config) / "base-corpus" / commit[:12] / file.name
+        if git.export_file(config.workspace_root, commit, file, target):
+            from gate.inputs.fingerprint import corpus_fingerprint
+
+            return str(target), corpus_fingerprint(target).sha256, f"as of commit {commit[:12]}"
+    recorded = baseline.manifest.corpus.sha256 if baseline.manifest is not None and baseline.manifest.corpus else None
+    if recorded is not None and recorded == snapshot.record.sha256:
+        return snapshot.path, snapshot.record.sha256, "outside git, unchanged since the archive (same fingerprint)"
+    progress(f"leakage: the baseline's corpus {snapshot.record.id} cannot be read as of its commit and differs from "
+             "the archived fingerprint: every leak counts as new")
+    return None, None, "not readable as of the baseline's commit: every leak counts as new"
+
+
+def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, candidate_run: Run,
+                   candidate: PerQuery, retrieval: RetrievalConfig, diff, metric: str,
+                   strata: dict[str, str | None], progress: Progress, base: str | None = None) -> Validity:
+    universe = golden.universe.query_ids
+    leakage = None
+    candidate_snapshot = golden.corpus(retrieval)
+    if config.leakage.enabled and candidate_snapshot is not None:
+        base_path, base_sha, how = baseline_corpus(config, golden, baseline, base, progress)
+        progress(f"leakage: scanning {candidate_snapshot.record.id} ({candidate_snapshot.record.count} chunks)"
+                 + ("" if base_sha == candidate_snapshot.record.sha256 or base_path is None
+                    else f" and the baseline's corpus ({how})"))
+        golden_queries = [q for q in golden.queries.queries if q.query_id in set(universe)]
+        leakage = compare_leakage(
+            golden_queries, base_path, candidate_snapshot.path, base_sha, candidate_snapshot.record.sha256,
+            modes=config.leakage.modes, threshold=config.leakage.threshold, min_tokens=config.leakage.min_tokens,
+        )
+        leakage = dataclasses.replace(leakage, baseline_source=how)
+    judged = judged_check(baseline.run, candidate_run, baseline.values, candidate, golden.qrels, universe, metric,
+                          strata, k=config.judged.k, rel=config.golden.rel, max_unjudged=config.policy.max_unjudged,
+                          max_judged_drop=config.policy.max_judged_drop)
+    tuning = None
+    tuning_ids = _id_list(config.tuning.queries, config, "tuning.queries")
+    if tuning_ids is not None or config.tuning.params:
+        tuning = tuning_check(universe, [c.path for c in diff], config.tuning.params, tuning_ids,
+                              _id_list(config.tuning.holdout, config, "tuning.holdout"))
+    prompts = None
+    if config.prompts:
+        relevant = {doc for docs in golden.qrels.judgments.values() for doc, label in docs.items()
+                    if label >= config.golden.rel}
+        texts: dict[str, str] = {}
+        if candidate_snapshot is not None and relevant:
+            from gate.inputs.readers.corpus import iter_corpus
+
+            for chunk in iter_corpus(candidate_snapshot.path, check_duplicates=False):
+                if chunk.chunk_id in relevant or chunk.doc_id in relevant:
+                    key = chunk.chunk_id if chunk.chunk_id in relevant else chunk.doc_id
+                    texts[key] = (texts.get(key, "") + " " + chunk.text).strip()
+        prompts = scan_prompts(config.workspace_root, config.prompts, golden.queries.queries, golden.qrels, texts,
+                               rel=config.golden.rel, threshold=config.leakage.threshold)
+    reporting = reporting_set(universe, leakage, tuning, config.policy.exclude_leaked)
+    return Validity(leakage, judged, tuning, prompts, reporting, tuple(validity_warnings(tuning, prompts)))
+
+
+def validity_section(validity: Validity) -> dict[str, Any]:
+    section: dict[str, Any] = {
+        "leakage": None if validity.leakage is None else validity.leakage.to_dict(),
+        "judged": None if validity.judged is None else validity.judged.to_dict(),
+        "tuning": None if validity.tuning is None else validity.tuning.to_dict(),
+        "prompts": None if validity.prompts is None else validity.prompts.to_dict(),
+        "reporting_set": validity.reporting.to_dict(),
+        "warnings": list(validity.warnings),
+    }
+    return section
+
+
+def _tool() -> dict[str, Any]:
+    from gate import __version__
+
+    return {"name": "retrieval-gate", "version": __version__}
+
+
+
+# --------------------------------------------------------------------------- replay / plan
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    baseline: ResolvedBaseline | None
+    problem: Incommensurable | None
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.baseline is None:
+            assert self.problem is not None
+            return {"resolved": False, "reason": self.problem.message, "code": self.problem.code,
+                    "differences": self.problem.differences}
+        return {"resolved": True, **self.baseline.to_dict(),
+                "mean": self.baseline.values.mean(next(iter(self.baseline.values.values)))}
+
+
+def replay(config: Config, runs_dir: Path | None = None, base: str | None = None,
+           progress: Progress = stderr_progress) -> ReplayResult:
+    primary, others = measures_of(config)
+    check_config(config)
+    check_base(config, base)
+    golden = load_golden(config)
+    producer = make_producer(config, runs_dir, progress)
+    try:
+        resolved = resolve_baseline(config, golden, (primary, *others), str(primary), producer, base,
+                                    candidate_code=code_under_test(config, runs_dir))
+    except Incommensurable as problem:
+        return ReplayResult(None, problem)
+    return ReplayResult(resolved, None)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    purpose: str
+    key: str
+    config_file: str
+    queries: str
+    corpus: str | None
+    output: str
+    needed: bool
+    why: str
+    # The commit whose code must produce the run (a baseline replayed or reconstructed is
+    # measured with the baseline's code); None: the workspace, the PR's code.
+    code_commit: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) -> list[PlannedRun]:
+    """Every run the gate needs for this PR, with the key an earlier step must name it by."""
+    check_config(config)
+    check_base(config, base)
+    golden = load_golden(config)
+    producer = make_producer(config, runs_dir, lambda message: None)
+    queries_path = runner_queries_path(golden, producer.work_dir)
+    runs_folder = runs_dir or Path(".retrieval-gate/runs")
+    try:
+        runs_folder.mkdir(parents=True, exist_ok=True)  # ready for the step that produces them
+    except OSError as error:
+        raise InputError(str(runs_folder), None, f"cannot create the runs folder: {error.strerror or error}") from None
+    planned: list[PlannedRun] = []
+
+    code = code_under_test(config, runs_dir)
+
+    def add(purpose: str, retrieval: RetrievalConfig, needed: bool, why: str, code: CodeIdentity | None) -> None:
+        request = run_request(purpose, retrieval, golden, queries_path, code=code)
+        key = producer.key(request)
+        if code is not None and code.commit is not None and code.known:
+            why += f"; from the code of commit {code.commit[:12]}"
+        commit = code.commit if code is not None and code.root is None else None
+        planned.append(PlannedRun(purpose, key, str(producer.config_file(request, key)), queries_path,
+                                  request.corpus, str(runs_folder / f"{key}.run"), needed, why, commit))
+
+    manifest_path = config.resolve(config.manifest)
+    manifest = load_manifest(manifest_path) if manifest_path.exists() else None
+    base_config = base_config_from_git(config.workspace_root, base, config.here(config.retrieval_config)) if base else None
+    baseline_config = None
+    if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
+        differences = {d.input for d in input_differences(manifest, golden, config.golden.rel)}
+        from gate.runs.produce import missing_queries
+
+        covered = not missing_queries(manifest.load_run(), golden.universe.query_ids)
+        needed = "corpus" in differences or not covered
+        why = ("the corpus changed" if "corpus" in differences else
+               "current queries are missing from the archived lists" if not covered else
+               "not needed: the archived lists are reused or re-scored")
+        add("baseline replay", manifest.config, needed, why, commit_code(config, manifest.git_commit, runs_dir))
+        baseline_config = manifest.config
+    elif base_config is not None:
+        add("baseline reconstruction", base_config, True, "no usable archived manifest",
+            commit_code(config, base, runs_dir))
+        baseline_config = base_config
+    candidate = load_retrieval_config(config.here(config.retrieval_config))
+    add("candidate", candidate, True, "the PR's config", code)
+    if baseline_config is not None:
+        factors = grid_factors(config, config_diff(baseline_config, candidate))
+        if attribution_applies(config, factors):
+            for levels, label, cell_config in grid_cells(config, baseline_config, candidate, factors):
+                if len(set(levels)) > 1:  # the corners are the baseline and the candidate
+                    add(f"grid cell {label}", cell_config, True, "attribution of the bundled change", code)
+    return planned

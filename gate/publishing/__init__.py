@@ -1,0 +1,1 @@
+"""Publishing: report files, the GitHub comment, the commit status, workflow commands."""

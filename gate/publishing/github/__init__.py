@@ -1,0 +1,1 @@
+"""GitHub's REST API: the client, the sticky comment."""

@@ -1,0 +1,908 @@
+"""A small GitHub REST client, and the sticky PR comment built on it.
+
+:class:`GitHubClient` speaks the few routes the gate needs (a pull request, its
+files, issue comments, commit statuses) with ``requests``. It is written for
+CI, where a flaky API must neither fail the gate for no reason nor stall the
+job for an hour:
+
+* every request sends ``Authorization: Bearer <token>``,
+  ``Accept: application/vnd.github+json`` and ``X-GitHub-Api-Version``;
+  the token never appears in an exception message, a log line or ``repr``;
+* rate limits (403/429) are waited out: ``retry-after`` first, then
+  ``x-ratelimit-remaining: 0`` until ``x-ratelimit-reset`` (wall clock ``now``),
+  then a secondary limit without headers waits 60 s, 120 s, ... ;
+* 5xx answers, connection errors and timeouts are retried ``max_retries``
+  times with exponential backoff (1, 2, 4, 8 s);
+* one wall-clock deadline, ``max_wait`` seconds after the client is made, bounds
+  everything: waits, requests and the reading of answers (a server that never
+  answers, or trickles its answer, cannot hold the job); what would pass it
+  raises :class:`GitHubWaitCapError` instead;
+* a request that creates something (a comment) is not retried after a 5xx or a
+  lost answer (:class:`GitHubUncertainError`): the caller looks first;
+* a 403 that is not a rate limit (``Resource not accessible by integration``:
+  a fork PR's read-only token, or a missing ``permissions:`` entry) is never
+  retried and raises :class:`GitHubPermissionError`.
+
+``sleep``, ``clock`` (monotonic, measures the sleeps) and ``now`` (epoch
+seconds, compared with ``x-ratelimit-reset``) are injectable so tests simulate
+waits without sleeping.
+
+:func:`publish_comment` keeps one *current* comment per suite on a PR, found by
+a hidden marker and by its author, see its docstring.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import re
+import time
+import urllib.parse
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import requests
+import urllib3
+
+from gate import __version__
+from gate.publishing.markdown_cut import fit_sections, truncate_markdown
+
+log = logging.getLogger("gate.publishing.github.client")
+
+__all__ = [
+    "API_VERSION",
+    "COMMENT_LIMIT",
+    "STATUS_DESCRIPTION_LIMIT",
+    "DEFAULT_BOT_LOGIN",
+    "GitHubError",
+    "GitHubPermissionError",
+    "GitHubNotFoundError",
+    "GitHubWaitCapError",
+    "GitHubUncertainError",
+    "GitHubClient",
+    "Marker",
+    "comment_marker",
+    "parse_marker",
+    "CommentResult",
+    "publish_comment",
+    "fit_comment",
+    "forbidden_help",
+    "is_fork_pull",
+]
+
+API_VERSION = "2022-11-28"
+COMMENT_LIMIT = 65_536
+STATUS_DESCRIPTION_LIMIT = 140
+STATUS_STATES = ("error", "failure", "pending", "success")
+DEFAULT_BOT_LOGIN = "github-actions[bot]"
+INTEGRATION_MESSAGE = "Resource not accessible by integration"
+SECONDARY_MIN_WAIT = 60.0
+RESET_MARGIN = 1.0  # seconds added to x-ratelimit-reset against clock skew
+MAX_RATE_LIMIT_RETRIES = 8
+MAX_PAGES = 100  # 10,000 items at per_page=100
+MAX_BODY_BYTES = 16 * 1024 * 1024  # one page of 100 comments of 65,536 characters is under 10 MiB
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class GitHubError(Exception):
+    """A GitHub API call that failed for good (after any retries).
+
+    ``status`` is the HTTP status (None for connection errors and the wait
+    cap), ``api_message`` GitHub's ``message`` field. The text never holds the
+    token: the client scrubs it before raising.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        api_message: str | None = None,
+        documentation_url: str | None = None,
+    ):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.method = method
+        self.path = path
+        self.api_message = api_message
+        self.documentation_url = documentation_url
+
+
+class GitHubPermissionError(GitHubError):
+    """403 that is not a rate limit: read-only token (fork PR) or a missing permission. Never retried."""
+
+    @property
+    def integration(self) -> bool:
+        """True for "Resource not accessible by integration" (GITHUB_TOKEN / App token without the permission)."""
+        return INTEGRATION_MESSAGE.lower() in (self.api_message or "").lower()
+
+
+class GitHubNotFoundError(GitHubError):
+    """404 (or 410): no such PR/comment, or a private repository the token cannot see."""
+
+
+class GitHubUncertainError(GitHubError):
+    """A request that changes something failed in a way that leaves open whether it was applied
+    (a 5xx, a timeout, a dropped connection): not retried blindly."""
+
+
+class GitHubWaitCapError(GitHubError):
+    """Waiting out a rate limit or backoff would exceed the client's ``max_wait`` budget."""
+
+
+# --------------------------------------------------------------------------- client
+
+
+class _BearerAuth(requests.auth.AuthBase):
+    """Sets the Authorization header; passing auth explicitly also keeps ~/.netrc from overriding it."""
+
+    def __init__(self, token: str):
+        self._token = token
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["Authorization"] = f"Bearer {self._token}"
+        return request
+
+    def __repr__(self) -> str:
+        return "_BearerAuth(token='***')"
+
+
+_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+class GitHubClient:
+    """GitHub REST v3 for one repository (``owner/name``).
+
+    ``max_wait`` caps the total seconds slept on rate limits and backoff over
+    the client's lifetime; ``max_retries`` bounds retries of 5xx answers and
+    connection errors per request; ``timeout`` is the per-request socket
+    timeout in seconds.
+    """
+
+    def __init__(
+        self,
+        api_url: str,
+        token: str,
+        repository: str,
+        *,
+        max_wait: float = 120.0,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], float] = time.time,
+        user_agent: str = f"retrieval-gate/{__version__}",
+        timeout: float = 30,
+        max_retries: int = 4,
+        session: requests.Session | None = None,
+    ):
+        if not token or not isinstance(token, str):
+            raise ValueError("a GitHub token is required (GITHUB_TOKEN or the action's github-token input)")
+        if not isinstance(repository, str) or not _REPOSITORY.match(repository):
+            raise ValueError(f"repository must look like 'owner/name', got {repository!r}")
+        parts = urllib.parse.urlsplit(api_url or "")
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"api_url must be an http(s) URL, got {api_url!r}")
+        self.api_url = api_url.rstrip("/")
+        self._origin = (parts.scheme, parts.netloc.lower())
+        self.repository = repository
+        self.owner, self.repo = repository.split("/", 1)
+        self.max_wait = float(max_wait)
+        self.max_retries = int(max_retries)
+        self.timeout = timeout
+        self.user_agent = user_agent
+        self._token = token
+        self._auth = _BearerAuth(token)
+        self._sleep = sleep
+        self._clock = clock
+        self._now = now
+        self._session = session if session is not None else requests.Session()
+        self.waited = 0.0  # seconds spent waiting so far (counts against max_wait)
+        # One wall-clock deadline for every call of this client: waits, requests and bodies.
+        self._deadline = clock() + self.max_wait
+        self.wait_log: list[tuple[float, str]] = []  # (seconds, reason) of every wait
+
+    def __repr__(self) -> str:
+        return f"GitHubClient(api_url={self.api_url!r}, repository={self.repository!r}, token='***')"
+
+    def close(self) -> None:
+        self._session.close()
+
+    def __enter__(self) -> "GitHubClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------- plumbing
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._token, "***") if self._token else text
+
+    @property
+    def _headers(self) -> dict[str, str]:
+        return {
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": API_VERSION,
+            "User-Agent": self.user_agent,
+        }
+
+    def _repo_path(self, suffix: str) -> str:
+        owner = urllib.parse.quote(self.owner, safe="")
+        repo = urllib.parse.quote(self.repo, safe="")
+        return f"/repos/{owner}/{repo}{suffix}"
+
+    def _url(self, path_or_url: str) -> str:
+        if path_or_url.startswith(("http://", "https://")):
+            parts = urllib.parse.urlsplit(path_or_url)
+            if (parts.scheme, parts.netloc.lower()) != self._origin:
+                # Never send the token to another host, whatever a Link header says.
+                raise GitHubError(self._scrub(f"refusing to follow {parts.scheme}://{parts.netloc}{parts.path}: not the API host"))
+            return path_or_url
+        return self.api_url + path_or_url
+
+    def _wait(self, seconds: float, reason: str, method: str, path: str) -> None:
+        seconds = max(0.0, float(seconds))
+        left = self.max_wait - self.waited
+        if seconds > left:
+            raise GitHubWaitCapError(
+                self._scrub(
+                    f"GitHub API {method} {path}: wait cap hit: {reason} asks for a {seconds:.0f} s wait, "
+                    f"but only {max(left, 0):.0f} s of the {self.max_wait:.0f} s budget (max_wait) is left; giving up"
+                ),
+                method=method,
+                path=path,
+            )
+        log.warning("GitHub API %s %s: %s, waiting %.1f s", method, self._scrub(path), reason, seconds)
+        started = self._clock()
+        self._sleep(seconds)
+        slept = self._clock() - started
+        self.waited += max(seconds, slept)
+        self.wait_log.append((seconds, reason))
+
+    @staticmethod
+    def _error_fields(response: requests.Response) -> tuple[str, str | None]:
+        try:
+            data = response.json()
+        except ValueError:
+            return (response.text or "").strip()[:300], None
+        if isinstance(data, dict):
+            message = str(data.get("message") or "")
+            errors = data.get("errors")
+            if isinstance(errors, list) and errors:
+                details = "; ".join(
+                    str(e.get("message") or e.get("code") or e) if isinstance(e, dict) else str(e) for e in errors[:5]
+                )
+                message = f"{message} ({details})" if message else details
+            doc = data.get("documentation_url")
+            return message[:500], (str(doc) if doc else None)
+        return str(data)[:300], None
+
+    def _rate_limit_delay(self, response: requests.Response, api_message: str, secondary_hits: int) -> tuple[float, str] | None:
+        """Seconds to wait for a 403/429 that is a rate limit, or None when it is not one."""
+        if response.status_code == 403 and INTEGRATION_MESSAGE.lower() in api_message.lower():
+            return None
+        headers = response.headers
+        retry_after = headers.get("retry-after")
+        if retry_after is not None:
+            seconds = _parse_retry_after(retry_after, self._now)
+            if seconds is not None:
+                return seconds, f"rate limited ({response.status_code}, retry-after {retry_after.strip()})"
+        if headers.get("x-ratelimit-remaining", "").strip() == "0" and headers.get("x-ratelimit-reset"):
+            try:
+                reset = float(headers["x-ratelimit-reset"])
+            except ValueError:
+                reset = None
+            if reset is not None:
+                seconds = max(reset - self._now(), 0.0) + RESET_MARGIN
+                return seconds, f"rate limit exhausted ({response.status_code}, resets at epoch {reset:.0f})"
+        lowered = api_message.lower()
+        if "secondary rate limit" in lowered or "abuse" in lowered or response.status_code == 429:
+            seconds = SECONDARY_MIN_WAIT * (2 ** secondary_hits)
+            return seconds, f"secondary rate limit ({response.status_code}, no retry-after)"
+        return None
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        idempotent: bool = True,
+    ) -> requests.Response:
+        """One API call with the retry policy; ``path`` is relative to ``api_url`` (or an absolute URL on the same host).
+
+        ``idempotent=False`` (creating a comment): a 5xx or a lost answer is not retried but
+        raised as :class:`GitHubUncertainError`, since the request may have been applied.
+        Every attempt, waits included, ends by the client's deadline (``max_wait`` seconds
+        after it was made), and a body is read against it too (a server that trickles an
+        answer byte by byte cannot hold the job)."""
+        method = method.upper()
+        url = self._url(path)
+        shown = urllib.parse.urlsplit(url).path  # for messages: no query string, no host
+        transient = 0
+        rate_limited = 0
+        secondary_hits = 0
+        attempts = 1 + self.max_retries + MAX_RATE_LIMIT_RETRIES
+        for _attempt in range(attempts):
+            remaining = self._deadline - self._clock()
+            if remaining <= 0:
+                raise GitHubWaitCapError(self._scrub(
+                    f"GitHub API {method} {shown}: the {self.max_wait:.0f} s budget for all GitHub calls "
+                    "(github-max-wait) is spent; giving up"), method=method, path=shown)
+            try:
+                response = self._session.request(
+                    method,
+                    url,
+                    params=params,
+                    json=json,
+                    headers=self._headers,
+                    auth=self._auth,
+                    timeout=max(0.1, min(self.timeout, remaining)),
+                    stream=True,
+                )
+                self._read_body(response, method, shown)
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                transient += 1
+                kind = "timeout" if isinstance(exc, requests.Timeout) else "connection error"
+                if not idempotent:
+                    # The request may have been applied (a comment created, its answer lost):
+                    # repeating it would duplicate it. The caller looks before it tries again.
+                    raise GitHubUncertainError(self._scrub(
+                        f"GitHub API {method} {shown}: {kind} ({type(exc).__name__}); it may or may not have "
+                        "been applied"), method=method, path=shown) from None
+                if transient > self.max_retries:
+                    raise GitHubError(
+                        self._scrub(f"GitHub API {method} {shown}: {kind} ({type(exc).__name__}) after {transient} attempts"),
+                        method=method,
+                        path=shown,
+                    ) from None
+                self._wait(_backoff(transient), f"{kind} ({type(exc).__name__})", method, shown)
+                continue
+            except requests.RequestException as exc:  # a broken answer: bad encoding, redirect loop, ...
+                raise GitHubError(self._scrub(f"GitHub API {method} {shown}: {type(exc).__name__}"),
+                                  method=method, path=shown) from None
+
+            status = response.status_code
+            if status < 400:
+                return response
+            api_message, doc_url = self._error_fields(response)
+            api_message = self._scrub(api_message)
+
+            def error(cls: type[GitHubError], extra: str = "") -> GitHubError:
+                text = f"GitHub API {method} {shown} answered {status}: {api_message or response.reason}{extra}"
+                if doc_url:
+                    text += f" ({doc_url})"
+                return cls(
+                    self._scrub(text),
+                    status=status,
+                    method=method,
+                    path=shown,
+                    api_message=api_message,
+                    documentation_url=doc_url,
+                )
+
+            if status in (403, 429):
+                delay = self._rate_limit_delay(response, api_message, secondary_hits)
+                if delay is not None:
+                    rate_limited += 1
+                    if rate_limited > MAX_RATE_LIMIT_RETRIES:
+                        raise error(GitHubError, f" (still rate limited after {rate_limited - 1} retries)")
+                    seconds, reason = delay
+                    if reason.startswith("secondary"):
+                        secondary_hits += 1
+                    self._wait(seconds, reason, method, shown)
+                    continue
+                raise error(GitHubPermissionError)
+            if status >= 500:
+                transient += 1
+                if not idempotent:
+                    raise error(GitHubUncertainError, " (it may or may not have been applied)")
+                if transient > self.max_retries:
+                    raise error(GitHubError, f" (after {transient} attempts)")
+                seconds = _parse_retry_after(response.headers.get("retry-after", ""), self._now)
+                self._wait(seconds if seconds is not None else _backoff(transient), f"server error {status}", method, shown)
+                continue
+            if status in (404, 410):
+                raise error(GitHubNotFoundError)
+            raise error(GitHubError)
+        raise GitHubError(self._scrub(f"GitHub API {method} {shown}: gave up after {attempts} attempts"), method=method, path=shown)
+
+    def _read_body(self, response: requests.Response, method: str, shown: str) -> None:
+        chunks: list[bytes] = []
+        size = 0
+        raw = response.raw
+        while True:
+            # read1: what one socket read brings (read(n) would wait for n bytes, and a server
+            # trickling a byte at a time would never let the deadline be checked).
+            try:
+                chunk = raw.read1(65536, decode_content=True)
+            except urllib3.exceptions.ReadTimeoutError as exc:  # as requests would have raised them
+                raise requests.Timeout(str(exc)) from None
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                raise requests.ConnectionError(str(exc)) from None
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                response.close()
+                raise GitHubError(self._scrub(f"GitHub API {method} {shown}: the answer is larger than "
+                                              f"{MAX_BODY_BYTES // (1024 * 1024)} MiB"), method=method, path=shown)
+            chunks.append(chunk)
+            if self._clock() > self._deadline:
+                response.close()
+                raise GitHubWaitCapError(self._scrub(
+                    f"GitHub API {method} {shown}: the answer was still arriving when the {self.max_wait:.0f} s "
+                    "budget for all GitHub calls (github-max-wait) ran out"), method=method, path=shown)
+        response._content = b"".join(chunks)  # what .json() and .text read
+
+    def _json(self, response: requests.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            path = urllib.parse.urlsplit(response.url).path
+            raise GitHubError(f"GitHub API {path}: the answer is not JSON", status=response.status_code, path=path) from None
+
+    def paginate(self, path: str, params: dict[str, Any] | None = None, *, max_pages: int = MAX_PAGES) -> Iterator[Any]:
+        """Items of a list route, following ``Link: rel="next"`` (per_page=100), at most ``max_pages`` pages."""
+        query: dict[str, Any] | None = {"per_page": 100, **(params or {})}
+        target = path
+        for _page in range(max_pages):
+            response = self.request("GET", target, params=query)
+            data = self._json(response)
+            if not isinstance(data, list):
+                raise GitHubError(f"GitHub API GET {urllib.parse.urlsplit(response.url).path}: expected a list", status=response.status_code)
+            yield from data
+            following = response.links.get("next", {}).get("url")
+            if not following:
+                return
+            target, query = following, None  # the next URL carries its own query
+        log.warning("GitHub API GET %s: stopped after %d pages", path, max_pages)
+
+    # ------------------------------------------------------------- routes
+
+    def get_pull(self, number: int) -> dict[str, Any]:
+        """GET /repos/{owner}/{repo}/pulls/{number}."""
+        return self._json(self.request("GET", self._repo_path(f"/pulls/{int(number)}")))
+
+    def list_pull_files(self, number: int) -> list[str]:
+        """Paths changed by the PR (all pages), in GitHub's order, without duplicates.
+
+        A renamed file contributes its new path and then its previous one:
+        moving a retrieval config away is a change to that config. GitHub
+        lists at most 3,000 files per PR.
+        """
+        seen: dict[str, None] = {}
+        for entry in self.paginate(self._repo_path(f"/pulls/{int(number)}/files")):
+            for key in ("filename", "previous_filename"):
+                name = entry.get(key) if isinstance(entry, dict) else None
+                if name:
+                    seen.setdefault(str(name), None)
+        return list(seen)
+
+    def list_issue_comments(self, number: int) -> list[dict[str, Any]]:
+        """Every comment on the PR's conversation (all pages, ascending id)."""
+        return list(self.paginate(self._repo_path(f"/issues/{int(number)}/comments")))
+
+    def create_comment(self, number: int, body: str) -> dict[str, Any]:
+        """POST a comment, once: a failure that may have created it raises GitHubUncertainError."""
+        _check_body(body)
+        return self._json(self.request("POST", self._repo_path(f"/issues/{int(number)}/comments"), json={"body": body},
+                                       idempotent=False))
+
+    def update_comment(self, comment_id: int, body: str) -> dict[str, Any]:
+        _check_body(body)
+        return self._json(self.request("PATCH", self._repo_path(f"/issues/comments/{int(comment_id)}"), json={"body": body}))
+
+    def delete_comment(self, comment_id: int) -> bool:
+        """Delete a comment; False when it was already gone (404), so concurrent cleanups do not fail."""
+        try:
+            self.request("DELETE", self._repo_path(f"/issues/comments/{int(comment_id)}"))
+        except GitHubNotFoundError:
+            return False
+        return True
+
+    def create_status(
+        self,
+        sha: str,
+        state: str,
+        context: str,
+        description: str,
+        target_url: str | None = None,
+    ) -> dict[str, Any]:
+        """POST /repos/{owner}/{repo}/statuses/{sha}; ``description`` is cut to 140 characters."""
+        if state not in STATUS_STATES:
+            raise ValueError(f"status state must be one of {', '.join(STATUS_STATES)}, got {state!r}")
+        if not re.fullmatch(r"[0-9a-fA-F]{7,64}", sha or ""):
+            raise ValueError(f"not a commit sha: {sha!r}")
+        payload: dict[str, Any] = {
+            "state": state,
+            "context": context,
+            "description": truncate_description(description),
+        }
+        if target_url:
+            payload["target_url"] = target_url
+        return self._json(self.request("POST", self._repo_path(f"/statuses/{sha}"), json=payload))
+
+    def rate_limit(self) -> dict[str, Any]:
+        """GET /rate_limit (does not count against the limit)."""
+        return self._json(self.request("GET", "/rate_limit"))
+
+    def authenticated_login(self, default: str = DEFAULT_BOT_LOGIN) -> str:
+        """The token's login via GET /user, or ``default`` when GitHub will not say.
+
+        GITHUB_TOKEN and App installation tokens answer 403 there, and their
+        comments are authored by ``github-actions[bot]`` (or ``<app-slug>[bot]``
+        for an App: pass that explicitly as the bot login).
+        """
+        try:
+            data = self._json(self.request("GET", "/user"))
+        except GitHubError as exc:
+            log.info("GET /user unavailable (%s); assuming %s", exc.status, default)
+            return default
+        login = data.get("login") if isinstance(data, dict) else None
+        return str(login) if login else default
+
+
+def _backoff(attempt: int) -> float:
+    return float(min(2 ** (attempt - 1), 30))
+
+
+def _parse_retry_after(value: str, now: Callable[[], float]) -> float | None:
+    value = (value or "").strip()
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(when.timestamp() - now(), 0.0)
+
+
+def _check_body(body: str) -> None:
+    if not isinstance(body, str):
+        raise TypeError("a comment body must be a string")
+    if len(body) > COMMENT_LIMIT:
+        raise ValueError(f"comment body is {len(body):,} characters; GitHub accepts at most {COMMENT_LIMIT:,} (use fit_comment)")
+
+
+def truncate_description(text: str, limit: int = STATUS_DESCRIPTION_LIMIT) -> str:
+    """One line of at most ``limit`` characters (an ellipsis marks a cut)."""
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------- fitting a comment
+
+
+def fit_comment(sections: Sequence[tuple[str, bool]], limit: int = COMMENT_LIMIT) -> str:
+    """Join Markdown sections (``(markdown, droppable)``) into at most ``limit`` characters.
+
+    Sections are joined with a blank line. When too long, droppable (detail)
+    sections are dropped one by one, last first, and a note says how many
+    went; a section is dropped whole, so a table in it is never cut. If the
+    rest is still too long it is cut at a line boundary outside tables, code
+    fences and ``<details>``, with a note.
+    """
+    return fit_sections(
+        sections, limit,
+        dropped_note=lambda n: (f"_{n} detail section{'s' if n != 1 else ''} left out to stay under GitHub's "
+                                f"{limit:,}-character comment limit; the full report is in the job summary and "
+                                "the report artifact._"),
+        cut_note=(f"> **Note:** this comment was cut to fit GitHub's {limit:,}-character limit; "
+                  "the full report is in the job summary and the report artifact."),
+    )
+
+
+# --------------------------------------------------------------------------- sticky comment
+
+_MARKER = re.compile(
+    r"<!-- retrieval-gate:suite=(?P<suite>[^;\s<>]*);state=(?P<state>current|outdated);"
+    r"head=(?P<head>[0-9A-Fa-f]*);verdict=(?P<verdict>[^;\s<>]*)(?:;run=(?P<run>[0-9a-f]{0,32}))? -->"
+)
+_SAFE = "_.~"  # plus letters, digits and '-' (quote's unreserved set); everything else is %XX
+
+
+def _escape_field(value: str) -> str:
+    # No '<', '>', '!', ';', '=', whitespace survive; and no '--' (which could start '-->').
+    return urllib.parse.quote(str(value), safe=_SAFE).replace("--", "-%2D")
+
+
+@dataclass(frozen=True)
+class Marker:
+    suite: str
+    state: str  # current | outdated
+    head: str
+    verdict: str
+    run: str = ""  # which run of the gate wrote it (finds a comment whose POST answer was lost)
+
+    def render(self) -> str:
+        return comment_marker(self.suite, self.state, self.head, self.verdict, self.run)
+
+
+def comment_marker(suite: str, state: str, head_sha: str, verdict_kind: str, run: str = "") -> str:
+    """``<!-- retrieval-gate:suite=...;state=...;head=...;verdict=...;run=... -->`` with suite and
+    verdict percent-escaped (``;run=`` only when given)."""
+    if state not in ("current", "outdated"):
+        raise ValueError(f"marker state must be current or outdated, got {state!r}")
+    if not re.fullmatch(r"[0-9A-Fa-f]*", head_sha or ""):
+        raise ValueError(f"not a commit sha: {head_sha!r}")
+    if not re.fullmatch(r"[0-9a-f]{0,32}", run or ""):
+        raise ValueError(f"not a run id: {run!r}")
+    return (
+        f"<!-- retrieval-gate:suite={_escape_field(suite)};state={state};"
+        f"head={(head_sha or '').lower()};verdict={_escape_field(verdict_kind)}{f';run={run}' if run else ''} -->"
+    )
+
+
+def parse_marker(body: str | None) -> Marker | None:
+    """The marker at the very start of a comment body, or None (quoted markers deeper in a body do not count)."""
+    match = _MARKER.match((body or "").lstrip())
+    if not match:
+        return None
+    return Marker(
+        suite=urllib.parse.unquote(match["suite"]),
+        state=match["state"],
+        head=match["head"].lower(),
+        verdict=urllib.parse.unquote(match["verdict"]),
+        run=match["run"] or "",
+    )
+
+
+@dataclass(frozen=True)
+class CommentResult:
+    """What :func:`publish_comment` did.
+
+    ``action``: created | updated | replaced | skipped_stale | skipped_off | not_posted | forbidden.
+    ``url``/``comment_id`` name the current comment (None when none was written).
+    ``message`` explains skips and ``forbidden``; ``superseded`` and ``deleted``
+    list the ids of comments re-marked outdated and of duplicates removed.
+    """
+
+    action: str
+    url: str | None = None
+    comment_id: int | None = None
+    message: str = ""
+    superseded: tuple[int, ...] = ()
+    deleted: tuple[int, ...] = ()
+
+
+def is_fork_pull(pull: dict[str, Any] | None) -> bool | None:
+    """True when the PR's head lives in another repository (head.repo null or a different full_name); None if unknown."""
+    if not isinstance(pull, dict):
+        return None
+    head = pull.get("head") or {}
+    base = pull.get("base") or {}
+    head_repo = head.get("repo")
+    base_repo = base.get("repo") or {}
+    if head_repo is None:
+        return True
+    if not base_repo.get("full_name") or not head_repo.get("full_name"):
+        return None
+    return str(head_repo["full_name"]).lower() != str(base_repo["full_name"]).lower()
+
+
+def forbidden_help(pr_number: int, fork: bool | None, error: GitHubError | None = None) -> str:
+    """How to let the gate comment, for a 403 on a comment write."""
+    why = f" ({error.status} {error.api_message})" if error is not None and error.api_message else ""
+    head = f"retrieval-gate could not comment on PR #{pr_number}: the token may not write comments{why}."
+    fork_help = (
+        " This PR comes from a fork, and GitHub gives pull_request workflows from forks a read-only token."
+        " Keep comment-mode: off in the pull_request workflow and post the comment from a second workflow"
+        " triggered by workflow_run (see examples/workflows/retrieval-gate-comment.yml), which runs with"
+        " the base repository's token and `permissions: pull-requests: write`."
+    )
+    same_help = (
+        " Grant the job `permissions: pull-requests: write` (or `issues: write`) in the workflow;"
+        " for pull requests from forks use the workflow_run pattern"
+        " (examples/workflows/retrieval-gate-comment.yml). The verdict itself is unaffected."
+    )
+    if fork is True:
+        return head + fork_help + " The verdict itself is unaffected."
+    return head + same_help
+
+
+def _superseded_body(old_body: str, old: Marker, new_url: str | None) -> str:
+    rest = old_body.lstrip()
+    match = _MARKER.match(rest)
+    rest = rest[match.end():].lstrip("\n") if match else rest
+    where = f" ({new_url})" if new_url else ""
+    note = f"> **Superseded by a newer result**{where}; this one is kept for history."
+    marker = comment_marker(old.suite, "outdated", old.head, old.verdict, old.run)
+    body = f"{marker}\n{note}\n\n{rest}"
+    if len(body) > COMMENT_LIMIT:
+        body, _ = truncate_markdown(body, COMMENT_LIMIT, "> _(cut to fit GitHub's comment limit)_")
+    return body
+
+
+def _compose(marker: str, body: str) -> str:
+    text = f"{marker}\n{body}"
+    if len(text) <= COMMENT_LIMIT:
+        return text
+    note = (
+        f"> **Note:** this comment was cut to fit GitHub's {COMMENT_LIMIT:,}-character limit; "
+        "the full report is in the job summary and the report artifact."
+    )
+    fitted, _ = truncate_markdown(body, COMMENT_LIMIT - len(marker) - 1, note)
+    return f"{marker}\n{fitted}"
+
+
+def publish_comment(
+    client: GitHubClient,
+    pr_number: int,
+    suite: str,
+    head_sha: str,
+    verdict_kind: str,
+    body: str,
+    *,
+    mode: str = "update",
+    bot_login: str = DEFAULT_BOT_LOGIN,
+    only_update: bool = False,
+) -> CommentResult:
+    """Post or refresh the gate's comment for ``suite`` on PR ``pr_number``.
+
+    ``only_update``: refresh a current comment if there is one, never post a new one (a PR the
+    gate skips gets no comment; one whose earlier head was judged gets that comment corrected,
+    so an old "fail" does not stand over a PR that no longer touches retrieval).
+
+    Our comments are those whose body starts with the marker of ``suite`` and whose author is
+    the token's identity: ``bot_login`` (``github-actions[bot]`` for GITHUB_TOKEN), the login
+    ``GET /user`` names (a personal access token), or the author of a comment this run wrote
+    (an App's ``<slug>[bot]``). All pages are read. Steps:
+
+    * ``mode="off"``: nothing (``skipped_off``);
+    * the PR's head is read first, and again right before every write; when it is no longer
+      ``head_sha`` a newer push exists and nothing is written (``skipped_stale``): an older
+      head never overwrites a newer head's comment;
+    * ``mode="update"``: no current comment -> create (``created``); the newest current
+      comment has the same verdict kind -> edit it in place (``updated``; a comment deleted
+      meanwhile, PATCH 404, is created anew); the verdict flipped -> post a new comment (edits
+      do not notify anyone) and re-mark the old one outdated with a "Superseded" note
+      (``replaced``);
+    * ``mode="new"``: always post a new comment and re-mark every current one outdated;
+    * a POST whose answer was lost (5xx, timeout) is not repeated blindly: the comments are
+      listed again and a comment carrying this run's id is taken as the one created;
+    * afterwards the comments are listed once more: of several current comments of the suite
+      (two runs raced) the newest is kept and the others are deleted (same head) or marked
+      outdated, so concurrent runs converge on exactly one; when the PR moved on meanwhile,
+      this run's comment is marked outdated;
+    * a 403 on any call -> ``forbidden`` with a message explaining how to enable comments.
+      Other :class:`GitHubError` propagate.
+    """
+    if mode == "off":
+        return CommentResult("skipped_off", message="comment-mode is off")
+    if mode not in ("update", "new"):
+        raise ValueError(f"comment mode must be update, new or off, got {mode!r}")
+    head_sha = (head_sha or "").lower()
+    run = uuid.uuid4().hex[:16]
+    logins = {bot_login.lower()}
+    pull: dict[str, Any] | None = None
+
+    def stale() -> CommentResult | None:
+        nonlocal pull
+        pull = client.get_pull(pr_number)
+        current_head = str(((pull or {}).get("head") or {}).get("sha") or "").lower()
+        if current_head == head_sha:
+            return None
+        return CommentResult("skipped_stale", message=(
+            f"PR #{pr_number} head is now {current_head[:12] or '?'}, not {head_sha[:12]}: "
+            "a newer push will publish its own result, so this one is not posted"))
+
+    def ours() -> list[tuple[dict[str, Any], Marker]]:
+        found = []
+        for comment in client.list_issue_comments(pr_number):
+            author = str(((comment.get("user") or {}).get("login")) or "").lower()
+            marker = parse_marker(comment.get("body"))
+            if marker is None or marker.suite != suite:
+                continue
+            if author in logins or (marker.run == run and marker.run):
+                found.append((comment, marker))
+        return sorted(found, key=lambda cm: int(cm[0].get("id") or 0))
+
+    def learn(written: dict[str, Any]) -> None:
+        author = str(((written.get("user") or {}).get("login")) or "").lower()
+        if author:
+            logins.add(author)
+
+    def create(text: str) -> dict[str, Any]:
+        for attempt in range(1, 4):
+            try:
+                written = client.create_comment(pr_number, text)
+                learn(written)
+                return written
+            except GitHubUncertainError:
+                mine = [c for c, m in ours() if m.run == run]
+                if mine:
+                    learn(mine[-1])
+                    return mine[-1]
+                if attempt == 3:
+                    raise
+                client._wait(_backoff(attempt), "a comment POST whose answer was lost", "POST", "comments")
+        raise AssertionError("unreachable")
+
+    try:
+        skip = stale()
+        if skip is not None:
+            return skip
+        login = client.authenticated_login(default=bot_login)
+        logins.add(login.lower())
+        current = [(c, m) for c, m in ours() if m.state == "current"]
+        if only_update and not current:
+            return CommentResult("not_posted", message="no comment to refresh, and this result does not need one")
+        text = _compose(comment_marker(suite, "current", head_sha, verdict_kind, run), body)
+        skip = stale()
+        if skip is not None:
+            return skip
+        action = ""
+        superseded: list[int] = []
+        if current and ((mode == "update" and current[-1][1].verdict == verdict_kind) or only_update):
+            # only_update (a skipped PR) edits in place whatever the old verdict: nobody needs a
+            # notification that the gate has nothing to say.
+            keep, _ = current[-1]
+            try:
+                written = client.update_comment(int(keep["id"]), text)
+                learn(written)
+                action = "updated"
+            except GitHubNotFoundError:  # deleted meanwhile
+                written = create(text)
+                action = "created"
+        else:
+            # Post first, then retire the old ones: a failure leaves the old result current.
+            written = create(text)
+            new_url = written.get("html_url")
+            retire = current[-1:] if mode == "update" else current
+            for old, old_marker in retire:
+                try:
+                    client.update_comment(int(old["id"]),
+                                          _superseded_body(str(old.get("body") or ""), old_marker, new_url))
+                    superseded.append(int(old["id"]))
+                except GitHubNotFoundError:
+                    pass
+            action = "replaced" if current else "created"
+        written_id = int(written["id"])
+        deleted = _settle(client, pr_number, written_id, head_sha, ours, stale)
+        return CommentResult(action, written.get("html_url"), written_id, superseded=tuple(superseded),
+                             deleted=deleted)
+    except GitHubPermissionError as exc:
+        message = forbidden_help(pr_number, is_fork_pull(pull), exc)
+        log.warning("%s", message)
+        return CommentResult("forbidden", message=message)
+
+
+def _settle(client: GitHubClient, pr_number: int, written_id: int, head_sha: str, ours, stale) -> tuple[int, ...]:
+    """After writing: one current comment per suite. Of several (concurrent runs, or a stale
+    duplicate), the newest stays; the others are deleted when they are of the same head, else
+    marked outdated. Each run applies the same rule, so racing runs agree on the survivor."""
+    deleted: list[int] = []
+    current = [(c, m) for c, m in ours() if m.state == "current"]
+    if stale() is not None:
+        # The PR moved on while this run wrote: its comment must not stand as the current one.
+        for comment, marker in current:
+            if int(comment["id"]) == written_id:
+                client.update_comment(written_id, _superseded_body(str(comment.get("body") or ""), marker, None))
+        return ()
+    if len(current) <= 1:
+        return ()
+    newest, newest_marker = current[-1]
+    for comment, marker in current[:-1]:
+        if marker.head == newest_marker.head:
+            if client.delete_comment(int(comment["id"])):
+                deleted.append(int(comment["id"]))
+        else:
+            try:
+                client.update_comment(int(comment["id"]), _superseded_body(str(comment.get("body") or ""), marker,
+                                                                           newest.get("html_url")))
+            except GitHubNotFoundError:
+                pass
+    return tuple(deleted)

@@ -1,0 +1,1 @@
+"""Rendering: the report as Markdown (the PR comment, report.md, the job summary)."""

@@ -1,0 +1,627 @@
+"""Renderings of report.json for reviewers: the short, decision-first PR comment, the job summary.
+
+The comment is built from sections, each ``(markdown, droppable)``:
+
+1. the headline (first line: verdict, the rule that decided, the delta with
+   its CI and the noise phrase, the query count), the suite, every reason,
+   and the measures table;
+2. commensurability (how the baseline was made comparable, what differed);
+3. what this PR changed: the config diff (capped) and the attribution grid;
+4. validity: reporting set, leakage, judged share, tuning, prompts, goalposts;
+5. strata with traffic shares and a text forest plot;
+6. detail (droppable): leaked queries, movement buckets, biggest wins and
+   losses, the full config diff, the full attribution section;
+7. reproduce: the command, input fingerprints, seed, samples, versions.
+
+:func:`render_comment` joins them with :func:`gate.publishing.github.client.fit_comment`, which
+drops detail sections (last first, never cutting a table) to stay within
+GitHub's 65,536 characters. :func:`render_summary` is the same plus the full
+report, kept under the job summary's 1 MiB. Every value that comes from data
+(query texts and ids, config keys and values, file names, stratum and suite
+names) passes through the ``md`` filter, so it cannot break a table, open
+HTML or mention anyone. The hidden marker is added by
+:func:`gate.publishing.github.client.publish_comment`, not here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from functools import lru_cache
+from typing import Any, Mapping, Sequence
+
+import jinja2
+
+from gate.publishing.github.client import COMMENT_LIMIT, fit_comment
+from gate.rendering.markdown import Inert, finalizer, inert, md_text, signed
+from gate.publishing.markdown_cut import fit_sections
+from gate.rendering.jinja import environment
+
+__all__ = [
+    "EMOJI",
+    "DEFAULT_REPRODUCE_COMMAND",
+    "SUMMARY_LIMIT",
+    "headline",
+    "comment_sections",
+    "render_comment",
+    "render_summary",
+]
+
+log = logging.getLogger("gate.rendering.comment")
+
+EMOJI = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "skipped": "⏭️", "accepted": "☑️"}
+DEFAULT_REPRODUCE_COMMAND = "retrieval-gate run --config .retrieval-gate.yml"
+SUMMARY_LIMIT = 1024 * 1024  # bytes: GitHub's job summary cap per step
+
+CONFIG_ROWS = 15  # config diff rows shown before the detail section takes over
+CONFIG_DETAIL_ROWS = 300  # rows in the (droppable) full config diff
+TOP_QUERIES = 10  # biggest wins and losses each
+LEAK_ROWS = 30
+
+# Reasons whose message repeats the interval the headline already shows.
+_STATISTICAL = {"regression_shown", "non_inferior", "improvement_shown", "improvement_required", "underpowered",
+                "too_few_movers"}
+_GOOD_REASONS = {"non_inferior", "improvement_shown"}
+_RESOLUTION_WORDS = {
+    "reused": "the archived per-query values",
+    "rescored": "the archived ranked lists re-scored against today's qrels",
+    "replayed": "the archived config re-run on today's queries",
+    "reconstructed": "not archived: the base commit's config re-run",
+}
+
+
+# --------------------------------------------------------------------------- formatting helpers
+
+
+def md(value: object, limit: int | None = None) -> str:
+    """:func:`gate.rendering.markdown.md_text` (the comment's name for it)."""
+    return md_text(value, limit)
+
+
+def msigned(value: float | None, digits: int = 3) -> str:
+    """``signed`` with a typographic minus (−0.012), as the comment prints deltas."""
+    return signed(value, digits).replace("-", "−")
+
+
+def interval(low: float | None, high: float | None, digits: int = 3) -> str:
+    return f"[{msigned(low, digits)}, {msigned(high, digits)}]"
+
+
+def value_text(value: Any) -> str:
+    """A config value as text (strings as they are, anything else as compact JSON); not yet escaped."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def fence(text: Any, info: str = "") -> str:
+    """A fenced code block that ``text`` cannot close (its fence is longer than any backtick run in it)."""
+    body = "" if text is None else str(text)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    mark = "`" * max(3, longest + 1)
+    return f"{mark}{info}\n{body.rstrip()}\n{mark}"
+
+
+def bar(count: Any, top: Any, width: int = 16) -> str:
+    """A text bar for a non-negative count, as an inert code span."""
+    try:
+        count, top = float(count or 0), float(top or 0)
+    except (TypeError, ValueError):
+        return ""
+    if top <= 0 or count <= 0 or not math.isfinite(count):
+        return ""
+    cells = max(1, round(count / top * width))
+    return "`" + "█" * cells + "`"
+
+
+def _fenced(markdown: str):
+    """Each line with whether it is inside (or opens/closes) a code fence."""
+    fence_mark = None
+    for line in markdown.split("\n"):
+        match = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
+        if fence_mark is None and match:
+            fence_mark = match.group(1)
+            yield line, True
+        elif fence_mark is not None:
+            if match and match.group(1)[0] == fence_mark[0] and len(match.group(1)) >= len(fence_mark):
+                fence_mark = None
+            yield line, True
+        else:
+            yield line, False
+
+
+def _demote(markdown: str, levels: int) -> str:
+    """Push ATX headings down ``levels`` (outside code fences), so an included report nests under ours."""
+    out = []
+    for line, fenced in _fenced(markdown):
+        if not fenced and re.match(r"^#{1,6} ", line):
+            hashes = len(line) - len(line.lstrip("#"))
+            line = "#" * min(6, hashes + levels) + line[hashes:]
+        out.append(line)
+    return "\n".join(out)
+
+
+def _tidy(markdown: str) -> str:
+    """Collapse runs of blank lines (outside code fences) left by optional template parts."""
+    out, blank = [], False
+    for line, fenced in _fenced(markdown):
+        if not fenced and not line.strip():
+            if blank:
+                continue
+            blank, line = True, ""
+            out.append(line)
+            continue
+        blank = False
+        out.append(line)
+    return "\n".join(out)
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    # The shared environment's settings, filters and globals, in an environment
+    # of our own: adding our filters never touches the one gate.rendering.jinja uses.
+    base = environment()
+    env = jinja2.Environment(
+        loader=base.loader,
+        autoescape=False,
+        finalize=finalizer(md),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(base.filters)
+    env.globals.update(base.globals)
+    env.filters["md"] = inert(md)
+    env.filters["msigned"] = inert(msigned)
+    env.filters["value"] = value_text  # not yet escaped: `value | md`
+    env.filters["fence"] = inert(fence)
+    env.globals["interval"] = inert(interval)
+    env.globals["bar"] = inert(bar)
+    return env
+
+
+def _macros():
+    return _env().get_template("comment.md.j2").module
+
+
+def _d(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _l(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+# --------------------------------------------------------------------------- the headline
+
+
+def _commensurable(report: Mapping[str, Any]) -> bool:
+    """False when a run's baseline could not be made commensurable (``baseline.resolution`` null)."""
+    baseline = _d(report.get("baseline"))
+    return not ("resolution" in baseline and baseline["resolution"] is None)
+
+
+def _shown_delta(report: Mapping[str, Any]) -> dict | None:
+    """The delta the comment may show: only on a commensurable baseline, and only a finite one."""
+    delta = _d(report.get("delta"))
+    if not delta or not _commensurable(report) or _num(delta.get("mean")) is None:
+        return None
+    return delta
+
+
+def _kind(report: Mapping[str, Any]) -> str:
+    return str(_d(report.get("verdict")).get("kind") or "")
+
+
+def _query_count(report: Mapping[str, Any]) -> int | None:
+    for value in (report.get("query_count"), _d(report.get("reporting_set")).get("query_count"),
+                  _d(_d(report.get("verdict")).get("reporting_set")).get("query_count")):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _noise_phrase(report: Mapping[str, Any]) -> str | None:
+    band = report.get("noise_band")
+    if not isinstance(band, dict):
+        return None
+    threshold = _num(band.get("threshold"))
+    if threshold is not None:
+        word = "exceeds" if band.get("exceeded") else "within"
+        return f"{word} noise ±{threshold:.3f}"
+    if band.get("state") == "stale" or band.get("stale"):
+        return "noise band stale"
+    return "no noise band"
+
+
+def _rule_phrase(report: Mapping[str, Any], reason: Mapping[str, Any], delta_shown: bool) -> str:
+    """The rule that decided, shortened where the headline already shows the interval."""
+    code = str(reason.get("code") or "")
+    message = " ".join(str(reason.get("message") or "").split())
+    if delta_shown and code in _STATISTICAL:
+        if code == "regression_shown":
+            return "regression shown"
+        if code == "improvement_shown":
+            return "improvement shown"
+        if code == "improvement_required":
+            return "improvement required but not shown"
+        if code == "non_inferior":
+            margin = re.search(r"(?:margin|within)\s+(-?[0-9.]+)", message)
+            return f"non-inferior (margin {margin.group(1).replace('-', '−')})" if margin else "non-inferior"
+        if code == "too_few_movers":
+            moved = re.search(r"only (\d+) of (\d+) queries moved", message)
+            return (f"only {moved.group(1)} of {moved.group(2)} queries moved" if moved else "too few queries moved")
+        mde = _num(_d(report.get("delta")).get("mde"))
+        return "neither a regression nor non-inferiority shown" + (
+            f" (minimum detectable effect {mde:.3f})" if mde is not None else " (minimum detectable effect not estimable)")
+    # "...; limit 20%" is in the reasons list below; the headline keeps the finding.
+    return re.sub(r";\s*limit\s+[^;]*$", "", message)
+
+
+def _headline_parts(report: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(plain, markdown) pieces, joined by ' — '; in the markdown form every piece of data is escaped."""
+    kind = _kind(report)
+    verdict = _d(report.get("verdict"))
+    reasons = [r for r in _l(verdict.get("reasons")) if isinstance(r, dict)]
+    delta = _shown_delta(report)
+    parts: list[tuple[str, str]] = []
+
+    def own(text: str) -> None:
+        parts.append((text, text))
+
+    def data(text: str, limit: int = 240) -> None:
+        plain = " ".join(str(text).split())
+        parts.append((plain, md(plain, limit)))
+
+    if kind in EMOJI:
+        own(f"{EMOJI[kind]} {kind}")
+    else:
+        data(f"ℹ️ {kind or 'no verdict'}", 60)
+    if kind == "accepted":
+        # The rule that failed, and who accepted it on purpose (the justification is quoted below).
+        accepted = _d(report.get("accepted"))
+        failed = [r for r in _l(accepted.get("failed_on")) if isinstance(r, dict)]
+        failed = failed or [r for r in reasons if not str(r.get("code", "")).startswith("accept")]
+        phrase = _rule_phrase(report, failed[0], delta is not None) + ", accepted" if failed else "accepted"
+        if accepted.get("by"):
+            phrase += f" by {accepted['by']}"
+        if accepted.get("label"):
+            phrase += f" ({accepted['label']})"
+        data(phrase)
+    elif reasons:
+        data(_rule_phrase(report, reasons[0], delta is not None))
+    if delta is not None:
+        metric = str(report.get("metric") or "delta")
+        numbers = f" {msigned(delta.get('mean'))} {interval(delta.get('ci_low'), delta.get('ci_high'))}"
+        extra = [p for p in (_noise_phrase(report),) if p]
+        if _d(report.get("judged")).get("judgment_limited"):
+            extra.append("judgment-limited")
+        tail = "".join(f", {e}" for e in extra)
+        parts.append((metric + numbers + tail, md(metric, 60) + numbers + tail))
+    elif kind == "skipped":
+        pass  # nothing was measured, and the reason says why
+    elif not _commensurable(report):
+        own("no delta: the baseline is not commensurable")
+    count = _query_count(report)
+    if count is not None and delta is not None:
+        own(f"{count} q")
+    return parts
+
+
+def headline(report: Mapping[str, Any], *, markdown: bool = True) -> str:
+    """The one-line verdict: ``❌ fail — <rule> — nDCG@10 −0.012 [−0.031, +0.008], within noise ±0.013 — 140 q``.
+
+    With ``markdown=True`` (the default) data is escaped for Markdown (the
+    comment's first line is ``### `` plus this); ``markdown=False`` gives
+    plain text, e.g. for a commit status description.
+    """
+    report = report if isinstance(report, Mapping) else {}
+    return " — ".join(md if markdown else plain for plain, md in _headline_parts(report))
+
+
+# --------------------------------------------------------------------------- section views
+
+
+def _reason_rows(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    kind = _kind(report)
+    quoted = bool(_d(report.get("accepted")))  # the acceptance is quoted on its own, with its justification
+    rows = []
+    for reason in _l(_d(report.get("verdict")).get("reasons")):
+        if not isinstance(reason, dict):
+            continue
+        code = str(reason.get("code") or "")
+        if code == "accepted" and quoted:
+            continue
+        if code == "warning":
+            icon = "⚠️"
+        elif code in _GOOD_REASONS:
+            icon = "✅"
+        elif code.startswith("accept"):
+            icon = "☑️"
+        elif kind in ("fail", "accepted"):
+            icon = "❌"
+        elif kind == "inconclusive":
+            icon = "⚠️"
+        else:
+            icon = "•"
+        rows.append({"icon": icon, "code": code, "message": str(reason.get("message") or "")})
+    return rows
+
+
+def _measure_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    metric = report.get("metric")
+    delta = _d(report.get("delta"))
+    rows = []
+    for name, m in _d(report.get("measures")).items():
+        m = _d(m)
+        primary = name == metric
+        rows.append({
+            "name": name, "primary": primary, "baseline": _num(m.get("baseline")),
+            "candidate": _num(m.get("candidate")), "delta": _num(m.get("delta")),
+            "ci": Inert(interval(delta.get("ci_low"), delta.get("ci_high"))) if primary and delta else "",
+        })
+    rows.sort(key=lambda r: not r["primary"])
+    return rows
+
+
+def _per_query_view(report: Mapping[str, Any]) -> dict[str, Any] | None:
+    rows = [r for r in _l(report.get("per_query")) if isinstance(r, dict) and _num(r.get("delta")) is not None]
+    if not rows:
+        return None
+    losses = sorted((r for r in rows if r["delta"] < 0), key=lambda r: (r["delta"], str(r.get("query_id"))))
+    wins = sorted((r for r in rows if r["delta"] > 0), key=lambda r: (-r["delta"], str(r.get("query_id"))))
+    shown = wins[:TOP_QUERIES] + losses[:TOP_QUERIES]
+    return {
+        "wins": wins[:TOP_QUERIES],
+        "losses": losses[:TOP_QUERIES],
+        "n_wins": len(wins),
+        "n_losses": len(losses),
+        "n_ties": len(rows) - len(wins) - len(losses),
+        "total": len(rows),
+        "has_text": any(r.get("text") for r in shown),
+        "has_stratum": any(r.get("stratum") is not None for r in shown),
+    }
+
+
+def _config_view(report: Mapping[str, Any]) -> dict[str, Any] | None:
+    if "config_diff" not in report or report.get("config_diff") is None:
+        return None
+    rows = [r for r in _l(report.get("config_diff")) if isinstance(r, dict)]
+    return {"rows": rows, "shown": rows[:CONFIG_ROWS], "detail": rows[:CONFIG_DETAIL_ROWS],
+            "more": max(0, len(rows) - CONFIG_ROWS), "detail_more": max(0, len(rows) - CONFIG_DETAIL_ROWS)}
+
+
+def _attribution_view(report: Mapping[str, Any]) -> dict[str, Any] | None:
+    a = report.get("attribution")
+    if not isinstance(a, dict):
+        return None
+    if a.get("refused") is not None:
+        return {"kind": "refused", "text": a["refused"]}
+    if a.get("error") is not None:
+        return {"kind": "error", "text": a["error"]}
+    if a.get("bundle"):
+        return {"kind": "bundle", "bundle": _d(a.get("bundle"))}
+    grid = _d(a.get("grid"))
+    def pair(value: Any) -> bool:
+        return isinstance(value, list) and len(value) == 2
+
+    ok_grid = (bool(grid) and "rows" in grid and "columns" in grid and pair(grid.get("means"))
+               and all(pair(row) for row in grid["means"]) and pair(grid.get("row_effects"))
+               and pair(grid.get("column_effects")))
+    readings = _d(a.get("readings"))
+    head = _d(a.get("headline")).get("text") or readings.get("headline")
+    return {
+        "kind": "grid",
+        "headline": head,
+        "grid": grid if ok_grid else None,
+        "additivity": readings.get("additivity"),
+        "interactions": [s for s in _l(readings.get("interactions")) if s][:2],
+        "factors": [str(f) for f in _l(a.get("factors"))],
+        "metric": a.get("metric") or report.get("metric"),
+        "queries": a.get("queries"),
+        "runs": len(_l(a.get("cells"))),
+    }
+
+
+def _full_attribution(report: Mapping[str, Any]) -> str | None:
+    """The whole attribution section (attribution.md.j2), headings nested under the comment's."""
+    a = report.get("attribution")
+    if not isinstance(a, dict) or a.get("refused") is not None or a.get("error") is not None:
+        return None
+    if not a.get("bundle") and not a.get("effects"):
+        return None
+    try:
+        text = _env().get_template("attribution.md.j2").render(a=a)
+    except (jinja2.TemplateError, TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        log.warning("attribution detail not rendered: %s", md_text(exc, 200))
+        return None
+    text = re.sub(r"\A\s*## Attribution\s*\n", "", text)
+    return _demote(text, 2).strip("\n")
+
+
+def _lift_view(report: Mapping[str, Any]) -> dict[str, Any] | None:
+    lift = _d(report.get("lift"))
+    buckets = [b for b in _l(lift.get("buckets")) if isinstance(b, dict)]
+    if not buckets:
+        return None
+    top = max((b.get("count") or 0 for b in buckets), default=0)
+    return {"lift": lift, "buckets": buckets, "top": top}
+
+
+def _inputs_view(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for name, item in _d(report.get("inputs")).items():
+        item = _d(item)
+        rows.append({"name": name, "path": item.get("path"), "sha": str(item.get("sha256") or "")[:12],
+                     "count": item.get("count"), "unit": item.get("unit") or ""})
+    return rows
+
+
+def _context(report: Mapping[str, Any], reproduce_command: str | None) -> dict[str, Any]:
+    commensurable = _commensurable(report)
+    baseline = _d(report.get("baseline"))
+    verdict = _d(report.get("verdict"))
+    reporting = _d(report.get("reporting_set")) or _d(verdict.get("reporting_set"))
+    leakage = report.get("leakage") if isinstance(report.get("leakage"), dict) else None
+    candidate = _d(report.get("candidate"))
+    reason_messages = {str(r.get("message")) for r in _l(verdict.get("reasons")) if isinstance(r, dict)}
+    context = {
+        "r": report,
+        "headline": Inert(headline(report)),  # escapes its data parts itself
+        "kind": _kind(report),
+        "suite": report.get("suite"),
+        "metric": report.get("metric"),
+        "query_count": _query_count(report),
+        "reporting": reporting,
+        "reasons": _reason_rows(report),
+        "accepted": _d(report.get("accepted")),
+        "delta": _shown_delta(report),
+        "commensurable": _commensurable(report),
+        "measures": _measure_rows(report) if _shown_delta(report) else [],
+        "noise": _d(report.get("noise_band")),
+        "all_queries": _d(report.get("delta_all_queries")),
+        "baseline": baseline,
+        "archived": _d(baseline.get("archived")),
+        "resolution_words": _RESOLUTION_WORDS,
+        "config": _config_view(report),
+        "attribution": _attribution_view(report),
+        "leakage": leakage,
+        "judged": _d(report.get("judged")),
+        "tuning": _d(report.get("tuning")),
+        "prompts": _d(report.get("prompts")),
+        "goalposts": [g for g in _l(report.get("goalposts")) if isinstance(g, dict)],
+        "warnings": [str(w) for w in _l(report.get("warnings")) if str(w) not in reason_messages],
+        "strata": [s for s in _l(report.get("strata")) if isinstance(s, dict)],
+        "traffic": _d(report.get("traffic")),
+        "wins_sentence": report.get("wins_sentence"),
+        "lift": _lift_view(report),
+        "per_query": _per_query_view(report),
+        "candidate_error": candidate.get("error"),
+        "log_tail": candidate.get("log_tail"),
+        "inputs": _inputs_view(report),
+        "tool": _d(report.get("tool")),
+        "command": reproduce_command or DEFAULT_REPRODUCE_COMMAND,
+        "candidate_config": _d(report.get("candidate_config")),
+    }
+    if not commensurable:
+        # No difference between incommensurable numbers, anywhere in the comment.
+        context.update(strata=[], traffic={}, wins_sentence=None, lift=None, per_query=None, measures=[],
+                       all_queries={}, attribution=None)
+    return context
+
+
+# --------------------------------------------------------------------------- public API
+
+
+_SECTIONS: Sequence[tuple[str, bool]] = (
+    ("header", False),
+    ("candidate_failed", False),
+    ("commensurability", False),
+    ("changes", False),
+    ("validity", False),
+    ("leaks", True),
+    ("strata", False),
+    ("buckets", True),
+    ("queries", True),
+    ("config_detail", True),
+    ("attribution_detail", True),
+    ("reproduce", False),
+)
+
+
+def _named_sections(report: Mapping[str, Any], reproduce_command: str | None) -> list[tuple[str, str, bool]]:
+    report = report if isinstance(report, Mapping) else {}
+    context = _context(report, reproduce_command)
+    macros = _macros()
+    sections: list[tuple[str, str, bool]] = []
+    for name, droppable in _SECTIONS:
+        if name == "attribution_detail":
+            text = (_full_attribution(report) or "") if context["commensurable"] else ""
+            if text:
+                text = str(macros.attribution_detail(Inert(text)))  # rendered by attribution.md.j2
+        else:
+            text = str(getattr(macros, name)(context))
+        text = _tidy(text).strip("\n")
+        if text.strip():
+            sections.append((name, text + "\n", droppable))
+    return sections
+
+
+def comment_sections(report: Mapping[str, Any], *, reproduce_command: str | None = None) -> list[tuple[str, bool]]:
+    """The comment as ``(markdown, droppable)`` sections, in order; empty sections are left out.
+
+    Droppable sections are detail a reviewer can find in the job summary and
+    the report artifact; :func:`gate.publishing.github.client.fit_comment` drops them last first.
+    """
+    return [(text, droppable) for _name, text, droppable in _named_sections(report, reproduce_command)]
+
+
+def render_comment(report: Mapping[str, Any], *, reproduce_command: str | None = None,
+                   limit: int = COMMENT_LIMIT) -> str:
+    """The PR comment body (without the hidden marker), at most ``limit`` characters."""
+    body = fit_comment(comment_sections(report, reproduce_command=reproduce_command), limit=limit).rstrip("\n")
+    return body + "\n" if len(body) < limit else body
+
+
+def _full_report(report: Mapping[str, Any]) -> str | None:
+    template = "run.md.j2" if report.get("command", "run") == "run" or "verdict" in report else "report.md.j2"
+    try:
+        text = _env().get_template(template).render(report=report)
+    except (jinja2.TemplateError, TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        log.warning("full report not rendered for the job summary: %s", md_text(exc, 200))
+        return None
+    return _demote(text, 1).strip("\n")
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def _fit_bytes(sections: Sequence[tuple[str, bool]], limit: int) -> str:
+    """:func:`fit_comment`'s rules, counting UTF-8 bytes (the job summary's unit)."""
+    return fit_sections(
+        sections, limit, measure=_utf8_len,
+        dropped_note=lambda n: (f"_{n} detail section{'s' if n != 1 else ''} left out to stay under the job "
+                                f"summary's {limit:,}-byte limit; the full report is in the report artifact._"),
+        cut_note=("> **Note:** this summary was cut to stay under GitHub's 1 MiB job summary limit; "
+                  "the full report is in the report artifact."),
+    )
+
+
+def render_summary(report: Mapping[str, Any], *, reproduce_command: str | None = None,
+                   limit: int = SUMMARY_LIMIT) -> str:
+    """The job summary: the comment's sections, then the full report, within ``limit`` UTF-8 bytes.
+
+    When the full report does not fit it is replaced by a note, and the
+    comment's sections are fitted as the comment's are (detail dropped last
+    first, never cutting a table), counting bytes.
+    """
+    report = report if isinstance(report, Mapping) else {}
+    named = _named_sections(report, reproduce_command)
+    full = _full_report(report)
+    template = _env().get_template("summary.md.j2")
+    if full:
+        # The full report carries the whole attribution section and config diff: not twice.
+        repeated = {"attribution_detail", "config_detail"}
+        tail = str(template.render(full_report=Inert(full), too_large=False)).strip("\n")  # rendered by run.md.j2
+        sections = [(text, droppable) for name, text, droppable in named if name not in repeated]
+        sections.append((tail + "\n", True))
+        text = "\n\n".join(md.strip("\n") for md, _ in sections)
+        if _utf8_len(text) < limit:
+            return text + "\n"
+    tail = str(template.render(full_report=None, too_large=bool(full))).strip("\n")
+    sections = [(text, droppable) for _name, text, droppable in named] + [(tail + "\n", False)]
+    body = _fit_bytes(sections, limit).rstrip("\n")
+    return body + "\n" if _utf8_len(body) < limit else body

@@ -1,0 +1,1 @@
+"""The report: what the statistics, the checks, the verdict established, written once as report.json."""

@@ -1,0 +1,335 @@
+"""report.json: its assembly, its one writer, its validating reader.
+
+``report.json`` is a contract: every key is documented in
+``gate/report/report.schema.json``. Versioning rule: adding keys bumps the
+minor part of ``schema_version``; renaming or removing bumps the major part.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+from gate import __version__
+from gate.pipeline.compare import Comparison
+
+SCHEMA_VERSION = "1.3"
+
+
+def _num(value: float) -> float | None:
+    """JSON has no NaN; a non-finite number is written as null (never silently 0)."""
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def comparison_section(comparison: Comparison) -> dict[str, Any]:
+    """The keys every comparing command writes (compare, run)."""
+    return paired_section(comparison.metric, comparison.universe, comparison.baseline, comparison.candidate,
+                          comparison.paired, comparison.strata)
+
+
+def paired_section(metric: str, universe, before, after, paired, strata: Mapping[str, Any]) -> dict[str, Any]:
+    base_values = before.values[metric]
+    cand_values = after.values[metric]
+    measures = {}
+    for name in before.values:
+        b, c = before.mean(name), after.mean(name)
+        measures[name] = {"baseline": _num(b), "candidate": _num(c), "delta": _num(c - b)}
+    extra = sorted(set(before.extra) | set(after.extra), key=lambda q: q.encode("utf-8"))
+    ties = {
+        name: {
+            "baseline": int(before.ties[name].sum()) if name in before.ties else 0,
+            "candidate": int(after.ties[name].sum()) if name in after.ties else 0,
+        }
+        for name in before.values
+        if name in before.ties or name in after.ties
+    }
+    return {
+        "metric": metric,
+        "query_count": len(universe.query_ids),
+        "baseline": {"mean": _num(paired_mean(base_values))},
+        "candidate": {"mean": _num(paired_mean(cand_values))},
+        "delta": {
+            "mean": _num(paired.mean),
+            "ci_low": _num(paired.ci_low),
+            "ci_high": _num(paired.ci_high),
+            "p_le_zero": _num(paired.p_le_zero),
+            "samples": paired.samples,
+            "seed": paired.seed,
+            "method": paired.method,
+            "wins": paired.wins,
+            "losses": paired.losses,
+            "ties": paired.ties,
+            "p_randomization": _num(paired.p_randomization),
+            "randomization": paired.randomization,
+            "mde": _num(paired.mde),
+            "sd": _num(paired.sd),
+        },
+        "queries": {
+            "missing_in_baseline": list(before.missing),
+            "missing_in_candidate": list(after.missing),
+            "extra": extra,
+            "unjudged": list(universe.unjudged),
+            "no_relevant": list(before.no_relevant),
+        },
+        "ties": ties,
+        "per_query": [
+            {
+                "query_id": qid,
+                "stratum": strata.get(qid),
+                "baseline": float(b),
+                "candidate": float(c),
+                "delta": float(c - b),
+            }
+            for qid, b, c in zip(universe.query_ids, base_values, cand_values)
+        ],
+        "measures": measures,
+    }
+
+
+def paired_mean(values) -> float:
+    return float(values.mean()) if len(values) else 0.0
+
+
+@dataclass
+class Report:
+    """A report that renders itself (``to_dict``, ``to_json``, ``to_markdown``)."""
+
+    data: dict[str, Any]
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_comparison(
+        cls, comparison: Comparison, inputs: Mapping[str, Any], command: str = "compare"
+    ) -> "Report":
+        data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "command": command}
+        data.update(comparison_section(comparison))
+        data["inputs"] = dict(inputs)
+        data["tool"] = {"name": "retrieval-gate", "version": __version__}
+        return cls(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.data
+
+    def to_json(self) -> str:
+        return report_json(self.data)
+
+    def to_markdown(self) -> str:
+        from gate.rendering.jinja import render
+
+        return render("report.md.j2", report=self.data)
+
+    def summary_lines(self) -> list[str]:
+        """A short plain-text summary for the terminal."""
+        d = self.data
+        delta = d["delta"]
+        lines = [
+            f"{d['metric']}: baseline {_fmt(d['baseline']['mean'])} -> candidate {_fmt(d['candidate']['mean'])}"
+            f" on {d['query_count']} queries",
+            f"delta {_fmt(delta['mean'], signed=True)}  95% CI [{_fmt(delta['ci_low'], signed=True)},"
+            f" {_fmt(delta['ci_high'], signed=True)}] ({delta['method']} bootstrap, B={delta['samples']},"
+            f" seed={delta['seed']})",
+            f"p(delta<=0)={_fmt(delta['p_le_zero'])}  sign-flip p={_fmt(delta['p_randomization'])}"
+            f" ({delta['randomization']})  wins/losses/ties {delta['wins']}/{delta['losses']}/{delta['ties']}"
+            f"  MDE {'not estimable' if delta['mde'] is None else _fmt(delta['mde'])}",
+        ]
+        q = d["queries"]
+        notes = []
+        for key, label in (
+            ("missing_in_baseline", "missing in baseline (scored 0)"),
+            ("missing_in_candidate", "missing in candidate (scored 0)"),
+            ("extra", "in runs but not judged (ignored)"),
+            ("unjudged", "golden queries without qrels (left out)"),
+        ):
+            if q.get(key):
+                notes.append(f"{len(q[key])} {label}")
+        if notes:
+            lines.append("queries: " + "; ".join(notes))
+        for name, m in d["measures"].items():
+            if name != d["metric"]:
+                lines.append(
+                    f"  {name:<16} {_fmt(m['baseline'])} -> {_fmt(m['candidate'])} ({_fmt(m['delta'], signed=True)})"
+                )
+        return lines
+
+
+def _fmt(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:+.4f}" if signed else f"{value:.4f}"
+
+
+def report_json(data: Mapping[str, Any]) -> str:
+    """report.json's text: UTF-8 as it is, but every character the gate's own JSON reader
+    refuses in a file (DEL, C1 controls) written as a \\u escape, so a report the gate wrote is
+    always one it (and its comment job) can read back."""
+    import re
+
+    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def load_report(path: str | Path) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+# --------------------------------------------------------------------------- reading a saved report
+
+_SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
+_JSON_TYPES = {
+    "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+    "integer": int, "number": (int, float),
+}
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if name in ("integer", "number") and isinstance(value, bool):
+        return False
+    if name == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _JSON_TYPES[name])
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _check(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any], where: str) -> None:
+    """The JSON Schema subset report.schema.json uses: type, enum, const, pattern, minimum,
+    required, properties, additionalProperties, items, $ref, allOf, if/then."""
+    import re
+
+    if "$ref" in schema:
+        target: Any = root
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        _check(value, target, root, where)
+    kinds = schema.get("type")
+    if kinds is not None:
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if not any(_is_type(value, k) for k in kinds):
+            raise _Invalid(f"{where or 'the report'} must be {' or '.join(kinds)}, got {type(value).__name__}")
+    if "enum" in schema and value not in schema["enum"]:
+        raise _Invalid(f"{where} must be one of {', '.join(map(str, schema['enum']))}")
+    if "const" in schema and value != schema["const"]:
+        raise _Invalid(f"{where} must be {schema['const']!r}")
+    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
+        raise _Invalid(f"{where} does not match {schema['pattern']}")
+    if "minimum" in schema and _is_type(value, "number") and value < schema["minimum"]:
+        raise _Invalid(f"{where} must be at least {schema['minimum']}")
+    for sub in schema.get("allOf", ()):
+        _check(value, sub, root, where)
+    if "if" in schema:
+        try:
+            _check(value, schema["if"], root, where)
+        except _Invalid:
+            pass
+        else:
+            _check(value, schema.get("then", {}), root, where)
+    if isinstance(value, dict):
+        for key in schema.get("required", ()):
+            if key not in value:
+                raise _Invalid(f"{where + '.' if where else ''}{key} is missing")
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        for key, sub in value.items():
+            path = f"{where}.{key}" if where else str(key)
+            if key in props:
+                _check(sub, props[key], root, path)
+            elif isinstance(extra, dict):
+                _check(sub, extra, root, path)
+            elif extra is False:
+                raise _Invalid(f"{path} is not a report key")
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            _check(item, schema["items"], root, f"{where}[{i}]")
+
+
+@lru_cache(maxsize=1)
+def _schema() -> Mapping[str, Any]:
+    return json.loads(_SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def validate_report(data: Any, source: str) -> dict[str, Any]:
+    """``data`` checked against gate/report/report.schema.json (the subset of JSON Schema it
+    uses, without the jsonschema package); :class:`InputError` names the first key at fault."""
+    from gate.common.errors import InputError
+
+    schema = _schema()
+    try:
+        _check(data, schema, schema, "")
+    except _Invalid as problem:
+        raise InputError(source, None, f"not a report this version can read: {problem}") from None
+    except RecursionError:
+        raise InputError(source, None, "not a report this version can read: nested too deeply") from None
+    return data
+
+
+def _problems(data: Any, schema: Mapping[str, Any]) -> list[str]:
+    """Every schema violation of ``data`` (one per offending key), for the gate's self-check."""
+    problems: list[str] = []
+
+    def visit(value: Any, node: Mapping[str, Any], where: str) -> None:
+        try:
+            _check(value, {k: v for k, v in node.items() if k not in ("properties", "items", "additionalProperties")},
+                   schema, where)
+        except _Invalid as problem:
+            problems.append(str(problem))
+            return
+        target = node
+        while "$ref" in target:
+            ref: Any = schema
+            for part in target["$ref"].lstrip("#/").split("/"):
+                ref = ref[part]
+            target = ref
+        if isinstance(value, dict):
+            props = target.get("properties", {})
+            extra = target.get("additionalProperties", True)
+            for key, sub in value.items():
+                path = f"{where}.{key}" if where else str(key)
+                if key in props:
+                    visit(sub, props[key], path)
+                elif isinstance(extra, dict):
+                    visit(sub, extra, path)
+                elif extra is False:
+                    problems.append(f"{path} is not a report key")
+        if isinstance(value, list) and isinstance(target.get("items"), dict):
+            for i, item in enumerate(value):
+                visit(item, target["items"], f"{where}[{i}]")
+
+    visit(data, schema, "")
+    return problems
+
+
+def check_own_report(report: Mapping[str, Any], what: str = "report.json") -> None:
+    """The gate's own report against the schema the fork comment job holds it to.
+
+    A report the gate writes and its own comment job would refuse is a bug of the gate: said
+    on stderr (the verdict still stands and the files are still written). With
+    ``RETRIEVAL_GATE_REPORT_CHECK=raise`` (the test suite) it is an AssertionError instead;
+    ``log:<path>`` appends each problem to that file."""
+    import os
+    import sys
+
+    schema = _schema()
+    try:
+        problems = _problems(json.loads(json.dumps(report, allow_nan=False)), schema)
+    except (TypeError, ValueError) as error:
+        problems = [f"not JSON: {error}"]
+    if not problems:
+        return
+    mode = os.environ.get("RETRIEVAL_GATE_REPORT_CHECK", "")
+    if mode.startswith("log:"):
+        with open(mode[4:], "a", encoding="utf-8") as log:
+            for problem in problems:
+                log.write(f"{report.get('command')}\t{problem}\n")
+        return
+    if mode == "raise":
+        raise AssertionError(f"{what} does not match gate/report/report.schema.json: {'; '.join(problems[:5])}")
+    print(f"retrieval-gate: bug: {what} does not match its schema ({problems[0]}); the fork comment job "
+          "would refuse it: please report this", file=sys.stderr)

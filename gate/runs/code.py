@@ -1,0 +1,204 @@
+"""What code produced a run: part of the run's cache key.
+
+A run depends on more than its retrieval config: the team's search code, its
+lock file, its prompt templates. A cache keyed only on the config serves the
+baseline's own run to a PR that changed ``search/bm25.py`` - a pass the PR did
+not earn. So every produced run is keyed on the code it was produced by:
+
+* ``runner.inputs`` (globs, relative to the repository) when declared: the
+  sha256 of every matching file, path and content;
+* otherwise the git tree of the code under test: the working tree as a temporary
+  index would commit it (tracked and untracked, ignored files aside), without
+  the gate's own folders (``.retrieval-gate/``, the cache, the runs folder) - or,
+  for a baseline, the tree of the commit it comes from;
+* outside a git repository, with no ``runner.inputs``, the code cannot be
+  seen: :attr:`CodeIdentity.known` is false and the producer does not use the
+  cache for such runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import tarfile
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from gate.common.errors import InputError
+
+
+@dataclass(frozen=True)
+class CodeIdentity:
+    """``kind``: ``inputs`` | ``git-tree`` | ``commit`` | ``builtin`` | ``unknown``."""
+
+    kind: str
+    sha: str | None
+    description: str
+    root: Path | None = None  # where the runner runs: the workspace (None: a checkout of ``commit``)
+    commit: str | None = None  # for kind "commit": the commit a checkout is made of
+
+    @property
+    def known(self) -> bool:
+        return self.sha is not None
+
+    def key(self) -> dict[str, str | None]:
+        """What goes into the cache key (not the root: two checkouts of one tree are one code)."""
+        return {"kind": self.kind, "sha": self.sha}
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"kind": self.kind, "sha": self.sha, "description": self.description}
+
+
+BUILTIN = CodeIdentity("builtin", "builtin", "the gate's own reference retriever")
+
+
+def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    from gate.inputs import git
+
+    return git.run(root, *args, timeout=120, extra_env=env)
+
+
+def _excludes(root: Path, folders: Sequence[Path]) -> list[str]:
+    out = []
+    for folder in folders:
+        try:
+            relative = Path(os.path.abspath(folder)).relative_to(os.path.abspath(root))
+        except ValueError:
+            continue  # outside the repository: not in its tree anyway
+        if str(relative) not in ("", "."):
+            out.append(f":(exclude){relative.as_posix()}")
+    return out
+
+
+def _scratch_objects(top: Path, tmp: Path) -> dict[str, str]:
+    """New blobs and trees go to a scratch object folder, the repository's own read beside it:
+    fingerprinting the code must not grow ``.git`` with copies of untracked files."""
+    found = _git(top, "rev-parse", "--git-path", "objects")
+    if found.returncode != 0:
+        return {}
+    objects = top / found.stdout.decode().strip()
+    scratch = tmp / "objects"
+    scratch.mkdir()
+    return {"GIT_OBJECT_DIRECTORY": str(scratch), "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects.resolve())}
+
+
+def working_tree(root: Path, exclude: Sequence[Path] = ()) -> CodeIdentity:
+    """The tree ``git add -A`` would record for the working folder ``root`` (a temporary index:
+    the repository's own index and history are not touched)."""
+    from gate.inputs import git
+
+    top = git.repo_root(root)
+    if top is None:
+        return CodeIdentity("unknown", None, f"{root} is not in a git repository and runner.inputs is not set",
+                            Path(root))
+    with tempfile.TemporaryDirectory(prefix="retrieval-gate-index-") as tmp:
+        index = Path(tmp) / "index"
+        own = _git(top, "rev-parse", "--git-path", "index")
+        own_index = top / own.stdout.decode().strip() if own.returncode == 0 else None
+        if own_index is not None and own_index.is_file():
+            index.write_bytes(own_index.read_bytes())  # its stat cache spares re-hashing unchanged files
+            # ...with the index's own mtime: git re-hashes an entry whose file changed in the same
+            # second as the index was written ("racily clean"); a copy dated now would hide a
+            # same-size edit made in that second, and the PR's code would be keyed as unchanged.
+            stat = own_index.stat()
+            os.utime(index, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        env = {"GIT_INDEX_FILE": str(index), **_scratch_objects(top, Path(tmp))}
+        # Everything (ignored files aside, as a commit would), then the gate's own folders out:
+        # an exclude pathspec naming an ignored folder would make `git add` fail.
+        added = _git(top, "add", "-A", "--", ".", env=env)
+        if added.returncode != 0:
+            return CodeIdentity("unknown", None, f"git add failed in {top}: "
+                                f"{added.stderr.decode(errors='replace').strip()[:200]}", Path(root))
+        for folder in _excludes(top, exclude):  # tracked files in an excluded folder leave the index too
+            _git(top, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", folder.split(")", 1)[1], env=env)
+        tree = _git(top, "write-tree", env=env)
+    if tree.returncode != 0:
+        return CodeIdentity("unknown", None, f"git write-tree failed in {top}", Path(root))
+    sha = tree.stdout.decode().strip()
+    return CodeIdentity("git-tree", sha, f"the working tree of {top} (git tree {sha[:12]})", Path(root))
+
+
+def commit_tree(root: Path, commit: str, exclude: Sequence[Path] = ()) -> CodeIdentity:
+    """The tree of ``commit`` without the gate's own folders (what a baseline was produced from)."""
+    from gate.inputs import git
+
+    top = git.repo_root(root)
+    resolved = git.rev_parse(root, commit) if top is not None else None
+    if top is None or resolved is None:
+        return CodeIdentity("unknown", None, f"commit {commit[:12]} is not in the repository", None)
+    with tempfile.TemporaryDirectory(prefix="retrieval-gate-index-") as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index"), **_scratch_objects(top, Path(tmp))}
+        if _git(top, "read-tree", resolved, env=env).returncode != 0:
+            return CodeIdentity("unknown", None, f"cannot read the tree of {commit[:12]}", None)
+        for folder in _excludes(top, exclude):
+            _git(top, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", folder.split(")", 1)[1], env=env)
+        tree = _git(top, "write-tree", env=env)
+    if tree.returncode != 0:
+        return CodeIdentity("unknown", None, f"cannot write the tree of {commit[:12]}", None)
+    sha = tree.stdout.decode().strip()
+    return CodeIdentity("commit", sha, f"commit {resolved[:12]} (git tree {sha[:12]})", None, resolved)
+
+
+@contextmanager
+def checkout(code: CodeIdentity, repo: Path, scratch: Path) -> Iterator[CodeIdentity]:
+    """``code`` with ``root`` set to a fresh export of its commit (``git archive``: the repository,
+    its index and worktree list stay as they are - another user may own them)."""
+    import shutil
+
+    if code is None or code.root is not None or code.commit is None:
+        yield code
+        return
+    from gate.inputs import git
+
+    top = git.repo_root(repo)
+    scratch.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=f"checkout-{code.commit[:12]}-", dir=scratch))
+    try:
+        archive = git.run(top, "archive", "--format=tar", code.commit, timeout=600)
+        if archive.returncode != 0:
+            raise CheckoutFailed(f"git archive {code.commit[:12]} failed: "
+                                 f"{archive.stderr.decode(errors='replace').strip()[:200]}")
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            _extract(tar, folder)
+        yield CodeIdentity(code.kind, code.sha, code.description, folder, code.commit)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class CheckoutFailed(Exception):
+    pass
+
+
+def _extract(tar: tarfile.TarFile, folder: Path) -> None:
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(folder, filter="data")
+        return
+    for member in tar.getmembers():  # pragma: no cover - Pythons without extraction filters
+        target = (folder / member.name).resolve()
+        if not str(target).startswith(str(folder.resolve())) or member.islnk() or member.isdev():
+            raise CheckoutFailed(f"refusing to extract {member.name!r}")
+    tar.extractall(folder)
+
+
+def declared_inputs(root: Path, globs: Sequence[str], source: str = "runner.inputs") -> CodeIdentity:
+    """sha256 over (path, content sha256) of every file the globs match below ``root``."""
+    from gate.inputs.fingerprint import file_sha256
+
+    files: dict[str, Path] = {}
+    for pattern in globs:
+        for path in sorted(Path(root).glob(pattern)):
+            if path.is_file():
+                files[path.relative_to(root).as_posix()] = path
+    if not files:
+        raise InputError(source, None, f"no file matches {', '.join(globs)} below {root}: the code a run depends "
+                         "on would not be seen")
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(f"{name}\t{file_sha256(files[name])}\n".encode("utf-8"))
+    sha = digest.hexdigest()
+    return CodeIdentity("inputs", sha, f"{len(files)} files of runner.inputs (sha256 {sha[:12]})", Path(root))

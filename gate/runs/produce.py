@@ -1,0 +1,209 @@
+"""Getting a run for a request: the runs folder, the cache, or the runner itself.
+
+Order: a run named by the request's key in ``--runs-dir`` (produced by an
+earlier workflow step from ``retrieval-gate plan``), then the cache, then the
+runner. Whatever its source, the run is read strictly and must cover every
+golden query; a run that does not is a runner failure, never a silent zero.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from gate import __version__
+from gate.common.atomic import write_bytes_atomic
+from gate.common.errors import InputError
+from gate.inputs.readers.records import Run
+from gate.inputs.readers.runs import read_run
+from gate.runs.base import ProducedRun, Runner, RunnerFailed, RunRequest
+from gate.runs.code import CheckoutFailed, checkout
+
+RUN_SUFFIXES = (".run", ".run.gz", ".trec", ".trec.gz", ".txt", ".txt.gz", ".tsv")
+
+
+def find_in_runs_dir(runs_dir: Path | None, key: str) -> Path | None:
+    if runs_dir is None:
+        return None
+    for suffix in RUN_SUFFIXES:
+        candidate = runs_dir / f"{key}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def missing_queries(run: Run, expected: Sequence[str]) -> list[str]:
+    present = set(run.query_ids)
+    return [qid for qid in expected if qid not in present]
+
+
+def check_coverage(run: Run, expected: Sequence[str], purpose: str, where: str) -> None:
+    missing = missing_queries(run, expected)
+    if missing:
+        examples = ", ".join(missing[:5])
+        raise RunnerFailed(purpose, f"the run ({where}) misses {len(missing)} of {len(expected)} golden queries "
+                                    f"(e.g. {examples})")
+
+
+@dataclass
+class RunProducer:
+    runner: Runner | None
+    work_dir: Path
+    cache_dir: Path | None = None
+    runs_dir: Path | None = None
+    progress: Callable[[str], None] = lambda message: print(f"[retrieval-gate] {message}", file=sys.stderr, flush=True)
+    repo: Path | None = None  # the repository a baseline's commit is checked out from
+
+    def key(self, request: RunRequest) -> str:
+        identity: dict[str, Any] = self.runner.identity() if self.runner is not None else {"type": "none"}
+        return request.cache_key(identity)
+
+    def config_file(self, request: RunRequest, key: str) -> Path:
+        path = self.work_dir / "configs" / f"{key}{request.config.suffix}"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(request.config.to_text(), encoding="utf-8")
+        return path
+
+    def produce(self, request: RunRequest, expected: Sequence[str]) -> tuple[Run, ProducedRun]:
+        key = self.key(request)
+        started = time.monotonic()
+        found = find_in_runs_dir(self.runs_dir, key)
+        if found is not None:
+            run = self._read(found, request.purpose, "from --runs-dir")
+            check_coverage(run, expected, request.purpose, str(found))
+            return run, ProducedRun(request.purpose, found, key, "runs-dir", time.monotonic() - started,
+                                    len(run.query_ids))
+        # A run whose code cannot be seen (no git, no runner.inputs) is never served from the
+        # cache: the cache could not tell a changed search/bm25.py from the baseline's.
+        cacheable = self.cache_dir is not None and (request.code is None or request.code.known)
+        cache_folder = self._cache_folder() if cacheable else None
+        # A run of another commit's code (a baseline replayed or reconstructed on a PR) is never
+        # read from the cache: the cache sits where the PR's own code runs and writes, and a
+        # baseline entry it rewrote would make the PR look better. Only the workspace's own
+        # runs are served from it (forging those is no more than changing the code).
+        readable = cache_folder is not None and (request.code is None or request.code.kind != "commit")
+        cached = find_in_runs_dir(cache_folder, key) if readable else None
+        if cached is not None:
+            run = self._cached(cached, request.purpose, expected)
+            if run is not None:
+                self.progress(f"{request.purpose}: cache hit {key}")
+                return run, ProducedRun(request.purpose, cached, key, "cache", time.monotonic() - started,
+                                        len(run.query_ids))
+        if self.runs_dir is not None:
+            # The runs were to be produced by an earlier step (plan -> produce -> gate): one it
+            # did not write is named, never run here behind the team's back (their stack may
+            # not even exist in this container).
+            raise RunnerFailed(request.purpose, f"no run named {key}.run in the runs folder {self.runs_dir}: the "
+                                                "step that produces the planned runs did not write it (see "
+                                                "retrieval-gate plan); with runs-dir the gate runs nothing itself")
+        if self.runner is None:
+            raise RunnerFailed(request.purpose, f"no runner can produce it and no run named {key}.run "
+                                                f"was found in --runs-dir (see: retrieval-gate plan)")
+        out_path = self.work_dir / "runs" / f"{key}.run"
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        if out_path.exists():
+            out_path.unlink()
+        log_path = self.work_dir / "logs" / f"{key}.log"
+        self.progress(f"{request.purpose}: running {self.runner.name} runner (key {key})")
+        if request.code is not None and request.code.root is None and request.code.commit is not None:
+            self.progress(f"{request.purpose}: with the code of {request.code.description}")
+        try:
+            with checkout(request.code, self.repo or self.work_dir, self.work_dir / "checkouts") as code:
+                self.runner.produce(replace(request, code=code), self.config_file(request, key), out_path, log_path)
+        except CheckoutFailed as failure:
+            raise RunnerFailed(request.purpose, f"cannot check out the code it needs: {failure}") from None
+        run = self._read(out_path, request.purpose, "written by the runner", log_path)
+        check_coverage(run, expected, request.purpose, str(out_path))
+        seconds = time.monotonic() - started
+        self.progress(f"{request.purpose}: {len(run.query_ids)} queries in {seconds:.1f}s")
+        if cache_folder is not None:
+            self._store(cache_folder, key, out_path, request.purpose)
+        return run, ProducedRun(request.purpose, out_path, key, "runner", seconds, len(run.query_ids))
+
+    def _store(self, cache_folder: Path, key: str, out_path: Path, purpose: str) -> None:
+        """Keep the run for next time; a cache that cannot be written (its path a file, a
+        loop, a full disk) is a progress line, never the verdict's problem."""
+        try:
+            for stale in (cache_folder / f"{key}{suffix}" for suffix in RUN_SUFFIXES):
+                if stale.is_symlink() or stale.is_file():
+                    stale.unlink()  # an entry refused above is replaced, not left to shadow this one
+            with open(out_path, "rb") as handle:
+                write_bytes_atomic(cache_folder / f"{key}.run.gz", gzip.compress(handle.read(), mtime=0))
+        except (OSError, InputError) as error:
+            self.progress(f"{purpose}: the run is not cached ({str(error)[:200]})")
+
+    def _cache_folder(self) -> Path:
+        # One folder per gate version: a run cached by another version was produced from the
+        # config and query files that version wrote, and is not assumed to equal this one's.
+        return self.cache_dir / f"v{__version__}"
+
+    def _cached(self, path: Path, purpose: str, expected: Sequence[str]) -> Run | None:
+        """The cached run, or None (with a progress line saying why) when it is not one the gate
+        itself made and stored: a cache miss, never a verdict."""
+        refused = untrusted_cache_entry(path)
+        if refused is not None:
+            self.progress(f"{purpose}: cache entry {path.name} not used ({refused}); running the runner")
+            return None
+        try:
+            run = read_run(path)
+        except InputError as error:
+            self.progress(f"{purpose}: cache entry {path.name} is unreadable ({error}); running the runner")
+            return None
+        if missing_queries(run, expected):
+            return None
+        return run
+
+    @staticmethod
+    def _read(path: Path, purpose: str, how: str, log_path: Path | None = None) -> Run:
+        try:
+            return read_run(path)
+        except InputError as error:
+            raise RunnerFailed(purpose, f"the run {how} is not a valid TREC run: {error}", log_path)
+
+
+def untrusted_cache_entry(path: Path) -> str | None:
+    """Why a file in the cache folder is not a run the gate stored, or None.
+
+    The cache folder usually sits inside the checkout, so a pull request can commit a file under
+    the key its own code will have and be "served from the cache" a run it wrote by hand. The
+    gate writes entries with ``write_bytes_atomic`` as plain files and never commits them: a
+    symlink or a file git tracks is someone else's.
+    """
+    if path.is_symlink():
+        return "it is a symlink"
+    real = Path(os.path.realpath(path))
+    if real.parent != Path(os.path.realpath(path.parent)) or real.name != path.name:
+        return "it is reached through a symlink"
+    from gate.inputs import git
+
+    if git.is_tracked(path) or (real != path and git.is_tracked(real)) or _through_symlinked_folder(path):
+        return "it is committed in the repository: a cached run is one the gate made, not a file a change can edit"
+    return None
+
+
+def _through_symlinked_folder(path: Path) -> bool:
+    """A folder on the way to ``path`` (below the repository's top) that is a symlink: a
+    committed ``.retrieval-gate/cache -> ../fakecache`` makes every entry the PR's."""
+    from gate.inputs import git
+
+    top = git.top_level(path.parent)
+    lexical = Path(os.path.abspath(path))
+    for folder in lexical.parents:
+        if folder == top or top not in folder.parents:
+            break
+        if folder.is_symlink():
+            return True
+    return False
+
+
+def copy_run(source: Path, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    return target

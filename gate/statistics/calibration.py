@@ -1,0 +1,160 @@
+"""``calibrate``: the gate's own false-alarm rate on this stack, measured.
+
+N identical runs of one configuration differ only by the stack's run-to-run noise (HNSW
+insertion order, GPU non-determinism, timeouts). Every ordered pair of them is an A/A
+comparison - no true change - put through the gate's full statistical decision
+(:func:`gate.pipeline.compare.decide_comparison`: the calibrated rule, the policy's margin, the noise
+band when one is given). How many of them fail, and how many would claim an improvement, is
+the false-alarm rate the team can expect; with a handful of pairs it comes with an exact
+one-sided 95% Clopper-Pearson upper bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from gate.inputs.readers.records import Qrels, Run
+
+
+#: Ordered pairs put through the decision at most: beyond it (N > 45 runs), a seeded sample
+#: of them (the disjoint pairs always among them). Each pair costs two bootstraps.
+MAX_PAIRS = 2_000
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """``pairs`` ordered pairs compared (of ``pairs_possible``); ``blocking`` = fail plus, when
+    inconclusive blocks, inconclusive: what a PR with no true change would meet. The rates'
+    upper bounds come from the ``independent_pairs`` disjoint pairs (run 0 vs 1, 2 vs 3, ...):
+    all ordered pairs share runs, so they are not independent trials and an exact bound on
+    them would overstate what was measured."""
+
+    pairs: int
+    fail: int
+    improvement_shown: int
+    inconclusive: int
+    runs: int
+    query_count: int
+    metric: str
+    fail_rate_upper95: float
+    improvement_rate_upper95: float
+    samples: int
+    seed: int
+    margin: float
+    failed_pairs: tuple[tuple[int, int], ...] = ()  # (i, j): run i as baseline, run j as candidate
+    blocking: int = 0
+    inconclusive_blocks: bool = True
+    independent_pairs: int = 0
+    independent_fail: int = 0
+    independent_blocking: int = 0
+    blocking_rate_upper95: float = 1.0
+    pairs_possible: int = 0
+    identical_runs: bool = False
+
+    @property
+    def sentence(self) -> str:
+        sampled = "" if self.pairs == self.pairs_possible else f" (a seeded sample of the {self.pairs_possible})"
+        blocked = f"{self.blocking} would block a PR ({self.fail} fail, {self.inconclusive} inconclusive)" \
+            if self.inconclusive_blocks and self.inconclusive else f"{self.fail} failed"
+        same = "; the runs rank every query alike (a deterministic stack): every pair is unchanged" \
+            if self.identical_runs else ""
+        pairs = "pair" if self.independent_pairs == 1 else "pairs"
+        return (f"of {self.pairs} A/A comparisons{sampled} of {self.runs} identical runs, {blocked}; on the "
+                f"{self.independent_pairs} independent {pairs}, a block rate of at most "
+                f"{self.blocking_rate_upper95:.1%} at 95%{same}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pairs": self.pairs, "pairs_possible": self.pairs_possible, "fail": self.fail,
+            "improvement_shown": self.improvement_shown, "inconclusive": self.inconclusive,
+            "blocking": self.blocking, "inconclusive_blocks": self.inconclusive_blocks, "runs": self.runs,
+            "query_count": self.query_count, "metric": self.metric,
+            "independent_pairs": self.independent_pairs, "independent_fail": self.independent_fail,
+            "independent_blocking": self.independent_blocking, "fail_rate_upper95": self.fail_rate_upper95,
+            "blocking_rate_upper95": self.blocking_rate_upper95,
+            "improvement_rate_upper95": self.improvement_rate_upper95, "identical_runs": self.identical_runs,
+            "samples": self.samples, "seed": self.seed, "margin": self.margin,
+            "failed_pairs": [list(p) for p in self.failed_pairs], "sentence": self.sentence,
+        }
+
+
+def _pairs(n: int, seed: int, limit: int) -> list[tuple[int, int]]:
+    """Every ordered pair of n runs, or a seeded sample of ``limit`` of them that holds the
+    disjoint pairs (0, 1), (2, 3), ... the bounds are computed on."""
+    import numpy as np
+
+    disjoint = [(2 * k, 2 * k + 1) for k in range(n // 2)]
+    every = [(i, j) for i in range(n) for j in range(n) if i != j]
+    if len(every) <= limit:
+        return every
+    rest = [p for p in every if p not in set(disjoint)]
+    rng = np.random.default_rng(seed)
+    chosen = rng.choice(len(rest), size=max(0, limit - len(disjoint)), replace=False)
+    return disjoint + sorted(rest[k] for k in chosen)
+
+
+def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metric: str, rel: int = 1, *,
+              policy=None, samples: int = 10_000, seed: int = 7, noise_threshold: float | None = None,
+              max_pairs: int = MAX_PAIRS, progress: Callable[[str], None] | None = None) -> Calibration:
+    """Ordered pairs of ``runs`` through the decision; ``query_ids`` is the universe."""
+    import math
+    import time
+
+    import numpy as np
+
+    from gate.evaluation.evaluate import evaluate
+    from gate.inputs.readers.records import same_rankings
+    from gate.evaluation.measures import parse_measure
+    from gate.statistics.evidence import clopper_pearson_upper, evidence
+    from gate.statistics.paired import compare_paired
+    from gate.verdict.rules import Findings, Policy, decide
+
+    if len(runs) < 2:
+        raise ValueError("calibration needs at least two runs of the same configuration")
+    policy = policy or Policy()
+    measure = parse_measure(metric).with_default_rel(rel)
+    name = str(measure)
+    values = [evaluate(run, qrels, [measure], query_ids, rel=rel).values[name] for run in runs]
+    pairs = _pairs(len(values), seed, max_pairs)
+    disjoint = {(2 * k, 2 * k + 1) for k in range(len(values) // 2)}
+    fail = improvement = inconclusive = 0
+    independent_fail = independent_blocking = independent_improvement = 0
+    failed: list[tuple[int, int]] = []
+    last = time.monotonic()
+    for done, (i, j) in enumerate(pairs, 1):
+        base, cand = values[i], values[j]
+        paired = compare_paired(base, cand, samples=samples, seed=seed)
+        weighed = evidence(cand - base, policy.max_regression, samples, seed)
+        verdict = decide(Findings(metric=name, query_count=len(query_ids), delta=paired.mean,
+                                  ci_low=paired.ci_low, ci_high=paired.ci_high,
+                                  mde=paired.mde if math.isfinite(paired.mde) else None,
+                                  noise_threshold=noise_threshold, evidence=weighed,
+                                  identical_rankings=same_rankings(runs[i], runs[j], query_ids)), policy)
+        if verdict.kind == "fail":
+            fail += 1
+            failed.append((i, j))
+        elif verdict.kind == "inconclusive":
+            inconclusive += 1
+        improvement += verdict.improvement_shown
+        if (i, j) in disjoint:
+            independent_fail += verdict.kind == "fail"
+            independent_blocking += verdict.exit_code != 0
+            independent_improvement += verdict.improvement_shown
+        if progress is not None and (time.monotonic() - last > 10 or done == len(pairs)) and len(pairs) > 50:
+            progress(f"calibration: {done} of {len(pairs)} pairs")
+            last = time.monotonic()
+    blocking = fail + (inconclusive if policy.inconclusive_blocks else 0)
+    m = len(disjoint)
+    identical = all(np.array_equal(values[0], v) for v in values[1:])
+    return Calibration(
+        pairs=len(pairs), fail=fail, improvement_shown=improvement, inconclusive=inconclusive, runs=len(runs),
+        query_count=len(query_ids), metric=name,
+        fail_rate_upper95=clopper_pearson_upper(independent_fail, m, 0.05),
+        improvement_rate_upper95=clopper_pearson_upper(independent_improvement, m, 0.05),
+        samples=samples, seed=seed, margin=policy.max_regression, failed_pairs=tuple(failed),
+        blocking=blocking, inconclusive_blocks=policy.inconclusive_blocks, independent_pairs=m,
+        independent_fail=independent_fail, independent_blocking=independent_blocking,
+        blocking_rate_upper95=clopper_pearson_upper(independent_blocking, m, 0.05),
+        pairs_possible=len(values) * (len(values) - 1), identical_runs=identical,
+    )

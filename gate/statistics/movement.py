@@ -1,0 +1,694 @@
+"""Movement buckets: where a change in RR comes from, query by query.
+
+A mean reciprocal rank that rose can mean very different things: relevant
+documents already in the window moved up, relevant documents entered the
+window, or a few queries improved a lot while others were damaged. Each query
+is put in one *movement bucket* by the rank of its first relevant document
+(label ``>= rel``) in trec_eval order (score descending, docno descending),
+looked for within the top ``k_rank`` of each run:
+
+=================  ===========================================================
+``promoted``       in the window in both runs, at a better rank after
+``demoted``        in the window in both runs, at a worse rank after
+``new_hit``        in the window after, not before
+``lost_hit``       in the window before, not after
+``unchanged_hit``  in the window in both runs, at the same rank
+``unchanged_miss`` in the window in neither run
+=================  ===========================================================
+
+Only queries with at least one relevant document in the qrels are bucketed;
+the other judged queries are counted as ``no_relevant`` (no run can find what
+does not exist). Per bucket: the number of queries, the mean
+``rr_delta = RR@k_rank(after) - RR@k_rank(before)``, the mean rank movement
+and the mean ``recall_delta = R@k_recall(after) - R@k_recall(before)``.
+
+Rank movement is ``before_rank - after_rank`` of the first relevant document
+(positive = moved up). It is defined for *hits only* - queries whose first
+relevant document is inside the window in both runs (``promoted``,
+``demoted``, ``unchanged_hit``); for the other buckets a rank outside the
+window is not comparable, and the mean is ``null``. The ranks reported per
+query (``before_rank``/``after_rank``) are at any depth (``null`` when the run
+retrieved no relevant document at all), so a ``new_hit`` example shows where
+the document was before.
+
+A query is *tie-sensitive* when, in either run, its first relevant document
+sits in a group of equal scores that reaches into the top ``k_rank`` and
+holds a non-relevant document: its rank (even its bucket) then depends on
+docno order alone.
+
+:func:`write_lift` writes ``retrieval_lift.json``,
+``retrieval_lift_by_bucket.csv``, ``retrieval_lift_examples.jsonl`` and
+``retrieval_lift.md``. :func:`strata_section` assembles the per-stratum
+table, the traffic accounting and the lift for ``report.json``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from gate.common.atomic import write_text_atomic
+from gate.common.errors import InputError
+from gate.inputs.readers.records import Qrels, QuerySet, Run
+from gate.evaluation.measures.ordering import compared_scores, trec_order
+
+if TYPE_CHECKING:  # annotations only: no import cycle at run time
+    from gate.evaluation.evaluate import PerQuery
+    from gate.inputs.traffic_shares import StrataSpec
+
+PROMOTED = "promoted"
+DEMOTED = "demoted"
+NEW_HIT = "new_hit"
+LOST_HIT = "lost_hit"
+UNCHANGED_HIT = "unchanged_hit"
+UNCHANGED_MISS = "unchanged_miss"
+BUCKETS = (PROMOTED, DEMOTED, NEW_HIT, LOST_HIT, UNCHANGED_HIT, UNCHANGED_MISS)
+NO_RELEVANT = "no_relevant"
+
+#: Buckets whose first relevant rank is in the window in both runs: rank movement is defined.
+HIT_BUCKETS = (PROMOTED, DEMOTED, UNCHANGED_HIT)
+
+BUCKET_MEANING = {
+    PROMOTED: "first relevant document stayed in the window and moved up",
+    DEMOTED: "first relevant document stayed in the window and moved down",
+    NEW_HIT: "a relevant document entered the window",
+    LOST_HIT: "the relevant document left the window",
+    UNCHANGED_HIT: "first relevant document at the same rank",
+    UNCHANGED_MISS: "no relevant document in the window, before or after",
+}
+
+FILES = {
+    "json": "retrieval_lift.json",
+    "csv": "retrieval_lift_by_bucket.csv",
+    "examples": "retrieval_lift_examples.jsonl",
+    "markdown": "retrieval_lift.md",
+}
+CSV_COLUMNS = ("bucket", "count", "share", "mean_rr_delta", "mean_rank_movement", "mean_recall_delta",
+               "tie_sensitive")
+EXAMPLES_PER_BUCKET = 3
+
+DEFAULT_QRELS = "irds:msmarco-passage/dev/small"
+
+
+def _byte_order(ids) -> list[str]:
+    return sorted(ids, key=lambda q: q.encode("utf-8"))
+
+
+def _num(value: float | None) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(math.fsum(values) / len(values)) if values else None
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class QueryMovement:
+    """One bucketed query. Ranks are 1-based, at any depth, ``None`` when no relevant doc was retrieved."""
+
+    query_id: str
+    bucket: str
+    before_rank: int | None
+    after_rank: int | None
+    rr_before: float
+    rr_after: float
+    recall_before: float
+    recall_after: float
+    tie_sensitive: bool
+    stratum: str | None = None
+    text: str | None = None
+
+    @property
+    def rr_delta(self) -> float:
+        return self.rr_after - self.rr_before
+
+    @property
+    def recall_delta(self) -> float:
+        return self.recall_after - self.recall_before
+
+    @property
+    def rank_movement(self) -> int | None:
+        """``before_rank - after_rank`` for hits (both in the window), else ``None``."""
+        if self.bucket in HIT_BUCKETS:
+            return int(self.before_rank) - int(self.after_rank)
+        return None
+
+    def example(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"query_id": self.query_id}
+        if self.text is not None:
+            out["text"] = self.text
+        if self.stratum is not None:
+            out["stratum"] = self.stratum
+        out.update(
+            bucket=self.bucket,
+            before_rank=self.before_rank,
+            after_rank=self.after_rank,
+            rank_movement=self.rank_movement,
+            rr_delta=self.rr_delta,
+            recall_delta=self.recall_delta,
+            tie_sensitive=self.tie_sensitive,
+        )
+        return out
+
+
+@dataclass(frozen=True)
+class BucketStats:
+    bucket: str
+    count: int
+    share: float | None  # of the bucketed queries
+    mean_rr_delta: float | None
+    mean_rank_movement: float | None  # hits only
+    mean_recall_delta: float | None
+    tie_sensitive: int
+    rr_contribution: float | None  # sum of rr_delta / bucketed queries: the buckets add up to the mean
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "bucket": self.bucket,
+            "count": self.count,
+            "share": _num(self.share),
+            "mean_rr_delta": _num(self.mean_rr_delta),
+            "mean_rank_movement": _num(self.mean_rank_movement),
+            "mean_recall_delta": _num(self.mean_recall_delta),
+            "tie_sensitive": self.tie_sensitive,
+            "rr_contribution": _num(self.rr_contribution),
+        }
+
+
+def bucket_stats(movements: Sequence[QueryMovement]) -> list[BucketStats]:
+    """Stats of every bucket (all six, in :data:`BUCKETS` order; empty ones with ``None`` means)."""
+    total = len(movements)
+    out = []
+    for bucket in BUCKETS:
+        members = [m for m in movements if m.bucket == bucket]
+        rr = [m.rr_delta for m in members]
+        moves = [float(m.rank_movement) for m in members if m.rank_movement is not None]
+        out.append(BucketStats(
+            bucket=bucket,
+            count=len(members),
+            share=len(members) / total if total else None,
+            mean_rr_delta=_mean(rr),
+            mean_rank_movement=_mean(moves) if bucket in HIT_BUCKETS else None,
+            mean_recall_delta=_mean([m.recall_delta for m in members]),
+            tie_sensitive=sum(1 for m in members if m.tie_sensitive),
+            rr_contribution=(math.fsum(rr) / total) if total else None,
+        ))
+    return out
+
+
+def _summary(movements: Sequence[QueryMovement], no_relevant: Sequence[str]) -> dict[str, Any]:
+    """Headline numbers over ``movements`` (bucketed queries) plus the no-relevant count."""
+    stats = bucket_stats(movements)
+    return {
+        "queries": len(movements) + len(no_relevant),
+        "bucketed": len(movements),
+        "no_relevant": len(no_relevant),
+        "counts": {s.bucket: s.count for s in stats},
+        "mean_rr_before": _num(_mean([m.rr_before for m in movements])),
+        "mean_rr_after": _num(_mean([m.rr_after for m in movements])),
+        "mean_rr_delta": _num(_mean([m.rr_delta for m in movements])),
+        "mean_recall_before": _num(_mean([m.recall_before for m in movements])),
+        "mean_recall_after": _num(_mean([m.recall_after for m in movements])),
+        "mean_recall_delta": _num(_mean([m.recall_delta for m in movements])),
+        "tie_sensitive": sum(1 for m in movements if m.tie_sensitive),
+        "buckets": [s.to_dict() for s in stats],
+    }
+
+
+@dataclass(frozen=True)
+class LiftResult:
+    """Movement buckets of every judged query; ``files`` is filled by :func:`write_lift`."""
+
+    movements: tuple[QueryMovement, ...]  # bucketed queries, byte order of ids
+    no_relevant: tuple[str, ...]  # judged queries without a document of label >= rel
+    rel_threshold: int
+    k_rank: int
+    k_recall: int
+    before: str
+    after: str
+    qrels: str
+    before_tag: str | None = None
+    after_tag: str | None = None
+    missing_in_before: tuple[str, ...] = ()
+    missing_in_after: tuple[str, ...] = ()
+    unjudged_run_queries: tuple[str, ...] = ()  # in a run, but no qrels entry: not evaluated
+    unjudged_golden: tuple[str, ...] = ()  # in the query file, but no qrels entry: not evaluated
+    strata: Mapping[str, str | None] = field(default_factory=dict)  # query id -> stratum (bucketed + no_relevant)
+    files: Mapping[str, Path] = field(default_factory=dict)
+
+    @property
+    def buckets(self) -> list[BucketStats]:
+        return bucket_stats(self.movements)
+
+    def counts(self) -> dict[str, int]:
+        return {s.bucket: s.count for s in self.buckets}
+
+    def by_stratum(self) -> dict[str, dict[str, Any]]:
+        """The summary per stratum (strata in first-seen order of the byte-ordered queries)."""
+        names: list[str] = []
+        for qid in _byte_order(list(self.strata)):
+            s = self.strata[qid]
+            if s is not None and s not in names:
+                names.append(s)
+        out = {}
+        for name in names:
+            moves = [m for m in self.movements if m.stratum == name]
+            none = [q for q in self.no_relevant if self.strata.get(q) == name]
+            out[name] = _summary(moves, none)
+        return out
+
+    def examples(self, per_bucket: int = EXAMPLES_PER_BUCKET) -> list[dict[str, Any]]:
+        """Up to ``per_bucket`` queries per bucket: largest |rr_delta| first, then |recall_delta|, then id."""
+        out = []
+        for bucket in BUCKETS:
+            members = [m for m in self.movements if m.bucket == bucket]
+            members.sort(key=lambda m: (-abs(m.rr_delta), -abs(m.recall_delta), m.query_id.encode("utf-8")))
+            out.extend(m.example() for m in members[:per_bucket])
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "before": {"source": self.before, "tag": self.before_tag},
+            "after": {"source": self.after, "tag": self.after_tag},
+            "qrels": self.qrels,
+            "rel_threshold": self.rel_threshold,
+            "k_rank": self.k_rank,
+            "k_recall": self.k_recall,
+        }
+        data.update(_summary(self.movements, self.no_relevant))
+        data["no_relevant_queries"] = list(self.no_relevant)
+        data["missing_in_before"] = list(self.missing_in_before)
+        data["missing_in_after"] = list(self.missing_in_after)
+        data["unjudged_run_queries"] = len(self.unjudged_run_queries)
+        data["unjudged_golden"] = list(self.unjudged_golden)
+        strata = self.by_stratum()
+        if strata:
+            data["by_stratum"] = strata
+        data["definitions"] = {
+            "bucket": f"from the first document with label >= {self.rel_threshold} within the top {self.k_rank}"
+                      " (trec_eval order: score descending, docno descending)",
+            "rr_delta": f"RR@{self.k_rank}(after) - RR@{self.k_rank}(before)",
+            "recall_delta": f"R@{self.k_recall}(after) - R@{self.k_recall}(before)",
+            "rank_movement": "before_rank - after_rank of the first relevant document (positive = moved up);"
+                             " hits only (promoted, demoted, unchanged_hit)",
+            "means": "over the bucketed queries (those with at least one relevant document)",
+            "tie_sensitive": f"the first relevant document sits in a group of equal scores reaching into the top"
+                             f" {self.k_rank}: docno order alone decides its rank",
+        }
+        return data
+
+
+# --------------------------------------------------------------------------- computing
+
+
+class _Ordered:
+    """A run in trec_eval order, for per-query lookups."""
+
+    def __init__(self, run: Run):
+        perm = trec_order(run.starts, run.scores, run.doc_ids)
+        self.docs = run.doc_ids[perm]
+        # Ties at the precision trec_eval orders by (C float), as trec_order does.
+        self.scores = compared_scores(run.scores)[perm]
+        self.starts = np.asarray(run.starts, dtype=np.int64)
+        self.where = run.index()
+
+    def __contains__(self, qid: str) -> bool:
+        return qid in self.where
+
+    def look(self, qid: str, relevant: set[str], k_rank: int, k_recall: int) -> tuple[int | None, int, bool]:
+        """(first relevant rank at any depth, relevant docs in the top k_recall, tie-sensitive)."""
+        i = self.where.get(qid)
+        if i is None:
+            return None, 0, False
+        a, b = int(self.starts[i]), int(self.starts[i + 1])
+        docs = self.docs[a:b]
+        # The window (top max(k_rank, k_recall)) decides the bucket and the recall; the rest of
+        # the list is searched only for the first relevant rank of a query that has none in it.
+        window = max(k_rank, k_recall)
+        hits = _positions(docs[:window], relevant)
+        if not len(hits) and len(docs) > window:
+            hits = _positions(docs[window:], relevant)[:1] + window
+        if not len(hits):
+            return None, 0, False
+        in_recall = int(np.count_nonzero(hits < k_recall))
+        first = int(hits[0])
+        scores = self.scores[a:b]
+        value = scores[first]
+        lo = first
+        while lo > 0 and scores[lo - 1] == value:
+            lo -= 1
+        hi = first
+        while hi + 1 < len(scores) and scores[hi + 1] == value:
+            hi += 1
+        tie = hi > lo and lo < k_rank and any(docs[j] not in relevant for j in range(lo, hi + 1))
+        return first + 1, in_recall, tie
+
+
+def _positions(docs: np.ndarray, relevant: set[str]) -> np.ndarray:
+    """Indexes of ``docs`` that are in ``relevant``, ascending."""
+    if len(relevant) <= 16:  # a few equality scans beat np.isin's sort on short lists
+        mask = np.zeros(len(docs), dtype=bool)
+        for doc in relevant:
+            mask |= docs == doc
+        return np.flatnonzero(mask)
+    return np.flatnonzero(np.fromiter(map(relevant.__contains__, docs.tolist()), dtype=bool, count=len(docs)))
+
+
+def _bucket(before: int | None, after: int | None, k: int) -> str:
+    hit_before = before is not None and before <= k
+    hit_after = after is not None and after <= k
+    if hit_before and hit_after:
+        if after < before:
+            return PROMOTED
+        if after > before:
+            return DEMOTED
+        return UNCHANGED_HIT
+    if hit_after:
+        return NEW_HIT
+    if hit_before:
+        return LOST_HIT
+    return UNCHANGED_MISS
+
+
+def _check_positive(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def compute_lift(
+    before: Run,
+    after: Run,
+    qrels: Qrels,
+    rel_threshold: int = 1,
+    k_rank: int = 10,
+    k_recall: int = 100,
+    queries: QuerySet | None = None,
+    *,
+    strata: Mapping[str, str | None] | None = None,
+    query_ids: Sequence[str] | None = None,
+) -> LiftResult:
+    """Bucket every judged query by the movement of its first relevant document.
+
+    Queries: exactly those ``compare`` evaluates - the judged queries (any
+    qrels entry), restricted to ``queries`` when given - or exactly
+    ``query_ids`` when given (a comparison's universe). A judged query absent
+    from a run is a miss there (trec_eval ``-c``); run queries without
+    judgments are counted (``unjudged_run_queries``), not bucketed. TREC DL
+    runs cover 200 topics of which NIST judged 43: those 43 are bucketed.
+    Strata come from ``strata`` (query id -> stratum) or the query file.
+
+    Raises :class:`InputError` when there is nothing to compare: a run with
+    no rows, or a run none of whose queries is judged (wrong qrels, or ids
+    that do not match).
+    """
+    from gate.evaluation.evaluate import query_universe, require_overlap
+
+    rel_threshold = _check_positive("rel_threshold", rel_threshold)
+    k_rank = _check_positive("k_rank", k_rank)
+    k_recall = _check_positive("k_recall", k_recall)
+    judgments = qrels.judgments
+    if query_ids is not None:
+        universe = list(dict.fromkeys(query_ids))
+        unjudged_golden: tuple[str, ...] = ()
+    else:
+        judged = query_universe(qrels, queries)
+        universe = list(judged.query_ids)
+        unjudged_golden = judged.unjudged
+        for run in (before, after):
+            require_overlap(run, universe, qrels, queries)
+    universe = _byte_order(universe)
+    in_universe = set(universe)
+    unjudged_run = _byte_order((set(before.query_ids) | set(after.query_ids)) - in_universe)
+
+    field_strata = {q.query_id: q.stratum for q in queries.queries} if queries is not None else {}
+    texts = {q.query_id: q.text for q in queries.queries} if queries is not None else {}
+    stratum_of = dict(strata) if strata is not None else field_strata
+
+    ordered_before, ordered_after = _Ordered(before), _Ordered(after)
+    movements: list[QueryMovement] = []
+    no_relevant: list[str] = []
+    for qid in universe:
+        relevant = {doc for doc, label in (judgments.get(qid) or {}).items() if label >= rel_threshold}
+        if not relevant:
+            no_relevant.append(qid)
+            continue
+        b_rank, b_found, b_tie = ordered_before.look(qid, relevant, k_rank, k_recall)
+        a_rank, a_found, a_tie = ordered_after.look(qid, relevant, k_rank, k_recall)
+        movements.append(QueryMovement(
+            query_id=qid,
+            bucket=_bucket(b_rank, a_rank, k_rank),
+            before_rank=b_rank,
+            after_rank=a_rank,
+            rr_before=1.0 / b_rank if b_rank is not None and b_rank <= k_rank else 0.0,
+            rr_after=1.0 / a_rank if a_rank is not None and a_rank <= k_rank else 0.0,
+            recall_before=b_found / len(relevant),
+            recall_after=a_found / len(relevant),
+            tie_sensitive=b_tie or a_tie,
+            stratum=stratum_of.get(qid),
+            text=texts.get(qid),
+        ))
+    return LiftResult(
+        movements=tuple(movements),
+        no_relevant=tuple(no_relevant),
+        rel_threshold=rel_threshold,
+        k_rank=k_rank,
+        k_recall=k_recall,
+        before=before.source,
+        after=after.source,
+        qrels=qrels.source,
+        before_tag=before.tag,
+        after_tag=after.tag,
+        missing_in_before=tuple(q for q in universe if q not in ordered_before),
+        missing_in_after=tuple(q for q in universe if q not in ordered_after),
+        unjudged_run_queries=tuple(unjudged_run),
+        unjudged_golden=unjudged_golden,
+        strata={q: stratum_of.get(q) for q in universe},
+    )
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _csv_cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(round(value, 6)) if math.isfinite(value) else ""
+    return str(value)
+
+
+def bucket_csv(result: LiftResult) -> str:
+    """``retrieval_lift_by_bucket.csv``: one row per bucket, then a ``no_relevant`` row (count only)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for s in result.buckets:
+        writer.writerow([_csv_cell(v) for v in (s.bucket, s.count, s.share, s.mean_rr_delta, s.mean_rank_movement,
+                                                s.mean_recall_delta, s.tie_sensitive)])
+    writer.writerow([NO_RELEVANT, len(result.no_relevant), "", "", "", "", ""])
+    return buf.getvalue()
+
+
+def _label(source: str, tag: str | None) -> dict[str, str | None]:
+    """A run's file name and its tag (``None`` when the name already says it)."""
+    name = os.path.basename(source.rstrip("/")) or source
+    return {"name": name, "tag": tag if tag and tag not in name else None}
+
+
+def render_lift_markdown(result: LiftResult) -> str:
+    """``retrieval_lift.md`` from :data:`gate/rendering/templates/lift.md.j2`."""
+    from gate.rendering.jinja import render
+
+    data = result.to_dict()
+    # How the mean RR change splits over the buckets (the contributions add up to it),
+    # largest first, and the bucket that carries most of it in its direction.
+    parts = sorted((b for b in data["buckets"] if b["rr_contribution"]),
+                   key=lambda b: -abs(b["rr_contribution"]))
+    main = None
+    delta = data["mean_rr_delta"]
+    if parts and delta:
+        same_way = [b for b in parts if b["rr_contribution"] * delta > 0]
+        main = same_way[0]["bucket"] if same_way else None
+    examples: dict[str, list[dict[str, Any]]] = {}
+    for example in result.examples():
+        examples.setdefault(example["bucket"], []).append(example)
+    return render(
+        "lift.md.j2",
+        lift=data,
+        before_label=_label(result.before, result.before_tag),
+        after_label=_label(result.after, result.after_tag),
+        meaning=BUCKET_MEANING,
+        buckets=BUCKETS,
+        main=main,
+        parts=parts,
+        qrels_label=_label(result.qrels, None)["name"],
+        examples=examples,
+        hit_buckets=HIT_BUCKETS,
+    )
+
+
+def write_lift(
+    before: Run,
+    after: Run,
+    qrels: Qrels,
+    output_dir: str | Path,
+    rel_threshold: int = 1,
+    k_rank: int = 10,
+    k_recall: int = 100,
+    queries: QuerySet | None = None,
+    *,
+    strata: Mapping[str, str | None] | None = None,
+) -> LiftResult:
+    """Compute the lift (:func:`compute_lift`) and write the four files into ``output_dir``.
+
+    Files (atomic writes): ``retrieval_lift.json`` (headline counts, mean
+    deltas, per-bucket and per-stratum stats), ``retrieval_lift_by_bucket.csv``,
+    ``retrieval_lift_examples.jsonl`` (up to 3 queries per bucket, largest
+    |rr_delta| first) and ``retrieval_lift.md``. The returned result's
+    ``files`` maps ``json``/``csv``/``examples``/``markdown`` to the paths.
+    """
+    result = compute_lift(before, after, qrels, rel_threshold, k_rank, k_recall, queries,
+                          strata=strata)
+    out = Path(output_dir)  # created by the first atomic write; a file in the way is an InputError
+    paths = {key: out / name for key, name in FILES.items()}
+    write_text_atomic(paths["json"], json.dumps(result.to_dict(), indent=2, ensure_ascii=False,
+                                                allow_nan=False) + "\n")
+    write_text_atomic(paths["csv"], bucket_csv(result))
+    write_text_atomic(paths["examples"], "".join(
+        json.dumps(e, ensure_ascii=False, allow_nan=False) + "\n" for e in result.examples()))
+    write_text_atomic(paths["markdown"], render_lift_markdown(result))
+    return LiftResult(**{**result.__dict__, "files": paths})
+
+
+# --------------------------------------------------------------------------- default qrels
+
+
+def _irds_qrels_path(dataset_id: str) -> Path | None:
+    """Where ir_datasets keeps ``dataset_id``'s qrels once downloaded (None if it cannot tell)."""
+    from gate.inputs.readers.irds import quiet_irds
+
+    try:
+        import ir_datasets  # noqa: WPS433 - heavy: imported on first use
+    except ImportError:
+        return None
+    try:
+        with quiet_irds():
+            handler = ir_datasets.load(dataset_id).qrels_handler()
+        path = getattr(getattr(handler, "_qrels_dlc", None), "_path", None)
+        return Path(path) if path is not None else None
+    except Exception:  # noqa: BLE001 - unknown id or layout: let the loader say
+        return None
+
+
+def default_qrels() -> Qrels:
+    """MS MARCO passage dev/small qrels through ir_datasets (``irds:msmarco-passage/dev/small``).
+
+    Never downloads (that archive is 1 GB): when the qrels are not in the
+    ir_datasets cache (``IR_DATASETS_HOME``, default ``~/.ir_datasets``) this
+    raises a one-line :class:`InputError` saying which ``--qrels`` to pass.
+    """
+    from gate.inputs.readers.irds import load_irds_qrels
+
+    path = _irds_qrels_path(DEFAULT_QRELS.split(":", 1)[1])
+    if path is None or not path.is_file():
+        home = os.environ.get("IR_DATASETS_HOME", str(Path.home() / ".ir_datasets"))
+        raise InputError(DEFAULT_QRELS, None,
+                         f"no --qrels given, and the default MS MARCO passage dev/small qrels are not in the "
+                         f"ir_datasets cache ({home}); pass the qrels your runs were judged with, e.g. "
+                         "--qrels qrels.dev.small.tsv (MS MARCO dev) or --qrels qrels.dl19-passage.txt "
+                         "--rel-threshold 2 (TREC DL 2019)")
+    return load_irds_qrels(DEFAULT_QRELS)
+
+
+# --------------------------------------------------------------------------- report section
+
+
+def strata_section(
+    baseline: PerQuery,
+    candidate: PerQuery,
+    metric: str,
+    strata_by_query: Mapping[str, str | None],
+    spec: StrataSpec | None = None,
+    *,
+    baseline_run: Run | None = None,
+    candidate_run: Run | None = None,
+    qrels: Qrels | None = None,
+    queries: QuerySet | None = None,
+    k_rank: int = 10,
+    k_recall: int = 100,
+    noise_threshold: Mapping[str, float] | float | None = None,
+    min_effect: float | None = None,
+    samples: int = 10_000,
+    seed: int = 7,
+    method: str = "percentile",
+) -> dict[str, Any]:
+    """The strata + traffic + lift block of ``report.json``.
+
+    ``baseline``/``candidate`` are :class:`gate.evaluation.evaluate.PerQuery` on the same
+    queries (the comparison's universe, possibly a held-out subset);
+    ``metric`` names the measure compared; ``strata_by_query`` maps query ids
+    to strata (queries it does not list have none). With ``spec`` the
+    per-stratum rows follow its shares (a stratum empty here is "n = 0, not
+    measured" and its share is ``unmeasured`` traffic) and ``traffic`` is
+    filled; without, ``traffic`` is ``None``. With both runs and the qrels,
+    ``lift`` holds the movement buckets over the same queries at the
+    PerQuery's rel; otherwise ``None``.
+
+    Returns ``{"strata": [...], "traffic": {...} | None, "lift": {...} | None,
+    "wins_sentence": str, "unassigned": int}``. A query whose stratum has no
+    share in ``spec`` is an :class:`InputError` on the shares file.
+    """
+    from gate.statistics.paired import paired_differences
+    from gate.statistics.strata import stratum_table
+    from gate.statistics.traffic import traffic_account, wins_sentence
+
+    if tuple(baseline.query_ids) != tuple(candidate.query_ids):
+        raise ValueError("baseline and candidate were evaluated on different queries")
+    key = baseline.key(metric)
+    base = baseline.values[key]
+    cand = candidate.values[candidate.key(metric)]
+    labels = [strata_by_query.get(q) or None for q in baseline.query_ids]
+    shares = spec.shares if spec is not None else None
+    if spec is not None:
+        counts: dict[str, int] = {}
+        for lab in labels:
+            if lab is not None and lab not in spec.shares:
+                counts[lab] = counts.get(lab, 0) + 1
+        for stratum in sorted(counts):
+            raise spec.error(None, f"stratum '{stratum}' has {counts[stratum]} queries but no share")
+
+    section: dict[str, Any] = {"strata": [], "traffic": None, "lift": None, "wins_sentence": None,
+                               "unassigned": sum(1 for lab in labels if lab is None)}
+    if len(base):
+        d = paired_differences(base, cand)
+        section["wins_sentence"] = wins_sentence(int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum()),
+                                                 float(d.mean()))
+        if shares is not None or any(lab is not None for lab in labels):
+            results = stratum_table(base, cand, labels, shares=shares,
+                                    guarded=spec.guarded if spec is not None else (),
+                                    noise_threshold=noise_threshold, min_effect=min_effect,
+                                    samples=samples, seed=seed, method=method)
+            section["strata"] = [r.to_dict() for r in results]
+            if shares is not None:
+                section["traffic"] = traffic_account(results, d, labels, samples=samples, seed=seed).to_dict()
+    if baseline_run is not None and candidate_run is not None and qrels is not None:
+        lift = compute_lift(baseline_run, candidate_run, qrels, baseline.rel, k_rank, k_recall, queries,
+                            strata={q: lab for q, lab in zip(baseline.query_ids, labels)},
+                            query_ids=baseline.query_ids)
+        section["lift"] = lift.to_dict()
+    return section

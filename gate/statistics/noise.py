@@ -1,0 +1,204 @@
+"""The noise band's arithmetic: how far the same configuration moves between identical runs.
+
+From N repeats of one configuration (per-query values aligned on one query
+list) the band is ``threshold = max(3 x sd, range)`` of the per-run means -
+two derivations, one from the spread and one from the extremes, so the
+figure does not rest on assuming the runs are normally distributed.
+``delta_sd = sqrt(2) x sd`` is the spread of a difference of two single runs,
+shown beside it. A change smaller than the threshold has not been shown to
+move the metric on this stack.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Mean, sd (ddof 1), range and threshold of a list of run means."""
+
+    means: tuple[float, ...]
+    mean: float
+    sd: float
+    range: float
+    threshold: float
+    delta_sd: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "means": list(self.means),
+            "mean": self.mean,
+            "sd": self.sd,
+            "range": self.range,
+            "threshold": self.threshold,
+            "delta_sd": self.delta_sd,
+        }
+
+
+def spread(means: Sequence[float]) -> Spread:
+    """The seed's rule on a list of per-run means. Identical runs give zeros, never NaN."""
+    values = np.asarray(means, dtype=np.float64)
+    if len(values) == 0:
+        raise ValueError("a noise band needs at least one run")
+    # Identical runs are exactly zero (a mean of equal floats can leave a 1e-17 residue).
+    same = bool(np.all(values == values[0]))
+    sd = float(values.std(ddof=1)) if len(values) > 1 and not same else 0.0
+    rng = float(values.max() - values.min())
+    return Spread(
+        means=tuple(float(v) for v in values),
+        mean=float(values.mean()),
+        sd=sd,
+        range=rng,
+        threshold=max(3.0 * sd, rng),
+        delta_sd=math.sqrt(2.0) * sd,
+    )
+
+
+@dataclass(frozen=True)
+class UnstableQuery:
+    query_id: str
+    low: float
+    high: float
+    range: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query_id": self.query_id, "low": self.low, "high": self.high, "range": self.range}
+
+
+@dataclass(frozen=True)
+class NoiseBand:
+    metric: str
+    runs: int
+    overall: Spread
+    strata: Mapping[str, Spread]
+    unstable: tuple[UnstableQuery, ...]  # queries whose value moves across repeats, largest first
+    query_count: int
+    fingerprints: Mapping[str, Any] = field(default_factory=dict)
+    source: str = "repeats"  # "repeats" (runner) or "runs" (--from-runs)
+    run_files: tuple[str, ...] = ()
+    seeds: tuple[int, ...] = ()
+
+    @property
+    def threshold(self) -> float:
+        return self.overall.threshold
+
+    def stratum_threshold(self, stratum: str) -> float | None:
+        item = self.strata.get(stratum)
+        return None if item is None else item.threshold
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "runs": self.runs,
+            **self.overall.to_dict(),
+            "query_count": self.query_count,
+            "strata": {name: s.to_dict() for name, s in self.strata.items()},
+            "unstable_queries": [q.to_dict() for q in self.unstable],
+            "unstable_count": len(self.unstable),
+            "fingerprints": dict(self.fingerprints),
+            "source": self.source,
+            "run_files": list(self.run_files),
+            "seeds": list(self.seeds),
+        }
+
+
+def noise_band(
+    metric: str,
+    query_ids: Sequence[str],
+    repeats: Sequence[np.ndarray],
+    strata: Mapping[str, str | None] | None = None,
+    fingerprints: Mapping[str, Any] | None = None,
+    source: str = "repeats",
+    run_files: Sequence[str] = (),
+    seeds: Sequence[int] = (),
+) -> NoiseBand:
+    """The band from per-query values of N identical runs, aligned on ``query_ids``."""
+    if not repeats:
+        raise ValueError("a noise band needs at least one run")
+    matrix = np.vstack([np.asarray(r, dtype=np.float64) for r in repeats])  # runs x queries
+    if matrix.shape[1] != len(query_ids):
+        raise ValueError("every repeat must be aligned on the same query list")
+    overall = spread(matrix.mean(axis=1) if matrix.shape[1] else np.zeros(len(repeats)))
+    by_stratum: dict[str, Spread] = {}
+    if strata:
+        labels = np.array([strata.get(q) or "" for q in query_ids], dtype=object)
+        for name in sorted({s for s in labels if s}):
+            mask = labels == name
+            by_stratum[name] = spread(matrix[:, mask].mean(axis=1))
+    low, high = matrix.min(axis=0), matrix.max(axis=0)
+    moving = np.flatnonzero(high - low > 0)
+    order = moving[np.argsort(-(high - low)[moving], kind="stable")]
+    unstable = tuple(
+        UnstableQuery(query_ids[i], float(low[i]), float(high[i]), float(high[i] - low[i])) for i in order
+    )
+    return NoiseBand(metric, len(repeats), overall, by_stratum, unstable, len(query_ids),
+                     dict(fingerprints or {}), source, tuple(run_files), tuple(seeds))
+
+
+def check_band_dict(data: Any, source: str) -> Mapping[str, Any]:
+    """A stored band (noise.json, or the manifest's ``noise_band``) is checked before it is
+    read: each value the band needs, of the type :meth:`NoiseBand.to_dict` writes."""
+    from gate.common.errors import InputError
+
+    def fail(message: str) -> InputError:
+        return InputError(source, None, f"not a noise band: {message}")
+
+    def numbers(value: Any, key: str, least: int = 1) -> None:
+        if (not isinstance(value, list) or len(value) < least
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                           for v in value)):
+            raise fail(f"'{key}' must be a list of at least {least} finite numbers")
+
+    if not isinstance(data, Mapping):
+        raise fail("expected a JSON object")
+    if not isinstance(data.get("metric"), str):
+        raise fail("'metric' must be text")
+    numbers(data.get("means"), "means", 2)
+    strata = data.get("strata") or {}
+    if not isinstance(strata, Mapping) or not all(isinstance(v, Mapping) for v in strata.values()):
+        raise fail("'strata' must map each stratum to its means")
+    for name, item in strata.items():
+        numbers(item.get("means"), f"strata.{name}.means", 2)
+    unstable = data.get("unstable_queries") or []
+    if not isinstance(unstable, list):
+        raise fail("'unstable_queries' must be a list")
+    for item in unstable:
+        if not isinstance(item, Mapping) or not isinstance(item.get("query_id"), str):
+            raise fail("each unstable query needs a 'query_id'")
+        numbers([item.get("low"), item.get("high"), item.get("range")], "unstable_queries[].low/high/range", 3)
+    for key in ("runs", "query_count"):
+        value = data.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise fail(f"'{key}' must be a non-negative integer")
+    if not isinstance(data.get("fingerprints") or {}, Mapping):
+        raise fail("'fingerprints' must be an object")
+    if not all(isinstance(f, str) for f in data.get("run_files") or ()):
+        raise fail("'run_files' must be a list of file names")
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in data.get("seeds") or ()):
+        raise fail("'seeds' must be a list of integers")
+    return data
+
+
+def band_from_dict(data: Mapping[str, Any]) -> NoiseBand:
+    """Read back :meth:`NoiseBand.to_dict` (noise.json / the manifest's noise section)."""
+    overall = spread(data["means"])
+    strata = {name: spread(s["means"]) for name, s in (data.get("strata") or {}).items()}
+    unstable = tuple(UnstableQuery(q["query_id"], q["low"], q["high"], q["range"])
+                     for q in data.get("unstable_queries") or [])
+    return NoiseBand(
+        metric=str(data["metric"]),
+        runs=int(data.get("runs", len(data["means"]))),
+        overall=overall,
+        strata=strata,
+        unstable=unstable,
+        query_count=int(data.get("query_count", 0)),
+        fingerprints=dict(data.get("fingerprints") or {}),
+        source=str(data.get("source", "repeats")),
+        run_files=tuple(data.get("run_files") or ()),
+        seeds=tuple(int(s) for s in data.get("seeds") or ()),
+    )

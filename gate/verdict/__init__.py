@@ -1,0 +1,1 @@
+"""The verdict: the policy's limits applied to what the earlier stages found."""

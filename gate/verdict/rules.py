@@ -1,0 +1,322 @@
+"""The verdict's rules: the policy's limits applied to the findings.
+
+Kinds and exit codes: ``pass`` 0, ``skipped`` 0, ``accepted`` 0, ``fail`` 1,
+``inconclusive`` 3 when it blocks (0 when ``inconclusive_blocks: false``).
+Every verdict carries the reasons that decided it, each with a stable code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# The policy is the config's ``policy:`` block, its defaults declared once (gate.inputs.config).
+from gate.inputs.config import Policy
+
+STATISTICAL = {"regression_shown", "improvement_required", "improvement_shown", "non_inferior", "underpowered",
+               "too_few_movers", "unchanged"}
+EXIT_BY_KIND = {"pass": 0, "skipped": 0, "accepted": 0, "fail": 1, "inconclusive": 3}
+
+#: The calibrated rule's constants (benchmarks/bench_decision.py measures what they buy).
+#: Each one-sided claim is made at this level (the ends of a two-sided 95% interval).
+ALPHA = 0.025
+#: Below this many moving queries (d != 0) no interval or test is trusted: with 0-4 movers
+#: every sample-based interval is [0, 0]-like and "passes by construction" (the "np >= 5"
+#: rule of thumb; 4 gives 3.6% false passes on reciprocal-rank deltas at n = 30, 5 gives 2.4%).
+MIN_MOVERS = 5
+#: The largest loss one query can have: measures are in [0, 1] (nDCG, AP, RR, R, P, Success).
+MAX_QUERY_LOSS = 1.0
+#: Decision rules: "calibrated" (default) or "interval", the seed's rule on the reported interval.
+DECISIONS = ("calibrated", "interval")
+
+
+@dataclass(frozen=True)
+class Reason:
+    code: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str
+    reasons: tuple[Reason, ...]
+    improvement_shown: bool = False
+    exit_code: int = 0
+    reporting_set: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def headline_reason(self) -> str:
+        return self.reasons[0].message if self.reasons else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "reasons": [r.to_dict() for r in self.reasons],
+            "improvement_shown": self.improvement_shown,
+            "exit_code": self.exit_code,
+            "reporting_set": dict(self.reporting_set),
+        }
+
+
+def _exit(kind: str, policy: Policy) -> int:
+    if kind == "inconclusive" and not policy.inconclusive_blocks:
+        return 0
+    return EXIT_BY_KIND[kind]
+
+
+def inconclusive(code: str, message: str, policy: Policy, reporting_set: dict[str, Any] | None = None) -> Verdict:
+    return Verdict("inconclusive", (Reason(code, message),), False, _exit("inconclusive", policy), reporting_set or {})
+
+
+def decide_delta(
+    delta: float,
+    ci_low: float,
+    ci_high: float,
+    mde: float | None,
+    metric: str,
+    query_count: int,
+    policy: Policy,
+    noise_threshold: float | None = None,
+    reporting_set: dict[str, Any] | None = None,
+    evidence: Any = None,
+) -> Verdict:
+    """The statistical part of the policy: regression shown, non-inferiority, improvement.
+
+    With ``evidence`` (:class:`gate.statistics.evidence.Evidence`) and ``policy.decision ==
+    "calibrated"`` (the default), each claim needs the Hall-transformed bootstrap-t interval
+    and the one-sided sign-flip test to agree, and at least :data:`MIN_MOVERS` queries that
+    moved; non-inferiority also holds, distribution-free, when the Clopper-Pearson bound on the
+    share of losing queries times :data:`MAX_QUERY_LOSS` stays below the margin (from n = 183
+    queries). Otherwise (``"interval"``) the seed's rule on ``[ci_low, ci_high]``.
+    ``ci_low``/``ci_high`` are the reported interval either way; a noise band must be exceeded
+    for a regression or an improvement to count.
+    """
+    band = noise_threshold if noise_threshold is not None else 0.0
+    interval = f"{metric} {delta:+.3f} [{ci_low:+.3f}, {ci_high:+.3f}]"
+    beyond_band = abs(delta) > band
+    band_ok = noise_threshold is not None or not policy.improvement_needs_band
+    if evidence is not None and policy.decision == "calibrated":
+        e = evidence
+        margin = policy.max_regression
+        enough = e.movers >= MIN_MOVERS
+        regression = enough and e.hall_high < 0 and e.p_regression <= ALPHA
+        worst_case = e.loss_share_upper * MAX_QUERY_LOSS < margin
+        non_inferior = (enough and e.hall_low >= -margin and e.p_noninferior <= ALPHA) or worst_case
+        improvement = enough and e.hall_low > 0 and e.p_improvement <= ALPHA and beyond_band and band_ok
+        evidence_text = (f"{interval}, calibrated [{e.hall_low:+.3f}, {e.hall_high:+.3f}], "
+                         f"{e.movers} of {query_count} q moved")
+    else:
+        regression = ci_high < 0
+        non_inferior = ci_low >= -policy.max_regression
+        improvement = ci_low > 0 and beyond_band and band_ok
+        worst_case = enough = False
+        e = None
+        evidence_text = f"{interval}, {query_count} q"
+    reasons: list[Reason] = []
+    if regression and beyond_band:
+        reasons.append(Reason("regression_shown", f"regression shown ({evidence_text})"))
+        kind = "fail"
+    elif non_inferior:
+        if policy.require_improvement and not improvement:
+            why = "not shown"
+            if not band_ok and (e.hall_low > 0 and e.p_improvement <= ALPHA and enough if e is not None
+                                else ci_low > 0):
+                why = "not counted: there is no noise band to exceed (retrieval-gate noise)"
+            reasons.append(Reason("improvement_required", f"improvement required but {why} ({evidence_text})"))
+            kind = "fail"
+        elif improvement:
+            reasons.append(Reason("improvement_shown", f"improvement shown ({evidence_text})"))
+            kind = "pass"
+        else:
+            how = (f"; {e.losses} of {e.n} queries lost, at most {e.loss_share_upper:.1%} of all queries can"
+                   if e is not None and worst_case and not enough else "")
+            reasons.append(Reason("non_inferior", f"non-inferior within -{policy.max_regression:g} "
+                                                  f"({evidence_text}{how})"))
+            kind = "pass"
+    elif e is not None and not enough:
+        reasons.append(Reason("too_few_movers", f"only {e.movers} of {e.n} queries moved ({interval}): too few to "
+                                                f"tell a change of less than {policy.max_regression:g} from one "
+                                                f"the sample missed (at least {MIN_MOVERS} needed, or more queries)"))
+        kind = "inconclusive"
+    else:
+        detectable = "not estimable" if mde is None else f"{mde:.3f}"
+        reasons.append(Reason("underpowered",
+                              f"neither a regression nor non-inferiority is shown ({evidence_text}); "
+                              f"minimum detectable effect {detectable}"))
+        kind = "inconclusive"
+    return Verdict(kind, tuple(reasons), improvement, _exit(kind, policy), reporting_set or {})
+
+
+#: A guarded stratum fails the gate when its regression is shown at this Holm-adjusted level.
+GUARDED_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class GuardedRegression:
+    stratum: str
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_holm: float
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What the earlier stages established, and nothing they decided: the verdict applies the
+    policy's limits to it (:func:`decide`). Limits belong here, findings to the checks."""
+
+    metric: str
+    query_count: int
+    delta: float
+    ci_low: float
+    ci_high: float
+    mde: float | None = None
+    noise_threshold: float | None = None
+    evidence: Any = None  # gate.statistics.evidence.Evidence
+    new_leaks: int = 0
+    leak_sources: tuple[str, ...] = ()
+    judged_k: int = 10
+    unjudged_share: float | None = None  # of the candidate's top k
+    judged_drop: float | None = None  # baseline judged share minus the candidate's
+    tuning_overlap: tuple[str, ...] = ()
+    # Every golden query ranked exactly as the baseline ranks it (trec_eval's order): there is
+    # no difference to judge, and no sample can hide one (unlike 0 movers on a metric).
+    identical_rankings: bool = False
+    damaged_traffic: float | None = None  # share of traffic in strata shown damaged (None: no shares)
+    damaged_strata: tuple[str, ...] = ()
+    guarded_regressions: tuple[GuardedRegression, ...] = ()  # damaged guarded strata with their Holm p
+    warnings: tuple[str, ...] = ()
+    reporting_set: dict[str, Any] = field(default_factory=dict)
+
+
+def traffic_findings(block: dict[str, Any]) -> dict[str, Any]:
+    """The strata table's directions (a report's strata block: ``strata`` rows and ``traffic``),
+    as :class:`Findings` takes them: ``run`` and ``compare`` decide on the same rows."""
+    traffic = block.get("traffic")
+    rows = block.get("strata", [])
+    guarded = tuple(GuardedRegression(r["stratum"], r["delta"], r["ci_low"], r["ci_high"], r["p_holm"])
+                    for r in rows if r.get("guarded") and r.get("direction") == "damaged"
+                    and r.get("p_holm") is not None)
+    return {
+        "damaged_traffic": None if not traffic else traffic.get("damaged", 0.0),
+        "damaged_strata": tuple(r["stratum"] for r in rows if r.get("direction") == "damaged"),
+        "guarded_regressions": guarded,
+    }
+
+
+def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
+    """The validity and traffic rules: each a reason code and a message naming the limit."""
+    out: list[Reason] = []
+    f = findings
+    if f.new_leaks > policy.max_leaked:
+        sources = ", ".join(f.leak_sources[:3])
+        out.append(Reason("new_leaked_queries", f"{f.new_leaks} golden queries newly appear in the candidate's "
+                                                f"corpus ({sources}); limit {policy.max_leaked}"))
+    if f.unjudged_share is not None and f.unjudged_share > policy.max_unjudged:
+        out.append(Reason("judged_share", f"{f.unjudged_share:.0%} of the candidate's top {f.judged_k} is unjudged "
+                                          f"(limit {policy.max_unjudged:.0%})"))
+    if f.judged_drop is not None and f.judged_drop > policy.max_judged_drop:
+        out.append(Reason("judged_share", f"the judged share of the top {f.judged_k} fell by {f.judged_drop:.0%} "
+                                          f"against the baseline (limit {policy.max_judged_drop:.0%})"))
+    if f.tuning_overlap:
+        out.append(Reason("tuning_overlap", f"{len(f.tuning_overlap)} queries are both tuning and reporting "
+                                            f"queries (e.g. {', '.join(f.tuning_overlap[:3])})"))
+    if f.damaged_traffic is not None and f.damaged_traffic > policy.max_damaged_traffic + 1e-12:
+        out.append(Reason("damaged_traffic", f"{f.damaged_traffic:.0%} of traffic damaged "
+                                             f"({', '.join(f.damaged_strata)}); limit {policy.max_damaged_traffic:.0%}"))
+    for g in f.guarded_regressions:
+        if g.p_holm < GUARDED_ALPHA:
+            out.append(Reason("guarded_stratum", f"guarded stratum {g.stratum} regressed: {g.delta:+.3f} "
+                                                 f"[{g.ci_low:+.3f}, {g.ci_high:+.3f}], Holm p {g.p_holm:.3f}"))
+    return out
+
+
+def decide(findings: Findings, policy: Policy) -> Verdict:
+    """The one decision: validity and traffic failures first, then the statistics."""
+    f = findings
+    if f.identical_rankings:
+        statistical = unchanged(f.query_count, policy, f.reporting_set)
+    else:
+        statistical = decide_delta(f.delta, f.ci_low, f.ci_high, f.mde, f.metric, f.query_count, policy,
+                                   f.noise_threshold, f.reporting_set, f.evidence)
+    return combine([(r.code, r.message) for r in failures_of(f, policy)], f.warnings, statistical, policy)
+
+
+def unchanged(query_count: int, policy: Policy, reporting_set: dict[str, Any] | None = None) -> Verdict:
+    """The candidate ranks every golden query exactly as the baseline does (a refactor, a docs
+    change on a stack whose whole tree is its code): pass, unless an improvement is required."""
+    message = (f"no golden query's ranking changed ({query_count} queries ranked exactly as the baseline ranks "
+               "them): there is no difference to judge")
+    if policy.require_improvement:
+        return Verdict("fail", (Reason("improvement_required", f"improvement required but {message}"),), False,
+                       _exit("fail", policy), reporting_set or {})
+    return Verdict("pass", (Reason("unchanged", message),), False, _exit("pass", policy), reporting_set or {})
+
+
+def combine(failures, warnings, statistical: Verdict, policy: Policy) -> Verdict:
+    """Validity failures decide before statistics: a fail names them first."""
+    reasons = [Reason(code, message) for code, message in failures]
+    if not reasons:
+        extra = tuple(Reason("warning", w) for w in warnings)
+        return Verdict(statistical.kind, statistical.reasons + extra, statistical.improvement_shown,
+                       statistical.exit_code, statistical.reporting_set)
+    reasons += list(statistical.reasons) + [Reason("warning", w) for w in warnings]
+    return Verdict("fail", tuple(reasons), statistical.improvement_shown, _exit("fail", policy),
+                   statistical.reporting_set)
+
+
+ACCEPT_LABEL = "retrieval-gate:accept"
+JUSTIFICATION = "Retrieval-Gate-Justification:"
+
+
+def skipped(changed: int, policy: Policy, names: tuple[str, ...] = ()) -> Verdict:
+    """Nothing watched changed. The message names the files that did (a few): a runner.inputs
+    that misses the code the runs read shows up here, in the comment, not nowhere."""
+    shown = ""
+    if names:
+        listed = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        shown = f": {listed}"
+    return Verdict("skipped", (Reason("not_relevant", f"this PR changes none of the files the gate watches "
+                                                      f"({changed} file{'' if changed == 1 else 's'} changed{shown})"),), False, 0, {})
+
+
+def justification(body: str | None) -> str | None:
+    """The text after a ``Retrieval-Gate-Justification:`` line in the PR body, if any."""
+    for line in (body or "").splitlines():
+        stripped = line.strip()
+        if stripped.lower().startswith(JUSTIFICATION.lower()):
+            text = stripped[len(JUSTIFICATION):].strip()
+            return text or None
+    return None
+
+
+def goalposts_changed(verdict: Verdict, goalposts, policy: Policy) -> Verdict:
+    """A PR that edits its own yardstick cannot pass without the accept label."""
+    if not goalposts or verdict.kind not in ("pass",):
+        return verdict
+    files = ", ".join(g["path"] for g in goalposts[:5])
+    reason = Reason("goalposts_changed", f"this PR edits the yardstick ({files}); it cannot pass without the "
+                                         f"{ACCEPT_LABEL} label")
+    return Verdict("fail", (reason,) + verdict.reasons, verdict.improvement_shown, _exit("fail", policy),
+                   verdict.reporting_set)
+
+
+def accept(verdict: Verdict, labels, body: str | None, policy: Policy) -> tuple[Verdict, dict | None]:
+    """A fail or a blocking inconclusive a maintainer accepts on purpose: the label plus a
+    justification line (labels need triage rights, so a fork author cannot self-accept). An
+    inconclusive needs a way out too: a refactor that moves no golden query is too_few_movers,
+    and only a person can say the sample is enough."""
+    if verdict.kind not in ("fail", "inconclusive") or verdict.exit_code == 0 or ACCEPT_LABEL not in set(labels or ()):
+        return verdict, None
+    text = justification(body)
+    if text is None:
+        note = Reason("accept_without_justification", f"the {ACCEPT_LABEL} label is set but the PR body has no "
+                                                      f"'{JUSTIFICATION}' line: the fail stands")
+        return Verdict(verdict.kind, verdict.reasons + (note,), verdict.improvement_shown, verdict.exit_code,
+                       verdict.reporting_set), None
+    accepted = {"label": ACCEPT_LABEL, "justification": text, "failed_on": [r.to_dict() for r in verdict.reasons]}
+    reason = Reason("accepted", f"accepted on purpose ({ACCEPT_LABEL}): {text}")
+    return Verdict("accepted", (reason,) + verdict.reasons, verdict.improvement_shown, 0, verdict.reporting_set), accepted
