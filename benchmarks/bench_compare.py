@@ -119,7 +119,8 @@ def main() -> None:
 
         # Same numbers, or the timing means nothing.
         sys.path.insert(0, str(REPO))
-        from gate.evaluation.evaluate import evaluate, query_universe
+        from gate.evaluation.evaluate import evaluate
+        from gate.inputs.universe import query_universe
         from gate.inputs.readers.qrels import read_qrels
         from gate.inputs.readers.runs import read_run
 

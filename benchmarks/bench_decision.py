@@ -127,7 +127,8 @@ def oriented(d: np.ndarray, orientation: str) -> np.ndarray:
 
 
 def real_pools(orientation: str = "worse") -> dict[str, np.ndarray]:
-    from gate.evaluation.evaluate import evaluate, query_universe
+    from gate.evaluation.evaluate import evaluate
+    from gate.inputs.universe import query_universe
     from gate.inputs.readers.qrels import read_qrels
     from gate.inputs.readers.runs import read_run
 

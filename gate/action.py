@@ -11,7 +11,7 @@ output.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import re
 import subprocess
@@ -359,7 +359,9 @@ def _changed_files(workspace: Path, base: str | None, event: Event, client) -> l
 
 def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path]) -> int:
     from gate.rendering.comment import headline, render_comment, render_summary
-    from gate.publishing.github.client import COMMENT_LIMIT, GitHubClient, GitHubError, publish_comment, truncate_description
+    from gate.publishing.github.client import GitHubClient, GitHubError, truncate_description
+    from gate.publishing.github.sticky_comment import publish_comment
+    from gate.rendering.markdown_cut import COMMENT_LIMIT
     from gate.pipeline.run import RunOptions, run_gate
     from gate.rendering.jinja import render
     from gate.verdict.rules import Policy, accept, goalposts_changed, inconclusive, skipped
@@ -430,7 +432,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
             outcome = run_gate(config, options, progress=lambda m: _print(out, f"[retrieval-gate] {escape_data(m)}"))
         report, verdict = outcome.report, outcome.verdict
         if outcome.extras.get("validity") is not None and outcome.extras["validity"].judged is not None:
-            from gate.checks.judged import write_unjudged
+            from gate.checks.judged_share import write_unjudged
 
             write_unjudged(out_dir / "unjudged.tsv", outcome.extras["validity"].judged.unjudged_rows)
     report["goalposts"] = list(yard.goalposts)
@@ -449,38 +451,36 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     report["warnings"] = list(report.get("warnings", [])) + warnings
     report["yardstick"] = {"source": yard.source, "baseline_source": baseline_source}
     report["verdict"] = verdict.to_dict()
-    report["verdict"]["headline"] = headline(report, markdown=False)
     report["event"] = {"name": event.name, "pr": event.pr_number, "head_sha": event.head_sha, "base_sha": base}
 
     from gate.common.atomic import write_text_atomic
+    from gate.report.document import report_json, report_record
 
-    from gate.report.document import check_own_report
-
-    check_own_report(report)
-    from gate.report.document import report_json
-
-    text = report_json(report)
-    write_text_atomic(out_dir / "report.json", text)
-    write_text_atomic(out_dir / "report.md", render("run.md.j2", report=report))
+    record = report_record(report)
+    # The headline is the comment's first line, in plain text: it is read from the record it heads.
+    record = dataclasses.replace(record, verdict=dataclasses.replace(
+        record.verdict, headline=headline(record, markdown=False)))
+    write_text_atomic(out_dir / "report.json", report_json(record.to_dict()))
+    write_text_atomic(out_dir / "report.md", render("run.md.j2", report=record))
     reproduce = f"retrieval-gate run --config {inputs.config_path}" + (f" --base {base}" if base else "")
     # Room for the hidden marker line publish_comment puts first.
-    comment_body = render_comment(report, reproduce_command=reproduce, limit=COMMENT_LIMIT - 200)
+    comment_body = render_comment(record, reproduce_command=reproduce, limit=COMMENT_LIMIT - 200)
     write_text_atomic(out_dir / "comment.md", comment_body)
 
     # The verdict is decided and on disk. What follows is publishing, in order of importance:
     # the outputs and the job summary first (the workflow's next steps need them), then GitHub.
     # A GitHub failure (a 502, a deleted comment, the wait cap) is a warning: the job still
     # exits with the verdict's code, never 4.
-    delta = report.get("delta") or {}
+    delta = record.delta
     output_file = env.get("GITHUB_OUTPUT", "")
     write_outputs(output_file, {
         "verdict": verdict.kind,
-        "delta": "" if delta.get("mean") is None else f"{delta['mean']:.6f}",
-        "ci-low": "" if delta.get("ci_low") is None else f"{delta['ci_low']:.6f}",
-        "ci-high": "" if delta.get("ci_high") is None else f"{delta['ci_high']:.6f}",
+        "delta": _fixed6(delta.mean if delta else None),
+        "ci-low": _fixed6(delta.ci_low if delta else None),
+        "ci-high": _fixed6(delta.ci_high if delta else None),
         "report-path": _workspace_relative(env, out_dir / "report.json"),
     })
-    append_summary(env.get("GITHUB_STEP_SUMMARY", ""), render_summary(report, reproduce_command=reproduce))
+    append_summary(env.get("GITHUB_STEP_SUMMARY", ""), render_summary(record, reproduce_command=reproduce))
 
     comment_url = ""
     if event.name.startswith("pull_request") and event.pr_number is not None and client is not None:
@@ -504,7 +504,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
                 verdict.kind, "failure" if verdict.exit_code else "success")
             try:
                 client.create_status(event.head_sha, state, f"retrieval-gate/{config.suite}",
-                                     truncate_description(headline(report, markdown=False)))
+                                     truncate_description(record.verdict.headline))
             except Exception as error:  # noqa: BLE001 - as above
                 _print(out, annotation("warning", f"commit status not written: {_describe(error)}"))
     write_outputs(output_file, {"comment-url": comment_url})
@@ -514,11 +514,16 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
         # Untrusted text (reasons quote data) is printed with workflow commands switched off.
         for reason in verdict.to_dict()["reasons"]:
             _print(out, f"{reason['code']}: {reason['message']}")
-    _print(out, annotation(kind, headline(report, markdown=False)[:1000], title=f"retrieval-gate {verdict.kind}"))
-    for warning in report["warnings"]:
+    _print(out, annotation(kind, record.verdict.headline[:1000], title=f"retrieval-gate {verdict.kind}"))
+    for warning in record.warnings:
         _print(out, annotation("warning", warning[:1000], title="retrieval-gate"))
     _print(out, f"retrieval-gate: {verdict.kind} (exit {verdict.exit_code}) in {time.monotonic() - started:.1f}s")
     return verdict.exit_code
+
+
+def _fixed6(value: float | None) -> str:
+    """An output's number: six decimals, or empty where the report has none."""
+    return "" if value is None else f"{value:.6f}"
 
 
 def _describe(error: BaseException) -> str:

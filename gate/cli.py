@@ -20,6 +20,7 @@ from typing import Callable, Sequence
 from gate import __version__
 from gate.common.errors import InputError, UsageError
 from gate.common import limits
+from gate.common.jsontext import json_text
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 
@@ -270,14 +271,6 @@ def _check_measures(metric: str, also: Sequence[str] = ()) -> None:
                 raise UsageError(f"{option} {name[:40]!r}: {error.message}") from None
 
 
-def _check_rel(qrels, rel: int, option: str) -> None:
-    """A binary threshold above every label makes every binary measure 0: a typo, not a result."""
-    top = max((label for docs in qrels.judgments.values() for label in docs.values()), default=None)
-    if top is not None and rel > top:
-        raise UsageError(f"{option} {rel}: no judgment in {qrels.source} has a label of {rel} or more (the highest "
-                         f"is {top}): every binary measure would be 0")
-
-
 def _sha(text: str) -> str:
     if len(text) not in (40, 64) or any(c not in "0123456789abcdef" for c in text.lower()):
         raise argparse.ArgumentTypeError(f"'{text[:70]}' is not a commit sha (40 or 64 hex digits)")
@@ -289,84 +282,32 @@ def _progress(message: str) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from gate.common.atomic import write_text_atomic
-    from gate.pipeline.compare import CompareSettings, compare
-    from gate.inputs.named import describe_inputs, load_qrels_spec, load_queries_spec, load_run_file
-    from gate.report.document import Report
+    from gate.pipeline.compare import CompareSettings, compare_files
+    from gate.rendering.terminal import summary_lines
 
     started = time.monotonic()
-    from gate.inputs.traffic_shares import load_strata_spec
-
     _check_measures(args.metric, args.also)
-    if args.strata and not args.queries:
-        raise UsageError("--strata needs --queries (the query file gives each query its stratum)")
-    spec = load_strata_spec(args.strata) if args.strata else None
-    qrels = load_qrels_spec(args.qrels)
-    from gate.evaluation.measures import parse_measure
-
-    if any(parse_measure(m).TAKES_REL and parse_measure(m).rel is None for m in [args.metric, *args.also]):
-        _check_rel(qrels, args.rel, "--rel")
-    queries = load_queries_spec(args.queries) if args.queries else None
-    baseline = load_run_file(args.baseline)
-    candidate = load_run_file(args.candidate)
-    settings = CompareSettings(
-        metric=args.metric,
-        also=tuple(args.also),
-        rel=args.rel,
-        samples=args.samples,
-        seed=args.seed,
-        ci_method=args.ci_method,
-    )
-    comparison = compare(baseline, candidate, qrels, queries, settings)
-    inputs = describe_inputs(
-        baseline=(args.baseline, baseline), candidate=(args.candidate, candidate), qrels=(args.qrels, qrels),
-        queries=(args.queries, queries) if queries is not None else None,
-    )
-    report = Report.from_comparison(comparison, inputs, command="compare")
-    # Movement buckets and the wins sentence need only the runs and the qrels;
-    # the strata table needs a query file that names each query's stratum.
-    from gate.statistics.movement import strata_section
-    from gate.inputs.traffic_shares import assign_strata, validate_against
-
-    strata = assign_strata(queries, spec) if queries is not None else {}
-    if spec is not None:
-        validate_against(spec, strata)
-    strata_block = strata_section(
-        comparison.baseline, comparison.candidate, comparison.metric, strata, spec, baseline_run=baseline,
-        candidate_run=candidate, qrels=qrels, queries=queries, samples=args.samples, seed=args.seed,
-        method=args.ci_method)
-    report.data.update(strata_block)
-    # The gate's own decision on the two runs (run's rules on the statistics and the traffic;
-    # no validity checks, and no noise band, so an improvement does not need one).
-    from gate.pipeline.compare import decide_comparison
-    from gate.verdict.rules import ALPHA, MIN_MOVERS, Policy
-
-    policy = Policy(max_regression=args.max_regression, require_improvement=args.require_improvement,
-                    improvement_needs_band=False)
-    verdict, weighed = decide_comparison(comparison, policy, strata_block, runs=(baseline, candidate))
-    report.data["decision"] = {"kind": verdict.kind, "reasons": [r.to_dict() for r in verdict.reasons],
-                               "exit_code": verdict.exit_code, "rule": policy.decision, **weighed.to_dict(),
-                               "alpha": ALPHA, "min_movers": MIN_MOVERS}
+    settings = CompareSettings(metric=args.metric, also=tuple(args.also), rel=args.rel, samples=args.samples,
+                               seed=args.seed, ci_method=args.ci_method)
+    result = compare_files(args.baseline, args.candidate, args.qrels, args.queries, strata=args.strata,
+                           settings=settings, max_regression=args.max_regression,
+                           require_improvement=args.require_improvement)
     if args.out:
-        out = Path(args.out)
-        from gate.report.document import check_own_report
-
-        check_own_report(report.data)
-        write_text_atomic(out / "report.json", report.to_json())
-        write_text_atomic(out / "report.md", report.to_markdown())
+        result.write(args.out)
     if args.format == "json":
-        sys.stdout.write(report.to_json())
+        sys.stdout.write(result.to_json())
     else:
+        verdict = result.verdict
         print(f"decision: {verdict.kind} - {verdict.headline_reason}")
-        for line in report.summary_lines():
+        for line in summary_lines(result.report):
             print(line)
-        traffic = report.data.get("traffic") or {}
-        if traffic.get("sentence"):  # the traffic rules decide too: say what they saw
-            print(f"traffic: {traffic['sentence']}")
+        traffic = result.report.traffic
+        if traffic and traffic.sentence:  # the traffic rules decide too: say what they saw
+            print(f"traffic: {traffic.sentence}")
         if args.out:
             print(f"wrote {Path(args.out) / 'report.json'} and {Path(args.out) / 'report.md'}"
                   f" in {time.monotonic() - started:.1f}s")
-    return verdict.exit_code if args.fail_on_decision else EXIT_OK
+    return result.verdict.exit_code if args.fail_on_decision else EXIT_OK
 
 
 def _load_config(args: argparse.Namespace):
@@ -399,7 +340,7 @@ def _cmd_archive(args: argparse.Namespace) -> int:
         removed = manifest_module.gc(folder)
         print(f"removed {len(removed)} orphaned file(s) from {folder}" + "".join(f"\n  {n}" for n in removed))
         return EXIT_OK
-    from gate.runs.base import RunnerFailed
+    from gate.runs.request import RunnerFailed
 
     try:
         result = archive(config, _path(args.run), _runs_dir(args.runs_dir), progress=_progress,
@@ -416,8 +357,6 @@ def _cmd_archive(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    import json
-
     from gate.pipeline.run import replay
 
     config = _load_config(args)
@@ -426,9 +365,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.out:
         from gate.common.atomic import write_text_atomic
 
-        write_text_atomic(Path(args.out) / "replay.json", json.dumps(data, indent=2) + "\n")
+        write_text_atomic(Path(args.out) / "replay.json", json_text(data))
     if args.format == "json":
-        print(json.dumps(data, indent=2))
+        sys.stdout.write(json_text(data))
     elif result.baseline is not None:
         print(result.baseline.description)
         for d in result.baseline.differences:
@@ -441,8 +380,6 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    import json
-
     from gate.pipeline.run import plan
 
     base = args.base
@@ -464,7 +401,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     else:
         planned = plan(_load_config(args), _path(args.runs_dir), base)
     if args.format == "json":
-        print(json.dumps([p.to_dict() for p in planned], indent=2))
+        sys.stdout.write(json_text([p.to_dict() for p in planned]))
         return EXIT_OK
     for item in planned:
         state = "needed" if item.needed else "skip"
@@ -475,57 +412,32 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    import json
+    from gate.pipeline.run import run
 
-    from gate.common.atomic import write_text_atomic
-    from gate.pipeline.run import RunOptions, run_gate
-    from gate.rendering.jinja import render
-
-    options = RunOptions(candidate_run=_path(args.candidate_run), runs_dir=_runs_dir(args.runs_dir), base=args.base)
-    if args.base is not None:
-        # As the Action: the yardstick (config, golden set, qrels, policy) as of the base commit.
-        from gate.pipeline.run import run_pull_request
-
-        outcome, _ = run_pull_request(Path(args.config), options, progress=_progress)
-    else:
-        outcome = run_gate(_load_config(args), options, progress=_progress)
+    result = run(args.config, base=args.base, runs_dir=_runs_dir(args.runs_dir),
+                 candidate_run=_path(args.candidate_run), progress=_progress)
     out = Path(args.out)
-    from gate.report.document import check_own_report
-
-    check_own_report(outcome.report)
-    from gate.report.document import report_json
-
-    text = report_json(outcome.report)
-    write_text_atomic(out / "report.json", text)
-    write_text_atomic(out / "report.md", render("run.md.j2", report=outcome.report))
-    validity = outcome.extras.get("validity")
-    if validity is not None and validity.judged is not None:
-        from gate.checks.judged import write_unjudged
-
-        write_unjudged(out / "unjudged.tsv", validity.judged.unjudged_rows)
+    result.write(out)
     if args.format == "json":
-        sys.stdout.write(text)
+        sys.stdout.write(result.to_json())
     else:
-        verdict = outcome.verdict
+        verdict, report = result.verdict, result.report
         print(f"{verdict.kind}: {verdict.headline_reason}")
-        baseline = outcome.report.get("baseline") or {}
-        if baseline.get("description"):
-            print(f"baseline: {baseline['description']}")
-        for change in outcome.report.get("config_diff", []):
-            print(f"  changed {change['path']}: {change['old']!r} -> {change['new']!r}")
-        for goalpost in outcome.report.get("goalposts", []):
-            print(f"  goalposts: this change edits the yardstick file {goalpost['path']}")
+        if report.baseline and report.baseline.description:
+            print(f"baseline: {report.baseline.description}")
+        for change in report.config_diff or ():
+            print(f"  changed {change.path}: {change.old!r} -> {change.new!r}")
+        for goalpost in report.goalposts or ():
+            print(f"  goalposts: this change edits the yardstick file {goalpost.path}")
         print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
-    return outcome.verdict.exit_code
+    return result.verdict.exit_code
 
 
 def _cmd_noise(args: argparse.Namespace) -> int:
-    import json
-
     from gate.common.atomic import write_text_atomic
 
     if args.from_runs:
-        from gate.evaluation.evaluate import query_universe
+        from gate.inputs.universe import query_universe
         from gate.inputs.fingerprint import qrels_fingerprint, queries_fingerprint
         from gate.inputs.readers.qrels import load_qrels
         from gate.inputs.readers.queries import load_queries
@@ -564,7 +476,7 @@ def _cmd_noise(args: argparse.Namespace) -> int:
         from gate.statistics.band import measure_noise
         from gate.pipeline.run import check_config, code_under_test, make_producer, measures_of, runner_queries_path
         from gate.inputs.retrieval_config import load_retrieval_config
-        from gate.runs.base import RunnerFailed
+        from gate.runs.request import RunnerFailed
 
         for option in ("qrels", "queries"):
             if getattr(args, option):
@@ -586,7 +498,7 @@ def _cmd_noise(args: argparse.Namespace) -> int:
             if failure.log_tail:
                 print(failure.log_tail, file=sys.stderr)
             return EXIT_INCONCLUSIVE
-    write_text_atomic(args.out, json.dumps(band.to_dict(), indent=2) + "\n")
+    write_text_atomic(args.out, json_text(band.to_dict()))
     o = band.overall
     print(f"{band.metric} over {band.runs} identical runs: mean {o.mean:.5f}  sd {o.sd:.5f}  range {o.range:.4f}")
     print(f"noise band threshold max(3 x sd, range) = {o.threshold:.4f}  (sd of a difference of two runs "
@@ -596,10 +508,8 @@ def _cmd_noise(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    import json
-
-    from gate.statistics.calibration import calibrate
-    from gate.evaluation.evaluate import query_universe, require_overlap
+    from gate.verdict.calibration import calibrate
+    from gate.inputs.universe import query_universe, require_overlap
     from gate.verdict.rules import Policy
 
     if args.from_runs:
@@ -671,9 +581,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if args.out:
         from gate.common.atomic import write_text_atomic
 
-        write_text_atomic(args.out, json.dumps(data, indent=2) + "\n")
+        write_text_atomic(args.out, json_text(data))
     if args.format == "json":
-        print(json.dumps(data, indent=2))
+        sys.stdout.write(json_text(data))
     else:
         print(result.sentence[0].upper() + result.sentence[1:])
         print(f"{result.pairs} ordered pairs of {result.runs} runs on {result.query_count} queries ({result.metric}, "
@@ -684,7 +594,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _load_saved_report(path: str) -> dict:
+def _load_saved_report(path: str):
     """A report.json from an artifact an untrusted job wrote: bounded, strict JSON, and shaped
     like a run report (a verdict the comment can state) before anything renders it."""
     from gate.inputs.readers.fields import parse_json_document
@@ -706,9 +616,9 @@ def _load_saved_report(path: str) -> dict:
     suite = report.get("suite", "retrieval")
     if not isinstance(suite, str) or not suite or len(suite) > 100:
         raise InputError(path, None, "'suite' must be a short text")
-    from gate.report.document import validate_report
+    from gate.report.document import read_report
 
-    return validate_report(report, path)
+    return read_report(report, path)
 
 
 def _cmd_comment(args: argparse.Namespace) -> int:
@@ -722,28 +632,29 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     import os
 
     from gate.rendering.comment import render_comment
-    from gate.publishing.github.client import (GitHubClient, GitHubError, GitHubNotFoundError, GitHubPermissionError,
-                             GitHubWaitCapError, publish_comment)
+    from gate.publishing.github.client import (
+        GitHubClient,
+        GitHubError,
+        GitHubNotFoundError,
+        GitHubPermissionError,
+        GitHubWaitCapError,
+    )
+    from gate.publishing.github.sticky_comment import publish_comment
 
     token = os.environ.get("GITHUB_TOKEN") or os.environ.get("INPUT_TOKEN")
     repository = os.environ.get("GITHUB_REPOSITORY")
     if not token or not repository:
         raise UsageError("comment needs GITHUB_TOKEN and GITHUB_REPOSITORY in the environment")
     report = _load_saved_report(args.report)
-    verdict = report["verdict"]["kind"]
+    verdict = report.verdict.kind
     # The artifact is the PR job's: it names the suite whose comment would be replaced. The
     # workflow's --suite is trusted; a report for another suite is not this job's to post.
-    suite = args.suite if args.suite is not None else (report.get("suite") or "retrieval")
-    if args.suite is not None and report.get("suite", "retrieval") != args.suite:
-        raise InputError(args.report, None, f"is a report of suite {limits.shorten(str(report.get('suite', 'retrieval')), 40)!r}, "
+    reported_suite = report.suite if report.suite else "retrieval"
+    suite = args.suite if args.suite is not None else reported_suite
+    if args.suite is not None and reported_suite != args.suite:
+        raise InputError(args.report, None, f"is a report of suite {limits.shorten(str(reported_suite), 40)!r}, "
                          f"not {args.suite!r} (--suite): not posted")
-    try:
-        body = render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError) as error:
-        # The report parsed and has a verdict, but some field is not what the gate writes:
-        # an artifact from another version or edited by hand.
-        raise InputError(args.report, None, f"cannot be rendered as a comment ({type(error).__name__}: "
-                         f"{limits.shorten(str(error), 80)}): not a report this version wrote") from None
+    body = render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
     try:
         client = GitHubClient(os.environ.get("GITHUB_API_URL", "https://api.github.com"), token, repository,
                               max_wait=args.max_wait)
@@ -781,9 +692,8 @@ def _cmd_comment(args: argparse.Namespace) -> int:
 
 
 def _cmd_factorial(args: argparse.Namespace) -> int:
-    import json
-
-    from gate.statistics.attribution import GridRefused, factorial_from_runs, render_attribution
+    from gate.rendering.sections import render_attribution
+    from gate.statistics.attribution import GridRefused, factorial_from_runs
 
     cells = []
     for item in args.cell:
@@ -800,7 +710,7 @@ def _cmd_factorial(args: argparse.Namespace) -> int:
         print(f"retrieval-gate: error: grid refused: {refused.reason}", file=sys.stderr)
         return EXIT_INPUT
     data = result.to_dict()
-    markdown = render_attribution(data)
+    markdown = render_attribution(result)
     if args.out:
         from gate import __version__
         from gate.common.atomic import write_text_atomic
@@ -820,15 +730,13 @@ def _cmd_factorial(args: argparse.Namespace) -> int:
         write_text_atomic(Path(args.out) / "report.json", report_json(report))
         write_text_atomic(Path(args.out) / "report.md", markdown)
     if args.format == "json":
-        print(json.dumps(data, indent=2))
+        sys.stdout.write(json_text(data))
     else:
         print(markdown)
     return EXIT_OK
 
 
 def _cmd_leakcheck(args: argparse.Namespace) -> int:
-    import json
-
     from gate.checks.leakage import find_leaks, render_text
     from gate.inputs.readers.corpus import iter_corpus
     from gate.inputs.readers.queries import load_queries
@@ -867,7 +775,7 @@ def _cmd_leakcheck(args: argparse.Namespace) -> int:
             shown = str(beir_corpus(args.corpus))
         raise InputError(shown, None, "holds no chunks: nothing to scan")
     if args.format == "json":
-        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        sys.stdout.write(json_text(result.to_dict()))
     else:
         print(render_text(result))
     return EXIT_FAIL if result.count else EXIT_OK
@@ -877,10 +785,11 @@ def _cmd_lift(args: argparse.Namespace) -> int:
     from gate.inputs.readers.qrels import load_qrels
     from gate.inputs.readers.queries import load_queries
     from gate.inputs.readers.runs import read_run
-    from gate.statistics.movement import default_qrels, write_lift
+    from gate.inputs.named import check_rel, default_qrels
+    from gate.publishing.lift_files import write_lift
 
     qrels = load_qrels(args.qrels) if args.qrels else default_qrels()
-    _check_rel(qrels, args.rel, "--rel-threshold")
+    check_rel(qrels, args.rel, "--rel-threshold")
     queries = load_queries(args.queries) if args.queries else None
     result = write_lift(read_run(args.before), read_run(args.after), qrels, args.out, rel_threshold=args.rel,
                         k_rank=args.k_rank, k_recall=args.k_recall, queries=queries)
@@ -909,7 +818,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if missing:
         raise UsageError("the demo needs the reference retriever: pip install 'retrieval-gate[reference]' "
                          f"(or ./run demo; missing: {', '.join(missing)})")
-    from gate.demo.run import run_demo
+    from gate.demo.end_to_end import run_demo
 
     result = run_demo(args.out, seed=args.seed, scale=args.scale, repeats=args.repeats,
                       progress=lambda message: _progress(message))
@@ -981,7 +890,7 @@ class _NoWorkflowCommands:
     """A stream on which no line can be a GitHub workflow command (``::warning::``, ``::set-env``,
     ``::add-mask::``...). Inside Actions every line of a step's output is parsed for them, and the
     CLI's lines quote data - a config key holding a newline and ``::error::`` would be obeyed.
-    The CLI issues none of its own (the Action does, escaped, in gate.publishing.markdown_cut), so a line that
+    The CLI issues none of its own (the Action does, escaped, in gate.rendering.markdown_cut), so a line that
     starts with ``::`` gets ``: :`` instead."""
 
     def __init__(self, stream):

@@ -18,11 +18,13 @@ from gate.statistics.attribution import (
     parse_cell_levels,
     parse_cells,
     parse_factors,
-    render_attribution,
     verify_grid,
 )
+from gate.rendering.sections import render_attribution
+from gate.report.spine import Attribution
 from gate.common.errors import InputError, UsageError
-from gate.evaluation.evaluate import evaluate, query_universe
+from gate.evaluation.evaluate import evaluate
+from gate.inputs.universe import query_universe
 from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.runs import read_run
 from gate.statistics.factorial import grid_cells
@@ -265,7 +267,7 @@ def test_real_dl19_two_by_two():
 
     # the reranker is the gain in production; the headline says so
     assert d["headline"]["estimates"]["reranker"] == pytest.approx(from_means["reranker|expansion=new"])
-    text = render_attribution(d)
+    text = render_attribution(Attribution.from_dict(d))
     assert "| expansion old | 0.506 | 0.738 | +0.232 |" in text
 
 
@@ -436,7 +438,7 @@ def test_bundle_result():
     assert d["headline"]["text"] == d["bundle"]["text"]
     assert ATTRIBUTION_KEYS <= set(d)
     json.dumps(d)
-    text = render_attribution(d)
+    text = render_attribution(Attribution.from_dict(d))
     assert "credit not apportioned: 5 changes would need 32 runs" in text
     assert "| effect |" not in text
     disabled = bundle_result(["model", "corpus"], disabled=True).to_dict()
@@ -495,7 +497,7 @@ def test_three_factor_grid():
     assert [x["p_holm"] for x in d["effects"]] == pytest.approx(reference_holm([x["p"] for x in d["effects"]]))
     assert len(d["headline"]["effects"]) == 3
     assert any(s.startswith("With reranker old, switching model is worth") for s in d["sentences"])
-    text = render_attribution(d)
+    text = render_attribution(Attribution.from_dict(d))
     assert "| cell | model | corpus | reranker | mean nDCG@10 | seconds |" in text
     assert "| baseline | old | old | old |" in text
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from gate.cli import main
 from gate.inputs.config import load_config
 from gate.pipeline.run import archive, run_gate
-from tests.checks.test_validity_in_run import _world
+from tests.support.small_world import small_world
 from tests.shared_data import REALDATA, need
 
 
@@ -56,7 +56,7 @@ def test_factorial_refuses_a_cell_that_misses_queries(tmp_path, capsys):
 
 
 def test_a_three_factor_grid_runs_end_to_end_through_a_command_runner(tmp_path):
-    path = _world(tmp_path, leak_in_new=False)
+    path = small_world(tmp_path, leak_in_new=False)
     (tmp_path / "corpus-v2.jsonl").write_text((tmp_path / "corpus-v1.jsonl").read_text()
                                               + '{"id": "extra#c0", "text": "configure webhooks with giraffe"}\n')
     (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 1.0\nfusion: {k: 60}\n")
@@ -76,7 +76,7 @@ def test_a_three_factor_grid_runs_end_to_end_through_a_command_runner(tmp_path):
 
 
 def test_more_changed_factors_than_the_limit_is_a_bundle(tmp_path):
-    path = _world(tmp_path, leak_in_new=False, extra_config="attribution: {max_factors: 2}\n")
+    path = small_world(tmp_path, leak_in_new=False, extra_config="attribution: {max_factors: 2}\n")
     (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 1.0\nfusion: {k: 60}\n")
     archive(load_config(path), progress=_silent)
     (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v2}\nboost: 3.0\nfusion: {k: 20}\n")

@@ -22,7 +22,7 @@ import pytest
 from gate.cli import main
 from gate.rendering.comment import _fenced, render_comment, render_summary
 from gate.common.errors import InputError
-from gate.report.document import _SCHEMA_PATH, validate_report
+from gate.report.document import _SCHEMA_PATH, read_report, validate_report
 from tests.cli_matrix.world import build_files, build_repo
 
 SCHEMA = json.loads(_SCHEMA_PATH.read_text())
@@ -119,9 +119,9 @@ def test_every_free_text_of_the_report_renders_inert(full_report):
     counter = [0]
     poisoned = _poison(copy.deepcopy(full_report), SCHEMA, counter)
     assert counter[0] > 200  # the payload reached the report's texts, map keys included
-    validate_report(poisoned, "report.json")  # still a report: texts are free, keys of maps too
-    comment = render_comment(poisoned, limit=65_336)
-    summary = render_summary(poisoned)
+    record = read_report(poisoned, "report.json")  # still a report: texts are free, keys of maps too
+    comment = render_comment(record, limit=65_336)
+    summary = render_summary(record)
     seen = {int(n) for n in re.findall(r"forged #\u200b?(\d+)", comment + summary)}
     assert len(seen) > 50, f"only {len(seen)} payloads rendered: the test does not reach the comment"
     _assert_inert(comment)
@@ -175,7 +175,7 @@ def _extreme(value: Any, node: dict, k: list[int]) -> Any:
         k[0] += 1
         floor = node.get("minimum")
         if isinstance(value, int):
-            choices = (2 ** 63, 0) if floor is not None else (2 ** 63, 0, -(2 ** 63))
+            choices = (2 ** 63, int(floor)) if floor is not None else (2 ** 63, 0, -(2 ** 63))
         else:
             choices = (1e308, 5e-324, 0.0) if floor is not None else (1e308, -1e308, -0.0, 5e-324)
         return choices[k[0] % len(choices)]
@@ -193,13 +193,13 @@ def test_extreme_numbers_render_without_a_crash(full_report):
     counter = [0]
     report = _extreme(copy.deepcopy(full_report), SCHEMA, counter)
     assert counter[0] > 500
-    validate_report(report, "report.json")
-    render_comment(report, limit=65_336)
-    render_summary(report)
+    record = read_report(report, "report.json")
+    render_comment(record, limit=65_336)
+    render_summary(record)
     # An estimate far outside its interval: the forest plot pins it to the edge.
     report = copy.deepcopy(full_report)
     report["strata"][0].update(delta=1e308, ci_low=-0.01, ci_high=0.01)
-    assert "●`" in render_comment(validate_report(report, "report.json"), limit=65_336)
+    assert "●`" in render_comment(read_report(report, "report.json"), limit=65_336)
 
 
 def test_a_refusal_is_one_bounded_line_whatever_the_key(full_report):
@@ -227,6 +227,6 @@ def test_a_report_the_gate_writes_is_one_its_comment_job_reads(tmp_path):
     config.write_text(config.read_text() + 'note: "a\\x7fb"\ndeep: ' + "[" * 60 + "1" + "]" * 60 + "\n")
     assert main(["run", "--config", str(repo.root / ".retrieval-gate.yml"), "--out", str(tmp_path / "run")]) in (0, 1, 3)
     report = _load_saved_report(str(tmp_path / "run" / "report.json"))
-    changed = {c["path"]: c["new"] for c in report["config_diff"]}
+    changed = {c.path: c.new for c in report.config_diff}
     assert changed["note"] == "a\x7fb"
     assert isinstance(changed["deep"], str) and changed["deep"].startswith("[[[[")

@@ -13,8 +13,33 @@ import re
 
 import pytest
 
-from gate.rendering.comment import comment_sections, headline, render_comment, render_summary
-from gate.publishing.github.client import COMMENT_LIMIT
+from gate.rendering.markdown_cut import COMMENT_LIMIT
+from gate.rendering import comment as rendering
+from gate.report.document import _SCHEMA_PATH
+from gate.report.typed import InvalidRecord
+from gate.report.spine import Report
+
+
+# The renderer reads the typed report (gate.report.spine); these tests write reports as the
+# JSON they are, and read each one into its record as the comment job does.
+def record(report):
+    return report if isinstance(report, Report) else Report.from_dict(json.loads(json.dumps(report)))
+
+
+def render_comment(report, **options):
+    return rendering.render_comment(record(report), **options)
+
+
+def render_summary(report, **options):
+    return rendering.render_summary(record(report), **options)
+
+
+def comment_sections(report, **options):
+    return rendering.comment_sections(record(report), **options)
+
+
+def headline(report, **options):
+    return rendering.headline(record(report), **options)
 
 HOSTILE = "| </details> @octocat <img src=x> `code` ``` [link](javascript:x) <!-- *b* ~~s~~ \\|"
 
@@ -29,7 +54,7 @@ def _strata():
         ("entity_attribute", 0.15, 21, 0.090, 0.041, 0.140, "improved", False),
         ("migration", 0.06, 8, 0.050, 0.010, 0.100, "improved", False),
         ("how_to", 0.31, 44, 0.004, -0.020, 0.030, "untouched", False),
-        ("tail", 0.08, 0, None, None, None, None, False),
+        ("tail", 0.08, 0, None, None, None, "not_measured", False),
     ]
     out = []
     for name, share, n, delta, low, high, direction, guarded in rows:
@@ -89,7 +114,7 @@ def _per_query(n=140, text=None):
         row = {"query_id": f"q_{i:05d}", "stratum": ["navigational", "how_to", "tail"][i % 3],
                "baseline": 0.5, "candidate": 0.5 + delta, "delta": delta}
         if text is not None:
-            row["text"] = text(i)
+            row["query_id"] = f"{text(i)} {i}"
         rows.append(row)
     return rows
 
@@ -139,6 +164,7 @@ def full_report(**overrides):
         "reporting_set": {"name": "golden queries, without 1 leaked", "query_count": 140, "excluded_leaked": ["q_00014"],
                           "held_out_only": False},
         "warnings": ["a tunable parameter changed with no tuning split declared"],
+        "decision": {"rule": "calibrated", "margin": 0.02},
         "delta": {"mean": -0.012, "ci_low": -0.031, "ci_high": 0.008, "p_le_zero": 0.88, "samples": 10000,
                   "seed": 7, "method": "percentile", "wins": 61, "losses": 59, "ties": 20, "p_randomization": 0.21,
                   "randomization": "monte-carlo", "mde": 0.03, "sd": 0.1},
@@ -268,7 +294,7 @@ def test_first_line_shortens_a_statistical_rule_that_repeats_the_interval():
     report["verdict"]["kind"] = "fail"
     report["noise_band"] = dict(report["noise_band"], exceeded=True)
     assert headline(report).startswith("❌ fail — regression shown — nDCG@10 −0.012 [−0.031, +0.008], exceeds noise ±0.013")
-    report["noise_band"] = {"threshold": None, "state": "absent", "sentence": "no usable noise band"}
+    report["noise_band"] = dict(report["noise_band"], threshold=None, state="absent", sentence="no usable noise band")
     assert ", no noise band — 140 q" in headline(report)
 
 
@@ -288,9 +314,10 @@ def test_accepted_names_the_failed_rule_the_label_and_quotes_the_justification()
     assert "- ❌ 40% of traffic damaged (navigational, error\\_string); limit 20%" in body
     plain = headline(report, markdown=False)
     assert "error_string" in plain and "\\_" not in plain
-    # a `by` (when the lead records who accepted) is named, never mentioned
+    # who accepted is not a key of the report: a report that claims one is refused, not shown
     report["accepted"]["by"] = "octocat"
-    assert "accepted by octocat (retrieval-gate:accept)" in headline(report)
+    with pytest.raises(InvalidRecord, match="report.accepted has an unknown key 'by'"):
+        headline(report)
 
 
 def test_skipped_without_a_delta_shows_no_numbers():
@@ -363,7 +390,7 @@ def test_full_comment_has_every_section_in_order_and_well_formed_tables():
 
 def test_losses_and_wins_are_the_extremes_sorted_by_delta():
     report = full_report(per_query=[{"query_id": f"q{i}", "stratum": None, "baseline": 0.5,
-                                     "candidate": 0.5 + d, "delta": d, "text": f"text {i}"}
+                                     "candidate": 0.5 + d, "delta": d}
                                     for i, d in enumerate([0.1, -0.3, 0.0, 0.4, -0.05, 0.2])])
     body = render_comment(report)
     section = body[body.index("Biggest losses and wins"):]
@@ -372,8 +399,8 @@ def test_losses_and_wins_are_the_extremes_sorted_by_delta():
     wins = section[section.index("biggest wins"):]
     assert losses.index("| q1 |") < losses.index("| q4 |")
     assert wins.index("| q3 |") < wins.index("| q5 |") < wins.index("| q0 |")
-    assert "| query | text | baseline | candidate | Δ |" in section  # no stratum column: none known
-    assert "| q3 | text 3 | 0.500 | 0.900 | +0.400 |" in section
+    assert "| query | baseline | candidate | Δ |" in section  # no stratum column: none known
+    assert "| q3 | 0.500 | 0.900 | +0.400 |" in section
 
 
 @pytest.mark.parametrize("attribution,expected", [
@@ -417,7 +444,7 @@ def _hostile_report():
     report["inputs"]["queries"]["path"] = HOSTILE
     report["candidate_config"]["path"] = HOSTILE
     report["verdict"]["reasons"].insert(0, {"code": "x", "message": HOSTILE})
-    report["accepted"] = {"label": HOSTILE, "justification": HOSTILE, "by": "@octocat"}
+    report["accepted"] = {"label": HOSTILE, "justification": HOSTILE + " @octocat"}
     return report
 
 
@@ -438,9 +465,10 @@ def test_hostile_data_renders_inert_in_the_comment():
 
 
 def test_hostile_log_tail_stays_inside_its_fence():
-    report = full_report(delta=None, measures=None, strata=None, candidate={
+    report = full_report(candidate={
         "mean": None, "source": None, "error": HOSTILE, "log_tail": "line\n```\n" + HOSTILE + "\n````\nend"})
-    report.pop("delta")
+    for key in ("delta", "measures", "strata"):
+        report.pop(key)
     report["verdict"] = {"kind": "inconclusive", "reasons": [{"code": "runner_failed", "message": HOSTILE}],
                          "improvement_shown": False, "exit_code": 3}
     body = render_comment(report)
@@ -519,9 +547,22 @@ OPTIONAL = ["suite", "query_count", "candidate_config", "inputs", "tool", "basel
             "goalposts", "verdict", "schema_version", "metric"]
 
 
-@pytest.mark.parametrize("key", OPTIONAL)
-def test_each_section_may_be_absent_or_null(key):
-    for variant in ("absent", "null"):
+SCHEMA = json.loads(_SCHEMA_PATH.read_text())
+
+
+def _nullable(key: str) -> bool:
+    schema = SCHEMA
+    kind = schema["properties"][key].get("type")
+    return kind is None or (isinstance(kind, list) and "null" in kind)
+
+
+REQUIRED = [f.name for f in Report.keys() if f.metadata["required"]]
+
+
+@pytest.mark.parametrize("key", [k for k in OPTIONAL if k not in REQUIRED])
+def test_each_optional_section_may_be_absent_and_each_nullable_one_null(key):
+    variants = ("absent", "null") if _nullable(key) else ("absent",)
+    for variant in variants:
         report = full_report()
         if variant == "absent":
             report.pop(key)
@@ -533,9 +574,20 @@ def test_each_section_may_be_absent_or_null(key):
         render_summary(report)
 
 
+@pytest.mark.parametrize("key", [k for k in OPTIONAL if k in REQUIRED] + [k for k in OPTIONAL if not _nullable(k)])
+def test_a_required_key_left_out_or_a_section_null_that_may_not_be_is_refused_before_rendering(key):
+    report = full_report()
+    if key in REQUIRED:
+        report.pop(key)
+    else:
+        report[key] = None
+    with pytest.raises(InvalidRecord, match=f"report(.{key} must be| lacks the key '{key}')"):
+        record(report)
+
+
 def test_empty_and_minimal_reports_render():
-    assert render_comment({}).startswith("### ℹ️ no verdict")
-    render_summary({})
+    with pytest.raises(InvalidRecord, match="report lacks the key 'schema_version'"):
+        record({})
     minimal = {"schema_version": "1.2", "command": "run", "metric": "nDCG@10", "inputs": {}, "tool": {"version": "0"},
                "suite": "s", "baseline": {"resolution": None, "description": "no baseline"},
                "verdict": {"kind": "inconclusive", "reasons": [], "improvement_shown": False, "exit_code": 3}}
@@ -554,8 +606,9 @@ def test_sparse_nested_values_render():
     report["tuning"] = {"applies": True}
     report["prompts"] = {"matches": []}
     report["attribution"] = {"factors": ["a"], "effects": []}
-    report["per_query"] = [{"query_id": "q", "delta": None}, {"query_id": "r", "delta": 0.1}]
-    report["noise_band"] = {"state": "stale"}
+    report["per_query"] = [{"query_id": "q", "stratum": None, "baseline": None, "candidate": None, "delta": None},
+                           {"query_id": "r", "stratum": None, "baseline": 0.5, "candidate": 0.6, "delta": 0.1}]
+    report["noise_band"] = dict(report["noise_band"], threshold=None, state="stale")
     body = render_comment(report)
     assert_tables_well_formed(body)
     assert "noise band stale" in body.split("\n", 1)[0]
@@ -567,9 +620,9 @@ def test_sparse_nested_values_render():
 def test_a_real_run_report_renders(tmp_path):
     from gate.inputs.config import load_config
     from gate.pipeline.run import archive, run_gate
-    from tests.checks.test_validity_in_run import _world
+    from tests.support.small_world import small_world
 
-    path = _world(tmp_path, leak_in_new=True,
+    path = small_world(tmp_path, leak_in_new=True,
                   extra_config="strata:\n  shares: {how_to: 0.6, navigational: 0.4}\n  guarded: [navigational]\n")
     archive(load_config(path), progress=lambda m: None)
     (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v2}\nboost: 2.0\n")
@@ -589,7 +642,7 @@ def test_a_value_that_starts_with_an_at_sign_mentions_no_one():
     report = full_report(suite="@octocat", per_query=_per_query(text=lambda i: "@octocat help"))
     report["strata"][0]["stratum"] = "@octocat"
     report["config_diff"] = [{"path": "@octocat", "old": "@octocat", "new": "@octocat"}]
-    report["accepted"] = {"by": "@octocat", "label": "@octocat"}
+    report["accepted"] = {"label": "@octocat", "justification": "@octocat"}
     report["verdict"] = dict(report["verdict"], kind="accepted")
     for text in (render_comment(report), render_summary(report), headline(report)):
         assert "@octocat" not in text
@@ -602,5 +655,6 @@ def test_a_malformed_grid_falls_back_to_the_headline():
     body = render_comment(full_report(attribution=attribution))
     assert "In production, switching embedding moves nDCG@10 by -0.042" in body
     assert "| embedding ↓ · ingestion → |" not in body.split("Attribution in full")[0]
-    assert render_comment(full_report(verdict={"kind": "<b>odd|</b>", "reasons": []})).startswith(
+    odd = {"kind": "<b>odd|</b>", "reasons": [], "improvement_shown": False, "exit_code": 1}
+    assert render_comment(full_report(verdict=odd)).startswith(
         "### ℹ️ &lt;b&gt;odd&#124;&lt;/b&gt; — ")

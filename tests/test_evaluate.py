@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from gate.common.errors import InputError
-from gate.evaluation.evaluate import PerQuery, Universe, evaluate, query_universe
+from gate.evaluation.evaluate import PerQuery, evaluate
+from gate.inputs.universe import Universe, query_universe
 from gate.inputs.readers.records import Qrels, Query, QuerySet, Run
 from gate.evaluation.measures import parse_measure
 

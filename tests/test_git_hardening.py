@@ -19,7 +19,7 @@ import pytest
 
 from gate.inputs import git
 from tests.container.git_http import GitRemote, http_backend
-from tests.test_code_identity import _git
+from tests.support.action_world import _git
 
 TOKEN = "ghs_hardeningToken0123456789"
 

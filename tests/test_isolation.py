@@ -18,7 +18,7 @@ import sys
 
 from tests.github.fake_github import FakeGitHub
 from tests.shared_data import REPO
-from tests.test_entrypoint import TOKEN, Checkout, _payload
+from tests.support.action_world import TOKEN, Checkout, _payload
 
 RUNTIME = "ACTIONS-RUNTIME-TOKEN-probe-7c1e"
 

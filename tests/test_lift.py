@@ -18,7 +18,8 @@ from gate.common.errors import InputError
 from gate.evaluation.evaluate import evaluate
 from gate.inputs.readers.records import Qrels, Query, QuerySet, Run
 from gate.rendering.markdown import md_text
-from gate.statistics.movement import BUCKETS, CSV_COLUMNS, FILES, compute_lift, strata_section, write_lift
+from gate.publishing.lift_files import FILES, write_lift
+from gate.statistics.movement import BUCKETS, CSV_COLUMNS, compute_lift, strata_section
 from tests.shared_data import REALDATA, REPO, need
 
 DL19 = REALDATA / "runs" / "trec-dl-2019-passage"
@@ -359,7 +360,7 @@ def test_default_qrels_fail_fast_offline(tmp_path):
            "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
            "IR_DATASETS_DL_TIMEOUT": "2", "IR_DATASETS_DL_TRIES": "1"}
     code = ("from gate.common.errors import InputError\n"
-            "from gate.statistics.movement import default_qrels\n"
+            "from gate.inputs.named import default_qrels\n"
             "try:\n    default_qrels()\nexcept InputError as e:\n    print(e)\nelse:\n    print('LOADED')\n")
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)

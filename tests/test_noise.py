@@ -16,7 +16,7 @@ from gate.inputs.manifest import load_manifest
 from gate.statistics.band import tie_floor
 from gate.pipeline.run import archive, run_gate
 from gate.statistics.noise import noise_band, spread
-from tests.checks.test_validity_in_run import _world
+from tests.support.small_world import small_world
 
 SEED_MEANS = [0.6612, 0.6668, 0.6571, 0.6683, 0.6640, 0.6701, 0.6644, 0.6659, 0.6602, 0.6672]
 
@@ -47,7 +47,7 @@ def _silent(message: str) -> None:
 
 
 def _nondeterministic(tmp_path: Path) -> Path:
-    path = _world(tmp_path, leak_in_new=False)
+    path = small_world(tmp_path, leak_in_new=False)
     # The runner perturbs scores by its {seed}: a stack whose index differs per build.
     (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 1.0\nshuffle_ties: true\n")
     text = path.read_text().replace("--output {run}", "--output {run} --seed {seed}")
@@ -69,7 +69,7 @@ def test_a_nondeterministic_runner_gives_a_nonzero_band_and_unstable_queries(tmp
 
 
 def test_identical_runs_through_the_runner_give_a_zero_band(tmp_path):
-    path = _world(tmp_path, leak_in_new=False)
+    path = small_world(tmp_path, leak_in_new=False)
     assert main(["noise", "--config", str(path), "--repeats", "3", "--out", str(tmp_path / "noise.json")]) == 0
     band = json.loads((tmp_path / "noise.json").read_text())
     assert band["sd"] == 0.0 and band["range"] == 0.0 and band["unstable_queries"] == []
@@ -102,7 +102,7 @@ def test_a_band_stored_with_the_manifest_is_used_rescored_or_stale(tmp_path):
 
 
 def test_a_band_whose_query_set_differs_is_stale_and_not_used(tmp_path):
-    path = _world(tmp_path, leak_in_new=False)
+    path = small_world(tmp_path, leak_in_new=False)
     archive(load_config(path), progress=_silent)
     # A band measured elsewhere from run files, on another query set.
     other = tmp_path / "other.jsonl"

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
-from tests.test_entrypoint import GOOD, Checkout, _git, _outputs, _payload, run_entrypoint, world  # noqa: F401
+from tests.support.action_world import GOOD, _git, _outputs, _payload, run_entrypoint
 
 
-def test_a_retrieval_config_replaced_by_a_symlink_is_measured_not_skipped(world):  # noqa: F811
+def test_a_retrieval_config_replaced_by_a_symlink_is_measured_not_skipped(world):
     checkout, fake, tmp = world
     root = checkout.root
     # The base already holds another config file; the PR only turns retrieval.yml into a symlink
@@ -45,7 +45,7 @@ def test_a_retrieval_config_replaced_by_a_symlink_is_measured_not_skipped(world)
     assert {"path": "boost", "old": 1.0, "new": 3.0} in report["config_diff"]
 
 
-def test_a_symlink_leading_out_of_the_repository_is_refused(world, capsys):  # noqa: F811
+def test_a_symlink_leading_out_of_the_repository_is_refused(world, capsys):
     checkout, _, tmp = world
     root = checkout.root
     outside = tmp / "elsewhere.yml"
@@ -57,7 +57,7 @@ def test_a_symlink_leading_out_of_the_repository_is_refused(world, capsys):  # n
     assert "key 'retrieval.config'" in err and f"is a symlink to {outside}, outside the repository" in err
 
 
-def test_run_with_base_reads_the_yardstick_from_the_base_and_flags_goalposts(world, capsys):  # noqa: F811
+def test_run_with_base_reads_the_yardstick_from_the_base_and_flags_goalposts(world, capsys):
     checkout, _, tmp = world
     root = checkout.root
     # The PR relaxes its own policy (any unjudged share passes) and changes the config.
@@ -110,7 +110,7 @@ def _merge_group(tmp: Path, fake, head: str, base) -> Path:
     return event
 
 
-def test_a_merge_group_of_two_commits_is_judged_against_its_base_sha(world):  # noqa: F811
+def test_a_merge_group_of_two_commits_is_judged_against_its_base_sha(world):
     checkout, fake, tmp = world
     root = checkout.root
     _git(root, "checkout", "-q", "-B", "queue", checkout.base)
@@ -129,7 +129,7 @@ def test_a_merge_group_of_two_commits_is_judged_against_its_base_sha(world):  # 
     assert {"path": "boost", "old": 1.0, "new": 2.0} in report["config_diff"]
 
 
-def test_a_leak_the_pr_plants_in_the_same_corpus_file_is_new_and_fails(world):  # noqa: F811
+def test_a_leak_the_pr_plants_in_the_same_corpus_file_is_new_and_fails(world):
     checkout, _, tmp = world
     root = checkout.root
     golden = [json.loads(line) for line in (root / "golden.jsonl").read_text().splitlines()]
@@ -176,7 +176,7 @@ def _merge(checkout, base: str, edit) -> str:
     return head
 
 
-def test_an_edit_to_what_a_watched_symlink_points_at_is_judged(world):  # noqa: F811
+def test_an_edit_to_what_a_watched_symlink_points_at_is_judged(world):
     """retrieval.yml -> configs/v1.yml; the PR edits configs/v1.yml only. The diff never names
     retrieval.yml, yet the config the runs read changed: judged, not skipped."""
     checkout, fake, tmp = world
@@ -190,7 +190,7 @@ def test_an_edit_to_what_a_watched_symlink_points_at_is_judged(world):  # noqa: 
     assert report["config_diff"], report["config_diff"]
 
 
-def test_yardstick_files_that_are_symlinks_inside_the_repository_are_followed_at_the_base(world):  # noqa: F811
+def test_yardstick_files_that_are_symlinks_inside_the_repository_are_followed_at_the_base(world):
     """The gate config, the qrels and the golden queries are symlinks in the base commit: their
     base versions are the files they point at (not the link text), and an edit of a target is a
     goalpost change."""
@@ -227,7 +227,7 @@ def _shallow(checkout, tmp: Path, depth: int, branch: str, name: str = "") -> Pa
     return target
 
 
-def test_a_pr_whose_base_is_not_in_the_checkout_is_fetched_or_inconclusive(world):  # noqa: F811
+def test_a_pr_whose_base_is_not_in_the_checkout_is_fetched_or_inconclusive(world):
     """Depth 1: HEAD^1 and base.sha are absent. Judged by the PR head's own config (which here
     relaxes the policy) it would pass. The gate fetches base.sha and holds the PR to the base's
     yardstick; when the base cannot be fetched either, the verdict is inconclusive and says why."""
@@ -260,7 +260,7 @@ def test_a_pr_whose_base_is_not_in_the_checkout_is_fetched_or_inconclusive(world
     assert _outputs(output)["verdict"] == "inconclusive"
 
 
-def test_a_merge_group_is_judged_against_its_base_sha_even_when_it_is_deeper_than_the_checkout(world):  # noqa: F811
+def test_a_merge_group_is_judged_against_its_base_sha_even_when_it_is_deeper_than_the_checkout(world):
     checkout, fake, tmp = world
     root = checkout.root
     _git(root, "checkout", "-q", "-B", "queue", checkout.base)
@@ -296,7 +296,7 @@ def test_a_merge_group_is_judged_against_its_base_sha_even_when_it_is_deeper_tha
     {"pull_request": {"number": 7}},
     [1, 2, 3],
 ])
-def test_a_malformed_event_payload_is_one_line_and_exit_2(world, payload):  # noqa: F811
+def test_a_malformed_event_payload_is_one_line_and_exit_2(world, payload):
     checkout, fake, tmp = world
     event = tmp / "bad-event.json"
     event.write_text(json.dumps(payload))
@@ -307,7 +307,7 @@ def test_a_malformed_event_payload_is_one_line_and_exit_2(world, payload):  # no
     assert len(errors) == 1 and "bad-event.json" in errors[0] and "Traceback" not in done.stdout + done.stderr
 
 
-def test_the_token_never_goes_to_what_origin_names(world):  # noqa: F811
+def test_the_token_never_goes_to_what_origin_names(world):
     """An earlier step ran the PR's code and repointed origin at a server of its own: the gate
     fetches from the repository's own address (GITHUB_SERVER_URL/GITHUB_REPOSITORY) with the
     token, and from origin only without it."""
@@ -346,7 +346,7 @@ def test_the_token_never_goes_to_what_origin_names(world):  # noqa: F811
     assert shown == ["::add-mask::ghs_s3cr3tT0kenValue1234567890"], shown  # the mask command only
 
 
-def test_a_checkout_of_the_prs_head_is_judged_against_base_sha_not_its_own_first_commit(world):  # noqa: F811
+def test_a_checkout_of_the_prs_head_is_judged_against_base_sha_not_its_own_first_commit(world):
     """`ref: head.sha` checks out the PR's head: HEAD^1 is the PR's own first commit, which here
     relabels the qrels. Judged against HEAD^1 the PR would set its own yardstick."""
     checkout, fake, tmp = world
@@ -368,7 +368,7 @@ def test_a_checkout_of_the_prs_head_is_judged_against_base_sha_not_its_own_first
     assert any("judged against pull_request.base.sha" in w for w in report["warnings"])
 
 
-def test_a_base_whose_yardstick_leads_out_of_the_repository_does_not_block_the_pr_that_fixes_it(world):  # noqa: F811
+def test_a_base_whose_yardstick_leads_out_of_the_repository_does_not_block_the_pr_that_fixes_it(world):
     """The base commit's qrels.txt is a symlink to a file outside the repository. Its yardstick
     cannot be read from the commit, and refusing every PR (exit 2) would refuse the fix too: the
     yardstick is read from the PR head instead, with a warning naming the base's link; the PR's
@@ -411,7 +411,7 @@ def test_a_base_whose_yardstick_leads_out_of_the_repository_does_not_block_the_p
 
 
 @pytest.mark.parametrize("broken", ["dangling-symlink", "deleted"])
-def test_a_base_that_lost_its_qrels_does_not_block_the_pr_that_restores_them(world, broken):  # noqa: F811
+def test_a_base_that_lost_its_qrels_does_not_block_the_pr_that_restores_them(world, broken):
     """The base commit names qrels.txt but does not hold it (a symlink to a file renamed away,
     or the file deleted): the PR restoring it gets a verdict that cannot pass on it, and the
     warning says what the base lacks (not a path in a temporary folder)."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from gate.inputs.config import load_config
 from gate.pipeline.run import archive
 from gate.inputs.yardstick import baseline_from_branch, load_yardstick
-from tests.checks.test_validity_in_run import _world
+from tests.support.small_world import small_world
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -22,7 +22,7 @@ def _git(cwd: Path, *args: str) -> str:
 def test_the_baseline_comes_from_the_baselines_branch_or_the_newest_ancestor(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
-    config = _world(repo, leak_in_new=False)
+    config = small_world(repo, leak_in_new=False)
     (repo / ".gitignore").write_text(".retrieval-gate/\n")
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "add", "-A")
@@ -56,7 +56,7 @@ def test_the_baseline_comes_from_the_baselines_branch_or_the_newest_ancestor(tmp
 def test_an_unreadable_base_falls_back_to_the_workspace_with_a_warning(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
-    config = _world(repo, leak_in_new=False)
+    config = small_world(repo, leak_in_new=False)
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "one")

@@ -28,7 +28,7 @@ from gate.inputs.readers.records import Run
 from gate.inputs.manifest import Manifest
 from gate.evaluation.measures import Measure
 from gate.inputs.retrieval_config import RetrievalConfig
-from gate.runs.base import ProducedRun, RunnerFailed, RunRequest
+from gate.runs.request import ProducedRun, RunnerFailed, RunRequest
 from gate.runs.produce import RunProducer, missing_queries
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from gate.checks.judged import JudgedCheck
+from gate.checks.judged_share import JudgedCheck
 from gate.checks.leakage import LeakageResult, LeakMatch, find_leaks
 from gate.checks.prompts import PromptsCheck
 from gate.checks.tuning import TuningCheck

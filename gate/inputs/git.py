@@ -38,7 +38,7 @@ _NO_GRAFTS = "/nonexistent/retrieval-gate/no-grafts"
 def environment(cwd: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a git child: credentials scrubbed, the repository of ``cwd`` safe,
     hooks off, replace refs and grafts ignored."""
-    from gate.runs.environment import scrubbed_environment
+    from gate.common.environment import scrubbed_environment
 
     env = scrubbed_environment()
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from gate.inputs.config import Config
-from gate.evaluation.evaluate import Universe, query_universe
+from gate.inputs.universe import Universe, query_universe
 from gate.inputs.fingerprint import corpus_fingerprint, qrels_fingerprint, queries_fingerprint
 from gate.inputs.readers.qrels import load_qrels
 from gate.inputs.readers.queries import load_queries

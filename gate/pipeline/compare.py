@@ -1,92 +1,17 @@
-"""``compare``: two runs, one qrels, one query universe -> a paired comparison.
+"""``compare``: two runs, one qrels, one query universe -> a paired comparison and its decision.
 
-The library verb behind ``retrieval-gate compare``. It evaluates both runs on
-the same ordered query list (byte order, so a reordered query file gives
-identical numbers) and compares them query by query.
+:func:`compare_files` is the library verb behind ``retrieval-gate compare`` (``gate.compare``):
+files in, a :class:`gate.pipeline.result.Result` out. :func:`compare` does the statistics on
+loaded runs: both are evaluated on the same ordered query list (byte order, so a reordered
+query file gives identical numbers) and compared query by query.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Sequence
+from gate.evaluation.measures import parse_measure
+from gate.statistics.comparison import CompareSettings, Comparison, compare
 
-import numpy as np
-
-from gate.evaluation.evaluate import PerQuery, Universe, evaluate, query_universe, require_overlap
-from gate.inputs.readers.records import Qrels, QuerySet, Run
-from gate.evaluation.measures import Measure, parse_measure
-from gate.statistics.paired import PairedComparison, compare_paired
-
-
-@dataclass(frozen=True)
-class CompareSettings:
-    metric: str = "nDCG@10"
-    also: tuple[str, ...] = ("AP", "RR@10", "R@100", "Judged@10")
-    rel: int = 1
-    samples: int = 10_000
-    seed: int = 7
-    ci_method: str = "percentile"
-
-    def measures(self) -> tuple[Measure, tuple[Measure, ...]]:
-        """The primary measure and the others, with the binary threshold applied."""
-        primary = parse_measure(self.metric).with_default_rel(self.rel)
-        others: list[Measure] = []
-        for name in self.also:
-            measure = parse_measure(name).with_default_rel(self.rel)
-            if measure != primary and measure not in others:
-                others.append(measure)
-        return primary, tuple(others)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    settings: CompareSettings
-    metric: str  # canonical name of the primary measure
-    universe: Universe
-    baseline: PerQuery
-    candidate: PerQuery
-    paired: PairedComparison
-    strata: dict[str, str | None] = field(default_factory=dict)
-
-    @property
-    def query_ids(self) -> tuple[str, ...]:
-        return self.universe.query_ids
-
-    def per_query_delta(self) -> np.ndarray:
-        return self.candidate.values[self.metric] - self.baseline.values[self.metric]
-
-    def measure_names(self) -> list[str]:
-        return list(self.baseline.values)
-
-
-def compare(
-    baseline: Run,
-    candidate: Run,
-    qrels: Qrels,
-    queries: QuerySet | None = None,
-    settings: CompareSettings = CompareSettings(),
-) -> Comparison:
-    primary, others = settings.measures()
-    measures: Sequence[Measure] = (primary, *others)
-    universe = query_universe(qrels, queries)
-    for run in (baseline, candidate):
-        require_overlap(run, universe.query_ids, qrels, queries)
-    before = evaluate(baseline, qrels, measures, universe.query_ids, rel=settings.rel)
-    after = evaluate(candidate, qrels, measures, universe.query_ids, rel=settings.rel)
-    metric = str(primary)
-    paired = compare_paired(
-        before.values[metric],
-        after.values[metric],
-        samples=settings.samples,
-        seed=settings.seed,
-        method=settings.ci_method,
-    )
-    strata: dict[str, str | None] = {qid: None for qid in universe.query_ids}
-    if queries is not None:
-        by_id = queries.by_id()
-        for qid in universe.query_ids:
-            strata[qid] = by_id[qid].stratum if qid in by_id else None
-    return Comparison(settings, metric, universe, before, after, paired, strata)
+__all__ = ["CompareSettings", "Comparison", "compare", "compare_files", "decide_comparison"]
 
 
 def decide_comparison(comparison: Comparison, policy=None, strata_block=None, runs=None):
@@ -111,3 +36,65 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None, ru
                         **traffic_findings(strata_block or {}),
                         identical_rankings=runs is not None and same_rankings(runs[0], runs[1], comparison.query_ids))
     return decide(findings, policy), weighed
+
+
+def compare_files(
+    baseline: str,
+    candidate: str,
+    qrels: str,
+    queries: str | None = None,
+    *,
+    strata: str | None = None,
+    settings: CompareSettings = CompareSettings(),
+    max_regression: float = 0.02,
+    require_improvement: bool = False,
+    rel_option: str = "--rel",
+):
+    """``retrieval-gate compare`` as a function: two run files, the qrels (a file, a BEIR
+    folder or ``irds:<id>``), optionally the golden queries and a traffic-shares file.
+
+    Returns a :class:`gate.pipeline.result.Result`: the typed report (paired statistics,
+    every measure, the strata table with traffic shares and movement buckets when ``strata``
+    is given, and the decision run's rules make on the two runs) and its verdict."""
+    from gate.common.errors import UsageError
+    from gate.inputs.named import check_rel, describe_inputs, load_qrels_spec, load_queries_spec, load_run_file
+    from gate.inputs.traffic_shares import assign_strata, load_strata_spec, validate_against
+    from gate.pipeline.result import Result
+    from gate.report.document import ComparisonReport
+    from gate.statistics.movement import strata_section
+    from gate.verdict.rules import ALPHA, MIN_MOVERS, Policy
+
+    if strata and not queries:
+        raise UsageError("--strata needs --queries (the query file gives each query its stratum)")
+    spec = load_strata_spec(strata) if strata else None
+    loaded_qrels = load_qrels_spec(qrels)
+    if any(parse_measure(m).TAKES_REL and parse_measure(m).rel is None for m in (settings.metric, *settings.also)):
+        check_rel(loaded_qrels, settings.rel, rel_option)
+    loaded_queries = load_queries_spec(queries) if queries else None
+    baseline_run = load_run_file(baseline)
+    candidate_run = load_run_file(candidate)
+    comparison = compare(baseline_run, candidate_run, loaded_qrels, loaded_queries, settings)
+    inputs = describe_inputs(
+        baseline=(baseline, baseline_run), candidate=(candidate, candidate_run), qrels=(qrels, loaded_qrels),
+        queries=(queries, loaded_queries) if loaded_queries is not None else None,
+    )
+    report = ComparisonReport.from_comparison(comparison, inputs, command="compare")
+    # Movement buckets and the wins sentence need only the runs and the qrels;
+    # the strata table needs a query file that names each query's stratum.
+    by_query = assign_strata(loaded_queries, spec) if loaded_queries is not None else {}
+    if spec is not None:
+        validate_against(spec, by_query)
+    strata_block = strata_section(
+        comparison.baseline, comparison.candidate, comparison.metric, by_query, spec, baseline_run=baseline_run,
+        candidate_run=candidate_run, qrels=loaded_qrels, queries=loaded_queries, samples=settings.samples,
+        seed=settings.seed, method=settings.ci_method)
+    report.data.update(strata_block)
+    # The gate's own decision on the two runs (run's rules on the statistics and the traffic;
+    # no validity checks, and no noise band, so an improvement does not need one).
+    policy = Policy(max_regression=max_regression, require_improvement=require_improvement,
+                    improvement_needs_band=False)
+    verdict, weighed = decide_comparison(comparison, policy, strata_block, runs=(baseline_run, candidate_run))
+    report.data["decision"] = {"kind": verdict.kind, "reasons": [r.to_dict() for r in verdict.reasons],
+                               "exit_code": verdict.exit_code, "rule": policy.decision, **weighed.to_dict(),
+                               "alpha": ALPHA, "min_movers": MIN_MOVERS}
+    return Result(report.record(), verdict, "report.md.j2")

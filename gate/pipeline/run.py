@@ -37,7 +37,7 @@ from gate.inputs.readers.runs import read_run
 from gate.inputs.manifest import Manifest, environment_record, load_manifest, write_manifest
 from gate.evaluation.measures import Measure, parse_measure
 from gate.inputs.retrieval_config import RetrievalConfig, config_diff, load_retrieval_config
-from gate.runs.base import RunnerFailed, RunRequest
+from gate.runs.request import RunnerFailed
 from gate.runs.code import CodeIdentity, commit_tree, declared_inputs, working_tree
 from gate.runs.command import CommandRunner
 from gate.runs.produce import RunProducer, check_coverage
@@ -46,9 +46,8 @@ from gate.report.document import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from gate.statistics.movement import strata_section
 from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config, validate_against
 from gate.statistics.band import BandStatus, applicable_band, band_sentence, measure_noise, tie_floor
-from gate.verdict.rules import (ALPHA, MIN_MOVERS, Findings, GuardedRegression, Policy, Verdict, decide, traffic_findings,
-                          inconclusive)
-from gate.checks.judged import judged_check
+from gate.verdict.rules import ALPHA, MIN_MOVERS, Findings, Verdict, decide, inconclusive, traffic_findings
+from gate.checks.judged_share import judged_check
 from gate.checks.prompts import scan_prompts
 from gate.checks.tuning import tuning_check
 from gate.checks.validity import Validity, compare_leakage, reporting_set, validity_warnings
@@ -165,6 +164,26 @@ def run_pull_request(config_path: Path, options: RunOptions, progress: Progress 
     outcome.report["verdict"] = verdict.to_dict()
     outcome.verdict = verdict
     return outcome, yard
+
+
+def run(config_path: str | Path, *, base: str | None = None, runs_dir: str | Path | None = None,
+        candidate_run: str | Path | None = None, progress: Progress = stderr_progress):
+    """``retrieval-gate run`` as a function (``gate.run``): the gate on the config at
+    ``config_path``; with ``base`` (a commit) as the Action judges a PR, the yardstick read as of
+    that commit. Returns a :class:`gate.pipeline.result.Result` (the typed report, the verdict,
+    the candidate's unjudged documents) that writes and renders itself."""
+    from gate.pipeline.result import Result
+    from gate.report.document import report_record
+
+    options = RunOptions(candidate_run=Path(candidate_run) if candidate_run is not None else None,
+                         runs_dir=Path(runs_dir) if runs_dir is not None else None, base=base)
+    if base is not None:
+        outcome, _ = run_pull_request(Path(config_path), options, progress=progress)
+    else:
+        outcome = run_gate(load_config(config_path), options, progress=progress)
+    validity = outcome.extras.get("validity")
+    unjudged = validity.judged.unjudged_rows if validity is not None and validity.judged is not None else None
+    return Result(report_record(outcome.report), outcome.verdict, "run.md.j2", unjudged)
 
 
 def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
@@ -392,7 +411,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
             name = f"noise-run-{hashlib.sha256(data).hexdigest()[:16]}.trec.gz"
             extra_files[name] = data
             names.append(name)
-        from gate.statistics.calibration import calibrate
+        from gate.verdict.calibration import calibrate
 
         calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary),
                                 config.golden.rel, policy=config.policy,
@@ -603,7 +622,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         return GateOutcome(report, verdict, baseline, candidate)
 
     stats = config.statistics
-    from gate.evaluation.evaluate import Universe
+    from gate.inputs.universe import Universe
     from gate.report.document import paired_section
 
     base_r = baseline.values.subset(reporting.query_ids)
@@ -724,7 +743,7 @@ def declared_factors(config: Config) -> dict[str, list[str]]:
             paths = [paths]
         if (not isinstance(paths, list) or not paths
                 or not all(isinstance(p, str) and p.strip() and len(p) <= 256 for p in paths)):
-            raise config.key_error(f"attribution.factors", f"factor '{name}': expected a dotted path or a list of "
+            raise config.key_error("attribution.factors", f"factor '{name}': expected a dotted path or a list of "
                                    "them")
         for path in paths:
             for other, by in owner.items():

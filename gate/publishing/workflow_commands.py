@@ -24,7 +24,7 @@ import uuid
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, TextIO
 
-from gate.publishing.markdown_cut import truncate_markdown
+from gate.rendering.markdown_cut import truncate_markdown
 
 __all__ = [
     "SUMMARY_LIMIT",

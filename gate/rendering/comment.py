@@ -13,14 +13,14 @@ The comment is built from sections, each ``(markdown, droppable)``:
    losses, the full config diff, the full attribution section;
 7. reproduce: the command, input fingerprints, seed, samples, versions.
 
-:func:`render_comment` joins them with :func:`gate.publishing.github.client.fit_comment`, which
+:func:`render_comment` joins them with :func:`gate.rendering.markdown_cut.fit_comment`, which
 drops detail sections (last first, never cutting a table) to stay within
 GitHub's 65,536 characters. :func:`render_summary` is the same plus the full
 report, kept under the job summary's 1 MiB. Every value that comes from data
 (query texts and ids, config keys and values, file names, stratum and suite
 names) passes through the ``md`` filter, so it cannot break a table, open
 HTML or mention anyone. The hidden marker is added by
-:func:`gate.publishing.github.client.publish_comment`, not here.
+:func:`gate.publishing.github.sticky_comment.publish_comment`, not here.
 """
 
 from __future__ import annotations
@@ -30,14 +30,35 @@ import logging
 import math
 import re
 from functools import lru_cache
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import jinja2
 
-from gate.publishing.github.client import COMMENT_LIMIT, fit_comment
+from gate.rendering.markdown_cut import COMMENT_LIMIT, fit_comment
 from gate.rendering.markdown import Inert, finalizer, inert, md_text, signed
-from gate.publishing.markdown_cut import fit_sections
-from gate.rendering.jinja import environment
+from gate.rendering.markdown_cut import fit_sections
+from gate.rendering.jinja import ReportEnvironment, environment
+from gate.report.typed import ABSENT, empty
+from gate.report.spine import (
+    Accepted,
+    ArchivedBaseline,
+    AttributionReadings,
+    Baseline,
+    Candidate,
+    CandidateConfig,
+    Delta,
+    DeltaAllQueries,
+    Judged,
+    NoiseBand,
+    Prompts,
+    Reason,
+    Report,
+    ReportingSet,
+    Traffic,
+    Tuning,
+    Verdict,
+    VerdictReason,
+)
 
 __all__ = [
     "EMOJI",
@@ -166,15 +187,7 @@ def _env() -> jinja2.Environment:
     # The shared environment's settings, filters and globals, in an environment
     # of our own: adding our filters never touches the one gate.rendering.jinja uses.
     base = environment()
-    env = jinja2.Environment(
-        loader=base.loader,
-        autoescape=False,
-        finalize=finalizer(md),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+    env = ReportEnvironment(loader=base.loader, finalize=finalizer(md))
     env.filters.update(base.filters)
     env.globals.update(base.globals)
     env.filters["md"] = inert(md)
@@ -190,14 +203,6 @@ def _macros():
     return _env().get_template("comment.md.j2").module
 
 
-def _d(value: Any) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list:
-    return value if isinstance(value, list) else []
-
-
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -207,49 +212,49 @@ def _num(value: Any) -> float | None:
 # --------------------------------------------------------------------------- the headline
 
 
-def _commensurable(report: Mapping[str, Any]) -> bool:
+def _commensurable(report: Report) -> bool:
     """False when a run's baseline could not be made commensurable (``baseline.resolution`` null)."""
-    baseline = _d(report.get("baseline"))
-    return not ("resolution" in baseline and baseline["resolution"] is None)
+    return not (report.baseline and report.baseline.resolution is None)
 
 
-def _shown_delta(report: Mapping[str, Any]) -> dict | None:
+def _shown_delta(report: Report) -> Delta | None:
     """The delta the comment may show: only on a commensurable baseline, and only a finite one."""
-    delta = _d(report.get("delta"))
-    if not delta or not _commensurable(report) or _num(delta.get("mean")) is None:
+    delta = report.delta
+    if not delta or not _commensurable(report) or _num(delta.mean) is None:
         return None
     return delta
 
 
-def _kind(report: Mapping[str, Any]) -> str:
-    return str(_d(report.get("verdict")).get("kind") or "")
+def _kind(report: Report) -> str:
+    return str(report.verdict.kind) if report.verdict else ""
 
 
-def _query_count(report: Mapping[str, Any]) -> int | None:
-    for value in (report.get("query_count"), _d(report.get("reporting_set")).get("query_count"),
-                  _d(_d(report.get("verdict")).get("reporting_set")).get("query_count")):
+def _query_count(report: Report) -> int | None:
+    verdict_set = report.verdict.reporting_set if report.verdict else ABSENT
+    for value in (report.query_count, report.reporting_set.query_count if report.reporting_set else ABSENT,
+                  verdict_set.query_count if verdict_set else ABSENT):
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None
 
 
-def _noise_phrase(report: Mapping[str, Any]) -> str | None:
-    band = report.get("noise_band")
-    if not isinstance(band, dict):
+def _noise_phrase(report: Report) -> str | None:
+    band = report.noise_band
+    if not band:
         return None
-    threshold = _num(band.get("threshold"))
+    threshold = _num(band.threshold)
     if threshold is not None:
-        word = "exceeds" if band.get("exceeded") else "within"
+        word = "exceeds" if band.exceeded else "within"
         return f"{word} noise ±{threshold:.3f}"
-    if band.get("state") == "stale" or band.get("stale"):
+    if band.state == "stale" or band.stale:
         return "noise band stale"
     return "no noise band"
 
 
-def _rule_phrase(report: Mapping[str, Any], reason: Mapping[str, Any], delta_shown: bool) -> str:
+def _rule_phrase(report: Report, reason: VerdictReason | Reason, delta_shown: bool) -> str:
     """The rule that decided, shortened where the headline already shows the interval."""
-    code = str(reason.get("code") or "")
-    message = " ".join(str(reason.get("message") or "").split())
+    code = str(reason.code or "")
+    message = " ".join(str(reason.message or "").split())
     if delta_shown and code in _STATISTICAL:
         if code == "regression_shown":
             return "regression shown"
@@ -258,23 +263,22 @@ def _rule_phrase(report: Mapping[str, Any], reason: Mapping[str, Any], delta_sho
         if code == "improvement_required":
             return "improvement required but not shown"
         if code == "non_inferior":
-            margin = re.search(r"(?:margin|within)\s+(-?[0-9.]+)", message)
-            return f"non-inferior (margin {margin.group(1).replace('-', '−')})" if margin else "non-inferior"
+            margin = _num(report.decision.margin) if report.decision else None
+            return f"non-inferior (margin −{margin:g})" if margin is not None else "non-inferior"
         if code == "too_few_movers":
             moved = re.search(r"only (\d+) of (\d+) queries moved", message)
             return (f"only {moved.group(1)} of {moved.group(2)} queries moved" if moved else "too few queries moved")
-        mde = _num(_d(report.get("delta")).get("mde"))
+        mde = _num(report.delta.mde) if report.delta else None
         return "neither a regression nor non-inferiority shown" + (
             f" (minimum detectable effect {mde:.3f})" if mde is not None else " (minimum detectable effect not estimable)")
     # "...; limit 20%" is in the reasons list below; the headline keeps the finding.
     return re.sub(r";\s*limit\s+[^;]*$", "", message)
 
 
-def _headline_parts(report: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _headline_parts(report: Report) -> list[tuple[str, str]]:
     """(plain, markdown) pieces, joined by ' — '; in the markdown form every piece of data is escaped."""
     kind = _kind(report)
-    verdict = _d(report.get("verdict"))
-    reasons = [r for r in _l(verdict.get("reasons")) if isinstance(r, dict)]
+    reasons = list(report.verdict.reasons or ()) if report.verdict else []
     delta = _shown_delta(report)
     parts: list[tuple[str, str]] = []
 
@@ -291,22 +295,20 @@ def _headline_parts(report: Mapping[str, Any]) -> list[tuple[str, str]]:
         data(f"ℹ️ {kind or 'no verdict'}", 60)
     if kind == "accepted":
         # The rule that failed, and who accepted it on purpose (the justification is quoted below).
-        accepted = _d(report.get("accepted"))
-        failed = [r for r in _l(accepted.get("failed_on")) if isinstance(r, dict)]
-        failed = failed or [r for r in reasons if not str(r.get("code", "")).startswith("accept")]
+        accepted = report.accepted or empty(Accepted)
+        failed: list[Any] = list(accepted.failed_on or ())
+        failed = failed or [r for r in reasons if not str(r.code or "").startswith("accept")]
         phrase = _rule_phrase(report, failed[0], delta is not None) + ", accepted" if failed else "accepted"
-        if accepted.get("by"):
-            phrase += f" by {accepted['by']}"
-        if accepted.get("label"):
-            phrase += f" ({accepted['label']})"
+        if accepted.label:
+            phrase += f" ({accepted.label})"
         data(phrase)
     elif reasons:
         data(_rule_phrase(report, reasons[0], delta is not None))
     if delta is not None:
-        metric = str(report.get("metric") or "delta")
-        numbers = f" {msigned(delta.get('mean'))} {interval(delta.get('ci_low'), delta.get('ci_high'))}"
+        metric = str(report.metric or "delta")
+        numbers = f" {msigned(delta.mean)} {interval(delta.ci_low, delta.ci_high)}"
         extra = [p for p in (_noise_phrase(report),) if p]
-        if _d(report.get("judged")).get("judgment_limited"):
+        if report.judged and report.judged.judgment_limited:
             extra.append("judgment-limited")
         tail = "".join(f", {e}" for e in extra)
         parts.append((metric + numbers + tail, md(metric, 60) + numbers + tail))
@@ -320,28 +322,25 @@ def _headline_parts(report: Mapping[str, Any]) -> list[tuple[str, str]]:
     return parts
 
 
-def headline(report: Mapping[str, Any], *, markdown: bool = True) -> str:
+def headline(report: Report, *, markdown: bool = True) -> str:
     """The one-line verdict: ``❌ fail — <rule> — nDCG@10 −0.012 [−0.031, +0.008], within noise ±0.013 — 140 q``.
 
     With ``markdown=True`` (the default) data is escaped for Markdown (the
     comment's first line is ``### `` plus this); ``markdown=False`` gives
     plain text, e.g. for a commit status description.
     """
-    report = report if isinstance(report, Mapping) else {}
     return " — ".join(md if markdown else plain for plain, md in _headline_parts(report))
 
 
 # --------------------------------------------------------------------------- section views
 
 
-def _reason_rows(report: Mapping[str, Any]) -> list[dict[str, str]]:
+def _reason_rows(report: Report) -> list[dict[str, str]]:
     kind = _kind(report)
-    quoted = bool(_d(report.get("accepted")))  # the acceptance is quoted on its own, with its justification
+    quoted = bool(report.accepted)  # the acceptance is quoted on its own, with its justification
     rows = []
-    for reason in _l(_d(report.get("verdict")).get("reasons")):
-        if not isinstance(reason, dict):
-            continue
-        code = str(reason.get("code") or "")
+    for reason in (report.verdict.reasons or ()) if report.verdict else ():
+        code = str(reason.code or "")
         if code == "accepted" and quoted:
             continue
         if code == "warning":
@@ -356,32 +355,31 @@ def _reason_rows(report: Mapping[str, Any]) -> list[dict[str, str]]:
             icon = "⚠️"
         else:
             icon = "•"
-        rows.append({"icon": icon, "code": code, "message": str(reason.get("message") or "")})
+        rows.append({"icon": icon, "code": code, "message": str(reason.message or "")})
     return rows
 
 
-def _measure_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    metric = report.get("metric")
-    delta = _d(report.get("delta"))
+def _measure_rows(report: Report) -> list[dict[str, Any]]:
+    metric = report.metric
+    delta = report.delta
     rows = []
-    for name, m in _d(report.get("measures")).items():
-        m = _d(m)
+    for name, m in (report.measures or {}).items():
         primary = name == metric
         rows.append({
-            "name": name, "primary": primary, "baseline": _num(m.get("baseline")),
-            "candidate": _num(m.get("candidate")), "delta": _num(m.get("delta")),
-            "ci": Inert(interval(delta.get("ci_low"), delta.get("ci_high"))) if primary and delta else "",
+            "name": name, "primary": primary, "baseline": _num(m.baseline),
+            "candidate": _num(m.candidate), "delta": _num(m.delta),
+            "ci": Inert(interval(delta.ci_low, delta.ci_high)) if primary and delta else "",
         })
     rows.sort(key=lambda r: not r["primary"])
     return rows
 
 
-def _per_query_view(report: Mapping[str, Any]) -> dict[str, Any] | None:
-    rows = [r for r in _l(report.get("per_query")) if isinstance(r, dict) and _num(r.get("delta")) is not None]
+def _per_query_view(report: Report) -> dict[str, Any] | None:
+    rows = [r for r in report.per_query or () if _num(r.delta) is not None]
     if not rows:
         return None
-    losses = sorted((r for r in rows if r["delta"] < 0), key=lambda r: (r["delta"], str(r.get("query_id"))))
-    wins = sorted((r for r in rows if r["delta"] > 0), key=lambda r: (-r["delta"], str(r.get("query_id"))))
+    losses = sorted((r for r in rows if r.delta < 0), key=lambda r: (r.delta, str(r.query_id)))
+    wins = sorted((r for r in rows if r.delta > 0), key=lambda r: (-r.delta, str(r.query_id)))
     shown = wins[:TOP_QUERIES] + losses[:TOP_QUERIES]
     return {
         "wins": wins[:TOP_QUERIES],
@@ -390,57 +388,57 @@ def _per_query_view(report: Mapping[str, Any]) -> dict[str, Any] | None:
         "n_losses": len(losses),
         "n_ties": len(rows) - len(wins) - len(losses),
         "total": len(rows),
-        "has_text": any(r.get("text") for r in shown),
-        "has_stratum": any(r.get("stratum") is not None for r in shown),
+        "has_stratum": any(r.stratum is not None for r in shown),
     }
 
 
-def _config_view(report: Mapping[str, Any]) -> dict[str, Any] | None:
-    if "config_diff" not in report or report.get("config_diff") is None:
+def _config_view(report: Report) -> dict[str, Any] | None:
+    if not report.has("config_diff"):
         return None
-    rows = [r for r in _l(report.get("config_diff")) if isinstance(r, dict)]
+    rows = list(report.config_diff)
     return {"rows": rows, "shown": rows[:CONFIG_ROWS], "detail": rows[:CONFIG_DETAIL_ROWS],
             "more": max(0, len(rows) - CONFIG_ROWS), "detail_more": max(0, len(rows) - CONFIG_DETAIL_ROWS)}
 
 
-def _attribution_view(report: Mapping[str, Any]) -> dict[str, Any] | None:
-    a = report.get("attribution")
-    if not isinstance(a, dict):
+def _attribution_view(report: Report) -> dict[str, Any] | None:
+    a = report.attribution
+    if not a:
         return None
-    if a.get("refused") is not None:
-        return {"kind": "refused", "text": a["refused"]}
-    if a.get("error") is not None:
-        return {"kind": "error", "text": a["error"]}
-    if a.get("bundle"):
-        return {"kind": "bundle", "bundle": _d(a.get("bundle"))}
-    grid = _d(a.get("grid"))
-    def pair(value: Any) -> bool:
-        return isinstance(value, list) and len(value) == 2
+    if a.refused is not ABSENT and a.refused is not None:
+        return {"kind": "refused", "text": a.refused}
+    if a.error is not ABSENT and a.error is not None:
+        return {"kind": "error", "text": a.error}
+    if a.bundle:
+        return {"kind": "bundle", "bundle": a.bundle}
+    grid = a.grid
 
-    ok_grid = (bool(grid) and "rows" in grid and "columns" in grid and pair(grid.get("means"))
-               and all(pair(row) for row in grid["means"]) and pair(grid.get("row_effects"))
-               and pair(grid.get("column_effects")))
-    readings = _d(a.get("readings"))
-    head = _d(a.get("headline")).get("text") or readings.get("headline")
+    def pair(value: Any) -> bool:
+        return isinstance(value, tuple) and len(value) == 2
+
+    ok_grid = (bool(grid) and grid.has("rows") and grid.has("columns") and pair(grid.means)
+               and all(pair(row) for row in grid.means) and pair(grid.row_effects)
+               and pair(grid.column_effects))
+    readings = a.readings or empty(AttributionReadings)
+    head = (a.headline.text if a.headline else None) or readings.headline or None
     return {
         "kind": "grid",
         "headline": head,
         "grid": grid if ok_grid else None,
-        "additivity": readings.get("additivity"),
-        "interactions": [s for s in _l(readings.get("interactions")) if s][:2],
-        "factors": [str(f) for f in _l(a.get("factors"))],
-        "metric": a.get("metric") or report.get("metric"),
-        "queries": a.get("queries"),
-        "runs": len(_l(a.get("cells"))),
+        "additivity": readings.additivity or None,
+        "interactions": [s for s in readings.interactions or () if s][:2],
+        "factors": [str(f) for f in a.factors or ()],
+        "metric": a.metric or report.metric,
+        "queries": a.queries or None,
+        "runs": len(a.cells or ()),
     }
 
 
-def _full_attribution(report: Mapping[str, Any]) -> str | None:
+def _full_attribution(report: Report) -> str | None:
     """The whole attribution section (attribution.md.j2), headings nested under the comment's."""
-    a = report.get("attribution")
-    if not isinstance(a, dict) or a.get("refused") is not None or a.get("error") is not None:
+    a = report.attribution
+    if not a or (a.refused is not ABSENT and a.refused is not None) or (a.error is not ABSENT and a.error is not None):
         return None
-    if not a.get("bundle") and not a.get("effects"):
+    if not a.bundle and not a.effects:
         return None
     try:
         text = _env().get_template("attribution.md.j2").render(a=a)
@@ -451,74 +449,72 @@ def _full_attribution(report: Mapping[str, Any]) -> str | None:
     return _demote(text, 2).strip("\n")
 
 
-def _lift_view(report: Mapping[str, Any]) -> dict[str, Any] | None:
-    lift = _d(report.get("lift"))
-    buckets = [b for b in _l(lift.get("buckets")) if isinstance(b, dict)]
+def _lift_view(report: Report) -> dict[str, Any] | None:
+    lift = report.lift
+    buckets = list(lift.buckets or ()) if lift else []
     if not buckets:
         return None
-    top = max((b.get("count") or 0 for b in buckets), default=0)
+    top = max((b.count or 0 for b in buckets), default=0)
     return {"lift": lift, "buckets": buckets, "top": top}
 
 
-def _inputs_view(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _inputs_view(report: Report) -> list[dict[str, Any]]:
     rows = []
-    for name, item in _d(report.get("inputs")).items():
-        item = _d(item)
-        rows.append({"name": name, "path": item.get("path"), "sha": str(item.get("sha256") or "")[:12],
-                     "count": item.get("count"), "unit": item.get("unit") or ""})
+    for name, item in (report.inputs or {}).items():
+        rows.append({"name": name, "path": item.path or None, "sha": str(item.sha256 or "")[:12],
+                     "count": item.count if item.count is not ABSENT else None, "unit": item.unit or ""})
     return rows
 
 
-def _context(report: Mapping[str, Any], reproduce_command: str | None) -> dict[str, Any]:
+def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
     commensurable = _commensurable(report)
-    baseline = _d(report.get("baseline"))
-    verdict = _d(report.get("verdict"))
-    reporting = _d(report.get("reporting_set")) or _d(verdict.get("reporting_set"))
-    leakage = report.get("leakage") if isinstance(report.get("leakage"), dict) else None
-    candidate = _d(report.get("candidate"))
-    reason_messages = {str(r.get("message")) for r in _l(verdict.get("reasons")) if isinstance(r, dict)}
+    baseline = report.baseline or empty(Baseline)
+    verdict = report.verdict or empty(Verdict)
+    reporting = report.reporting_set or verdict.reporting_set or empty(ReportingSet)
+    candidate = report.candidate or empty(Candidate)
+    reason_messages = {str(r.message) for r in verdict.reasons or ()}
     context = {
         "r": report,
         "headline": Inert(headline(report)),  # escapes its data parts itself
         "kind": _kind(report),
-        "suite": report.get("suite"),
-        "metric": report.get("metric"),
+        "suite": report.suite if report.suite is not ABSENT else None,
+        "metric": report.metric,
         "query_count": _query_count(report),
         "reporting": reporting,
         "reasons": _reason_rows(report),
-        "accepted": _d(report.get("accepted")),
+        "accepted": report.accepted or empty(Accepted),
         "delta": _shown_delta(report),
-        "commensurable": _commensurable(report),
+        "commensurable": commensurable,
         "measures": _measure_rows(report) if _shown_delta(report) else [],
-        "noise": _d(report.get("noise_band")),
-        "all_queries": _d(report.get("delta_all_queries")),
+        "noise": report.noise_band or empty(NoiseBand),
+        "all_queries": report.delta_all_queries or empty(DeltaAllQueries),
         "baseline": baseline,
-        "archived": _d(baseline.get("archived")),
+        "archived": baseline.archived or empty(ArchivedBaseline),
         "resolution_words": _RESOLUTION_WORDS,
         "config": _config_view(report),
         "attribution": _attribution_view(report),
-        "leakage": leakage,
-        "judged": _d(report.get("judged")),
-        "tuning": _d(report.get("tuning")),
-        "prompts": _d(report.get("prompts")),
-        "goalposts": [g for g in _l(report.get("goalposts")) if isinstance(g, dict)],
-        "warnings": [str(w) for w in _l(report.get("warnings")) if str(w) not in reason_messages],
-        "strata": [s for s in _l(report.get("strata")) if isinstance(s, dict)],
-        "traffic": _d(report.get("traffic")),
-        "wins_sentence": report.get("wins_sentence"),
+        "leakage": report.leakage or None,
+        "judged": report.judged or empty(Judged),
+        "tuning": report.tuning or empty(Tuning),
+        "prompts": report.prompts or empty(Prompts),
+        "goalposts": list(report.goalposts or ()),
+        "warnings": [str(w) for w in report.warnings or () if str(w) not in reason_messages],
+        "strata": list(report.strata or ()),
+        "traffic": report.traffic or empty(Traffic),
+        "wins_sentence": report.wins_sentence or None,
         "lift": _lift_view(report),
         "per_query": _per_query_view(report),
-        "candidate_error": candidate.get("error"),
-        "log_tail": candidate.get("log_tail"),
+        "candidate_error": candidate.error or None,
+        "log_tail": candidate.log_tail or None,
         "inputs": _inputs_view(report),
-        "tool": _d(report.get("tool")),
+        "tool": report.tool,
         "command": reproduce_command or DEFAULT_REPRODUCE_COMMAND,
-        "candidate_config": _d(report.get("candidate_config")),
+        "candidate_config": report.candidate_config or empty(CandidateConfig),
     }
     if not commensurable:
         # No difference between incommensurable numbers, anywhere in the comment.
-        context.update(strata=[], traffic={}, wins_sentence=None, lift=None, per_query=None, measures=[],
-                       all_queries={}, attribution=None)
+        context.update(strata=[], traffic=empty(Traffic), wins_sentence=None, lift=None, per_query=None, measures=[],
+                       all_queries=empty(DeltaAllQueries), attribution=None)
     return context
 
 
@@ -541,8 +537,7 @@ _SECTIONS: Sequence[tuple[str, bool]] = (
 )
 
 
-def _named_sections(report: Mapping[str, Any], reproduce_command: str | None) -> list[tuple[str, str, bool]]:
-    report = report if isinstance(report, Mapping) else {}
+def _named_sections(report: Report, reproduce_command: str | None) -> list[tuple[str, str, bool]]:
     context = _context(report, reproduce_command)
     macros = _macros()
     sections: list[tuple[str, str, bool]] = []
@@ -559,24 +554,24 @@ def _named_sections(report: Mapping[str, Any], reproduce_command: str | None) ->
     return sections
 
 
-def comment_sections(report: Mapping[str, Any], *, reproduce_command: str | None = None) -> list[tuple[str, bool]]:
+def comment_sections(report: Report, *, reproduce_command: str | None = None) -> list[tuple[str, bool]]:
     """The comment as ``(markdown, droppable)`` sections, in order; empty sections are left out.
 
     Droppable sections are detail a reviewer can find in the job summary and
-    the report artifact; :func:`gate.publishing.github.client.fit_comment` drops them last first.
+    the report artifact; :func:`gate.rendering.markdown_cut.fit_comment` drops them last first.
     """
     return [(text, droppable) for _name, text, droppable in _named_sections(report, reproduce_command)]
 
 
-def render_comment(report: Mapping[str, Any], *, reproduce_command: str | None = None,
+def render_comment(report: Report, *, reproduce_command: str | None = None,
                    limit: int = COMMENT_LIMIT) -> str:
     """The PR comment body (without the hidden marker), at most ``limit`` characters."""
     body = fit_comment(comment_sections(report, reproduce_command=reproduce_command), limit=limit).rstrip("\n")
     return body + "\n" if len(body) < limit else body
 
 
-def _full_report(report: Mapping[str, Any]) -> str | None:
-    template = "run.md.j2" if report.get("command", "run") == "run" or "verdict" in report else "report.md.j2"
+def _full_report(report: Report) -> str | None:
+    template = "run.md.j2" if report.command == "run" or report.verdict else "report.md.j2"
     try:
         text = _env().get_template(template).render(report=report)
     except (jinja2.TemplateError, TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
@@ -600,7 +595,7 @@ def _fit_bytes(sections: Sequence[tuple[str, bool]], limit: int) -> str:
     )
 
 
-def render_summary(report: Mapping[str, Any], *, reproduce_command: str | None = None,
+def render_summary(report: Report, *, reproduce_command: str | None = None,
                    limit: int = SUMMARY_LIMIT) -> str:
     """The job summary: the comment's sections, then the full report, within ``limit`` UTF-8 bytes.
 
@@ -608,7 +603,6 @@ def render_summary(report: Mapping[str, Any], *, reproduce_command: str | None =
     comment's sections are fitted as the comment's are (detail dropped last
     first, never cutting a table), counting bytes.
     """
-    report = report if isinstance(report, Mapping) else {}
     named = _named_sections(report, reproduce_command)
     full = _full_report(report)
     template = _env().get_template("summary.md.j2")

@@ -9,21 +9,56 @@ from typing import Any
 import jinja2
 
 from gate.rendering.markdown import finalizer, fixed, inert, md_text, signed
+from gate.report.typed import ABSENT, Record
+
+
+class ReportEnvironment(jinja2.Environment):
+    """The templates' environment: strict about names, null-safe along a report's optional keys.
+
+    ``report.judged.baseline.judged`` is ``ABSENT`` when ``judged`` (or ``baseline``) is absent
+    or null, so a template reads an optional section as the schema states it and guards once
+    (``{% if j %}``), instead of a ``.get`` at every step. A key a record does not have, or a
+    misspelt name, is still an error (``StrictUndefined``)."""
+
+    def __init__(self, *, finalize, loader) -> None:
+        super().__init__(
+            loader=loader,
+            # Markdown, not HTML: autoescape would not stop pipes or @-mentions. Every data
+            # value goes through the `md` filter, and finalize escapes whatever did not.
+            autoescape=False,
+            finalize=finalize,
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+        )
+        self.tests["absent"] = lambda value: value is ABSENT
+        # `x.key is none` asks what `x.get("key") is None` asked of a dict: absent counts as null.
+        self.tests["none"] = lambda value: value is None or value is ABSENT
+        self.filters["given"] = given
+
+    def getattr(self, obj, attribute):  # noqa: A003 - jinja2's name
+        if obj is None or obj is ABSENT:
+            return ABSENT
+        if isinstance(obj, Record) and not isinstance(attribute, str):
+            return self.undefined(obj=obj, name=attribute)
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj, argument):
+        if obj is ABSENT:
+            return ABSENT
+        return super().getitem(obj, argument)
+
+
+def given(value, default):
+    """``default`` where the report leaves the key out (``dict.get(key, default)`` for records)."""
+    return default if value is ABSENT else value
 
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("gate.rendering", "templates"),
-        # Markdown, not HTML: autoescape would not stop pipes or @-mentions. Every data
-        # value goes through the `md` filter, and finalize escapes whatever did not.
-        autoescape=False,
-        finalize=finalizer(md_text),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+    env = ReportEnvironment(loader=jinja2.PackageLoader("gate.rendering", "templates"),
+                            finalize=finalizer(md_text))
     env.filters["md"] = inert(md_text)
     env.filters["signed"] = inert(signed)
     env.filters["fixed"] = inert(fixed)
@@ -60,8 +95,13 @@ def forest(delta: float | None, low: float | None, high: float | None, scale: fl
     return "`" + "".join(cells) + "`"
 
 
-def forest_scale(rows: list[dict], low: str = "ci_low", high: str = "ci_high") -> float:
-    ends = [abs(r[k]) for r in rows for k in (low, high) if r.get(k) is not None]
+def forest_scale(rows: list[Any], low: str = "ci_low", high: str = "ci_high") -> float:
+    """The largest |CI end| of the rows (records of the report, or a view's dicts)."""
+    def end(row: Any, name: str) -> Any:
+        value = row.get(name) if isinstance(row, dict) else getattr(row, name)
+        return None if value is ABSENT else value
+
+    ends = [abs(end(r, k)) for r in rows for k in (low, high) if end(r, k) is not None]
     return max(ends, default=0.0)
 
 

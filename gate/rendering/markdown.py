@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 from markupsafe import Markup
 
+from gate.report.typed import ABSENT
+
 
 class Inert(str):
     """Markdown that is safe to print as it is: data already escaped, or the gate's own markup.
@@ -33,6 +35,8 @@ def inert(function: Callable[..., Any]) -> Callable[..., Inert]:
 
     @wraps(function)
     def marked(*args: Any, **kwargs: Any) -> Inert:
+        # A key the report leaves out reads as null: ``ABSENT`` is never printed.
+        args = tuple(None if a is ABSENT else a for a in args)
         return Inert(function(*args, **kwargs))
 
     return marked
@@ -44,6 +48,8 @@ def finalizer(escape: Callable[[Any], str]) -> Callable[[Any], str]:
     ``escape``. Data cannot reach the page unescaped by forgetting a filter."""
 
     def finalize(value: Any) -> str:
+        if value is ABSENT:
+            value = None
         if isinstance(value, (Inert, Markup)):
             return value
         if value is None or isinstance(value, (bool, int, float)):

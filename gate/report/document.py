@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from gate import __version__
-from gate.pipeline.compare import Comparison
+from gate.common.jsontext import json_text
+from gate.statistics.comparison import Comparison
+from gate.report import spine
 
 SCHEMA_VERSION = "1.3"
 
@@ -96,8 +98,9 @@ def paired_mean(values) -> float:
 
 
 @dataclass
-class Report:
-    """A report that renders itself (``to_dict``, ``to_json``, ``to_markdown``)."""
+class ComparisonReport:
+    """``compare``'s report while it is filled in; :meth:`record` is the typed report it makes
+    (which :class:`gate.pipeline.result.Result` writes and renders)."""
 
     data: dict[str, Any]
     extras: Mapping[str, Any] = field(default_factory=dict)
@@ -105,77 +108,41 @@ class Report:
     @classmethod
     def from_comparison(
         cls, comparison: Comparison, inputs: Mapping[str, Any], command: str = "compare"
-    ) -> "Report":
+    ) -> "ComparisonReport":
         data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "command": command}
         data.update(comparison_section(comparison))
         data["inputs"] = dict(inputs)
         data["tool"] = {"name": "retrieval-gate", "version": __version__}
         return cls(data)
 
-    def to_dict(self) -> dict[str, Any]:
-        return self.data
-
-    def to_json(self) -> str:
-        return report_json(self.data)
-
-    def to_markdown(self) -> str:
-        from gate.rendering.jinja import render
-
-        return render("report.md.j2", report=self.data)
-
-    def summary_lines(self) -> list[str]:
-        """A short plain-text summary for the terminal."""
-        d = self.data
-        delta = d["delta"]
-        lines = [
-            f"{d['metric']}: baseline {_fmt(d['baseline']['mean'])} -> candidate {_fmt(d['candidate']['mean'])}"
-            f" on {d['query_count']} queries",
-            f"delta {_fmt(delta['mean'], signed=True)}  95% CI [{_fmt(delta['ci_low'], signed=True)},"
-            f" {_fmt(delta['ci_high'], signed=True)}] ({delta['method']} bootstrap, B={delta['samples']},"
-            f" seed={delta['seed']})",
-            f"p(delta<=0)={_fmt(delta['p_le_zero'])}  sign-flip p={_fmt(delta['p_randomization'])}"
-            f" ({delta['randomization']})  wins/losses/ties {delta['wins']}/{delta['losses']}/{delta['ties']}"
-            f"  MDE {'not estimable' if delta['mde'] is None else _fmt(delta['mde'])}",
-        ]
-        q = d["queries"]
-        notes = []
-        for key, label in (
-            ("missing_in_baseline", "missing in baseline (scored 0)"),
-            ("missing_in_candidate", "missing in candidate (scored 0)"),
-            ("extra", "in runs but not judged (ignored)"),
-            ("unjudged", "golden queries without qrels (left out)"),
-        ):
-            if q.get(key):
-                notes.append(f"{len(q[key])} {label}")
-        if notes:
-            lines.append("queries: " + "; ".join(notes))
-        for name, m in d["measures"].items():
-            if name != d["metric"]:
-                lines.append(
-                    f"  {name:<16} {_fmt(m['baseline'])} -> {_fmt(m['candidate'])} ({_fmt(m['delta'], signed=True)})"
-                )
-        return lines
+    def record(self) -> "spine.Report":
+        return report_record(self.data)
 
 
-def _fmt(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:+.4f}" if signed else f"{value:.4f}"
 
 
 def report_json(data: Mapping[str, Any]) -> str:
-    """report.json's text: UTF-8 as it is, but every character the gate's own JSON reader
-    refuses in a file (DEL, C1 controls) written as a \\u escape, so a report the gate wrote is
-    always one it (and its comment job) can read back."""
-    import re
-
-    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    return re.sub("[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text)
+    """report.json's text (:func:`gate.common.jsontext.json_text`)."""
+    return json_text(data)
 
 
 def load_report(path: str | Path) -> dict[str, Any]:
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
+
+
+def report_record(data: Mapping[str, Any], what: str = "report.json") -> "spine.Report":
+    """The gate's own report as its typed record: held to the schema the comment job holds it
+    to (:func:`check_own_report`), then built. A key or value of the wrong kind is the gate's
+    own bug (:class:`gate.report.typed.InvalidRecord`, exit 4)."""
+    check_own_report(data, what)
+    return spine.Report.from_dict(json.loads(json.dumps(data, allow_nan=False)))
+
+
+def read_report(data: Any, source: str) -> "spine.Report":
+    """An untrusted report (a fork's artifact) as its typed record: validated against the
+    schema first (:class:`InputError` names the first key at fault), then built, once."""
+    return spine.Report.from_dict(validate_report(data, source))
 
 
 # --------------------------------------------------------------------------- reading a saved report

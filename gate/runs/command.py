@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from gate.common.errors import InputError
-from gate.runs.base import RunnerFailed, RunRequest
-from gate.runs.environment import scrubbed_environment
+from gate.runs.request import RunnerFailed, RunRequest
+from gate.common.environment import scrubbed_environment
 
 PLACEHOLDERS = ("config", "queries", "corpus", "run", "repeat", "seed")
 

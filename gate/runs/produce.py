@@ -22,7 +22,7 @@ from gate.common.atomic import write_bytes_atomic
 from gate.common.errors import InputError
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.runs import read_run
-from gate.runs.base import ProducedRun, Runner, RunnerFailed, RunRequest
+from gate.runs.request import ProducedRun, Runner, RunnerFailed, RunRequest
 from gate.runs.code import CheckoutFailed, checkout
 
 RUN_SUFFIXES = (".run", ".run.gz", ".trec", ".trec.gz", ".txt", ".txt.gz", ".tsv")

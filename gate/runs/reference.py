@@ -89,7 +89,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gate.common.errors import InputError
-from gate.runs.base import RunnerFailed, RunRequest
+from gate.runs.request import RunnerFailed, RunRequest
 
 __all__ = [
     "VERSION",

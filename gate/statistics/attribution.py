@@ -87,7 +87,6 @@ __all__ = [
     "analyze_grid",
     "bundle_result",
     "factorial_from_runs",
-    "render_attribution",
 ]
 
 DEFAULT_MAX_FACTORS = 3
@@ -834,14 +833,15 @@ def factorial_from_runs(
     ``cells`` maps ``"model=new,corpus=old"`` (every factor, levels old/new)
     to a run file; ``cell_seconds`` and ``cell_corpus`` (corpus sha256 of each
     cell) use the same keys. Queries are the golden queries with a judgment
-    (:func:`gate.evaluation.evaluate.query_universe`). Every run must rank every one of
+    (:func:`gate.inputs.universe.query_universe`). Every run must rank every one of
     them: a run that misses some is refused with the count and examples
     (:class:`GridRefused`) unless ``allow_missing``, when they score 0 as in
     trec_eval ``-c`` and the result says so.
 
     Bad ``--factor`` / ``--cell`` values raise :class:`UsageError`.
     """
-    from gate.evaluation.evaluate import evaluate, query_universe, require_overlap
+    from gate.evaluation.evaluate import evaluate
+    from gate.inputs.universe import query_universe, require_overlap
     from gate.inputs.readers.qrels import load_qrels
     from gate.inputs.readers.queries import load_queries
     from gate.inputs.readers.runs import read_run
@@ -927,11 +927,3 @@ def factorial_from_runs(
 # --------------------------------------------------------------------------- #
 # Markdown
 # --------------------------------------------------------------------------- #
-
-
-def render_attribution(attribution: Mapping[str, Any] | AttributionResult) -> str:
-    """The Markdown attribution section (``gate/rendering/templates/attribution.md.j2``) from ``to_dict()``."""
-    from gate.rendering.jinja import render
-
-    data = attribution.to_dict() if isinstance(attribution, AttributionResult) else dict(attribution)
-    return render("attribution.md.j2", a=data)

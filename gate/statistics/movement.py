@@ -36,7 +36,7 @@ sits in a group of equal scores that reaches into the top ``k_rank`` and
 holds a non-relevant document: its rank (even its bucket) then depends on
 docno order alone.
 
-:func:`write_lift` writes ``retrieval_lift.json``,
+:func:`gate.publishing.lift_files.write_lift` writes ``retrieval_lift.json``,
 ``retrieval_lift_by_bucket.csv``, ``retrieval_lift_examples.jsonl`` and
 ``retrieval_lift.md``. :func:`strata_section` assembles the per-stratum
 table, the traffic accounting and the lift for ``report.json``.
@@ -44,19 +44,13 @@ table, the traffic accounting and the lift for ``report.json``.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from gate.common.atomic import write_text_atomic
-from gate.common.errors import InputError
 from gate.inputs.readers.records import Qrels, QuerySet, Run
 from gate.evaluation.measures.ordering import compared_scores, trec_order
 
@@ -85,17 +79,10 @@ BUCKET_MEANING = {
     UNCHANGED_MISS: "no relevant document in the window, before or after",
 }
 
-FILES = {
-    "json": "retrieval_lift.json",
-    "csv": "retrieval_lift_by_bucket.csv",
-    "examples": "retrieval_lift_examples.jsonl",
-    "markdown": "retrieval_lift.md",
-}
 CSV_COLUMNS = ("bucket", "count", "share", "mean_rr_delta", "mean_rank_movement", "mean_recall_delta",
                "tie_sensitive")
 EXAMPLES_PER_BUCKET = 3
 
-DEFAULT_QRELS = "irds:msmarco-passage/dev/small"
 
 
 def _byte_order(ids) -> list[str]:
@@ -231,7 +218,7 @@ def _summary(movements: Sequence[QueryMovement], no_relevant: Sequence[str]) -> 
 
 @dataclass(frozen=True)
 class LiftResult:
-    """Movement buckets of every judged query; ``files`` is filled by :func:`write_lift`."""
+    """Movement buckets of every judged query; ``files`` is filled by :func:`gate.publishing.lift_files.write_lift`."""
 
     movements: tuple[QueryMovement, ...]  # bucketed queries, byte order of ids
     no_relevant: tuple[str, ...]  # judged queries without a document of label >= rel
@@ -416,7 +403,7 @@ def compute_lift(
     no rows, or a run none of whose queries is judged (wrong qrels, or ids
     that do not match).
     """
-    from gate.evaluation.evaluate import query_universe, require_overlap
+    from gate.inputs.universe import query_universe, require_overlap
 
     rel_threshold = _check_positive("rel_threshold", rel_threshold)
     k_rank = _check_positive("k_rank", k_rank)
@@ -479,140 +466,6 @@ def compute_lift(
         unjudged_golden=unjudged_golden,
         strata={q: stratum_of.get(q) for q in universe},
     )
-
-
-# --------------------------------------------------------------------------- files
-
-
-def _csv_cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return repr(round(value, 6)) if math.isfinite(value) else ""
-    return str(value)
-
-
-def bucket_csv(result: LiftResult) -> str:
-    """``retrieval_lift_by_bucket.csv``: one row per bucket, then a ``no_relevant`` row (count only)."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for s in result.buckets:
-        writer.writerow([_csv_cell(v) for v in (s.bucket, s.count, s.share, s.mean_rr_delta, s.mean_rank_movement,
-                                                s.mean_recall_delta, s.tie_sensitive)])
-    writer.writerow([NO_RELEVANT, len(result.no_relevant), "", "", "", "", ""])
-    return buf.getvalue()
-
-
-def _label(source: str, tag: str | None) -> dict[str, str | None]:
-    """A run's file name and its tag (``None`` when the name already says it)."""
-    name = os.path.basename(source.rstrip("/")) or source
-    return {"name": name, "tag": tag if tag and tag not in name else None}
-
-
-def render_lift_markdown(result: LiftResult) -> str:
-    """``retrieval_lift.md`` from :data:`gate/rendering/templates/lift.md.j2`."""
-    from gate.rendering.jinja import render
-
-    data = result.to_dict()
-    # How the mean RR change splits over the buckets (the contributions add up to it),
-    # largest first, and the bucket that carries most of it in its direction.
-    parts = sorted((b for b in data["buckets"] if b["rr_contribution"]),
-                   key=lambda b: -abs(b["rr_contribution"]))
-    main = None
-    delta = data["mean_rr_delta"]
-    if parts and delta:
-        same_way = [b for b in parts if b["rr_contribution"] * delta > 0]
-        main = same_way[0]["bucket"] if same_way else None
-    examples: dict[str, list[dict[str, Any]]] = {}
-    for example in result.examples():
-        examples.setdefault(example["bucket"], []).append(example)
-    return render(
-        "lift.md.j2",
-        lift=data,
-        before_label=_label(result.before, result.before_tag),
-        after_label=_label(result.after, result.after_tag),
-        meaning=BUCKET_MEANING,
-        buckets=BUCKETS,
-        main=main,
-        parts=parts,
-        qrels_label=_label(result.qrels, None)["name"],
-        examples=examples,
-        hit_buckets=HIT_BUCKETS,
-    )
-
-
-def write_lift(
-    before: Run,
-    after: Run,
-    qrels: Qrels,
-    output_dir: str | Path,
-    rel_threshold: int = 1,
-    k_rank: int = 10,
-    k_recall: int = 100,
-    queries: QuerySet | None = None,
-    *,
-    strata: Mapping[str, str | None] | None = None,
-) -> LiftResult:
-    """Compute the lift (:func:`compute_lift`) and write the four files into ``output_dir``.
-
-    Files (atomic writes): ``retrieval_lift.json`` (headline counts, mean
-    deltas, per-bucket and per-stratum stats), ``retrieval_lift_by_bucket.csv``,
-    ``retrieval_lift_examples.jsonl`` (up to 3 queries per bucket, largest
-    |rr_delta| first) and ``retrieval_lift.md``. The returned result's
-    ``files`` maps ``json``/``csv``/``examples``/``markdown`` to the paths.
-    """
-    result = compute_lift(before, after, qrels, rel_threshold, k_rank, k_recall, queries,
-                          strata=strata)
-    out = Path(output_dir)  # created by the first atomic write; a file in the way is an InputError
-    paths = {key: out / name for key, name in FILES.items()}
-    write_text_atomic(paths["json"], json.dumps(result.to_dict(), indent=2, ensure_ascii=False,
-                                                allow_nan=False) + "\n")
-    write_text_atomic(paths["csv"], bucket_csv(result))
-    write_text_atomic(paths["examples"], "".join(
-        json.dumps(e, ensure_ascii=False, allow_nan=False) + "\n" for e in result.examples()))
-    write_text_atomic(paths["markdown"], render_lift_markdown(result))
-    return LiftResult(**{**result.__dict__, "files": paths})
-
-
-# --------------------------------------------------------------------------- default qrels
-
-
-def _irds_qrels_path(dataset_id: str) -> Path | None:
-    """Where ir_datasets keeps ``dataset_id``'s qrels once downloaded (None if it cannot tell)."""
-    from gate.inputs.readers.irds import quiet_irds
-
-    try:
-        import ir_datasets  # noqa: WPS433 - heavy: imported on first use
-    except ImportError:
-        return None
-    try:
-        with quiet_irds():
-            handler = ir_datasets.load(dataset_id).qrels_handler()
-        path = getattr(getattr(handler, "_qrels_dlc", None), "_path", None)
-        return Path(path) if path is not None else None
-    except Exception:  # noqa: BLE001 - unknown id or layout: let the loader say
-        return None
-
-
-def default_qrels() -> Qrels:
-    """MS MARCO passage dev/small qrels through ir_datasets (``irds:msmarco-passage/dev/small``).
-
-    Never downloads (that archive is 1 GB): when the qrels are not in the
-    ir_datasets cache (``IR_DATASETS_HOME``, default ``~/.ir_datasets``) this
-    raises a one-line :class:`InputError` saying which ``--qrels`` to pass.
-    """
-    from gate.inputs.readers.irds import load_irds_qrels
-
-    path = _irds_qrels_path(DEFAULT_QRELS.split(":", 1)[1])
-    if path is None or not path.is_file():
-        home = os.environ.get("IR_DATASETS_HOME", str(Path.home() / ".ir_datasets"))
-        raise InputError(DEFAULT_QRELS, None,
-                         f"no --qrels given, and the default MS MARCO passage dev/small qrels are not in the "
-                         f"ir_datasets cache ({home}); pass the qrels your runs were judged with, e.g. "
-                         "--qrels qrels.dev.small.tsv (MS MARCO dev) or --qrels qrels.dl19-passage.txt "
-                         "--rel-threshold 2 (TREC DL 2019)")
-    return load_irds_qrels(DEFAULT_QRELS)
 
 
 # --------------------------------------------------------------------------- report section

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.checks.test_validity_in_run import RUNNER, _world
+from tests.support.small_world import RUNNER, small_world
 
 GOOD = "ingestion: {parser: v1}\nboost: 2.0\nprefer_suffix: '#c0'\n"  # moves every query up
 BAD = "ingestion: {parser: v1}\nboost: -5.0\n"  # the title counts against a page: every query falls
@@ -53,7 +53,7 @@ class TeamRepo:
         git(self.work, "init", "-q", "-b", "main")
         folder = self.work / subfolder if subfolder else self.work
         folder.mkdir(parents=True, exist_ok=True)
-        config = _world(folder, leak_in_new=True,
+        config = small_world(folder, leak_in_new=True,
                         extra_config="strata:\n  shares: {how_to: 0.6, navigational: 0.4}\n" + extra_config)
         (folder / "search").mkdir(exist_ok=True)
         shutil.copyfile(RUNNER, folder / "search" / "run.py")

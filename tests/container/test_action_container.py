@@ -192,7 +192,7 @@ def test_two_concurrent_runs_leave_exactly_one_current_comment(world, tmp_path):
 def test_a_rerun_updates_the_comment_and_a_verdict_flip_posts_a_new_one(world):
     """Same head twice: one comment, edited in place. A new push that regresses: a new comment
     (edits notify nobody), the old one marked outdated."""
-    from gate.publishing.github.client import parse_marker
+    from gate.publishing.github.sticky_comment import parse_marker
 
     repo, runner, image, github, remote = world
     url = remote.url(f"{repo.name}.git")

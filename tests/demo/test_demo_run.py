@@ -10,7 +10,7 @@ pytest.importorskip("faiss")
 pytest.importorskip("bm25s")
 
 from gate.cli import main  # noqa: E402
-from gate.demo.run import run_demo  # noqa: E402
+from gate.demo.end_to_end import run_demo  # noqa: E402
 from tests.regression import scenarios  # noqa: E402
 from tests.regression.pinning import check_pinned  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gate.publishing.github.client import parse_marker
+from gate.publishing.github.sticky_comment import parse_marker
 
 
 def current_comments(fake, number: int) -> list[dict]:

@@ -13,19 +13,15 @@ import socket
 import pytest
 
 from gate.publishing.github.client import (
-    COMMENT_LIMIT,
     DEFAULT_BOT_LOGIN,
-    CommentResult,
     GitHubClient,
     GitHubError,
     GitHubNotFoundError,
     GitHubPermissionError,
     GitHubWaitCapError,
-    comment_marker,
-    fit_comment,
-    parse_marker,
-    publish_comment,
 )
+from gate.publishing.github.sticky_comment import CommentResult, comment_marker, parse_marker, publish_comment
+from gate.rendering.markdown_cut import COMMENT_LIMIT, fit_comment
 from tests.github.fake_github import FakeGitHub, _Spec
 from tests.shared_data import GITHUB, need
 

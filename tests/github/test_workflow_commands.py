@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from gate.publishing.markdown_cut import truncate_markdown
+from gate.rendering.markdown_cut import truncate_markdown
 from gate.publishing.workflow_commands import (
     SUMMARY_LIMIT,
     annotation,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.evaluation.evaluate import evaluate, query_universe
+from gate.evaluation.evaluate import evaluate
+from gate.inputs.universe import query_universe
 from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.runs import read_run
 from tests.measures.realdata import cut_run, oracle_qrels, oracle_run

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gate.evaluation.evaluate import evaluate, query_universe
+from gate.evaluation.evaluate import evaluate
+from gate.inputs.universe import query_universe
 from gate.inputs.readers.records import Qrels, Run
 from tests.measures.realdata import cut_run
 

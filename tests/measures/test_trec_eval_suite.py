@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gate.evaluation.evaluate import evaluate, query_universe
+from gate.evaluation.evaluate import evaluate
+from gate.inputs.universe import query_universe
 from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.runs import read_run
 from tests.measures.realdata import (

@@ -24,7 +24,7 @@ def demo_report(result: Any) -> Any:
 
 
 def demo(scratch: Path) -> Any:
-    from gate.demo.run import run_demo
+    from gate.demo.end_to_end import run_demo
 
     return demo_report(run_demo(scratch, progress=lambda m: None, **DEMO))
 

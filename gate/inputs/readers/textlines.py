@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import re
 import stat
 import zlib
 from contextlib import contextmanager

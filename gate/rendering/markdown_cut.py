@@ -1,10 +1,10 @@
 """Cutting Markdown at GitHub's size caps, never inside a table, a fence or a ``<details>``.
 
-Both publishers, :mod:`gate.publishing.github.client`
-(the REST client and the sticky comment) and
-:mod:`gate.publishing.workflow_commands` (``$GITHUB_OUTPUT``, the step summary,
-``::group::`` and annotations) both cut Markdown with :func:`truncate_markdown`
-when GitHub's size caps are hit.
+The renderers fit the comment (:func:`fit_comment`) and the job summary
+(:func:`fit_sections`) under their caps; the publishers,
+:mod:`gate.publishing.github.sticky_comment` and :mod:`gate.publishing.workflow_commands`
+(``$GITHUB_OUTPUT``, the step summary, ``::group::`` and annotations), cut what is still
+too long with :func:`truncate_markdown`.
 
 Cutting rules: only at a line boundary; never inside a table (between its
 header and its last row), a fenced code block or a ``<details>`` element,
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Sequence
 
-__all__ = ["truncate_markdown"]
+__all__ = ["COMMENT_LIMIT", "fit_comment", "fit_sections", "truncate_markdown"]
 
 # A GFM delimiter row: | --- | :---: | ---: |  (pipes required, as our renderer writes them)
 _DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)+\|?\s*$|^\s*\|\s*:?-+:?\s*\|\s*$")
@@ -174,3 +174,28 @@ def fit_sections(
     if measure(text) <= limit:
         return text
     return truncate_markdown(text, limit, cut_note, measure=measure)[0]
+
+
+#: GitHub's limit on an issue comment's body, in characters.
+COMMENT_LIMIT = 65_536
+
+
+def fit_comment(sections: Sequence[tuple[str, bool]], limit: int = COMMENT_LIMIT) -> str:
+    """Join Markdown sections (``(markdown, droppable)``) into at most ``limit`` characters.
+
+    Sections are joined with a blank line. When too long, droppable (detail)
+    sections are dropped one by one, last first, and a note says how many
+    went; a section is dropped whole, so a table in it is never cut. If the
+    rest is still too long it is cut at a line boundary outside tables, code
+    fences and ``<details>``, with a note.
+    """
+    return fit_sections(
+        sections, limit,
+        dropped_note=lambda n: (f"_{n} detail section{'s' if n != 1 else ''} left out to stay under GitHub's "
+                                f"{limit:,}-character comment limit; the full report is in the job summary and "
+                                "the report artifact._"),
+        cut_note=(f"> **Note:** this comment was cut to fit GitHub's {limit:,}-character limit; "
+                  "the full report is in the job summary and the report artifact."),
+    )
+
+

@@ -29,6 +29,7 @@ from typing import Callable
 
 from gate.demo.world import World, build_world
 from gate.common.errors import InputError
+from gate.common.jsontext import json_text
 
 Progress = Callable[[str], None]
 
@@ -45,7 +46,7 @@ class DemoResult:
 
 
 def _git(repo: Path, *args: str) -> str:
-    from gate.runs.environment import scrubbed_environment
+    from gate.common.environment import scrubbed_environment
 
     # Fixed dates: the same seed makes the same commits, so the same report.
     env = scrubbed_environment(extra={"GIT_AUTHOR_DATE": "2024-09-14T12:00:00Z",
@@ -180,9 +181,8 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     band = measured.band
     # The gate's false-alarm rate on this stack: every pair of the identical runs through the
     # decision (retrieval-gate calibrate --from-runs on the repeats kept beside the band).
-    from gate.statistics.calibration import calibrate
+    from gate.verdict.calibration import calibrate
     from gate.inputs.manifest import run_to_trec_gz
-    from gate.verdict.rules import Policy
 
     calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary), config.golden.rel,
                             policy=config.policy, samples=config.statistics.samples,
@@ -193,7 +193,7 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(run_to_trec_gz(repeat_run))
     (repo / ".retrieval-gate" / "noise.json").write_text(
-        json.dumps({**band.to_dict(), "calibration": calibration.to_dict()}, indent=2) + "\n")
+        json_text({**band.to_dict(), "calibration": calibration.to_dict()}))
     progress(f"noise band: sd {band.overall.sd:.4f}, range {band.overall.range:.4f}, "
              f"threshold {band.threshold:.4f} from {band.runs} runs")
     _git(repo, "add", "-A")

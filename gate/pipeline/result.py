@@ -1,0 +1,46 @@
+"""What a verb returns: the typed report with its verdict, which writes and renders itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from gate.common.atomic import write_text_atomic
+from gate.report.document import report_json
+from gate.report.spine import Report
+from gate.rendering.jinja import render
+from gate.verdict.rules import Verdict
+
+
+@dataclass(frozen=True)
+class Result:
+    """A verb's outcome (``gate.compare``, ``gate.run``), as ranx's ``Report`` is: it renders
+    itself (:meth:`to_json`, :meth:`to_markdown`) and writes itself (:meth:`write`).
+
+    ``report`` is the typed report (:class:`gate.report.spine.Report`), already held to the
+    schema; ``to_dict()`` happens here, once, where report.json is written."""
+
+    report: Report
+    verdict: Verdict
+    template: str  # the Markdown template of report.md (report.md.j2 for compare, run.md.j2 for run)
+    unjudged_rows: Sequence[Any] | None = None  # run: the candidate's unjudged top-k documents
+
+    def to_json(self) -> str:
+        return report_json(self.report.to_dict())
+
+    def to_markdown(self) -> str:
+        return render(self.template, report=self.report)
+
+    def write(self, folder: str | Path) -> list[Path]:
+        """report.json and report.md (and unjudged.tsv after a run) into ``folder``, atomically."""
+        out = Path(folder)
+        written = [out / "report.json", out / "report.md"]
+        write_text_atomic(written[0], self.to_json())
+        write_text_atomic(written[1], self.to_markdown())
+        if self.unjudged_rows is not None:
+            from gate.checks.judged_share import write_unjudged
+
+            written.append(out / "unjudged.tsv")
+            write_unjudged(written[-1], self.unjudged_rows)
+        return written

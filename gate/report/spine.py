@@ -1,0 +1,959 @@
+"""The report's typed spine: one frozen record per object of report.json.
+
+Every record mirrors one object of ``gate/report/report.schema.json`` key for key
+(``tests/test_report_records.py`` holds the two in step); the gate builds a :class:`Report`,
+writes it with ``to_dict()`` once, and the comment job reads the untrusted artifact back with
+:func:`gate.report.document.read_report`, which validates before it builds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gate.report.typed import ANY, BOOL, INT, NUM, STR, ListOf, MapOf, Nullable, Record, RecordOf, key
+from gate.report.typed import Absent
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reason(Record):
+    """``decision.reasons[]`` and ``accepted.failed_on[]``: a rule's code and message."""
+    code: str | Absent = key(STR)
+    message: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Accepted(Record):
+    """``accepted``: Action only: a failure accepted by a maintainer's label: the label, the
+    justification (from the PR body) and the reasons it overrode"""
+    label: str | Absent = key(STR)
+    justification: str | Absent = key(STR)
+    failed_on: tuple[Reason, ...] | Absent = key(ListOf(RecordOf(Reason)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeltaAllQueries(Record):
+    """``delta_all_queries``: run only, when the reporting set is smaller than the judged golden
+    set: the delta over every judged query"""
+    query_count: int | Absent = key(INT)
+    mean: float | None | Absent = key(Nullable(NUM))
+    ci_low: float | None | Absent = key(Nullable(NUM))
+    ci_high: float | None | Absent = key(Nullable(NUM))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event(Record):
+    """``event``: Action only: the event judged: name, PR number, head sha, base sha"""
+    name: str | Absent = key(STR)
+    pr: int | None | Absent = key(Nullable(INT))
+    head_sha: str | Absent = key(STR)
+    base_sha: str | None | Absent = key(Nullable(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Yardstick(Record):
+    """``yardstick``: Action / run --base: where the yardstick was read (base commit <sha> |
+    workspace) and where the baseline came from"""
+    source: str | Absent = key(STR)
+    baseline_source: str | None | Absent = key(Nullable(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Goalpost(Record):
+    """``goalposts[]`` of report.json."""
+    path: str | Absent = key(STR)
+    change: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerdictReason(Record):
+    """``verdict.reasons[]`` of report.json."""
+    code: str = key(STR, required=True)
+    message: str = key(STR, required=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportingSet(Record):
+    """``reporting_set``: run only: the queries the verdict is computed on: golden queries minus
+    leaked ones (policy.exclude_leaked), held-out only when a tunable parameter changed"""
+    name: str | Absent = key(STR)
+    query_count: int | Absent = key(INT)
+    excluded_leaked: tuple[str, ...] | Absent = key(ListOf(STR))
+    held_out_only: bool | Absent = key(BOOL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict(Record):
+    """``verdict``: the decision: kind (pass | fail | inconclusive | skipped | accepted), reasons
+    [{code, message}], improvement_shown, exit_code, the reporting set, and (Action) the headline"""
+    kind: str = key(STR, required=True)
+    reasons: tuple[VerdictReason, ...] = key(ListOf(RecordOf(VerdictReason)), required=True)
+    improvement_shown: bool = key(BOOL, required=True)
+    exit_code: int = key(INT, required=True)
+    # the query set the verdict is computed on: name and query_count
+    reporting_set: ReportingSet | Absent = key(RecordOf(ReportingSet))
+    headline: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision(Record):
+    """``decision``: the statistical decision (1.3): rule (calibrated | interval), n, movers (d !=
+    0), losses (d < 0), hall_low/hall_high (Hall-transformed bootstrap-t 95% interval),
+    p_noninferior / p_regression / p_improvement (one-sided sign-flip tests), loss_share_upper
+    (97.5% Clopper-Pearson bound on the share of losing queries), margin, alpha, min_movers,
+    samples, seed, randomization; compare only: kind, reasons, exit_code"""
+    rule: str | Absent = key(STR)
+    n: int | Absent = key(INT)
+    movers: int | Absent = key(INT)
+    losses: int | Absent = key(INT)
+    hall_low: float | None | Absent = key(Nullable(NUM))
+    hall_high: float | None | Absent = key(Nullable(NUM))
+    p_noninferior: float | None | Absent = key(Nullable(NUM))
+    p_regression: float | None | Absent = key(Nullable(NUM))
+    p_improvement: float | None | Absent = key(Nullable(NUM))
+    loss_share_upper: float | None | Absent = key(Nullable(NUM))
+    margin: float | None | Absent = key(Nullable(NUM))
+    samples: int | Absent = key(INT)
+    seed: int | Absent = key(INT)
+    randomization: str | None | Absent = key(Nullable(STR))
+    alpha: float | None | Absent = key(Nullable(NUM))
+    min_movers: int | Absent = key(INT)
+    kind: str | Absent = key(STR)
+    reasons: tuple[Reason, ...] | Absent = key(ListOf(RecordOf(Reason)))
+    exit_code: int | Absent = key(INT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiftDefinitions(Record):
+    """``lift.definitions`` of report.json."""
+    bucket: str | Absent = key(STR)
+    rr_delta: str | Absent = key(STR)
+    recall_delta: str | Absent = key(STR)
+    rank_movement: str | Absent = key(STR)
+    means: str | Absent = key(STR)
+    tie_sensitive: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiftBucket(Record):
+    """``lift.buckets[]`` and ``lift.by_stratum.<key>.buckets[]``: one movement bucket."""
+    bucket: str | Absent = key(STR)
+    count: int | Absent = key(INT)
+    share: float | None | Absent = key(Nullable(NUM))
+    mean_rr_delta: float | None | Absent = key(Nullable(NUM))
+    mean_rank_movement: float | None | Absent = key(Nullable(NUM))
+    mean_recall_delta: float | None | Absent = key(Nullable(NUM))
+    tie_sensitive: int | Absent = key(INT)
+    rr_contribution: float | None | Absent = key(Nullable(NUM))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiftCounts(Record):
+    """``lift.counts`` and ``lift.by_stratum.<key>.counts``: queries per bucket."""
+    promoted: int | Absent = key(INT)
+    demoted: int | Absent = key(INT)
+    new_hit: int | Absent = key(INT)
+    lost_hit: int | Absent = key(INT)
+    unchanged_hit: int | Absent = key(INT)
+    unchanged_miss: int | Absent = key(INT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiftStratum(Record):
+    """``lift.by_stratum.<key>`` of report.json."""
+    queries: int | None | Absent = key(Nullable(INT))
+    bucketed: int | Absent = key(INT)
+    no_relevant: int | Absent = key(INT)
+    counts: LiftCounts | Absent = key(RecordOf(LiftCounts))
+    mean_rr_before: float | None | Absent = key(Nullable(NUM))
+    mean_rr_after: float | None | Absent = key(Nullable(NUM))
+    mean_rr_delta: float | None | Absent = key(Nullable(NUM))
+    mean_recall_before: float | None | Absent = key(Nullable(NUM))
+    mean_recall_after: float | None | Absent = key(Nullable(NUM))
+    mean_recall_delta: float | None | Absent = key(Nullable(NUM))
+    tie_sensitive: int | Absent = key(INT)
+    buckets: tuple[LiftBucket, ...] | Absent = key(ListOf(RecordOf(LiftBucket)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiftRun(Record):
+    """``lift.before`` and ``lift.after``: a run the lift compares."""
+    source: str | Absent = key(STR)
+    tag: str | None | Absent = key(Nullable(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lift(Record):
+    """``lift``: movement buckets of the first relevant document (promoted, demoted, new_hit,
+    lost_hit, unchanged_hit, unchanged_miss) overall and per stratum, with RR and recall deltas and
+    their definitions"""
+    before: LiftRun | Absent = key(RecordOf(LiftRun))
+    after: LiftRun | Absent = key(RecordOf(LiftRun))
+    qrels: str | Absent = key(STR)
+    rel_threshold: int | Absent = key(INT)
+    k_rank: int | Absent = key(INT)
+    k_recall: int | Absent = key(INT)
+    queries: int | None | Absent = key(Nullable(INT))
+    bucketed: int | Absent = key(INT)
+    no_relevant: int | Absent = key(INT)
+    counts: LiftCounts | Absent = key(RecordOf(LiftCounts))
+    mean_rr_before: float | None | Absent = key(Nullable(NUM))
+    mean_rr_after: float | None | Absent = key(Nullable(NUM))
+    mean_rr_delta: float | None | Absent = key(Nullable(NUM))
+    mean_recall_before: float | None | Absent = key(Nullable(NUM))
+    mean_recall_after: float | None | Absent = key(Nullable(NUM))
+    mean_recall_delta: float | None | Absent = key(Nullable(NUM))
+    tie_sensitive: int | Absent = key(INT)
+    buckets: tuple[LiftBucket, ...] | Absent = key(ListOf(RecordOf(LiftBucket)))
+    no_relevant_queries: tuple[str, ...] | Absent = key(ListOf(STR))
+    missing_in_before: tuple[str, ...] | Absent = key(ListOf(STR))
+    missing_in_after: tuple[str, ...] | Absent = key(ListOf(STR))
+    unjudged_run_queries: int | Absent = key(INT)
+    unjudged_golden: tuple[str, ...] | Absent = key(ListOf(STR))
+    by_stratum: dict[str, LiftStratum] | Absent = key(MapOf(RecordOf(LiftStratum)))
+    definitions: LiftDefinitions | Absent = key(RecordOf(LiftDefinitions))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrafficCounts(Record):
+    """``traffic.counts`` of report.json."""
+    improved: int | Absent = key(INT)
+    damaged: int | Absent = key(INT)
+    untouched: int | Absent = key(INT)
+    total: int | Absent = key(INT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrafficStrata(Record):
+    """``traffic.strata`` of report.json."""
+    damaged: tuple[str, ...] | Absent = key(ListOf(STR))
+    improved: tuple[str, ...] | Absent = key(ListOf(STR))
+    untouched: tuple[str, ...] | Absent = key(ListOf(STR))
+    unmeasured: tuple[str, ...] | Absent = key(ListOf(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrafficPercent(Record):
+    """``traffic.percent`` of report.json."""
+    damaged: int | Absent = key(INT)
+    improved: int | Absent = key(INT)
+    untouched: int | Absent = key(INT)
+    unmeasured: int | Absent = key(INT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Traffic(Record):
+    """``traffic``: the traffic accounting: shares of traffic improved, damaged, untouched and
+    unmeasured (by strata), the traffic-weighted delta with its CI, counts and sentences; null
+    without strata"""
+    improved: float | None | Absent = key(Nullable(NUM))
+    damaged: float | None | Absent = key(Nullable(NUM))
+    untouched: float | None | Absent = key(Nullable(NUM))
+    unmeasured: float | None | Absent = key(Nullable(NUM))
+    percent: TrafficPercent | Absent = key(RecordOf(TrafficPercent))
+    strata: TrafficStrata | Absent = key(RecordOf(TrafficStrata))
+    weighted_delta: float | None | Absent = key(Nullable(NUM))
+    weighted_ci_low: float | None | Absent = key(Nullable(NUM))
+    weighted_ci_high: float | None | Absent = key(Nullable(NUM))
+    unweighted_delta: float | None | Absent = key(Nullable(NUM))
+    samples: int | Absent = key(INT)
+    seed: int | Absent = key(INT)
+    counts: TrafficCounts | Absent = key(RecordOf(TrafficCounts))
+    wins: int | Absent = key(INT)
+    losses: int | Absent = key(INT)
+    ties: int | Absent = key(INT)
+    sentence: str | Absent = key(STR)
+    wins_sentence: str | Absent = key(STR)
+    guarded_damaged: tuple[str, ...] | Absent = key(ListOf(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StratumRow(Record):
+    """``strata[]`` of report.json."""
+    stratum: str | Absent = key(STR)
+    n: int | Absent = key(INT)
+    share: float | None | Absent = key(Nullable(NUM))
+    baseline: float | None | Absent = key(Nullable(NUM))
+    candidate: float | None | Absent = key(Nullable(NUM))
+    delta: float | None | Absent = key(Nullable(NUM))
+    ci_low: float | None | Absent = key(Nullable(NUM))
+    ci_high: float | None | Absent = key(Nullable(NUM))
+    p_randomization: float | None | Absent = key(Nullable(NUM))
+    randomization: str | None | Absent = key(Nullable(STR))
+    p_holm: float | None | Absent = key(Nullable(NUM))
+    wins: int | Absent = key(INT)
+    losses: int | Absent = key(INT)
+    ties: int | Absent = key(INT)
+    mde: float | None | Absent = key(Nullable(NUM))
+    noise_threshold: float | None | Absent = key(Nullable(NUM))
+    underpowered: bool | Absent = key(BOOL)
+    underpowered_reasons: tuple[str, ...] | Absent = key(ListOf(STR))
+    direction: str | Absent = key(STR)
+    decided_by: str | Absent = key(STR)
+    guarded: bool | Absent = key(BOOL)
+    label: Any | Absent = key(ANY)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Calibration(Record):
+    """``noise_band.calibration`` of report.json."""
+    pairs: int | Absent = key(INT)
+    pairs_possible: int | Absent = key(INT)
+    fail: int | Absent = key(INT)
+    improvement_shown: int | Absent = key(INT)
+    inconclusive: int | Absent = key(INT)
+    blocking: int | Absent = key(INT)
+    inconclusive_blocks: bool | Absent = key(BOOL)
+    runs: int | Absent = key(INT)
+    query_count: int | Absent = key(INT)
+    metric: str | Absent = key(STR)
+    independent_pairs: int | Absent = key(INT)
+    independent_fail: int | Absent = key(INT)
+    independent_blocking: int | Absent = key(INT)
+    fail_rate_upper95: float | None | Absent = key(Nullable(NUM))
+    blocking_rate_upper95: float | None | Absent = key(Nullable(NUM))
+    improvement_rate_upper95: float | None | Absent = key(Nullable(NUM))
+    identical_runs: bool | Absent = key(BOOL)
+    samples: int | Absent = key(INT)
+    seed: int | Absent = key(INT)
+    margin: float | None | Absent = key(Nullable(NUM))
+    failed_pairs: tuple[tuple[int, ...], ...] | Absent = key(ListOf(ListOf(INT)))
+    sentence: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TieFloor(Record):
+    """``noise_band.tie_floor`` of report.json."""
+    count: int | Absent = key(INT)
+    max_query_span: float | None | Absent = key(Nullable(NUM))
+    mean_shift: float | None | Absent = key(Nullable(NUM))
+    queries: tuple[str, ...] | None | Absent = key(Nullable(ListOf(STR)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoiseBand(Record):
+    """``noise_band``: run only: runs, sd, range, threshold (max(3 x sd, range)), delta_sd, exceeded
+    (|delta| > threshold; null without a usable band), stale, state current|rescored|stale|absent,
+    reason, sentence, strata thresholds, unstable_queries, tie_floor {count, max_query_span,
+    mean_shift, queries}"""
+    runs: int | None = key(Nullable(INT), required=True)
+    sd: float | None = key(Nullable(NUM), required=True)
+    range: float | None = key(Nullable(NUM), required=True)
+    threshold: float | None = key(Nullable(NUM), required=True)
+    delta_sd: float | None | Absent = key(Nullable(NUM))
+    exceeded: bool | None = key(Nullable(BOOL), required=True)
+    stale: bool = key(BOOL, required=True)
+    state: str | Absent = key(STR)
+    reason: str | Absent = key(STR)
+    sentence: str | Absent = key(STR)
+    strata: dict[str, float | None] | Absent = key(MapOf(Nullable(NUM)))
+    unstable_queries: int | Absent = key(INT)
+    tie_floor: TieFloor | Absent = key(RecordOf(TieFloor))
+    calibration: Calibration | None | Absent = key(Nullable(RecordOf(Calibration)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeasureMeans(Record):
+    """``measures.<key>`` of report.json."""
+    baseline: float | None = key(Nullable(NUM), required=True)
+    candidate: float | None = key(Nullable(NUM), required=True)
+    delta: float | None = key(Nullable(NUM), required=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PerQueryRow(Record):
+    """``per_query[]`` of report.json."""
+    query_id: str = key(STR, required=True)
+    stratum: str | None = key(Nullable(STR), required=True)
+    baseline: float | None = key(Nullable(NUM), required=True)
+    candidate: float | None = key(Nullable(NUM), required=True)
+    delta: float | None = key(Nullable(NUM), required=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TieCounts(Record):
+    """``ties.<key>`` of report.json."""
+    baseline: int | Absent = key(INT)
+    candidate: int | Absent = key(INT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Queries(Record):
+    """``queries``: query-set bookkeeping: ids missing in either run, extra ids in the runs, golden
+    queries without judgments, judged queries without a relevant document"""
+    # universe queries absent from the baseline run (scored 0, as trec_eval -c)
+    missing_in_baseline: tuple[str, ...] = key(ListOf(STR), required=True)
+    # universe queries absent from the candidate run (scored 0)
+    missing_in_candidate: tuple[str, ...] = key(ListOf(STR), required=True)
+    # queries in either run but outside the universe (ignored)
+    extra: tuple[str, ...] = key(ListOf(STR), required=True)
+    # golden queries with no qrels entry (left out of the universe)
+    unjudged: tuple[str, ...] | Absent = key(ListOf(STR))
+    # universe queries with no document at or above the relevance threshold
+    no_relevant: tuple[str, ...] | Absent = key(ListOf(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Delta(Record):
+    """``delta``: paired statistics of d = candidate - baseline per query"""
+    # mean of d
+    mean: float | None = key(Nullable(NUM), required=True)
+    # lower end of the 95% bootstrap interval
+    ci_low: float | None = key(Nullable(NUM), required=True)
+    # upper end of the 95% bootstrap interval
+    ci_high: float | None = key(Nullable(NUM), required=True)
+    # share of bootstrap resample means <= 0
+    p_le_zero: float | None = key(Nullable(NUM), required=True)
+    # bootstrap resamples B
+    samples: int = key(INT, required=True)
+    # seed of numpy.random.default_rng for every resampling step
+    seed: int = key(INT, required=True)
+    # bootstrap interval method
+    method: str = key(STR, required=True)
+    # queries with d > 0
+    wins: int = key(INT, required=True)
+    # queries with d < 0
+    losses: int = key(INT, required=True)
+    # queries with d == 0
+    ties: int = key(INT, required=True)
+    # two-sided paired sign-flip p-value
+    p_randomization: float | None = key(Nullable(NUM), required=True)
+    # exact enumeration (n <= 16) or Monte Carlo with B resamples
+    randomization: str | None | Absent = key(Nullable(STR))
+    # minimum detectable effect at alpha 0.05 and power 0.8 (normal approximation)
+    mde: float | None = key(Nullable(NUM), required=True)
+    # standard deviation of d (ddof 1)
+    sd: float | None | Absent = key(Nullable(NUM))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Candidate(Record):
+    """``candidate``: the candidate's mean on the reporting set; for run its source (runner, cache,
+    runs-dir, file), or the runner's error and log tail when it failed"""
+    mean: float | None | Absent = key(Nullable(NUM))
+    # run only: file, runner, cache or runs-dir
+    source: str | None | Absent = key(Nullable(STR))
+    error: str | Absent = key(STR)
+    log_tail: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PromptMatch(Record):
+    """``prompts.matches[]`` of report.json."""
+    file: str | Absent = key(STR)
+    line: int | Absent = key(INT)
+    kind: Any | Absent = key(ANY)
+    query_id: str | None | Absent = key(Nullable(STR))
+    doc_id: str | None | Absent = key(Nullable(STR))
+    detail: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prompts(Record):
+    """``prompts``: golden-set material found in prompt files (null when no prompts globs are
+    configured)"""
+    files_scanned: int | Absent = key(INT)
+    count: int | Absent = key(INT)
+    matches: tuple[PromptMatch, ...] | Absent = key(ListOf(RecordOf(PromptMatch)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tuning(Record):
+    """``tuning``: the tuning-split check (null when no tuning params are declared)"""
+    # a tuning split is declared
+    declared: bool | Absent = key(BOOL)
+    # declared tunable parameters (config paths)
+    params: tuple[str, ...] | Absent = key(ListOf(STR))
+    # tunable parameters this change moves
+    changed_params: tuple[str, ...] | Absent = key(ListOf(STR))
+    # the report is restricted to held-out queries
+    applies: bool | Absent = key(BOOL)
+    holdout_count: int | Absent = key(INT)
+    tuning_count: int | Absent = key(INT)
+    # query ids in both the tuning and the held-out set
+    overlap: tuple[str, ...] | Absent = key(ListOf(STR))
+    warning: str | None | Absent = key(Nullable(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgedLimits(Record):
+    """``judged.limits`` of report.json."""
+    max_unjudged: float | None | Absent = key(Nullable(NUM))
+    max_judged_drop: float | None | Absent = key(Nullable(NUM))
+    material_drop: float | None | Absent = key(Nullable(NUM))
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgedSensitivity(Record):
+    """``judged.sensitivity`` of report.json."""
+    unjudged_in_union: int | Absent = key(INT)
+    delta_unjudged_as_zero: float | None | Absent = key(Nullable(NUM))
+    delta_unjudged_as_top: float | None | Absent = key(Nullable(NUM))
+    delta_condensed: float | None | Absent = key(Nullable(NUM))
+    top_grade: int | Absent = key(INT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgedShare(Record):
+    """``judged.baseline`` and ``judged.candidate``: one run's judged share."""
+    judged: float | None | Absent = key(Nullable(NUM))
+    unjudged: float | None | Absent = key(Nullable(NUM))
+    by_stratum: dict[str, float | None] | Absent = key(MapOf(Nullable(NUM)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judged(Record):
+    """``judged``: run only: Judged@k of both runs overall and per stratum, drop, judgment_limited,
+    sensitivity {delta_unjudged_as_zero, delta_unjudged_as_top, delta_condensed}, limits,
+    failures"""
+    k: int | Absent = key(INT)
+    measure: str | Absent = key(STR)
+    baseline: JudgedShare | Absent = key(RecordOf(JudgedShare))
+    candidate: JudgedShare | Absent = key(RecordOf(JudgedShare))
+    drop: float | None | Absent = key(Nullable(NUM))
+    judgment_limited: bool | Absent = key(BOOL)
+    sensitivity: JudgedSensitivity | None | Absent = key(Nullable(RecordOf(JudgedSensitivity)))
+    unjudged_candidate_top: int | Absent = key(INT)
+    limits: JudgedLimits | Absent = key(RecordOf(JudgedLimits))
+    failures: tuple[str, ...] | Absent = key(ListOf(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeakMatch(Record):
+    """``leakage.matched[]`` of report.json."""
+    query_id: str | Absent = key(STR)
+    text: str | Absent = key(STR)
+    chunk_id: str | Absent = key(STR)
+    doc_id: str | None | Absent = key(Nullable(STR))
+    mode: str | Absent = key(STR)
+    score: float | None | Absent = key(Nullable(NUM))
+    chunks_matched: int | Absent = key(INT)
+    tag: str | None | Absent = key(Nullable(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Leakage(Record):
+    """``leakage``: run only: golden queries found in the corpus snapshots: queries_checked, count,
+    matched [{query_id, text, chunk_id, doc_id, mode, score, chunks_matched, tag new|removed|both}],
+    skipped_short, new, removed, both, recommendation, delta_with_leaked, delta_without_leaked,
+    win_carried_by_leaks"""
+    queries_checked: int | Absent = key(INT)
+    count: int | Absent = key(INT)
+    matched: tuple[LeakMatch, ...] | Absent = key(ListOf(RecordOf(LeakMatch)))
+    skipped_short: tuple[str, ...] | Absent = key(ListOf(STR))
+    modes: tuple[str, ...] | Absent = key(ListOf(STR))
+    threshold: float | None | Absent = key(Nullable(NUM))
+    chunks_scanned: int | Absent = key(INT)
+    new: tuple[str, ...] | Absent = key(ListOf(STR))
+    removed: tuple[str, ...] | Absent = key(ListOf(STR))
+    both: tuple[str, ...] | Absent = key(ListOf(STR))
+    baseline_count: int | None | Absent = key(Nullable(INT))
+    candidate_count: int | Absent = key(INT)
+    same_snapshot: bool | Absent = key(BOOL)
+    baseline_corpus: str | None | Absent = key(Nullable(STR))
+    recommendation: str | None | Absent = key(Nullable(STR))
+    delta_with_leaked: float | None | Absent = key(Nullable(NUM))
+    delta_without_leaked: float | None | Absent = key(Nullable(NUM))
+    win_carried_by_leaks: bool | Absent = key(BOOL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigDiff(Record):
+    """``config_diff[]`` of report.json."""
+    path: str = key(STR, required=True)
+    # any JSON value
+    old: Any = key(ANY, required=True)
+    # any JSON value
+    new: Any = key(ANY, required=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputChange(Record):
+    """``baseline.differences[]`` and ``baseline.unattributed_changes[]``: an input, archived against current."""
+    input: str | Absent = key(STR)
+    archived: str | None | Absent = key(Nullable(STR))
+    current: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArchivedBaseline(Record):
+    """``baseline.archived``: run only: the archived number as archived: metric, mean, query_count,
+    queries, qrels (ids and sha256), created, git_commit; null when reconstructed or absent"""
+    metric: str | Absent = key(STR)
+    mean: float | None | Absent = key(Nullable(NUM))
+    query_count: int | Absent = key(INT)
+    queries: str | None | Absent = key(Nullable(STR))
+    queries_sha256: str | Absent = key(STR)
+    qrels: str | Absent = key(STR)
+    qrels_sha256: str | Absent = key(STR)
+    created: str | Absent = key(STR)
+    git_commit: str | None | Absent = key(Nullable(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Baseline(Record):
+    """``baseline``: the baseline's mean on the reporting set and, for run, how it was made
+    commensurable (resolution, archived, differences, unattributed changes, notes)"""
+    # mean of the primary measure over the universe (missing queries score 0)
+    mean: float | None | Absent = key(Nullable(NUM))
+    # run only: how the baseline was made commensurable: reused (identical inputs), rescored (archived
+    # lists re-scored against today's qrels), replayed (archived config run on today's queries),
+    # reconstructed (base commit's config run; no usable manifest); null when it could not be
+    resolution: str | None | Absent = key(Nullable(STR))
+    # run only: the archived number as archived: metric, mean, query_count, queries, qrels (ids and
+    # sha256), created, git_commit; null when reconstructed or absent
+    archived: ArchivedBaseline | None | Absent = key(Nullable(RecordOf(ArchivedBaseline)))
+    # run only: inputs that differ between the manifest and today: {input, archived, current}
+    differences: tuple[InputChange, ...] | Absent = key(ListOf(RecordOf(InputChange)))
+    # run only: files listed under environment: whose sha256 differs from the manifest's (lock files,
+    # image tags): changes beside the config diff
+    unattributed_changes: tuple[InputChange, ...] | Absent = key(ListOf(RecordOf(InputChange)))
+    # one sentence, e.g. archived 0.610 on golden-v4 (80 q, qrels-v3) -> replayed 0.598 on golden-v5
+    # (140 q, qrels-v5)
+    description: str | Absent = key(STR)
+    config_sha256: str | Absent = key(STR)
+    # runner, cache, runs-dir or null (archived lists)
+    run_source: str | None | Absent = key(Nullable(STR))
+    notes: tuple[str, ...] | Absent = key(ListOf(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateCode(Record):
+    """``candidate_code``: run only: the code under test the candidate's runs are keyed on: kind
+    (git-tree | inputs), sha (null when it cannot be seen), description"""
+    kind: str | Absent = key(STR)
+    sha: str | None | Absent = key(Nullable(STR))
+    description: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateConfig(Record):
+    """``candidate_config``: run only: the PR's retrieval config path and canonical sha256"""
+    path: str | Absent = key(STR)
+    sha256: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool(Record):
+    """``tool``: name and version of the gate that wrote the report"""
+    name: str | Absent = key(STR)
+    version: str = key(STR, required=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputFile(Record):
+    """``inputs.<key>`` of report.json."""
+    path: str = key(STR, required=True)
+    sha256: str = key(STR, required=True)
+    unit: str | Absent = key(STR)
+    canonical: bool | Absent = key(BOOL)
+    count: int | Absent = key(INT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridVerification(Record):
+    """``attribution.verification`` of report.json."""
+    queries_sha256: str | None | Absent = key(Nullable(STR))
+    qrels_sha256: str | None | Absent = key(Nullable(STR))
+    corpus_factor: str | None | Absent = key(Nullable(STR))
+    corpus_sha256: dict[str, str | None] | None | Absent = key(Nullable(MapOf(Nullable(STR))))
+    notes: tuple[str, ...] | Absent = key(ListOf(STR))
+    query_ids_sha256: str | Absent = key(STR)
+    queries: int | None | Absent = key(Nullable(INT))
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridCost(Record):
+    """``attribution.cost`` of report.json."""
+    cell_seconds: dict[str, float | None] | None | Absent = key(Nullable(MapOf(Nullable(NUM))))
+    cells_total_seconds: float | None | Absent = key(Nullable(NUM))
+    grid_seconds: float | None | Absent = key(Nullable(NUM))
+    runs: int | Absent = key(INT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttributionReadings(Record):
+    """``attribution.readings`` of report.json."""
+    headline: str | Absent = key(STR)
+    additivity: str | None | Absent = key(Nullable(STR))
+    interactions: tuple[str, ...] | Absent = key(ListOf(STR))
+    check: str | Absent = key(STR)
+    concentration: tuple[str, ...] | Absent = key(ListOf(STR))
+    notes: tuple[str, ...] | Absent = key(ListOf(STR))
+    bundle: str | None | Absent = key(Nullable(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttributionHeadline(Record):
+    """``attribution.headline`` of report.json."""
+    text: str | None | Absent = key(Nullable(STR))
+    effects: tuple[str, ...] | Absent = key(ListOf(STR))
+    estimates: dict[str, float | None] | Absent = key(MapOf(Nullable(NUM)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttributionBundle(Record):
+    """``attribution.bundle`` of report.json."""
+    text: str | None | Absent = key(Nullable(STR))
+    reason: str | Absent = key(STR)
+    disabled: bool | Absent = key(BOOL)
+    changed: tuple[str, ...] | Absent = key(ListOf(STR))
+    runs_needed: int | Absent = key(INT)
+    max_factors: int | Absent = key(INT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttributionConcentration(Record):
+    """``attribution.concentration[]`` of report.json."""
+    id: str | Absent = key(STR)
+    term: str | Absent = key(STR)
+    given: dict[str, str] | Absent = key(MapOf(STR))
+    label: str | Absent = key(STR)
+    estimate: float | None | Absent = key(Nullable(NUM))
+    n: int | Absent = key(INT)
+    sign: int | Absent = key(INT)
+    net: float | None | Absent = key(Nullable(NUM))
+    same_sign_total: float | None | Absent = key(Nullable(NUM))
+    opposite_sign_total: float | None | Absent = key(Nullable(NUM))
+    same_sign_queries: int | Absent = key(INT)
+    opposite_sign_queries: int | Absent = key(INT)
+    queries: int | None | Absent = key(Nullable(INT))
+    mean_movement: float | None | Absent = key(Nullable(NUM))
+    share: float | None | Absent = key(Nullable(NUM))
+    redistribution: bool | Absent = key(BOOL)
+    phrase: str | Absent = key(STR)
+    query_ids: tuple[str, ...] | Absent = key(ListOf(STR))
+    sentence: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InteractionTerm(Record):
+    """``attribution.interaction_check.terms[]`` of report.json."""
+    term: str | Absent = key(STR)
+    given: dict[str, str] | Absent = key(MapOf(STR))
+    ways: dict[str, float | None] | Absent = key(MapOf(Nullable(NUM)))
+    abs_diff: float | None | Absent = key(Nullable(NUM))
+    max_query_abs_diff: float | None | Absent = key(Nullable(NUM))
+    agree: bool | Absent = key(BOOL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InteractionCheck(Record):
+    """``attribution.interaction_check`` of report.json."""
+    term: str | Absent = key(STR)
+    given: dict[str, str] | Absent = key(MapOf(STR))
+    # the interaction computed from the effects of the factor in this position (a: the first), one key
+    # per factor of the term
+    a_way: float | None | Absent = key(Nullable(NUM))
+    # the interaction computed from the effects of the factor in this position (a: the first), one key
+    # per factor of the term
+    b_way: float | None | Absent = key(Nullable(NUM))
+    ways: dict[str, float | None] | Absent = key(MapOf(Nullable(NUM)))
+    agree: bool | Absent = key(BOOL)
+    abs_diff: float | None | Absent = key(Nullable(NUM))
+    tolerance: float | None | Absent = key(Nullable(NUM))
+    terms: tuple[InteractionTerm, ...] | Absent = key(ListOf(RecordOf(InteractionTerm)))
+    # the interaction computed from the effects of the factor in this position (a: the first), one key
+    # per factor of the term
+    c_way: float | None | Absent = key(Nullable(NUM))
+    # the interaction computed from the effects of the factor in this position (a: the first), one key
+    # per factor of the term
+    d_way: float | None | Absent = key(Nullable(NUM))
+    # the interaction computed from the effects of the factor in this position (a: the first), one key
+    # per factor of the term
+    e_way: float | None | Absent = key(Nullable(NUM))
+    # the interaction computed from the effects of the factor in this position (a: the first), one key
+    # per factor of the term
+    f_way: float | None | Absent = key(Nullable(NUM))
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttributionEffect(Record):
+    """``attribution.effects[]`` of report.json."""
+    id: str | Absent = key(STR)
+    term: str | Absent = key(STR)
+    kind: str | Absent = key(STR)
+    order: int | Absent = key(INT)
+    given: dict[str, str] | Absent = key(MapOf(STR))
+    estimate: float | None | Absent = key(Nullable(NUM))
+    ci_low: float | None | Absent = key(Nullable(NUM))
+    ci_high: float | None | Absent = key(Nullable(NUM))
+    p: float | None | Absent = key(Nullable(NUM))
+    p_kind: str | Absent = key(STR)
+    p_holm: float | None | Absent = key(Nullable(NUM))
+    label: str | Absent = key(STR)
+    ways: dict[str, float | None] | Absent = key(MapOf(Nullable(NUM)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttributionGrid(Record):
+    """``attribution.grid`` of report.json."""
+    rows: str | Absent = key(STR)
+    columns: str | Absent = key(STR)
+    means: tuple[tuple[float | None, ...], ...] | Absent = key(ListOf(ListOf(Nullable(NUM))))
+    row_effects: tuple[float | None, ...] | Absent = key(ListOf(Nullable(NUM)))
+    column_effects: tuple[float | None, ...] | Absent = key(ListOf(Nullable(NUM)))
+    interaction: float | None | Absent = key(Nullable(NUM))
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridCell(Record):
+    """``attribution.cells[]`` of report.json."""
+    name: str | Absent = key(STR)
+    levels: dict[str, str] | Absent = key(MapOf(STR))
+    role: str | Absent = key(STR)
+    mean: float | None | Absent = key(Nullable(NUM))
+    seconds: float | None | Absent = key(Nullable(NUM))
+    run: str | Absent = key(STR)
+    missing: int | Absent = key(INT)
+    source: str | Absent = key(STR)
+    config_sha256: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attribution(Record):
+    """``attribution``: run (and factorial): the 2^k grid of bundled changes: factors, cells
+    (levels, role, mean, source), the 2x2 grid, effects with bootstrap CIs and Holm-adjusted p, the
+    interaction check (computed both ways), concentration, readings, cost, verification of the
+    cells' inputs; or {error} / {refused} / a bundle note when no grid was run"""
+    factors: tuple[str, ...] | None | Absent = key(Nullable(ListOf(STR)))
+    metric: str | Absent = key(STR)
+    queries: int | None | Absent = key(Nullable(INT))
+    cells: tuple[GridCell, ...] | Absent = key(ListOf(RecordOf(GridCell)))
+    grid: AttributionGrid | None | Absent = key(Nullable(RecordOf(AttributionGrid)))
+    effects: tuple[AttributionEffect, ...] | Absent = key(ListOf(RecordOf(AttributionEffect)))
+    interaction_check: InteractionCheck | None | Absent = key(Nullable(RecordOf(InteractionCheck)))
+    concentration: tuple[AttributionConcentration, ...] | Absent = key(ListOf(RecordOf(AttributionConcentration)))
+    bundle: AttributionBundle | None | Absent = key(Nullable(RecordOf(AttributionBundle)))
+    headline: AttributionHeadline | Absent = key(RecordOf(AttributionHeadline))
+    sentences: tuple[str, ...] | Absent = key(ListOf(STR))
+    readings: AttributionReadings | None | Absent = key(Nullable(RecordOf(AttributionReadings)))
+    cost: GridCost | Absent = key(RecordOf(GridCost))
+    verification: GridVerification | Absent = key(RecordOf(GridVerification))
+    notes: tuple[str, ...] | Absent = key(ListOf(STR))
+    samples: int | Absent = key(INT)
+    seed: int | Absent = key(INT)
+    ci_method: str | Absent = key(STR)
+    ci_note: str | Absent = key(STR)
+    # why attribution could not be computed (a grid cell failed)
+    error: str | Absent = key(STR)
+    # why the grid was refused (too many factors, an unverifiable cell)
+    refused: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report(Record):
+    """``report.json``: Written by every comparing command. Versioning: adding keys bumps the minor
+    part of schema_version; renaming or removing keys bumps the major part. A run whose baseline
+    cannot be made commensurable, or whose runner failed, has a verdict but no delta: no difference
+    is ever reported between incommensurable numbers."""
+    # MAJOR.MINOR of this schema
+    schema_version: str = key(STR, required=True)
+    # the command that wrote the report (compare, run, ...)
+    command: str = key(STR, required=True)
+    # canonical ir_measures-style name of the primary measure, threshold explicit when not 1, e.g.
+    # nDCG@10, RR(rel=2)@10
+    metric: str = key(STR, required=True)
+    # run (and factorial): the 2^k grid of bundled changes: factors, cells (levels, role, mean,
+    # source), the 2x2 grid, effects with bootstrap CIs and Holm-adjusted p, the interaction check
+    # (computed both ways), concentration, readings, cost, verification of the cells' inputs; or
+    # {error} / {refused} / a bundle note when no grid was run
+    attribution: Attribution | Absent = key(RecordOf(Attribution))
+    # every input: its path, sha256 (canonical for qrels and queries: sorted records, normalised
+    # whitespace; byte-level for run files) and record count
+    inputs: dict[str, InputFile] = key(MapOf(RecordOf(InputFile)), required=True)
+    # name and version of the gate that wrote the report
+    tool: Tool = key(RecordOf(Tool), required=True)
+    # run only: the suite name from the config
+    suite: str | Absent = key(STR)
+    # run only: the PR's retrieval config path and canonical sha256
+    candidate_config: CandidateConfig | Absent = key(RecordOf(CandidateConfig))
+    # run only: the code under test the candidate's runs are keyed on: kind (git-tree | inputs), sha
+    # (null when it cannot be seen), description
+    candidate_code: CandidateCode | None | Absent = key(Nullable(RecordOf(CandidateCode)))
+    # the baseline's mean on the reporting set and, for run, how it was made commensurable
+    # (resolution, archived, differences, unattributed changes, notes)
+    baseline: Baseline | Absent = key(RecordOf(Baseline))
+    # run only: keys that differ between the baseline's retrieval config and the candidate's, as
+    # dotted paths; '<absent>' marks a key on one side only
+    config_diff: tuple[ConfigDiff, ...] | Absent = key(ListOf(RecordOf(ConfigDiff)))
+    # run only: golden queries found in the corpus snapshots: queries_checked, count, matched
+    # [{query_id, text, chunk_id, doc_id, mode, score, chunks_matched, tag new|removed|both}],
+    # skipped_short, new, removed, both, recommendation, delta_with_leaked, delta_without_leaked,
+    # win_carried_by_leaks
+    leakage: Leakage | None | Absent = key(Nullable(RecordOf(Leakage)))
+    # run only: Judged@k of both runs overall and per stratum, drop, judgment_limited, sensitivity
+    # {delta_unjudged_as_zero, delta_unjudged_as_top, delta_condensed}, limits, failures
+    judged: Judged | None | Absent = key(Nullable(RecordOf(Judged)))
+    # the tuning-split check (null when no tuning params are declared)
+    tuning: Tuning | None | Absent = key(Nullable(RecordOf(Tuning)))
+    # golden-set material found in prompt files (null when no prompts globs are configured)
+    prompts: Prompts | None | Absent = key(Nullable(RecordOf(Prompts)))
+    # run only: the queries the verdict is computed on: golden queries minus leaked ones
+    # (policy.exclude_leaked), held-out only when a tunable parameter changed
+    reporting_set: ReportingSet | Absent = key(RecordOf(ReportingSet))
+    # run only: warnings of the run (validity checks that could not run fully, yardstick read from the
+    # head, ...), shown in the comment
+    warnings: tuple[str, ...] | Absent = key(ListOf(STR))
+    # queries in the evaluated universe: golden queries with at least one qrels entry
+    query_count: int | Absent = key(INT)
+    # the candidate's mean on the reporting set; for run its source (runner, cache, runs-dir, file),
+    # or the runner's error and log tail when it failed
+    candidate: Candidate | Absent = key(RecordOf(Candidate))
+    # paired statistics of d = candidate - baseline per query
+    delta: Delta | Absent = key(RecordOf(Delta))
+    # query-set bookkeeping: ids missing in either run, extra ids in the runs, golden queries without
+    # judgments, judged queries without a relevant document
+    queries: Queries | Absent = key(RecordOf(Queries))
+    # per measure: how many queries in each run have equal scores straddling the cutoff, so their
+    # value depends on docno order alone
+    ties: dict[str, TieCounts] | Absent = key(MapOf(RecordOf(TieCounts)))
+    # the primary measure per query, sorted by query id in byte order (the order the statistics use)
+    per_query: tuple[PerQueryRow, ...] | Absent = key(ListOf(RecordOf(PerQueryRow)))
+    # every evaluated measure keyed by canonical name
+    measures: dict[str, MeasureMeans] | Absent = key(MapOf(RecordOf(MeasureMeans)))
+    # run only: runs, sd, range, threshold (max(3 x sd, range)), delta_sd, exceeded (|delta| >
+    # threshold; null without a usable band), stale, state current|rescored|stale|absent, reason,
+    # sentence, strata thresholds, unstable_queries, tie_floor {count, max_query_span, mean_shift,
+    # queries}
+    noise_band: NoiseBand | Absent = key(RecordOf(NoiseBand))
+    # per stratum: n, traffic share, means, delta with bootstrap CI, sign-flip p and Holm-adjusted p,
+    # wins/losses/ties, MDE, noise threshold, underpowered reasons, direction (improved | damaged |
+    # untouched | unmeasured), guarded
+    strata: tuple[StratumRow, ...] | Absent = key(ListOf(RecordOf(StratumRow)))
+    # the traffic accounting: shares of traffic improved, damaged, untouched and unmeasured (by
+    # strata), the traffic-weighted delta with its CI, counts and sentences; null without strata
+    traffic: Traffic | None | Absent = key(Nullable(RecordOf(Traffic)))
+    # movement buckets of the first relevant document (promoted, demoted, new_hit, lost_hit,
+    # unchanged_hit, unchanged_miss) overall and per stratum, with RR and recall deltas and their
+    # definitions
+    lift: Lift | Absent = key(RecordOf(Lift))
+    # one sentence: how many queries improved and how the mean moved
+    wins_sentence: str | Absent = key(STR)
+    # golden queries that no stratum rule assigned
+    unassigned: int | Absent = key(INT)
+    # the statistical decision (1.3): rule (calibrated | interval), n, movers (d != 0), losses (d <
+    # 0), hall_low/hall_high (Hall-transformed bootstrap-t 95% interval), p_noninferior / p_regression
+    # / p_improvement (one-sided sign-flip tests), loss_share_upper (97.5% Clopper-Pearson bound on
+    # the share of losing queries), margin, alpha, min_movers, samples, seed, randomization; compare
+    # only: kind, reasons, exit_code
+    decision: Decision | Absent = key(RecordOf(Decision))
+    # the decision: kind (pass | fail | inconclusive | skipped | accepted), reasons [{code, message}],
+    # improvement_shown, exit_code, the reporting set, and (Action) the headline
+    verdict: Verdict | Absent = key(RecordOf(Verdict))
+    # wall-clock time of the run
+    elapsed_seconds: float | None | Absent = key(Nullable(NUM))
+    # Action / run --base: yardstick files (gate config, golden set, qrels, manifest) the change
+    # modifies: {path, change}
+    goalposts: tuple[Goalpost, ...] | Absent = key(ListOf(RecordOf(Goalpost)))
+    # Action / run --base: where the yardstick was read (base commit <sha> | workspace) and where the
+    # baseline came from
+    yardstick: Yardstick | Absent = key(RecordOf(Yardstick))
+    # Action only: the event judged: name, PR number, head sha, base sha
+    event: Event | Absent = key(RecordOf(Event))
+    # run only, when the reporting set is smaller than the judged golden set: the delta over every
+    # judged query
+    delta_all_queries: DeltaAllQueries | Absent = key(RecordOf(DeltaAllQueries))
+    # Action only: a failure accepted by a maintainer's label: the label, the justification (from the
+    # PR body) and the reasons it overrode
+    accepted: Accepted | Absent = key(RecordOf(Accepted))

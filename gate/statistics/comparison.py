@@ -1,0 +1,89 @@
+"""One paired comparison of two loaded runs: both evaluated on the same ordered query list.
+
+The query list is the universe's byte order, so a reordered query file gives identical
+numbers; the runs are compared query by query (:mod:`gate.statistics.paired`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from gate.evaluation.evaluate import PerQuery, evaluate
+from gate.evaluation.measures import Measure, parse_measure
+from gate.inputs.readers.records import Qrels, QuerySet, Run
+from gate.inputs.universe import Universe, query_universe, require_overlap
+from gate.statistics.paired import PairedComparison, compare_paired
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    metric: str = "nDCG@10"
+    also: tuple[str, ...] = ("AP", "RR@10", "R@100", "Judged@10")
+    rel: int = 1
+    samples: int = 10_000
+    seed: int = 7
+    ci_method: str = "percentile"
+
+    def measures(self) -> tuple[Measure, tuple[Measure, ...]]:
+        """The primary measure and the others, with the binary threshold applied."""
+        primary = parse_measure(self.metric).with_default_rel(self.rel)
+        others: list[Measure] = []
+        for name in self.also:
+            measure = parse_measure(name).with_default_rel(self.rel)
+            if measure != primary and measure not in others:
+                others.append(measure)
+        return primary, tuple(others)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    settings: CompareSettings
+    metric: str  # canonical name of the primary measure
+    universe: Universe
+    baseline: PerQuery
+    candidate: PerQuery
+    paired: PairedComparison
+    strata: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def query_ids(self) -> tuple[str, ...]:
+        return self.universe.query_ids
+
+    def per_query_delta(self) -> np.ndarray:
+        return self.candidate.values[self.metric] - self.baseline.values[self.metric]
+
+    def measure_names(self) -> list[str]:
+        return list(self.baseline.values)
+
+
+def compare(
+    baseline: Run,
+    candidate: Run,
+    qrels: Qrels,
+    queries: QuerySet | None = None,
+    settings: CompareSettings = CompareSettings(),
+) -> Comparison:
+    primary, others = settings.measures()
+    measures: Sequence[Measure] = (primary, *others)
+    universe = query_universe(qrels, queries)
+    for run in (baseline, candidate):
+        require_overlap(run, universe.query_ids, qrels, queries)
+    before = evaluate(baseline, qrels, measures, universe.query_ids, rel=settings.rel)
+    after = evaluate(candidate, qrels, measures, universe.query_ids, rel=settings.rel)
+    metric = str(primary)
+    paired = compare_paired(
+        before.values[metric],
+        after.values[metric],
+        samples=settings.samples,
+        seed=settings.seed,
+        method=settings.ci_method,
+    )
+    strata: dict[str, str | None] = {qid: None for qid in universe.query_ids}
+    if queries is not None:
+        by_id = queries.by_id()
+        for qid in universe.query_ids:
+            strata[qid] = by_id[qid].stratum if qid in by_id else None
+    return Comparison(settings, metric, universe, before, after, paired, strata)

@@ -1,0 +1,91 @@
+"""The README's "How the code is laid out" matches gate/ module for module, and no stage
+imports a later one."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GATE = REPO / "gate"
+STAGES = ["common", "inputs", "runs", "evaluation", "checks", "statistics", "verdict", "report", "rendering",
+          "publishing", "pipeline"]
+
+
+def _readme_tree() -> dict[str, set[str]]:
+    text = (REPO / "README.md").read_text()
+    block = re.search(r"<!-- layout: .*? -->\n```text\n(.*?)```", text, re.S).group(1)
+    folders: dict[str, set[str]] = {}
+    stack: list[tuple[int, str]] = []
+    for line in block.splitlines()[1:]:
+        indent = len(line) - len(line.lstrip())
+        words = line.split()
+        if not words:
+            continue
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        parent = "/".join(name for _, name in stack)
+        if words[0].endswith("/"):
+            folder = words[0].rstrip("/")
+            stack.append((indent, folder))
+            folders.setdefault("/".join(n for _, n in stack), set())
+            folders.setdefault(parent, set()).add(folder + "/")
+            continue
+        names = [w for w in words if re.fullmatch(r"[\w.]+\.(py|json)", w)]
+        if names and len(names) == len(words[: len(names)]):
+            folders.setdefault(parent, set()).update(names)
+    return folders
+
+
+def _real_tree() -> dict[str, set[str]]:
+    folders: dict[str, set[str]] = {}
+    for path in sorted(GATE.rglob("*")):
+        if "__pycache__" in path.parts or path.parent.name == "templates":
+            continue
+        rel = path.relative_to(GATE)
+        parent = str(rel.parent) if str(rel.parent) != "." else ""
+        if path.is_dir():
+            folders.setdefault(str(rel), set())
+            folders.setdefault(parent, set()).add(path.name + "/")
+        elif path.suffix in (".py", ".json") and not (path.name == "__init__.py" and parent):
+            folders.setdefault(parent, set()).add(path.name)
+    return folders
+
+
+def test_the_readme_tree_is_the_tree():
+    assert _readme_tree() == _real_tree()
+
+
+def test_gate_top_level_holds_only_the_face_and_the_two_shells():
+    top = {p.name for p in GATE.iterdir() if p.suffix == ".py"}
+    assert top == {"__init__.py", "__main__.py", "cli.py", "action.py"}
+
+
+def test_no_two_modules_share_a_name():
+    names: dict[str, list[str]] = {}
+    for path in GATE.rglob("*.py"):
+        if path.name not in ("__init__.py", "__main__.py"):
+            names.setdefault(path.name, []).append(str(path.relative_to(GATE)))
+    assert {n: p for n, p in names.items() if len(p) > 1} == {}
+
+
+def _imports(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+    return {m for m in out if m.startswith("gate.")}
+
+
+def test_no_stage_imports_a_later_stage():
+    later_imports = []
+    for i, stage in enumerate(STAGES):
+        for path in (GATE / stage).rglob("*.py"):
+            for module in _imports(path):
+                other = module.split(".")[1]
+                if other in STAGES and STAGES.index(other) > i:
+                    later_imports.append(f"{path.relative_to(REPO)} imports {module}")
+    assert later_imports == []

@@ -1,0 +1,69 @@
+"""The library's face: ``gate.compare`` and ``gate.run`` give the reports the commands write,
+typed, and a Result that writes and renders itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import gate
+from gate.cli import main
+from gate.demo.example_files import write_example_files
+from gate.inputs.config import load_config
+from gate.pipeline.run import archive
+from gate.report.spine import Report
+from tests.support.small_world import small_world
+
+
+def _without_clock(report: dict) -> dict:
+    report.pop("elapsed_seconds", None)
+    return report
+
+
+def test_gate_compare_is_the_compare_command(tmp_path, capsys):
+    files = write_example_files(tmp_path / "in", seed=7, queries=60, docs=200)
+    shares = tmp_path / "shares.yml"
+    shares.write_text("navigational: 0.3\nerror_string: 0.2\nentity_attribute: 0.1\nmigration: 0.1\n"
+                      "how_to: 0.2\ntail: 0.1\n")
+    assert main(["compare", "--baseline", str(files.baseline), "--candidate", str(files.candidate),
+                 "--qrels", str(files.qrels), "--queries", str(files.queries), "--strata", str(shares),
+                 "--samples", "800", "--out", str(tmp_path / "cli")]) == 0
+    capsys.readouterr()
+    result = gate.compare(str(files.baseline), str(files.candidate), str(files.qrels), queries=str(files.queries),
+                          strata=str(shares), settings=gate.CompareSettings(samples=800))
+    assert isinstance(result.report, Report) and isinstance(result, gate.Result)
+    assert result.report.decision.kind == result.verdict.kind
+    assert len(result.report.strata) == 6 and result.report.traffic.sentence
+    written = result.write(tmp_path / "lib")
+    assert [p.name for p in written] == ["report.json", "report.md"]
+    for name in ("report.json", "report.md"):
+        assert (tmp_path / "lib" / name).read_text() == (tmp_path / "cli" / name).read_text(), name
+    assert result.to_json() == (tmp_path / "cli" / "report.json").read_text()
+    assert result.to_markdown() == (tmp_path / "cli" / "report.md").read_text()
+
+
+def test_gate_run_is_the_run_command(tmp_path, capsys):
+    path = small_world(tmp_path, leak_in_new=True)
+    archive(load_config(path), progress=lambda m: None)
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v2}\nboost: 1.0\n")
+    code = main(["run", "--config", str(path), "--out", str(tmp_path / "cli")])
+    capsys.readouterr()
+    result = gate.run(path, progress=lambda m: None)
+    assert code == result.verdict.exit_code == 1 and result.report.verdict.kind == "fail"
+    assert [r.code for r in result.report.verdict.reasons][0] == "new_leaked_queries"
+    written = result.write(tmp_path / "lib")
+    assert [p.name for p in written] == ["report.json", "report.md", "unjudged.tsv"]
+    cli = _without_clock(json.loads((tmp_path / "cli" / "report.json").read_text()))
+    assert _without_clock(json.loads((tmp_path / "lib" / "report.json").read_text())) == cli
+    assert (tmp_path / "lib" / "unjudged.tsv").read_text() == (tmp_path / "cli" / "unjudged.tsv").read_text()
+
+
+def test_import_gate_loads_no_numpy_until_a_verb_is_used():
+    code = ("import sys, gate\n"
+            "assert 'numpy' not in sys.modules, 'import gate loaded numpy'\n"
+            "gate.compare\n"
+            "assert 'numpy' in sys.modules\n"
+            "try:\n    gate.no_such_verb\nexcept AttributeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "module 'gate' has no attribute 'no_such_verb'"
