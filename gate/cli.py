@@ -365,9 +365,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.out:
         from gate.common.atomic import write_text_atomic
 
-        write_text_atomic(Path(args.out) / "replay.json", json_text(data))
+        write_text_atomic(Path(args.out) / "replay.json", json_text(data, ascii=True))
     if args.format == "json":
-        sys.stdout.write(json_text(data))
+        sys.stdout.write(json_text(data, ascii=True))
     elif result.baseline is not None:
         print(result.baseline.description)
         for d in result.baseline.differences:
@@ -401,7 +401,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     else:
         planned = plan(_load_config(args), _path(args.runs_dir), base)
     if args.format == "json":
-        sys.stdout.write(json_text([p.to_dict() for p in planned]))
+        sys.stdout.write(json_text([p.to_dict() for p in planned], ascii=True))
         return EXIT_OK
     for item in planned:
         state = "needed" if item.needed else "skip"
@@ -498,7 +498,7 @@ def _cmd_noise(args: argparse.Namespace) -> int:
             if failure.log_tail:
                 print(failure.log_tail, file=sys.stderr)
             return EXIT_INCONCLUSIVE
-    write_text_atomic(args.out, json_text(band.to_dict()))
+    write_text_atomic(args.out, json_text(band.to_dict(), ascii=True))
     o = band.overall
     print(f"{band.metric} over {band.runs} identical runs: mean {o.mean:.5f}  sd {o.sd:.5f}  range {o.range:.4f}")
     print(f"noise band threshold max(3 x sd, range) = {o.threshold:.4f}  (sd of a difference of two runs "
@@ -581,9 +581,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if args.out:
         from gate.common.atomic import write_text_atomic
 
-        write_text_atomic(args.out, json_text(data))
+        write_text_atomic(args.out, json_text(data, ascii=True))
     if args.format == "json":
-        sys.stdout.write(json_text(data))
+        sys.stdout.write(json_text(data, ascii=True))
     else:
         print(result.sentence[0].upper() + result.sentence[1:])
         print(f"{result.pairs} ordered pairs of {result.runs} runs on {result.query_count} queries ({result.metric}, "
@@ -631,6 +631,8 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     a report that is not one); 3 when GitHub cannot be reached or keeps failing (rerun later)."""
     import os
 
+    import jinja2
+
     from gate.rendering.comment import render_comment
     from gate.publishing.github.client import (
         GitHubClient,
@@ -654,7 +656,14 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     if args.suite is not None and reported_suite != args.suite:
         raise InputError(args.report, None, f"is a report of suite {limits.shorten(str(reported_suite), 40)!r}, "
                          f"not {args.suite!r} (--suite): not posted")
-    body = render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
+    try:
+        body = render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError,
+            jinja2.TemplateError) as error:
+        # The report passed the schema and became a record, yet does not render: an artifact of
+        # another version, or edited. Refused in one line, never a traceback from this job.
+        raise InputError(args.report, None, f"cannot be rendered as a comment ({type(error).__name__}: "
+                         f"{limits.shorten(str(error), 80)}): not a report this version wrote") from None
     try:
         client = GitHubClient(os.environ.get("GITHUB_API_URL", "https://api.github.com"), token, repository,
                               max_wait=args.max_wait)
@@ -730,7 +739,7 @@ def _cmd_factorial(args: argparse.Namespace) -> int:
         write_text_atomic(Path(args.out) / "report.json", report_json(report))
         write_text_atomic(Path(args.out) / "report.md", markdown)
     if args.format == "json":
-        sys.stdout.write(json_text(data))
+        sys.stdout.write(json_text(data, ascii=True))
     else:
         print(markdown)
     return EXIT_OK

@@ -658,3 +658,41 @@ def test_a_malformed_grid_falls_back_to_the_headline():
     odd = {"kind": "<b>odd|</b>", "reasons": [], "improvement_shown": False, "exit_code": 1}
     assert render_comment(full_report(verdict=odd)).startswith(
         "### ℹ️ &lt;b&gt;odd&#124;&lt;/b&gt; — ")
+
+
+def test_an_integer_written_as_a_float_reads_as_the_integer():
+    # JSON does not tell 1 from 1.0 and the schema's "integer" takes both: a tool that rewrites
+    # the artifact must not make the comment job fail.
+    report = full_report()
+    report["verdict"]["exit_code"] = 1.0
+    report["delta"]["wins"] = 61.0
+    rec = record(report)
+    assert rec.verdict.exit_code == 1 and type(rec.verdict.exit_code) is int and rec.delta.wins == 61
+    assert "61 better" in render_comment(rec)
+    report["delta"]["wins"] = 61.5
+    with pytest.raises(InvalidRecord, match="report.delta.wins must be an integer"):
+        record(report)
+
+
+def test_a_report_without_a_decision_block_keeps_its_margin_from_the_reason():
+    # Reports of schema 1.0-1.2 have no decision block: the margin is read from the reason.
+    report = full_report(judged=None)
+    report.pop("decision")
+    report["verdict"] = {"kind": "pass", "reasons": [{"code": "non_inferior", "message":
+                         "non-inferior within -0.015 (nDCG@10 -0.012 [-0.031, +0.008], 140 q)"}],
+                         "improvement_shown": False, "exit_code": 0}
+    assert "non-inferior (margin −0.015)" in headline(report)
+    report["decision"] = {"rule": "calibrated", "margin": 0.02}
+    assert "non-inferior (margin −0.02)" in headline(report)
+
+
+def test_a_key_left_out_of_a_section_prints_nothing_not_a_marker():
+    report = full_report()
+    del report["lift"]["buckets"][0]["bucket"]
+    del report["inputs"]["queries"]["count"]
+    report["leakage"] = {}
+    report["attribution"]["queries"] = 0
+    body = render_comment(report) + render_summary(report)
+    assert "ABSENT" not in body and "None queries" not in body
+    assert "none of the golden queries found in the corpus" in render_comment(report)
+    assert "on the same 0 queries" in body

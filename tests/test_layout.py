@@ -89,3 +89,21 @@ def test_no_stage_imports_a_later_stage():
                 if other in STAGES and STAGES.index(other) > i:
                     later_imports.append(f"{path.relative_to(REPO)} imports {module}")
     assert later_imports == []
+
+
+def test_the_config_is_read_through_typed_fields_only():
+    from gate.inputs.config import Config
+
+    assert "raw" not in {f.name for f in __import__("dataclasses").fields(Config)}
+    offenders = [str(p.relative_to(REPO)) for p in GATE.rglob("*.py") if ".raw[" in p.read_text()]
+    assert offenders == []
+
+
+def test_the_renderers_take_the_typed_report_not_a_dict():
+    import pytest
+
+    from gate.rendering import comment
+
+    for render in (comment.render_comment, comment.render_summary, comment.comment_sections, comment.headline):
+        with pytest.raises(TypeError, match="gate.report.spine.Report, not a dict"):
+            render({"schema_version": "1.3"})

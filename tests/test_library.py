@@ -4,10 +4,14 @@ typed, and a Result that writes and renders itself."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
+import pytest
+
 import gate
+from gate.common.errors import UsageError
 from gate.cli import main
 from gate.demo.example_files import write_example_files
 from gate.inputs.config import load_config
@@ -67,3 +71,26 @@ def test_import_gate_loads_no_numpy_until_a_verb_is_used():
             "try:\n    gate.no_such_verb\nexcept AttributeError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "module 'gate' has no attribute 'no_such_verb'"
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(samples=0), "samples 0: expected an integer from 1"),
+    (dict(seed=-1), "seed -1: expected an integer from 0"),
+    (dict(seed=2 ** 70), "seed 1180591620717411303424: expected an integer"),
+    (dict(ci_method="xx"), "ci_method 'xx': expected percentile, basic or bca"),
+    (dict(samples=True), "samples True: expected an integer"),
+])
+def test_settings_the_command_line_would_refuse_are_refused(settings, message):
+    with pytest.raises(UsageError, match=re.escape(message)):
+        gate.CompareSettings(**settings)
+
+
+def test_also_as_the_command_line_writes_it_is_a_list_of_measures():
+    assert gate.CompareSettings(also="AP, RR@10").also == ("AP", "RR@10")
+
+
+@pytest.mark.parametrize("margin", [float("nan"), -1.0, float("inf"), "0.02"])
+def test_a_margin_that_is_not_a_finite_non_negative_number_is_refused(tmp_path, margin):
+    files = write_example_files(tmp_path, seed=7, queries=20, docs=50)
+    with pytest.raises(UsageError, match="max_regression"):
+        gate.compare(str(files.baseline), str(files.candidate), str(files.qrels), max_regression=margin)

@@ -193,7 +193,7 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(run_to_trec_gz(repeat_run))
     (repo / ".retrieval-gate" / "noise.json").write_text(
-        json_text({**band.to_dict(), "calibration": calibration.to_dict()}))
+        json_text({**band.to_dict(), "calibration": calibration.to_dict()}, ascii=True))
     progress(f"noise band: sd {band.overall.sd:.4f}, range {band.overall.range:.4f}, "
              f"threshold {band.threshold:.4f} from {band.runs} runs")
     _git(repo, "add", "-A")

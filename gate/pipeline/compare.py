@@ -8,6 +8,8 @@ query file gives identical numbers) and compared query by query.
 
 from __future__ import annotations
 
+import math
+
 from gate.evaluation.measures import parse_measure
 from gate.statistics.comparison import CompareSettings, Comparison, compare
 
@@ -21,8 +23,6 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None, ru
     (``unchanged``). Returns ``(verdict, evidence)``. ``policy``:
     :class:`gate.verdict.rules.Policy` (default: the gate's defaults, an improvement not needing a
     band: compare has none)."""
-    import math
-
     from gate.statistics.evidence import evidence
     from gate.inputs.readers.records import same_rankings
     from gate.verdict.rules import Findings, Policy, decide, traffic_findings
@@ -64,6 +64,9 @@ def compare_files(
     from gate.statistics.movement import strata_section
     from gate.verdict.rules import ALPHA, MIN_MOVERS, Policy
 
+    if isinstance(max_regression, bool) or not isinstance(max_regression, (int, float)) \
+            or not math.isfinite(max_regression) or max_regression < 0:
+        raise UsageError(f"max_regression {max_regression!r}: expected a finite number, 0 or more")
     if strata and not queries:
         raise UsageError("--strata needs --queries (the query file gives each query its stratum)")
     spec = load_strata_spec(strata) if strata else None

@@ -264,6 +264,11 @@ def _rule_phrase(report: Report, reason: VerdictReason | Reason, delta_shown: bo
             return "improvement required but not shown"
         if code == "non_inferior":
             margin = _num(report.decision.margin) if report.decision else None
+            if margin is None:
+                # Reports of schema 1.0-1.2 carry no decision block: their margin is only in the
+                # reason's text ("non-inferior within -<margin> (...)").
+                found = re.search(r"(?:margin|within)\s+-?([0-9]+(?:\.[0-9]+)?)", message)
+                margin = float(found.group(1)) if found else None
             return f"non-inferior (margin −{margin:g})" if margin is not None else "non-inferior"
         if code == "too_few_movers":
             moved = re.search(r"only (\d+) of (\d+) queries moved", message)
@@ -329,6 +334,8 @@ def headline(report: Report, *, markdown: bool = True) -> str:
     comment's first line is ``### `` plus this); ``markdown=False`` gives
     plain text, e.g. for a commit status description.
     """
+    if not isinstance(report, Report):
+        raise TypeError(f"the headline renders a gate.report.spine.Report, not a {type(report).__name__}")
     return " — ".join(md if markdown else plain for plain, md in _headline_parts(report))
 
 
@@ -428,7 +435,7 @@ def _attribution_view(report: Report) -> dict[str, Any] | None:
         "interactions": [s for s in readings.interactions or () if s][:2],
         "factors": [str(f) for f in a.factors or ()],
         "metric": a.metric or report.metric,
-        "queries": a.queries or None,
+        "queries": a.queries if a.queries is not ABSENT else None,
         "runs": len(a.cells or ()),
     }
 
@@ -493,7 +500,7 @@ def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
         "resolution_words": _RESOLUTION_WORDS,
         "config": _config_view(report),
         "attribution": _attribution_view(report),
-        "leakage": report.leakage or None,
+        "leakage": report.leakage if report.leakage is not ABSENT else None,  # {}: checked, none found
         "judged": report.judged or empty(Judged),
         "tuning": report.tuning or empty(Tuning),
         "prompts": report.prompts or empty(Prompts),
@@ -538,6 +545,8 @@ _SECTIONS: Sequence[tuple[str, bool]] = (
 
 
 def _named_sections(report: Report, reproduce_command: str | None) -> list[tuple[str, str, bool]]:
+    if not isinstance(report, Report):  # a dict is read once, validating: gate.report.document.read_report
+        raise TypeError(f"the comment renders a gate.report.spine.Report, not a {type(report).__name__}")
     context = _context(report, reproduce_command)
     macros = _macros()
     sections: list[tuple[str, str, bool]] = []

@@ -48,8 +48,8 @@ def finalizer(escape: Callable[[Any], str]) -> Callable[[Any], str]:
     ``escape``. Data cannot reach the page unescaped by forgetting a filter."""
 
     def finalize(value: Any) -> str:
-        if value is ABSENT:
-            value = None
+        if value is ABSENT:  # a key the report leaves out prints nothing
+            return ""
         if isinstance(value, (Inert, Markup)):
             return value
         if value is None or isinstance(value, (bool, int, float)):

@@ -142,7 +142,14 @@ def report_record(data: Mapping[str, Any], what: str = "report.json") -> "spine.
 def read_report(data: Any, source: str) -> "spine.Report":
     """An untrusted report (a fork's artifact) as its typed record: validated against the
     schema first (:class:`InputError` names the first key at fault), then built, once."""
-    return spine.Report.from_dict(validate_report(data, source))
+    from gate.common.errors import InputError
+    from gate.report.typed import InvalidRecord
+
+    checked = validate_report(data, source)
+    try:
+        return spine.Report.from_dict(checked)
+    except InvalidRecord as problem:  # the schema's check and the records' must agree; if not, still one line
+        raise InputError(source, None, f"not a report this version can read: {problem}") from None
 
 
 # --------------------------------------------------------------------------- reading a saved report

@@ -677,7 +677,7 @@ class AttributionReadings(Record):
     headline: str | Absent = key(STR)
     additivity: str | None | Absent = key(Nullable(STR))
     interactions: tuple[str, ...] | Absent = key(ListOf(STR))
-    check: str | Absent = key(STR)
+    check: str | None | Absent = key(Nullable(STR))
     concentration: tuple[str, ...] | Absent = key(ListOf(STR))
     notes: tuple[str, ...] | Absent = key(ListOf(STR))
     bundle: str | None | Absent = key(Nullable(STR))

@@ -34,6 +34,10 @@ class Absent:
     def __repr__(self) -> str:
         return "ABSENT"
 
+    def __str__(self) -> str:
+        # Whatever turns a value into text (a template filter, an f-string) prints nothing.
+        return ""
+
     def __reduce__(self) -> str:
         return "ABSENT"
 
@@ -50,6 +54,10 @@ class Scalar:
     types: tuple[type, ...]
 
     def load(self, value: Any, where: str) -> Any:
+        if self.name == "integer" and isinstance(value, float) and value.is_integer():
+            # JSON does not tell 1 from 1.0, and the schema's "integer" takes both (a tool that
+            # re-serialises the artifact may write either): the record holds the int.
+            return int(value)
         if self.types and (not isinstance(value, self.types) or (bool not in self.types and isinstance(value, bool))):
             raise InvalidRecord(f"{where} must be {'an' if self.name[0] in 'aeiou' else 'a'} {self.name}")
         return value

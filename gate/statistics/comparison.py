@@ -27,6 +27,20 @@ class CompareSettings:
     seed: int = 7
     ci_method: str = "percentile"
 
+    def __post_init__(self) -> None:
+        # The library's callers get the CLI's checks (argparse makes them for the command).
+        from gate.common.errors import UsageError
+        from gate.common.limits import MAX_SAMPLES, MAX_SEED
+
+        if isinstance(self.also, str):  # "AP,RR@10" as the command line takes it
+            object.__setattr__(self, "also", tuple(m.strip() for m in self.also.split(",") if m.strip()))
+        for name, value, low, high in (("samples", self.samples, 1, MAX_SAMPLES), ("seed", self.seed, 0, MAX_SEED),
+                                       ("rel", self.rel, 1, 1 << 31)):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise UsageError(f"{name} {value!r}: expected an integer from {low} to {high}")
+        if self.ci_method not in ("percentile", "basic", "bca"):
+            raise UsageError(f"ci_method {self.ci_method!r}: expected percentile, basic or bca")
+
     def measures(self) -> tuple[Measure, tuple[Measure, ...]]:
         """The primary measure and the others, with the binary threshold applied."""
         primary = parse_measure(self.metric).with_default_rel(self.rel)
