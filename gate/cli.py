@@ -155,7 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     config_arg(p)
     p.add_argument("--runs-dir", metavar="DIR", help="where the runs will be written (default .retrieval-gate/runs)")
     p.add_argument("--base", metavar="REF")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--noise-repeats", type=_noise_repeats, default=0, metavar="N",
+                   help="also the N identical runs archive --noise-repeats N measures the noise band from")
+    p.add_argument("--format", choices=["text", "json", "github-matrix"], default="text",
+                   help="github-matrix: one line of JSON, every needed run as a job of an Actions matrix")
+    p.add_argument("--parts", type=_int_range(1, 1000), default=1, metavar="P",
+                   help="github-matrix: split the jobs into P matrices (GitHub runs at most 256 per matrix)")
     p.set_defaults(handler=_cmd_plan)
 
     p = sub.add_parser("run", help="the gate: commensurable baseline, candidate, statistics, verdict")
@@ -397,9 +402,16 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if base is not None:
         from gate.pipeline.run import plan_pull_request
 
-        planned = plan_pull_request(Path(args.config), _path(args.runs_dir), base)
+        planned = plan_pull_request(Path(args.config), _path(args.runs_dir), base, noise_repeats=args.noise_repeats)
     else:
-        planned = plan(_load_config(args), _path(args.runs_dir), base)
+        planned = plan(_load_config(args), _path(args.runs_dir), base, noise_repeats=args.noise_repeats)
+    if args.format == "github-matrix":
+        from gate.publishing.matrix import github_matrix
+
+        sys.stdout.write(json_text(github_matrix(planned, args.parts), indent=None, ascii=True))
+        return EXIT_OK
+    if args.parts != 1:
+        raise UsageError("--parts splits a github-matrix plan: pass --format github-matrix")
     if args.format == "json":
         sys.stdout.write(json_text([p.to_dict() for p in planned], ascii=True))
         return EXIT_OK

@@ -187,7 +187,7 @@ def run(config_path: str | Path, *, base: str | None = None, runs_dir: str | Pat
 
 
 def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
-                      env: Mapping[str, str] | None = None) -> list["PlannedRun"]:
+                      env: Mapping[str, str] | None = None, noise_repeats: int = 0) -> list["PlannedRun"]:
     """``plan`` as the gate will judge the PR: the yardstick (gate config, runner, golden set,
     manifest) as of ``base``, and the base's archived baseline looked up on the baselines branch
     when the checkout has none - so every key is the one the gate step will ask for. The base's
@@ -214,7 +214,7 @@ def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
                              token=env.get("GITHUB_TOKEN"), remote_url=git.repository_url(env))
     fetch_archived_commit(config.workspace_root, manifest, token=env.get("GITHUB_TOKEN"),
                           remote_url=git.repository_url(env))
-    return plan(config, runs_dir, base)
+    return plan(config, runs_dir, base, noise_repeats)
 
 
 def check_base(config: Config, base: str | None) -> None:
@@ -1080,13 +1080,18 @@ class PlannedRun:
     # The commit whose code must produce the run (a baseline replayed or reconstructed is
     # measured with the baseline's code); None: the workspace, the PR's code.
     code_commit: str | None = None
+    repeat: int = 0  # a noise repeat's number (1..N), 0 for every other run
+    seed: int = 0  # the seed the runner is given for it ({seed}, RETRIEVAL_GATE_SEED)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) -> list[PlannedRun]:
-    """Every run the gate needs for this PR, with the key an earlier step must name it by."""
+def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,
+         noise_repeats: int = 0) -> list[PlannedRun]:
+    """Every run the gate needs for this PR, with the key an earlier step must name it by; with
+    ``noise_repeats`` N, also the N identical runs of the config that ``archive --noise-repeats N``
+    (or ``noise --repeats N``) measures the noise band from."""
     check_config(config)
     check_base(config, base)
     golden = load_golden(config)
@@ -1101,14 +1106,16 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) 
 
     code = code_under_test(config, runs_dir)
 
-    def add(purpose: str, retrieval: RetrievalConfig, needed: bool, why: str, code: CodeIdentity | None) -> None:
-        request = run_request(purpose, retrieval, golden, queries_path, code=code)
+    def add(purpose: str, retrieval: RetrievalConfig, needed: bool, why: str, code: CodeIdentity | None,
+            repeat: int = 0, seed: int = 0) -> None:
+        request = run_request(purpose, retrieval, golden, queries_path, code=code, repeat=repeat, seed=seed)
         key = producer.key(request)
         if code is not None and code.commit is not None and code.known:
             why += f"; from the code of commit {code.commit[:12]}"
         commit = code.commit if code is not None and code.root is None else None
         planned.append(PlannedRun(purpose, key, str(producer.config_file(request, key)), queries_path,
-                                  request.corpus, str(runs_folder / f"{key}.run"), needed, why, commit))
+                                  request.corpus, str(runs_folder / f"{key}.run"), needed, why, commit,
+                                  repeat, seed))
 
     manifest_path = config.resolve(config.manifest)
     manifest = load_manifest(manifest_path) if manifest_path.exists() else None
@@ -1137,4 +1144,7 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None) 
             for levels, label, cell_config in grid_cells(config, baseline_config, candidate, factors):
                 if len(set(levels)) > 1:  # the corners are the baseline and the candidate
                     add(f"grid cell {label}", cell_config, True, "attribution of the bundled change", code)
+    for repeat in range(1, noise_repeats + 1):  # the seeds measure_noise gives each repeat
+        add(f"noise repeat {repeat}/{noise_repeats}", candidate, True, "an identical run for the noise band", code,
+            repeat=repeat, seed=config.noise.base_seed + repeat)
     return planned

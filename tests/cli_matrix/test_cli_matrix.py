@@ -681,6 +681,17 @@ def plan_list(result: Result, ctx: dict[str, Any]) -> None:
         assert Path(item["config_file"]).is_file(), f"plan names a config file that is not there: {item}"
 
 
+def plan_matrix(result: Result, ctx: dict[str, Any]) -> None:
+    data = ctx["_stdout_json"]
+    assert set(data) == {"count", "counts", "parts"} and sum(data["counts"]) == data["count"] > 0, data
+    assert len(data["parts"]) == len(data["counts"])
+    for part, count in zip(data["parts"], data["counts"]):
+        assert set(part) == {"include"} and len(part["include"]) == count
+        for job in part["include"]:
+            assert job["artifact"] == "retrieval-gate-run-" + job["key"] and job["file"] == job["key"] + ".run"
+            assert Path(job["config"]).is_file(), f"the matrix names a config file that is not there: {job}"
+
+
 PLAN_CASES = [
     Case("base", "plan --config {config}"),
     Case("base", "plan --config {config}", sub=True),
@@ -691,6 +702,17 @@ PLAN_CASES = [
     Case("run-file-config", "plan --config {runfile_config} --format json", json_stdout=True, check=plan_list),
     Case("combo-base-runs-dir-json", "plan --config {config} --base {base} --runs-dir {runs_dir} --format json",
          json_stdout=True, check=plan_list),
+    Case("noise-repeats-json", "plan --config {config} --noise-repeats 3 --format json", json_stdout=True,
+         check=plan_list),
+    Case("github-matrix", "plan --config {config} --format github-matrix", json_stdout=True, check=plan_matrix),
+    Case("github-matrix", "plan --config {config} --format github-matrix", json_stdout=True, check=plan_matrix,
+         sub=True),
+    Case("combo-matrix-repeats-parts-base", "plan --config {config} --base {base} --runs-dir {runs_dir} "
+         "--noise-repeats 2 --parts 2 --format github-matrix", json_stdout=True, check=plan_matrix),
+    Case("parts-without-matrix", "plan --config {config} --parts 2", codes=(2,),
+         err_contains="--parts splits a github-matrix plan"),
+    Case("parts-zero", "plan --config {config} --parts 0 --format github-matrix", codes=(2,)),
+    Case("noise-repeats-one", "plan --config {config} --noise-repeats 1", codes=(2,)),
 ]
 
 

@@ -1,0 +1,115 @@
+"""``plan --format github-matrix``: every needed run as one matrix job, noise repeats included,
+split under GitHub's 256 jobs a matrix; runs made one per process from the entries alone give
+the gate what it computes on one machine."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from gate.cli import main
+from gate.common.errors import UsageError
+from gate.publishing.matrix import MAX_JOBS_PER_MATRIX, github_matrix
+from tests.support.small_world import RUNNER, small_world
+
+
+def _world(tmp: Path) -> Path:
+    config = small_world(tmp, leak_in_new=False)
+    # A stack whose identical runs differ (tie order follows the repeat's seed), as in production.
+    (tmp / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 1.0\nshuffle_ties: true\n")
+    text = config.read_text().replace("--output {run}", "--output {run} --seed {seed}")
+    config.write_text(text + "noise: {base_seed: 500}\n")
+    return config
+
+
+def _matrix(capsys, *args: str) -> dict:
+    assert main(["plan", *args, "--format", "github-matrix"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1  # one line: it goes to $GITHUB_OUTPUT as it is
+    return json.loads(out)
+
+
+def test_the_matrix_lists_the_candidate_and_each_noise_repeat_with_its_seed(tmp_path, capsys):
+    config = _world(tmp_path)
+    matrix = _matrix(capsys, "--config", str(config), "--runs-dir", str(tmp_path / "runs"), "--noise-repeats", "3")
+    assert matrix["count"] == 4 and matrix["counts"] == [4] and len(matrix["parts"]) == 1
+    jobs = matrix["parts"][0]["include"]
+    assert [j["purpose"] for j in jobs] == ["candidate", "noise repeat 1/3", "noise repeat 2/3", "noise repeat 3/3"]
+    assert [(j["repeat"], j["seed"]) for j in jobs] == [(0, 0), (1, 501), (2, 502), (3, 503)]
+    assert len({j["key"] for j in jobs}) == 4
+    for job in jobs:
+        assert job["output"] == str(tmp_path / "runs" / f"{job['key']}.run") and job["file"] == f"{job['key']}.run"
+        assert job["artifact"] == f"retrieval-gate-run-{job['key']}"
+        assert Path(job["config"]).is_file() and Path(job["queries"]).is_file() and job["corpus"].endswith(".jsonl")
+        assert set(job) == {"key", "purpose", "config", "queries", "corpus", "repeat", "seed", "output", "file",
+                            "artifact", "code_commit"}
+
+
+def test_runs_made_one_per_process_from_the_entries_give_the_single_machine_band(tmp_path, capsys):
+    repeats = 4
+    single, matrix_world = tmp_path / "single", tmp_path / "matrix"
+    for world in (single, matrix_world):
+        world.mkdir()
+        _world(world)
+    # One machine: the archive runs the runner itself for every repeat.
+    assert main(["archive", "--config", str(single / "gate.yml"), "--noise-repeats", str(repeats)]) == 0
+    capsys.readouterr()
+    # A matrix: each job sees only its entry, and its run reaches the gate as an artifact would.
+    runs = matrix_world / "runs"
+    matrix = _matrix(capsys, "--config", str(matrix_world / "gate.yml"), "--runs-dir", str(runs),
+                     "--noise-repeats", str(repeats))
+    artifacts = tmp_path / "artifacts"
+    for job in matrix["parts"][0]["include"]:
+        made = artifacts / job["artifact"] / job["file"]
+        made.parent.mkdir(parents=True)
+        subprocess.run([sys.executable, str(RUNNER), "--config", job["config"], "--queries", job["queries"],
+                        "--corpus", job["corpus"], "--output", str(made), "--seed", str(job["seed"])], check=True,
+                       env={"PATH": "/usr/bin:/bin", "RETRIEVAL_GATE_REPEAT": str(job["repeat"])})
+    shutil.rmtree(runs)  # the gate job downloads every artifact into the runs folder
+    runs.mkdir()
+    for made in artifacts.glob("*/*.run"):
+        shutil.copy(made, runs / made.name)
+    assert main(["archive", "--config", str(matrix_world / "gate.yml"), "--noise-repeats", str(repeats),
+                 "--runs-dir", str(runs)]) == 0
+    capsys.readouterr()
+    from gate.inputs.manifest import load_manifest
+
+    a = load_manifest(single / ".retrieval-gate" / "baseline" / "manifest.yml")
+    b = load_manifest(matrix_world / ".retrieval-gate" / "baseline" / "manifest.yml")
+    band_a, band_b = a.extra["noise_band"], b.extra["noise_band"]
+    assert band_a["runs"] == repeats and band_a["sd"] > 0  # the repeats differ: a real band
+    # Number for number: means, spread, threshold, seeds, unstable queries, the calibration.
+    clock = {"seconds"}
+    assert {k: v for k, v in band_a.items() if k not in clock} == {k: v for k, v in band_b.items() if k not in clock}
+    assert a.per_query_values() == b.per_query_values()
+
+
+def _planned(n: int, needed: bool = True):
+    return [SimpleNamespace(key=f"k{i}", purpose="grid cell", config_file="c.yml", queries="q.tsv", corpus=None,
+                            repeat=0, seed=0, output=f"runs/k{i}.run", code_commit=None, needed=needed)
+            for i in range(n)]
+
+
+def test_a_plan_larger_than_one_matrix_is_split_or_refused_naming_the_parts():
+    with pytest.raises(UsageError, match=r"600 runs do not fit 1 matrix of at most 256 jobs: pass --parts 3"):
+        github_matrix(_planned(600))
+    matrix = github_matrix(_planned(600), parts=3)
+    assert matrix["counts"] == [200, 200, 200] and matrix["count"] == 600
+    keys = [job["key"] for part in matrix["parts"] for job in part["include"]]
+    assert keys == [f"k{i}" for i in range(600)]
+    assert max(matrix["counts"]) <= MAX_JOBS_PER_MATRIX
+    assert github_matrix(_planned(5), parts=3)["counts"] == [2, 2, 1]
+    assert github_matrix(_planned(3, needed=False), parts=2) == {"count": 0, "counts": [0, 0],
+                                                                  "parts": [{"include": []}, {"include": []}]}
+
+
+def test_parts_without_the_matrix_format_is_a_usage_error(tmp_path, capsys):
+    config = _world(tmp_path)
+    assert main(["plan", "--config", str(config), "--parts", "2"]) == 2
+    assert "--parts splits a github-matrix plan" in capsys.readouterr().err
