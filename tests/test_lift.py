@@ -1,4 +1,4 @@
-"""Movement buckets and the four lift files (gate.statistics.movement)."""
+"""Movement buckets (gate.statistics.movement) and the four lift files (gate.publishing.lift_files)."""
 
 from __future__ import annotations
 

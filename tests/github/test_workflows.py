@@ -36,9 +36,32 @@ def by_name(name: str) -> dict:
     return load(WORKFLOWS / name)
 
 
-def test_the_four_examples_exist():
-    assert {"retrieval-gate.yml", "retrieval-gate-own-stack.yml", "retrieval-gate-comment.yml",
-            "retrieval-gate-archive.yml"} <= set(NAMES)
+def test_the_five_examples_exist():
+    assert {"retrieval-gate.yml", "retrieval-gate-own-stack.yml", "retrieval-gate-matrix.yml",
+            "retrieval-gate-comment.yml", "retrieval-gate-archive.yml"} <= set(NAMES)
+
+
+def test_the_matrix_workflow_plans_produces_per_entry_and_gates_what_it_downloads():
+    wf = by_name("retrieval-gate-matrix.yml")
+    assert wf["name"] == "retrieval-gate" and wf["permissions"] == {"contents": "read"}
+    jobs = wf["jobs"]
+    plan_step = next(s for s in jobs["plan"]["steps"] if "retrieval-gate plan" in s.get("run", ""))
+    assert "--format github-matrix" in plan_step["run"] and "--base" not in plan_step["run"]
+    assert jobs["plan"]["outputs"]["plan"] == "${{ steps.plan.outputs.plan }}"
+    produce = jobs["produce"]
+    assert produce["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.plan).parts[0] }}"
+    assert produce["strategy"]["fail-fast"] is False
+    run = next(s for s in produce["steps"] if "search/run.py" in s.get("run", ""))
+    assert "${{" not in run["run"], "matrix values must reach the script through env, not its text"
+    assert set(run["env"]) >= {"CONFIG", "QUERIES", "CORPUS", "FILE", "SEED", "REPEAT", "CODE_COMMIT"}
+    upload = next(s for s in produce["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == "${{ matrix.artifact }}"
+    gate = jobs["gate"]
+    assert gate["needs"] == ["plan", "produce"] and gate["if"] == "${{ !cancelled() }}"
+    download = next(s for s in gate["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"]["pattern"] == "retrieval-gate-run-*" and download["with"]["merge-multiple"] is True
+    action = next(s for s in gate["steps"] if s.get("uses", "").startswith("your-org/retrieval-gate@"))
+    assert action["with"]["runs-dir"] == download["with"]["path"].rstrip("/")
 
 
 @pytest.mark.parametrize("path", FILES, ids=NAMES)
@@ -66,7 +89,7 @@ def test_no_pull_request_target_anywhere(path):
     assert not [line for line in code if "pull_request_target" in line]
 
 
-@pytest.mark.parametrize("name", ["retrieval-gate.yml", "retrieval-gate-own-stack.yml"])
+@pytest.mark.parametrize("name", ["retrieval-gate.yml", "retrieval-gate-own-stack.yml", "retrieval-gate-matrix.yml"])
 def test_gate_workflow_is_unprivileged_and_unfiltered(name):
     """Both gate workflows (the action runs the retrieval; your stack produces the planned runs)
     are the same required check: same triggers, permissions, checkout and hand-off."""
