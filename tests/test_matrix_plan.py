@@ -113,3 +113,22 @@ def test_parts_without_the_matrix_format_is_a_usage_error(tmp_path, capsys):
     config = _world(tmp_path)
     assert main(["plan", "--config", str(config), "--parts", "2"]) == 2
     assert "--parts splits a github-matrix plan" in capsys.readouterr().err
+
+
+def test_a_failed_entry_names_its_key_and_leaves_the_baseline_unwritten(tmp_path, capsys):
+    config = _world(tmp_path)
+    runs = tmp_path / "runs"
+    matrix = _matrix(capsys, "--config", str(config), "--runs-dir", str(runs), "--noise-repeats", "3")
+    jobs = matrix["parts"][0]["include"]
+    for job in jobs[:-1]:  # the last repeat's job failed: its artifact never came
+        subprocess.run([sys.executable, str(RUNNER), "--config", job["config"], "--queries", job["queries"],
+                        "--corpus", job["corpus"], "--output", job["output"], "--seed", str(job["seed"])], check=True)
+    code = main(["archive", "--config", str(config), "--noise-repeats", "3", "--runs-dir", str(runs)])
+    err = capsys.readouterr().err
+    assert code == 3 and f"no run named {jobs[-1]['key']}.run in the runs folder" in err
+    assert "manifest unchanged" in err and not (tmp_path / ".retrieval-gate" / "baseline" / "manifest.yml").exists()
+    # Rerunning the failed entry completes the set.
+    job = jobs[-1]
+    subprocess.run([sys.executable, str(RUNNER), "--config", job["config"], "--queries", job["queries"],
+                    "--corpus", job["corpus"], "--output", job["output"], "--seed", str(job["seed"])], check=True)
+    assert main(["archive", "--config", str(config), "--noise-repeats", "3", "--runs-dir", str(runs)]) == 0
