@@ -388,7 +388,11 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from gate.pipeline.run import plan
 
     base = args.base
-    if base is None and os.environ.get("GITHUB_ACTIONS") == "true":
+    # Only a pull request or a merge group is judged against a base; a push plans the commit
+    # itself (what archive --noise-repeats measures after a merge).
+    event = os.environ.get("GITHUB_EVENT_NAME", "")
+    judged = event.startswith("pull_request") or event == "merge_group"
+    if base is None and os.environ.get("GITHUB_ACTIONS") == "true" and judged:
         # As the Action: the base of this job's event (HEAD^1 of GitHub's merge commit,
         # merge_group.base_sha), so every planned key is the one the gate will look for.
         from gate.action import event_base

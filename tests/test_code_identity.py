@@ -296,6 +296,25 @@ def test_plan_in_a_workflow_takes_the_base_the_action_would(repo, tmp_path, caps
     assert baseline, "the base's runs are planned"
 
 
+def test_plan_on_a_push_plans_the_commit_itself_not_its_parent(repo, tmp_path, capsys, monkeypatch):
+    """After a merge, the archive workflow plans the noise repeats archive --noise-repeats will
+    ask for: with the pushed commit's gate config, not HEAD^1's (a push is judged against nothing)."""
+    from gate.cli import main
+
+    root, _ = repo
+    config = root / ".retrieval-gate.yml"
+    _two_commits(root)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"after": _git(root, "rev-parse", "HEAD"), "ref": "refs/heads/main"}))
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "push")
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    assert main(["plan", "--config", str(config), "--noise-repeats", "2", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "plan --base" not in captured.err and "without --base" not in captured.err, captured.err
+    assert [p["purpose"] for p in json.loads(captured.out)] == ["candidate", "noise repeat 1/2", "noise repeat 2/2"]
+
+
 @pytest.mark.parametrize("left_out", ["candidate", "grid cell"])
 def test_a_planned_run_the_producing_step_did_not_write_is_named_never_run_by_the_gate(repo, tmp_path, capsys,
                                                                                       left_out):

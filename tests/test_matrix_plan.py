@@ -41,7 +41,7 @@ def test_the_matrix_lists_the_candidate_and_each_noise_repeat_with_its_seed(tmp_
     assert matrix["count"] == 4 and matrix["counts"] == [4] and len(matrix["parts"]) == 1
     jobs = matrix["parts"][0]["include"]
     assert [j["purpose"] for j in jobs] == ["candidate", "noise repeat 1/3", "noise repeat 2/3", "noise repeat 3/3"]
-    assert [(j["repeat"], j["seed"]) for j in jobs] == [(0, 0), (1, 501), (2, 502), (3, 503)]
+    assert [(j["repeat"], j["seed"]) for j in jobs] == [(0, "0"), (1, "501"), (2, "502"), (3, "503")]
     assert len({j["key"] for j in jobs}) == 4
     for job in jobs:
         assert job["output"] == str(tmp_path / "runs" / f"{job['key']}.run") and job["file"] == f"{job['key']}.run"
@@ -69,7 +69,7 @@ def test_runs_made_one_per_process_from_the_entries_give_the_single_machine_band
         made = artifacts / job["artifact"] / job["file"]
         made.parent.mkdir(parents=True)
         subprocess.run([sys.executable, str(RUNNER), "--config", job["config"], "--queries", job["queries"],
-                        "--corpus", job["corpus"], "--output", str(made), "--seed", str(job["seed"])], check=True,
+                        "--corpus", job["corpus"], "--output", str(made), "--seed", job["seed"]], check=True,
                        env={"PATH": "/usr/bin:/bin", "RETRIEVAL_GATE_REPEAT": str(job["repeat"])})
     shutil.rmtree(runs)  # the gate job downloads every artifact into the runs folder
     runs.mkdir()
@@ -105,6 +105,7 @@ def test_a_plan_larger_than_one_matrix_is_split_or_refused_naming_the_parts():
     assert keys == [f"k{i}" for i in range(600)]
     assert max(matrix["counts"]) <= MAX_JOBS_PER_MATRIX
     assert github_matrix(_planned(5), parts=3)["counts"] == [2, 2, 1]
+    assert github_matrix(_planned(9), parts=4)["counts"] == [3, 2, 2, 2]  # no part left empty
     assert github_matrix(_planned(3, needed=False), parts=2) == {"count": 0, "counts": [0, 0],
                                                                   "parts": [{"include": []}, {"include": []}]}
 
@@ -132,3 +133,41 @@ def test_a_failed_entry_names_its_key_and_leaves_the_baseline_unwritten(tmp_path
     subprocess.run([sys.executable, str(RUNNER), "--config", job["config"], "--queries", job["queries"],
                     "--corpus", job["corpus"], "--output", job["output"], "--seed", str(job["seed"])], check=True)
     assert main(["archive", "--config", str(config), "--noise-repeats", "3", "--runs-dir", str(runs)]) == 0
+
+
+def test_a_config_file_the_pr_committed_for_a_planned_key_is_rewritten(tmp_path, capsys):
+    # A PR can commit .retrieval-gate/work/configs/<key>.yml for a key it predicts (the baseline
+    # replay's): the plan, and the run, must hand the runner the config the gate means.
+    config = _world(tmp_path)
+    matrix = _matrix(capsys, "--config", str(config), "--runs-dir", str(tmp_path / "runs"))
+    job = matrix["parts"][0]["include"][0]
+    meant = Path(job["config"]).read_text()
+    Path(job["config"]).write_text("boost: 99\n")
+    again = _matrix(capsys, "--config", str(config), "--runs-dir", str(tmp_path / "runs"))
+    assert again["parts"][0]["include"][0]["key"] == job["key"] and Path(job["config"]).read_text() == meant
+
+
+def test_a_run_committed_to_the_repository_is_not_picked_up(tmp_path, capsys):
+    config = _world(tmp_path)
+    assert main(["archive", "--config", str(config)]) == 0
+    capsys.readouterr()
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 2.0\nshuffle_ties: true\n")
+    git = ["git", "-C", str(tmp_path), "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "the PR"], check=True)
+    runs = tmp_path / "runs"
+    job = _matrix(capsys, "--config", str(config), "--runs-dir", str(runs))["parts"][0]["include"][0]
+    assert job["purpose"] == "candidate"
+    subprocess.run([sys.executable, str(RUNNER), "--config", job["config"], "--queries", job["queries"],
+                    "--corpus", job["corpus"], "--output", job["output"]], check=True)
+    # (report files inside the gate's own folder: outside the code the runs are keyed on)
+    out = ["--config", str(config), "--runs-dir", str(runs), "--out", str(tmp_path / ".retrieval-gate" / "out")]
+    assert main(["run", *out]) in (0, 1)  # produced by the step: picked up
+    capsys.readouterr()
+    subprocess.run([*git, "add", "-f", str(Path(job["output"]).relative_to(tmp_path))], check=True)
+    subprocess.run([*git, "commit", "-qm", "a planted run"], check=True)
+    code = main(["run", *out])
+    report = json.loads((tmp_path / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert code == 3 and report["verdict"]["kind"] == "inconclusive"
+    assert "is committed to the repository" in json.dumps(report["verdict"]["reasons"])

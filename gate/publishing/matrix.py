@@ -34,7 +34,8 @@ def matrix_entry(run: Any) -> dict[str, Any]:
         "queries": run.queries,
         "corpus": run.corpus or "",
         "repeat": run.repeat,
-        "seed": run.seed,
+        # A string: GitHub's expressions hold numbers as doubles, and seeds go up to 2^63 - 1.
+        "seed": str(run.seed),
         "output": run.output,
         "file": PurePosixPath(run.output).name,
         "artifact": ARTIFACT_PREFIX + run.key,
@@ -47,11 +48,16 @@ def github_matrix(planned: Sequence[Any], parts: int = 1) -> dict[str, Any]:
     if parts < 1:
         raise UsageError(f"--parts {parts}: at least 1")
     entries = [matrix_entry(run) for run in planned if run.needed]
-    size = math.ceil(len(entries) / parts) if entries else 0
-    if size > MAX_JOBS_PER_MATRIX:
+    if math.ceil(len(entries) / parts) > MAX_JOBS_PER_MATRIX:
         need = math.ceil(len(entries) / MAX_JOBS_PER_MATRIX)
         raise UsageError(f"{len(entries)} runs do not fit {parts} matri{'x' if parts == 1 else 'ces'} of at most "
                          f"{MAX_JOBS_PER_MATRIX} jobs: pass --parts {need} (and give the workflow {need} produce "
                          "jobs)")
-    chunks = [entries[i * size:(i + 1) * size] for i in range(parts)] if size else [[] for _ in range(parts)]
+    # Even parts, in order (sizes differ by one at most): no part is empty while another has two.
+    small, extra = divmod(len(entries), parts)
+    chunks, start = [], 0
+    for i in range(parts):
+        size = small + (1 if i < extra else 0)
+        chunks.append(entries[start:start + size])
+        start += size
     return {"count": len(entries), "counts": [len(c) for c in chunks], "parts": [{"include": c} for c in chunks]}

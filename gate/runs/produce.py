@@ -65,10 +65,20 @@ class RunProducer:
         return request.cache_key(identity)
 
     def config_file(self, request: RunRequest, key: str) -> Path:
+        """The request's retrieval config, written out for the runner (and the plan's entries).
+
+        Always rewritten from the request: a file already at that path is not trusted, since a
+        PR can commit ``.retrieval-gate/work/configs/<key>.yml`` for a key it can predict (the
+        baseline replay's) and make the baseline run a config it chose."""
         path = self.work_dir / "configs" / f"{key}{request.config.suffix}"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(request.config.to_text(), encoding="utf-8")
+        text = request.config.to_text()
+        if not (path.is_file() and not path.is_symlink() and path.read_text(encoding="utf-8") == text):
+            from gate.common.atomic import write_text_atomic
+
+            if path.is_symlink() or path.is_dir():
+                raise RunnerFailed(request.purpose, f"{path} is {'a symlink' if path.is_symlink() else 'a folder'}, "
+                                   "where the gate writes the run's retrieval config: remove it")
+            write_text_atomic(path, text)
         return path
 
     def produce(self, request: RunRequest, expected: Sequence[str]) -> tuple[Run, ProducedRun]:
@@ -76,6 +86,14 @@ class RunProducer:
         started = time.monotonic()
         found = find_in_runs_dir(self.runs_dir, key)
         if found is not None:
+            from gate.inputs import git
+
+            if git.is_tracked(found):
+                # Runs reach the runs folder from the steps that produce them, never from the
+                # repository: a committed file under a key the PR can predict (the baseline's)
+                # would stand in for a run that failed or was never made.
+                raise RunnerFailed(request.purpose, f"{found} is committed to the repository: a run is picked "
+                                   "up from the producing steps only (remove it from git)")
             run = self._read(found, request.purpose, "from --runs-dir")
             check_coverage(run, expected, request.purpose, str(found))
             return run, ProducedRun(request.purpose, found, key, "runs-dir", time.monotonic() - started,

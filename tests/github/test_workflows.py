@@ -59,9 +59,12 @@ def test_the_matrix_workflow_plans_produces_per_entry_and_gates_what_it_download
     gate = jobs["gate"]
     assert gate["needs"] == ["plan", "produce"] and gate["if"] == "${{ !cancelled() }}"
     download = next(s for s in gate["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
-    assert download["with"]["pattern"] == "retrieval-gate-run-*" and download["with"]["merge-multiple"] is True
+    assert download["with"]["pattern"] == "retrieval-gate-run-*" and "merge-multiple" not in download["with"]
+    take = next(s for s in gate["steps"] if s.get("name") == "Take each run from its own artifact only")
+    assert "rm -rf .retrieval-gate/runs" in take["run"] and "${{" not in take["run"]
+    assert take["env"]["ARTIFACTS"] == download["with"]["path"]
     action = next(s for s in gate["steps"] if s.get("uses", "").startswith("your-org/retrieval-gate@"))
-    assert action["with"]["runs-dir"] == download["with"]["path"].rstrip("/")
+    assert action["with"]["runs-dir"] == ".retrieval-gate/runs"
 
 
 @pytest.mark.parametrize("path", FILES, ids=NAMES)
