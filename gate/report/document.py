@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
@@ -103,7 +103,6 @@ class ComparisonReport:
     (which :class:`gate.pipeline.result.Result` writes and renders)."""
 
     data: dict[str, Any]
-    extras: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_comparison(
@@ -119,16 +118,9 @@ class ComparisonReport:
         return report_record(self.data)
 
 
-
-
 def report_json(data: Mapping[str, Any]) -> str:
     """report.json's text (:func:`gate.common.jsontext.json_text`)."""
     return json_text(data)
-
-
-def load_report(path: str | Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
 
 
 def report_record(data: Mapping[str, Any], what: str = "report.json") -> "spine.Report":
