@@ -171,3 +171,26 @@ def test_a_run_committed_to_the_repository_is_not_picked_up(tmp_path, capsys):
     report = json.loads((tmp_path / ".retrieval-gate" / "out" / "report.json").read_text())
     assert code == 3 and report["verdict"]["kind"] == "inconclusive"
     assert "is committed to the repository" in json.dumps(report["verdict"]["reasons"])
+
+
+def test_paths_below_the_folder_plan_runs_in_are_relative_and_resolve_in_another_checkout(tmp_path, capsys,
+                                                                                         monkeypatch):
+    """Each matrix job is a runner of its own: a path into the plan job's workspace means
+    nothing there. Paths below the working folder are given relative to it; a copy of the
+    folder elsewhere (another job's checkout plus the downloaded plan) resolves them."""
+    world = tmp_path / "plan-job"
+    world.mkdir()
+    _world(world)
+    monkeypatch.chdir(world)
+    matrix = _matrix(capsys, "--config", "gate.yml", "--runs-dir", str(world / "runs"), "--noise-repeats", "2")
+    other = tmp_path / "produce-job"
+    shutil.copytree(world, other)
+    for job in matrix["parts"][0]["include"]:
+        for name in ("config", "queries", "corpus", "output"):
+            assert not Path(job[name]).is_absolute(), (name, job[name])
+        assert job["output"] == f"runs/{job['file']}"
+        for name in ("config", "queries", "corpus"):
+            assert (other / job[name]).is_file(), (name, job[name])
+    outside = tmp_path / "elsewhere-runs"  # a runs folder outside the workspace stays absolute
+    matrix = _matrix(capsys, "--config", "gate.yml", "--runs-dir", str(outside))
+    assert matrix["parts"][0]["include"][0]["output"] == str(outside / matrix["parts"][0]["include"][0]["file"])

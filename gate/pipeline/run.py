@@ -37,7 +37,7 @@ from gate.inputs.readers.runs import read_run
 from gate.inputs.manifest import Manifest, environment_record, load_manifest, write_manifest
 from gate.evaluation.measures import Measure, parse_measure
 from gate.inputs.retrieval_config import RetrievalConfig, config_diff, load_retrieval_config
-from gate.runs.request import RunnerFailed
+from gate.runs.request import RunMissing, RunnerFailed
 from gate.runs.code import CodeIdentity, commit_tree, declared_inputs, working_tree
 from gate.runs.command import CommandRunner
 from gate.runs.produce import RunProducer, check_coverage
@@ -677,10 +677,13 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
                                   samples=stats.samples, seed=stats.seed, method=stats.ci_method)
     report.update(strata_block)
     attribution = None
+    missing: RunMissing | None = None
     try:
         attribution = attribute(config, golden, baseline, baseline.run, candidate_run, retrieval, diff,
                                 reporting.query_ids, metric, producer, candidate_seconds, progress, code)
     except RunnerFailed as failure:
+        if isinstance(failure, RunMissing):
+            missing = failure
         report["attribution"] = {"error": f"a grid cell could not be run: {failure.message}"}
         # The verdict stands on baseline and candidate, but the comment says loudly that the
         # credit for the bundled changes is missing, and why.
@@ -705,6 +708,12 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         identical_rankings=baseline.run is not None and same_rankings(baseline.run, candidate_run,
                                                                       reporting.query_ids))
     verdict = decide(findings, policy)
+    if missing is not None:
+        # The runs were planned and handed out (plan -> produce -> gate): one that never came
+        # leaves the set incomplete, and a verdict on part of what was asked for is not given.
+        verdict = inconclusive("missing_run", f"the planned run {missing.purpose} ({missing.key}) is not in the "
+                               "runs folder: its produce step or matrix entry failed or did not upload it; rerun "
+                               "that entry, then the gate", policy, reporting.to_dict())
     if report.get("judged") is not None:
         report["judged"]["failures"] = [r.message for r in verdict.reasons if r.code == "judged_share"]
     report["verdict"] = verdict.to_dict()

@@ -6,7 +6,8 @@
 
 Each ``include`` entry is one run a ``produce`` job makes: its key, purpose, the retrieval config
 file, queries, corpus, noise repeat and seed, the path the gate's ``runs-dir`` expects it at
-(``output``) and the artifact name to upload it under. Only the runs the gate needs are listed.
+(``output``) and the artifact name to upload it under. Paths below the folder plan ran in (the
+workspace) are relative to it: every matrix job is a runner of its own, with its own checkout. Only the runs the gate needs are listed.
 A workflow with P ``produce`` jobs passes ``--parts P`` and gives job k
 ``fromJSON(needs.plan.outputs.plan).parts[k]``, skipping it when ``counts[k]`` is 0 (GitHub
 refuses an empty matrix).
@@ -15,7 +16,8 @@ refuses an empty matrix).
 from __future__ import annotations
 
 import math
-from pathlib import PurePosixPath
+import os
+from pathlib import Path, PurePosixPath
 from typing import Any, Sequence
 
 from gate.common.errors import UsageError
@@ -25,29 +27,45 @@ MAX_JOBS_PER_MATRIX = 256
 ARTIFACT_PREFIX = "retrieval-gate-run-"
 
 
-def matrix_entry(run: Any) -> dict[str, Any]:
-    """One job of the matrix (``run``: a :class:`gate.pipeline.run.PlannedRun`)."""
+def workspace_path(path: str, root: str | None = None) -> str:
+    """``path`` relative to ``root`` (the folder plan runs in: the job's workspace) when it lies
+    below it, else as it is. Each matrix job is a fresh runner: a path into the plan job's
+    workspace means nothing there (a self-hosted runner's workspace is elsewhere), while the
+    same relative path in its own checkout - plus the planned files it downloads - is the file."""
+    if not path:
+        return ""
+    here = Path(root or os.getcwd()).resolve()
+    try:
+        return Path(path).resolve().relative_to(here).as_posix()
+    except ValueError:
+        return path
+
+
+def matrix_entry(run: Any, root: str | None = None) -> dict[str, Any]:
+    """One job of the matrix (``run``: a :class:`gate.pipeline.run.PlannedRun`); its paths are
+    relative to ``root`` (default: the working folder) where they lie below it."""
     return {
         "key": run.key,
         "purpose": run.purpose,
-        "config": run.config_file,
-        "queries": run.queries,
-        "corpus": run.corpus or "",
+        "config": workspace_path(run.config_file, root),
+        "queries": workspace_path(run.queries, root),
+        "corpus": workspace_path(run.corpus or "", root),
         "repeat": run.repeat,
         # A string: GitHub's expressions hold numbers as doubles, and seeds go up to 2^63 - 1.
         "seed": str(run.seed),
-        "output": run.output,
+        "output": workspace_path(run.output, root),
         "file": PurePosixPath(run.output).name,
         "artifact": ARTIFACT_PREFIX + run.key,
         "code_commit": run.code_commit or "",
     }
 
 
-def github_matrix(planned: Sequence[Any], parts: int = 1) -> dict[str, Any]:
-    """The needed runs of ``planned`` as ``parts`` matrices of at most 256 jobs each, in order."""
+def github_matrix(planned: Sequence[Any], parts: int = 1, root: str | None = None) -> dict[str, Any]:
+    """The needed runs of ``planned`` as ``parts`` matrices of at most 256 jobs each, in order;
+    paths relative to ``root`` (default: the working folder) where they lie below it."""
     if parts < 1:
         raise UsageError(f"--parts {parts}: at least 1")
-    entries = [matrix_entry(run) for run in planned if run.needed]
+    entries = [matrix_entry(run, root) for run in planned if run.needed]
     if math.ceil(len(entries) / parts) > MAX_JOBS_PER_MATRIX:
         need = math.ceil(len(entries) / MAX_JOBS_PER_MATRIX)
         raise UsageError(f"{len(entries)} runs do not fit {parts} matri{'x' if parts == 1 else 'ces'} of at most "

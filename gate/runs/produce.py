@@ -22,7 +22,7 @@ from gate.common.atomic import write_bytes_atomic
 from gate.common.errors import InputError
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.runs import read_run
-from gate.runs.request import ProducedRun, Runner, RunnerFailed, RunRequest
+from gate.runs.request import ProducedRun, Runner, RunMissing, RunnerFailed, RunRequest
 from gate.runs.code import CheckoutFailed, checkout
 
 RUN_SUFFIXES = (".run", ".run.gz", ".trec", ".trec.gz", ".txt", ".txt.gz", ".tsv")
@@ -118,7 +118,7 @@ class RunProducer:
             # The runs were to be produced by an earlier step (plan -> produce -> gate): one it
             # did not write is named, never run here behind the team's back (their stack may
             # not even exist in this container).
-            raise RunnerFailed(request.purpose, f"no run named {key}.run in the runs folder {self.runs_dir}: the "
+            raise RunMissing(request.purpose, key, f"no run named {key}.run in the runs folder {self.runs_dir}: the "
                                                 "step that produces the planned runs did not write it (see "
                                                 "retrieval-gate plan); with runs-dir the gate runs nothing itself")
         if self.runner is None:

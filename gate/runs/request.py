@@ -58,6 +58,14 @@ class RunnerFailed(Exception):
         super().__init__(f"{purpose} run: {message}")
 
 
+class RunMissing(RunnerFailed):
+    """A planned run an earlier step was to produce (``runs-dir``) is not in the runs folder."""
+
+    def __init__(self, purpose: str, key: str, message: str):
+        self.key = key
+        super().__init__(purpose, message)
+
+
 class Runner(Protocol):
     name: str
 

@@ -408,3 +408,76 @@ def test_own_stack_replays_the_baseline_with_the_baselines_code(world):
     report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
     assert report["baseline"]["resolution"] == "replayed", report["baseline"]
     assert "running command runner" not in gate.log
+
+
+THREE_CHANGES = "ingestion: {parser: v1}\nboost: 2.0\nprefer_suffix: '#c0'\ndepth: 20\n"
+
+
+def _report_differences(ours: dict, theirs: dict, roots: list[Path]) -> list[str]:
+    """Where two reports of one PR differ, clocks, paths and where a run came from left out."""
+    from tests.regression.pinning import differences, normalized
+
+    def clean(value):
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items() if k not in ("source", "runner")}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return differences(clean(normalized(theirs, roots=roots)), clean(normalized(ours, roots=roots)))
+
+
+def test_a_three_change_grid_made_by_matrix_jobs_equals_the_single_machine_report(world, tmp_path):
+    """examples/workflows/retrieval-gate-matrix.yml as GitHub runs it: the PR bundles three
+    changes (boost, prefer_suffix, depth: a 2^3 grid), `plan` lists every run as a matrix entry,
+    each entry is produced by a job on a runner of its own (its own checkout, a container a
+    step, nothing shared but the plan's outputs and the artifacts), and the gate job's action
+    only reads what it downloads. Its report.json equals, number for number, the report of the
+    plain workflow, where the action runs the team's command for every cell on one machine.
+    A rerun with one entry's job failing names that entry's key and decides nothing."""
+    from tests.container.workflows import matrix_workflow
+
+    repo, runner, image, github, remote = world
+    pr = repo.pull_request(31, {"retrieval.yml": THREE_CHANGES})
+    github.add_pull(31, pr.head, files=pr.files, base_sha=pr.base)
+    event = _pr_event(repo, pr, github)
+    url = remote.url(f"{repo.name}.git")
+
+    played = matrix_workflow(tmp_path / "matrix", image, url, event, "pull_request", github, merge_sha=pr.merge)
+    plan = played["plan"]
+    assert plan.ok, plan.steps[-1].log[-3000:]
+    entries = json.loads(plan.outputs["plan"])["parts"][0]["include"]
+    purposes = sorted(e["purpose"] for e in entries)
+    # The candidate and the 6 mixed cells; the all-old cell is the baseline, archived on main.
+    assert len(entries) == int(plan.outputs["count"]) == 7 and purposes[0] == "candidate", purposes
+    for entry in entries:  # workspace paths: each job resolves them in its own checkout
+        assert not any(str(entry[k]).startswith("/") for k in ("config", "queries", "corpus", "output")), entry
+    for job in played["produce"]:
+        assert job.ok, f"{job.name}: {job.steps[-1].log[-3000:]}"
+    assert len({str(job.runner.root) for job in played["produce"]}) == 7
+    gate = played["gate"]
+    assert gate.ok, gate.steps[-1].log[-3000:]
+    action = gate.step("Run the gate")
+    assert "running command runner" not in action.log  # the gate ran nothing itself
+    matrix_report = json.loads((gate.runner.workspace / action.outputs["report-path"]).read_text())
+    attribution = matrix_report["attribution"]
+    assert attribution["factors"] == ["boost", "depth", "prefer_suffix"] and len(attribution["cells"]) == 8, attribution
+    assert {c["source"] for c in attribution["cells"] if c["role"] == ""} == {"runs-dir"}, attribution["cells"]
+
+    # One machine: the plain workflow, the action running the team's command for every run.
+    steps = gate_job_steps(runner, image, url, event, "pull_request", github, merge_sha=pr.merge)
+    single = next(s for s in steps if s.name == "Run the gate")
+    assert single.outputs.get("verdict"), single.log[-3000:]
+    assert "running command runner" in single.log
+    single_report = json.loads((runner.workspace / single.outputs["report-path"]).read_text())
+    assert single.outputs["verdict"] == action.outputs["verdict"]
+    roots = [gate.runner.workspace, runner.workspace, gate.runner.root, runner.root]
+    assert _report_differences(matrix_report, single_report, roots) == []
+
+    # One entry's job fails: the gate names its key, decides nothing; the set is otherwise whole.
+    lost = next(e for e in entries if e["purpose"] != "candidate")
+    again = matrix_workflow(tmp_path / "rerun", image, url, event, "pull_request", github, merge_sha=pr.merge,
+                            fail_entries=(lost["key"],))
+    failed = again["gate"].step("Run the gate")
+    assert failed.outputs.get("verdict") == "inconclusive", failed.log[-3000:]
+    assert lost["key"] in failed.log, failed.log[-3000:]

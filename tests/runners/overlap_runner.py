@@ -9,6 +9,7 @@ token overlap over the corpus JSONL. Test switches in the config:
 ``fail: true`` exits 3, ``sleep: S`` sleeps first, ``drop_queries: N`` leaves the
 last N queries out, ``env_dump: PATH`` writes the environment it sees,
 ``shuffle_ties: true`` perturbs scores by the repeat seed (a nondeterministic stack),
+``depth: N`` lists N documents a query (default 100), ``--seed`` defaults to RETRIEVAL_GATE_SEED,
 ``prefer_suffix: S`` adds 0.25 to documents whose id ends with S (a change that moves queries),
 ``probe: {path: P, needles: [...]}`` looks for the needles (secrets) wherever a PR's code could
 read them - every process's environ and cmdline, and the memory of every other process whose
@@ -100,7 +101,8 @@ def main():
     parser.add_argument("--queries", required=True)
     parser.add_argument("--corpus", default="")
     parser.add_argument("--output", required=True)
-    parser.add_argument("--seed", type=int, default=0)
+    # The seed as the gate's command runner also hands it over (a stack reading its environment).
+    parser.add_argument("--seed", type=int, default=int(os.environ.get("RETRIEVAL_GATE_SEED") or 0))
     args = parser.parse_args()
     with open(args.config, encoding="utf-8") as handle:
         config = yaml.safe_load(handle) or {}
@@ -154,7 +156,7 @@ def main():
                 suffix = str(config["prefer_suffix"])
                 ranked = [(d, s + (0.25 if d.endswith(suffix) else 0.0)) for d, s in ranked]
             ranked.sort(key=lambda item: -item[1])
-            for rank, (doc_id, score) in enumerate(ranked[:100], start=1):
+            for rank, (doc_id, score) in enumerate(ranked[: int(config.get("depth", 100))], start=1):
                 out.write(f"{qid} Q0 {doc_id} {rank} {score:.6f} overlap\n")
 
 
