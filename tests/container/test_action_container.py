@@ -17,7 +17,7 @@ import pytest
 
 from tests.container.conftest import TOKEN
 from tests.container.github_runner import ID_TOKEN, RUNTIME_TOKEN, Runner, as_runner, owners
-from tests.container.team_repo import BAD, GOOD, TeamRepo
+from tests.container.team_repo import BAD, GOOD, TeamRepo, git
 from tests.container.workflows import comment_job, gate_job_steps
 from tests.github.payloads import pull_request_event
 
@@ -481,3 +481,81 @@ def test_a_three_change_grid_made_by_matrix_jobs_equals_the_single_machine_repor
     failed = again["gate"].step("Run the gate")
     assert failed.outputs.get("verdict") == "inconclusive", failed.log[-3000:]
     assert lost["key"] in failed.log, failed.log[-3000:]
+
+
+def test_five_noise_repeats_made_by_matrix_jobs_measure_the_single_machine_band(world, tmp_path):
+    """The noise band's identical runs as matrix entries: on main (a push), `plan --noise-repeats
+    5 --format github-matrix` lists the baseline and the 5 repeats, each produced by the example's
+    produce step on a runner of its own (its own checkout and container, the repeat's seed from
+    the entry), and `archive --noise-repeats 5 --runs-dir` in a fresh runner archives from what
+    was handed over. The team's stack varies with its seed (ties broken at random), so the band
+    is real; it equals, number for number, the band one machine measures running the stack
+    itself, and the baseline archived beside it is the same."""
+    from tests.container.workflows import _download, _upload, load_workflow
+
+    repo, runner, image, github, remote = world
+    repo._commit({"retrieval.yml": "ingestion: {parser: v1}\nboost: 1.0\nshuffle_ties: true\n"}, "a stack with noise")
+    main_sha = git(repo.work, "rev-parse", "HEAD")
+    repo.publish("main")
+    url = remote.url(f"{repo.name}.git")
+    push = {"ref": "refs/heads/main", "after": main_sha, "repository": {"full_name": github.repository}}
+    archive = "retrieval-gate archive --config .retrieval-gate.yml --noise-repeats 5"
+
+    def job(name: str) -> Runner:
+        made = Runner(tmp_path / name, github.repository)
+        done = made.checkout(url, "refs/heads/main", main_sha, depth=2)
+        assert done.returncode == 0, done.stderr
+        return made
+
+    def step(on: Runner, script: str, env: dict | None = None):
+        done = on.run_step_with_gate(image, script, {"GITHUB_EVENT_NAME": "push", **(env or {})})
+        assert done.returncode == 0, f"{script}:\n{done.log[-3000:]}"
+        return done
+
+    single = job("single")
+    step(single, archive)
+
+    plan_job = job("plan")
+    planned = step(plan_job, "retrieval-gate plan --config .retrieval-gate.yml --runs-dir .retrieval-gate/runs "
+                             "--noise-repeats 5 --format github-matrix")
+    entries = json.loads(planned.log.strip().splitlines()[-1])["parts"][0]["include"]
+    assert [e["purpose"] for e in entries][-5:] == [f"noise repeat {k}/5" for k in range(1, 6)], entries
+    artifacts = {"retrieval-gate-plan": _upload(plan_job, ".retrieval-gate/work", "plan").artifact}
+    produce = load_workflow("retrieval-gate-matrix.yml")["jobs"]["produce"]
+    script = next(s for s in produce["steps"] if s.get("name") == "Produce this run with your stack")
+    for i, entry in enumerate(entries):
+        made = job(f"produce-{i}")
+        assert _download(made, {"name": "retrieval-gate-plan", "path": ".retrieval-gate/work/"}, artifacts,
+                         "plan").returncode == 0
+        step(made, script["run"], {"CONFIG": entry["config"], "QUERIES": entry["queries"], "CORPUS": entry["corpus"],
+                                   "FILE": entry["file"], "SEED": entry["seed"], "REPEAT": str(entry["repeat"]),
+                                   "CODE_COMMIT": entry["code_commit"]})
+        artifacts[entry["artifact"]] = _upload(made, f".retrieval-gate/runs/{entry['file']}", "run").artifact
+        assert list(artifacts[entry["artifact"]]) == [entry["file"]]
+    gate = job("gate")
+    del artifacts["retrieval-gate-plan"]
+    assert _download(gate, {"pattern": "retrieval-gate-run-*", "path": ".retrieval-gate/runs"}, artifacts,
+                     "runs").returncode == 0
+    step(gate, "cd .retrieval-gate/runs && for d in retrieval-gate-run-*; do mv \"$d\"/*.run . && rmdir \"$d\"; done")
+    archived = step(gate, archive + " --runs-dir .retrieval-gate/runs")
+    assert "running command" not in archived.log, archived.log[-2000:]
+
+    import gzip
+
+    from ruamel.yaml import YAML
+
+    folder = Path(".retrieval-gate") / "baseline"
+    theirs = {p.relative_to(single.workspace / folder): p for p in (single.workspace / folder).iterdir()}
+    ours = {p.relative_to(gate.workspace / folder): p for p in (gate.workspace / folder).iterdir()}
+    assert sorted(ours) == sorted(theirs), (sorted(ours), sorted(theirs))
+    assert len([n for n in ours if n.name.startswith("noise-run-")]) == 5, sorted(ours)
+    manifest = YAML(typ="safe").load((gate.workspace / folder / "manifest.yml").read_text())
+    band = manifest["noise_band"]
+    assert band["runs"] == 5 and band["sd"] > 0 and band["seeds"] == [1001, 1002, 1003, 1004, 1005], band
+    roots = [single.workspace, gate.workspace, single.root, gate.root]
+    for name, path in ours.items():
+        if name.suffix == ".gz":
+            assert gzip.decompress(path.read_bytes()) == gzip.decompress(theirs[name].read_bytes()), name
+            continue
+        load = json.loads if name.suffix == ".json" else YAML(typ="safe").load
+        assert _report_differences(load(path.read_text()), load(theirs[name].read_text()), roots) == [], name
