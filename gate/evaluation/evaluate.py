@@ -191,6 +191,7 @@ def evaluate(
     for name, measure in resolved.items():
         if measure.cutoff is not None:
             ties[name] = tie_at_cutoff(starts, ordered_scores, measure.cutoff)
+    del ordered_scores  # a float per row, no longer needed while the labels are joined
 
     # Only the rows some measure looks at are joined with the qrels.
     cutoffs = [m.cutoff for m in resolved.values()]

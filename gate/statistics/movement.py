@@ -306,10 +306,10 @@ class _Ordered:
     """A run in trec_eval order, for per-query lookups."""
 
     def __init__(self, run: Run):
-        perm = trec_order(run.starts, run.scores, run.doc_ids)
-        self.docs = run.doc_ids[perm]
-        # Ties at the precision trec_eval orders by (C float), as trec_order does.
-        self.scores = compared_scores(run.scores)[perm]
+        # Only the order is kept; a query's docnos and scores are taken through it when it is
+        # looked at (an ordered copy of the docnos of two 10-million-row runs is gigabytes).
+        self.perm = trec_order(run.starts, run.scores, run.doc_ids)
+        self.run = run
         self.starts = np.asarray(run.starts, dtype=np.int64)
         self.where = run.index()
 
@@ -322,7 +322,8 @@ class _Ordered:
         if i is None:
             return None, 0, False
         a, b = int(self.starts[i]), int(self.starts[i + 1])
-        docs = self.docs[a:b]
+        order = self.perm[a:b]
+        docs = self.run.doc_ids[order]
         # The window (top max(k_rank, k_recall)) decides the bucket and the recall; the rest of
         # the list is searched only for the first relevant rank of a query that has none in it.
         window = max(k_rank, k_recall)
@@ -333,7 +334,8 @@ class _Ordered:
             return None, 0, False
         in_recall = int(np.count_nonzero(hits < k_recall))
         first = int(hits[0])
-        scores = self.scores[a:b]
+        # Ties at the precision trec_eval orders by (C float), as trec_order does.
+        scores = compared_scores(self.run.scores[order])
         value = scores[first]
         lo = first
         while lo > 0 and scores[lo - 1] == value:
