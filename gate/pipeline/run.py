@@ -685,8 +685,9 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         if isinstance(failure, RunMissing):
             missing = failure
         report["attribution"] = {"error": f"a grid cell could not be run: {failure.message}"}
-        # The verdict stands on baseline and candidate, but the comment says loudly that the
-        # credit for the bundled changes is missing, and why.
+        # A cell the gate's own runner failed on: the verdict stands on baseline and candidate,
+        # but the comment says loudly that the credit for the bundled changes is missing, and
+        # why. (A planned cell missing from runs-dir makes the verdict inconclusive below.)
         report["warnings"] = [*report.get("warnings", []), f"no attribution: {failure.purpose}: {failure.message}"]
     if attribution is not None:
         from gate.statistics.attribution import GridRefused

@@ -7,8 +7,9 @@
 Each ``include`` entry is one run a ``produce`` job makes: its key, purpose, the retrieval config
 file, queries, corpus, noise repeat and seed, the path the gate's ``runs-dir`` expects it at
 (``output``) and the artifact name to upload it under. Paths below the folder plan ran in (the
-workspace) are relative to it: every matrix job is a runner of its own, with its own checkout. Only the runs the gate needs are listed.
-A workflow with P ``produce`` jobs passes ``--parts P`` and gives job k
+workspace) are relative to it: every matrix job is a runner of its own, with its own checkout.
+Only the runs the gate needs are listed. A workflow with P ``produce`` jobs passes ``--parts P``
+and gives job k
 ``fromJSON(needs.plan.outputs.plan).parts[k]``, skipping it when ``counts[k]`` is 0 (GitHub
 refuses an empty matrix).
 """
@@ -16,7 +17,6 @@ refuses an empty matrix).
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path, PurePosixPath
 from typing import Any, Sequence
 
@@ -27,23 +27,23 @@ MAX_JOBS_PER_MATRIX = 256
 ARTIFACT_PREFIX = "retrieval-gate-run-"
 
 
-def workspace_path(path: str, root: str | None = None) -> str:
-    """``path`` relative to ``root`` (the folder plan runs in: the job's workspace) when it lies
-    below it, else as it is. Each matrix job is a fresh runner: a path into the plan job's
-    workspace means nothing there (a self-hosted runner's workspace is elsewhere), while the
-    same relative path in its own checkout - plus the planned files it downloads - is the file."""
+def workspace_path(path: str, root: Path) -> str:
+    """``path`` relative to ``root`` (resolved: the folder plan runs in, the job's workspace)
+    when it lies below it, else as it is. Each matrix job is a fresh runner: a path into the plan
+    job's workspace means nothing there (a self-hosted runner's workspace is elsewhere), while
+    the same relative path in its own checkout - plus the planned files it downloads - is the
+    file."""
     if not path:
         return ""
-    here = Path(root or os.getcwd()).resolve()
     try:
-        return Path(path).resolve().relative_to(here).as_posix()
+        return Path(path).resolve().relative_to(root).as_posix()
     except ValueError:
         return path
 
 
-def matrix_entry(run: Any, root: str | None = None) -> dict[str, Any]:
+def matrix_entry(run: Any, root: Path) -> dict[str, Any]:
     """One job of the matrix (``run``: a :class:`gate.pipeline.run.PlannedRun`); its paths are
-    relative to ``root`` (default: the working folder) where they lie below it."""
+    relative to ``root`` where they lie below it."""
     return {
         "key": run.key,
         "purpose": run.purpose,
@@ -60,11 +60,12 @@ def matrix_entry(run: Any, root: str | None = None) -> dict[str, Any]:
     }
 
 
-def github_matrix(planned: Sequence[Any], parts: int = 1, root: str | None = None) -> dict[str, Any]:
+def github_matrix(planned: Sequence[Any], parts: int = 1) -> dict[str, Any]:
     """The needed runs of ``planned`` as ``parts`` matrices of at most 256 jobs each, in order;
-    paths relative to ``root`` (default: the working folder) where they lie below it."""
+    paths relative to the working folder where they lie below it."""
     if parts < 1:
         raise UsageError(f"--parts {parts}: at least 1")
+    root = Path.cwd().resolve()
     entries = [matrix_entry(run, root) for run in planned if run.needed]
     if math.ceil(len(entries) / parts) > MAX_JOBS_PER_MATRIX:
         need = math.ceil(len(entries) / MAX_JOBS_PER_MATRIX)
