@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.container.conftest import TOKEN
-from tests.container.github_runner import ID_TOKEN, RUNTIME_TOKEN, Runner, as_runner, owners
+from tests.container.github_runner import ID_TOKEN, RUNTIME_TOKEN, Runner, owners
 from tests.container.team_repo import BAD, GOOD, TeamRepo, git
 from tests.container.workflows import comment_job, gate_job_steps
 from tests.github.payloads import pull_request_event
@@ -498,7 +498,6 @@ def test_five_noise_repeats_made_by_matrix_jobs_measure_the_single_machine_band(
     main_sha = git(repo.work, "rev-parse", "HEAD")
     repo.publish("main")
     url = remote.url(f"{repo.name}.git")
-    push = {"ref": "refs/heads/main", "after": main_sha, "repository": {"full_name": github.repository}}
     archive = "retrieval-gate archive --config .retrieval-gate.yml --noise-repeats 5"
 
     def job(name: str) -> Runner:

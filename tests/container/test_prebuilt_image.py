@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import subprocess
 import uuid
-from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML

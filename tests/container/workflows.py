@@ -16,7 +16,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import sys
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
