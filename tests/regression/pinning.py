@@ -1,4 +1,4 @@
-"""Pinned reports: a report with only its timestamps, durations, commit ids and paths masked,
+"""Pinned reports: a report with only its timestamps, dates, durations, commit ids and paths masked,
 compared key by key against a file the project keeps (``tests/regression/pinned/``).
 
 A structural change must not move a number. When a change of behaviour is meant to move one,
@@ -20,6 +20,8 @@ PINNED = Path(__file__).parent / "pinned"
 _CLOCK_KEYS = re.compile(r"(^|_)(seconds|created|elapsed)(_|$)")
 # A duration in prose ("0.8 s wall time", "in 0.1s", "2 min").
 _DURATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)? ?(?:ms|s|min|h)\b")
+# A calendar date in prose ("Archived 2026-12-01."): the day the demo or a scenario ran.
+_DATE = re.compile(r"(?<![\w-])\d{4}-\d{2}-\d{2}(?![\w-])")
 _TEMP_YARDSTICK = re.compile(r"/[^\s\"']*?retrieval-gate-yardstick-[A-Za-z0-9_]+")
 # Floats are compared to 1e-9 relative: a number moved by a refactoring is off by far more, and
 # a summation reordered by a new numpy is not a moved number.
@@ -44,6 +46,7 @@ def normalized(report: Any, *, roots: Iterable[Path] = (), commits: Iterable[str
             value = value.replace(root, "<ROOT>")
         value = _TEMP_YARDSTICK.sub("<YARDSTICK>", value)
         value = _DURATION.sub("<DURATION>", value)
+        value = _DATE.sub("<DATE>", value)
         for commit in commits:
             value = value.replace(commit, "<COMMIT>").replace(commit[:12], "<COMMIT>")
         return value
