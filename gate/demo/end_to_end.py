@@ -92,8 +92,13 @@ statistics:
 """
 
 
+#: The seed of the judging rounds' systems (pool_judgments) and of the gate's own runs (the
+#: archive, the replay, the candidate, the grid cells: the runner's default).
+POOL_SEED, RUN_SEED = 1, 0
+
+
 def pool_judgments(qrels_path: Path, queries_path: Path, corpus_dir: Path, configs: list[Path],
-                   depth: int = 10, seed: int = 1) -> int:
+                   depth: int = 10, seed: int = POOL_SEED) -> int:
     """The judging round: every chunk in the top ``depth`` of the given systems that the qrels do
     not grade yet is judged, as TREC pools are. The world's qrels already grade every chunk that
     answers a query, so a pooled chunk outside them is judged 0 (not relevant). Returns how many
@@ -123,6 +128,27 @@ def pool_judgments(qrels_path: Path, queries_path: Path, corpus_dir: Path, confi
     return len(added)
 
 
+def prefetch_indexes(world: World, repeats: int):
+    """Start building, on the machine's other core, the HNSW index of every run the demo makes,
+    in the order it makes them (:func:`gate.runs.reference.prefetch`: the numbers do not change,
+    each index is the same bytes whichever thread builds it). Returns the future of the builds."""
+    import os
+
+    from gate.inputs.config import NoiseConfig
+    from gate.runs.reference import prefetch, settings_from_config, snapshot_path
+    from gate.demo.world import RETRIEVAL_NEW, RETRIEVAL_OLD
+
+    def run(config: dict, parser: str, seed: int):
+        settings = settings_from_config({**config, "ingestion": {"parser": parser}}, "demo")
+        return settings, snapshot_path(str(world.corpus_v1), parser), seed
+
+    base = NoiseConfig().base_seed  # the demo config keeps the default
+    runs = [run(RETRIEVAL_OLD, "v1", POOL_SEED), run(RETRIEVAL_NEW, "v2", POOL_SEED), run(RETRIEVAL_OLD, "v1", RUN_SEED)]
+    runs += [run(RETRIEVAL_OLD, "v1", base + repeat) for repeat in range(1, repeats + 1)]
+    runs += [run(RETRIEVAL_NEW, "v2", RUN_SEED), run(RETRIEVAL_OLD, "v2", RUN_SEED), run(RETRIEVAL_NEW, "v1", RUN_SEED)]
+    return prefetch(runs, workers=min(2, os.cpu_count() or 1))
+
+
 def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 5, samples: int = 10_000,
              progress: Progress = lambda message: print(f"[demo] {message}", file=sys.stderr, flush=True)) -> DemoResult:
     from gate.action import main as action_main
@@ -148,6 +174,7 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     world = build_world(repo / "world", seed=seed, scale=scale)
     progress(f"world: {world.pages} pages, {world.chunks_v1} chunks with parser v1, {world.chunks_v2} with v2; "
              f"golden v4 {world.queries_v4} queries, v5 {world.queries_v5}")
+    built = prefetch_indexes(world, repeats)
     added_v4 = pool_judgments(world.qrels_v4, world.golden_v4, world.corpus_v1.parent, [world.retrieval_old])
     added_v5 = pool_judgments(world.qrels_v5, world.golden_v5, world.corpus_v1.parent,
                               [world.retrieval_old, world.retrieval_new])
@@ -236,6 +263,7 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
         "INPUT_COMMENT-MODE": "off",
     }
     code = action_main(env, stdout=Echo())
+    built.result()  # every index it started was asked for by now; nothing is left running
     (out / "action.log").write_text(log.getvalue(), encoding="utf-8")
     produced = repo / ".retrieval-gate" / "out"
     if not (produced / "report.json").exists():

@@ -199,6 +199,8 @@ class World:
     leaked_query_ids: tuple[str, ...]
     # Per stratum, the mean model effect (v1, v2) the golden queries (the leaked ones aside) had in the pilot.
     pilot: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    # Where the pilot's scores came from: "cached" (gate.demo.pilot_cache), "computed", or "none" (no calibration).
+    pilot_source: str = "none"
     faq_page: str = FAQ_SLUG
     shares: Mapping[str, float] = field(default_factory=lambda: dict(SHARES))
     strata_counts: Mapping[str, int] = field(default_factory=lambda: dict(V5_COUNTS))
@@ -1014,6 +1016,28 @@ def _pilot(pool: list[GoldenQuery], corpora: Mapping[str, Path]) -> dict[tuple[s
     return scores
 
 
+def _pilot_cells() -> list[tuple[str, str]]:
+    return [(label, parser) for label in ("old", "new") for parser in PARSERS]
+
+
+def _calibration(pool: list[GoldenQuery], corpora: Mapping[str, Path],
+                 cache: str) -> tuple[dict[tuple[str, str], np.ndarray], str]:
+    """The pilot's scores: from :mod:`gate.demo.pilot_cache` when its fingerprint of these inputs matches
+    (``cache="use"``), else computed; ``cache="refresh"`` computes and stores them, ``"off"`` only computes."""
+    from gate.demo import pilot_cache
+
+    key = pilot_cache.pilot_key([(q.query_id, q.text, q.v5) for q in pool], corpora,
+                                {"old": RETRIEVAL_OLD, "new": RETRIEVAL_NEW}, PILOT_SEEDS)
+    if cache == "use":
+        found = pilot_cache.lookup(key, _pilot_cells(), len(pool))
+        if found is not None:
+            return found, "cached"
+    scores = _pilot(pool, corpora)
+    if cache == "refresh":
+        pilot_cache.store(key, scores, label="default demo world")
+    return scores, "computed"
+
+
 def _select(pool: list[GoldenQuery], forced: list[GoldenQuery], scores: dict[tuple[str, str], np.ndarray] | None,
             g: _Gen, reached: dict[str, tuple[float, float]]) -> list[GoldenQuery]:
     """The golden set: per stratum, ``V5_COUNTS`` candidates (the forced ones included) whose mean
@@ -1061,15 +1085,21 @@ def _select(pool: list[GoldenQuery], forced: list[GoldenQuery], scores: dict[tup
     return chosen
 
 
-def build_world(out_dir: str | Path, seed: int = 7, scale: float = 1.0, *, calibrate: bool = True) -> World:
+def build_world(out_dir: str | Path, seed: int = 7, scale: float = 1.0, *, calibrate: bool = True,
+                pilot_cache: str = "use") -> World:
     """Generate the demo world into ``out_dir`` (created if needed) and describe it.
 
     ``calibrate`` (default) picks the golden set from a pool of candidates by
     running the reference retriever on them (needs the ``reference`` extra);
     ``calibrate=False`` draws it at random (same files otherwise).
+    ``pilot_cache``: ``use`` (default) takes the pilot's scores from the cache
+    when its fingerprint of the inputs matches, ``refresh`` recomputes and
+    stores them, ``off`` recomputes (see :mod:`gate.demo.pilot_cache`).
     """
     if not scale > 0:
         raise ValueError(f"scale must be positive, got {scale}")
+    if pilot_cache not in ("use", "refresh", "off"):
+        raise ValueError(f"pilot_cache must be use, refresh or off, got {pilot_cache!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     g = _Gen(seed, scale)
@@ -1121,7 +1151,7 @@ def build_world(out_dir: str | Path, seed: int = 7, scale: float = 1.0, *, calib
     corpora = {parser: out / f"corpus-{parser}.jsonl" for parser in PARSERS}
 
     # The golden set: chosen from the pool, then numbered in a seeded order.
-    scores = _pilot(pool, corpora) if calibrate else None
+    scores, pilot_source = _calibration(pool, corpora, pilot_cache) if calibrate else (None, "none")
     reached: dict[str, tuple[float, float]] = {}
     chosen = _select(pool, leaked, scores, g, reached)
     queries = [chosen[int(i)] for i in g.rng.permutation(len(chosen))]
@@ -1167,4 +1197,5 @@ def build_world(out_dir: str | Path, seed: int = 7, scale: float = 1.0, *, calib
         table_chunks=table_chunks,
         leaked_query_ids=tuple(q.query_id for q in leaked),
         pilot=reached,
+        pilot_source=pilot_source,
     )

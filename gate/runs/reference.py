@@ -79,8 +79,11 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -442,19 +445,48 @@ def _fit_model(corpus: _Corpus, name: str, iterations: int) -> _Model:
 # --------------------------------------------------------------------------- indexes and caches
 
 
-class _LRU(OrderedDict):
+class _LRU:
+    """The last ``size`` values by key, safe across threads: a value being computed is waited for,
+    never computed twice (:func:`prefetch` builds in background threads what a run then looks up)."""
+
     def __init__(self, size: int):
-        super().__init__()
         self.size = size
+        self._slots: OrderedDict[Any, Future] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: Any) -> bool:
+        with self._lock:
+            return key in self._slots
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._slots)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._slots.clear()
 
     def get_or(self, key: Any, make: Any) -> Any:
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        value = make()
-        self[key] = value
-        while len(self) > self.size:
-            self.popitem(last=False)
+        with self._lock:
+            slot = self._slots.get(key)
+            mine = slot is None
+            if mine:
+                slot = self._slots[key] = Future()
+                while len(self._slots) > self.size:
+                    self._slots.popitem(last=False)
+            else:
+                self._slots.move_to_end(key)
+        if not mine:
+            return slot.result()
+        try:
+            value = make()
+        except BaseException as error:
+            with self._lock:
+                if self._slots.get(key) is slot:
+                    del self._slots[key]
+            slot.set_exception(error)
+            raise
+        slot.set_result(value)
         return value
 
 
@@ -515,6 +547,57 @@ def _hnsw(vectors: np.ndarray, key: tuple, seed: int, m: int, ef_construction: i
     return _HNSW.get_or(key + (seed, m, ef_construction), make)
 
 
+def _prepare(settings: RetrievalSettings, corpus_path: str, seed: int, opts: Mapping[str, Any]) -> None:
+    """Load, embed and index what :func:`retrieve` will search for these settings and seed."""
+    digest = _file_digest(corpus_path)
+    corpus = _CORPORA.get_or(digest, lambda: _load_corpus(corpus_path, digest))
+    key = (digest, settings.model, int(opts["svd_iterations"]))
+    model = _MODELS.get_or(key, lambda: _fit_model(corpus, settings.model, int(opts["svd_iterations"])))
+    _hnsw(model.doc_vectors, key, int(seed), int(opts["hnsw_m"]), int(opts["ef_construction"]))
+
+
+def prefetch(runs: Sequence[tuple[RetrievalSettings, str, int]], options: Mapping[str, Any] | None = None,
+             workers: int = 2) -> Future:
+    """Start building, in ``workers`` background threads, the indexes of the given ``(settings,
+    corpus path, seed)`` runs, in that order; :func:`retrieve` then finds them built (or waits for one
+    being built). Returns a future that is done when all are (its result: None; an error is left for
+    the run that needs the index to meet).
+
+    The results do not depend on it: every build is single-threaded, in its seed's insertion order,
+    the same bytes in whichever thread (faiss releases the GIL, so the builds run side by side).
+    The HNSW cache grows to hold them all.
+    """
+    opts = {**OPTION_DEFAULTS, **dict(options or {})}
+    _HNSW.size = max(_HNSW.size, len(runs) + 2)
+    _MODELS.size = max(_MODELS.size, len({(s.model, c) for s, c, _ in runs}) + 2)
+    _CORPORA.size = max(_CORPORA.size, len({c for _, c, _ in runs}) + 1)
+    pending = list(runs)
+    lock = threading.Lock()
+    done: Future = Future()
+    left = [max(1, min(workers, len(pending)))]
+
+    def work() -> None:
+        with _single_threaded():
+            while True:
+                with lock:
+                    if not pending:
+                        left[0] -= 1
+                        if left[0] == 0:
+                            done.set_result(None)
+                        return
+                    settings, corpus_path, seed = pending.pop(0)
+                try:
+                    _prepare(settings, corpus_path, seed, opts)
+                except Exception:  # noqa: BLE001 - the run that needs this index meets the error itself
+                    pass
+
+    if not pending:
+        done.set_result(None)
+    for _ in range(left[0] if pending else 0):
+        threading.Thread(target=work, name="reference-prefetch", daemon=True).start()
+    return done
+
+
 # --------------------------------------------------------------------------- retrieval
 
 
@@ -529,15 +612,36 @@ def _top(scores: np.ndarray, depth: int) -> np.ndarray:
     return positive[order][:depth]
 
 
-def _single_threaded():
-    """BLAS and OpenMP limited to one thread (small products: threads only contend on a busy runner)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl is in the reference extra
-        from contextlib import nullcontext
+_LIMITS_LOCK = threading.Lock()
+_LIMITS: list[Any] = []  # the active threadpoolctl limit, while any thread is inside _single_threaded
+_LIMITS_DEPTH = 0
 
-        return nullcontext()
-    return threadpool_limits(limits=1)
+
+@contextmanager
+def _single_threaded():
+    """BLAS limited to one thread (small products: threads only contend on a busy runner).
+
+    The limit is process-wide (threadpoolctl sets the libraries' global thread
+    count), so it is counted: set by the first thread to enter, lifted when the
+    last one leaves, never while a :func:`prefetch` worker is still fitting.
+    """
+    global _LIMITS_DEPTH
+    with _LIMITS_LOCK:
+        if _LIMITS_DEPTH == 0:
+            try:
+                from threadpoolctl import threadpool_limits
+            except ImportError:  # pragma: no cover - threadpoolctl is in the reference extra
+                pass
+            else:
+                _LIMITS.append(threadpool_limits(limits=1))
+        _LIMITS_DEPTH += 1
+    try:
+        yield
+    finally:
+        with _LIMITS_LOCK:
+            _LIMITS_DEPTH -= 1
+            if _LIMITS_DEPTH == 0 and _LIMITS:
+                _LIMITS.pop().restore_original_limits()
 
 
 def retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], corpus_path: str, seed: int,

@@ -222,3 +222,61 @@ def test_a_query_nothing_matches_still_gets_a_row(world, tmp_path):
     run = read_run(out)
     assert run.ranking("q_odd")[0].tolist() == [R.NO_MATCH] and run.ranking("q_odd")[1].tolist() == [0.0]
     assert len(run.ranking("q_ok")[0]) == 100
+
+
+def test_the_cache_computes_a_value_once_while_other_threads_wait():
+    import threading
+    import time
+
+    cache, calls, results = R._LRU(2), [], []
+
+    def make():
+        calls.append(threading.current_thread().name)
+        time.sleep(0.2)
+        return object()
+
+    threads = [threading.Thread(target=lambda: results.append(cache.get_or("k", make))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len({id(r) for r in results}) == 1 and len(results) == 4
+
+
+def test_a_failed_value_is_not_kept_and_its_waiters_see_the_error():
+    cache = R._LRU(2)
+    with pytest.raises(ValueError, match="boom"):
+        cache.get_or("k", lambda: (_ for _ in ()).throw(ValueError("boom")))
+    assert "k" not in cache and cache.get_or("k", lambda: 5) == 5
+
+
+def test_indexes_built_by_prefetch_threads_are_the_sequential_ones_byte_for_byte(world, tmp_path):
+    import faiss
+
+    settings = R.settings_from_config(_config(world, "old").data, "test")
+    corpus = R.snapshot_path(str(world.corpus_v1), settings.parser)
+    R.clear_caches()
+    sequential = {}
+    for seed in (3, 4, 5):
+        R._prepare(settings, corpus, seed, R.OPTION_DEFAULTS)
+        (key,) = [k for k in R._HNSW._slots if k[-3] == seed]
+        sequential[seed] = faiss.serialize_index(R._HNSW._slots[key].result()[0])
+    before = {seed: _produce(world, tmp_path, _config(world, "old"), seed, f"seq{seed}").read_bytes()
+              for seed in (3, 4, 5)}
+    R.clear_caches()
+    R.prefetch([(settings, corpus, seed) for seed in (3, 4, 5)], workers=2).result(timeout=120)
+    for seed in (3, 4, 5):
+        (key,) = [k for k in R._HNSW._slots if k[-3] == seed]
+        assert (faiss.serialize_index(R._HNSW._slots[key].result()[0]) == sequential[seed]).all()
+        assert _produce(world, tmp_path, _config(world, "old"), seed, f"pre{seed}").read_bytes() == before[seed]
+
+
+def test_a_prefetch_that_fails_leaves_the_error_to_the_run(world, tmp_path):
+    settings = R.settings_from_config(_config(world, "old").data, "test")
+    missing = str(tmp_path / "no-such-corpus.jsonl")
+    R.clear_caches()
+    R.prefetch([(settings, missing, 1)], workers=1).result(timeout=60)
+    assert len(R._CORPORA) == 0  # nothing half-made is kept
+    with pytest.raises(OSError):
+        R.retrieve(settings, [("q", "text")], missing, 1)
+    assert R.prefetch([], workers=2).done()
