@@ -13,6 +13,8 @@ queries), then runs, each in a fresh subprocess so peak memory is its own:
   - find_leaks(modes=("trigram-jaccard",))
   - LC_ALL=C grep -c -F -w -f patterns corpus on the *normalized* texts
     (normalization done beforehand, not timed): the reference for exact mode
+  - `retrieval-gate leakcheck --mode M --format json` on the same corpus as JSONL, as a user
+    runs it (start-up, reading, JSON validation and normalization included)
 
 and prints wall time, chunks per second and peak RSS, the ratio to grep, and
 checks that every planted leak was found.
@@ -136,7 +138,8 @@ def generate(folder: Path, n_chunks: int, n_queries: int, vocab: str = "stdlib",
 
     corpus = folder / "corpus.tsv"
     norm_corpus = folder / "corpus.norm.txt"
-    with open(corpus, "w") as raw, open(norm_corpus, "w") as norm:
+    jsonl_corpus = folder / "corpus.jsonl"
+    with open(corpus, "w") as raw, open(norm_corpus, "w") as norm, open(jsonl_corpus, "w") as jsonl:
         batch = 50_000
         for start in range(0, n_chunks, batch):
             stop = min(n_chunks, start + batch)
@@ -158,9 +161,30 @@ def generate(folder: Path, n_chunks: int, n_queries: int, vocab: str = "stdlib",
                 out_norm.append(normalize(text) + "\n")
             raw.writelines(out_raw)
             norm.writelines(out_norm)
+            jsonl.writelines(_jsonl_line(line) for line in out_raw)
     (folder / "queries.tsv").write_text("".join(f"{qid}\t{text}\n" for qid, text in queries))
     (folder / "patterns.txt").write_text("".join(normalize(text) + "\n" for _qid, text in queries))
     return {"exact": planted_exact, "near": planted_near}
+
+
+def _jsonl_line(tsv_line: str) -> str:
+    chunk_id, doc_id, text = tsv_line.rstrip("\n").split("\t", 2)
+    return json.dumps({"_id": chunk_id, "doc_id": doc_id, "title": "", "text": text}) + "\n"
+
+
+def cli(folder: Path, mode: str) -> dict:
+    """`retrieval-gate leakcheck` as a user runs it, on the JSONL corpus: reading, validation included."""
+    cmd = [sys.executable, "-m", "gate", "leakcheck", "--queries", str(folder / "queries.tsv"),
+           "--corpus", str(folder / "corpus.jsonl"), "--mode", mode, "--format", "json"]
+    timer = ["/usr/bin/time", "-f", "%M"] if os.path.exists("/usr/bin/time") else []
+    t0 = time.perf_counter()
+    done = subprocess.run([*timer, *cmd], capture_output=True, text=True, cwd=REPO)
+    seconds = time.perf_counter() - t0
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"leakcheck failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+    peak = int(done.stderr.strip().splitlines()[-1]) / 1024 if timer else float("nan")
+    report = json.loads(done.stdout)
+    return {"seconds": seconds, "peak_mib": peak, "matched": sorted(m["query_id"] for m in report["matched"])}
 
 
 SCAN_SCRIPT = r"""
@@ -253,14 +277,21 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((f"leakcheck {mode}" if mode != "read" else "read corpus only", r["seconds"], r["peak_mib"]))
         g = grep(folder)
         rows.append(("grep -c -F -w -f (normalized)", g["seconds"], g["peak_mib"]))
+        cli_runs = {}
+        for mode in modes:
+            cli_runs[mode] = cli(folder, mode)
+            rows.append((f"retrieval-gate leakcheck {mode} (JSONL)", cli_runs[mode]["seconds"], cli_runs[mode]["peak_mib"]))
 
-        print(f"\n{'':34} {'seconds':>9} {'chunks/s':>11} {'peak RSS MiB':>13}")
+        print(f"\n{'':50} {'seconds':>9} {'chunks/s':>11} {'peak RSS MiB':>13}")
         for name, secs, mib in rows:
-            print(f"{name:34} {secs:9.2f} {args.chunks / secs:11,.0f} {mib:13.0f}")
+            print(f"{name:50} {secs:9.2f} {args.chunks / secs:11,.0f} {mib:13.0f}")
         print(f"grep: {g['lines_matching']:,} lines match")
         if "exact" in results:
             print(f"leakcheck exact / grep time: {results['exact']['seconds'] / g['seconds']:.2f}x; "
                   f"exact matched {len(results['exact']['matched']):,} queries")
+        if "exact" in cli_runs:
+            print(f"retrieval-gate leakcheck --mode exact on JSONL / grep time: "
+                  f"{cli_runs['exact']['seconds'] / g['seconds']:.2f}x (reading, JSON validation, normalization included)")
         if "exact" in results and "trigram-jaccard" in results:
             print(f"trigram / exact time: {results['trigram-jaccard']['seconds'] / results['exact']['seconds']:.2f}x; "
                   f"trigram matched {len(results['trigram-jaccard']['matched']):,} queries")
@@ -268,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
         ok = True
         expected = {"exact": planted["exact"], "trigram-jaccard": planted["exact"] + planted["near"]}
         for mode in modes:
+            if cli_runs[mode]["matched"] != results[mode]["matched"]:
+                ok = False
+                print(f"FAIL: the {mode} CLI run on JSONL matched other queries than find_leaks on TSV")
             missing = sorted(set(expected[mode]) - set(results[mode]["matched"]))
             if missing:
                 ok = False

@@ -47,7 +47,9 @@ attribute: they are listed in ``skipped_short`` and never matched or counted.
 from __future__ import annotations
 
 import math
-from collections import Counter
+import os
+from collections import Counter, deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -322,6 +324,7 @@ class _TrigramFilter:
         need = keep_n - self.slack
         need[self.sizes == 0] = np.iinfo(np.int64).max  # no trigrams: the exact matcher's job
         self.need = need
+        self.min_need = max(1, int(need.min())) if len(need) else 1
         self.indexed = np.append(plen > 0, False)  # [U] = "no trigram"
 
     def _tids(self, codes: np.ndarray) -> np.ndarray:
@@ -405,13 +408,23 @@ class _TrigramFilter:
         pair_type = np.int32 if n_seg * n_q < 2**31 else np.int64
         pair = self.pidx[flat].astype(pair_type, copy=False)
         pair += np.repeat(seg1.astype(pair_type) * pair_type(n_q), counts)
-        if total * 4 < n_seg * n_q:  # few postings: sort them rather than count into bins
-            uniq, n = np.unique(pair, return_counts=True)
-            uniq = uniq[n >= self.need[uniq % n_q]]
-            s_pair, q_pair = np.divmod(uniq.astype(np.int64), n_q)
-        else:
-            bins = np.bincount(pair, minlength=n_seg * n_q).reshape(n_seg, n_q)
-            s_pair, q_pair = np.divmod(np.flatnonzero(bins >= self.need[None, :]), n_q)
+        # The pairs seen at least `need` times: sorted, a pair's run is long enough when the
+        # element need - 1 after its first is still that pair. Sorting releases the GIL (a
+        # bincount into n_seg x n_q bins is as fast alone but holds it, so batches in two
+        # threads ran no faster); the pairs come out in the same (segment, query) order.
+        pair.sort()
+        n = len(pair)
+        m = min(self.min_need, n)
+        head = np.empty(n - m + 1, dtype=bool)
+        head[0] = True
+        np.not_equal(pair[1 : n - m + 1], pair[: n - m], out=head[1:])
+        head &= pair[m - 1 :] == pair[: n - m + 1]
+        at = np.flatnonzero(head)
+        value = pair[at].astype(np.int64)
+        last = at + np.minimum(self.need[value % n_q], n + 1) - 1
+        ok = last < n
+        ok[ok] = pair[last[ok]] == value[ok]
+        s_pair, q_pair = np.divmod(value[ok], n_q)
         if not len(s_pair):
             return nothing
 
@@ -598,17 +611,26 @@ def find_leaks(
     # queries already counted for it (a chunk counts once per query).
     carry: tuple[int, set[int]] = (-1, set())
 
-    def flush(mid_chunk: bool = False) -> None:
-        nonlocal batch_chars, carry
+    # Batches past the learning phase have their windows found in worker threads (numpy
+    # releases the GIL: 1.7x on 2 cores) while this thread reads and normalizes the next
+    # chunks; their results are taken in submission order, so every count, every best chunk
+    # and every tie is exactly what one thread finds. At most `workers` batches are in flight.
+    workers = min(2, os.cpu_count() or 1)
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="leak-trigram") if filt is not None and workers > 1 else None
+    in_flight: deque = deque()
+
+    def finish(windows: tuple, segments: list[str], owners: list[int],
+               chunks_of: list[tuple[int, str, str, set[int]]], mid_chunk: bool) -> None:
+        nonlocal carry
         assert filt is not None
         found: dict[tuple[int, int], float] = {}  # (chunk in batch, query) -> best score
         qsets = filt.qsets
-        for s, qi, a, b in zip(*filt.windows(batch_segments)):
-            owner = batch_owner[s]
-            if qi in batch_chunks[owner][3]:
+        for s, qi, a, b in zip(*windows):
+            owner = owners[s]
+            if qi in chunks_of[owner][3]:
                 continue  # an exact hit in this chunk: already recorded, at 1.0
             q = qsets[qi]
-            window = batch_segments[s][a:b]
+            window = segments[s][a:b]
             w = {window[p : p + 3] for p in range(len(window) - 2)}
             inter = len(q & w)
             score = inter / (len(q) + len(w) - inter)
@@ -616,58 +638,77 @@ def find_leaks(
                 found[(owner, qi)] = score
         carry_seq, counted = carry
         for (owner, qi), score in found.items():
-            seq, chunk_id, doc_id, _hits = batch_chunks[owner]
+            seq, chunk_id, doc_id, _hits = chunks_of[owner]
             again = seq == carry_seq and qi in counted
             record(qi, seq, chunk_id, doc_id, False, score, count=not again)
         if mid_chunk:
-            last = batch_chunks[-1][0]
-            now = {qi for (owner, qi) in found if owner == len(batch_chunks) - 1}
+            last = chunks_of[-1][0]
+            now = {qi for (owner, qi) in found if owner == len(chunks_of) - 1}
             carry = (last, (counted | now) if last == carry_seq else now)
         else:
             carry = (-1, set())
-        if filt.learning and batch_chunks[-1][0] + 1 >= SAMPLE_CHUNKS:
-            filt.learning = False
-            filt.build()
-        batch_segments.clear()
-        batch_owner.clear()
-        batch_chunks.clear()
+
+    def drain(keep: int = 0) -> None:
+        while len(in_flight) > keep:
+            future, *rest = in_flight.popleft()
+            finish(future.result(), *rest)
+
+    def flush(mid_chunk: bool = False) -> None:
+        nonlocal batch_chars, batch_segments, batch_owner, batch_chunks
+        assert filt is not None
+        batch = (batch_segments, batch_owner, batch_chunks, mid_chunk)
+        if filt.learning or pool is None:  # the learning batches change the index: one at a time
+            drain()
+            finish(filt.windows(batch_segments), *batch)
+            if filt.learning and batch_chunks[-1][0] + 1 >= SAMPLE_CHUNKS:
+                filt.learning = False
+                filt.build()
+        else:
+            in_flight.append((pool.submit(filt.windows, batch_segments), *batch))
+            drain(keep=workers)
+        batch_segments, batch_owner, batch_chunks = [], [], []
         batch_chars = 0
 
     scanned = 0
-    for chunk in chunks:
-        seq = scanned
-        scanned += 1
-        if progress is not None and scanned % PROGRESS_EVERY == 0:
-            progress(scanned)
-        if not n_q:
-            continue
-        text = chunk.text
-        norm = normalize(text) if text else ""
-        if not norm:
-            continue
-        hits = exact.find(norm)
-        if hits or filt is not None:
-            chunk_id = str(chunk.chunk_id)
-            doc_id = chunk.doc_id
-            doc_id = chunk_id.partition("#")[0] if doc_id is None or doc_id == "" else str(doc_id)
-            for qi in hits:
-                record(qi, seq, chunk_id, doc_id, exact_on, 1.0)
-            if filt is not None:
-                entry = (seq, chunk_id, doc_id, hits)
-                owner = -1
-                segments = _segments(norm, longest)
-                for k, segment in enumerate(segments, start=1):
-                    if owner < 0:  # (again, when a long chunk's segments straddle a flush)
-                        owner = len(batch_chunks)
-                        batch_chunks.append(entry)
-                    batch_segments.append(segment)
-                    batch_owner.append(owner)
-                    batch_chars += len(segment) + 1
-                    if len(batch_segments) >= max_segments or batch_chars >= BATCH_CHARS:
-                        flush(mid_chunk=k < len(segments))
-                        owner = -1
-    if filt is not None and batch_segments:
-        flush()
+    try:
+        for chunk in chunks:
+            seq = scanned
+            scanned += 1
+            if progress is not None and scanned % PROGRESS_EVERY == 0:
+                progress(scanned)
+            if not n_q:
+                continue
+            text = chunk.text
+            norm = normalize(text) if text else ""
+            if not norm:
+                continue
+            hits = exact.find(norm)
+            if hits or filt is not None:
+                chunk_id = str(chunk.chunk_id)
+                doc_id = chunk.doc_id
+                doc_id = chunk_id.partition("#")[0] if doc_id is None or doc_id == "" else str(doc_id)
+                for qi in hits:
+                    record(qi, seq, chunk_id, doc_id, exact_on, 1.0)
+                if filt is not None:
+                    entry = (seq, chunk_id, doc_id, hits)
+                    owner = -1
+                    segments = _segments(norm, longest)
+                    for k, segment in enumerate(segments, start=1):
+                        if owner < 0:  # (again, when a long chunk's segments straddle a flush)
+                            owner = len(batch_chunks)
+                            batch_chunks.append(entry)
+                        batch_segments.append(segment)
+                        batch_owner.append(owner)
+                        batch_chars += len(segment) + 1
+                        if len(batch_segments) >= max_segments or batch_chars >= BATCH_CHARS:
+                            flush(mid_chunk=k < len(segments))
+                            owner = -1
+        if filt is not None and batch_segments:
+            flush()
+        drain()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     if progress is not None:
         progress(scanned)
 

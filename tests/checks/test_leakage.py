@@ -133,6 +133,17 @@ def test_ascii_fast_path_agrees_with_the_unicode_path():
         assert normalize(f"A{c}b\u00e9") == normalize(f"A{c}b") + "\u00e9", repr(c)
 
 
+def test_ascii_fast_path_agrees_with_the_unicode_path_on_random_strings():
+    # Runs of spaces, controls (0x1c-0x1f split str but not bytes) and punctuation between words.
+    import random
+
+    rng = random.Random(5)
+    alphabet = [chr(cp) for cp in range(128)] + ["ab", "Zq", "  ", "\x1c\x1f"]
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        assert (normalize(text) + " \u00e9").lstrip() == normalize(text + " \u00e9"), repr(text)
+
+
 def test_unicode_path_follows_the_categories():
     """Per-character reference: P*, S*, Cc -> space; Cf deleted; the rest kept."""
     import sys
