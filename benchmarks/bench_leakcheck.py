@@ -172,19 +172,24 @@ def _jsonl_line(tsv_line: str) -> str:
     return json.dumps({"_id": chunk_id, "doc_id": doc_id, "title": "", "text": text}) + "\n"
 
 
-def cli(folder: Path, mode: str) -> dict:
-    """`retrieval-gate leakcheck` as a user runs it, on the JSONL corpus: reading, validation included."""
-    cmd = [sys.executable, "-m", "gate", "leakcheck", "--queries", str(folder / "queries.tsv"),
-           "--corpus", str(folder / "corpus.jsonl"), "--mode", mode, "--format", "json"]
+def timed_exit_0_or_1(name: str, cmd: list[str], **kw) -> tuple[str, float, float]:
+    """stdout, wall seconds and peak RSS (MiB, /usr/bin/time's %M) of a command that exits 0 or 1."""
     timer = ["/usr/bin/time", "-f", "%M"] if os.path.exists("/usr/bin/time") else []
     t0 = time.perf_counter()
-    done = subprocess.run([*timer, *cmd], capture_output=True, text=True, cwd=REPO)
+    done = subprocess.run([*timer, *cmd], capture_output=True, text=True, **kw)
     seconds = time.perf_counter() - t0
     if done.returncode not in (0, 1):
-        raise SystemExit(f"leakcheck failed ({done.returncode}): {done.stderr.strip()[-500:]}")
+        raise SystemExit(f"{name} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
     peak = int(done.stderr.strip().splitlines()[-1]) / 1024 if timer else float("nan")
-    report = json.loads(done.stdout)
-    return {"seconds": seconds, "peak_mib": peak, "matched": sorted(m["query_id"] for m in report["matched"])}
+    return done.stdout, seconds, peak
+
+
+def cli(folder: Path, mode: str) -> dict:
+    """`retrieval-gate leakcheck` as a user runs it, on the JSONL corpus: reading, validation included."""
+    out, seconds, peak = timed_exit_0_or_1("leakcheck", [
+        sys.executable, "-m", "gate", "leakcheck", "--queries", str(folder / "queries.tsv"),
+        "--corpus", str(folder / "corpus.jsonl"), "--mode", mode, "--format", "json"], cwd=REPO)
+    return {"seconds": seconds, "peak_mib": peak, "matched": sorted(m["query_id"] for m in json.loads(out)["matched"])}
 
 
 SCAN_SCRIPT = r"""
@@ -236,16 +241,10 @@ def scan(folder: Path, mode: str) -> dict:
 
 def grep(folder: Path) -> dict:
     """The exact-mode reference: fixed strings, whole words, on the normalized texts."""
-    env = dict(os.environ, LC_ALL="C")
-    cmd = ["grep", "-c", "-F", "-w", "-f", str(folder / "patterns.txt"), str(folder / "corpus.norm.txt")]
-    timer = ["/usr/bin/time", "-f", "%M"] if os.path.exists("/usr/bin/time") else []
-    t0 = time.perf_counter()
-    done = subprocess.run([*timer, *cmd], capture_output=True, text=True, env=env)
-    seconds = time.perf_counter() - t0
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"grep failed: {done.stderr}")
-    peak = int(done.stderr.strip().splitlines()[-1]) / 1024 if timer else float("nan")
-    return {"seconds": seconds, "lines_matching": int(done.stdout.strip()), "peak_mib": peak}
+    out, seconds, peak = timed_exit_0_or_1("grep", [
+        "grep", "-c", "-F", "-w", "-f", str(folder / "patterns.txt"), str(folder / "corpus.norm.txt")],
+        env=dict(os.environ, LC_ALL="C"))
+    return {"seconds": seconds, "lines_matching": int(out.strip()), "peak_mib": peak}
 
 
 def main(argv: list[str] | None = None) -> int:
