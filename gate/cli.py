@@ -762,8 +762,8 @@ def _cmd_factorial(args: argparse.Namespace) -> int:
 
 
 def _cmd_leakcheck(args: argparse.Namespace) -> int:
+    from gate.checks.leak_stream import iter_normalized
     from gate.checks.leakage import find_leaks, render_text
-    from gate.inputs.readers.corpus import iter_corpus
     from gate.inputs.readers.queries import load_queries
 
     from gate.checks.leakage import MODES
@@ -786,7 +786,8 @@ def _cmd_leakcheck(args: argparse.Namespace) -> int:
     scanned = {"chunks": 0}
 
     def counted():
-        for chunk in iter_corpus(args.corpus, check_duplicates="at-end"):
+        # A large corpus is read and normalized by a child process while this one scans.
+        for chunk in iter_normalized(args.corpus):
             scanned["chunks"] += 1
             yield chunk
 
