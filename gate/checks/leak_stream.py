@@ -3,7 +3,7 @@
 Reading a JSONL corpus strictly (JSON validation, ids, Unicode) and normalizing
 each chunk costs about as much as the exact scan itself, and all of it holds the
 GIL. For a large corpus, :func:`iter_normalized` runs both in a child process,
-``python -m gate.checks.leak_stream SPEC``, the same :func:`iter_corpus` and
+``gate.checks.leak_stream.main([SPEC])``, the same :func:`iter_corpus` and
 :func:`normalize`, and reads its chunks back, already normalized, while this
 process scans: the exact check of a million chunks then takes about half as long.
 
@@ -74,28 +74,41 @@ def iter_normalized(spec: str, *, child: bool | None = None) -> Iterator[Normali
     yield from _from_child(spec)
 
 
+# The child's start: the gate imported from where this process imported it, never from the
+# working directory (``python -m`` and ``-c`` put it first on sys.path, and in CI that is the
+# checked-out repository, whose ``gate.py`` would then run and could feed the scan its own chunks).
+_CHILD = ("import sys; sys.path[:] = [{root!r}] + [p for p in sys.path if p not in ('', '.')]; "
+          "from gate.checks.leak_stream import main; raise SystemExit(main(sys.argv[1:]))")
+
+
 def _from_child(spec: str) -> Iterator[NormalizedChunk]:
+    import tempfile
+
     from gate.common.environment import scrubbed_environment
 
-    env = scrubbed_environment()
-    # The child imports the gate from where this process did (a source checkout, an install).
     root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.Popen([sys.executable, "-m", "gate.checks.leak_stream", spec], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, bufsize=1 << 20)
-    assert proc.stdout is not None and proc.stderr is not None
-    _widen_pipe(proc.stdout.fileno())
-    finished = False
-    try:
-        for raw in proc.stdout:
-            chunk_id, doc_id, text = raw.decode("utf-8").rstrip("\n").split("\t", 2)
-            yield NormalizedChunk(chunk_id, doc_id, text)
-        finished = True
-    finally:
-        if not finished:  # the scan stopped early (an error, or the caller closed the generator)
-            proc.kill()
-        err = proc.stderr.read().decode("utf-8", "replace")
-        code = proc.wait()
+    # stderr to a file, not a pipe: a child that writes more than a pipe holds there before it
+    # closes stdout would otherwise wait on this process while this one waits on its stdout.
+    with tempfile.TemporaryFile() as err_file:
+        proc = subprocess.Popen([sys.executable, "-c", _CHILD.format(root=root), spec], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=err_file, env=scrubbed_environment(),
+                                bufsize=1 << 20)
+        assert proc.stdout is not None
+        _widen_pipe(proc.stdout.fileno())
+        finished = False
+        try:
+            for raw in proc.stdout:
+                chunk_id, doc_id, text = raw.decode("utf-8").rstrip("\n").split("\t", 2)
+                yield NormalizedChunk(chunk_id, doc_id, text)
+            finished = True
+        finally:
+            if not finished:  # the scan stopped early (an error, or the caller closed the generator)
+                proc.kill()
+            proc.stdout.close()
+            code = proc.wait()
+        size = err_file.seek(0, os.SEEK_END)
+        err_file.seek(max(0, size - (1 << 16)))  # the last 64 KiB: the error line comes last
+        err = err_file.read().decode("utf-8", "replace")
     if code == 2:
         try:
             problem = json.loads(err.strip().splitlines()[-1])

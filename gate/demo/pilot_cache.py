@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from importlib import metadata
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -70,26 +71,42 @@ def pilot_key(candidates: Sequence[tuple[str, str, Mapping[str, int]]], corpora:
     return digest.hexdigest()
 
 
+_MAX_BYTES = 8 << 20  # the shipped file is 57 KB; anything far larger is not ours
+
+
 def _entries(path: Path) -> list[dict]:
+    """The file's entries; [] when it is missing, too large, not this format or malformed in any way
+    (a damaged cache only makes the demo recompute, never read wrong scores)."""
     try:
+        if path.stat().st_size > _MAX_BYTES:
+            return []
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return []
-    return data.get("entries", []) if isinstance(data, dict) and data.get("format") == _FORMAT else []
+    if not isinstance(data, dict) or data.get("format") != _FORMAT or not isinstance(data.get("entries"), list):
+        return []
+    return [e for e in data["entries"] if isinstance(e, dict) and isinstance(e.get("key"), str)]
+
+
+def _finite_floats(values: object, size: int) -> np.ndarray | None:
+    if not isinstance(values, list) or len(values) != size:
+        return None
+    if not all(type(x) in (int, float) and math.isfinite(x) for x in values):  # no bools, strings, NaN
+        return None
+    return np.array(values, dtype=np.float64)
 
 
 def lookup(key: str, cells: Sequence[tuple[str, str]], size: int,
            path: Path = CACHE_FILE) -> dict[tuple[str, str], np.ndarray] | None:
-    """The stored scores for ``key``: one array of ``size`` floats per cell, or None."""
+    """The stored scores for ``key``: one array of ``size`` finite floats per cell, or None."""
     for entry in _entries(path):
-        if entry.get("key") != key:
+        if entry["key"] != key:
             continue
-        scores = entry.get("scores", {})
-        try:
-            found = {cell: np.array(scores["/".join(cell)], dtype=np.float64) for cell in cells}
-        except (KeyError, TypeError, ValueError):
+        scores = entry.get("scores")
+        if not isinstance(scores, dict):
             return None
-        return found if all(v.shape == (size,) for v in found.values()) else None
+        found = {cell: _finite_floats(scores.get("/".join(cell)), size) for cell in cells}
+        return found if all(v is not None for v in found.values()) else None  # type: ignore[return-value]
     return None
 
 
@@ -105,7 +122,7 @@ def store(key: str, scores: Mapping[tuple[str, str], np.ndarray], path: Path = C
     entry = {"key": key, "label": label, "computed_with": versions,
              # repr round-trips: the stored floats are the computed ones, bit for bit.
              "scores": {"/".join(cell): [float(x) for x in values] for cell, values in sorted(scores.items())}}
-    kept = [e for e in _entries(path) if e.get("key") != key and (not label or e.get("label") != label)]
+    kept = [e for e in _entries(path) if e["key"] != key and (not label or e.get("label") != label)]
     text = json.dumps({"format": _FORMAT, "entries": kept + [entry]}, indent=1, sort_keys=True)
     write_text_atomic(path, text + "\n")
 

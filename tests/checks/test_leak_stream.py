@@ -96,3 +96,29 @@ def test_a_scan_that_stops_early_kills_the_child(tmp_path):
     stream = S.iter_normalized(str(corpus), child=True)
     next(stream)
     stream.close()  # no hang, no zombie: the generator's finally kills and reaps the child
+
+
+def test_a_gate_module_in_the_working_directory_is_not_what_the_child_runs(tmp_path, monkeypatch):
+    # In CI the working directory is the checked-out repository: its gate.py must not stand in for
+    # the gate (it could hand the scan chunks of its own and hide a leak).
+    corpus = _write(tmp_path / "c.jsonl", ROWS)
+    marker = tmp_path / "ran"
+    work = tmp_path / "work"
+    (work / "gate").mkdir(parents=True)
+    (work / "gate.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    (work / "gate" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    for shadow in ("numpy.py", "json.py"):  # nor any module the child imports
+        (work / shadow).write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    monkeypatch.chdir(work)
+    assert list(S.iter_normalized(str(corpus), child=True)) == list(S.iter_normalized(str(corpus), child=False))
+    assert not marker.exists()
+
+
+def test_a_child_that_floods_stderr_does_not_hang_the_scan(tmp_path, monkeypatch):
+    corpus = _write(tmp_path / "c.jsonl", ROWS)
+    flood = ("import sys, json; sys.stderr.write('w' * 300000 + chr(10)); "
+             "print(json.dumps({{'file': 'c.jsonl', 'line': 3, 'message': 'boom'}}), file=sys.stderr); "
+             "sys.stdout.write('a' + chr(9) + 'b' + chr(9) + 'text' + chr(10)); sys.exit(2)  # {root!r}")
+    monkeypatch.setattr(S, "_CHILD", flood)
+    with pytest.raises(InputError, match=r"^c\.jsonl:3: boom$"):
+        list(S.iter_normalized(str(corpus), child=True))

@@ -77,3 +77,28 @@ def test_store_and_lookup_round_trip_bit_for_bit_and_reject_bad_entries(tmp_path
     for text in ("not json", json.dumps({"format": "other", "entries": []}), json.dumps([1])):
         path.write_text(text)
         assert P.lookup("k2", cells, 2, path) is None
+
+
+@pytest.mark.parametrize("text", [
+    json.dumps({"format": P._FORMAT, "entries": {"key": "k1"}}),
+    json.dumps({"format": P._FORMAT, "entries": ["x", None, 5]}),
+    json.dumps({"format": P._FORMAT, "entries": 5}),
+    "[" * 100_000 + "]" * 100_000,
+    json.dumps({"format": P._FORMAT, "entries": [{"key": "k1", "scores": [1]}]}),
+])
+def test_a_damaged_cache_file_is_a_miss_not_a_crash(tmp_path, text):
+    path = tmp_path / "cache.json"
+    path.write_text(text)
+    assert P.lookup("k1", [("old", "v1")], 2, path) is None
+    P.store("k2", {("old", "v1"): np.array([0.5, 0.25])}, path)  # and store() starts it afresh
+    assert P.lookup("k2", [("old", "v1")], 2, path) is not None
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "0.1", True, None])
+def test_scores_that_are_not_finite_numbers_are_a_miss(tmp_path, bad):
+    path = tmp_path / "cache.json"
+    P.store("k1", {("old", "v1"): np.array([0.5, 0.25])}, path)
+    data = json.loads(path.read_text())
+    data["entries"][0]["scores"]["old/v1"][1] = bad
+    path.write_text(json.dumps(data))
+    assert P.lookup("k1", [("old", "v1")], 2, path) is None

@@ -109,3 +109,25 @@ def test_at_end_duplicate_check_finds_a_repeat_after_the_stream_and_names_both_l
     assert str(caught.value) == f"{path}:4: duplicate chunk id 'b' (first at line 2)"
     path.write_text(path.read_text().replace("b\tagain", "e\tagain").replace('"b", "text": "again"', '"e", "text": "again"'))
     assert [c.chunk_id for c in iter_corpus(path, check_duplicates="at-end")] == ["a", "b", "c", "e", "d"]
+
+
+def test_json_nesting_is_refused_past_the_limit_at_the_same_depth_in_every_process():
+    # Not left to the recursion limit, which moves with the stack in use (a child process, the
+    # fast path and decode() refused at different depths: one line accepted here, refused there).
+    import subprocess
+    import sys
+
+    from gate.common import limits
+    from gate.inputs.readers.fields import parse_json_line
+
+    deep = limits.MAX_NESTING
+    assert parse_json_line("c.jsonl", 3, "[" * deep + "]" * deep) is not None
+    assert parse_json_line("c.jsonl", 3, '{"t": "' + "[{" * 300 + '"}') == {"t": "[{" * 300}  # inside a string
+    for line in ("[" * (deep + 1) + "]" * (deep + 1), '{"a":' * (deep + 1) + "1" + "}" * (deep + 1),
+                 "[" * 988 + "]" * 988):
+        with pytest.raises(InputError, match=rf"^c\.jsonl:3: invalid JSON: nested deeper than {deep} levels$"):
+            parse_json_line("c.jsonl", 3, line)
+    child = subprocess.run([sys.executable, "-c", "import sys; from gate.inputs.readers.fields import parse_json_line\n"
+                            "try:\n parse_json_line('c.jsonl', 3, '[' * 988 + ']' * 988)\n"
+                            "except Exception as e: print(e)"], capture_output=True, text=True)
+    assert child.stdout.strip() == f"c.jsonl:3: invalid JSON: nested deeper than {deep} levels"
