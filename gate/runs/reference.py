@@ -577,19 +577,22 @@ def prefetch(runs: Sequence[tuple[RetrievalSettings, str, int]], options: Mappin
     left = [max(1, min(workers, len(pending)))]
 
     def work() -> None:
-        with _single_threaded():
-            while True:
-                with lock:
-                    if not pending:
-                        left[0] -= 1
-                        if left[0] == 0:
-                            done.set_result(None)
-                        return
-                    settings, corpus_path, seed = pending.pop(0)
-                try:
-                    _prepare(settings, corpus_path, seed, opts)
-                except Exception:  # noqa: BLE001 - the run that needs this index meets the error itself
-                    pass
+        try:
+            with _single_threaded():
+                while True:
+                    with lock:
+                        if not pending:
+                            return
+                        settings, corpus_path, seed = pending.pop(0)
+                    try:
+                        _prepare(settings, corpus_path, seed, opts)
+                    except Exception:  # noqa: BLE001 - the run that needs this index meets the error itself
+                        pass
+        finally:  # however the worker ends, the last one out says the builds are over
+            with lock:
+                left[0] -= 1
+                if left[0] == 0:
+                    done.set_result(None)
 
     if not pending:
         done.set_result(None)

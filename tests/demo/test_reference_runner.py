@@ -280,3 +280,19 @@ def test_a_prefetch_that_fails_leaves_the_error_to_the_run(world, tmp_path):
     with pytest.raises(OSError):
         R.retrieve(settings, [("q", "text")], missing, 1)
     assert R.prefetch([], workers=2).done()
+
+
+def test_prefetch_is_done_however_its_workers_end(monkeypatch):
+    def die(*args):
+        raise SystemExit(3)  # not an Exception: it ends the worker thread
+
+    import threading
+
+    monkeypatch.setattr(R, "_prepare", die)
+    monkeypatch.setattr(threading, "excepthook", lambda args: None)  # the dying workers are the point
+    settings = R.settings_from_config({}, "test")
+    done = R.prefetch([(settings, "a", 1), (settings, "b", 2), (settings, "c", 3)], workers=2)
+    assert done.result(timeout=30) is None
+    for thread in threading.enumerate():
+        if thread.name == "reference-prefetch":
+            thread.join(timeout=30)
