@@ -130,26 +130,24 @@ def _widen_pipe(fd: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    from gate.inputs.readers.corpus import iter_corpus
-
+    """The child: the chunks read in process, one line each, in blocks; bad input as one JSON line, exit 2."""
     if len(argv) != 1:
         print("usage: python -m gate.checks.leak_stream CORPUS", file=sys.stderr)
         return 4
     out = sys.stdout.buffer
     lines: list[str] = []
     try:
-        for chunk in iter_corpus(argv[0], check_duplicates="at-end"):
-            lines.append(f"{chunk.chunk_id}\t{chunk.doc_id}\t{normalize(chunk.text) if chunk.text else ''}\n")
+        for chunk in iter_normalized(argv[0], child=False):
+            lines.append(f"{chunk.chunk_id}\t{chunk.doc_id}\t{chunk.text}\n")
             if len(lines) >= 2048:
                 out.write("".join(lines).encode("utf-8"))
                 lines.clear()
     except InputError as error:
-        out.write("".join(lines).encode("utf-8"))
-        out.flush()
         print(json.dumps({"file": error.path, "line": error.line, "message": error.message}), file=sys.stderr)
         return 2
-    out.write("".join(lines).encode("utf-8"))
-    out.flush()
+    finally:  # the chunks before an error too: the parent has scanned them when it reports it
+        out.write("".join(lines).encode("utf-8"))
+        out.flush()
     return 0
 
 

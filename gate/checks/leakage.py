@@ -612,7 +612,7 @@ def find_leaks(
     carry: tuple[int, set[int]] = (-1, set())
 
     # Batches past the learning phase have their windows found in worker threads (numpy
-    # releases the GIL: 1.7x on 2 cores) while this thread reads and normalizes the next
+    # releases the GIL for most of a batch: 1.2-1.5x on 2 cores) while this thread reads the next
     # chunks; their results are taken in submission order, so every count, every best chunk
     # and every tie is exactly what one thread finds. At most `workers` batches are in flight.
     workers = min(2, os.cpu_count() or 1)
