@@ -547,13 +547,28 @@ def _hnsw(vectors: np.ndarray, key: tuple, seed: int, m: int, ef_construction: i
     return _HNSW.get_or(key + (seed, m, ef_construction), make)
 
 
+def _corpus_of(corpus_path: str) -> _Corpus:
+    digest = _file_digest(corpus_path)
+    return _CORPORA.get_or(digest, lambda: _load_corpus(corpus_path, digest))
+
+
+def _model_key(corpus: _Corpus, model: str, opts: Mapping[str, Any]) -> tuple:
+    return corpus.digest, model, int(opts["svd_iterations"])
+
+
+def _model_of(corpus: _Corpus, model: str, opts: Mapping[str, Any]) -> _Model:
+    return _MODELS.get_or(_model_key(corpus, model, opts), lambda: _fit_model(corpus, model, int(opts["svd_iterations"])))
+
+
+def _index_of(corpus: _Corpus, model: _Model, seed: int, opts: Mapping[str, Any]):
+    return _hnsw(model.doc_vectors, _model_key(corpus, model.name, opts), int(seed), int(opts["hnsw_m"]),
+                 int(opts["ef_construction"]))
+
+
 def _prepare(settings: RetrievalSettings, corpus_path: str, seed: int, opts: Mapping[str, Any]) -> None:
     """Load, embed and index what :func:`retrieve` will search for these settings and seed."""
-    digest = _file_digest(corpus_path)
-    corpus = _CORPORA.get_or(digest, lambda: _load_corpus(corpus_path, digest))
-    key = (digest, settings.model, int(opts["svd_iterations"]))
-    model = _MODELS.get_or(key, lambda: _fit_model(corpus, settings.model, int(opts["svd_iterations"])))
-    _hnsw(model.doc_vectors, key, int(seed), int(opts["hnsw_m"]), int(opts["ef_construction"]))
+    corpus = _corpus_of(corpus_path)
+    _index_of(corpus, _model_of(corpus, settings.model, opts), seed, opts)
 
 
 def prefetch(runs: Sequence[tuple[RetrievalSettings, str, int]], options: Mapping[str, Any] | None = None,
@@ -574,7 +589,7 @@ def prefetch(runs: Sequence[tuple[RetrievalSettings, str, int]], options: Mappin
     pending = list(runs)
     lock = threading.Lock()
     done: Future = Future()
-    left = [max(1, min(workers, len(pending)))]
+    left = [min(max(1, workers), len(pending))]  # workers still running
 
     def work() -> None:
         try:
@@ -594,9 +609,9 @@ def prefetch(runs: Sequence[tuple[RetrievalSettings, str, int]], options: Mappin
                 if left[0] == 0:
                     done.set_result(None)
 
-    if not pending:
+    if not left[0]:
         done.set_result(None)
-    for _ in range(left[0] if pending else 0):
+    for _ in range(left[0]):
         threading.Thread(target=work, name="reference-prefetch", daemon=True).start()
     return done
 
@@ -666,9 +681,8 @@ def _retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], c
     opts = {**OPTION_DEFAULTS, **dict(options or {})}
     say = log or (lambda message: None)
     started = time.monotonic()
-    digest = _file_digest(corpus_path)
-    corpus = _CORPORA.get_or(digest, lambda: _load_corpus(corpus_path, digest))
-    say(f"corpus {corpus_path}: {len(corpus.ids)} chunks, {len(corpus.vocab)} terms, sha256 {digest[:12]} "
+    corpus = _corpus_of(corpus_path)
+    say(f"corpus {corpus_path}: {len(corpus.ids)} chunks, {len(corpus.vocab)} terms, sha256 {corpus.digest[:12]} "
         f"({time.monotonic() - started:.2f}s)")
 
     t = time.monotonic()
@@ -676,8 +690,7 @@ def _retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], c
     say(f"bm25 k1={settings.k1:g} b={settings.b:g} ({time.monotonic() - t:.2f}s)")
 
     t = time.monotonic()
-    model = _MODELS.get_or((digest, settings.model, int(opts["svd_iterations"])),
-                           lambda: _fit_model(corpus, settings.model, int(opts["svd_iterations"])))
+    model = _model_of(corpus, settings.model, opts)
     say(f"embedding {settings.model}: {model.doc_vectors.shape[0]} x {model.doc_vectors.shape[1]} "
         f"({time.monotonic() - t:.2f}s)")
 
@@ -691,8 +704,7 @@ def _retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], c
         order = np.arange(len(corpus.ids))
         say(f"exact dense search ({time.monotonic() - t:.2f}s)")
     else:
-        index, order = _hnsw(model.doc_vectors, (digest, settings.model, int(opts["svd_iterations"])), int(seed),
-                             int(opts["hnsw_m"]), int(opts["ef_construction"]))
+        index, order = _index_of(corpus, model, seed, opts)
         say(f"hnsw M={opts['hnsw_m']} efConstruction={opts['ef_construction']} seed={seed} "
             f"({time.monotonic() - t:.2f}s)")
         t = time.monotonic()
