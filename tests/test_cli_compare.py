@@ -138,7 +138,7 @@ def test_internal_error_is_exit_4_with_saved_traceback(tmp_path, capsys, monkeyp
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(gate.pipeline.compare, "compare", broken)
+    monkeypatch.setattr(gate.pipeline.compare, "compare_evaluated", broken)
     run = _bad(tmp_path, "run.txt", GOOD_RUN)
     qrels = _bad(tmp_path, "qrels.txt", GOOD_QRELS)
     code = run_cli("compare", "--baseline", str(run), "--candidate", str(run), "--qrels", str(qrels))

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from gate.evaluation.measures import parse_measure
-from gate.statistics.comparison import CompareSettings, Comparison, compare
+from gate.statistics.comparison import CompareSettings, Comparison, compare, compare_evaluated
 
 __all__ = ["CompareSettings", "Comparison", "compare", "compare_files", "decide_comparison"]
 
@@ -20,21 +22,32 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None, ru
     """The gate's decision on a comparison: ``run``'s statistics and traffic rules (damaged
     traffic, guarded strata, from ``strata_block``: the report's strata section), no validity
     checks and no noise band; ``runs`` (baseline, candidate) tells identical rankings apart
-    (``unchanged``). Returns ``(verdict, evidence)``. ``policy``:
+    (``unchanged``; :class:`gate.evaluation.streaming.RunDigest` pairs too). Returns ``(verdict, evidence)``. ``policy``:
     :class:`gate.verdict.rules.Policy` (default: the gate's defaults, an improvement not needing a
     band: compare has none)."""
     from gate.statistics.evidence import evidence
+    from gate.evaluation.streaming import RunDigest
     from gate.inputs.readers.records import same_rankings
     from gate.verdict.rules import Findings, Policy, decide, traffic_findings
 
     policy = policy or Policy(improvement_needs_band=False)
     paired = comparison.paired
+    if runs is None:
+        identical = False
+    elif isinstance(runs[0], RunDigest):
+        # Identical rankings score identically: the files are read again only when every
+        # query's values are equal.
+        identical = all(np.array_equal(comparison.baseline.values[name], comparison.candidate.values[name])
+                        for name in comparison.baseline.values) \
+            and runs[0].same_rankings_as(runs[1], comparison.query_ids)
+    else:
+        identical = same_rankings(runs[0], runs[1], comparison.query_ids)
     weighed = evidence(comparison.per_query_delta(), policy.max_regression, paired.samples, paired.seed)
     findings = Findings(metric=comparison.metric, query_count=len(comparison.query_ids), delta=paired.mean,
                         ci_low=paired.ci_low, ci_high=paired.ci_high,
                         mde=paired.mde if math.isfinite(paired.mde) else None, evidence=weighed,
                         **traffic_findings(strata_block or {}),
-                        identical_rankings=runs is not None and same_rankings(runs[0], runs[1], comparison.query_ids))
+                        identical_rankings=identical)
     return decide(findings, policy), weighed
 
 
@@ -57,7 +70,9 @@ def compare_files(
     every measure, the strata table with traffic shares and movement buckets when ``strata``
     is given, and the decision run's rules make on the two runs) and its verdict."""
     from gate.common.errors import UsageError
-    from gate.inputs.named import check_rel, describe_inputs, load_qrels_spec, load_queries_spec, load_run_file
+    from gate.evaluation.streaming import digest_run
+    from gate.inputs.named import check_rel, describe_inputs, load_qrels_spec, load_queries_spec
+    from gate.inputs.universe import query_universe, require_overlap
     from gate.inputs.traffic_shares import assign_strata, load_strata_spec, validate_against
     from gate.pipeline.result import Result
     from gate.report.document import ComparisonReport
@@ -74,9 +89,17 @@ def compare_files(
     if any(parse_measure(m).TAKES_REL and parse_measure(m).rel is None for m in (settings.metric, *settings.also)):
         check_rel(loaded_qrels, settings.rel, rel_option)
     loaded_queries = load_queries_spec(queries) if queries else None
-    baseline_run = load_run_file(baseline)
-    candidate_run = load_run_file(candidate)
-    comparison = compare(baseline_run, candidate_run, loaded_qrels, loaded_queries, settings)
+    # Each run is evaluated a few queries at a time as it is read: only per-query numbers are
+    # kept (gate.evaluation.streaming), so two runs of ten million rows never sit in memory.
+    universe = query_universe(loaded_qrels, loaded_queries)
+    primary, others = settings.measures()
+    baseline_run, candidate_run = (
+        digest_run(path, loaded_qrels, (primary, *others), universe.query_ids, rel=settings.rel)
+        for path in (baseline, candidate))
+    for run in (baseline_run, candidate_run):
+        require_overlap(run, universe.query_ids, loaded_qrels, loaded_queries)
+    comparison = compare_evaluated(baseline_run.per_query, candidate_run.per_query, universe, loaded_queries,
+                                   settings)
     inputs = describe_inputs(
         baseline=(baseline, baseline_run), candidate=(candidate, candidate_run), qrels=(qrels, loaded_qrels),
         queries=(queries, loaded_queries) if loaded_queries is not None else None,

@@ -87,6 +87,14 @@ def compare(
         require_overlap(run, universe.query_ids, qrels, queries)
     before = evaluate(baseline, qrels, measures, universe.query_ids, rel=settings.rel)
     after = evaluate(candidate, qrels, measures, universe.query_ids, rel=settings.rel)
+    return compare_evaluated(before, after, universe, queries, settings)
+
+
+def compare_evaluated(before: PerQuery, after: PerQuery, universe: Universe, queries: QuerySet | None = None,
+                      settings: CompareSettings = CompareSettings()) -> Comparison:
+    """:func:`compare` on runs already evaluated on ``universe.query_ids`` (e.g. streamed:
+    :func:`gate.evaluation.streaming.digest_run`)."""
+    primary, _ = settings.measures()
     metric = str(primary)
     paired = compare_paired(
         before.values[metric],

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from gate.inputs.readers.records import Qrels, QuerySet, Run
-from gate.evaluation.measures.ordering import compared_scores, trec_order
+from gate.evaluation.first_relevant import looked_of, relevant_sets
 
 if TYPE_CHECKING:  # annotations only: no import cycle at run time
     from gate.evaluation.evaluate import PerQuery
@@ -302,61 +302,6 @@ class LiftResult:
 # --------------------------------------------------------------------------- computing
 
 
-class _Ordered:
-    """A run in trec_eval order, for per-query lookups."""
-
-    def __init__(self, run: Run):
-        # Only the order is kept; a query's docnos and scores are taken through it when it is
-        # looked at (an ordered copy of the docnos of two 10-million-row runs is gigabytes).
-        self.perm = trec_order(run.starts, run.scores, run.doc_ids)
-        self.run = run
-        self.starts = np.asarray(run.starts, dtype=np.int64)
-        self.where = run.index()
-
-    def __contains__(self, qid: str) -> bool:
-        return qid in self.where
-
-    def look(self, qid: str, relevant: set[str], k_rank: int, k_recall: int) -> tuple[int | None, int, bool]:
-        """(first relevant rank at any depth, relevant docs in the top k_recall, tie-sensitive)."""
-        i = self.where.get(qid)
-        if i is None:
-            return None, 0, False
-        a, b = int(self.starts[i]), int(self.starts[i + 1])
-        order = self.perm[a:b]
-        docs = self.run.doc_ids[order]
-        # The window (top max(k_rank, k_recall)) decides the bucket and the recall; the rest of
-        # the list is searched only for the first relevant rank of a query that has none in it.
-        window = max(k_rank, k_recall)
-        hits = _positions(docs[:window], relevant)
-        if not len(hits) and len(docs) > window:
-            hits = _positions(docs[window:], relevant)[:1] + window
-        if not len(hits):
-            return None, 0, False
-        in_recall = int(np.count_nonzero(hits < k_recall))
-        first = int(hits[0])
-        # Ties at the precision trec_eval orders by (C float), as trec_order does.
-        scores = compared_scores(self.run.scores[order])
-        value = scores[first]
-        lo = first
-        while lo > 0 and scores[lo - 1] == value:
-            lo -= 1
-        hi = first
-        while hi + 1 < len(scores) and scores[hi + 1] == value:
-            hi += 1
-        tie = hi > lo and lo < k_rank and any(docs[j] not in relevant for j in range(lo, hi + 1))
-        return first + 1, in_recall, tie
-
-
-def _positions(docs: np.ndarray, relevant: set[str]) -> np.ndarray:
-    """Indexes of ``docs`` that are in ``relevant``, ascending."""
-    if len(relevant) <= 16:  # a few equality scans beat np.isin's sort on short lists
-        mask = np.zeros(len(docs), dtype=bool)
-        for doc in relevant:
-            mask |= docs == doc
-        return np.flatnonzero(mask)
-    return np.flatnonzero(np.fromiter(map(relevant.__contains__, docs.tolist()), dtype=bool, count=len(docs)))
-
-
 def _bucket(before: int | None, after: int | None, k: int) -> str:
     hit_before = before is not None and before <= k
     hit_after = after is not None and after <= k
@@ -428,11 +373,13 @@ def compute_lift(
     texts = {q.query_id: q.text for q in queries.queries} if queries is not None else {}
     stratum_of = dict(strata) if strata is not None else field_strata
 
-    ordered_before, ordered_after = _Ordered(before), _Ordered(after)
+    relevant_of = relevant_sets(judgments, universe, rel_threshold)
+    ordered_before, ordered_after = (looked_of(run, relevant_of, rel_threshold, k_rank, k_recall)
+                                     for run in (before, after))
     movements: list[QueryMovement] = []
     no_relevant: list[str] = []
     for qid in universe:
-        relevant = {doc for doc, label in (judgments.get(qid) or {}).items() if label >= rel_threshold}
+        relevant = relevant_of.get(qid)
         if not relevant:
             no_relevant.append(qid)
             continue

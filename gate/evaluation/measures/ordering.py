@@ -51,15 +51,17 @@ def compared_scores(scores: np.ndarray) -> np.ndarray:
         return np.asarray(scores).astype(SCORE_DTYPE)
 
 
-def trec_order(starts: np.ndarray, scores: np.ndarray, doc_ids: np.ndarray) -> np.ndarray:
+def trec_order(starts: np.ndarray, scores: np.ndarray, doc_ids: np.ndarray, *,
+               precision: type = SCORE_DTYPE) -> np.ndarray:
     """Permutation of the rows putting each query's rows in trec_eval order.
 
     Rows of query ``i`` are ``starts[i]:starts[i+1]``; the result keeps every
     query in its slice (``perm[starts[i]:starts[i+1]]`` are that query's rows,
     best first), so ranks are positions within the slice. Scores are compared
-    at :data:`SCORE_DTYPE` precision.
+    at :data:`SCORE_DTYPE` precision (``precision=np.float64``: as stored, the
+    order :func:`gate.inputs.readers.records.same_rankings` compares).
     """
-    scores = compared_scores(scores)
+    scores = compared_scores(scores) if precision == SCORE_DTYPE else np.asarray(scores, dtype=precision)
     n = len(scores)
     if n == 0:
         return np.zeros(0, dtype=np.int64)

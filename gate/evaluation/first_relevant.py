@@ -1,0 +1,171 @@
+"""Where each query's first relevant document sits in trec_eval order, for the movement buckets.
+
+:class:`RankedLookup` answers from a loaded run; :class:`Looked` holds the same answers worked
+out while a run file streamed (:mod:`gate.evaluation.streaming`), so the buckets need neither
+run in memory. Both give, per query, ``(first relevant rank at any depth, relevant documents
+in the top k_recall, tie-sensitive)`` for the relevant set and windows asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Union
+
+import numpy as np
+
+from gate.evaluation.measures.ordering import compared_scores, trec_order
+from gate.inputs.readers.records import Run
+
+__all__ = ["Look", "Looked", "RankedLookup", "look_all", "looked_of", "relevant_sets"]
+
+#: (first relevant rank at any depth or None, relevant documents in the top k_recall, tie-sensitive)
+Look = tuple[Union[int, None], int, bool]
+
+
+class RankedLookup:
+    """A run in trec_eval order, for the first relevant document of each query."""
+
+    def __init__(self, run: Run, perm: np.ndarray | None = None):
+        # Only the order is kept; a query's docnos and scores are taken through it when it is
+        # looked at (an ordered copy of the docnos of two 10-million-row runs is gigabytes).
+        self.perm = trec_order(run.starts, run.scores, run.doc_ids) if perm is None else perm
+        self.run = run
+        self.starts = np.asarray(run.starts, dtype=np.int64)
+        self.where = run.index()
+
+    def __contains__(self, qid: str) -> bool:
+        return qid in self.where
+
+    def look(self, qid: str, relevant: set[str], k_rank: int, k_recall: int) -> tuple[int | None, int, bool]:
+        """(first relevant rank at any depth, relevant docs in the top k_recall, tie-sensitive)."""
+        i = self.where.get(qid)
+        if i is None:
+            return None, 0, False
+        a, b = int(self.starts[i]), int(self.starts[i + 1])
+        order = self.perm[a:b]
+        docs = self.run.doc_ids[order]
+        # The window (top max(k_rank, k_recall)) decides the bucket and the recall; the rest of
+        # the list is searched only for the first relevant rank of a query that has none in it.
+        window = max(k_rank, k_recall)
+        hits = _positions(docs[:window], relevant)
+        if not len(hits) and len(docs) > window:
+            hits = _positions(docs[window:], relevant)[:1] + window
+        if not len(hits):
+            return None, 0, False
+        in_recall = int(np.count_nonzero(hits < k_recall))
+        first = int(hits[0])
+        # Ties at the precision trec_eval orders by (C float), as trec_order does.
+        scores = compared_scores(self.run.scores[order])
+        value = scores[first]
+        lo = first
+        while lo > 0 and scores[lo - 1] == value:
+            lo -= 1
+        hi = first
+        while hi + 1 < len(scores) and scores[hi + 1] == value:
+            hi += 1
+        tie = hi > lo and lo < k_rank and any(docs[j] not in relevant for j in range(lo, hi + 1))
+        return first + 1, in_recall, tie
+
+
+def _positions(docs: np.ndarray, relevant: set[str]) -> np.ndarray:
+    """Indexes of ``docs`` that are in ``relevant``, ascending."""
+    if len(relevant) <= 16:  # a few equality scans beat np.isin's sort on short lists
+        mask = np.zeros(len(docs), dtype=bool)
+        for doc in relevant:
+            mask |= docs == doc
+        return np.flatnonzero(mask)
+    return np.flatnonzero(np.fromiter(map(relevant.__contains__, docs.tolist()), dtype=bool, count=len(docs)))
+
+
+def relevant_sets(judgments: Mapping[str, Mapping[str, int]], query_ids, rel_threshold: int) -> dict[str, set[str]]:
+    """The documents labelled ``>= rel_threshold`` of each of ``query_ids`` that has any."""
+    out: dict[str, set[str]] = {}
+    for qid in query_ids:
+        relevant = {doc for doc, label in (judgments.get(qid) or {}).items() if label >= rel_threshold}
+        if relevant:
+            out[qid] = relevant
+    return out
+
+
+def look_all(run: Run, relevant: Mapping[str, set[str]], k_rank: int, k_recall: int) -> dict[str, Look]:
+    """:meth:`RankedLookup.look` of every query of ``run`` that ``relevant`` names, at once.
+
+    Only the top ``max(k_rank, k_recall)`` of each query is joined with its relevant set, with
+    numpy over all queries; a query whose first relevant document is not in that window, or
+    sits among equal scores, is looked at one by one (the same answer, slower)."""
+    index = run.index()
+    qids = [q for q in relevant if q in index]
+    if not qids:
+        return {}
+    starts = np.asarray(run.starts, dtype=np.int64)
+    perm = trec_order(starts, run.scores, run.doc_ids)
+    which = np.fromiter((index[q] for q in qids), dtype=np.int64, count=len(qids))
+    lens = starts[which + 1] - starts[which]
+    window = max(k_rank, k_recall)
+    top = np.minimum(lens, window)
+    before = np.cumsum(top) - top
+    position = np.arange(int(top.sum()), dtype=np.int64) - np.repeat(before, top)
+    rows = np.repeat(starts[which], top) + position  # slots in trec_eval order
+    docs = run.doc_ids[perm[rows]].tolist()
+    hit = np.zeros(len(docs), dtype=bool)
+    for k, qid in enumerate(qids):
+        a = int(before[k])
+        hit[a:a + int(top[k])] = np.fromiter(map(relevant[qid].__contains__, docs[a:a + int(top[k])]),
+                                             dtype=bool, count=int(top[k]))
+    seg = np.repeat(np.arange(len(qids), dtype=np.int64), top)
+    hits = np.flatnonzero(hit)
+    found = np.bincount(seg[hits[position[hits] < k_recall]], minlength=len(qids))
+    has, first_at = np.unique(seg[hits], return_index=True)
+    first = np.full(len(qids), -1, dtype=np.int64)
+    first[has] = position[hits[first_at]]
+    # A first hit with an equal score beside it (at trec_eval's precision) may be tie-sensitive.
+    ordered = compared_scores(run.scores)
+    slot = starts[which] + first
+    score = ordered[perm[slot]]
+    above = (first > 0) & (ordered[perm[np.maximum(slot - 1, 0)]] == score)
+    below = (first >= 0) & (first + 1 < lens) & (ordered[perm[np.minimum(slot + 1, len(perm) - 1)]] == score)
+    slow = ((first < 0) & (lens > window)) | ((first >= 0) & (above | below))
+    out: dict[str, Look] = {}
+    lookup = RankedLookup(run, perm) if slow.any() else None
+    for k, qid in enumerate(qids):
+        if slow[k]:
+            out[qid] = lookup.look(qid, relevant[qid], k_rank, k_recall)
+        elif first[k] < 0:
+            out[qid] = (None, 0, False)
+        else:
+            out[qid] = (int(first[k]) + 1, int(found[k]), False)
+    return out
+
+
+@dataclass(frozen=True)
+class Looked:
+    """:meth:`RankedLookup.look` answers kept per query, for one relevance threshold and window."""
+
+    rel_threshold: int
+    k_rank: int
+    k_recall: int
+    answers: Mapping[str, Look]  # the queries of the run that were looked at (those with a relevant document)
+    present: frozenset[str]  # every query of the run
+
+    def __contains__(self, qid: str) -> bool:
+        return qid in self.present
+
+    def look(self, qid: str, relevant: set[str], k_rank: int, k_recall: int) -> Look:
+        if (k_rank, k_recall) != (self.k_rank, self.k_recall):
+            raise ValueError(f"looked at k_rank={self.k_rank}, k_recall={self.k_recall}; "
+                             f"asked for {k_rank}, {k_recall}")
+        return self.answers.get(qid, (None, 0, False))
+
+
+def looked_of(run, relevant: Mapping[str, set[str]], rel_threshold: int, k_rank: int, k_recall: int) -> Looked:
+    """The answers for a loaded :class:`Run` (``relevant``: :func:`relevant_sets` at
+    ``rel_threshold``), or those a streamed run kept (``run.looked``, which must have been
+    looked at with the same threshold and windows)."""
+    if isinstance(run, Run):
+        return Looked(rel_threshold, k_rank, k_recall, look_all(run, relevant, k_rank, k_recall),
+                      frozenset(run.query_ids))
+    looked = run.looked
+    if (looked.rel_threshold, looked.k_rank, looked.k_recall) != (rel_threshold, k_rank, k_recall):
+        raise ValueError(f"{run.source} was looked at with rel {looked.rel_threshold}, k_rank {looked.k_rank}, "
+                         f"k_recall {looked.k_recall}; asked for {rel_threshold}, {k_rank}, {k_recall}")
+    return looked

@@ -1,0 +1,215 @@
+"""A run file evaluated a few whole queries at a time: what ``compare`` keeps of a run.
+
+:func:`digest_run` reads a run in pieces of whole queries
+(:func:`gate.inputs.readers.run_chunks.iter_run_chunks`), evaluates each piece as
+:func:`gate.evaluation.evaluate.evaluate` evaluates a whole run, and keeps per query only what
+the statistics and the report use: every measure's value, the ties at each cutoff, where the
+first relevant document sits (the movement buckets) and a fingerprint of the ranking (to tell
+identical rankings apart). The result, a :class:`RunDigest`, holds a few numbers per query;
+memory is one piece (about a million rows), not two runs of ten million.
+
+A query is evaluated on its own rows only, so a piece gives exactly the numbers the whole run
+gives (:func:`gate.evaluation.evaluate.evaluate` is per query; the tests compare both on every
+measure). A file whose queries are not grouped is read whole instead, with the same result.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from gate.evaluation.evaluate import PerQuery, evaluate
+from gate.evaluation.first_relevant import Look, Looked, look_all, relevant_sets
+from gate.evaluation.measures import Measure
+from gate.evaluation.measures.ordering import trec_order
+from gate.inputs.readers.records import Qrels, Run
+from gate.inputs.readers.run_chunks import CHUNK_BYTES, RunNotGrouped, iter_run_chunks
+from gate.inputs.readers.runs import read_run
+
+__all__ = ["RunDigest", "digest_run", "digest_loaded_run", "ranking_fingerprints"]
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_LANE = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xD6E8FEB86659FD93))
+
+
+@dataclass(frozen=True, eq=False)
+class RunDigest:
+    """What a comparison needs of one run, kept per query (a few numbers each).
+
+    Stands in for the :class:`Run` where only these are read: ``source``, ``tag``,
+    ``query_ids`` (every query of the run, UTF-8 byte order) and ``len()`` (rows) for the
+    checks and the report's inputs; ``per_query`` for the statistics; ``looked`` for the
+    movement buckets; :meth:`same_rankings_as` reads the file again (rarely needed).
+    """
+
+    source: str
+    tag: str | None
+    query_ids: tuple[str, ...]
+    rows: int
+    per_query: PerQuery
+    looked: Looked
+    loaded: Run | None = None  # the run itself, when it was read whole
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def rankings(self, query_ids: Sequence[str]) -> dict[str, tuple[int, int, int]]:
+        """:func:`ranking_fingerprints` of ``query_ids`` (those in the run), from the file again
+        (or the run, when it was read whole)."""
+        wanted = set(query_ids)
+        pieces = [self.loaded] if self.loaded is not None else (p for p, _ in iter_run_chunks(self.source))
+        out: dict[str, tuple[int, int, int]] = {}
+        for piece in pieces:
+            out.update((q, f) for q, f in ranking_fingerprints(piece).items() if q in wanted)
+        return out
+
+    def same_rankings_as(self, other: "RunDigest", query_ids: Sequence[str]) -> bool:
+        """:func:`gate.inputs.readers.records.same_rankings` on fingerprints: the same documents
+        in the same order (score as stored, descending; docno descending) for every query.
+
+        Only asked when every per-query value is equal (identical rankings score identically),
+        so both files are read a second time only then."""
+        mine, theirs = self.rankings(query_ids), other.rankings(query_ids)
+        return all(mine.get(q) == theirs.get(q) for q in query_ids)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: every input bit reaches every output bit."""
+    x = x ^ (x >> np.uint64(30))
+    x *= _M1
+    x ^= x >> np.uint64(27)
+    x *= _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def _docno_hashes(doc_ids: np.ndarray, lane: np.uint64) -> np.ndarray:
+    """A 64-bit hash of every docno (its code points; the padding of a 'U' array is not hashed)."""
+    n = len(doc_ids)
+    if doc_ids.dtype.kind == "U":
+        width = doc_ids.dtype.itemsize // 4
+        points = np.ascontiguousarray(np.ascontiguousarray(doc_ids).view(np.uint32).reshape(n, width).T)
+        h = np.full(n, lane, dtype=np.uint64)
+        for column in points:  # NUL never occurs in a docno: zero is padding
+            mixed = _mix(h ^ column.astype(np.uint64)) + lane
+            h = np.where(column != 0, mixed, h)
+        return h
+    # Python strings (a few very long docnos): hashed one by one.
+    import hashlib
+
+    key = int(lane).to_bytes(8, "little")
+    return np.fromiter((int.from_bytes(hashlib.blake2b(str(d).encode("utf-8"), digest_size=8, key=key).digest(),
+                                       "little") for d in doc_ids), dtype=np.uint64, count=n)
+
+
+def ranking_fingerprints(run: Run) -> dict[str, tuple[int, int, int]]:
+    """Per query of ``run``: (rows, two 64-bit sums) identifying its docnos in
+    :func:`gate.inputs.readers.records.same_rankings` order (score as stored descending, docno
+    descending). Each row's docno hash is mixed with its position, so another order or another
+    document gives another fingerprint (two independent 64-bit lanes)."""
+    if not len(run.query_ids):
+        return {}
+    starts = np.asarray(run.starts, dtype=np.int64)
+    perm = trec_order(starts, run.scores, run.doc_ids, precision=np.float64)
+    ordered = run.doc_ids[perm]
+    lens = np.diff(starts)
+    position = (np.arange(len(perm), dtype=np.int64) - np.repeat(starts[:-1], lens)).astype(np.uint64)
+    nonempty = lens > 0
+    sums = []
+    for lane in _LANE:
+        terms = _mix(_docno_hashes(ordered, lane) ^ _mix(position + lane))
+        total = np.zeros(len(lens), dtype=np.uint64)
+        if nonempty.any():
+            total[nonempty] = np.add.reduceat(terms, starts[:-1][nonempty])
+        sums.append(total.tolist())
+    return {q: (int(n), a, b) for q, n, a, b in zip(run.query_ids, lens.tolist(), sums[0], sums[1])}
+
+
+class _Digester:
+    """Accumulates the pieces of one run on the universe ``query_ids``."""
+
+    def __init__(self, qrels: Qrels, measures: Sequence[Measure | str], query_ids: Sequence[str], rel: int,
+                 k_rank: int, k_recall: int):
+        self.qrels, self.measures, self.rel = qrels, measures, rel
+        self.k_rank, self.k_recall = k_rank, k_recall
+        self.universe = tuple(query_ids)
+        self.position = {q: i for i, q in enumerate(self.universe)}
+        self.values: dict[str, np.ndarray] = {}
+        self.ties: dict[str, np.ndarray] = {}
+        self.no_relevant: set[str] = set()
+        self.seen: list[str] = []  # every run query, file order
+        self.rows = 0
+        self.answers: dict[str, Look] = {}
+
+    def add(self, piece: Run) -> None:
+        self.rows += len(piece)
+        self.seen.extend(piece.query_ids)
+        wanted = [q for q in piece.query_ids if q in self.position]
+        if not wanted:
+            return
+        self._store(evaluate(piece, self.qrels, self.measures, wanted, rel=self.rel))
+        relevant = relevant_sets(self.qrels.judgments, wanted, self.rel)
+        self.answers.update(look_all(piece, relevant, self.k_rank, self.k_recall))
+
+    def _store(self, part: PerQuery) -> None:
+        where = np.fromiter((self.position[q] for q in part.query_ids), dtype=np.int64, count=len(part.query_ids))
+        for name, values in part.values.items():
+            if name not in self.values:
+                self.values[name] = np.zeros(len(self.universe), dtype=values.dtype)
+            self.values[name][where] = values
+        for name, flags in part.ties.items():
+            if name not in self.ties:
+                self.ties[name] = np.zeros(len(self.universe), dtype=bool)
+            self.ties[name][where] = flags
+        self.no_relevant.update(part.no_relevant)
+
+    def finish(self, source: str, tag: str | None, loaded: Run | None = None) -> RunDigest:
+        in_run = set(self.seen)
+        missing = tuple(q for q in self.universe if q not in in_run)
+        if missing or not self.values:
+            # Queries the run lacks score as evaluate scores them (trec_eval -c): on no rows.
+            empty = Run(source=source, query_ids=(), starts=np.zeros(1, dtype=np.int64),
+                        doc_ids=np.array([], dtype="U1"), scores=np.array([], dtype=np.float64))
+            self._store(evaluate(empty, self.qrels, self.measures, missing, rel=self.rel))
+        run_queries = tuple(sorted(in_run, key=lambda q: q.encode("utf-8")))
+        per_query = PerQuery(
+            query_ids=self.universe,
+            values=self.values,
+            missing=missing,
+            extra=tuple(q for q in run_queries if q not in self.position),
+            no_relevant=tuple(q for q in self.universe if q in self.no_relevant),
+            ties=self.ties,
+            rel=self.rel,
+        )
+        looked = Looked(self.rel, self.k_rank, self.k_recall, self.answers, frozenset(in_run))
+        return RunDigest(source, tag, run_queries, self.rows, per_query, looked, loaded)
+
+
+def digest_loaded_run(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_ids: Sequence[str], *,
+                      rel: int = 1, k_rank: int = 10, k_recall: int = 100) -> RunDigest:
+    """:func:`digest_run` of a run already in memory (one piece)."""
+    digester = _Digester(qrels, measures, query_ids, rel, k_rank, k_recall)
+    digester.add(run)
+    return digester.finish(run.source, run.tag, loaded=run)
+
+
+def digest_run(path: str | os.PathLike, qrels: Qrels, measures: Sequence[Measure | str],
+               query_ids: Sequence[str], *, rel: int = 1, k_rank: int = 10, k_recall: int = 100,
+               chunk_bytes: int = CHUNK_BYTES) -> RunDigest:
+    """Evaluate the run file at ``path`` on ``query_ids`` (the universe, byte order) piece by piece.
+
+    ``measures`` and ``rel`` as for :func:`evaluate`; ``rel``, ``k_rank`` and ``k_recall`` also
+    fix the movement lookups. Bad input raises the :class:`InputError` :func:`read_run` raises.
+    """
+    digester = _Digester(qrels, measures, query_ids, rel, k_rank, k_recall)
+    tag = None
+    try:
+        for piece, tag in iter_run_chunks(path, chunk_bytes):
+            digester.add(piece)
+    except RunNotGrouped:
+        return digest_loaded_run(read_run(path), qrels, measures, query_ids, rel=rel, k_rank=k_rank,
+                                 k_recall=k_recall)
+    return digester.finish(str(path), tag)

@@ -1,0 +1,197 @@
+"""compare evaluates each run a few whole queries at a time: the same numbers as the whole run.
+
+Three pieces are checked against the code that reads a run whole: the pieces
+(:func:`iter_run_chunks`) hold exactly :func:`read_run`'s rows and raise its errors at the same
+lines; the digest (:func:`digest_run`) holds :func:`evaluate`'s values, ties, missing and extra
+queries; the vectorised first-relevant lookups (:func:`look_all`) answer as the per-query
+:meth:`RankedLookup.look`. Runs are generated with real ties (rounded scores), queries of very
+different depths, unjudged and missing queries, and files whose queries are not grouped.
+"""
+
+from __future__ import annotations
+
+import gzip
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gate.common.errors import InputError
+from gate.evaluation.evaluate import evaluate
+from gate.evaluation.first_relevant import RankedLookup, look_all, relevant_sets
+from gate.evaluation.streaming import digest_run, ranking_fingerprints
+from gate.inputs.readers.qrels import read_qrels
+from gate.inputs.readers.records import same_rankings
+from gate.inputs.readers.run_chunks import RunNotGrouped, iter_run_chunks
+from gate.inputs.readers.runs import read_run
+from gate.inputs.universe import query_universe
+
+MEASURES = ["nDCG@10", "AP", "RR@10", "R@100", "P@10", "Judged@10", "nDCG@5"]
+
+
+def _world(tmp: Path, seed: int, queries: int = 60, grouped: bool = True, gz: bool = False):
+    rng = random.Random(seed)
+    qrels_lines, run_lines = [], []
+    qids = [f"q{rng.randrange(10**6)}" for _ in range(queries)]
+    qids = list(dict.fromkeys(qids))
+    for qid in qids:
+        depth = rng.choice([1, 3, 10, 50, 120, 400])
+        space = max(2 * depth, 40)  # dense enough that several relevant documents meet near the top
+        pool = rng.sample(range(space), 30)
+        if rng.random() < 0.85:  # some run queries are not judged
+            for d in pool[:20]:
+                qrels_lines.append(f"{qid} 0 D{d} {rng.choice([0, 0, 1, 2, 3, -1])}")
+        if rng.random() < 0.1:  # a judged query the run lacks
+            continue
+        docs = rng.sample(range(space), depth)
+        for rank, d in enumerate(docs, start=1):
+            score = round(rng.gauss(0, 1), 1)  # coarse: many ties
+            run_lines.append(f"{qid} Q0 D{d} {rank} {score} tag{seed}")
+    for extra in range(3):
+        qrels_lines.append(f"judged-only-{extra} 0 D1 1")
+    if not grouped:
+        rng.shuffle(run_lines)
+    run_text = "\n".join(run_lines) + "\n"
+    run_path = tmp / ("run.txt.gz" if gz else "run.txt")
+    if gz:
+        run_path.write_bytes(gzip.compress(run_text.encode()))
+    else:
+        run_path.write_text(run_text)
+    qrels_path = tmp / "qrels.txt"
+    qrels_path.write_text("\n".join(qrels_lines) + "\n")
+    return run_path, qrels_path
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("chunk", [1, 700, 4096, 1 << 20])
+def test_the_pieces_hold_the_rows_read_run_reads(tmp_path, seed, chunk):
+    run_path, _ = _world(tmp_path, seed, gz=seed % 2 == 1)
+    whole = read_run(run_path)
+    seen: dict[str, tuple[list, list]] = {}
+    tags = set()
+    for piece, tag in iter_run_chunks(run_path, chunk_bytes=chunk, block_size=512):
+        tags.add(tag)
+        for i, qid in enumerate(piece.query_ids):
+            assert qid not in seen  # every query in one piece
+            a, b = int(piece.starts[i]), int(piece.starts[i + 1])
+            seen[qid] = (piece.doc_ids[a:b].tolist(), piece.scores[a:b].tolist())
+    assert tags == {whole.tag}
+    assert sorted(seen, key=lambda q: q.encode()) == list(whole.query_ids)
+    for qid in whole.query_ids:
+        docs, scores = whole.ranking(qid)
+        assert seen[qid] == (docs.tolist(), scores.tolist())
+
+
+def test_a_file_whose_queries_are_not_grouped_is_refused_for_pieces_and_digested_whole(tmp_path):
+    run_path, qrels_path = _world(tmp_path, 3, grouped=False)
+    with pytest.raises(RunNotGrouped):
+        for _ in iter_run_chunks(run_path, chunk_bytes=2000, block_size=512):
+            pass
+    qrels = read_qrels(qrels_path)
+    universe = query_universe(qrels).query_ids
+    digest = digest_run(run_path, qrels, MEASURES, universe, chunk_bytes=2000)
+    whole = evaluate(read_run(run_path), qrels, MEASURES, universe)
+    for name in whole.values:
+        assert np.array_equal(digest.per_query.values[name], whole.values[name])
+
+
+@pytest.mark.parametrize("line", [1, 57, 400, 1203])
+def test_errors_name_the_line_read_run_names(tmp_path, line):
+    run_path, _ = _world(tmp_path, 4, queries=40)
+    lines = run_path.read_text().splitlines()
+    line = min(line, len(lines))
+    lines[line - 1] = lines[line - 1].replace(" Q0 ", " Q1 ")
+    run_path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as whole:
+        read_run(run_path)
+    with pytest.raises(InputError) as pieces:
+        for _ in iter_run_chunks(run_path, chunk_bytes=1000, block_size=300):
+            pass
+    assert str(pieces.value) == str(whole.value)
+    assert whole.value.line == line
+
+
+def test_a_duplicate_document_is_found_within_its_piece(tmp_path):
+    run_path, _ = _world(tmp_path, 5, queries=30)
+    lines = run_path.read_text().splitlines()
+    qid = lines[-1].split()[0]
+    mine = [i for i, text in enumerate(lines) if text.split()[0] == qid]
+    if len(mine) < 2:
+        pytest.skip("the last query has one row")
+    lines[mine[-1]] = lines[mine[0]]
+    run_path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as whole:
+        read_run(run_path)
+    with pytest.raises(InputError) as pieces:
+        for _ in iter_run_chunks(run_path, chunk_bytes=500, block_size=256):
+            pass
+    assert str(pieces.value) == str(whole.value)
+
+
+def test_one_query_longer_than_a_piece_is_read_whole(tmp_path):
+    rows = [f"big Q0 D{i} {i + 1} {1000 - i * 0.5} t" for i in range(5000)]
+    rows += [f"small Q0 D{i} {i + 1} {10 - i} t" for i in range(3)]
+    path = tmp_path / "run.txt"
+    path.write_text("\n".join(rows) + "\n")
+    pieces = [piece for piece, _ in iter_run_chunks(path, chunk_bytes=4096, block_size=1024)]
+    big = [p for p in pieces if "big" in p.query_ids]
+    assert len(big) == 1 and len(big[0].ranking("big")[0]) == 5000
+    assert sum(len(p) for p in pieces) == 5003
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_digest_holds_what_evaluate_gives_on_the_whole_run(tmp_path, seed):
+    run_path, qrels_path = _world(tmp_path, seed, gz=seed == 3)
+    qrels = read_qrels(qrels_path)
+    universe = query_universe(qrels).query_ids
+    rel = 1 + seed % 2
+    digest = digest_run(run_path, qrels, MEASURES, universe, rel=rel, chunk_bytes=900)
+    run = read_run(run_path)
+    whole = evaluate(run, qrels, MEASURES, universe, rel=rel)
+    got = digest.per_query
+    assert got.query_ids == whole.query_ids
+    assert list(got.values) == list(whole.values)
+    for name in whole.values:
+        assert np.array_equal(got.values[name], whole.values[name]), name
+    for name in whole.ties:
+        assert np.array_equal(got.ties[name], whole.ties[name]), name
+    assert (got.missing, got.extra, got.no_relevant) == (whole.missing, whole.extra, whole.no_relevant)
+    assert (digest.query_ids, len(digest), digest.tag, digest.source) == (run.query_ids, len(run), run.tag,
+                                                                            run.source)
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("k_rank,k_recall", [(10, 100), (1, 1), (3, 20), (50, 5)])
+def test_the_vectorised_lookups_answer_as_the_per_query_lookup(tmp_path, seed, k_rank, k_recall):
+    run_path, qrels_path = _world(tmp_path, seed)
+    run, qrels = read_run(run_path), read_qrels(qrels_path)
+    relevant = relevant_sets(qrels.judgments, run.query_ids, 1 + seed % 3)
+    one_by_one = RankedLookup(run)
+    answers = look_all(run, relevant, k_rank, k_recall)
+    assert set(answers) == set(relevant) & set(run.query_ids)
+    for qid, answer in answers.items():
+        assert answer == one_by_one.look(qid, relevant[qid], k_rank, k_recall), qid
+
+
+def test_ranking_fingerprints_tell_rankings_apart_as_same_rankings_does(tmp_path):
+    run_path, _ = _world(tmp_path, 2)
+    run = read_run(run_path)
+    qid = next(q for q in run.query_ids if len(run.ranking(q)[0]) > 5)
+    base = {q: dict(zip(*[x.tolist() for x in run.ranking(q)])) for q in run.query_ids}
+    from gate.inputs.readers.records import Run
+
+    def fingerprint(rankings):
+        return ranking_fingerprints(Run.from_rankings("x", rankings))[qid]
+
+    same = fingerprint(base)
+    rescored = {**base, qid: {d: s * 2 + 1 for d, s in base[qid].items()}}  # same order, other scores
+    assert fingerprint(rescored) == same
+    docs = sorted(base[qid], key=lambda d: (-base[qid][d], [-ord(c) for c in d]))
+    swapped = dict(base[qid])
+    swapped[docs[0]], swapped[docs[1]] = base[qid][docs[1]] - 1e-9, base[qid][docs[0]] + 1e-9
+    changed = {**base, qid: swapped}
+    assert same_rankings(Run.from_rankings("a", base), Run.from_rankings("b", changed), [qid]) is False
+    assert fingerprint(changed) != same
+    renamed = {**base, qid: {("X" + d if d == docs[2] else d): s for d, s in base[qid].items()}}
+    assert fingerprint(renamed) != same
