@@ -195,3 +195,51 @@ def test_ranking_fingerprints_tell_rankings_apart_as_same_rankings_does(tmp_path
     assert fingerprint(changed) != same
     renamed = {**base, qid: {("X" + d if d == docs[2] else d): s for d, s in base[qid].items()}}
     assert fingerprint(renamed) != same
+
+
+def _rows(rankings):
+    return "".join(f"{q} Q0 {d} {r} {s} t\n" for q, docs in rankings.items()
+                   for r, (d, s) in enumerate(docs, start=1))
+
+
+def test_compare_calls_rankings_unchanged_only_when_every_query_is_ranked_the_same(tmp_path):
+    import gate
+
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"q{i} 0 D{i}a 1\nq{i} 0 D{i}b 0\n" for i in range(30)))
+    base = {f"q{i}": [(f"D{i}a", 3.0), (f"D{i}x", 2.0), (f"D{i}y", 1.0), (f"D{i}b", 0.5)] for i in range(30)}
+    paths = {}
+    for name, rankings in {
+        "base": base,
+        # the same order with other scores: unchanged
+        "rescored": {q: [(d, s * 10 + 1) for d, s in docs] for q, docs in base.items()},
+        # two unjudged documents swapped in one query: every value equal, the ranking is not
+        "swapped": {**base, "q7": [("D7a", 3.0), ("D7y", 2.0), ("D7x", 1.0), ("D7b", 0.5)]},
+    }.items():
+        paths[name] = tmp_path / f"{name}.run"
+        paths[name].write_text(_rows(rankings))
+    codes = {name: gate.compare(str(paths["base"]), str(paths[name]), str(qrels)).verdict.reasons[0].code
+             for name in ("base", "rescored", "swapped")}
+    assert codes["base"] == codes["rescored"] == "unchanged"
+    assert codes["swapped"] != "unchanged"
+
+
+@pytest.mark.parametrize("broken", [("baseline",), ("candidate",), ("baseline", "candidate")])
+def test_two_runs_read_side_by_side_report_the_error_reading_them_in_turn_reports(tmp_path, broken):
+    from gate.evaluation.streaming import digest_runs
+
+    paths = {}
+    for k, name in enumerate(("baseline", "candidate")):
+        folder = tmp_path / name
+        folder.mkdir()
+        paths[name], qrels_path = _world(folder, 11, queries=200)
+        if name in broken:
+            lines = paths[name].read_text().splitlines()
+            at = 10 if name == "candidate" else len(lines) - 3  # the later failure comes first in time
+            lines[at] = lines[at].replace(" Q0 ", " QX ")
+            paths[name].write_text("\n".join(lines) + "\n")
+    qrels = read_qrels(qrels_path)
+    universe = query_universe(qrels).query_ids
+    with pytest.raises(InputError) as raised:
+        digest_runs([paths["baseline"], paths["candidate"]], qrels, MEASURES, universe, chunk_bytes=2048)
+    assert raised.value.path == str(paths[broken[0]])

@@ -87,12 +87,35 @@ def relevant_sets(judgments: Mapping[str, Mapping[str, int]], query_ids, rel_thr
     return out
 
 
+def _first_hits(run: Run, perm: np.ndarray, qids: list[str], relevant: Mapping[str, set[str]],
+                which: np.ndarray, offset: np.ndarray, count: np.ndarray, k_recall: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each query ``qids[k]``: the trec_eval position of its first relevant document among
+    slots ``offset[k] : offset[k] + count[k]`` (-1 when none) and how many of those slots below
+    ``k_recall`` hold a relevant document."""
+    starts = np.asarray(run.starts, dtype=np.int64)
+    before = np.cumsum(count) - count
+    position = np.repeat(offset - before, count) + np.arange(int(count.sum()), dtype=np.int64)
+    docs = run.doc_ids[perm[np.repeat(starts[which], count) + position]].tolist()
+    hit = np.zeros(len(docs), dtype=bool)
+    for k in np.flatnonzero(count).tolist():
+        a, n = int(before[k]), int(count[k])
+        hit[a:a + n] = np.fromiter(map(relevant[qids[k]].__contains__, docs[a:a + n]), dtype=bool, count=n)
+    seg = np.repeat(np.arange(len(qids), dtype=np.int64), count)
+    hits = np.flatnonzero(hit)
+    found = np.bincount(seg[hits[position[hits] < k_recall]], minlength=len(qids))
+    has, first_at = np.unique(seg[hits], return_index=True)
+    first = np.full(len(qids), -1, dtype=np.int64)
+    first[has] = position[hits[first_at]]
+    return first, found
+
+
 def look_all(run: Run, relevant: Mapping[str, set[str]], k_rank: int, k_recall: int) -> dict[str, Look]:
     """:meth:`RankedLookup.look` of every query of ``run`` that ``relevant`` names, at once.
 
-    Only the top ``max(k_rank, k_recall)`` of each query is joined with its relevant set, with
-    numpy over all queries; a query whose first relevant document is not in that window, or
-    sits among equal scores, is looked at one by one (the same answer, slower)."""
+    The top ``max(k_rank, k_recall)`` of every query is joined with its relevant set, then the
+    rest of the queries with no relevant document there, with numpy over all queries; a query
+    whose first relevant document sits among equal scores is looked at one by one (the same
+    answer, slower)."""
     index = run.index()
     qids = [q for q in relevant if q in index]
     if not qids:
@@ -103,28 +126,20 @@ def look_all(run: Run, relevant: Mapping[str, set[str]], k_rank: int, k_recall: 
     lens = starts[which + 1] - starts[which]
     window = max(k_rank, k_recall)
     top = np.minimum(lens, window)
-    before = np.cumsum(top) - top
-    position = np.arange(int(top.sum()), dtype=np.int64) - np.repeat(before, top)
-    rows = np.repeat(starts[which], top) + position  # slots in trec_eval order
-    docs = run.doc_ids[perm[rows]].tolist()
-    hit = np.zeros(len(docs), dtype=bool)
-    for k, qid in enumerate(qids):
-        a = int(before[k])
-        hit[a:a + int(top[k])] = np.fromiter(map(relevant[qid].__contains__, docs[a:a + int(top[k])]),
-                                             dtype=bool, count=int(top[k]))
-    seg = np.repeat(np.arange(len(qids), dtype=np.int64), top)
-    hits = np.flatnonzero(hit)
-    found = np.bincount(seg[hits[position[hits] < k_recall]], minlength=len(qids))
-    has, first_at = np.unique(seg[hits], return_index=True)
-    first = np.full(len(qids), -1, dtype=np.int64)
-    first[has] = position[hits[first_at]]
+    first, found = _first_hits(run, perm, qids, relevant, which, np.zeros(len(qids), dtype=np.int64), top,
+                               k_recall)
+    # Beyond the window only the first relevant rank is wanted (found counts the top k_recall).
+    deeper = np.where(first < 0, lens - top, 0)
+    if deeper.any():
+        beyond, _ = _first_hits(run, perm, qids, relevant, which, top, deeper, k_recall)
+        first = np.where(first < 0, beyond, first)
     # A first hit with an equal score beside it (at trec_eval's precision) may be tie-sensitive.
     ordered = compared_scores(run.scores)
     slot = starts[which] + first
     score = ordered[perm[slot]]
     above = (first > 0) & (ordered[perm[np.maximum(slot - 1, 0)]] == score)
     below = (first >= 0) & (first + 1 < lens) & (ordered[perm[np.minimum(slot + 1, len(perm) - 1)]] == score)
-    slow = ((first < 0) & (lens > window)) | ((first >= 0) & (above | below))
+    slow = above | below
     out: dict[str, Look] = {}
     lookup = RankedLookup(run, perm) if slow.any() else None
     for k, qid in enumerate(qids):

@@ -70,7 +70,7 @@ def compare_files(
     every measure, the strata table with traffic shares and movement buckets when ``strata``
     is given, and the decision run's rules make on the two runs) and its verdict."""
     from gate.common.errors import UsageError
-    from gate.evaluation.streaming import digest_run
+    from gate.evaluation.streaming import digest_runs
     from gate.inputs.named import check_rel, describe_inputs, load_qrels_spec, load_queries_spec
     from gate.inputs.universe import query_universe, require_overlap
     from gate.inputs.traffic_shares import assign_strata, load_strata_spec, validate_against
@@ -93,9 +93,8 @@ def compare_files(
     # kept (gate.evaluation.streaming), so two runs of ten million rows never sit in memory.
     universe = query_universe(loaded_qrels, loaded_queries)
     primary, others = settings.measures()
-    baseline_run, candidate_run = (
-        digest_run(path, loaded_qrels, (primary, *others), universe.query_ids, rel=settings.rel)
-        for path in (baseline, candidate))
+    baseline_run, candidate_run = digest_runs((baseline, candidate), loaded_qrels, (primary, *others),
+                                              universe.query_ids, rel=settings.rel)
     for run in (baseline_run, candidate_run):
         require_overlap(run, universe.query_ids, loaded_qrels, loaded_queries)
     comparison = compare_evaluated(baseline_run.per_query, candidate_run.per_query, universe, loaded_queries,
