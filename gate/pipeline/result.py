@@ -27,7 +27,12 @@ class Result:
     unjudged_rows: Sequence[Any] | None = None  # run: the candidate's unjudged top-k documents
 
     def to_json(self) -> str:
-        return report_json(self.report.to_dict())
+        """report.json's text (made once: ``compare`` writes it and may print it too)."""
+        text = self.__dict__.get("_json")
+        if text is None:
+            text = report_json(self.report.to_dict())
+            object.__setattr__(self, "_json", text)  # a cache, not state: the report is frozen
+        return text
 
     def to_markdown(self) -> str:
         return render(self.template, report=self.report)
