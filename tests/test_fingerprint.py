@@ -35,3 +35,28 @@ def test_config_diff_lists_dotted_paths_and_canonical_sha_ignores_key_order():
         ("embedding.model", "a", "b"),
         ("ingestion.parser", "<absent>", "v2"),
     ]
+
+
+def test_the_qrels_fingerprint_sorts_lines_as_one_sort_of_them_all_would():
+    import hashlib
+    import random
+
+    from gate.inputs.fingerprint import qrels_fingerprint
+    from gate.inputs.readers.records import Qrels
+
+    rng = random.Random(5)
+    printable = ["a", "B", "A", "0", "9", " ", "é", "~", "z", "_", "#"]  # the fast path
+    alphabet = printable + ["\u00a0", "\u2028", "\t", "\x01"]  # mostly the fallback
+    for trial in range(400):
+        chars = printable if trial % 2 else alphabet
+        judgments: dict = {}
+        for _ in range(rng.randrange(0, 6)):
+            qid = "".join(rng.choice(chars) for _ in range(rng.randrange(0, 4)))
+            docs = judgments.setdefault(qid, {})
+            for _ in range(rng.randrange(0, 6)):
+                doc = "".join(rng.choice(chars) for _ in range(rng.randrange(0, 4)))
+                docs[doc] = rng.choice([-1, 0, 1, 2, 10])
+        lines = sorted(f"{q}\t{d}\t{r}" for q, docs in judgments.items() for d, r in docs.items())
+        expected = hashlib.sha256(("\n".join(lines) + "\n").encode() if lines else b"").hexdigest()
+        got = qrels_fingerprint(Qrels("x", judgments))
+        assert (got.sha256, got.count) == (expected, len(lines)), judgments

@@ -47,8 +47,19 @@ def normalise_space(text: str) -> str:
 
 
 def qrels_fingerprint(qrels: Qrels) -> Fingerprint:
+    """sha256 of the judgments' lines ``qid TAB doc TAB label``, sorted."""
+    judgments = qrels.judgments
+    if all(qid.isprintable() and "".join(docs).isprintable() for qid, docs in judgments.items()):
+        # Ids without a tab or a control character sort as their lines do (a tab is below every
+        # other character left), so queries and each query's documents are sorted apart: the
+        # same lines in the same order as one sort of them all, several times faster.
+        lines = [f"{qid}\t{doc}\t{docs[doc]}" for qid in sorted(judgments)
+                 for docs in (judgments[qid],) for doc in sorted(docs)]
+        if not lines:
+            return Fingerprint("qrels", hashlib.sha256(b"").hexdigest(), 0)
+        return Fingerprint("qrels", hashlib.sha256(("\n".join(lines) + "\n").encode("utf-8")).hexdigest(), len(lines))
     sha, count = _hash_sorted(
-        f"{qid}\t{doc}\t{rel}" for qid, docs in qrels.judgments.items() for doc, rel in docs.items()
+        f"{qid}\t{doc}\t{rel}" for qid, docs in judgments.items() for doc, rel in docs.items()
     )
     return Fingerprint("qrels", sha, count)
 
