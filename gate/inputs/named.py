@@ -29,9 +29,9 @@ def load_queries_spec(spec: str) -> QuerySet:
     return load_queries(spec)
 
 
-def describe(spec: str, loaded: Run | Qrels | QuerySet, sha256: str | None = None) -> dict[str, Any]:
+def describe(spec: str, loaded: Run | Qrels | QuerySet) -> dict[str, Any]:
     """Where an input came from and what it held, for the reproducibility footer (a run file's
-    ``sha256`` is computed here unless given)."""
+    SHA-256 is read here unless ``loaded`` carries it: a streamed run's digest)."""
     entry: dict[str, Any] = {"path": str(spec)}
     if isinstance(loaded, Qrels):
         fp = qrels_fingerprint(loaded)
@@ -41,6 +41,7 @@ def describe(spec: str, loaded: Run | Qrels | QuerySet, sha256: str | None = Non
         entry.update(sha256=fp.sha256, count=fp.count, unit="queries", canonical=True)
     else:
         path = Path(spec)
+        sha256 = getattr(loaded, "sha256", None)
         if sha256 is None:
             sha256 = file_sha256(path) if path.is_file() else ""
         entry.update(sha256=sha256, count=len(loaded), unit="rows",
@@ -48,8 +49,8 @@ def describe(spec: str, loaded: Run | Qrels | QuerySet, sha256: str | None = Non
     return entry
 
 
-def describe_inputs(**named: tuple[Any, ...] | None) -> dict[str, dict[str, Any]]:
-    """:func:`describe` of each ``name=(spec, loaded[, sha256])`` given (None: left out)."""
+def describe_inputs(**named: tuple[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """:func:`describe` of each ``name=(spec, loaded)`` given (None: left out)."""
     return {name: describe(*pair) for name, pair in named.items() if pair is not None}
 
 

@@ -70,11 +70,7 @@ def compare_files(
     every measure, the strata table with traffic shares and movement buckets when ``strata``
     is given, and the decision run's rules make on the two runs) and its verdict."""
     from gate.common.errors import UsageError
-    from concurrent.futures import ThreadPoolExecutor
-    from pathlib import Path
-
     from gate.evaluation.streaming import digest_runs
-    from gate.inputs.fingerprint import file_sha256
     from gate.inputs.named import check_rel, describe_inputs, load_qrels_spec, load_queries_spec
     from gate.inputs.universe import query_universe, require_overlap
     from gate.inputs.traffic_shares import assign_strata, load_strata_spec, validate_against
@@ -97,20 +93,14 @@ def compare_files(
     # kept (gate.evaluation.streaming), so two runs of ten million rows never sit in memory.
     universe = query_universe(loaded_qrels, loaded_queries)
     primary, others = settings.measures()
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="sha256") as pool:
-        # The report's file hashes are read while the runs are evaluated (hashlib leaves the GIL).
-        hashes = {path: pool.submit(file_sha256, path) for path in dict.fromkeys((baseline, candidate))
-                  if Path(path).is_file()}
-        baseline_run, candidate_run = digest_runs((baseline, candidate), loaded_qrels, (primary, *others),
-                                                  universe.query_ids, rel=settings.rel)
-        sha = {path: future.result() for path, future in hashes.items()}
+    baseline_run, candidate_run = digest_runs((baseline, candidate), loaded_qrels, (primary, *others),
+                                              universe.query_ids, rel=settings.rel, sha256=True)
     for run in (baseline_run, candidate_run):
         require_overlap(run, universe.query_ids, loaded_qrels, loaded_queries)
     comparison = compare_evaluated(baseline_run.per_query, candidate_run.per_query, universe, loaded_queries,
                                    settings)
     inputs = describe_inputs(
-        baseline=(baseline, baseline_run, sha.get(baseline, "")), candidate=(candidate, candidate_run,
-                                                                sha.get(candidate, "")), qrels=(qrels, loaded_qrels),
+        baseline=(baseline, baseline_run), candidate=(candidate, candidate_run), qrels=(qrels, loaded_qrels),
         queries=(queries, loaded_queries) if loaded_queries is not None else None,
     )
     report = ComparisonReport.from_comparison(comparison, inputs, command="compare")

@@ -5,7 +5,7 @@ holding every line of the queries it names: the file is cut only where the query
 so a piece is what :func:`gate.inputs.readers.runs.read_run` would give for those queries (the
 same rules, the same one-line errors at the same line numbers, docnos checked for duplicates
 within each query). Memory is one piece, not the run: the ``compare`` of two 10-million-line
-runs holds about 30 MiB of text at a time instead of two whole runs.
+runs holds a few MiB of text at a time instead of two whole runs.
 
 Nearly every run file gives each query's lines together (every TREC submission, every tool's
 writer). A file that does not - a query's lines in two places - cannot be cut this way: the
@@ -22,13 +22,16 @@ import numpy as np
 
 from gate.common import limits
 from gate.inputs.readers.records import Run
-from gate.inputs.readers.runs import RUN_BLOCK_SIZE, _Reader
+from gate.inputs.readers.runs import _Reader
 from gate.inputs.readers.textlines import iter_blocks
 
-__all__ = ["CHUNK_BYTES", "RunNotGrouped", "iter_run_chunks"]
+__all__ = ["CHUNK_BYTES", "PIECE_BLOCK_SIZE", "RunNotGrouped", "iter_run_chunks"]
 
-#: Text per piece: about a million lines of a typical run (27-40 bytes a line).
-CHUNK_BYTES = 32 << 20
+#: Text per piece, at the least: about 30,000 lines of a typical run (27-40 bytes a line).
+#: Reading and evaluating a piece holds about 12 times its text at the peak.
+CHUNK_BYTES = 1 << 20
+#: The reader's block within a piece: its temporaries are about 8 bytes per byte of text.
+PIECE_BLOCK_SIZE = 256 << 10
 
 
 class RunNotGrouped(Exception):
@@ -43,8 +46,8 @@ class RunNotGrouped(Exception):
 def _trailing_query_start(text: bytes) -> int:
     """Offset where the lines of the text's last query begin (0: the whole text is one query).
 
-    Looked for in the last megabyte first: a query's lines are rarely more."""
-    window = 1 << 20
+    Looked for in the last 256 KiB first: a query's lines are rarely more."""
+    window = 256 << 10
     if len(text) > 2 * window:
         start = text.find(b"\n", len(text) - window) + 1
         cut = _tail_start(text[start:])
@@ -97,7 +100,7 @@ def _read_piece(path: str, blocks: list[bytes], first_line: int) -> tuple[Run, s
 
 
 def iter_run_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES,
-                    block_size: int = RUN_BLOCK_SIZE) -> Iterator[tuple[Run, str | None]]:
+                    block_size: int = PIECE_BLOCK_SIZE) -> Iterator[tuple[Run, str | None]]:
     """Yield ``(piece, tag)``: the run in pieces of whole queries, in file order.
 
     ``tag`` is the run tag (column 6 of the file's first data line), the same in every
