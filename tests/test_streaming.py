@@ -243,3 +243,23 @@ def test_two_runs_read_side_by_side_report_the_error_reading_them_in_turn_report
     with pytest.raises(InputError) as raised:
         digest_runs([paths["baseline"], paths["candidate"]], qrels, MEASURES, universe, chunk_bytes=2048)
     assert raised.value.path == str(paths[broken[0]])
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("measures", [MEASURES, ["nDCG@10", "P@5"]], ids=["full-depth", "cut-at-10"])
+def test_the_digest_looks_up_first_relevant_documents_as_the_whole_run_does(tmp_path, seed, measures):
+    """With a measure at full depth (AP) the lookups come from evaluate's own labels
+    (looks_from_labels); with cutoffs only, from a join of their own (look_all)."""
+    run_path, qrels_path = _world(tmp_path, seed)
+    qrels = read_qrels(qrels_path)
+    universe = query_universe(qrels).query_ids
+    rel = 1 + seed % 3
+    digest = digest_run(run_path, qrels, measures, universe, rel=rel, chunk_bytes=1500)
+    run = read_run(run_path)
+    one_by_one = RankedLookup(run)
+    relevant = relevant_sets(qrels.judgments, universe, rel)
+    present = set(run.query_ids)
+    assert set(digest.looked.answers) == set(relevant) & present
+    for qid in relevant:
+        assert digest.looked.look(qid, relevant[qid], 10, 100) == one_by_one.look(qid, relevant[qid], 10, 100), qid
+    assert digest.looked.present == frozenset(run.query_ids)

@@ -138,6 +138,26 @@ def _labels(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str], doc
     return labels
 
 
+@dataclass(frozen=True)
+class OrderedLabels:
+    """The qrels labels :func:`evaluate_ordered` joined, in trec_eval order: query ``i`` (of the
+    query list) has ``retrieved[i]`` rows, the first ``kept_lens[i]`` of which have their label
+    (NONPOOL: unjudged) at ``labels[kept_starts[i]:kept_starts[i + 1]]`` and their score, as
+    compared, at ``scores[...]`` of the same slots."""
+
+    query_ids: tuple[str, ...]
+    retrieved: np.ndarray
+    kept_lens: np.ndarray
+    kept_starts: np.ndarray
+    labels: np.ndarray
+    scores: np.ndarray
+
+    @property
+    def full_depth(self) -> bool:
+        """Every retrieved row has its label (some measure looks at the whole ranking)."""
+        return bool(np.array_equal(self.kept_lens, self.retrieved))
+
+
 def evaluate(
     run: Run,
     qrels: Qrels,
@@ -152,6 +172,18 @@ def evaluate(
     not fix rel (``AP`` becomes ``AP(rel=2)`` for ``rel=2``) and defines
     :attr:`PerQuery.no_relevant`. Values are keyed by canonical measure name.
     """
+    return _evaluate(run, qrels, measures, query_ids, rel, keep=False)[0]
+
+
+def evaluate_ordered(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_ids: Sequence[str], *,
+                     rel: int = 1) -> tuple[PerQuery, OrderedLabels]:
+    """:func:`evaluate`, and the labels it joined in trec_eval order (for the movement lookups,
+    which then need no second join)."""
+    return _evaluate(run, qrels, measures, query_ids, rel, keep=True)
+
+
+def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_ids: Sequence[str], rel: int,
+              keep: bool) -> tuple[PerQuery, OrderedLabels | None]:
     if isinstance(rel, bool) or not isinstance(rel, (int, np.integer)) or rel < 1:
         raise ValueError(f"rel must be a positive integer, got {rel!r}")
     rel = int(rel)
@@ -191,7 +223,8 @@ def evaluate(
     for name, measure in resolved.items():
         if measure.cutoff is not None:
             ties[name] = tie_at_cutoff(starts, ordered_scores, measure.cutoff)
-    del ordered_scores  # a float per row, no longer needed while the labels are joined
+    if not keep:
+        del ordered_scores  # a float per row, no longer needed while the labels are joined
 
     # Only the rows some measure looks at are joined with the qrels.
     cutoffs = [m.cutoff for m in resolved.values()]
@@ -224,7 +257,7 @@ def evaluate(
     values = {name: measure.compute(ranking) for name, measure in resolved.items()}
     has_relevant = ranking.num_relevant(rel) > 0
     no_relevant = tuple(q for q, ok in zip(qids, has_relevant.tolist()) if not ok)
-    return PerQuery(
+    per_query = PerQuery(
         query_ids=qids,
         values=values,
         missing=missing,
@@ -233,3 +266,7 @@ def evaluate(
         ties=ties,
         rel=rel,
     )
+    if not keep:
+        return per_query, None
+    kept_scores = ordered_scores if depth is None else ordered_scores[_ranges(starts[:-1], kept_lens)]
+    return per_query, OrderedLabels(qids, retrieved, kept_lens, kept_starts, labels, kept_scores)

@@ -13,10 +13,12 @@ from typing import Mapping, Union
 
 import numpy as np
 
+from gate.evaluation.evaluate import OrderedLabels
 from gate.evaluation.measures.ordering import compared_scores, trec_order
 from gate.inputs.readers.records import Run
 
-__all__ = ["Look", "Looked", "RankedLookup", "look_all", "looked_of", "relevant_sets"]
+__all__ = ["Look", "Looked", "RankedLookup", "look_all", "looked_of", "looks_from_labels",
+           "relevant_sets"]
 
 #: (first relevant rank at any depth or None, relevant documents in the top k_recall, tie-sensitive)
 Look = tuple[Union[int, None], int, bool]
@@ -143,6 +145,46 @@ def look_all(run: Run, relevant: Mapping[str, set[str]], k_rank: int, k_recall: 
     out: dict[str, Look] = {}
     lookup = RankedLookup(run, perm) if slow.any() else None
     for k, qid in enumerate(qids):
+        if slow[k]:
+            out[qid] = lookup.look(qid, relevant[qid], k_rank, k_recall)
+        elif first[k] < 0:
+            out[qid] = (None, 0, False)
+        else:
+            out[qid] = (int(first[k]) + 1, int(found[k]), False)
+    return out
+
+
+def looks_from_labels(run: Run, ordered: OrderedLabels, relevant: Mapping[str, set[str]], rel_threshold: int,
+                      k_rank: int, k_recall: int) -> dict[str, Look]:
+    """:func:`look_all`'s answers from the labels :func:`gate.evaluation.evaluate.evaluate_ordered`
+    joined over every row of ``run`` (``ordered.full_depth``): no second join with the qrels.
+    ``relevant`` (:func:`relevant_sets` at ``rel_threshold``) names the queries to answer."""
+    if not ordered.full_depth:
+        raise ValueError("the labels do not cover every retrieved row")
+    qids = ordered.query_ids
+    n = len(qids)
+    want = np.fromiter((q in relevant for q in qids), dtype=bool, count=n) & (ordered.retrieved > 0)
+    lens, starts = ordered.kept_lens, ordered.kept_starts
+    seg = np.repeat(np.arange(n, dtype=np.int64), lens)
+    position = np.arange(len(ordered.labels), dtype=np.int64) - starts[seg]
+    hits = np.flatnonzero(ordered.labels >= rel_threshold)  # NONPOOL (unjudged) is below every threshold
+    found = np.bincount(seg[hits[position[hits] < k_recall]], minlength=n)
+    has, first_at = np.unique(seg[hits], return_index=True)
+    first = np.full(n, -1, dtype=np.int64)
+    first[has] = position[hits[first_at]]
+    # A first hit with an equal score beside it (at trec_eval's precision) may be tie-sensitive.
+    scores = ordered.scores
+    slot = starts[:-1] + np.maximum(first, 0)
+    last = max(len(scores) - 1, 0)
+    score = scores[np.minimum(slot, last)] if len(scores) else np.zeros(n)
+    above = (first > 0) & (scores[np.clip(slot - 1, 0, last)] == score) if len(scores) else np.zeros(n, bool)
+    below = (first >= 0) & (first + 1 < lens) & (scores[np.minimum(slot + 1, last)] == score) \
+        if len(scores) else np.zeros(n, bool)
+    slow = want & (above | below)
+    lookup = RankedLookup(run) if slow.any() else None
+    out: dict[str, Look] = {}
+    for k in np.flatnonzero(want).tolist():
+        qid = qids[k]
         if slow[k]:
             out[qid] = lookup.look(qid, relevant[qid], k_rank, k_recall)
         elif first[k] < 0:

@@ -22,8 +22,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from gate.evaluation.evaluate import PerQuery, evaluate
-from gate.evaluation.first_relevant import Look, Looked, look_all, relevant_sets
+from gate.evaluation.evaluate import PerQuery, evaluate, evaluate_ordered
+from gate.evaluation.first_relevant import Look, Looked, look_all, looks_from_labels, relevant_sets
 from gate.evaluation.measures import Measure
 from gate.evaluation.measures.ordering import trec_order
 from gate.inputs.readers.records import Qrels, Run
@@ -153,9 +153,13 @@ class _Digester:
         wanted = [q for q in piece.query_ids if q in self.position]
         if not wanted:
             return
-        self._store(evaluate(piece, self.qrels, self.measures, wanted, rel=self.rel))
+        per_query, ordered = evaluate_ordered(piece, self.qrels, self.measures, wanted, rel=self.rel)
+        self._store(per_query)
         relevant = relevant_sets(self.qrels.judgments, wanted, self.rel)
-        self.answers.update(look_all(piece, relevant, self.k_rank, self.k_recall))
+        if ordered.full_depth:  # a measure without a cutoff (AP): every row's label is at hand
+            self.answers.update(looks_from_labels(piece, ordered, relevant, self.rel, self.k_rank, self.k_recall))
+        else:
+            self.answers.update(look_all(piece, relevant, self.k_rank, self.k_recall))
 
     def _store(self, part: PerQuery) -> None:
         where = np.fromiter((self.position[q] for q in part.query_ids), dtype=np.int64, count=len(part.query_ids))
