@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 import numpy as np
 
+from gate.common.errors import InputError
 from gate.evaluation.evaluate import PerQuery, evaluate, evaluate_ordered
 from gate.evaluation.first_relevant import Look, Looked, look_all, looks_from_labels, relevant_sets
 from gate.evaluation.measures import Measure
@@ -56,6 +57,7 @@ class RunDigest:
     looked: Looked
     loaded: Run | None = None  # the run itself, when it was read whole
     sha256: str | None = None  # of the file's bytes, for the report's inputs (digest_run(..., sha256=True))
+    chunk_bytes: int = CHUNK_BYTES  # the pieces it was read in
 
     def __len__(self) -> int:
         return self.rows
@@ -64,11 +66,19 @@ class RunDigest:
         """:func:`ranking_fingerprints` of ``query_ids`` (those in the run), from the file again
         (or the run, when it was read whole)."""
         wanted = set(query_ids)
-        pieces = [self.loaded] if self.loaded is not None else (p for p, _ in iter_run_chunks(self.source))
-        out: dict[str, tuple[int, int, int]] = {}
-        for piece in pieces:
-            out.update((q, f) for q, f in ranking_fingerprints(piece).items() if q in wanted)
-        return out
+
+        def fingerprints(pieces) -> dict[str, tuple[int, int, int]]:
+            out: dict[str, tuple[int, int, int]] = {}
+            for piece in pieces:
+                out.update((q, f) for q, f in ranking_fingerprints(piece).items() if q in wanted)
+            return out
+
+        if self.loaded is None:
+            try:
+                return fingerprints(p for p, _ in iter_run_chunks(self.source, self.chunk_bytes))
+            except RunNotGrouped:  # the file changed since: read it whole, as the first read would have
+                pass
+        return fingerprints([self.loaded if self.loaded is not None else read_run(self.source)])
 
     def same_rankings_as(self, other: "RunDigest", query_ids: Sequence[str]) -> bool:
         """:func:`gate.inputs.readers.records.same_rankings` on fingerprints: the same documents
@@ -100,12 +110,26 @@ def _docno_hashes(doc_ids: np.ndarray, lane: np.uint64) -> np.ndarray:
             mixed = _mix(h ^ column.astype(np.uint64)) + lane
             h = np.where(column != 0, mixed, h)
         return h
-    # Python strings (a few very long docnos): hashed one by one.
-    import hashlib
+    # Python strings (a piece with a few very long docnos): the same hash, one by one.
+    lane_int, out = int(lane), np.empty(n, dtype=np.uint64)
+    for i, doc in enumerate(doc_ids.tolist()):
+        h = lane_int
+        for point in map(ord, str(doc)):
+            h = (_mix_int(h ^ point) + lane_int) & _MASK
+        out[i] = h
+    return out
 
-    key = int(lane).to_bytes(8, "little")
-    return np.fromiter((int.from_bytes(hashlib.blake2b(str(d).encode("utf-8"), digest_size=8, key=key).digest(),
-                                       "little") for d in doc_ids), dtype=np.uint64, count=n)
+
+_MASK = (1 << 64) - 1
+
+
+def _mix_int(x: int) -> int:
+    """:func:`_mix` on one Python integer."""
+    x ^= x >> 30
+    x = (x * int(_M1)) & _MASK
+    x ^= x >> 27
+    x = (x * int(_M2)) & _MASK
+    return x ^ (x >> 31)
 
 
 def ranking_fingerprints(run: Run) -> dict[str, tuple[int, int, int]]:
@@ -232,14 +256,14 @@ def digest_run(path: str | os.PathLike, qrels: Qrels, measures: Sequence[Measure
             if cancel is not None and cancel.is_set():
                 raise Cancelled(str(path))
             digester.add(piece)
-    except RunNotGrouped:
+    except (RunNotGrouped, InputError):
+        # Not grouped: only a whole read groups it. Bad input: the whole read names the problem
+        # read_run names (of several, which comes first depends on the blocks read).
         digest = digest_loaded_run(read_run(path), qrels, measures, query_ids, rel=rel, k_rank=k_rank,
                                    k_recall=k_recall)
     else:
-        digest = digester.finish(str(path), tag)
+        digest = replace(digester.finish(str(path), tag), chunk_bytes=chunk_bytes)
     if sha256:
-        from dataclasses import replace
-
         from gate.inputs.fingerprint import file_sha256
 
         digest = replace(digest, sha256=file_sha256(path))

@@ -3,8 +3,8 @@
 :func:`iter_run_chunks` yields :class:`Run` pieces of about ``chunk_bytes`` of text, each
 holding every line of the queries it names: the file is cut only where the query id changes,
 so a piece is what :func:`gate.inputs.readers.runs.read_run` would give for those queries (the
-same rules, the same one-line errors at the same line numbers, docnos checked for duplicates
-within each query). Memory is one piece, not the run: the ``compare`` of two 10-million-line
+same rules, one-line errors at the same line numbers, docnos checked for duplicates within each
+query). Comment and blank lines inside a query do not cut it, nor does an indent. Memory is one piece, not the run: the ``compare`` of two 10-million-line
 runs holds a few MiB of text at a time instead of two whole runs.
 
 Nearly every run file gives each query's lines together (every TREC submission, every tool's
@@ -56,29 +56,46 @@ def _trailing_query_start(text: bytes) -> int:
     return _tail_start(text)
 
 
+_MAX_INDENT = 64  # blanks before a line's first token looked past; a deeper indent ends the tail
+
+
 def _tail_start(text: bytes) -> int:
     """Offset where the lines of the text's last query begin (0: the whole text is one query).
 
-    The last line's first token is the query id; the trailing lines starting with it and a
-    blank are its lines. A last line that is blank, a comment or indented gives no cut (its
-    query cannot be told): the whole text is kept together with what follows.
+    The last data line's first token is the query id; the trailing lines starting with it (after
+    any blanks) and a blank are its lines. Comment and blank lines belong to either side: one
+    inside a query does not cut it.
     """
-    last = text.rfind(b"\n", 0, len(text) - 1) + 1
-    line = text[last:]
-    if not line[:1].strip() or line.startswith(b"#"):
-        return 0
-    qid = line.split(None, 1)[0]
     buf = np.frombuffer(text, dtype=np.uint8)
     starts = np.flatnonzero(buf[:-1] == 10) + 1
     starts = np.concatenate((np.zeros(1, dtype=starts.dtype), starts))
+    # The first non-blank byte of every line (space and tab are the run's blanks).
+    padded = np.concatenate((buf, np.full(_MAX_INDENT + 2, 10, dtype=np.uint8)))
+    first = starts.copy()
+    indented = np.flatnonzero((padded[first] == 32) | (padded[first] == 9))
+    for _ in range(_MAX_INDENT):
+        if not len(indented):
+            break
+        first[indented] += 1
+        c = padded[first[indented]]
+        indented = indented[(c == 32) | (c == 9)]
+    deep = np.zeros(len(starts), dtype=bool)
+    deep[indented] = True  # still blank after _MAX_INDENT: of no known query
+    c = padded[first]
+    transparent = ~deep & ((c == 35) | (c == 10) | (c == 13))  # '#' comment, blank line
+    data = np.flatnonzero(~transparent & ~deep)
+    if not len(data):
+        return 0
+    last = int(first[data[-1]])
+    qid = text[last:text.find(b"\n", last)].split(None, 1)[0]
     width = len(qid)
-    # Pad so that reading width+1 bytes past any line start stays inside the array.
-    padded = np.concatenate((buf, np.zeros(width + 1, dtype=np.uint8)))
-    same = np.ones(len(starts), dtype=bool)
+    padded = np.concatenate((padded, np.zeros(width + 1, dtype=np.uint8)))
+    same = ~deep
     for j, byte in enumerate(qid):
-        same &= padded[starts + j] == byte
-    follow = padded[starts + width]
+        same &= padded[first + j] == byte
+    follow = padded[first + width]
     same &= (follow == 32) | (follow == 9)
+    same |= transparent
     other = np.flatnonzero(~same)
     if not len(other):
         return 0
@@ -86,17 +103,17 @@ def _tail_start(text: bytes) -> int:
     return int(starts[first_of_tail]) if first_of_tail < len(starts) else len(text)
 
 
-def _read_piece(path: str, blocks: list[bytes], first_line: int) -> tuple[Run, str | None, int]:
+def _read_piece(path: str, blocks: list[bytes], first_line: int, tag: str | None,
+                seen_data: bool) -> tuple[Run, str | None, bool, int]:
     """``blocks`` (whole lines starting at line ``first_line``) read as a run of its own:
-    ``(run, tag, number of the line after them)``.
-
-    They are the blocks :func:`read_run` reads (only the one a cut fell in is split), so a
-    file with several problems names the same first one either way."""
+    ``(run, tag, whether a data line was seen, number of the line after them)``. The tag is
+    taken (and checked) on the file's first data line only, as :func:`read_run` does."""
     reader = _Reader(path)
     reader.line = first_line
+    reader.tag, reader.seen_data = tag, seen_data
     for block in blocks:
         reader.block(block)
-    return reader.finish(), reader.tag, reader.line
+    return reader.finish(), reader.tag, reader.seen_data, reader.line
 
 
 def iter_run_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES,
@@ -105,22 +122,23 @@ def iter_run_chunks(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES,
 
     ``tag`` is the run tag (column 6 of the file's first data line), the same in every
     piece once known (None until a data line was read). An empty file yields nothing.
-    Raises :class:`InputError` as :func:`read_run` does, and :class:`RunNotGrouped`
-    when a query reappears in a later piece.
+    Raises :class:`InputError` for every line :func:`read_run` refuses (when a file has
+    several problems, which one comes first can differ: the blocks are other, duplicates are
+    found per piece; :func:`gate.evaluation.streaming.digest_run` names read_run's), and
+    :class:`RunNotGrouped` when a query reappears in a later piece.
     """
     source = str(path)
     closed: set[str] = set()
     tag: str | None = None
+    seen_data = False
     pending: list[bytes] = []
     size = 0
     line = 1  # number of the first pending line
     limit = chunk_bytes  # pending text that makes a piece
 
     def emit(blocks: list[bytes]) -> Run:
-        nonlocal tag, line
-        piece, piece_tag, line = _read_piece(source, blocks, line)
-        if tag is None:
-            tag = piece_tag
+        nonlocal tag, seen_data, line
+        piece, tag, seen_data, line = _read_piece(source, blocks, line, tag, seen_data)
         for qid in piece.query_ids:
             if qid in closed:
                 raise RunNotGrouped(source, qid)
