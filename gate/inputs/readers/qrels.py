@@ -7,19 +7,31 @@
 * Labels are integers; ``1.5`` and ``1.0`` are errors (integer labels only).
   Negative labels are kept: trec_eval reads them as "in the pool, unjudged".
 * A (qid, docno) pair may appear once.
+
+A file is read in blocks of whole lines by a fast path that splits each
+block at once (its line structure checked with numpy) while it can prove the
+block regular: ASCII text that passes the shared text checks, every data line
+with the file's field count and no longer than an id may be, every label a
+short integer, and, over the file, no (qid, docno) pair twice.  Anything
+else, an error or merely a non-ASCII id, sends the whole file through the
+line-by-line reader from the start, so every error (and the result for every
+file the fast path gives up on) comes from that one reader, with its line
+numbers.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from itertools import chain
+from itertools import chain, compress
+
+import numpy as np
 
 from gate.common.errors import InputError
 from gate.common import limits
 from gate.inputs.readers.fields import check_id, parse_int_label
 from gate.inputs.readers.records import Qrels
-from gate.inputs.readers.textlines import iter_lines
+from gate.inputs.readers.textlines import check_block, iter_blocks, iter_lines
 
 __all__ = ["load_qrels", "read_qrels", "BEIR_QRELS_HEADER"]
 
@@ -45,6 +57,17 @@ def parse_label(path: str, lineno: int, text: str) -> int:
 
 def read_qrels(path: str | os.PathLike) -> Qrels:
     """Read a qrels file (``.gz`` transparent) into :class:`Qrels`."""
+    try:
+        return _read_qrels_blocks(path)
+    except (_Irregular, InputError):
+        # The fast path stops at the first thing it does not prove fine; the line reader
+        # decides whether it is an error, and words it with its own line number.
+        return _read_qrels_lines(path)
+
+
+def _read_qrels_lines(path: str | os.PathLike) -> Qrels:
+    """The line-by-line reader: the reference for every file, and the reader of those the
+    fast path gives up on."""
     src = str(path)
     judgments: dict[str, dict[str, int]] = {}
     lines = iter_lines(path, max_line=limits.MAX_TREC_LINE_BYTES, what="a qrels line")
@@ -102,6 +125,121 @@ def _first_line(path: str | os.PathLike, tabs: bool, qid: str, doc: str) -> tupl
         if len(fields) >= 3 and fields[0] == qid and fields[-2] == doc:
             return lineno, fields[1]
     return None, ""
+
+
+# ---------------------------------------------------------------------------
+# Fast path: whole blocks at once, or nothing
+# ---------------------------------------------------------------------------
+
+# Every field of a block is a str at the same time (some 10 bytes of objects per byte):
+# at this size they stay in cache, and 1 MiB blocks were slower.
+_FAST_BLOCK_SIZE = 1 << 18
+_BEIR_HEADER_BYTES = BEIR_QRELS_HEADER.encode("ascii")
+_DIGIT_VALUES = bytes.maketrans(b"0123456789", bytes(range(10)))
+# Labels this long are within 64 bits whatever their digits: int() reads them as parse_int_label does.
+_MAX_SHORT_LABEL = 18
+
+
+class _Irregular(Exception):
+    """Something the fast path does not handle: an error, or a rarity left to the line reader."""
+
+
+def _read_qrels_blocks(path: str | os.PathLike) -> Qrels:
+    """What :func:`_read_qrels_lines` returns, for a file whose every block is regular (the
+    module docstring); :class:`_Irregular` (or the reader's InputError) for any other."""
+    judgments: dict[str, dict[str, int]] = {}
+    tabs = False
+    width = 0  # fields per data line, set by the first one as the line reader sets it
+    rows = 0
+    last: str | None = None
+    known: dict[str, int] = {}
+    for first, block in iter_blocks(path, _FAST_BLOCK_SIZE, max_line=limits.MAX_TREC_LINE_BYTES,
+                                    what="a qrels line"):
+        # ASCII: one byte per character, no UTF-8 to check, no Unicode blank to split on.
+        if not block.isascii():
+            raise _Irregular
+        check_block(path, block, first)  # controls; every CR is in a CRLF
+        if b"\r" in block:
+            block = block.replace(b"\r\n", b"\n")
+        if first == 1 and block[: block.index(b"\n")].rstrip(b" ") == _BEIR_HEADER_BYTES:
+            tabs, width = True, 3
+            block = block[block.index(b"\n") + 1 :]
+        block, counts = _data_lines(block, tabs)
+        if not len(counts):
+            continue
+        if not width:
+            width = int(counts[0])
+            if width not in _SHAPES:
+                raise _Irregular
+        if (counts != width).any():
+            raise _Irregular
+        text = block.decode("ascii")
+        if tabs:
+            fields = text.replace("\n", "\t").split("\t")
+            fields.pop()  # the empty field after the last line end
+            if " " in text:  # rare in BEIR files: blanks around a field, or inside an id (kept)
+                fields = [f.strip(_BLANKS) for f in fields]
+            if "" in fields:
+                raise _Irregular
+        else:
+            fields = text.split()
+        rels = _labels(fields[width - 1 :: width])
+        rows += len(rels)
+        # One Python step per line, the fewest: building a dict per run of a query's lines
+        # from slices is slower, even for runs of 60 lines, and much slower for runs of one.
+        for qid, doc, rel in zip(fields[0::width], fields[width - 2 :: width], rels):
+            if qid != last:
+                known = judgments.setdefault(qid, {})
+                last = qid
+            known[doc] = rel
+    # A document judged twice for a query was stored once; the line reader names both lines.
+    if sum(map(len, judgments.values())) != rows:
+        raise _Irregular
+    return Qrels(source=str(path), judgments=judgments)
+
+
+def _data_lines(block: bytes, tabs: bool) -> tuple[bytes, np.ndarray]:
+    """The block (whole LF-ended ASCII lines) without its blank and comment lines, and the
+    number of fields of each line kept: blank-separated tokens, or tab-separated fields.
+    A line longer than an id may be is :class:`_Irregular`: no field need be measured."""
+    buf = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    if len(ends) and np.diff(ends, prepend=-1).max() - 1 > limits.MAX_ID_BYTES:
+        raise _Irregular
+    word = (buf != 32) & (buf != 9) & (buf != 10)
+    starts = word.copy()
+    starts[1:] &= ~word[:-1]
+    starts = np.flatnonzero(starts)
+    if not len(starts):
+        return b"", ends[:0]
+    before = np.searchsorted(starts, ends)  # tokens before each line end
+    tokens = np.diff(before, prepend=0)
+    # A line is skipped, as iter_lines skips it, when it has no token or its first starts with '#'.
+    heads = buf[starts[np.minimum(before - tokens, len(starts) - 1)]]
+    kept = (tokens > 0) & (heads != ord("#"))
+    if tabs:  # BEIR fields are what lies between tabs
+        counts = np.diff(np.searchsorted(np.flatnonzero(buf == 9), ends), prepend=0) + 1
+    else:
+        counts = tokens
+    if not kept.all():
+        lines = block.split(b"\n")
+        block = b"\n".join([*compress(lines, kept.tolist()), b""])
+        counts = counts[kept]
+    return block, counts
+
+
+def _labels(labels: list[str]) -> list[int]:
+    """Integer labels, as parse_int_label reads them, from non-empty ASCII fields."""
+    joined = "".join(labels)
+    if len(joined) == len(labels) and joined.isdigit():  # one digit each, the common case
+        return list(joined.encode("ascii").translate(_DIGIT_VALUES))
+    # int() also takes '1_0' (and blanks, which no field holds); 18 characters are within 64 bits.
+    if "_" in joined or max(map(len, labels)) > _MAX_SHORT_LABEL:
+        raise _Irregular
+    try:
+        return list(map(int, labels))
+    except ValueError:  # '1.5', 'x', '--1', '1-'
+        raise _Irregular from None
 
 
 def load_qrels(spec: str | os.PathLike, split: str = "test") -> Qrels:
