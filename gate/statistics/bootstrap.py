@@ -21,14 +21,27 @@ never the numbers.
 contrasts at once, so effects computed from the same queries (main effects,
 interactions, strata) share their resamples.  :func:`paired_bootstrap` is the
 single-contrast API built on it.
+
+Speed without changing a number: the passes over the resamples
+(:func:`bootstrap_means`, :func:`resampled_moments`) draw the same rows in smaller
+blocks (:data:`FAST_BLOCK_INDICES`, so they stay in the CPU cache), gather them
+with ``numpy.take`` into reused buffers and reduce each row with ``mean(axis=1)``
+of a C-contiguous block, exactly as ``d[idx].mean(axis=1)`` does.  What a pass
+computed is kept in :data:`SUMMARIES` (keyed by the bytes of ``d``, ``samples``
+and ``seed``), so :func:`gate.statistics.evidence.evidence` right after
+:func:`gate.statistics.paired.compare_paired` on the same differences does not
+draw the same random numbers again.
 """
 
 from __future__ import annotations
 
 import operator
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Hashable, Iterator, Mapping, NamedTuple, Sequence
+from typing import Callable, Hashable, Iterator, Mapping, NamedTuple, Sequence, TypeVar
 
 import numpy as np
 
@@ -144,10 +157,11 @@ def integer_blocks(
 
 def index_blocks(n: int, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
                  chunk_rows: int | None = None) -> Iterator[np.ndarray]:
-    """The resample index blocks :func:`bootstrap_means` uses, in order.
+    """The resample index blocks of the contract, in order.
 
     Each block has shape ``(r, n)`` with ``r <= chunk_rows`` (default
-    :func:`chunk_rows_for`); ``numpy.vstack`` of all blocks equals
+    :func:`chunk_rows_for`; the fast passes use smaller blocks of the same
+    rows); ``numpy.vstack`` of all blocks equals
     ``default_rng(seed).integers(0, n, size=(samples, n))``.
     """
     samples = check_samples(samples)
@@ -171,8 +185,9 @@ def bootstrap_means(contrasts, samples: int = DEFAULT_SAMPLES, seed: int = DEFAU
     same ``n`` queries.  Returns an ``(m, samples)`` float64 array whose entry
     ``[k, b]`` is ``contrasts[k, idx[b]].mean()`` where
     ``idx = default_rng(seed).integers(0, n, size=(samples, n))``.  The indices
-    are drawn in blocks of ``chunk_rows`` resamples (default
-    :func:`chunk_rows_for`); the result does not depend on the block size.
+    are drawn in blocks of ``chunk_rows`` resamples (default: a block small
+    enough to stay in the CPU cache, :func:`fast_rows_for`); the result does not
+    depend on the block size.
     """
     arr = np.asarray(contrasts, dtype=np.float64)
     if arr.ndim != 2:
@@ -188,16 +203,198 @@ def bootstrap_means(contrasts, samples: int = DEFAULT_SAMPLES, seed: int = DEFAU
     if not np.all(np.isfinite(arr)):
         raise ValueError("contrasts has non-finite value(s) (NaN or inf); per-query scores must be finite")
     arr = np.ascontiguousarray(arr)
+    samples = check_samples(samples)
+    seed = check_seed(seed)
+    rows = fast_rows_for(n, chunk_rows)
 
-    out = np.empty((m, check_samples(samples)), dtype=np.float64)
+    out = np.empty((m, samples), dtype=np.float64)
+    gathered = np.empty(min(rows, samples) * n, dtype=np.float64)
     start = 0
-    for idx in index_blocks(n, samples, seed, chunk_rows):
+    for idx in integer_blocks(np.random.default_rng(seed), n, samples, n, rows):
         stop = start + idx.shape[0]
+        x = gathered[: idx.size].reshape(idx.shape)
         for k in range(m):
-            # One row at a time keeps the gathered block at r * n floats.
-            out[k, start:stop] = arr[k][idx].mean(axis=1)
+            # One row at a time keeps the gathered block at r * n floats.  take(out=)
+            # writes the very values arr[k][idx] would; "clip" only skips the bounds
+            # check (every index is in [0, n)).
+            np.take(arr[k], idx, out=x, mode="clip")
+            out[k, start:stop] = x.mean(axis=1)
         start = stop
     return out
+
+
+# --------------------------------------------------------------------------- #
+# Fast passes over the resamples, shared between compare_paired and evidence
+# --------------------------------------------------------------------------- #
+
+#: Resample indices drawn, gathered and reduced at once by the fast passes: small
+#: enough for the block, its gathered values and their powers to stay in the CPU
+#: cache.  Rows are reduced one by one (``mean(axis=1)`` of a C-contiguous block),
+#: so the block size never changes a number.
+FAST_BLOCK_INDICES = 1 << 16
+
+#: Below this many random draws the two streams of :func:`run_both` run one after
+#: the other: a thread costs more than it saves.
+PARALLEL_MIN_DRAWS = 1 << 21
+
+
+def fast_rows_for(n: int, chunk_rows: int | None = None) -> int:
+    """Rows per block of the fast passes: ``chunk_rows`` when given (validated as
+    :func:`resolve_chunk_rows` does), else ``FAST_BLOCK_INDICES // n`` (at least one)."""
+    if chunk_rows is not None:
+        return resolve_chunk_rows(chunk_rows, n)
+    return chunk_rows_for(n, FAST_BLOCK_INDICES)
+
+
+def resampled_moments(d: np.ndarray, samples: int, seed: int, powers: int = 1,
+                      chunk_rows: int | None = None) -> tuple[np.ndarray, ...]:
+    """Per resample, the means of ``x``, ``x * x`` and ``(x * x) * x`` (the first ``powers``).
+
+    ``x = d[idx]`` with ``idx`` the resample indices of the contract
+    (``default_rng(seed).integers(0, n, size=(samples, n))``, drawn in row blocks).
+    Each entry is bit for bit what ``x.mean(axis=1)``, ``(x * x).mean(axis=1)`` and
+    ``(x * x * x).mean(axis=1)`` give: the same products of the same values, reduced
+    row by row in the same order.  ``d`` must already be a validated 1-D float64 array.
+    """
+    if powers not in (1, 2, 3):
+        raise ValueError(f"powers must be 1, 2 or 3, got {powers!r}")
+    d = np.ascontiguousarray(d, dtype=np.float64)
+    n = d.size
+    rows = fast_rows_for(n, chunk_rows)
+    out = tuple(np.empty(samples, dtype=np.float64) for _ in range(powers))
+    size = min(rows, samples) * n
+    gathered = np.empty(size, dtype=np.float64)
+    product = np.empty(size, dtype=np.float64) if powers > 1 else None
+    start = 0
+    for idx in integer_blocks(np.random.default_rng(seed), n, samples, n, rows):
+        stop = start + idx.shape[0]
+        x = gathered[: idx.size].reshape(idx.shape)
+        np.take(d, idx, out=x, mode="clip")
+        del idx
+        out[0][start:stop] = x.mean(axis=1)
+        if product is not None:
+            y = product[: x.size].reshape(x.shape)
+            np.multiply(x, x, out=y)
+            out[1][start:stop] = y.mean(axis=1)
+            if powers > 2:
+                np.multiply(y, x, out=y)  # (x * x) * x, as x * x * x evaluates
+                out[2][start:stop] = y.mean(axis=1)
+        start = stop
+    for array in out:
+        array.setflags(write=False)
+    return out
+
+
+class SummaryCache:
+    """The last few per-resample summaries, keyed by the exact bytes of ``d``, ``samples`` and ``seed``.
+
+    :func:`gate.statistics.paired.compare_paired` leaves here what it computed from the
+    resamples (the resampled moments, the sign-flip sums) and
+    :func:`gate.statistics.evidence.evidence`, called next on the same differences with
+    the same ``samples`` and ``seed``, reads them instead of drawing the same random
+    numbers a second time.  A value is a tuple of read-only arrays; ``accept(value)``
+    says whether a cached value holds what the caller needs.  Thread-safe.
+    """
+
+    def __init__(self, entries: int = 8, max_bytes: int = 128 * 2**20) -> None:
+        self._entries = entries
+        self._max_bytes = max_bytes
+        self._items: OrderedDict[tuple, tuple] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(kind: str, d: np.ndarray, samples: int, seed: int) -> tuple:
+        return (kind, int(samples), int(seed), d.shape, np.ascontiguousarray(d, dtype=np.float64).tobytes())
+
+    def get(self, kind: str, d: np.ndarray, samples: int, seed: int,
+            accept: Callable[[tuple], bool] = lambda value: True):
+        key = self._key(kind, d, samples, seed)
+        with self._lock:
+            value = self._items.get(key)
+            if value is None or not accept(value):
+                return None
+            self._items.move_to_end(key)
+            return value
+
+    def put(self, kind: str, d: np.ndarray, samples: int, seed: int, value: tuple) -> None:
+        size = sum(a.nbytes for a in value if isinstance(a, np.ndarray)) + d.nbytes
+        if size > self._max_bytes // 2:
+            return
+        key = self._key(kind, d, samples, seed)
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            total = sum(sum(a.nbytes for a in v if isinstance(a, np.ndarray)) + len(k[-1])
+                        for k, v in self._items.items())
+            while len(self._items) > self._entries or (total > self._max_bytes and len(self._items) > 1):
+                old_key, old_value = self._items.popitem(last=False)
+                total -= sum(a.nbytes for a in old_value if isinstance(a, np.ndarray)) + len(old_key[-1])
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+#: The process-wide cache of resample summaries (see :class:`SummaryCache`).
+SUMMARIES = SummaryCache()
+
+_MOMENTS = "moments"
+
+
+def bootstrap_moments(d: np.ndarray, samples: int, seed: int, powers: int = 1,
+                      chunk_rows: int | None = None, *, keep: bool = False) -> tuple[np.ndarray, ...]:
+    """:func:`resampled_moments`, read from :data:`SUMMARIES` when an earlier pass left them
+    there; ``keep=True`` leaves this pass's result there for a later caller."""
+    fast_rows_for(d.size, chunk_rows)  # a bad chunk_rows is an error even when cached
+    cached = SUMMARIES.get(_MOMENTS, d, samples, seed, lambda value: len(value) >= powers)
+    if cached is not None:
+        return cached[:powers]
+    value = resampled_moments(d, samples, seed, powers, chunk_rows)
+    if keep:
+        SUMMARIES.put(_MOMENTS, d, samples, seed, value)
+    return value
+
+
+_First = TypeVar("_First")
+_Second = TypeVar("_Second")
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def run_both(first: Callable[[], _First], second: Callable[[], _Second],
+             parallel: bool = True) -> tuple[_First, _Second]:
+    """``(first(), second())``, with ``second`` in a helper thread while ``first`` runs here.
+
+    The two draw from separate generators and write separate arrays, so running them at
+    the same time changes no number; numpy releases the GIL while it draws, gathers and
+    reduces, so two cores make it up to twice as fast.  Runs both here, one after the
+    other, when ``parallel`` is false or only one CPU is available.  An exception of
+    either is raised here (``first``'s when both fail), after both have finished.
+    """
+    if not parallel or _cpus() < 2:
+        return first(), second()
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = second()
+        except BaseException as exc:  # re-raised in the calling thread
+            box["error"] = exc
+
+    helper = threading.Thread(target=work, name="gate-stats-helper", daemon=True)
+    helper.start()
+    try:
+        value = first()
+    finally:
+        helper.join()
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return value, box["value"]  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------- #
@@ -298,6 +495,20 @@ class BootstrapResult:
     method: str
 
 
+def bootstrap_result(d: np.ndarray, means: np.ndarray, samples: int, seed: int, method: str) -> BootstrapResult:
+    """The :class:`BootstrapResult` of validated differences ``d`` and their resampled ``means``."""
+    lo, hi = confidence_interval(d, means, method)
+    return BootstrapResult(
+        mean=float(d.mean()),
+        ci_low=lo,
+        ci_high=hi,
+        p_le_zero=float((means <= 0).mean()),
+        samples=samples,
+        seed=seed,
+        method=method,
+    )
+
+
 def paired_bootstrap(d, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
                      method: str = "percentile", chunk_rows: int | None = None) -> BootstrapResult:
     """Paired bootstrap of ``mean(d)``, ``d = candidate - baseline`` per query.
@@ -310,17 +521,8 @@ def paired_bootstrap(d, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED
     d = as_differences(d)
     samples = check_samples(samples)
     seed = check_seed(seed)
-    means = bootstrap_means(d[None, :], samples, seed, chunk_rows)[0]
-    lo, hi = confidence_interval(d, means, method)
-    return BootstrapResult(
-        mean=float(d.mean()),
-        ci_low=lo,
-        ci_high=hi,
-        p_le_zero=float((means <= 0).mean()),
-        samples=samples,
-        seed=seed,
-        method=method,
-    )
+    means = bootstrap_moments(d, samples, seed, 1, chunk_rows)[0]
+    return bootstrap_result(d, means, samples, seed, method)
 
 
 # --------------------------------------------------------------------------- #

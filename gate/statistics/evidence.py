@@ -30,8 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bootstrap import DEFAULT_SAMPLES, DEFAULT_SEED, as_differences, check_samples, check_seed, index_blocks
-from .bootstrap import integer_blocks, resolve_chunk_rows
+from .bootstrap import DEFAULT_SAMPLES, DEFAULT_SEED, PARALLEL_MIN_DRAWS, as_differences, bootstrap_moments
+from .bootstrap import check_samples, check_seed, fast_rows_for, integer_blocks, resolve_chunk_rows, run_both
+from .randomization import sign_sums
 
 #: One-sided level of each test and each end of the two-sided 95% interval.
 ALPHA = 0.025
@@ -89,6 +90,39 @@ def _hall_ginv(y: float, gamma: float, n: int) -> float:
     return (math.copysign(abs(inner) ** (1.0 / 3.0), inner) - 1.0) / a
 
 
+def _hall_setup(d: np.ndarray) -> tuple[float, float] | tuple[float, float, float]:
+    """``(low, high)`` when the interval needs no resamples, else ``(mean, se, gamma_hat)``."""
+    n = d.size
+    mean = float(d.mean())
+    if n < 2:
+        return -math.inf, math.inf
+    sd = float(np.std(d, ddof=1))
+    if sd == 0.0:
+        return mean, mean
+    se = sd / math.sqrt(n)
+    gamma_hat = float(np.mean((d - mean) ** 3)) / sd**3
+    return mean, se, gamma_hat
+
+
+def _hall_from_moments(n: int, mean: float, se: float, gamma_hat: float, m1: np.ndarray, m2: np.ndarray,
+                       m3: np.ndarray) -> tuple[float, float]:
+    """The interval from the resampled means of ``x``, ``x*x`` and ``x*x*x`` (elementwise, so the
+    whole arrays give what the blocks gave)."""
+    central2 = np.maximum(m2 - m1 * m1, 0.0)
+    central3 = m3 - 3.0 * m1 * m2 + 2.0 * m1**3
+    sd_star = np.sqrt(central2 * n / (n - 1))
+    spread = sd_star > _TOLERANCE
+    safe = np.where(spread, sd_star, 1.0)
+    gamma_star = np.where(spread, central3 / safe**3, 0.0)
+    diff = m1 - mean
+    t = np.where(spread, diff / (safe / math.sqrt(n)), 0.0)
+    block = _hall_g(t, gamma_star, n)
+    flat = np.where(np.abs(diff) <= _TOLERANCE, 0.0, np.sign(diff) * _HUGE)
+    g = np.where(spread, block, flat)
+    q_low, q_high = np.percentile(g, [100 * ALPHA, 100 * (1 - ALPHA)])
+    return mean - se * _hall_ginv(float(q_high), gamma_hat, n), mean - se * _hall_ginv(float(q_low), gamma_hat, n)
+
+
 def hall_interval(d, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
                   chunk_rows: int | None = None) -> tuple[float, float]:
     """Two-sided 95% Hall-transformed bootstrap-t interval for ``mean(d)``.
@@ -99,39 +133,20 @@ def hall_interval(d, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
     counts as 0 when it reproduces the mean and as infinitely far otherwise. The interval is
     ``[mean - se g^-1(q97.5(G*)), mean - se g^-1(q2.5(G*))]`` with the sample's own skewness in
     ``g^-1`` and ``se = sd(d) / sqrt n``. All differences equal: ``[mean, mean]``.
+
+    The resampled moments come from :func:`gate.statistics.bootstrap.bootstrap_moments`
+    (``m*`` is bit for bit the reported bootstrap's resampled mean), read from the summaries
+    :func:`gate.statistics.paired.compare_paired` leaves when it ran on the same ``d``.
     """
     d = as_differences(d)
     n = d.size
-    mean = float(d.mean())
-    if n < 2:
-        return -math.inf, math.inf
-    sd = float(np.std(d, ddof=1))
-    if sd == 0.0:
-        return mean, mean
-    se = sd / math.sqrt(n)
-    gamma_hat = float(np.mean((d - mean) ** 3)) / sd**3
-    g = np.empty(check_samples(samples), dtype=np.float64)
-    start = 0
-    for idx in index_blocks(n, samples, seed, chunk_rows):
-        x = d[idx]
-        m1 = x.mean(axis=1)
-        m2 = (x * x).mean(axis=1)
-        m3 = (x * x * x).mean(axis=1)
-        del x
-        central2 = np.maximum(m2 - m1 * m1, 0.0)
-        central3 = m3 - 3.0 * m1 * m2 + 2.0 * m1**3
-        sd_star = np.sqrt(central2 * n / (n - 1))
-        spread = sd_star > _TOLERANCE
-        safe = np.where(spread, sd_star, 1.0)
-        gamma_star = np.where(spread, central3 / safe**3, 0.0)
-        diff = m1 - mean
-        t = np.where(spread, diff / (safe / math.sqrt(n)), 0.0)
-        block = _hall_g(t, gamma_star, n)
-        flat = np.where(np.abs(diff) <= _TOLERANCE, 0.0, np.sign(diff) * _HUGE)
-        g[start:start + len(m1)] = np.where(spread, block, flat)
-        start += len(m1)
-    q_low, q_high = np.percentile(g, [100 * ALPHA, 100 * (1 - ALPHA)])
-    return mean - se * _hall_ginv(float(q_high), gamma_hat, n), mean - se * _hall_ginv(float(q_low), gamma_hat, n)
+    setup = _hall_setup(d)
+    if len(setup) == 2:
+        return setup  # type: ignore[return-value]
+    samples = check_samples(samples)
+    seed = check_seed(seed)
+    m1, m2, m3 = bootstrap_moments(d, samples, seed, 3, chunk_rows)
+    return _hall_from_moments(n, *setup, m1, m2, m3)
 
 
 def _sign_blocks(n: int, samples: int, seed: int, chunk_rows: int | None):
@@ -148,6 +163,117 @@ def _sign_blocks(n: int, samples: int, seed: int, chunk_rows: int | None):
         yield np.where(keep == 1, 1.0, -1.0)
 
 
+#: Unit roundoff of float64.
+_U = 2.0**-53
+
+
+def _one_sided_monte_carlo(d: np.ndarray, ys: np.ndarray, observed: np.ndarray, shifts, sums: np.ndarray,
+                           kept: np.ndarray, samples: int, seed: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Monte Carlo counts of ``flipped >= observed - tol`` and ``flipped <= observed + tol`` per shift.
+
+    The reference computes ``flipped = ys @ signs.T / n`` (a BLAS product, blocks of ``rows``
+    sign vectors).  Here the flipped sum of ``y = d - mu0`` is approximated by
+    ``q = sum(s*d) - mu0 * (2 kept - n)`` from the sign-flip sums, and every vector is decided
+    from ``q`` when it is farther from the threshold than a proven bound on ``|BLAS - q|``:
+    any order of summing ``n`` terms is off by at most ``gamma_n * sum|terms|``
+    (``gamma_n = n u / (1 - n u)``), which covers both the BLAS sum and the pairwise one,
+    plus the roundings of ``y``, ``q``, the division by ``n`` and the comparison; when every
+    partial sum is exact (:func:`_sums_are_exact`) the summing terms drop out.  The few
+    vectors within the bound (rare: exact ties of lattice-valued differences on very large
+    query sets) are decided by the reference computation itself, ``ys @ signs.T / n`` on
+    their regenerated block of ``rows`` vectors (:func:`_reference_flipped`).
+    """
+    n = d.size
+    k_count = len(shifts)
+    gamma = 1.01 * (n + 2) * _U
+    a_d = float(np.sum(np.abs(d))) * (1.0 + 2.0 * gamma)
+    gamma_d = 0.0 if _sums_are_exact(d, a_d) else gamma
+    balance = 2.0 * kept.astype(np.float64) - n  # sum of the signs: exact
+    greater = np.zeros(k_count, dtype=np.int64)
+    less = np.zeros(k_count, dtype=np.int64)
+    pending: list[tuple[int, np.ndarray, np.ndarray]] = []
+    undecided = np.zeros(samples, dtype=bool)
+    for k, mu0 in enumerate(shifts):
+        # A shift that is not one number (NaN here) leaves every vector to the reference.
+        mu = float(mu0) if np.ndim(mu0) == 0 and np.isrealobj(mu0) else math.nan
+        lo = observed[k] - _TOLERANCE
+        hi = observed[k] + _TOLERANCE
+        with np.errstate(all="ignore"):
+            a_y = float(np.sum(np.abs(ys[k]))) * (1.0 + 2.0 * gamma)
+            gamma_y = 0.0 if _sums_are_exact(ys[k], a_y) else gamma
+            if mu != 0.0:
+                q = sums - mu * balance
+                abs_q = np.abs(q)
+                shifted = 1.01 * _U * (a_y + abs(mu) * n + abs_q)  # y's, mu * balance's and q's roundings
+            else:  # y is d itself and q the pairwise sum
+                q = np.asarray(sums)
+                abs_q = np.abs(q)
+                shifted = 0.0
+            bound = (gamma_d * a_d + gamma_y * a_y + shifted) * (1.0 + 4.0 * gamma)
+            slack = (1.0 + 16.0 * _U) * bound + 8.0 * _U * (abs_q + n * max(abs(lo), abs(hi))) + n * 1e-300
+            v = q / n
+            e = slack / n
+            g_yes = v - e >= lo
+            g_no = v + e < lo
+            l_yes = v + e <= hi
+            l_no = v - e > hi
+        g_open = ~(g_yes | g_no)
+        l_open = ~(l_yes | l_no)
+        greater[k] += int(np.count_nonzero(g_yes))
+        less[k] += int(np.count_nonzero(l_yes))
+        if g_open.any() or l_open.any():
+            pending.append((k, g_open, l_open))
+            undecided |= g_open | l_open
+    if pending:
+        flipped = _reference_flipped(ys, n, samples, seed, rows, np.flatnonzero(undecided))
+        for k, g_open, l_open in pending:
+            lo = observed[k] - _TOLERANCE
+            hi = observed[k] + _TOLERANCE
+            greater[k] += int(np.count_nonzero(flipped[k][g_open] >= lo))
+            less[k] += int(np.count_nonzero(flipped[k][l_open] <= hi))
+    return greater, less
+
+
+def _sums_are_exact(y: np.ndarray, total: float) -> bool:
+    """Whether every sum of ``+-y_i`` terms, in any order, is exact in float64.
+
+    True when every ``y_i`` is a multiple of ``2**e`` (``e`` the lowest set bit over all of
+    them) and ``total`` (an upper bound on ``sum |y_i|``) is below ``2**(53 + e)``: every
+    partial sum is then a multiple of ``2**e`` no larger than ``total``, so representable.
+    Differences on a coarse binary grid (``0, +-0.5, +-1``: success and precision at 1 or 2)
+    are; most are not.
+    """
+    bits = np.abs(y[y != 0]).view(np.int64)
+    if bits.size == 0:
+        return True
+    exponent = bits >> 52  # biased; 0 for subnormals
+    significand = (bits & ((1 << 52) - 1)) | np.where(exponent > 0, 1 << 52, 0)
+    lowest = significand & -significand  # the lowest set bit, a power of two
+    low = int(np.min(np.maximum(exponent, 1) - 1075 + np.log2(lowest.astype(np.float64)).astype(np.int64)))
+    return math.isfinite(total) and total < math.ldexp(1.0, 53 + low)
+
+
+def _reference_flipped(ys: np.ndarray, n: int, samples: int, seed: int, rows: int,
+                       wanted: np.ndarray) -> np.ndarray:
+    """``ys @ signs.T / n`` exactly as the reference computes it (the same blocks of ``rows``
+    sign vectors, so the same BLAS calls), filled in for the sign vectors in ``wanted``
+    (the rest is NaN).  Draws the sign stream again up to the last block needed."""
+    out = np.full((ys.shape[0], samples), np.nan)
+    blocks = set((wanted // rows).tolist())
+    last = max(blocks)
+    start = 0
+    rng = np.random.default_rng(seed)
+    for number, keep in enumerate(integer_blocks(rng, 2, samples, n, rows)):
+        stop = start + keep.shape[0]
+        if number in blocks:
+            signs = np.where(keep == 1, 1.0, -1.0)
+            out[:, start:stop] = ys @ signs.T / n
+        if number == last:
+            break
+        start = stop
+    return out
+
+
 def sign_flip_one_sided(d, shifts: tuple[float, ...], samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
                         chunk_rows: int | None = None) -> tuple[list[float], list[float], str]:
     """One-sided sign-flip p-values for each ``mu0`` in ``shifts``, both directions.
@@ -156,37 +282,68 @@ def sign_flip_one_sided(d, shifts: tuple[float, ...], samples: int = DEFAULT_SAM
     flipped mean is ``>= mean(y)``, ``p_less`` (H0: ``mu >= mu0``) the share ``<= mean(y)``
     (tolerance 1e-12 counts the observed assignment itself). Exact over all ``2**n`` vectors for
     ``n <= 16``; otherwise Monte Carlo, ``(1 + count) / (samples + 1)``.
+
+    The flipped mean of a Monte Carlo vector is ``ys @ signs.T / n`` in row blocks of
+    ``chunk_rows``; it is decided from the sign-flip sums of
+    :func:`gate.statistics.randomization.sign_sums` (read from the summaries
+    :func:`gate.statistics.paired.compare_paired` leaves), see :func:`_one_sided_monte_carlo`.
     """
     d = as_differences(d)
     samples = check_samples(samples)
     seed = check_seed(seed)
+    return _one_sided(d, shifts, samples, seed, chunk_rows, None)
+
+
+def _one_sided(d: np.ndarray, shifts, samples: int, seed: int, chunk_rows: int | None,
+               sums: tuple[np.ndarray, ...] | None) -> tuple[list[float], list[float], str]:
     n = d.size
     ys = np.stack([d - mu0 for mu0 in shifts])  # (k, n)
     observed = ys.mean(axis=1)
-    greater = np.zeros(len(shifts), dtype=np.int64)
-    less = np.zeros(len(shifts), dtype=np.int64)
-    total = 0
-    for signs in _sign_blocks(n, samples, seed, chunk_rows):
-        flipped = ys @ signs.T / n  # (k, rows)
-        greater += np.count_nonzero(flipped >= observed[:, None] - _TOLERANCE, axis=1)
-        less += np.count_nonzero(flipped <= observed[:, None] + _TOLERANCE, axis=1)
-        total += signs.shape[0]
     if n <= EXACT_MAX_N:
+        greater = np.zeros(len(shifts), dtype=np.int64)
+        less = np.zeros(len(shifts), dtype=np.int64)
+        total = 0
+        for signs in _sign_blocks(n, samples, seed, chunk_rows):
+            flipped = ys @ signs.T / n  # (k, rows)
+            greater += np.count_nonzero(flipped >= observed[:, None] - _TOLERANCE, axis=1)
+            less += np.count_nonzero(flipped <= observed[:, None] + _TOLERANCE, axis=1)
+            total += signs.shape[0]
         return (greater / total).tolist(), (less / total).tolist(), "exact"
+    rows = resolve_chunk_rows(chunk_rows, n)
+    if sums is None:
+        sums = sign_sums(d, samples, seed, counts=True, chunk_rows=chunk_rows)
+    greater, less = _one_sided_monte_carlo(d, ys, observed, shifts, sums[0], sums[1], samples, seed, rows)
     return ((1 + greater) / (samples + 1)).tolist(), ((1 + less) / (samples + 1)).tolist(), "monte-carlo"
 
 
-def _binomial_cdf(k: int, n: int, p: float) -> float:
-    """P(X <= k) for X ~ Binomial(n, p), summed in log space (n up to millions is fine)."""
+def _log_binomials(k: int, n: int) -> list[float]:
+    """``lgamma(n + 1) - lgamma(i + 1) - lgamma(n - i + 1)`` for ``i = 0..k``, evaluated as
+    :func:`_binomial_cdf`'s terms begin (left to right), so they can be reused for every ``p``."""
+    whole = math.lgamma(n + 1)
+    return [whole - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(k + 1)]
+
+
+def _binomial_cdf(k: int, n: int, p: float, log_binomials: list[float] | None = None) -> float:
+    """P(X <= k) for X ~ Binomial(n, p), summed in log space (n up to millions is fine).
+
+    Term ``i`` is ``exp(lgamma(n + 1) - lgamma(i + 1) - lgamma(n - i + 1) + i log p + (n - i) log q)``,
+    the terms added one after the other from ``i = 0``.  ``log_binomials`` (from
+    :func:`_log_binomials`) saves recomputing the first three of each term for another ``p``;
+    the exponents are formed with the same operations in the same order (numpy's float64
+    ``+`` and ``*`` round as Python's do), so the sum is the same bit for bit.
+    """
     if p <= 0.0:
         return 1.0
     if p >= 1.0:
         return 1.0 if k >= n else 0.0
     log_p, log_q = math.log(p), math.log1p(-p)
+    if log_binomials is None:
+        log_binomials = _log_binomials(k, n)
+    i = np.arange(k + 1, dtype=np.float64)  # exact: i and n - i are integers below 2**53
+    exponents = np.asarray(log_binomials, dtype=np.float64) + i * log_p + (n - i) * log_q
     total = 0.0
-    for i in range(k + 1):
-        total += math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
-                          + i * log_p + (n - i) * log_q)
+    for term in map(math.exp, exponents.tolist()):
+        total += term
     return min(total, 1.0)
 
 
@@ -199,10 +356,11 @@ def clopper_pearson_upper(k: int, n: int, alpha: float = ALPHA) -> float:
         return 1.0
     if k == 0:
         return 1.0 - alpha ** (1.0 / n)
+    log_binomials = _log_binomials(k, n)
     low, high = k / n, 1.0
     for _ in range(100):  # bisection: the cdf falls as p grows
         mid = (low + high) / 2.0
-        if _binomial_cdf(k, n, mid) > alpha:
+        if _binomial_cdf(k, n, mid, log_binomials) > alpha:
             low = mid
         else:
             high = mid
@@ -211,14 +369,29 @@ def clopper_pearson_upper(k: int, n: int, alpha: float = ALPHA) -> float:
 
 def evidence(d, margin: float, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
              chunk_rows: int | None = None) -> Evidence:
-    """Everything :func:`gate.verdict.rules.decide_delta` weighs, for the margin ``margin`` (> 0)."""
+    """Everything :func:`gate.verdict.rules.decide_delta` weighs, for the margin ``margin`` (> 0).
+
+    The resampled moments (Hall interval) and the sign-flip sums (one-sided tests) are read
+    from the summaries :func:`gate.statistics.paired.compare_paired` leaves for the same
+    ``d``, ``samples`` and ``seed``; what is missing is computed, the two streams side by side.
+    """
     d = as_differences(d)
     if not (math.isfinite(margin) and margin >= 0.0):
         raise ValueError(f"margin must be finite and >= 0, got {margin!r}")
     samples = check_samples(samples)
     seed = check_seed(seed)
-    low, high = hall_interval(d, samples, seed, chunk_rows)
-    greater, less, kind = sign_flip_one_sided(d, (-margin, 0.0), samples, seed, chunk_rows)
+    n = d.size
+    fast_rows_for(n, chunk_rows)
+    setup = _hall_setup(d)
+    need_moments = len(setup) == 3
+    need_sums = n > EXACT_MAX_N
+    moments, sums = run_both(
+        lambda: bootstrap_moments(d, samples, seed, 3, chunk_rows, keep=True) if need_moments else None,
+        lambda: sign_sums(d, samples, seed, True, chunk_rows, keep=True) if need_sums else None,
+        parallel=need_moments and need_sums and n * samples >= PARALLEL_MIN_DRAWS,
+    )
+    low, high = setup if moments is None else _hall_from_moments(n, *setup, *moments)
+    greater, less, kind = _one_sided(d, (-margin, 0.0), samples, seed, chunk_rows, sums)
     losses = int(np.count_nonzero(d < 0))
     return Evidence(
         n=int(d.size), mean=float(d.mean()), movers=int(np.count_nonzero(d != 0)), losses=losses,

@@ -5,6 +5,12 @@
 p-value, win/loss/tie counts and the minimum detectable effect.  Bootstrap and
 randomization use the same ``samples`` and ``seed`` (each from its own
 ``default_rng(seed)``), and both are recorded.
+
+The two random streams are consumed side by side (two threads; numpy releases the
+GIL while it draws and reduces) and what :func:`gate.statistics.evidence.evidence`
+needs of them is kept for it (:data:`gate.statistics.bootstrap.SUMMARIES`); the
+numbers are those of :func:`gate.statistics.bootstrap.paired_bootstrap` and
+:func:`gate.statistics.randomization.sign_flip_p`, bit for bit.
 """
 
 from __future__ import annotations
@@ -17,14 +23,17 @@ import numpy as np
 from .bootstrap import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
+    PARALLEL_MIN_DRAWS,
     as_differences,
+    bootstrap_moments,
+    bootstrap_result,
     check_method,
     check_samples,
     check_seed,
-    paired_bootstrap,
+    run_both,
 )
 from .power import difference_sd, minimum_detectable_effect
-from .randomization import sign_flip_p
+from .randomization import EXACT_MAX_N, TOLERANCE, monte_carlo_p, sign_flip_p, sign_sums
 
 
 class WinsLossesTies(NamedTuple):
@@ -103,8 +112,25 @@ def compare_paired(baseline, candidate, *, samples: int = DEFAULT_SAMPLES, seed:
     samples = check_samples(samples)
     seed = check_seed(seed)
     d = paired_differences(baseline, candidate)
-    boot = paired_bootstrap(d, samples, seed, method)
-    p_rand, kind = sign_flip_p(d, samples, seed)
+    n = d.size
+    # The same numbers as paired_bootstrap(d, samples, seed, method) and
+    # sign_flip_p(d, samples, seed), from one pass over each random stream, the two
+    # side by side.  The passes also keep what evidence() needs of the same streams
+    # (the resampled second and third moments, how many signs each vector keeps), so
+    # evidence(d, margin, samples, seed) right after does not draw them again.
+    hall_moments = 3 if n >= 2 and float(np.std(d, ddof=1)) != 0.0 else 1
+    monte_carlo = n > EXACT_MAX_N
+    moments, sums = run_both(
+        lambda: bootstrap_moments(d, samples, seed, hall_moments, keep=True),
+        lambda: sign_sums(d, samples, seed, counts=True, keep=True) if monte_carlo else None,
+        parallel=monte_carlo and n * samples >= PARALLEL_MIN_DRAWS,
+    )
+    boot = bootstrap_result(d, moments[0], samples, seed, method)
+    if sums is None:
+        p_rand, kind = sign_flip_p(d, samples, seed)
+    else:
+        threshold = abs(float(d.mean())) - TOLERANCE
+        p_rand, kind = monte_carlo_p(sums[0], n, threshold, samples), "monte-carlo"
     wlt = wins_losses_ties(d)
     return PairedComparison(
         n=int(d.size),

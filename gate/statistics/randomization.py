@@ -22,10 +22,12 @@ import numpy as np
 from .bootstrap import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
+    SUMMARIES,
     resolve_chunk_rows,
     as_differences,
     check_samples,
     check_seed,
+    fast_rows_for,
     integer_blocks,
 )
 
@@ -43,6 +45,67 @@ def _count_extreme(d: np.ndarray, keep: np.ndarray, threshold: float) -> int:
     """Rows of ``keep`` (1 = keep sign, 0 = flip) whose |mean| reaches ``threshold``."""
     flipped = np.where(keep.astype(bool), d, -d)
     return int(np.count_nonzero(np.abs(flipped.mean(axis=1)) >= threshold))
+
+
+#: ``keep << 63`` puts a kept sign's 1 on the float64 sign bit.
+_SIGN_SHIFT = np.uint64(63)
+_SIGN_SUMS = "sign-sums"
+
+
+def sign_flip_sums(d: np.ndarray, samples: int, seed: int, counts: bool = False,
+                   chunk_rows: int | None = None) -> tuple[np.ndarray, ...]:
+    """The Monte Carlo sign vectors' flipped sums, and optionally how many signs each keeps.
+
+    Row ``b`` of ``keep = default_rng(seed).integers(0, 2, size=(samples, n))`` (drawn in
+    row blocks) gives ``sums[b]``, bit for bit ``np.add.reduce(where(keep[b], d, -d))``:
+    the numerator of the flipped mean :func:`sign_flip_p` compares (``mean = sum / n``);
+    with ``counts``, also ``kept[b] = keep[b].sum()`` (an int64 array).  Returns
+    ``(sums,)`` or ``(sums, kept)``, read-only.
+
+    The flipped values are made without a select: ``-d`` with its sign bit XOR-ed by the
+    kept bit (``keep << 63``) is ``d`` where the sign is kept and ``-d`` where it is
+    flipped, the very values ``where`` picks; the block is then reduced row by row as
+    ``mean(axis=1)`` does.  ``d`` must be a validated 1-D float64 array.
+    """
+    d = np.ascontiguousarray(d, dtype=np.float64)
+    n = d.size
+    rows = fast_rows_for(n, chunk_rows)
+    negated = np.negative(d).view(np.uint64)
+    sums = np.empty(samples, dtype=np.float64)
+    kept = np.empty(samples, dtype=np.int64) if counts else None
+    start = 0
+    for keep in integer_blocks(np.random.default_rng(seed), 2, samples, n, rows):
+        stop = start + keep.shape[0]
+        if kept is not None:
+            kept[start:stop] = keep.sum(axis=1)
+        bits = keep.view(np.uint64)  # int64 0/1 -> the same bits as uint64
+        np.left_shift(bits, _SIGN_SHIFT, out=bits)
+        np.bitwise_xor(bits, negated, out=bits)
+        sums[start:stop] = np.add.reduce(bits.view(np.float64), axis=1)
+        start = stop
+    out = (sums,) if kept is None else (sums, kept)
+    for array in out:
+        array.setflags(write=False)
+    return out
+
+
+def sign_sums(d: np.ndarray, samples: int, seed: int, counts: bool = False,
+              chunk_rows: int | None = None, *, keep: bool = False) -> tuple[np.ndarray, ...]:
+    """:func:`sign_flip_sums`, read from :data:`gate.statistics.bootstrap.SUMMARIES` when an
+    earlier pass left them there; ``keep=True`` leaves this pass's result there."""
+    fast_rows_for(d.size, chunk_rows)  # a bad chunk_rows is an error even when cached
+    cached = SUMMARIES.get(_SIGN_SUMS, d, samples, seed, lambda value: len(value) >= (2 if counts else 1))
+    if cached is not None:
+        return cached if counts else cached[:1]
+    value = sign_flip_sums(d, samples, seed, counts, chunk_rows)
+    if keep:
+        SUMMARIES.put(_SIGN_SUMS, d, samples, seed, value)
+    return value
+
+
+def count_extreme_sums(sums: np.ndarray, n: int, threshold: float) -> int:
+    """Sign vectors whose flipped mean ``sums / n`` reaches ``threshold`` in absolute value."""
+    return int(np.count_nonzero(np.abs(sums / n) >= threshold))
 
 
 def sign_flip_p(d, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED, *,
@@ -74,9 +137,10 @@ def sign_flip_p(d, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED, *,
             count += _count_extreme(d, keep, threshold)
         return count / total, EXACT
 
-    rng = np.random.default_rng(seed)
-    rows = resolve_chunk_rows(chunk_rows, n)
-    count = 0
-    for keep in integer_blocks(rng, 2, samples, n, rows):
-        count += _count_extreme(d, keep, threshold)
-    return (1 + count) / (samples + 1), MONTE_CARLO
+    (sums,) = sign_sums(d, samples, seed, chunk_rows=chunk_rows)
+    return monte_carlo_p(sums, n, threshold, samples), MONTE_CARLO
+
+
+def monte_carlo_p(sums: np.ndarray, n: int, threshold: float, samples: int) -> float:
+    """``(1 + count) / (samples + 1)`` over the flipped sums of :func:`sign_flip_sums`."""
+    return (1 + count_extreme_sums(sums, n, threshold)) / (samples + 1)
