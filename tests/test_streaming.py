@@ -224,12 +224,17 @@ def test_compare_calls_rankings_unchanged_only_when_every_query_is_ranked_the_sa
     assert codes["swapped"] != "unchanged"
 
 
-@pytest.mark.parametrize("broken", [("baseline",), ("candidate",), ("baseline", "candidate")])
-def test_two_runs_read_side_by_side_report_the_error_reading_them_in_turn_reports(tmp_path, broken):
-    from gate.evaluation.streaming import digest_runs
+@pytest.fixture
+def side_by_side(monkeypatch):
+    """Any two runs are read side by side (the second in a child process), however small."""
+    import gate.evaluation.streaming
 
+    monkeypatch.setattr(gate.evaluation.streaming, "SIDE_BY_SIDE_BYTES", 0)
+
+
+def _pair(tmp_path, broken=()):
     paths = {}
-    for k, name in enumerate(("baseline", "candidate")):
+    for name in ("baseline", "candidate"):
         folder = tmp_path / name
         folder.mkdir()
         paths[name], qrels_path = _world(folder, 11, queries=200)
@@ -238,11 +243,65 @@ def test_two_runs_read_side_by_side_report_the_error_reading_them_in_turn_report
             at = 10 if name == "candidate" else len(lines) - 3  # the later failure comes first in time
             lines[at] = lines[at].replace(" Q0 ", " QX ")
             paths[name].write_text("\n".join(lines) + "\n")
+    return paths, qrels_path
+
+
+@pytest.mark.parametrize("broken", [("baseline",), ("candidate",), ("baseline", "candidate")])
+def test_two_runs_read_side_by_side_report_the_error_reading_them_in_turn_reports(tmp_path, broken, side_by_side):
+    from gate.evaluation.streaming import digest_runs
+
+    paths, qrels_path = _pair(tmp_path, broken)
     qrels = read_qrels(qrels_path)
     universe = query_universe(qrels).query_ids
     with pytest.raises(InputError) as raised:
-        digest_runs([paths["baseline"], paths["candidate"]], qrels, MEASURES, universe, chunk_bytes=2048)
+        digest_runs([paths["baseline"], paths["candidate"]], qrels, MEASURES, universe, qrels_spec=str(qrels_path))
     assert raised.value.path == str(paths[broken[0]])
+    if broken == ("candidate",):
+        assert raised.value.line == 11 and "column 2" in raised.value.message
+
+
+def test_a_run_digested_in_the_child_process_is_the_one_digested_here(tmp_path, side_by_side, monkeypatch):
+    from gate.evaluation.streaming import digest_runs
+
+    paths, qrels_path = _pair(tmp_path)
+    qrels = read_qrels(qrels_path)
+    universe = query_universe(qrels).query_ids
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_secret_never_in_the_child")
+    here = digest_run(paths["candidate"], qrels, MEASURES, universe, rel=2, sha256=True)
+    _, there = digest_runs([paths["baseline"], paths["candidate"]], qrels, MEASURES, universe,
+                           qrels_spec=str(qrels_path), rel=2, sha256=True)
+    for name in here.per_query.values:
+        assert np.array_equal(here.per_query.values[name], there.per_query.values[name])
+    assert (there.query_ids, there.rows, there.tag, there.sha256, there.source) == (
+        here.query_ids, here.rows, here.tag, here.sha256, here.source)
+    assert there.looked == here.looked
+
+
+def test_the_child_process_gets_no_token_and_never_imports_the_working_directory(tmp_path, monkeypatch):
+    from gate.evaluation import digest_child
+
+    (tmp_path / "gate.py").write_text("raise SystemExit('imported from the working directory')\n")
+    (tmp_path / "json.py").write_text("raise SystemExit('imported from the working directory')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_secret_never_in_the_child")
+    monkeypatch.setenv("INPUT_GITHUB-TOKEN", "ghs_secret_never_in_the_child")
+    spy = tmp_path / "spy.run"
+    spy.write_text("q1 Q0 D1 1 1.0 t\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 D1 1\n")
+    seen = {}
+    real_popen = digest_child.subprocess.Popen
+
+    def popen(*args, **kwargs):
+        seen.update(kwargs["env"])
+        return real_popen(*args, **kwargs)
+
+    monkeypatch.setattr(digest_child.subprocess, "Popen", popen)
+    digest = digest_child.start(spy, str(qrels), ["AP"], ["q1"], rel=1, k_rank=10, k_recall=100,
+                                sha256=False).result()
+    assert digest.per_query.values["AP"].tolist() == [1.0]
+    assert "GITHUB_TOKEN" not in seen and "INPUT_GITHUB-TOKEN" not in seen
+    assert not any("ghs_secret" in value for value in seen.values())
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -16,7 +16,6 @@ measure). A file whose queries are not grouped is read whole instead, with the s
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
@@ -31,7 +30,7 @@ from gate.inputs.readers.records import Qrels, Run
 from gate.inputs.readers.run_chunks import CHUNK_BYTES, PIECE_BLOCK_SIZE, RunNotGrouped, iter_run_chunks
 from gate.inputs.readers.runs import read_run
 
-__all__ = ["Cancelled", "RunDigest", "digest_loaded_run", "digest_run", "digest_runs", "piece_bytes",
+__all__ = ["RunDigest", "digest_loaded_run", "digest_run", "digest_runs", "piece_bytes",
            "ranking_fingerprints"]
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -238,13 +237,12 @@ def digest_loaded_run(run: Run, qrels: Qrels, measures: Sequence[Measure | str],
 def digest_run(path: str | os.PathLike, qrels: Qrels, measures: Sequence[Measure | str],
                query_ids: Sequence[str], *, rel: int = 1, k_rank: int = 10, k_recall: int = 100,
                chunk_bytes: int | None = None, block_size: int = PIECE_BLOCK_SIZE,
-               cancel: threading.Event | None = None, sha256: bool = False) -> RunDigest:
+               sha256: bool = False) -> RunDigest:
     """Evaluate the run file at ``path`` on ``query_ids`` (the universe, byte order) piece by piece.
 
     ``measures`` and ``rel`` as for :func:`evaluate`; ``rel``, ``k_rank`` and ``k_recall`` also
     fix the movement lookups. Bad input raises the :class:`InputError` :func:`read_run` raises.
-    ``chunk_bytes``: the text of a piece (default :func:`piece_bytes`). ``cancel``, once set,
-    stops the reading at the next piece (:class:`Cancelled`). ``sha256``:
+    ``chunk_bytes``: the text of a piece (default :func:`piece_bytes`). ``sha256``:
     also hash the file's bytes (:attr:`RunDigest.sha256`).
     """
     digester = _Digester(qrels, measures, query_ids, rel, k_rank, k_recall)
@@ -253,8 +251,6 @@ def digest_run(path: str | os.PathLike, qrels: Qrels, measures: Sequence[Measure
         chunk_bytes = piece_bytes(_size(path))
     try:
         for piece, tag in iter_run_chunks(path, chunk_bytes, block_size):
-            if cancel is not None and cancel.is_set():
-                raise Cancelled(str(path))
             digester.add(piece)
     except (RunNotGrouped, InputError):
         # Not grouped: only a whole read groups it. Bad input: the whole read names the problem
@@ -281,38 +277,26 @@ def _size(path: str | os.PathLike) -> int:
         return 0  # digest_run names the problem
 
 
-class Cancelled(Exception):
-    """The reading of a run was stopped because the other run of the pair failed."""
-
-
 def digest_runs(paths: Sequence[str | os.PathLike], qrels: Qrels, measures: Sequence[Measure | str],
-                query_ids: Sequence[str], **options) -> list[RunDigest]:
-    """:func:`digest_run` of each of ``paths``, in threads of their own (numpy's array work runs
-    on both cores at once: two 10-million-row runs take about 0.6 of the time of one after the
-    other). The first failing path in the order given raises, as reading them in turn would:
-    a failure stops the paths after it at their next piece, never one before it.
+                query_ids: Sequence[str], *, qrels_spec: str | None = None, rel: int = 1, k_rank: int = 10,
+                k_recall: int = 100, sha256: bool = False) -> list[RunDigest]:
+    """:func:`digest_run` of each of ``paths``, as reading them in turn gives them.
 
-    Runs of less than :data:`SIDE_BY_SIDE_BYTES` together are read in turn: a second thread
-    holds a second piece and its own allocator arena (about 20 MiB) to save a fraction of a
-    second."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    if len(paths) < 2 or sum(_size(path) for path in paths) < SIDE_BY_SIDE_BYTES:
+    Two runs of :data:`SIDE_BY_SIDE_BYTES` or more together, with the ``qrels_spec`` that
+    loaded ``qrels``, are read side by side: the second in a child process on the other core
+    (:mod:`gate.evaluation.digest_child`; the work holds the GIL, so threads would not run it
+    in parallel), about half the time. Errors are those of reading in turn: the first path's
+    stops the second; the second's is raised once the first is read without one. Smaller runs
+    are read in turn here (a second process costs ~50 MiB and 0.3 s to start)."""
+    options = dict(rel=rel, k_rank=k_rank, k_recall=k_recall, sha256=sha256)
+    if len(paths) != 2 or qrels_spec is None or sum(_size(path) for path in paths) < SIDE_BY_SIDE_BYTES:
         return [digest_run(path, qrels, measures, query_ids, **options) for path in paths]
-    cancels = [threading.Event() for _ in paths]
+    from gate.evaluation import digest_child
 
-    def one(i: int):
-        try:
-            return digest_run(paths[i], qrels, measures, query_ids, cancel=cancels[i], **options)
-        except BaseException:
-            for later in cancels[i + 1:]:
-                later.set()
-            raise
-
-    with ThreadPoolExecutor(max_workers=len(paths), thread_name_prefix="digest") as pool:
-        futures = [pool.submit(one, i) for i in range(len(paths))]
-        failures = [f.exception() for f in futures]
-    for failure in failures:
-        if failure is not None and not isinstance(failure, Cancelled):
-            raise failure
-    return [f.result() for f in futures]
+    child = digest_child.start(paths[1], qrels_spec, [str(m) for m in measures], query_ids, **options)
+    try:
+        first = digest_run(paths[0], qrels, measures, query_ids, **options)
+    except BaseException:
+        child.stop()
+        raise
+    return [first, child.result()]

@@ -94,7 +94,7 @@ def compare_files(
     universe = query_universe(loaded_qrels, loaded_queries)
     primary, others = settings.measures()
     baseline_run, candidate_run = digest_runs((baseline, candidate), loaded_qrels, (primary, *others),
-                                              universe.query_ids, rel=settings.rel, sha256=True)
+                                              universe.query_ids, qrels_spec=qrels, rel=settings.rel, sha256=True)
     for run in (baseline_run, candidate_run):
         require_overlap(run, universe.query_ids, loaded_qrels, loaded_queries)
     comparison = compare_evaluated(baseline_run.per_query, candidate_run.per_query, universe, loaded_queries,
