@@ -20,7 +20,12 @@ and prints wall time, chunks per second and peak RSS, the ratio to grep, and
 checks that every planted leak was found.
 
     python benchmarks/bench_leakcheck.py [--chunks 1000000] [--queries 10000] [--vocab stdlib|synthetic]
-                                         [--modes exact,trigram-jaccard] [--keep DIR]
+                                         [--modes exact,trigram-jaccard] [--keep DIR] [--only all|cli]
+                                         [--baseline-root OTHER_CHECKOUT] [--rounds N]
+
+With ``--baseline-root``, each CLI run of this checkout follows one of the other checkout
+(a former version) on the same corpus, so that the two are timed under the same load, and
+their JSON reports must be equal.
 
 Peak memory is VmHWM of the scanning process (ru_maxrss would carry over the
 generator's memory across fork+exec on Linux); grep's is /usr/bin/time's %M.
@@ -184,12 +189,16 @@ def timed_exit_0_or_1(name: str, cmd: list[str], **kw) -> tuple[str, float, floa
     return done.stdout, seconds, peak
 
 
-def cli(folder: Path, mode: str) -> dict:
-    """`retrieval-gate leakcheck` as a user runs it, on the JSONL corpus: reading, validation included."""
+def cli(folder: Path, mode: str, root: Path = REPO) -> dict:
+    """`retrieval-gate leakcheck` as a user runs it, on the JSONL corpus: reading, validation included.
+
+    ``root``: the checkout whose gate runs (another one: a paired run against a former version)."""
     out, seconds, peak = timed_exit_0_or_1("leakcheck", [
         sys.executable, "-m", "gate", "leakcheck", "--queries", str(folder / "queries.tsv"),
-        "--corpus", str(folder / "corpus.jsonl"), "--mode", mode, "--format", "json"], cwd=REPO)
-    return {"seconds": seconds, "peak_mib": peak, "matched": sorted(m["query_id"] for m in json.loads(out)["matched"])}
+        "--corpus", str(folder / "corpus.jsonl"), "--mode", mode, "--format", "json"], cwd=root)
+    report = json.loads(out)
+    return {"seconds": seconds, "peak_mib": peak, "matched": sorted(m["query_id"] for m in report["matched"]),
+            "report": report}
 
 
 SCAN_SCRIPT = r"""
@@ -254,54 +263,84 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vocab", choices=("stdlib", "synthetic"), default="stdlib",
                     help="English words from the stdlib's prose (default) or made-up syllable words (hard case)")
     ap.add_argument("--modes", default="exact,trigram-jaccard", help="which scans to time")
-    ap.add_argument("--keep", type=Path, help="generate into (and keep) this folder")
+    ap.add_argument("--keep", type=Path, help="generate into (and keep) this folder (reused when it holds a corpus "
+                                              "of the same --chunks, --queries and --vocab)")
+    ap.add_argument("--only", choices=("all", "cli"), default="all",
+                    help="cli: time only `retrieval-gate leakcheck` (no library scans, no grep)")
+    ap.add_argument("--baseline-root", type=Path,
+                    help="another checkout of the gate (a former version): each CLI run is paired with one of it, "
+                         "back to back, and their reports must be equal")
+    ap.add_argument("--rounds", type=int, default=1, help="CLI runs (pairs with --baseline-root) per mode")
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bench_leak_") as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        planted = generate(folder, args.chunks, args.queries, args.vocab)
+        key = {"chunks": args.chunks, "queries": args.queries, "vocab": args.vocab}
+        stamp = folder / "generated.json"
+        if stamp.exists() and json.loads(stamp.read_text())["key"] == key:
+            planted = json.loads(stamp.read_text())["planted"]
+            how = "reused"
+        else:
+            planted = generate(folder, args.chunks, args.queries, args.vocab)
+            stamp.write_text(json.dumps({"key": key, "planted": planted}))
+            how = f"generated in {time.perf_counter() - t0:.1f}s"
         size = (folder / "corpus.tsv").stat().st_size / 2**20
-        print(f"generated {args.chunks:,} chunks ({size:,.0f} MiB), {args.queries:,} queries, "
-              f"{len(planted['exact'])} verbatim + {len(planted['near'])} one-word-changed leaks planted "
-              f"in {time.perf_counter() - t0:.1f}s ({args.vocab} vocabulary, Python {sys.version.split()[0]})")
+        print(f"{args.chunks:,} chunks ({size:,.0f} MiB), {args.queries:,} queries, "
+              f"{len(planted['exact'])} verbatim + {len(planted['near'])} one-word-changed leaks planted, "
+              f"{how} ({args.vocab} vocabulary, Python {sys.version.split()[0]})")
 
         modes = [m for m in args.modes.split(",") if m]
         rows = []
         results = {}
-        for mode in ["read", *modes]:
-            r = scan(folder, mode)
-            results[mode] = r
-            rows.append((f"leakcheck {mode}" if mode != "read" else "read corpus only", r["seconds"], r["peak_mib"]))
-        g = grep(folder)
-        rows.append(("grep -c -F -w -f (normalized)", g["seconds"], g["peak_mib"]))
+        g = None
+        if args.only == "all":
+            for mode in ["read", *modes]:
+                r = scan(folder, mode)
+                results[mode] = r
+                rows.append((f"leakcheck {mode}" if mode != "read" else "read corpus only", r["seconds"], r["peak_mib"]))
+            g = grep(folder)
+            rows.append(("grep -c -F -w -f (normalized)", g["seconds"], g["peak_mib"]))
         cli_runs = {}
+        same_reports = True
         for mode in modes:
-            cli_runs[mode] = cli(folder, mode)
-            rows.append((f"retrieval-gate leakcheck {mode} (JSONL)", cli_runs[mode]["seconds"], cli_runs[mode]["peak_mib"]))
+            for k in range(args.rounds):
+                if args.baseline_root is not None:
+                    base = cli(folder, mode, args.baseline_root)
+                    rows.append((f"  baseline leakcheck {mode} (JSONL)", base["seconds"], base["peak_mib"]))
+                run = cli(folder, mode)
+                rows.append((f"retrieval-gate leakcheck {mode} (JSONL)", run["seconds"], run["peak_mib"]))
+                if args.baseline_root is not None and base["report"] != run["report"]:
+                    same_reports = False
+                    print(f"FAIL: the {mode} report differs from the baseline's (round {k + 1})")
+                if mode in cli_runs and cli_runs[mode]["report"] != run["report"]:
+                    same_reports = False
+                    print(f"FAIL: the {mode} report differs between rounds")
+                cli_runs[mode] = run
 
         print(f"\n{'':50} {'seconds':>9} {'chunks/s':>11} {'peak RSS MiB':>13}")
         for name, secs, mib in rows:
             print(f"{name:50} {secs:9.2f} {args.chunks / secs:11,.0f} {mib:13.0f}")
-        print(f"grep: {g['lines_matching']:,} lines match")
-        if "exact" in results:
+        if g is not None:
+            print(f"grep: {g['lines_matching']:,} lines match")
+        if "exact" in results and g is not None:
             print(f"leakcheck exact / grep time: {results['exact']['seconds'] / g['seconds']:.2f}x; "
                   f"exact matched {len(results['exact']['matched']):,} queries")
-        if "exact" in cli_runs:
+        if "exact" in cli_runs and g is not None:
             print(f"retrieval-gate leakcheck --mode exact on JSONL / grep time: "
                   f"{cli_runs['exact']['seconds'] / g['seconds']:.2f}x (reading, JSON validation, normalization included)")
         if "exact" in results and "trigram-jaccard" in results:
             print(f"trigram / exact time: {results['trigram-jaccard']['seconds'] / results['exact']['seconds']:.2f}x; "
                   f"trigram matched {len(results['trigram-jaccard']['matched']):,} queries")
 
-        ok = True
+        ok = same_reports
         expected = {"exact": planted["exact"], "trigram-jaccard": planted["exact"] + planted["near"]}
         for mode in modes:
-            if cli_runs[mode]["matched"] != results[mode]["matched"]:
+            if mode in results and cli_runs[mode]["matched"] != results[mode]["matched"]:
                 ok = False
                 print(f"FAIL: the {mode} CLI run on JSONL matched other queries than find_leaks on TSV")
-            missing = sorted(set(expected[mode]) - set(results[mode]["matched"]))
+            missing = sorted(set(expected[mode]) - set(cli_runs[mode]["matched"]))
             if missing:
                 ok = False
                 print(f"FAIL: {mode} missed planted leaks {missing[:10]}")

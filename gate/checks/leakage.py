@@ -27,18 +27,22 @@ punctuation and symbols replaced by a space, whitespace collapsed):
 How trigram mode avoids comparing every (query, chunk) pair: Jaccard(Q, W) >= t
 implies |Q & W| >= ceil(t * |Q|), which gives three necessary conditions, each
 cheaper than the next, checked with numpy over batches of chunks (see
-:class:`_TrigramFilter`): enough of the query's rarest trigrams among the
-chunk's positions (through an inverted index from trigram to queries, built over
-the QUERIES), enough of all its trigrams in the chunk, enough in one window.
-Only windows passing all three have their Jaccard computed exactly. Long chunks
-are scanned as overlapping segments of SEGMENT_TOKENS tokens, so the work per
-chunk stays proportional to its length.
+:class:`_TrigramFilter`): one whole group of the query's trigrams in the chunk
+(pigeonhole over slack + 1 groups; found through an inverted index from trigram
+to groups, built over the QUERIES), enough of all its trigrams in the chunk,
+enough in one window. Only windows passing all three have their Jaccard
+computed exactly. Long chunks are scanned as overlapping segments of
+SEGMENT_TOKENS tokens, so the work per chunk stays proportional to its length.
+Past the first chunks, batches are scanned by worker processes
+(:mod:`gate.checks.leak_filter_worker`) while this process reads the corpus.
 
-A chunk that contains the query exactly is counted as an exact hit (score 1.0)
-and skips the trigram verification (its window equals the query). When both
-modes are on, a query matched exactly somewhere reports ``exact`` (score 1.0)
-and that chunk; otherwise its best trigram chunk. ``chunks_matched`` counts the
-chunks matched by any enabled mode. Ties keep the first chunk in corpus order.
+A chunk that contains the query exactly is counted as an exact hit (score 1.0):
+in trigram mode, a window that passes the filter and equals the query (the
+automaton is only needed for exact mode, and for queries under 3 characters).
+When both modes are on, a query matched exactly somewhere reports ``exact``
+(score 1.0) and that chunk; otherwise its best trigram chunk. ``chunks_matched``
+counts the chunks matched by any enabled mode. Ties keep the first chunk in
+corpus order.
 
 Queries with fewer than ``min_tokens`` normalized tokens are too short to
 attribute: they are listed in ``skipped_short`` and never matched or counted.
@@ -49,7 +53,6 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter, deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -79,8 +82,11 @@ DEFAULT_THRESHOLD = 0.85
 DEFAULT_MIN_TOKENS = 3
 SAMPLE_CHUNKS = 5000  # chunks whose trigram frequencies choose each query's index trigrams
 SEGMENT_TOKENS = 128  # longer chunks are filtered in overlapping segments of this many tokens
-BATCH_CHARS = 1 << 19  # characters of chunk text held at once by the trigram stage
+BATCH_CHARS = 1 << 17  # characters of chunk text in a batch of the trigram stage (a few are in flight)
 PROGRESS_EVERY = 10_000
+WORKERS = 4  # worker processes for the trigram scan: one per core, at most this many
+WORKERS_AFTER_CHUNKS = 5000  # a corpus of fewer chunks is scanned in this process alone
+WAIT_FOR_WORKERS = False  # tests: wait for the workers to start instead of scanning here meanwhile
 
 
 def _byte_key(s: str) -> bytes:
@@ -234,6 +240,10 @@ def _exact_matcher(patterns: dict[str, list[int]]):
 # --------------------------------------------------------------------------- trigram filter
 
 
+# (segment, query, window start, window end, Jaccard) of windows, as lists
+Windows = tuple[list[int], list[int], list[int], list[int], list[float]]
+
+
 class _TrigramFilter:
     """Candidate filter and window bound for trigram-Jaccard, vectorized over a batch of segments.
 
@@ -242,31 +252,40 @@ class _TrigramFilter:
     necessary conditions, each cheaper than the next, narrow a batch down to the
     few windows whose Jaccard is computed exactly (in Python, on strings):
 
-    1. *prefix count*: for any subset S of Q, |S & W| >= |S| - slack. Each query is
-       indexed under S = its ``slack + EXTRA_TRIGRAMS`` rarest trigrams (rarity =
-       frequency in the corpus read so far; the index is rebuilt after the first
-       batch and after SAMPLE_CHUNKS chunks; any S is correct, rare ones are
-       fast). A (segment, query) pair goes on when the segment holds at least
-       ``|S| - slack`` trigram positions whose trigram is in S (an over-count of
-       the distinct ones, so still a necessary condition), counted from the
-       postings of the segment's trigrams: an inverted index over the QUERIES,
-       never a loop over all pairs;
+    1. *a whole group*: Q's trigrams, by rarity (frequency in the corpus read so
+       far; the groups are rebuilt after the first batch and after SAMPLE_CHUNKS
+       chunks), are dealt into ``slack + 1`` groups: group g holds the trigrams of
+       rank g, g + slack + 1, g + 2 (slack + 1), ... A window missing at most slack
+       of them leaves one group whole (pigeonhole), so a (segment, query) pair goes
+       on only when the segment holds every trigram of one of its groups. Each
+       group is indexed under its rarest trigram (an inverted index over the
+       QUERIES, never a loop over all pairs), and followed member by member, its
+       next GROUP_TABLE + 1 members tabled with its posting, while the segment
+       holds them: most groups stop at their second member;
     2. *segment count*: the segment holds at least alpha distinct trigrams of Q
-       (W lies inside one segment);
+       (W lies inside one segment): at most slack missing, counted among the
+       ``slack + PROBES`` rarest first (most pairs fail there), the rest after;
     3. *window bound*: for each window of the query's token count, the number
        of its trigram positions whose trigram is in Q (an over-count of
        |Q & W|) reaches alpha.
+
+    Any grouping and any order is correct (each condition is necessary whatever
+    the rarities): the windows that pass, and so the result, do not depend on
+    the corpus' frequencies or on how segments are batched.
 
     Segments are normalized chunk texts (or overlapping pieces of long ones)
     joined with "\n" and scanned as one numpy array: characters map to a small
     alphabet (those of the queries, 0 for any other), trigrams to integer keys,
     keys to trigram ids through a lookup table (or a sorted search when the
-    queries' alphabet is large).
+    queries' alphabet is large); which segment holds which trigram is a
+    segments x trigrams boolean matrix.
     """
 
-    EXTRA_TRIGRAMS = 6
+    PROBES = 4  # trigrams past the slack rarest looked up for every pair that holds a whole group
+    GROUP_TABLE = 4  # members of each group tabled with its posting, beyond its anchor and second
     LUT_LIMIT = 1 << 22  # direct key -> id table up to this many entries (alphabet <= 161)
     DENSE_LIMIT = 1 << 23  # cells of a rows x trigrams membership matrix built at once
+    QBITS_LIMIT = 1 << 26  # bytes of the queries' trigram bitsets (beyond: a membership matrix per batch)
 
     def __init__(self, qnorms: Sequence[str], threshold: float):
         self.n_queries = len(qnorms)
@@ -274,6 +293,7 @@ class _TrigramFilter:
         self.ntok = np.array([n.count(" ") + 1 for n in qnorms], dtype=np.int64)
         sizes = np.array([len(q) for q in self.qsets], dtype=np.int64)
         # |Q & W| must reach alpha; the epsilon keeps t * size = 17.000000000000004 at 17.
+        self.threshold = threshold
         self.alpha = np.array([max(1, math.ceil(threshold * len(q) - 1e-9)) for q in self.qsets], dtype=np.int64)
         self.sizes = sizes
         self.slack = sizes - self.alpha
@@ -304,34 +324,63 @@ class _TrigramFilter:
         self.qtid = np.fromiter((tid_of[t] for q in self.qsets for t in sorted(q)), dtype=np.int64, count=total)
         self.qof = np.repeat(np.arange(self.n_queries, dtype=np.int64), sizes)
         self.query_df = np.bincount(self.qtid, minlength=self.U)
+        # Each query's trigrams as a bitset (the window bound's membership test), unless too large.
+        self.qbytes = (self.U + 8) // 8
+        self.qbits: np.ndarray | None = None
+        if self.n_queries * self.qbytes <= self.QBITS_LIMIT:
+            self.qbits = np.zeros(self.n_queries * self.qbytes, dtype=np.uint8)
+            bit = self.qof * (8 * self.qbytes) + self.qtid
+            np.bitwise_or.at(self.qbits, bit >> 3, np.left_shift(1, bit & 7).astype(np.uint8))
         self.corpus_cf = np.zeros(self.U, dtype=np.int64)
         self.learning = True
         self.build()
 
     def build(self) -> None:
-        """Index each query under its rarest trigrams (rarity: corpus, then queries, then id)."""
+        """Deal each query's trigrams, rarest first (rarity: corpus, then queries, then id), into
+        slack + 1 groups, and index each group under its rarest trigram."""
         order = np.lexsort((self.qtid, self.query_df[self.qtid], self.corpus_cf[self.qtid], self.qof))
-        q_sorted = self.qof[order]
-        rank = np.arange(len(order), dtype=np.int64) - self.qptr[q_sorted]
-        keep_n = np.minimum(self.sizes, self.slack + self.EXTRA_TRIGRAMS)
-        kept = rank < keep_n[q_sorted]
-        tids = self.qtid[order][kept]
+        self.rtid = self.qtid[order]  # each query's trigrams, rarest first (the qof/qptr ranges stay)
+        qof = self.qof
+        n_flat = len(order)
+        stride = (self.slack + 1)[qof]
+        at = np.arange(n_flat, dtype=np.int64)
+        rank = at - self.qptr[qof]
+        # group g: ranks g, g + stride, g + 2 stride, ...; next_member: the next rank's position, or -1
+        self.next_member = np.where(rank + stride < self.sizes[qof], at + stride, -1)
+        anchors = np.flatnonzero(rank < stride)
+        tids = self.rtid[anchors]
         by_tid = np.argsort(tids, kind="stable")
-        self.pidx = q_sorted[kept][by_tid].astype(np.int32)
+        self.pentry = anchors[by_tid]
+        # for each posting (a group, under its anchor): the trigrams of its next GROUP_TABLE + 1
+        # members (U + 1, a column that every segment "holds", past its last), then where the
+        # members past those begin (-1: none)
+        none = self.U + 1
+        members = np.empty((len(self.pentry), self.GROUP_TABLE + 1), dtype=np.int64)
+        at = self.pentry
+        for j in range(self.GROUP_TABLE + 1):
+            at = np.where(at >= 0, self.next_member[np.maximum(at, 0)], -1)
+            members[:, j] = np.where(at >= 0, self.rtid[np.maximum(at, 0)], none)
+        self.psecond_tid = np.ascontiguousarray(members[:, 0])
+        self.pmembers = [np.ascontiguousarray(members[:, j]) for j in range(1, self.GROUP_TABLE + 1)]
+        self.prest = np.where(at >= 0, self.next_member[np.maximum(at, 0)], -1)
         plen = np.bincount(tids, minlength=self.U)
-        self.plen = plen.astype(np.int32)
-        self.pstart = (np.cumsum(plen) - plen).astype(np.int32)
-        need = keep_n - self.slack
-        need[self.sizes == 0] = np.iinfo(np.int64).max  # no trigrams: the exact matcher's job
-        self.need = need
-        self.min_need = max(1, int(need.min())) if len(need) else 1
+        self.plen = plen
+        self.pstart = np.cumsum(plen) - plen
         self.indexed = np.append(plen > 0, False)  # [U] = "no trigram"
 
     def _tids(self, codes: np.ndarray) -> np.ndarray:
         """Trigram id at each position (``U``: not a query trigram)."""
         a = self.cmap[np.minimum(codes, self.ctop)]
         A = self.A
-        keys = (a[:-2] * A + a[1:-1]) * A + a[2:]
+        return self._key_tids((a[:-2] * A + a[1:-1]) * A + a[2:])
+
+    def _tids_of(self, first: np.ndarray, second: np.ndarray, third: np.ndarray) -> np.ndarray:
+        """Trigram id of each (first, second, third) code point (``U``: not a query trigram)."""
+        cmap, top, A = self.cmap, self.ctop, self.A
+        return self._key_tids((cmap[np.minimum(first, top)] * A + cmap[np.minimum(second, top)]) * A
+                              + cmap[np.minimum(third, top)])
+
+    def _key_tids(self, keys: np.ndarray) -> np.ndarray:
         if self.lut is not None:
             tids = self.lut[keys]
         else:
@@ -366,78 +415,126 @@ class _TrigramFilter:
             out[p] = dense[probe_rows[p] - lo, probe_tids[p]]
         return out
 
-    def windows(self, segments: Sequence[str]) -> tuple[list[int], list[int], list[int], list[int]]:
-        """(segment, query, window start, window end) of every window that passes the three filters.
+    def windows(self, segments: Sequence[str]) -> Windows:
+        """(segment, query, window start, window end, Jaccard) of every window of Jaccard >= threshold.
 
-        Window starts and ends are character offsets in the segment.
+        Window starts and ends are character offsets in the segment. The segments are
+        taken a slice at a time so that a segments x trigrams matrix stays within DENSE_LIMIT.
         """
-        nothing: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
         if not self.U or not segments:
-            return nothing
+            return [], [], [], [], []
+        per = max(1, self.DENSE_LIMIT // (self.U + 2))
+        if len(segments) <= per:
+            return self._windows(segments)
+        out: Windows = ([], [], [], [], [])
+        for lo in range(0, len(segments), per):
+            s, q, a, b, score = self._windows(segments[lo : lo + per])
+            out[0].extend(x + lo for x in s)
+            out[1].extend(q)
+            out[2].extend(a)
+            out[3].extend(b)
+            out[4].extend(score)
+        return out
+
+    def _windows(self, segments: Sequence[str]) -> Windows:
+        nothing: Windows = ([], [], [], [], [])
         text = "\n".join(segments)
         codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
         if len(codes) < 3:
             return nothing
+        U = self.U
+        W = U + 2  # the columns of the segments x trigrams matrix: U = no trigram, U + 1 = see below
         n_seg = len(segments)
         lens = np.fromiter(map(len, segments), dtype=np.int64, count=n_seg)
         offs = np.zeros(n_seg, dtype=np.int64)
         offs[1:] = np.cumsum(lens + 1)[:-1]
         T = self._tids(codes)
-        valid = np.flatnonzero(T < self.U)
+        valid = np.flatnonzero(T < U)
         if self.learning:
             first = not self.corpus_cf.any()
-            self.corpus_cf += np.bincount(T[valid], minlength=self.U + 1)[: self.U]
+            self.corpus_cf += np.bincount(T[valid], minlength=U + 1)[:U]
             if first:
                 self.build()
         if not len(valid):
             return nothing
         n_q = self.n_queries
-        seg_of_valid = np.repeat(np.arange(n_seg, dtype=np.int32), lens + 1)[valid]
+        # dense[s * W + t]: segment s holds query trigram t (n_seg * W <= DENSE_LIMIT, see windows)
+        dense = np.zeros(n_seg * W, dtype=bool)
+        dense[U + 1 :: W] = True  # column U + 1: "no further member", held by every segment
+        seg_of_valid = np.repeat(np.arange(n_seg, dtype=np.int64), lens + 1)[valid]
+        T_valid = T[valid]
+        keys = seg_of_valid * W + T_valid
+        dense[keys] = True
 
-        # 1. prefix count: indexed trigram positions per segment, expanded through the postings
-        hit = self.indexed[T[valid]]
-        tid1 = T[valid[hit]]
-        if not len(tid1):
+        # 1. whole groups: the distinct anchors of each segment, expanded through the postings, and
+        # each group followed member by member while the segment holds them
+        keys = keys[self.indexed[T_valid]]
+        if not len(keys):
             return nothing
-        seg1 = seg_of_valid[hit]
+        keys.sort()
+        first = np.empty(len(keys), dtype=bool)
+        first[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=first[1:])
+        keys = keys[first]
+        tid1 = keys % W
         counts = self.plen[tid1]
-        ends = np.cumsum(counts, dtype=np.int64)
+        ends = np.cumsum(counts)
         total = int(ends[-1])
-        flat = np.repeat(self.pstart[tid1] - (ends - counts).astype(np.int32), counts)
-        flat += np.arange(total, dtype=np.int32)
-        pair_type = np.int32 if n_seg * n_q < 2**31 else np.int64
-        pair = self.pidx[flat].astype(pair_type, copy=False)
-        pair += np.repeat(seg1.astype(pair_type) * pair_type(n_q), counts)
-        # The pairs seen at least `need` times: sorted, a pair's run is long enough when the
-        # element need - 1 after its first is still that pair. Sorting releases the GIL (a
-        # bincount into n_seg x n_q bins is as fast alone but holds it, so batches in two
-        # threads ran no faster); the pairs come out in the same (segment, query) order.
-        pair.sort()
-        n = len(pair)
-        m = min(self.min_need, n)
-        head = np.empty(n - m + 1, dtype=bool)
-        head[0] = True
-        np.not_equal(pair[1 : n - m + 1], pair[: n - m], out=head[1:])
-        head &= pair[m - 1 :] == pair[: n - m + 1]
-        at = np.flatnonzero(head)
-        value = pair[at].astype(np.int64)
-        last = at + np.minimum(self.need[value % n_q], n + 1) - 1
-        ok = last < n
-        ok[ok] = pair[last[ok]] == value[ok]
-        s_pair, q_pair = np.divmod(value[ok], n_q)
-        if not len(s_pair):
+        flat = np.repeat(self.pstart[tid1] - (ends - counts), counts)
+        flat += np.arange(total, dtype=np.int64)
+        rows = np.repeat(keys - tid1, counts)  # segment * W
+        # the group's second member (those of one trigram: "held" through column U + 1)
+        at = np.flatnonzero(dense[rows + self.psecond_tid[flat]])
+        rows, flat = rows[at], flat[at]
+        # its next members (column U + 1 past a group's last)
+        for member_tid in self.pmembers:
+            at = np.flatnonzero(dense[rows + member_tid[flat]])
+            rows, flat = rows[at], flat[at]
+        cur = self.prest[flat]
+        whole_rows = [rows[cur < 0]]
+        whole_at = [self.pentry[flat[cur < 0]]]
+        at = np.flatnonzero(cur >= 0)
+        rows, cur = rows[at], cur[at]
+        while len(cur):  # the members of long groups past the table, while the segment holds them
+            present = dense[rows + self.rtid[cur]]
+            rows, cur = rows[present], cur[present]
+            nxt = self.next_member[cur]
+            whole_rows.append(rows[nxt < 0])
+            whole_at.append(cur[nxt < 0])
+            rows, cur = rows[nxt >= 0], nxt[nxt >= 0]
+        pair = np.concatenate(whole_rows) // W * n_q + self.qof[np.concatenate(whole_at)]
+        if not len(pair):
             return nothing
+        pair.sort()
+        keep = np.empty(len(pair), dtype=bool)
+        keep[0] = True
+        np.not_equal(pair[1:], pair[:-1], out=keep[1:])
+        s_pair, q_pair = np.divmod(pair[keep], n_q)
 
-        # 2. segment count: distinct trigrams of Q in the segment >= alpha
-        sizes = self.sizes[q_pair]
-        offsets = np.cumsum(sizes) - sizes
-        total = int(sizes.sum())
-        flat = np.repeat(self.qptr[q_pair] - offsets, sizes) + np.arange(total, dtype=np.int64)
-        pair_of = np.repeat(np.arange(len(q_pair), dtype=np.int64), sizes)
-        member = self._membership(seg_of_valid, T[valid], n_seg, s_pair[pair_of], self.qtid[flat])
-        have = np.bincount(pair_of[member], minlength=len(q_pair))
-        ok = have >= self.alpha[q_pair]
-        s_pair, q_pair = s_pair[ok], q_pair[ok]
+        # 2. segment count: at most slack of Q's trigrams missing from the segment; the rarest
+        # PROBES are looked up for every pair (most pairs miss too many of them), the rest after
+        rows = s_pair * W
+        start = self.qptr[q_pair]
+        stop = self.qptr[q_pair + 1]
+        slack = self.slack[q_pair]
+        width = int(slack.max()) + self.PROBES
+        probe = start[:, None] + np.arange(width, dtype=np.int64)
+        real = probe < np.minimum(stop, start + slack + self.PROBES)[:, None]
+        probe = self.rtid[np.minimum(probe, len(self.rtid) - 1)]
+        probe += rows[:, None]
+        budget = slack - (real & ~dense[probe]).sum(axis=1)
+        at = np.flatnonzero(budget >= 0)
+        s_pair, q_pair, budget, rows, stop = s_pair[at], q_pair[at], budget[at], rows[at], stop[at]
+        nxt = start[at] + slack[at] + self.PROBES
+        rest = np.maximum(stop - nxt, 0)
+        total = int(rest.sum())
+        if total:
+            k0 = len(s_pair)
+            pair_of = np.repeat(np.arange(k0, dtype=np.int64), rest)
+            flat = np.repeat(nxt - (np.cumsum(rest) - rest), rest) + np.arange(total, dtype=np.int64)
+            missing = ~dense[rows[pair_of] + self.rtid[flat]]
+            ok = np.bincount(pair_of[missing], minlength=k0) <= budget
+            s_pair, q_pair = s_pair[ok], q_pair[ok]
         if not len(s_pair):
             return nothing
 
@@ -448,10 +545,15 @@ class _TrigramFilter:
         total = int(npos.sum())
         pos = np.repeat(offs[s_pair] - pos_off, npos) + np.arange(total, dtype=np.int64)
         pos_pair = np.repeat(np.arange(k, dtype=np.int64), npos)
-        sizes = self.sizes[q_pair]
-        q_off = np.cumsum(sizes) - sizes
-        qflat = np.repeat(self.qptr[q_pair] - q_off, sizes) + np.arange(int(sizes.sum()), dtype=np.int64)
-        inq = self._membership(np.repeat(np.arange(k, dtype=np.int64), sizes), self.qtid[qflat], k, pos_pair, T[pos])
+        if self.qbits is not None:  # a bit per (query, trigram)
+            t = T[pos]
+            inq = self.qbits[q_pair[pos_pair] * self.qbytes + (t >> 3)] >> (t & 7).astype(np.uint8)
+            inq &= 1
+        else:
+            sizes = self.sizes[q_pair]
+            q_off = np.cumsum(sizes) - sizes
+            qflat = np.repeat(self.qptr[q_pair] - q_off, sizes) + np.arange(int(sizes.sum()), dtype=np.int64)
+            inq = self._membership(np.repeat(np.arange(k, dtype=np.int64), sizes), self.qtid[qflat], k, pos_pair, T[pos])
         cum = np.zeros(total + 1, dtype=np.int64)
         np.cumsum(inq, out=cum[1:])
 
@@ -477,14 +579,48 @@ class _TrigramFilter:
         hi = np.where(long_enough, base + b - 2, 0)
         lo = np.where(long_enough, base + a, 0)
         bound = cum[hi] - cum[lo]
-        keep = long_enough & (bound >= self.alpha[q_pair][win_pair])
-        win_pair = win_pair[keep]
+        keep = np.flatnonzero(long_enough & (bound >= self.alpha[q_pair][win_pair]))
+        if not len(keep):
+            return nothing
+        win_pair, a, b = win_pair[keep], a[keep], b[keep]
+
+        # 4. the exact Jaccard of each window left: its distinct trigrams (all of them, by code
+        # points), and those in Q; the same float as inter / (|Q| + |W| - inter) in Python
+        nw = len(win_pair)
+        cnt = b - a - 2
+        wid = np.repeat(np.arange(nw, dtype=np.int64), cnt)
+        pos = np.repeat(a - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()), dtype=np.int64)
+        c = codes.astype(np.int64)
+        key = (c[pos] << 42) | (c[pos + 1] << 21) | c[pos + 2]
+        uniq, rank = np.unique(key, return_inverse=True)
+        entry = wid * len(uniq) + rank.reshape(-1)
+        entry.sort()
+        first = np.empty(len(entry), dtype=bool)
+        first[0] = True
+        np.not_equal(entry[1:], entry[:-1], out=first[1:])
+        wid, rank = np.divmod(entry[first], len(uniq))  # each distinct (window, trigram)
+        wsize = np.bincount(wid, minlength=nw)
+        q_win = q_pair[win_pair]
+        t = self._tids_of(uniq >> 42, (uniq >> 21) & 0x1FFFFF, uniq & 0x1FFFFF)[rank]
+        if self.qbits is not None:
+            inq = (self.qbits[q_win[wid] * self.qbytes + (t >> 3)] >> (t & 7).astype(np.uint8)) & 1
+            inq = inq.astype(bool)
+        else:
+            sizes = self.sizes[q_win]
+            q_off = np.cumsum(sizes) - sizes
+            qflat = np.repeat(self.qptr[q_win] - q_off, sizes) + np.arange(int(sizes.sum()), dtype=np.int64)
+            inq = self._membership(np.repeat(np.arange(nw, dtype=np.int64), sizes), self.qtid[qflat], nw, wid, t)
+        inter = np.bincount(wid[inq], minlength=nw)
+        score = inter / (self.sizes[q_win] + wsize - inter)
+        keep = np.flatnonzero(score >= self.threshold)
+        win_pair, a, b, score = win_pair[keep], a[keep], b[keep], score[keep]
         seg_start = offs[s_pair][win_pair]
         return (
             s_pair[win_pair].tolist(),
             q_pair[win_pair].tolist(),
-            (a[keep] - seg_start).tolist(),
-            (b[keep] - seg_start).tolist(),
+            (a - seg_start).tolist(),
+            (b - seg_start).tolist(),
+            score.tolist(),
         )
 
 
@@ -525,6 +661,92 @@ def _check_options(modes: Iterable[str], threshold: float, min_tokens: int) -> t
     return tuple(m for m in MODES if m in chosen)
 
 
+def _patterns(qnorms: Sequence[str]) -> dict[str, list[int]]:
+    patterns: dict[str, list[int]] = {}
+    for qi, norm in enumerate(qnorms):
+        patterns.setdefault(norm, []).append(qi)
+    return patterns
+
+
+# What a batch of chunks yields: the (chunk, query) pairs of its exact hits, then those of its
+# trigram matches with their scores (a chunk's exact hits are not among its trigram matches).
+# Chunks are numbered from 0 within the batch.
+BatchResult = tuple[list[int], list[int], list[int], list[int], list[float]]
+
+
+class _Scanner:
+    """The trigram scan of a batch of normalized chunk texts: each chunk's exact hits and trigram matches.
+
+    find_leaks runs it in this process for the first chunks (the learning phase, which
+    tunes the filter's index), for small corpora and as the fallback; past the learning
+    phase the worker processes (gate.checks.leak_filter_worker) run the same class,
+    built from the same queries. What it returns depends on the texts only, never on
+    the filter's index or on how chunks are batched: the filter only prunes windows
+    whose Jaccard cannot reach the threshold, and every window left is scored exactly.
+
+    Exact hits need no automaton here: a query found in a chunk on token boundaries is a
+    window of the chunk equal to the query, of Jaccard 1.0, so the filter passes it; a
+    window passed is an exact hit when its text is the query's. Only queries of fewer than
+    3 characters (no trigram) are looked for by the automaton.
+    """
+
+    def __init__(self, qnorms: Sequence[str], threshold: float):
+        self.qnorms = list(qnorms)
+        short = [norm if len(norm) < 3 else "" for norm in qnorms]
+        self.exact = _exact_matcher({k: v for k, v in _patterns(short).items() if k}) if any(short) else None
+        self.filt = _TrigramFilter(qnorms, threshold)
+        self.threshold = threshold
+        self.longest = max((n.count(" ") + 1 for n in qnorms), default=1)
+        filt = self.filt
+        # segments per filter call: a segments x trigrams matrix of about 2 MiB (larger ones run slower)
+        self.max_segments = max(32, min(1024, (1 << 21) // (filt.U + 2)))
+
+    def scan(self, texts: Sequence[str]) -> BatchResult:
+        exact: set[tuple[int, int]] = set()  # (chunk, query)
+        found: dict[tuple[int, int], float] = {}  # (chunk, query) -> best window score
+        segments: list[str] = []
+        owners: list[int] = []
+        chars = 0
+        for owner, norm in enumerate(texts):
+            if self.exact is not None:
+                exact.update((owner, qi) for qi in self.exact.find(norm))
+            for segment in _segments(norm, self.longest):
+                segments.append(segment)
+                owners.append(owner)
+                chars += len(segment) + 1
+                if len(segments) >= self.max_segments or chars >= BATCH_CHARS:
+                    self._score(segments, owners, exact, found)
+                    segments, owners, chars = [], [], 0
+        if segments:
+            self._score(segments, owners, exact, found)
+        hits = sorted(exact)
+        matches = [(key, score) for key, score in found.items() if key not in exact]
+        return ([owner for owner, _qi in hits], [qi for _owner, qi in hits],
+                [owner for (owner, _qi), _score in matches], [qi for (_owner, qi), _score in matches],
+                [score for _key, score in matches])
+
+    def _score(self, segments: list[str], owners: list[int], exact: set[tuple[int, int]],
+               found: dict[tuple[int, int], float]) -> None:
+        """The windows of Jaccard >= threshold, by chunk; one equal to the query is an exact hit."""
+        qnorms = self.qnorms
+        for s, qi, a, b, score in zip(*self.filt.windows(segments)):
+            key = (owners[s], qi)
+            if key in exact:
+                continue
+            if score == 1.0 and segments[s][a:b] == qnorms[qi]:
+                exact.add(key)
+            elif score > found.get(key, 0.0):
+                found[key] = score
+
+
+def _worker_count() -> int:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return min(WORKERS, cores)
+
+
 def find_leaks(
     queries: Iterable[Query],
     chunks: Iterable[Any],
@@ -532,6 +754,7 @@ def find_leaks(
     threshold: float = DEFAULT_THRESHOLD,
     min_tokens: int = DEFAULT_MIN_TOKENS,
     progress: Callable[[int], None] | None = None,
+    workers: int | None = None,
 ) -> LeakageResult:
     """Scan ``chunks`` once for the text of ``queries``.
 
@@ -541,6 +764,9 @@ def find_leaks(
     is consumed once, and only a bounded batch of chunk texts is held at a time.
     A missing ``doc_id`` (None or "") falls back to the chunk id before ``#``.
     ``progress(chunks_scanned)`` is called every 10,000 chunks and at the end.
+    ``workers``: worker processes for the trigram mode past its first WORKERS_AFTER_CHUNKS
+    chunks (None: one per core, at most WORKERS; 0 or 1: none). The result is the same
+    with any number.
     """
     modes = _check_options(modes, threshold, min_tokens)
     threshold = float(threshold)
@@ -569,26 +795,15 @@ def find_leaks(
         qnorms.append(norm)
     n_q = len(qids)
 
-    patterns: dict[str, list[int]] = {}
-    for qi, norm in enumerate(qnorms):
-        patterns.setdefault(norm, []).append(qi)
-    # Exact hits are searched in both modes: an exact occurrence is a window of
-    # Jaccard 1.0, found faster by the automaton than through the trigram filter
-    # (and the only way a query under 3 characters can reach 1.0).
-    exact = _exact_matcher(patterns)
-    filt = _TrigramFilter(qnorms, threshold) if trigram_on and n_q else None
-    ntok = [n.count(" ") + 1 for n in qnorms]
-    longest = max(ntok, default=1)
-
     best_exact = [False] * n_q
     best_score = [0.0] * n_q
     best_seq = [0] * n_q
     best_chunk: list[tuple[str, str] | None] = [None] * n_q
     n_matched = [0] * n_q
 
-    def record(qi: int, seq: int, chunk_id: str, doc_id: str, is_exact: bool, score: float, count: bool = True) -> None:
-        if count:
-            n_matched[qi] += 1
+    def record(qi: int, seq: int, chunk_id: str, doc_id: str, is_exact: bool, score: float) -> None:
+        # The best chunk is the greatest (exact, score, -seq): any order of calls gives the same.
+        n_matched[qi] += 1
         current = best_chunk[qi]
         if current is not None:
             if (is_exact, score) < (best_exact[qi], best_score[qi]):
@@ -598,79 +813,12 @@ def find_leaks(
         best_exact[qi], best_score[qi], best_seq[qi] = is_exact, score, seq
         best_chunk[qi] = (chunk_id, doc_id)
 
-    # The trigram stage works on batches: segment texts, and for each the chunk it came from.
-    batch_segments: list[str] = []
-    batch_owner: list[int] = []
-    batch_chunks: list[tuple[int, str, str, set[int]]] = []  # (seq, chunk id, doc id, exact hits)
-    batch_chars = 0
-    max_segments = 32
-    if filt is not None:
-        max_segments = max(32, min(1024, (1 << 21) // max(n_q, 1), filt.DENSE_LIMIT // (filt.U + 1)))
-
-    # A long chunk whose segments straddle a flush: its sequence number and the
-    # queries already counted for it (a chunk counts once per query).
-    carry: tuple[int, set[int]] = (-1, set())
-
-    # Batches past the learning phase have their windows found in worker threads (numpy
-    # releases the GIL for most of a batch: 1.2-1.5x on 2 cores) while this thread reads the next
-    # chunks; their results are taken in submission order, so every count, every best chunk
-    # and every tie is exactly what one thread finds. At most `workers` batches are in flight.
-    workers = min(2, os.cpu_count() or 1)
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="leak-trigram") if filt is not None and workers > 1 else None
-    in_flight: deque = deque()
-
-    def finish(windows: tuple, segments: list[str], owners: list[int],
-               chunks_of: list[tuple[int, str, str, set[int]]], mid_chunk: bool) -> None:
-        nonlocal carry
-        assert filt is not None
-        found: dict[tuple[int, int], float] = {}  # (chunk in batch, query) -> best score
-        qsets = filt.qsets
-        for s, qi, a, b in zip(*windows):
-            owner = owners[s]
-            if qi in chunks_of[owner][3]:
-                continue  # an exact hit in this chunk: already recorded, at 1.0
-            q = qsets[qi]
-            window = segments[s][a:b]
-            w = {window[p : p + 3] for p in range(len(window) - 2)}
-            inter = len(q & w)
-            score = inter / (len(q) + len(w) - inter)
-            if score >= threshold and score > found.get((owner, qi), 0.0):
-                found[(owner, qi)] = score
-        carry_seq, counted = carry
-        for (owner, qi), score in found.items():
-            seq, chunk_id, doc_id, _hits = chunks_of[owner]
-            again = seq == carry_seq and qi in counted
-            record(qi, seq, chunk_id, doc_id, False, score, count=not again)
-        if mid_chunk:
-            last = chunks_of[-1][0]
-            now = {qi for (owner, qi) in found if owner == len(chunks_of) - 1}
-            carry = (last, (counted | now) if last == carry_seq else now)
-        else:
-            carry = (-1, set())
-
-    def drain(keep: int = 0) -> None:
-        while len(in_flight) > keep:
-            future, *rest = in_flight.popleft()
-            finish(future.result(), *rest)
-
-    def flush(mid_chunk: bool = False) -> None:
-        nonlocal batch_chars, batch_segments, batch_owner, batch_chunks
-        assert filt is not None
-        batch = (batch_segments, batch_owner, batch_chunks, mid_chunk)
-        if filt.learning or pool is None:  # the learning batches change the index: one at a time
-            drain()
-            finish(filt.windows(batch_segments), *batch)
-            if filt.learning and batch_chunks[-1][0] + 1 >= SAMPLE_CHUNKS:
-                filt.learning = False
-                filt.build()
-        else:
-            in_flight.append((pool.submit(filt.windows, batch_segments), *batch))
-            drain(keep=workers)
-        batch_segments, batch_owner, batch_chunks = [], [], []
-        batch_chars = 0
-
     scanned = 0
-    try:
+    if not (trigram_on and n_q):
+        # Exact hits are searched in both modes: an exact occurrence is a window of Jaccard 1.0,
+        # found faster by the automaton than through the trigram filter (and the only way a
+        # query under 3 characters can reach 1.0).
+        exact = _exact_matcher(_patterns(qnorms))
         for chunk in chunks:
             seq = scanned
             scanned += 1
@@ -684,32 +832,13 @@ def find_leaks(
             if not norm:
                 continue
             hits = exact.find(norm)
-            if hits or filt is not None:
-                chunk_id = str(chunk.chunk_id)
-                doc_id = chunk.doc_id
-                doc_id = chunk_id.partition("#")[0] if doc_id is None or doc_id == "" else str(doc_id)
+            if hits:
+                chunk_id, doc_id = _ids(chunk.chunk_id, chunk.doc_id)
                 for qi in hits:
                     record(qi, seq, chunk_id, doc_id, exact_on, 1.0)
-                if filt is not None:
-                    entry = (seq, chunk_id, doc_id, hits)
-                    owner = -1
-                    segments = _segments(norm, longest)
-                    for k, segment in enumerate(segments, start=1):
-                        if owner < 0:  # (again, when a long chunk's segments straddle a flush)
-                            owner = len(batch_chunks)
-                            batch_chunks.append(entry)
-                        batch_segments.append(segment)
-                        batch_owner.append(owner)
-                        batch_chars += len(segment) + 1
-                        if len(batch_segments) >= max_segments or batch_chars >= BATCH_CHARS:
-                            flush(mid_chunk=k < len(segments))
-                            owner = -1
-        if filt is not None and batch_segments:
-            flush()
-        drain()
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+    else:
+        scanned = _scan_batches(_Scanner(qnorms, threshold), qnorms, threshold, chunks, progress, record, exact_on,
+                                _worker_count() if workers is None else workers)
     if progress is not None:
         progress(scanned)
 
@@ -739,6 +868,128 @@ def find_leaks(
         threshold=threshold,
         chunks_scanned=scanned,
     )
+
+
+def _ids(chunk_id: Any, doc_id: Any) -> tuple[str, str]:
+    chunk_id = str(chunk_id)
+    return chunk_id, chunk_id.partition("#")[0] if doc_id is None or doc_id == "" else str(doc_id)
+
+
+def _scan_batches(scanner: _Scanner, qnorms: Sequence[str], threshold: float, chunks: Iterable[Any],
+                  progress: Callable[[int], None] | None, record: Callable[..., None], exact_on: bool,
+                  workers: int) -> int:
+    """The trigram scan, in batches of about BATCH_CHARS characters of chunk text; the number of chunks.
+
+    The first SAMPLE_CHUNKS chunks are scanned here while the filter learns the corpus'
+    trigram frequencies. Past the first WORKERS_AFTER_CHUNKS chunks, `workers` worker
+    processes (two or more) scan the batches while this process reads the next ones, at
+    most PER_WORKER batches each in flight; until a worker is ready, and if any fails
+    (dies, errs or stops answering), batches are scanned here, those in flight included.
+    Results are taken in corpus order, and `record` gives the same answer in any order.
+    """
+    from gate.checks import leak_filter_worker
+
+    filt = scanner.filt
+    texts: list[str] = []
+    metas: list[tuple[int, Any, Any]] = []  # (seq, chunk id, doc id) of each text, as given
+    chars = 0
+    pending: deque = deque()  # (ticket, texts, metas) of the batches in the workers, in corpus order
+    pool: leak_filter_worker.WorkerPool | None = None
+    pool_failed = workers < 2
+
+    def take(result: BatchResult, metas: list[tuple[int, Any, Any]]) -> None:
+        ex_owner, ex_query, tri_owner, tri_query, tri_score = result
+        for owner, qi in zip(ex_owner, ex_query):
+            seq, cid, did = metas[owner]
+            record(qi, seq, *_ids(cid, did), exact_on, 1.0)
+        for owner, qi, score in zip(tri_owner, tri_query, tri_score):
+            seq, cid, did = metas[owner]
+            record(qi, seq, *_ids(cid, did), False, score)
+
+    def fail(error: Exception) -> None:
+        nonlocal pool, pool_failed
+        import warnings
+
+        if pool is not None:
+            pool.close(kill=True)
+        pool, pool_failed = None, True
+        warnings.warn(f"leak scan: the worker processes failed, scanning in this process instead ({error})",
+                      RuntimeWarning, stacklevel=4)
+        while pending:
+            _ticket, batch_texts, batch_metas = pending.popleft()
+            take(scanner.scan(batch_texts), batch_metas)
+
+    def drain(keep: int) -> None:
+        while len(pending) > keep:
+            assert pool is not None
+            ticket, _texts, batch_metas = pending[0]
+            try:
+                result = pool.result(ticket)
+            except leak_filter_worker.WorkerError as error:
+                fail(error)
+                return
+            pending.popleft()
+            take(result, batch_metas)
+
+    def flush() -> None:
+        nonlocal texts, metas, chars, pool, pool_failed
+        batch_texts, batch_metas = texts, metas
+        texts, metas, chars = [], [], 0
+        if filt.learning:
+            take(scanner.scan(batch_texts), batch_metas)
+            if batch_metas[-1][0] + 1 >= SAMPLE_CHUNKS:
+                filt.learning = False
+                filt.build()
+            return
+        if pool is None and not pool_failed and scanned >= WORKERS_AFTER_CHUNKS:
+            try:
+                pool = leak_filter_worker.WorkerPool(workers, qnorms, threshold, filt.corpus_cf)
+            except (OSError, leak_filter_worker.WorkerError) as error:
+                fail(error)
+        if pool is not None and WAIT_FOR_WORKERS:
+            try:
+                pool.wait_ready(leak_filter_worker.WORKER_TIMEOUT)
+            except leak_filter_worker.WorkerError as error:
+                fail(error)
+        if pool is not None and pool.error is not None:
+            fail(pool.error)
+        if pool is not None and pool.ready():
+            try:
+                pending.append((pool.submit(batch_texts), batch_texts, batch_metas))
+            except leak_filter_worker.WorkerError as error:
+                fail(error)
+            else:
+                drain(keep=pool.capacity())
+                return
+        take(scanner.scan(batch_texts), batch_metas)
+
+    scanned = 0
+    try:
+        for chunk in chunks:
+            seq = scanned
+            scanned += 1
+            if progress is not None and scanned % PROGRESS_EVERY == 0:
+                progress(scanned)
+            text = chunk.text
+            # (gate.checks.leak_stream hands over chunks normalized in its reader process)
+            norm = text if getattr(chunk, "normalized", False) else normalize(text) if text else ""
+            if not norm:
+                continue
+            texts.append(norm)
+            metas.append((seq, chunk.chunk_id, chunk.doc_id))
+            chars += len(norm) + 1
+            if chars >= BATCH_CHARS or (filt.learning and scanned == SAMPLE_CHUNKS):
+                flush()
+        if texts:
+            flush()
+        drain(keep=0)
+        if pool is not None:
+            pool.close()
+            pool = None
+    finally:
+        if pool is not None:  # an error, an interrupt, or a caller that stopped early
+            pool.close(kill=True)
+    return scanned
 
 
 # --------------------------------------------------------------------------- text output

@@ -84,14 +84,15 @@ CONFIGS = {
     "no-pyahocorasick": {"_ahocorasick": None},
     "sorted-key-lookup": {"LUT_LIMIT": 0},
     "tiny-batches": {"BATCH_CHARS": 60, "SEGMENT_TOKENS": 4, "SAMPLE_CHUNKS": 3, "DENSE_LIMIT": 8},
-    "plain-prefix-filter": {"EXTRA_TRIGRAMS": 1},
+    "no-group-table": {"GROUP_TABLE": 0, "PROBES": 0},
+    "no-query-bitsets": {"QBITS_LIMIT": 0},
 }
 
 
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 def test_matches_brute_force_reference(config, monkeypatch):
     for name, value in CONFIGS[config].items():
-        target = leakage._TrigramFilter if name in ("LUT_LIMIT", "DENSE_LIMIT", "EXTRA_TRIGRAMS") else leakage
+        target = leakage._TrigramFilter if name in ("LUT_LIMIT", "DENSE_LIMIT", "GROUP_TABLE", "PROBES", "QBITS_LIMIT") else leakage
         monkeypatch.setattr(target, name, value)
     rng = random.Random(f"leak-{config}")
     for _ in range(120):
