@@ -135,23 +135,8 @@ def look_all(run: Run, relevant: Mapping[str, set[str]], k_rank: int, k_recall: 
     if deeper.any():
         beyond, _ = _first_hits(run, perm, qids, relevant, which, top, deeper, k_recall)
         first = np.where(first < 0, beyond, first)
-    # A first hit with an equal score beside it (at trec_eval's precision) may be tie-sensitive.
-    ordered = compared_scores(run.scores)
-    slot = starts[which] + first
-    score = ordered[perm[slot]]
-    above = (first > 0) & (ordered[perm[np.maximum(slot - 1, 0)]] == score)
-    below = (first >= 0) & (first + 1 < lens) & (ordered[perm[np.minimum(slot + 1, len(perm) - 1)]] == score)
-    slow = above | below
-    out: dict[str, Look] = {}
-    lookup = RankedLookup(run, perm) if slow.any() else None
-    for k, qid in enumerate(qids):
-        if slow[k]:
-            out[qid] = lookup.look(qid, relevant[qid], k_rank, k_recall)
-        elif first[k] < 0:
-            out[qid] = (None, 0, False)
-        else:
-            out[qid] = (int(first[k]) + 1, int(found[k]), False)
-    return out
+    slow = _tied_first(compared_scores(run.scores)[perm], starts[which], first, lens)
+    return _answers(run, qids, range(len(qids)), first, found, slow, relevant, k_rank, k_recall, perm)
 
 
 def looks_from_labels(run: Run, ordered: OrderedLabels, relevant: Mapping[str, set[str]], rel_threshold: int,
@@ -172,18 +157,30 @@ def looks_from_labels(run: Run, ordered: OrderedLabels, relevant: Mapping[str, s
     has, first_at = np.unique(seg[hits], return_index=True)
     first = np.full(n, -1, dtype=np.int64)
     first[has] = position[hits[first_at]]
-    # A first hit with an equal score beside it (at trec_eval's precision) may be tie-sensitive.
-    scores = ordered.scores
-    slot = starts[:-1] + np.maximum(first, 0)
-    last = max(len(scores) - 1, 0)
-    score = scores[np.minimum(slot, last)] if len(scores) else np.zeros(n)
-    above = (first > 0) & (scores[np.clip(slot - 1, 0, last)] == score) if len(scores) else np.zeros(n, bool)
-    below = (first >= 0) & (first + 1 < lens) & (scores[np.minimum(slot + 1, last)] == score) \
-        if len(scores) else np.zeros(n, bool)
-    slow = want & (above | below)
-    lookup = RankedLookup(run) if slow.any() else None
+    slow = want & _tied_first(ordered.scores, starts[:-1], first, lens)
+    return _answers(run, qids, np.flatnonzero(want).tolist(), first, found, slow, relevant, k_rank, k_recall)
+
+
+def _tied_first(slot_scores: np.ndarray, starts: np.ndarray, first: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Per query: its first hit (``first``, -1 for none; slots of query k from ``starts[k]``) has an
+    equal score beside it, at trec_eval's precision, so it may be tie-sensitive."""
+    if not len(slot_scores):
+        return np.zeros(len(first), dtype=bool)
+    last = len(slot_scores) - 1
+    slot = starts + np.maximum(first, 0)
+    score = slot_scores[np.minimum(slot, last)]
+    above = (first > 0) & (slot_scores[np.clip(slot - 1, 0, last)] == score)
+    below = (first >= 0) & (first + 1 < lens) & (slot_scores[np.minimum(slot + 1, last)] == score)
+    return above | below
+
+
+def _answers(run: Run, qids, chosen, first: np.ndarray, found: np.ndarray, slow: np.ndarray,
+             relevant: Mapping[str, set[str]], k_rank: int, k_recall: int, perm: np.ndarray | None = None
+             ) -> dict[str, Look]:
+    """The looks of ``qids[k]`` for k in ``chosen``: one by one where ``slow``, else from ``first``/``found``."""
+    lookup = RankedLookup(run, perm) if slow.any() else None
     out: dict[str, Look] = {}
-    for k in np.flatnonzero(want).tolist():
+    for k in chosen:
         qid = qids[k]
         if slow[k]:
             out[qid] = lookup.look(qid, relevant[qid], k_rank, k_recall)
