@@ -115,3 +115,24 @@ def test_the_gate_checks_its_own_reports(reports, monkeypatch, capsys, tmp_path)
     check_own_report(report)
     assert sorted(log.read_text().splitlines()) == ["run\tdelta.wins must be integer, got str",
                                                     "run\tnot_in_the_schema is not a report key"]
+
+
+@pytest.mark.parametrize("row, problem", [
+    ({"query_id": "q", "stratum": None, "baseline": True, "candidate": 0.0, "delta": 0.0},
+     "per_query[1].baseline must be number or null, got bool"),
+    ({"query_id": 7, "stratum": None, "baseline": 0.1, "candidate": 0.0, "delta": 0.0},
+     "per_query[1].query_id must be string, got int"),
+    ({"query_id": "q", "stratum": None, "baseline": 0.1, "candidate": 0.0}, "per_query[1].delta is missing"),
+    ({"query_id": "q", "stratum": None, "baseline": 0.1, "candidate": 0.0, "delta": 0.0, "x": 1},
+     "per_query[1].x is not a report key"),
+    (["q", 0.1], "per_query[1] must be object, got list"),
+])
+def test_the_self_check_of_per_query_rows_finds_a_bad_row_among_plain_ones(reports, row, problem):
+    """Per-query rows (10,000 of them at scale) pass a quick check; a row that fails it gets the
+    full check, which names the key."""
+    from gate.report.document import _problems, _schema
+
+    report = copy.deepcopy(next(r for r in reports if len(r.get("per_query", ())) >= 2))
+    assert _problems(report, _schema()) == []
+    report["per_query"][1] = row
+    assert _problems(report, _schema()) == [problem]

@@ -322,3 +322,74 @@ def test_the_digest_looks_up_first_relevant_documents_as_the_whole_run_does(tmp_
     for qid in relevant:
         assert digest.looked.look(qid, relevant[qid], 10, 100) == one_by_one.look(qid, relevant[qid], 10, 100), qid
     assert digest.looked.present == frozenset(run.query_ids)
+
+
+def test_a_child_started_before_the_qrels_are_loaded_evaluates_the_same_universe(tmp_path, side_by_side):
+    """compare starts the candidate's child first (start_side_digest): it loads the qrels and the
+    golden queries itself and must evaluate the universe this process makes of them."""
+    from gate.evaluation.streaming import digest_runs, start_side_digest
+    from gate.inputs.readers.queries import read_queries
+
+    paths, qrels_path = _pair(tmp_path)
+    qrels = read_qrels(qrels_path)
+    judged = sorted(q for q, docs in qrels.judgments.items() if docs)
+    queries_path = tmp_path / "queries.tsv"
+    queries_path.write_text("".join(f"{q}\tquery {q}\n" for q in judged[::2] + ["golden-unjudged"]))
+    universe = query_universe(qrels, read_queries(queries_path)).query_ids
+    assert 0 < len(universe) < len(judged)
+    side = start_side_digest([paths["baseline"], paths["candidate"]], str(qrels_path), str(queries_path), MEASURES,
+                             rel=2, sha256=True)
+    assert side is not None
+    _, there = digest_runs([paths["baseline"], paths["candidate"]], qrels, MEASURES, universe, rel=2, sha256=True,
+                           side=side)
+    here = digest_run(paths["candidate"], qrels, MEASURES, universe, rel=2, sha256=True)
+    assert there.per_query.query_ids == universe
+    for name in here.per_query.values:
+        assert np.array_equal(here.per_query.values[name], there.per_query.values[name])
+    assert there.looked == here.looked
+
+
+def test_a_universe_that_changed_between_the_two_reads_is_an_input_error(tmp_path, side_by_side):
+    from gate.evaluation.streaming import digest_runs, start_side_digest
+
+    paths, qrels_path = _pair(tmp_path)
+    qrels = read_qrels(qrels_path)
+    universe = query_universe(qrels).query_ids
+    side = start_side_digest([paths["baseline"], paths["candidate"]], str(qrels_path), None, MEASURES)
+    with pytest.raises(InputError) as raised:
+        digest_runs([paths["baseline"], paths["candidate"]], qrels, MEASURES, universe[1:], side=side)
+    assert "changed while the gate read them" in raised.value.message
+
+
+def test_meanwhile_runs_once_between_the_two_digests(tmp_path, side_by_side):
+    from gate.evaluation.streaming import digest_runs
+
+    paths, qrels_path = _pair(tmp_path)
+    qrels = read_qrels(qrels_path)
+    calls = []
+    digest_runs([paths["baseline"], paths["candidate"]], qrels, MEASURES, query_universe(qrels).query_ids,
+                qrels_spec=str(qrels_path), meanwhile=lambda: calls.append(1))
+    digest_runs([paths["baseline"], paths["candidate"]], qrels, MEASURES, query_universe(qrels).query_ids,
+                meanwhile=lambda: calls.append(2))  # no qrels spec: in turn, here
+    assert calls == [1, 2]
+
+
+def test_compare_stops_the_early_child_when_the_qrels_are_bad(tmp_path, side_by_side, monkeypatch):
+    from gate.evaluation import digest_child
+    from gate.pipeline.compare import compare_files
+
+    paths, qrels_path = _pair(tmp_path)
+    bad = tmp_path / "bad_qrels.txt"
+    bad.write_text("q1 0 D1 x\n")
+    started = []
+    real_start = digest_child.start
+
+    def start(*args, **kwargs):
+        started.append(real_start(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(digest_child, "start", start)
+    with pytest.raises(InputError) as raised:
+        compare_files(str(paths["baseline"]), str(paths["candidate"]), str(bad))
+    assert raised.value.path == str(bad)
+    assert started and started[0].proc.poll() is not None  # stopped, not left running

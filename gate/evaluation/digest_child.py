@@ -77,14 +77,16 @@ class DigestChild:
             self.err_file.close()
 
 
-def start(path: str | os.PathLike, qrels_spec: str, measures: Sequence[str], query_ids: Sequence[str], *,
-          rel: int, k_rank: int, k_recall: int, sha256: bool) -> DigestChild:
-    """Start digesting the run at ``path`` in a child process."""
+def start(path: str | os.PathLike, qrels_spec: str, measures: Sequence[str], query_ids: Sequence[str] | None, *,
+          rel: int, k_rank: int, k_recall: int, sha256: bool, queries_spec: str | None = None) -> DigestChild:
+    """Start digesting the run at ``path`` in a child process, on ``query_ids``; None: on the
+    universe of the qrels and ``queries_spec`` (:func:`gate.inputs.universe.query_universe`)."""
     from gate.common.environment import scrubbed_environment
 
     root = str(Path(__file__).resolve().parents[2])
     payload = json.dumps({"path": os.fspath(path), "qrels": os.fspath(qrels_spec), "measures": [str(m) for m in measures],
-                          "query_ids": list(query_ids), "rel": rel, "k_rank": k_rank, "k_recall": k_recall,
+                          "query_ids": None if query_ids is None else list(query_ids),
+                          "queries": None if queries_spec is None else os.fspath(queries_spec), "rel": rel, "k_rank": k_rank, "k_recall": k_recall,
                           "sha256": sha256}).encode("utf-8")
     # stderr to a file, not a pipe: a child that fills a pipe there before it writes stdout
     # would wait on this process while this one waits on its stdout.
@@ -104,12 +106,17 @@ def main() -> int:
     from dataclasses import replace
 
     from gate.evaluation.streaming import digest_run
-    from gate.inputs.named import load_qrels_spec
+    from gate.inputs.named import load_qrels_spec, load_queries_spec
+    from gate.inputs.universe import query_universe
 
     request = json.loads(sys.stdin.buffer.read())
     try:
         qrels = load_qrels_spec(request["qrels"])
-        digest = digest_run(request["path"], qrels, request["measures"], request["query_ids"], rel=request["rel"],
+        query_ids = request["query_ids"]
+        if query_ids is None:
+            queries = load_queries_spec(request["queries"]) if request["queries"] is not None else None
+            query_ids = query_universe(qrels, queries).query_ids
+        digest = digest_run(request["path"], qrels, request["measures"], query_ids, rel=request["rel"],
                             k_rank=request["k_rank"], k_recall=request["k_recall"], sha256=request["sha256"])
     except InputError as error:
         print(json.dumps({"file": error.path, "line": error.line, "message": error.message}), file=sys.stderr)

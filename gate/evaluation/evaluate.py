@@ -20,15 +20,15 @@ relevant, and the choice only affects ``Judged@k``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Mapping, Sequence
 
 import numpy as np
 
 from gate.inputs.readers.records import Qrels, Run
+from gate.evaluation.label_join import join_labels
 from gate.evaluation.measures import Measure, parse_measure
 from gate.evaluation.measures.ordering import compared_scores, tie_at_cutoff, trec_order
-from gate.evaluation.measures.ranking import NONPOOL, Ranking
+from gate.evaluation.measures.ranking import NONPOOL, Ranking  # noqa: F401 (NONPOOL: documented here)
 
 
 @dataclass(frozen=True)
@@ -104,38 +104,6 @@ def _qrels_arrays(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str
             chunks.append(np.fromiter(docs.values(), dtype=np.int64, count=len(docs)))
     labels = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
     return np.repeat(np.arange(len(qids), dtype=np.int64), sizes), labels
-
-
-_LOOKUP_BLOCK = 1 << 16  # rows whose docnos are Python strings at once (bounds memory)
-
-
-def _labels(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str], doc_ids: np.ndarray,
-            kept: np.ndarray, kept_lens: np.ndarray, kept_starts: np.ndarray) -> np.ndarray:
-    """The qrels label of every kept row (NONPOOL where unjudged), in blocks of queries.
-
-    Docnos become Python strings for the dict lookups; converting them a block
-    at a time keeps a million-row run from holding a million string objects.
-    """
-    labels = np.full(len(kept), NONPOOL, dtype=np.int64)
-    nonempty = np.flatnonzero(kept_lens).tolist()
-    i = 0
-    while i < len(nonempty):
-        j = i
-        first = int(kept_starts[nonempty[i]])
-        while j < len(nonempty) and int(kept_starts[nonempty[j] + 1]) - first <= _LOOKUP_BLOCK:
-            j += 1
-        j = max(j, i + 1)
-        last = int(kept_starts[nonempty[j - 1] + 1])
-        docs = doc_ids[kept[first:last]].tolist()
-        for q in nonempty[i:j]:
-            judged = judgments.get(qids[q])
-            if not judged:
-                continue
-            a, b = int(kept_starts[q]) - first, int(kept_starts[q + 1]) - first
-            labels[first + a:first + b] = np.fromiter(map(judged.get, docs[a:b], repeat(NONPOOL)),
-                                                      dtype=np.int64, count=b - a)
-        i = j
-    return labels
 
 
 @dataclass(frozen=True)
@@ -240,7 +208,7 @@ def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_i
     seg = np.repeat(np.arange(n, dtype=np.int64), kept_lens)
     rank = np.arange(len(kept), dtype=np.int64) - kept_starts[seg] + 1
 
-    labels = _labels(qrels.judgments, qids, doc_ids, kept, kept_lens, kept_starts)
+    labels = join_labels(qrels.judgments, qids, doc_ids, kept, kept_lens, kept_starts)
 
     qrels_seg, qrels_labels = _qrels_arrays(qrels.judgments, qids)
     ranking = Ranking(

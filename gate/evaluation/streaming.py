@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from gate.inputs.readers.records import Qrels, Run
 from gate.inputs.readers.run_chunks import CHUNK_BYTES, PIECE_BLOCK_SIZE, RunNotGrouped, iter_run_chunks
 from gate.inputs.readers.runs import read_run
 
-__all__ = ["RunDigest", "digest_loaded_run", "digest_run", "digest_runs", "piece_bytes",
+__all__ = ["RunDigest", "digest_loaded_run", "digest_run", "digest_runs", "piece_bytes", "start_side_digest",
            "ranking_fingerprints"]
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -226,6 +226,13 @@ def piece_bytes(file_bytes: int) -> int:
     return max(CHUNK_BYTES, file_bytes // 64)
 
 
+def piece_block_bytes(file_bytes: int) -> int:
+    """The reader's block for a run file of ``file_bytes``: a 256th of it, at least
+    :data:`~gate.inputs.readers.run_chunks.PIECE_BLOCK_SIZE` and at most 1 MiB (the Python work
+    per block is fixed: large runs read in larger blocks; small ones keep their peak low)."""
+    return min(max(PIECE_BLOCK_SIZE, file_bytes // 256), 1 << 20)
+
+
 def digest_loaded_run(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_ids: Sequence[str], *,
                       rel: int = 1, k_rank: int = 10, k_recall: int = 100) -> RunDigest:
     """:func:`digest_run` of a run already in memory (one piece)."""
@@ -236,19 +243,22 @@ def digest_loaded_run(run: Run, qrels: Qrels, measures: Sequence[Measure | str],
 
 def digest_run(path: str | os.PathLike, qrels: Qrels, measures: Sequence[Measure | str],
                query_ids: Sequence[str], *, rel: int = 1, k_rank: int = 10, k_recall: int = 100,
-               chunk_bytes: int | None = None, block_size: int = PIECE_BLOCK_SIZE,
+               chunk_bytes: int | None = None, block_size: int | None = None,
                sha256: bool = False) -> RunDigest:
     """Evaluate the run file at ``path`` on ``query_ids`` (the universe, byte order) piece by piece.
 
     ``measures`` and ``rel`` as for :func:`evaluate`; ``rel``, ``k_rank`` and ``k_recall`` also
     fix the movement lookups. Bad input raises the :class:`InputError` :func:`read_run` raises.
-    ``chunk_bytes``: the text of a piece (default :func:`piece_bytes`). ``sha256``:
+    ``chunk_bytes``: the text of a piece (default :func:`piece_bytes`); ``block_size``: the
+    reader's block within it (default :func:`piece_block_bytes`). ``sha256``:
     also hash the file's bytes (:attr:`RunDigest.sha256`).
     """
     digester = _Digester(qrels, measures, query_ids, rel, k_rank, k_recall)
     tag = None
     if chunk_bytes is None:
         chunk_bytes = piece_bytes(_size(path))
+    if block_size is None:
+        block_size = piece_block_bytes(_size(path))
     try:
         for piece, tag in iter_run_chunks(path, chunk_bytes, block_size):
             digester.add(piece)
@@ -277,26 +287,61 @@ def _size(path: str | os.PathLike) -> int:
         return 0  # digest_run names the problem
 
 
+def start_side_digest(paths: Sequence[str | os.PathLike], qrels_spec: str, queries_spec: str | None,
+                      measures: Sequence[Measure | str], *, rel: int = 1, k_rank: int = 10, k_recall: int = 100,
+                      sha256: bool = False):
+    """Start digesting ``paths[1]`` in a child process now, before this process has loaded the
+    qrels, when the two runs together are :data:`SIDE_BY_SIDE_BYTES` or more (None otherwise).
+
+    The child loads ``qrels_spec`` and ``queries_spec`` itself and evaluates the universe
+    :func:`gate.inputs.universe.query_universe` makes of them, the one this process then makes
+    of the same files (:func:`digest_runs` checks it did). Hand the handle to :func:`digest_runs`;
+    if this process fails before that, ``stop()`` it."""
+    if len(paths) != 2 or sum(_size(path) for path in paths) < SIDE_BY_SIDE_BYTES:
+        return None
+    from gate.evaluation import digest_child
+
+    return digest_child.start(paths[1], qrels_spec, [str(m) for m in measures], None, queries_spec=queries_spec,
+                              rel=rel, k_rank=k_rank, k_recall=k_recall, sha256=sha256)
+
+
 def digest_runs(paths: Sequence[str | os.PathLike], qrels: Qrels, measures: Sequence[Measure | str],
                 query_ids: Sequence[str], *, qrels_spec: str | None = None, rel: int = 1, k_rank: int = 10,
-                k_recall: int = 100, sha256: bool = False) -> list[RunDigest]:
+                k_recall: int = 100, sha256: bool = False, side=None,
+                meanwhile: Callable[[], object] | None = None) -> list[RunDigest]:
     """:func:`digest_run` of each of ``paths``, as reading them in turn gives them.
 
     Two runs of :data:`SIDE_BY_SIDE_BYTES` or more together, with the ``qrels_spec`` that
     loaded ``qrels``, are read side by side: the second in a child process on the other core
     (:mod:`gate.evaluation.digest_child`; the work holds the GIL, so threads would not run it
-    in parallel), about half the time. Errors are those of reading in turn: the first path's
-    stops the second; the second's is raised once the first is read without one. Smaller runs
-    are read in turn here (a second process costs ~50 MiB and 0.3 s to start)."""
+    in parallel), about half the time. ``side``: that child, started earlier by
+    :func:`start_side_digest` (it then loads the qrels while this process does). Errors are
+    those of reading in turn: the first path's stops the second; the second's is raised once
+    the first is read without one. Smaller runs are read in turn here (a second process costs
+    ~50 MiB and 0.3 s to start). ``meanwhile`` is called once this process has read its run,
+    while the child may still be reading the other (work that needs neither digest)."""
     options = dict(rel=rel, k_rank=k_rank, k_recall=k_recall, sha256=sha256)
-    if len(paths) != 2 or qrels_spec is None or sum(_size(path) for path in paths) < SIDE_BY_SIDE_BYTES:
-        return [digest_run(path, qrels, measures, query_ids, **options) for path in paths]
-    from gate.evaluation import digest_child
+    child = side
+    if child is None:
+        if len(paths) != 2 or qrels_spec is None or sum(_size(path) for path in paths) < SIDE_BY_SIDE_BYTES:
+            digests = [digest_run(path, qrels, measures, query_ids, **options) for path in paths]
+            if meanwhile is not None:
+                meanwhile()
+            return digests
+        from gate.evaluation import digest_child
 
-    child = digest_child.start(paths[1], qrels_spec, [str(m) for m in measures], query_ids, **options)
+        child = digest_child.start(paths[1], qrels_spec, [str(m) for m in measures], query_ids, **options)
     try:
         first = digest_run(paths[0], qrels, measures, query_ids, **options)
+        if meanwhile is not None:
+            meanwhile()
     except BaseException:
         child.stop()
         raise
-    return [first, child.result()]
+    second = child.result()
+    if second.per_query.query_ids != tuple(query_ids):
+        # The same files gave two universes: one of them changed while it was read.
+        raise InputError(str(qrels_spec or qrels.source), None,
+                         f"the qrels or the queries changed while the gate read them (one read gave "
+                         f"{len(query_ids):,} queries to evaluate, the other {len(second.per_query.query_ids):,})")
+    return [first, second]

@@ -70,7 +70,7 @@ def compare_files(
     every measure, the strata table with traffic shares and movement buckets when ``strata``
     is given, and the decision run's rules make on the two runs) and its verdict."""
     from gate.common.errors import UsageError
-    from gate.evaluation.streaming import digest_runs
+    from gate.evaluation.streaming import digest_runs, start_side_digest
     from gate.inputs.named import check_rel, describe_inputs, load_qrels_spec, load_queries_spec
     from gate.inputs.universe import query_universe, require_overlap
     from gate.inputs.traffic_shares import assign_strata, load_strata_spec, validate_against
@@ -85,24 +85,39 @@ def compare_files(
     if strata and not queries:
         raise UsageError("--strata needs --queries (the query file gives each query its stratum)")
     spec = load_strata_spec(strata) if strata else None
-    loaded_qrels = load_qrels_spec(qrels)
-    if any(parse_measure(m).TAKES_REL and parse_measure(m).rel is None for m in (settings.metric, *settings.also)):
-        check_rel(loaded_qrels, settings.rel, rel_option)
-    loaded_queries = load_queries_spec(queries) if queries else None
-    # Each run is evaluated a few queries at a time as it is read: only per-query numbers are
-    # kept (gate.evaluation.streaming), so two runs of ten million rows never sit in memory.
-    universe = query_universe(loaded_qrels, loaded_queries)
     primary, others = settings.measures()
+    # Two large runs: the candidate's child process starts now and loads the qrels and the
+    # queries itself while this process does (gate.evaluation.streaming.start_side_digest).
+    side = start_side_digest((baseline, candidate), qrels, queries, (primary, *others), rel=settings.rel,
+                             sha256=True)
+    try:
+        loaded_qrels = load_qrels_spec(qrels)
+        if any(parse_measure(m).TAKES_REL and parse_measure(m).rel is None for m in (settings.metric, *settings.also)):
+            check_rel(loaded_qrels, settings.rel, rel_option)
+        loaded_queries = load_queries_spec(queries) if queries else None
+        # Each run is evaluated a few queries at a time as it is read: only per-query numbers are
+        # kept (gate.evaluation.streaming), so two runs of ten million rows never sit in memory.
+        universe = query_universe(loaded_qrels, loaded_queries)
+    except BaseException:
+        if side is not None:
+            side.stop()
+        raise
+    described: dict[str, dict] = {}
+
+    def describe_judgments() -> None:  # needs no run: done while the candidate's child still reads
+        described.update(describe_inputs(
+            qrels=(qrels, loaded_qrels),
+            queries=(queries, loaded_queries) if loaded_queries is not None else None))
+
     baseline_run, candidate_run = digest_runs((baseline, candidate), loaded_qrels, (primary, *others),
-                                              universe.query_ids, qrels_spec=qrels, rel=settings.rel, sha256=True)
+                                              universe.query_ids, qrels_spec=qrels, rel=settings.rel, sha256=True,
+                                              side=side, meanwhile=describe_judgments)
     for run in (baseline_run, candidate_run):
         require_overlap(run, universe.query_ids, loaded_qrels, loaded_queries)
     comparison = compare_evaluated(baseline_run.per_query, candidate_run.per_query, universe, loaded_queries,
                                    settings)
-    inputs = describe_inputs(
-        baseline=(baseline, baseline_run), candidate=(candidate, candidate_run), qrels=(qrels, loaded_qrels),
-        queries=(queries, loaded_queries) if loaded_queries is not None else None,
-    )
+    inputs = {**describe_inputs(baseline=(baseline, baseline_run), candidate=(candidate, candidate_run)),
+              **described}
     report = ComparisonReport.from_comparison(comparison, inputs, command="compare")
     # Movement buckets and the wins sentence need only the runs and the qrels;
     # the strata table needs a query file that names each query's stratum.

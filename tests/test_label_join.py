@@ -1,0 +1,155 @@
+"""The vectorised qrels join (gate.evaluation.label_join) against a dict lookup per row.
+
+Every case is checked against the plainest possible reference: ``judgments[qid].get(docno)``
+for each kept row. The keyed path is forced on (MIN_TABLE_ROWS = 0) so small cases take it,
+and collisions are forced by replacing the docno hash, so the fallback is walked too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gate.evaluation import label_join
+from gate.evaluation.label_join import join_labels
+from gate.evaluation.measures.ranking import NONPOOL
+
+
+def _reference(judgments, qids, doc_ids, kept, kept_starts):
+    out = np.full(len(kept), NONPOOL, dtype=np.int64)
+    for i, qid in enumerate(qids):
+        judged = judgments.get(qid, {})
+        for slot in range(int(kept_starts[i]), int(kept_starts[i + 1])):
+            out[slot] = judged.get(str(doc_ids[kept[slot]]), NONPOOL)
+    return out
+
+
+def _case(seed: int, alphabet: str = "abcdé7\u4e2d", queries: int = 40, depth: int = 30, width: int = 6,
+          keep_depth: int | None = None, object_docs: bool = False):
+    """Random judgments and a run over the same docno space (so many rows are judged), shuffled
+    into a permutation ``kept`` like trec_order's, cut at ``keep_depth`` per query."""
+    rng = np.random.default_rng(seed)
+    letters = list(alphabet)
+
+    def docno() -> str:
+        return "".join(rng.choice(letters, size=int(rng.integers(1, width + 1))))
+
+    space = sorted({docno() for _ in range(300)})
+    qids = [f"q{i}" for i in range(queries)]
+    judgments = {}
+    for qid in qids:
+        if rng.random() < 0.15:
+            continue  # a query without judgments
+        chosen = rng.choice(space, size=min(len(space), int(rng.integers(1, 25))), replace=False)
+        judgments[qid] = {str(d): int(rng.integers(-1, 4)) for d in chosen}
+    judgments["not-in-run"] = {"x": 1}
+    docs, lens = [], []
+    for qid in qids:
+        n = int(rng.integers(0, depth + 1))
+        picked = rng.choice(space, size=min(n, len(space)), replace=False)
+        docs.extend(str(d) for d in picked)
+        lens.append(len(picked))
+    doc_ids = np.array(docs, dtype=object if object_docs else str) if docs else np.array([], dtype="U1")
+    lens = np.array(lens, dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(lens)))
+    perm = np.concatenate([starts[i] + rng.permutation(lens[i]) for i in range(queries)]).astype(np.int64) \
+        if len(docs) else np.zeros(0, dtype=np.int64)
+    kept_lens = lens if keep_depth is None else np.minimum(lens, keep_depth)
+    kept = np.concatenate([perm[starts[i]:starts[i] + kept_lens[i]] for i in range(queries)]).astype(np.int64)
+    kept_starts = np.concatenate(([0], np.cumsum(kept_lens))).astype(np.int64)
+    return judgments, qids, doc_ids, kept, kept_lens, kept_starts
+
+
+@pytest.fixture
+def keyed(monkeypatch):
+    """The keyed join on every size of case, and a clean table cache."""
+    monkeypatch.setattr(label_join, "MIN_TABLE_ROWS", 0)
+    label_join._TABLES.clear()
+    yield
+    label_join._TABLES.clear()
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("keep_depth", [None, 5])
+def test_keyed_join_equals_dict_lookups(keyed, seed, keep_depth):
+    judgments, qids, doc_ids, kept, kept_lens, kept_starts = _case(seed, keep_depth=keep_depth)
+    got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
+    assert np.array_equal(got, _reference(judgments, qids, doc_ids, kept, kept_starts))
+    assert label_join._TABLES, "the keyed path was not taken"
+
+
+def test_blocks_of_queries_cover_every_row(keyed, monkeypatch):
+    monkeypatch.setattr(label_join, "JOIN_BLOCK", 7)  # many blocks, some queries longer than one
+    judgments, qids, doc_ids, kept, kept_lens, kept_starts = _case(3, depth=40)
+    got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
+    assert np.array_equal(got, _reference(judgments, qids, doc_ids, kept, kept_starts))
+
+
+@pytest.mark.parametrize("weak_hash", [
+    lambda texts: np.zeros(len(texts), dtype=np.uint64),  # every docno collides
+    lambda texts: np.ascontiguousarray(texts).view(np.uint32).reshape(len(texts), -1)[:, 0].astype(np.uint64),
+])
+def test_colliding_keys_fall_back_to_dict_lookups(keyed, monkeypatch, weak_hash):
+    monkeypatch.setattr(label_join, "_text_hash", weak_hash)
+    for seed in range(4):
+        judgments, qids, doc_ids, kept, kept_lens, kept_starts = _case(seed)
+        label_join._TABLES.clear()
+        got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
+        assert np.array_equal(got, _reference(judgments, qids, doc_ids, kept, kept_starts))
+
+
+def test_collision_between_a_judged_and_an_unjudged_docno_is_caught(keyed, monkeypatch):
+    """Two docnos that share a key, one judged and retrieved only as the other: the key matches,
+    the docnos do not, and the row must stay unjudged."""
+    real = label_join._text_hash
+
+    def hash_ab_alike(texts):
+        out = real(texts)
+        out[np.asarray(texts) == "b"] = real(np.array(["a"]))[0]
+        return out
+
+    monkeypatch.setattr(label_join, "_text_hash", hash_ab_alike)
+    judgments = {"q": {"a": 3}}
+    doc_ids = np.array(["b", "c"])
+    kept = np.array([0, 1])
+    got = join_labels(judgments, ["q"], doc_ids, kept, np.array([2]), np.array([0, 2]))
+    assert got.tolist() == [NONPOOL, NONPOOL]
+
+
+def test_hash_does_not_depend_on_array_width():
+    narrow = np.array(["ab", "é\u4e2d"], dtype="U2")
+    wide = narrow.astype("U40")
+    assert np.array_equal(label_join._text_hash(narrow), label_join._text_hash(wide))
+    assert label_join._text_hash(np.array(["ab"]))[0] != label_join._text_hash(np.array(["ba"]))[0]
+
+
+def test_object_docnos_and_long_judged_docnos_take_the_dict_path(keyed):
+    judgments, qids, doc_ids, kept, kept_lens, kept_starts = _case(5, object_docs=True)
+    got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
+    assert np.array_equal(got, _reference(judgments, qids, doc_ids, kept, kept_starts))
+    assert not label_join._TABLES  # object docnos: no table built
+
+    long_doc = "L" * 500
+    judgments = {"q": {long_doc: 2, "short": 1}}
+    doc_ids = np.array(["short", long_doc])
+    got = join_labels(judgments, ["q"], doc_ids, np.array([1, 0]), np.array([2]), np.array([0, 2]))
+    assert got.tolist() == [2, 1]
+
+
+def test_a_new_judgments_object_gets_its_own_table(keyed):
+    doc_ids = np.array(["a", "b"])
+    args = (["q"], doc_ids, np.array([0, 1]), np.array([2]), np.array([0, 2]))
+    assert join_labels({"q": {"a": 1}}, *args).tolist() == [1, NONPOOL]
+    assert join_labels({"q": {"b": 2}}, *args).tolist() == [NONPOOL, 2]
+    for _ in range(label_join._TABLES_KEPT + 3):
+        join_labels({"q": {"a": 0}}, *args)
+    assert len(label_join._TABLES) <= label_join._TABLES_KEPT
+
+
+def test_small_joins_leave_no_table(monkeypatch):
+    label_join._TABLES.clear()
+    judgments, qids, doc_ids, kept, kept_lens, kept_starts = _case(1)
+    assert len(kept) < label_join.MIN_TABLE_ROWS
+    got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
+    assert np.array_equal(got, _reference(judgments, qids, doc_ids, kept, kept_starts))
+    assert not label_join._TABLES
