@@ -32,7 +32,7 @@ import numpy as np
 from gate.common.errors import InputError
 from gate.common import limits
 from gate.inputs.readers.records import Run
-from gate.inputs.readers.textlines import UTF8_BOM, iter_blocks
+from gate.inputs.readers.textlines import UTF8_BOM, count_newlines, iter_blocks
 
 __all__ = ["read_run", "FIELDS_MESSAGE"]
 
@@ -412,7 +412,7 @@ class _Reader:
     def block(self, block: bytes) -> None:
         base = self.line
         buf = np.frombuffer(block, dtype=np.uint8)
-        nlines = block.count(b"\n")
+        nlines = count_newlines(block)
         self.line += nlines
 
         low = np.count_nonzero(buf < 32)
