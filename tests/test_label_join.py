@@ -153,3 +153,11 @@ def test_small_joins_leave_no_table(monkeypatch):
     got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
     assert np.array_equal(got, _reference(judgments, qids, doc_ids, kept, kept_starts))
     assert not label_join._TABLES
+
+
+def test_a_judged_docno_ending_in_nul_keeps_the_dict_lookups(keyed):
+    """A 'U' array drops trailing NULs: the table would match 'a' to a judgment of 'a\\0'."""
+    judgments = {"q": {"a\x00": 2, "b": 1}}
+    doc_ids = np.array(["a", "b"])
+    got = join_labels(judgments, ["q"], doc_ids, np.array([0, 1]), np.array([2]), np.array([0, 2]))
+    assert got.tolist() == [NONPOOL, 1]

@@ -123,11 +123,16 @@ def _build_table(judgments: Mapping[str, Mapping[str, int]]) -> _JudgmentTable |
         docs.extend(qid_docs)
         labels.extend(qid_docs.values())
         sizes.append(len(qid_docs))
-    if docs and max(map(len, docs)) > _MAX_TABLE_WIDTH:
+    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+    if docs and int(lengths.max()) > _MAX_TABLE_WIDTH:
         return None
     starts = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(np.asarray(sizes, dtype=np.int64), out=starts[1:])
     texts = np.array(docs, dtype=str) if docs else np.array([], dtype="U1")
+    if not np.array_equal(np.char.str_len(texts), lengths):
+        # A docno ending in NUL (no reader of ours lets one through): a 'U' array drops it,
+        # so the table's docno would differ from the dict's key. The dict lookups stay exact.
+        return None
     return _JudgmentTable(
         index={qid: g for g, qid in enumerate(judgments)},
         starts=starts,
