@@ -62,11 +62,18 @@ def _case(seed: int, alphabet: str = "abcdé7\u4e2d", queries: int = 40, depth: 
 
 @pytest.fixture
 def keyed(monkeypatch):
-    """The keyed join on every size of case, and a clean table cache."""
+    """The keyed join on every size of case; yields the list of blocks it joined by key."""
     monkeypatch.setattr(label_join, "MIN_TABLE_ROWS", 0)
-    label_join._TABLES.clear()
-    yield
-    label_join._TABLES.clear()
+    joined = []
+    real = label_join._join_block
+
+    def spy(*args, **kwargs):
+        done = real(*args, **kwargs)
+        joined.append(done)
+        return done
+
+    monkeypatch.setattr(label_join, "_join_block", spy)
+    return joined
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -75,7 +82,7 @@ def test_keyed_join_equals_dict_lookups(keyed, seed, keep_depth):
     judgments, qids, doc_ids, kept, kept_lens, kept_starts = _case(seed, keep_depth=keep_depth)
     got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
     assert np.array_equal(got, _reference(judgments, qids, doc_ids, kept, kept_starts))
-    assert label_join._TABLES, "the keyed path was not taken"
+    assert keyed and all(keyed), "the keyed path was not taken"
 
 
 def test_blocks_of_queries_cover_every_row(keyed, monkeypatch):
@@ -93,9 +100,9 @@ def test_colliding_keys_fall_back_to_dict_lookups(keyed, monkeypatch, weak_hash)
     monkeypatch.setattr(label_join, "_text_hash", weak_hash)
     for seed in range(4):
         judgments, qids, doc_ids, kept, kept_lens, kept_starts = _case(seed)
-        label_join._TABLES.clear()
         got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
         assert np.array_equal(got, _reference(judgments, qids, doc_ids, kept, kept_starts))
+    assert False in keyed  # the collisions were seen and those blocks fell back
 
 
 def test_collision_between_a_judged_and_an_unjudged_docno_is_caught(keyed, monkeypatch):
@@ -127,7 +134,7 @@ def test_object_docnos_and_long_judged_docnos_take_the_dict_path(keyed):
     judgments, qids, doc_ids, kept, kept_lens, kept_starts = _case(5, object_docs=True)
     got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
     assert np.array_equal(got, _reference(judgments, qids, doc_ids, kept, kept_starts))
-    assert not label_join._TABLES  # object docnos: no table built
+    assert not keyed  # object docnos: no keyed block
 
     long_doc = "L" * 500
     judgments = {"q": {long_doc: 2, "short": 1}}
@@ -136,23 +143,26 @@ def test_object_docnos_and_long_judged_docnos_take_the_dict_path(keyed):
     assert got.tolist() == [2, 1]
 
 
-def test_a_new_judgments_object_gets_its_own_table(keyed):
-    doc_ids = np.array(["a", "b"])
-    args = (["q"], doc_ids, np.array([0, 1]), np.array([2]), np.array([0, 2]))
-    assert join_labels({"q": {"a": 1}}, *args).tolist() == [1, NONPOOL]
-    assert join_labels({"q": {"b": 2}}, *args).tolist() == [NONPOOL, 2]
-    for _ in range(label_join._TABLES_KEPT + 3):
-        join_labels({"q": {"a": 0}}, *args)
-    assert len(label_join._TABLES) <= label_join._TABLES_KEPT
+def test_judgments_changed_in_place_are_seen_by_the_next_join(keyed):
+    """No table outlives its join: a library user who edits the judgments between two
+    evaluations gets the edited labels."""
+    judgments = {"q": {"a": 1}}
+    args = (["q"], np.array(["a", "b"]), np.array([0, 1]), np.array([2]), np.array([0, 2]))
+    assert join_labels(judgments, *args).tolist() == [1, NONPOOL]
+    judgments["q"]["b"] = 3
+    judgments["q"]["a"] = 0
+    assert join_labels(judgments, *args).tolist() == [0, 3]
+    assert keyed == [True, True]
 
 
-def test_small_joins_leave_no_table(monkeypatch):
-    label_join._TABLES.clear()
+def test_small_joins_take_the_dict_lookups(monkeypatch):
+    joined = []
+    monkeypatch.setattr(label_join, "_join_block", lambda *args: joined.append(1))
     judgments, qids, doc_ids, kept, kept_lens, kept_starts = _case(1)
     assert len(kept) < label_join.MIN_TABLE_ROWS
     got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
     assert np.array_equal(got, _reference(judgments, qids, doc_ids, kept, kept_starts))
-    assert not label_join._TABLES
+    assert not joined
 
 
 def test_a_judged_docno_ending_in_nul_keeps_the_dict_lookups(keyed):

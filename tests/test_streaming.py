@@ -393,3 +393,12 @@ def test_compare_stops_the_early_child_when_the_qrels_are_bad(tmp_path, side_by_
         compare_files(str(paths["baseline"]), str(paths["candidate"]), str(bad))
     assert raised.value.path == str(bad)
     assert started and started[0].proc.poll() is not None  # stopped, not left running
+
+
+def test_an_empty_queries_option_means_no_queries_for_the_early_child_too(tmp_path, side_by_side):
+    """`--queries ""` (a CI wrapper's unset input) is "no query file" whatever the runs' size."""
+    from gate.pipeline.compare import compare_files
+
+    paths, qrels_path = _pair(tmp_path)
+    result = compare_files(str(paths["baseline"]), str(paths["candidate"]), str(qrels_path), "")
+    assert result.report.to_dict()["query_count"] == len(query_universe(read_qrels(qrels_path)).query_ids)

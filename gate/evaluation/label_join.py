@@ -84,7 +84,7 @@ def _keys(text_hashes: np.ndarray, positions: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _JudgmentTable:
-    """Every judgment of a qrels, grouped per query: docno, label and docno hash."""
+    """The judgments of one join's queries, grouped per query: docno, label and docno hash."""
 
     index: dict[str, int]  # query id -> its group
     starts: np.ndarray  # int64, group g is starts[g]:starts[g + 1]
@@ -93,33 +93,22 @@ class _JudgmentTable:
     hashes: np.ndarray  # uint64, _text_hash of docs
 
 
-# The tables of the last few qrels joined (a run is joined piece by piece, on one qrels), by id
-# of the judgments object they were built from; the identity is checked, ids are reused.
-_TABLES: dict[int, tuple[Mapping[str, Mapping[str, int]], _JudgmentTable | None]] = {}
-_TABLES_KEPT = 4
-# Fewer kept rows than this take the dict lookups unless the table is built already: building it
-# costs about one dict lookup per judgment of the whole qrels.
+# Fewer kept rows than this take the dict lookups: the table costs a dict lookup per judgment.
 MIN_TABLE_ROWS = 1 << 14
 
 
-def _table(judgments: Mapping[str, Mapping[str, int]], rows: int) -> _JudgmentTable | None:
-    key = id(judgments)
-    if key in _TABLES and _TABLES[key][0] is judgments:
-        return _TABLES[key][1]
-    if rows < MIN_TABLE_ROWS:
-        return None
-    table = _build_table(judgments)
-    if len(_TABLES) >= _TABLES_KEPT:
-        del _TABLES[next(iter(_TABLES))]
-    _TABLES[key] = (judgments, table)
-    return table
-
-
-def _build_table(judgments: Mapping[str, Mapping[str, int]]) -> _JudgmentTable | None:
+def _build_table(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str]) -> _JudgmentTable | None:
+    """The judgments of ``qids`` (those that have any), built for one join: nothing is kept
+    between joins, so judgments changed in place between two evaluations are never stale."""
     docs: list[str] = []
     labels: list[int] = []
     sizes: list[int] = []
-    for qid_docs in judgments.values():
+    index: dict[str, int] = {}
+    for qid in qids:
+        qid_docs = judgments.get(qid)
+        if not qid_docs or qid in index:
+            continue
+        index[qid] = len(sizes)
         docs.extend(qid_docs)
         labels.extend(qid_docs.values())
         sizes.append(len(qid_docs))
@@ -134,7 +123,7 @@ def _build_table(judgments: Mapping[str, Mapping[str, int]]) -> _JudgmentTable |
         # so the table's docno would differ from the dict's key. The dict lookups stay exact.
         return None
     return _JudgmentTable(
-        index={qid: g for g, qid in enumerate(judgments)},
+        index=index,
         starts=starts,
         docs=texts,
         labels=np.asarray(labels, dtype=np.int64),
@@ -156,11 +145,13 @@ def join_labels(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str],
     ``kept[...]`` of ``doc_ids``; the result is aligned with ``kept``.
     """
     labels = np.full(len(kept), NONPOOL, dtype=np.int64)
-    fixed_width = doc_ids.dtype.kind == "U" and doc_ids.dtype.itemsize // 4 <= _MAX_TABLE_WIDTH
-    table = _table(judgments, len(kept)) if fixed_width else None
     nonempty = np.flatnonzero(kept_lens)
     if not len(nonempty):
         return labels
+    fixed_width = doc_ids.dtype.kind == "U" and doc_ids.dtype.itemsize // 4 <= _MAX_TABLE_WIDTH
+    table = None
+    if fixed_width and len(kept) >= MIN_TABLE_ROWS:
+        table = _build_table(judgments, [qids[q] for q in nonempty.tolist()])
     # Blocks of whole queries of about JOIN_BLOCK rows (a query longer than that is a block alone).
     ends = kept_starts[nonempty + 1]
     cuts = [0]

@@ -88,7 +88,7 @@ def compare_files(
     primary, others = settings.measures()
     # Two large runs: the candidate's child process starts now and loads the qrels and the
     # queries itself while this process does (gate.evaluation.streaming.start_side_digest).
-    side = start_side_digest((baseline, candidate), qrels, queries, (primary, *others), rel=settings.rel,
+    side = start_side_digest((baseline, candidate), qrels, queries or None, (primary, *others), rel=settings.rel,
                              sha256=True)
     try:
         loaded_qrels = load_qrels_spec(qrels)
