@@ -189,10 +189,16 @@ def _join_block(table: _JudgmentTable, qids: Sequence[str], block: np.ndarray, d
     rows = kept[first:last]
     row_hashes = hashes[rows] if hashes is not None else _text_hash(doc_ids[rows])
     row_keys = _keys(row_hashes, np.repeat(np.arange(len(block)), kept_lens[block]))
-    order = np.argsort(row_keys)
-    sorted_keys = row_keys[order]
+    # The row's index rides in the key's low bits, so a plain sort (several times faster than an
+    # argsort) gives the order too; the keys compared are the remaining high bits.
+    bits = np.uint64(max(1, (len(rows) - 1).bit_length()))
+    packed = (row_keys >> bits << bits) | np.arange(len(rows), dtype=np.uint64)
+    packed.sort()
+    order = (packed & ((np.uint64(1) << bits) - np.uint64(1))).astype(np.int64)
+    sorted_keys = packed >> bits
+    judgment_keys = judgment_keys >> bits
     if len(sorted_keys) > 1 and bool((sorted_keys[1:] == sorted_keys[:-1]).any()):
-        return False  # two rows share a key: a docno appears once per query, so a collision
+        return False  # two rows share a key (a docno appears once per query): a collision
     at = np.searchsorted(sorted_keys, judgment_keys)
     inside = at < len(sorted_keys)
     hit = np.zeros(len(judgment_keys), dtype=bool)

@@ -31,6 +31,7 @@ import numpy as np
 
 from gate.common.errors import InputError
 from gate.common import limits
+from gate.inputs.readers import native
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.textlines import UTF8_BOM, count_newlines, iter_blocks
 
@@ -415,6 +416,11 @@ class _Reader:
         nlines = count_newlines(block)
         self.line += nlines
 
+        scanned = native.scan_run_block(block, nlines)
+        if scanned is not None:  # the compiled scanner vouched for every line (gate.inputs.readers.native)
+            self._native_block(block, buf, base, scanned)
+            return
+
         low = np.count_nonzero(buf < 32)
         if low != nlines and low != nlines + block.count(b"\t") + block.count(b"\r"):
             bad = int(np.flatnonzero((buf < 32) & (buf != 9) & (buf != 10) & (buf != 13))[0])
@@ -495,29 +501,66 @@ class _Reader:
         # score
         s4, l4 = starts[4], lens[4]
         scores, fallback = _parse_scores(bb, s4, l4)
-        if fallback.any():
-            for r in np.flatnonzero(fallback).tolist():
-                raw = block[int(s4[r]) : int(s4[r] + l4[r])]
-                text = raw.decode("utf-8", errors="replace")
-                try:
-                    if not raw.isascii() or b"_" in raw:
-                        raise ValueError
-                    value = float(raw)
-                except ValueError:
-                    raise self.fail(line_of(r), f"score '{text}' is not a number") from None
-                if not math.isfinite(value):
-                    raise self.fail(line_of(r), f"score '{text}' is not finite")
-                scores[r] = value
+        self._scores_by_float(block, scores, fallback, s4, l4, line_of)
+
+        self._add_rows(block, bb, base, line_idx, ascii_only, scores, (starts[0], lens[0]), None,
+                       (starts[2], lens[2]), (starts[5], lens[5]))
+
+    def _scores_by_float(self, block: bytes, scores: np.ndarray, fallback: np.ndarray, s4: np.ndarray,
+                         l4: np.ndarray, line_of) -> None:
+        """The scores the exact parsers left to ``float()`` (and the errors of those that are not numbers)."""
+        if not fallback.any():
+            return
+        for r in np.flatnonzero(fallback).tolist():
+            raw = block[int(s4[r]) : int(s4[r] + l4[r])]
+            text = raw.decode("utf-8", errors="replace")
+            try:
+                if not raw.isascii() or b"_" in raw:
+                    raise ValueError
+                value = float(raw)
+            except ValueError:
+                raise self.fail(line_of(r), f"score '{text}' is not a number") from None
+            if not math.isfinite(value):
+                raise self.fail(line_of(r), f"score '{text}' is not finite")
+            scores[r] = value
+
+    def _native_block(self, block: bytes, buf: np.ndarray, base: int, rows: "native.Scanned") -> None:
+        """A block the compiled scanner read: every line a valid row (only its scores may still
+        fail ``float()``), ASCII, one blank between fields."""
+        self._scores_by_float(block, rows.scores, rows.fallback, rows.score_start, rows.score_len,
+                              lambda r: base + r)
+        seg = np.flatnonzero(rows.new_query)
+        self._add_rows(block, _Bytes(buf), base, None, True, rows.scores, (rows.qid_start, rows.qid_len), seg,
+                       (rows.doc_start, rows.doc_len), (rows.tag_start, rows.tag_len))
+
+    def _add_rows(self, block: bytes, bb: "_Bytes", base: int, line_idx: np.ndarray | None, ascii_only: bool,
+                  scores: np.ndarray, qids: tuple[np.ndarray, np.ndarray], seg: np.ndarray | None,
+                  docnos: tuple[np.ndarray, np.ndarray], tags: tuple[np.ndarray, np.ndarray]) -> None:
+        """Keep a block's rows: query ids as run-length codes, docnos as a byte matrix, the tag."""
+        rows = len(scores)
+
+        def line_of(r: int) -> int:
+            return base + (r if line_idx is None else int(line_idx[r]))
 
         # query ids -> run-length codes (first appearance order)
-        mt = bb.columns(starts[0], lens[0])
-        qmat = np.ascontiguousarray(mt.T)
-        qs = qmat.view(f"S{qmat.shape[1]}").ravel()
-        seg = np.flatnonzero(qs[1:] != qs[:-1]) + 1
-        seg = np.concatenate((np.zeros(1, dtype=seg.dtype), seg))
+        qs = None
+        if seg is None:
+            mt = bb.columns(qids[0], qids[1])
+            qmat = np.ascontiguousarray(mt.T)
+            qs = qmat.view(f"S{qmat.shape[1]}").ravel()
+            seg = np.flatnonzero(qs[1:] != qs[:-1]) + 1
+            seg = np.concatenate((np.zeros(1, dtype=seg.dtype), seg))
         if len(seg) < max(64, rows // 16):
-            seg_codes = np.array([self._code(qs[i]) for i in seg.tolist()], dtype=np.int32)
+            if qs is not None:
+                seg_codes = np.array([self._code(qs[i]) for i in seg.tolist()], dtype=np.int32)
+            else:
+                seg_codes = np.array([self._code(block[a:a + n]) for a, n in
+                                      zip(qids[0][seg].tolist(), qids[1][seg].tolist())], dtype=np.int32)
         else:  # interleaved queries: code distinct ids once
+            if qs is None:
+                mt = bb.columns(qids[0], qids[1])
+                qmat = np.ascontiguousarray(mt.T)
+                qs = qmat.view(f"S{qmat.shape[1]}").ravel()
             uniq, inverse = np.unique(qs[seg], return_inverse=True)
             inverse = inverse.ravel()
             first_at = np.full(len(uniq), len(seg), dtype=np.int64)
@@ -530,20 +573,20 @@ class _Reader:
         # documents: kept as bytes until the end (a quarter of the 'U' size). Every row pays
         # for the widest docno, so a few far longer ones (up to MAX_ID_BYTES) are kept aside.
         long_docs: dict[int, bytes] = {}
-        doc_lens = lens[2]
+        doc_starts, doc_lens = docnos
         if int(doc_lens.max()) > _LONG_DOCNO:
             cap = max(_LONG_DOCNO, 4 * int(np.median(doc_lens)))
             for r in np.flatnonzero(doc_lens > cap).tolist():
-                long_docs[r] = block[int(starts[2][r]) : int(starts[2][r] + doc_lens[r])]
+                long_docs[r] = block[int(doc_starts[r]) : int(doc_starts[r] + doc_lens[r])]
             if long_docs:
                 doc_lens = np.minimum(doc_lens, cap)
-        docs = bb.columns(starts[2], doc_lens)
+        docs = bb.columns(doc_starts, doc_lens)
 
         if not self.seen_data:
             self.seen_data = True
-            if int(lens[5][0]) > limits.MAX_ID_BYTES:
+            if int(tags[1][0]) > limits.MAX_ID_BYTES:
                 raise self.fail(line_of(0), f"run tag is longer than {limits.describe_bytes(limits.MAX_ID_BYTES)}")
-            self.tag = self.token(block, int(starts[5][0]), int(starts[5][0] + lens[5][0]))
+            self.tag = self.token(block, int(tags[0][0]), int(tags[0][0] + tags[1][0]))
 
         self.blocks.append(_Block(docs, ascii_only, scores, seg, seg_codes, base, line_idx, long_docs=long_docs))
 
