@@ -127,8 +127,14 @@ def report_record(data: Mapping[str, Any], what: str = "report.json") -> "spine.
     """The gate's own report as its typed record: held to the schema the comment job holds it
     to (:func:`check_own_report`), then built. A key or value of the wrong kind is the gate's
     own bug (:class:`gate.report.typed.InvalidRecord`, exit 4)."""
-    check_own_report(data, what)
-    return spine.Report.from_dict(json.loads(json.dumps(data, allow_nan=False)))
+    try:
+        as_json = json.loads(json.dumps(data, allow_nan=False))  # once, for the check and the record
+    except (TypeError, ValueError):
+        as_json = None
+    check_own_report(data, what, as_json=as_json)
+    if as_json is None:
+        json.dumps(data, allow_nan=False)  # raises what it raised before the check
+    return spine.Report.from_dict(as_json)
 
 
 def read_report(data: Any, source: str) -> "spine.Report":
@@ -316,19 +322,21 @@ def _problems(data: Any, schema: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def check_own_report(report: Mapping[str, Any], what: str = "report.json") -> None:
+def check_own_report(report: Mapping[str, Any], what: str = "report.json", *, as_json: Any = None) -> None:
     """The gate's own report against the schema the fork comment job holds it to.
 
     A report the gate writes and its own comment job would refuse is a bug of the gate: said
     on stderr (the verdict still stands and the files are still written). With
     ``RETRIEVAL_GATE_REPORT_CHECK=raise`` (the test suite) it is an AssertionError instead;
-    ``log:<path>`` appends each problem to that file."""
+    ``log:<path>`` appends each problem to that file. ``as_json``: the report already through
+    ``json.loads(json.dumps(...))`` (it is checked as it will be read)."""
     import os
     import sys
 
     schema = _schema()
     try:
-        problems = _problems(json.loads(json.dumps(report, allow_nan=False)), schema)
+        problems = _problems(as_json if as_json is not None else json.loads(json.dumps(report, allow_nan=False)),
+                             schema)
     except (TypeError, ValueError) as error:
         problems = [f"not JSON: {error}"]
     if not problems:
