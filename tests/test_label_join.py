@@ -171,3 +171,14 @@ def test_a_judged_docno_ending_in_nul_keeps_the_dict_lookups(keyed):
     doc_ids = np.array(["a", "b"])
     got = join_labels(judgments, ["q"], doc_ids, np.array([0, 1]), np.array([2]), np.array([0, 2]))
     assert got.tolist() == [NONPOOL, 1]
+
+
+def test_a_judgment_of_another_query_never_labels_a_row(keyed, monkeypatch):
+    """Keys that forget the query (as the compared high bits of two queries' keys can meet):
+    q2's row of a docno judged only for q1 must stay unjudged (found by the adversarial review)."""
+    monkeypatch.setattr(label_join, "_keys", lambda hashes, positions: hashes.copy())
+    judgments = {"q1": {"DOC-465": 3, "x": 1}, "q2": {"y": 1}}
+    doc_ids = np.array(["a", "DOC-465"])
+    got = join_labels(judgments, ["q1", "q2"], doc_ids, np.array([0, 1]), np.array([1, 1]), np.array([0, 1, 2]))
+    assert got.tolist() == [NONPOOL, NONPOOL]
+    assert keyed == [False]  # the block was caught and joined by dict lookups

@@ -171,19 +171,48 @@ def test_blocks_the_scanner_declines_are_read_by_numpy(monkeypatch):
     assert native.scan_run_block(b"q Q0 d 1 1.0 t\n", 1).scores.tolist() == [1.0]
 
 
-def test_without_a_compiler_the_install_goes_on_with_one_line(tmp_path, monkeypatch, capsys):
+def _hook():
     sys.path.insert(0, str(REPO))
     try:
         import hatch_build
     finally:
         sys.path.remove(str(REPO))
-    (tmp_path / hatch_build.SOURCE).parent.mkdir(parents=True)
+    return hatch_build
+
+
+def _hook_root(tmp_path: Path, hatch_build) -> Path:
+    (tmp_path / hatch_build.SOURCE).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / hatch_build.SOURCE).write_text((REPO / hatch_build.SOURCE).read_text())
-    monkeypatch.setattr(hatch_build.sysconfig, "get_config_var", lambda name: "/nonexistent/cc")
-    assert hatch_build.compile_scanner(tmp_path) is False
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no compiled run scanner" in err
-    assert not (tmp_path / hatch_build.TARGET).exists()
+    return tmp_path
+
+
+@pytest.mark.parametrize("cc", ["/nonexistent/cc", "true", "false"])
+def test_a_compiler_that_fails_or_writes_nothing_leaves_the_install_going(tmp_path, monkeypatch, capsys, cc):
+    hatch_build = _hook()
+    root = _hook_root(tmp_path, hatch_build)
+    monkeypatch.setenv("CC", cc)
+    assert hatch_build.compile_scanner(root) is False
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not (root / hatch_build.TARGET).exists()
+    assert [p.name for p in (root / hatch_build.TARGET).parent.iterdir()] == ["runscan.c"]  # no partial file
+
+
+def test_turning_it_off_at_install_removes_an_earlier_build(tmp_path, monkeypatch, capsys):
+    hatch_build = _hook()
+    root = _hook_root(tmp_path, hatch_build)
+    (root / hatch_build.TARGET).write_bytes(b"an earlier build")
+    monkeypatch.setenv("RETRIEVAL_GATE_NATIVE", "off")
+    assert hatch_build.compile_scanner(root) is False
+    assert not (root / hatch_build.TARGET).exists()
+
+
+@needs_scanner
+def test_a_library_built_from_another_source_is_never_called(monkeypatch):
+    """An editable install after a pull: the library is older than runscan.c (its arguments may
+    differ): it is skipped before any call, and the numpy reader reads."""
+    assert native._load() is not None
+    monkeypatch.setattr(native, "source_sha256", lambda: "0" * 64)
+    assert native._load() is None
 
 
 def test_the_numpy_reader_alone_when_told(monkeypatch, tmp_path):

@@ -188,7 +188,8 @@ def _join_block(table: _JudgmentTable, qids: Sequence[str], block: np.ndarray, d
     # The block's rows, keyed alike, sorted.
     rows = kept[first:last]
     row_hashes = hashes[rows] if hashes is not None else _text_hash(doc_ids[rows])
-    row_keys = _keys(row_hashes, np.repeat(np.arange(len(block)), kept_lens[block]))
+    row_queries = np.repeat(np.arange(len(block)), kept_lens[block])
+    row_keys = _keys(row_hashes, row_queries)
     # The row's index rides in the key's low bits, so a plain sort (several times faster than an
     # argsort) gives the order too; the keys compared are the remaining high bits.
     bits = np.uint64(max(1, (len(rows) - 1).bit_length()))
@@ -204,8 +205,11 @@ def _join_block(table: _JudgmentTable, qids: Sequence[str], block: np.ndarray, d
     hit = np.zeros(len(judgment_keys), dtype=bool)
     hit[inside] = sorted_keys[at[inside]] == judgment_keys[inside]
     slots = order[at[hit]]
-    if not bool((doc_ids[rows[slots]] == table.docs[rows_j[hit]]).all()):
-        return False  # a judged docno shares its key with another docno: a collision
+    # Confirmed on what the key stands for: the same query (the compared high bits of two
+    # queries' keys can meet) and the same docno.
+    if not bool((row_queries[slots] == local[hit]).all()
+                and (doc_ids[rows[slots]] == table.docs[rows_j[hit]]).all()):
+        return False  # a judgment shares its key with another query's row or another docno
     labels[first + slots] = table.labels[rows_j[hit]]
     return True
 

@@ -15,6 +15,7 @@ used if it disagrees.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,12 +55,32 @@ class Scanned:
     new_query: np.ndarray  # bool: the query id differs from the row before
 
 
+def disabled() -> bool:
+    """``RETRIEVAL_GATE_NATIVE`` set to 0 / false / no / off (also read by hatch_build.py)."""
+    return os.environ.get("RETRIEVAL_GATE_NATIVE", "").strip().lower() in ("0", "false", "no", "off")
+
+
+def source_sha256() -> str:
+    """The SHA-256 of the runscan.c beside this module (a library built from another is stale)."""
+    try:
+        return hashlib.sha256(Path(__file__).with_name("runscan.c").read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
 def _load() -> ctypes.CDLL | None:
-    if os.environ.get("RETRIEVAL_GATE_NATIVE", "") == "0":
+    if disabled():
         return None
+    want = source_sha256()
     for path in sorted(Path(__file__).parent.glob("_runscan*.so")):
         try:
             lib = ctypes.CDLL(str(path))
+            built_from = lib.rg_source_sha256
+            built_from.restype = ctypes.c_char_p
+            built_from.argtypes = []
+            # Checked before the scanner is ever called: a stale library may take other arguments.
+            if not want or built_from().decode("ascii", "replace") != want:
+                continue
             scan = lib.rg_scan_run_block
         except (OSError, AttributeError):
             continue

@@ -33,6 +33,14 @@ static const long double P10L[28] = {
 #define HAVE_WIDE_LONG_DOUBLE 0
 #endif
 
+/* The SHA-256 of the source this library was built from (hatch_build.py passes it): the loader
+ * uses a library only when it matches the runscan.c beside it, so a build left from an older
+ * source (a pull into an editable install) is never called. */
+#ifndef RG_SOURCE_SHA256
+#define RG_SOURCE_SHA256 "unknown"
+#endif
+const char *rg_source_sha256(void) { return RG_SOURCE_SHA256; }
+
 /* 1 when the long double path is compiled in (the loader checks it against float()). */
 int rg_wide_long_double(void) { return HAVE_WIDE_LONG_DOUBLE; }
 
