@@ -86,8 +86,8 @@ def start(path: str | os.PathLike, qrels_spec: str, measures: Sequence[str], que
     root = str(Path(__file__).resolve().parents[2])
     payload = json.dumps({"path": os.fspath(path), "qrels": os.fspath(qrels_spec), "measures": [str(m) for m in measures],
                           "query_ids": None if query_ids is None else list(query_ids),
-                          "queries": None if queries_spec is None else os.fspath(queries_spec), "rel": rel, "k_rank": k_rank, "k_recall": k_recall,
-                          "sha256": sha256}).encode("utf-8")
+                          "queries": None if queries_spec is None else os.fspath(queries_spec),
+                          "rel": rel, "k_rank": k_rank, "k_recall": k_recall, "sha256": sha256}).encode("utf-8")
     # stderr to a file, not a pipe: a child that fills a pipe there before it writes stdout
     # would wait on this process while this one waits on its stdout.
     err_file = tempfile.TemporaryFile()

@@ -27,8 +27,8 @@ import numpy as np
 from gate.inputs.readers.records import Qrels, Run
 from gate.evaluation.label_join import join_labels
 from gate.evaluation.measures import Measure, parse_measure
-from gate.evaluation.measures.ordering import compared_scores, tie_at_cutoff, trec_order
-from gate.evaluation.measures.ranking import NONPOOL, Ranking  # noqa: F401 (NONPOOL: documented here)
+from gate.evaluation.measures.ordering import compared_scores, concatenated_ranges, tie_at_cutoff, trec_order
+from gate.evaluation.measures.ranking import Ranking
 
 
 @dataclass(frozen=True)
@@ -85,13 +85,6 @@ class PerQuery:
         """
         values = self[measure]
         return float(np.mean(values)) if len(values) else 0.0
-
-
-def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(starts[i], starts[i] + lens[i])``."""
-    lens = lens.astype(np.int64, copy=False)
-    before = np.cumsum(lens) - lens
-    return np.repeat(starts - before, lens) + np.arange(int(lens.sum()), dtype=np.int64)
 
 
 def _qrels_arrays(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -180,7 +173,7 @@ def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_i
     if len(present) == len(run.query_ids) and np.array_equal(where[present], np.arange(len(present))):
         scores, doc_ids = run.scores, run.doc_ids
     else:
-        rows = _ranges(run_starts[where[present]], retrieved[present])
+        rows = concatenated_ranges(run_starts[where[present]], retrieved[present])
         scores, doc_ids = run.scores[rows], run.doc_ids[rows]
     scores = np.asarray(scores, dtype=np.float64)
 
@@ -202,7 +195,7 @@ def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_i
         kept = perm
     else:
         kept_lens = np.minimum(retrieved, depth)
-        kept = perm[_ranges(starts[:-1], kept_lens)]
+        kept = perm[concatenated_ranges(starts[:-1], kept_lens)]
     kept_starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(kept_lens, out=kept_starts[1:])
     seg = np.repeat(np.arange(n, dtype=np.int64), kept_lens)
@@ -236,5 +229,5 @@ def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_i
     )
     if not keep:
         return per_query, None
-    kept_scores = ordered_scores if depth is None else ordered_scores[_ranges(starts[:-1], kept_lens)]
+    kept_scores = ordered_scores if depth is None else ordered_scores[concatenated_ranges(starts[:-1], kept_lens)]
     return per_query, OrderedLabels(qids, retrieved, kept_lens, kept_starts, labels, kept_scores)

@@ -22,6 +22,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from gate.evaluation.measures.ordering import concatenated_ranges
 from gate.evaluation.measures.ranking import NONPOOL
 
 __all__ = ["join_labels", "JOIN_BLOCK", "MIN_TABLE_ROWS"]
@@ -131,12 +132,6 @@ def _build_table(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str]
     )
 
 
-def _ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
-    lens = lens.astype(np.int64, copy=False)
-    before = np.cumsum(lens) - lens
-    return np.repeat(starts - before, lens) + np.arange(int(lens.sum()), dtype=np.int64)
-
-
 def join_labels(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str], doc_ids: np.ndarray,
                 kept: np.ndarray, kept_lens: np.ndarray, kept_starts: np.ndarray) -> np.ndarray:
     """The qrels label of every kept row (NONPOOL where unjudged).
@@ -182,7 +177,7 @@ def _join_block(table: _JudgmentTable, qids: Sequence[str], block: np.ndarray, d
     # Judgments of the block's queries, keyed with the query's position in the block.
     g = groups[judged]
     sizes = table.starts[g + 1] - table.starts[g]
-    rows_j = _ranges(table.starts[g], sizes)
+    rows_j = concatenated_ranges(table.starts[g], sizes)
     local = np.repeat(np.flatnonzero(judged), sizes)
     judgment_keys = _keys(table.hashes[rows_j], local)
     # The block's rows, keyed alike, sorted.

@@ -42,6 +42,13 @@ def segment_ids(starts: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(len(lens), dtype=np.int64), lens)
 
 
+def concatenated_ranges(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(starts[i], starts[i] + lens[i])``: the rows of chosen segments."""
+    lens = lens.astype(np.int64, copy=False)
+    before = np.cumsum(lens) - lens
+    return np.repeat(starts - before, lens) + np.arange(int(lens.sum()), dtype=np.int64)
+
+
 def compared_scores(scores: np.ndarray) -> np.ndarray:
     """Scores as trec_eval compares them (rounded to :data:`SCORE_DTYPE`).
 

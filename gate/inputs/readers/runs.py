@@ -543,24 +543,21 @@ class _Reader:
             return base + (r if line_idx is None else int(line_idx[r]))
 
         # query ids -> run-length codes (first appearance order)
+        def id_array() -> np.ndarray:  # every row's query id, as one fixed-width bytes array
+            qmat = np.ascontiguousarray(bb.columns(qids[0], qids[1]).T)
+            return qmat.view(f"S{qmat.shape[1]}").ravel()
+
         qs = None
-        if seg is None:
-            mt = bb.columns(qids[0], qids[1])
-            qmat = np.ascontiguousarray(mt.T)
-            qs = qmat.view(f"S{qmat.shape[1]}").ravel()
+        if seg is None:  # the scanner found where the id changes; the numpy path looks here
+            qs = id_array()
             seg = np.flatnonzero(qs[1:] != qs[:-1]) + 1
             seg = np.concatenate((np.zeros(1, dtype=seg.dtype), seg))
         if len(seg) < max(64, rows // 16):
-            if qs is not None:
-                seg_codes = np.array([self._code(qs[i]) for i in seg.tolist()], dtype=np.int32)
-            else:
-                seg_codes = np.array([self._code(block[a:a + n]) for a, n in
-                                      zip(qids[0][seg].tolist(), qids[1][seg].tolist())], dtype=np.int32)
+            seg_codes = np.array([self._code(block[a:a + n]) for a, n in
+                                  zip(qids[0][seg].tolist(), qids[1][seg].tolist())], dtype=np.int32)
         else:  # interleaved queries: code distinct ids once
             if qs is None:
-                mt = bb.columns(qids[0], qids[1])
-                qmat = np.ascontiguousarray(mt.T)
-                qs = qmat.view(f"S{qmat.shape[1]}").ravel()
+                qs = id_array()
             uniq, inverse = np.unique(qs[seg], return_inverse=True)
             inverse = inverse.ravel()
             first_at = np.full(len(uniq), len(seg), dtype=np.int64)
