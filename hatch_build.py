@@ -1,10 +1,12 @@
-"""Build hook: compiles the run reader's scanner (gate/inputs/readers/runscan.c) when it can.
+"""Build hook: compiles the run reader's scanner and the label join when it can.
 
 `pip install` (editable or not) runs this. With a C compiler at hand it builds
-`gate/inputs/readers/_runscan.so`, which `gate.inputs.readers.native` loads with ctypes: large
-runs are read several times faster. Without one (the container image, a bare Python + pip
-machine) or with RETRIEVAL_GATE_NATIVE=0 (or false/no/off), it says so in one line and the install goes on: the
-numpy reader gives the same runs, errors and numbers. Nothing is downloaded.
+`gate/inputs/readers/_runscan.so` (from runscan.c), which `gate.inputs.readers.native` loads with
+ctypes: large runs are read several times faster; and `gate/evaluation/_labeljoin.so` (from
+labeljoin.c), which `gate.evaluation.label_join` loads: the qrels join of a large run is several
+times faster. Without one (the container image, a bare Python + pip machine) or with
+RETRIEVAL_GATE_NATIVE=0 (or false/no/off), it says so in one line and the install goes on: the
+numpy code gives the same runs, errors and numbers. Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -24,29 +26,44 @@ except ImportError:  # the tests import compile_scanner where hatchling is not i
 
 SOURCE = Path("gate/inputs/readers/runscan.c")
 TARGET = Path("gate/inputs/readers/_runscan.so")
+JOIN_SOURCE = Path("gate/evaluation/labeljoin.c")
+JOIN_TARGET = Path("gate/evaluation/_labeljoin.so")
+#: Every compiled library: (source, library), each loaded on its own.
+LIBRARIES = ((SOURCE, TARGET), (JOIN_SOURCE, JOIN_TARGET))
 
 
 def _disabled() -> bool:
     return os.environ.get("RETRIEVAL_GATE_NATIVE", "").strip().lower() in ("0", "false", "no", "off")
 
 
-def _say(why: str) -> None:
-    print(f"retrieval-gate: no compiled run scanner ({why}); the numpy reader will read runs", file=sys.stderr)
+def _say(source: Path, why: str) -> None:
+    print(f"retrieval-gate: {source.name} not compiled ({why}); numpy code will do its work", file=sys.stderr)
 
 
 def compile_scanner(root: Path) -> bool:
-    """Compile SOURCE into TARGET under ``root``; False (and one line on stderr) when it cannot.
+    """Compile every one of LIBRARIES under ``root``; False (and a line on stderr for each
+    library not built) when any could not be built."""
+    built = [compile_library(root, source, target) for source, target in LIBRARIES]
+    return all(built)
+
+
+def compile_library(root: Path, source: Path, target: Path) -> bool:
+    """Compile ``source`` into ``target`` under ``root``; False (and one line on stderr) when it cannot.
 
     The compiler is ``$CC`` or the one Python was built with. The library records the SHA-256
     of its source; the loader uses it only while that matches the source beside it."""
-    source, target = root / SOURCE, root / TARGET
+    source, target = root / source, root / target
     if _disabled():
         target.unlink(missing_ok=True)  # an earlier build would otherwise still be loaded
-        _say("RETRIEVAL_GATE_NATIVE is off")
+        _say(source, "RETRIEVAL_GATE_NATIVE is off")
         return False
     compiler = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
     partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    try:
+        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    except OSError as error:
+        _say(source, str(error))
+        return False
     # No -march=native and no -ffast-math: the library must run wherever the wheel goes, and the
     # score parser relies on IEEE arithmetic exactly as written.
     command = [*compiler, "-O2", "-shared", "-fPIC", f'-DRG_SOURCE_SHA256="{digest}"', "-o", str(partial),
@@ -55,11 +72,11 @@ def compile_scanner(root: Path) -> bool:
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-            _say(f"{compiler[0]} failed: {last}")
+            _say(source, f"{compiler[0]} failed: {last}")
             return False
         os.replace(partial, target)
     except (OSError, subprocess.SubprocessError, ValueError) as error:
-        _say(str(error))
+        _say(source, str(error))
         return False
     finally:
         partial.unlink(missing_ok=True)
@@ -70,8 +87,9 @@ class CustomBuildHook(BuildHookInterface):
     def initialize(self, version: str, build_data: dict) -> None:
         if self.target_name != "wheel":
             return
-        if compile_scanner(Path(self.root)) and version != "editable":
+        built = [target for source, target in LIBRARIES if compile_library(Path(self.root), source, target)]
+        if built and version != "editable":
             # A wheel with a compiled library is tied to its platform.
             build_data["pure_python"] = False
             build_data["infer_tag"] = True
-            build_data["artifacts"].append(TARGET.as_posix())  # git-ignored, so named here
+            build_data["artifacts"].extend(target.as_posix() for target in built)  # git-ignored, so named here

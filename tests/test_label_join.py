@@ -2,7 +2,9 @@
 
 Every case is checked against the plainest possible reference: ``judgments[qid].get(docno)``
 for each kept row. The keyed path is forced on (MIN_TABLE_ROWS = 0) so small cases take it,
-and collisions are forced by replacing the docno hash, so the fallback is walked too.
+and collisions are forced by replacing the docno hash, so the fallback is walked too. The
+compiled join (labeljoin.c), where the install built it, is held to the same reference on the
+same cases, and on docnos that differ only where a hash or a width could hide it.
 """
 
 from __future__ import annotations
@@ -62,18 +64,24 @@ def _case(seed: int, alphabet: str = "abcdé7\u4e2d", queries: int = 40, depth: 
 
 @pytest.fixture
 def keyed(monkeypatch):
-    """The keyed join on every size of case; yields the list of blocks it joined by key."""
+    """The keyed (numpy) join on every size of case; yields the list of blocks it joined by key."""
     monkeypatch.setattr(label_join, "MIN_TABLE_ROWS", 0)
-    joined = []
-    real = label_join._join_block
+    monkeypatch.setattr(label_join, "COMPILED_JOIN", None)
+    return _spy(monkeypatch, "_join_block")
+
+
+def _spy(monkeypatch, name: str) -> list:
+    """Replace label_join's function ``name`` by one recording each of its results."""
+    results = []
+    real = getattr(label_join, name)
 
     def spy(*args, **kwargs):
         done = real(*args, **kwargs)
-        joined.append(done)
+        results.append(done)
         return done
 
-    monkeypatch.setattr(label_join, "_join_block", spy)
-    return joined
+    monkeypatch.setattr(label_join, name, spy)
+    return results
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -158,6 +166,7 @@ def test_judgments_changed_in_place_are_seen_by_the_next_join(keyed):
 def test_small_joins_take_the_dict_lookups(monkeypatch):
     joined = []
     monkeypatch.setattr(label_join, "_join_block", lambda *args: joined.append(1))
+    monkeypatch.setattr(label_join, "_compiled_join", lambda *args: joined.append(1))
     judgments, qids, doc_ids, kept, kept_lens, kept_starts = _case(1)
     assert len(kept) < label_join.MIN_TABLE_ROWS
     got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
@@ -182,3 +191,71 @@ def test_a_judgment_of_another_query_never_labels_a_row(keyed, monkeypatch):
     got = join_labels(judgments, ["q1", "q2"], doc_ids, np.array([0, 1]), np.array([1, 1]), np.array([0, 1, 2]))
     assert got.tolist() == [NONPOOL, NONPOOL]
     assert keyed == [False]  # the block was caught and joined by dict lookups
+
+
+needs_compiled = pytest.mark.skipif(label_join.COMPILED_JOIN is None,
+                                    reason="labeljoin.c was not compiled at install (no C compiler)")
+
+
+@pytest.fixture
+def compiled(monkeypatch):
+    """The compiled join on every size of case; yields its results (True: joined in C)."""
+    monkeypatch.setattr(label_join, "MIN_TABLE_ROWS", 0)
+    monkeypatch.setattr(label_join, "_join_block", lambda *args: pytest.fail("the numpy join ran"))
+    return _spy(monkeypatch, "_compiled_join")
+
+
+@needs_compiled
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("keep_depth", [None, 5])
+@pytest.mark.parametrize("alphabet", ["abcdé7\u4e2d", "ab", "\U0001f600\u00e9x"])
+def test_compiled_join_equals_dict_lookups(compiled, seed, keep_depth, alphabet):
+    judgments, qids, doc_ids, kept, kept_lens, kept_starts = _case(seed, alphabet=alphabet, keep_depth=keep_depth)
+    got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
+    assert np.array_equal(got, _reference(judgments, qids, doc_ids, kept, kept_starts))
+    assert compiled == [True]
+
+
+@needs_compiled
+def test_compiled_join_tells_apart_what_a_width_or_a_prefix_hides(compiled):
+    """Docnos that are prefixes of each other, run and table of other widths, the same docno judged
+    for one query and retrieved for another: each row gets its own query's label or none."""
+    judgments = {"q1": {"ab": 1, "abc": 2, "DOC-465": 3}, "q2": {"a": 4, "abcd" * 5: 5}}
+    run_docs = ["a", "ab", "abc", "abcd", "DOC-465", "abcd" * 5, "abcd" * 5 + "e"]
+    doc_ids = np.array(run_docs, dtype="U40")  # wider than the table
+    qids = ["q1", "q2"]
+    kept = np.array([0, 1, 2, 3, 4, 5, 6, 0, 1, 4, 5, 6], dtype=np.int64)
+    kept_lens = np.array([7, 5])
+    kept_starts = np.array([0, 7, 12])
+    got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
+    assert np.array_equal(got, _reference(judgments, qids, doc_ids, kept, kept_starts))
+    assert got.tolist() == [NONPOOL, 1, 2, NONPOOL, 3, NONPOOL, NONPOOL, 4, NONPOOL, NONPOOL, 5, NONPOOL]
+    narrow = np.array(run_docs[:5], dtype="U7")  # narrower than the table
+    got = join_labels(judgments, qids, narrow, kept[kept < 5], np.array([5, 3]), np.array([0, 5, 8]))
+    assert got.tolist() == [NONPOOL, 1, 2, NONPOOL, 3, 4, NONPOOL, NONPOOL]
+    assert compiled == [True, True]
+
+
+@needs_compiled
+def test_compiled_join_refuses_a_table_that_holds_a_docno_twice():
+    """Two judgments of one query that the table cannot tell apart: the compiled join says so
+    (join_labels then joins by dict), and labels nothing."""
+    table = label_join._JudgmentTable(index={"q": 0}, starts=np.array([0, 2]), docs=np.array(["a", "a"]),
+                                      labels=np.array([1, 2]), hashes=None)
+    labels = np.full(1, NONPOOL, dtype=np.int64)
+    assert not label_join._compiled_join(table, ["q"], np.array(["a"]), np.array([0]), np.array([0, 1]), labels)
+
+
+@needs_compiled
+def test_compiled_join_on_a_large_run_with_many_collisions_of_its_slots(compiled):
+    """Many queries judging the same docnos (every probe chain is long and mixes queries)."""
+    rng = np.random.default_rng(7)
+    space = [f"D{i}" for i in range(50)]
+    qids = [f"q{i}" for i in range(400)]
+    judgments = {q: {d: int(rng.integers(0, 4)) for d in rng.choice(space, 30, replace=False)} for q in qids}
+    docs = np.array([d for _ in qids for d in rng.choice(space, 40, replace=False)])
+    kept = np.arange(len(docs), dtype=np.int64)
+    kept_lens = np.full(len(qids), 40)
+    kept_starts = np.arange(len(qids) + 1, dtype=np.int64) * 40
+    got = join_labels(judgments, qids, docs, kept, kept_lens, kept_starts)
+    assert np.array_equal(got, _reference(judgments, qids, docs, kept, kept_starts))

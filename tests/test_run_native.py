@@ -181,8 +181,9 @@ def _hook():
 
 
 def _hook_root(tmp_path: Path, hatch_build) -> Path:
-    (tmp_path / hatch_build.SOURCE).parent.mkdir(parents=True, exist_ok=True)
-    (tmp_path / hatch_build.SOURCE).write_text((REPO / hatch_build.SOURCE).read_text())
+    for source, _ in hatch_build.LIBRARIES:
+        (tmp_path / source).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / source).write_text((REPO / source).read_text())
     return tmp_path
 
 
@@ -192,18 +193,33 @@ def test_a_compiler_that_fails_or_writes_nothing_leaves_the_install_going(tmp_pa
     root = _hook_root(tmp_path, hatch_build)
     monkeypatch.setenv("CC", cc)
     assert hatch_build.compile_scanner(root) is False
-    assert capsys.readouterr().err.count("\n") == 1
-    assert not (root / hatch_build.TARGET).exists()
-    assert [p.name for p in (root / hatch_build.TARGET).parent.iterdir()] == ["runscan.c"]  # no partial file
+    assert capsys.readouterr().err.count("\n") == len(hatch_build.LIBRARIES)  # a line for each
+    for source, target in hatch_build.LIBRARIES:
+        assert not (root / target).exists()
+        assert [p.name for p in (root / target).parent.iterdir()] == [source.name]  # no partial file
+
+
+def test_each_library_builds_on_its_own(tmp_path, capsys):
+    """A source that cannot be read costs its own library only, in one line."""
+    hatch_build = _hook()
+    root = _hook_root(tmp_path, hatch_build)
+    (root / hatch_build.JOIN_SOURCE).unlink()
+    if not hatch_build.compile_library(root, hatch_build.SOURCE, hatch_build.TARGET):
+        pytest.skip("no C compiler here")
+    assert hatch_build.compile_scanner(root) is False
+    assert (root / hatch_build.TARGET).exists() and not (root / hatch_build.JOIN_TARGET).exists()
+    assert "labeljoin.c not compiled" in capsys.readouterr().err
 
 
 def test_turning_it_off_at_install_removes_an_earlier_build(tmp_path, monkeypatch, capsys):
     hatch_build = _hook()
     root = _hook_root(tmp_path, hatch_build)
-    (root / hatch_build.TARGET).write_bytes(b"an earlier build")
+    for _, target in hatch_build.LIBRARIES:
+        (root / target).write_bytes(b"an earlier build")
     monkeypatch.setenv("RETRIEVAL_GATE_NATIVE", "off")
     assert hatch_build.compile_scanner(root) is False
-    assert not (root / hatch_build.TARGET).exists()
+    for _, target in hatch_build.LIBRARIES:
+        assert not (root / target).exists()
 
 
 @needs_scanner
@@ -219,7 +235,19 @@ def test_the_numpy_reader_alone_when_told(monkeypatch, tmp_path):
     """RETRIEVAL_GATE_NATIVE=0: no scanner is loaded (benchmarks compare the two this way)."""
     import subprocess
 
-    code = "from gate.inputs.readers import native; print(native.SCANNER is None)"
+    code = ("from gate.inputs.readers import native; from gate.evaluation import label_join; "
+            "print(native.SCANNER is None, label_join.COMPILED_JOIN is None)")
     out = subprocess.run([sys.executable, "-c", code], env={"RETRIEVAL_GATE_NATIVE": "0", "PATH": "/usr/bin:/bin"},
                          capture_output=True, text=True, cwd=REPO, check=True)
-    assert out.stdout.strip() == "True"
+    assert out.stdout.strip() == "True True"
+
+
+@pytest.mark.skipif(__import__("gate.evaluation.label_join").evaluation.label_join.COMPILED_JOIN is None,
+                    reason="labeljoin.c was not compiled at install")
+def test_a_join_library_built_from_another_source_is_never_called(monkeypatch):
+    from gate.common import compiled
+    from gate.evaluation import label_join
+
+    assert label_join._load_compiled_join() is not None
+    monkeypatch.setattr(compiled, "source_sha256", lambda source: "0" * 64)
+    assert label_join._load_compiled_join() is None

@@ -39,6 +39,7 @@ _FORMAT = "retrieval-gate demo pilot 1"
 _GATE = Path(__file__).resolve().parents[1]
 # The code a pilot's numbers depend on beyond its data: retrieval, run records, scoring.
 _CODE = ("runs/reference.py", "inputs/readers/records.py", "evaluation/evaluate.py", "evaluation/label_join.py",
+         "evaluation/labeljoin.c",
          "evaluation/measures")
 _LIBRARIES = ("numpy", "scipy", "faiss-cpu", "bm25s")
 

@@ -15,16 +15,16 @@ used if it disagrees.
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from gate.common import limits
+from gate.common import compiled, limits
 
-__all__ = ["Scanned", "SCANNER", "scan_run_block"]
+__all__ = ["Scanned", "SCANNER", "scan_run_block", "disabled"]
+
+disabled = compiled.disabled
 
 _MAX_RANK_CHARS = 20  # as the numpy reader: a signed 64-bit integer
 
@@ -55,41 +55,20 @@ class Scanned:
     new_query: np.ndarray  # bool: the query id differs from the row before
 
 
-def disabled() -> bool:
-    """``RETRIEVAL_GATE_NATIVE`` set to 0 / false / no / off (also read by hatch_build.py)."""
-    return os.environ.get("RETRIEVAL_GATE_NATIVE", "").strip().lower() in ("0", "false", "no", "off")
-
-
 def source_sha256() -> str:
     """The SHA-256 of the runscan.c beside this module (a library built from another is stale)."""
-    try:
-        return hashlib.sha256(Path(__file__).with_name("runscan.c").read_bytes()).hexdigest()
-    except OSError:
-        return ""
+    return compiled.source_sha256(Path(__file__).with_name("runscan.c"))
 
 
 def _load() -> ctypes.CDLL | None:
-    if disabled():
+    lib = compiled.load(Path(__file__).with_name("runscan.c"), "_runscan*.so", source_sha256())
+    if lib is None:
         return None
-    want = source_sha256()
-    for path in sorted(Path(__file__).parent.glob("_runscan*.so")):
-        try:
-            lib = ctypes.CDLL(str(path))
-            built_from = lib.rg_source_sha256
-            built_from.restype = ctypes.c_char_p
-            built_from.argtypes = []
-            # Checked before the scanner is ever called: a stale library may take other arguments.
-            if not want or built_from().decode("ascii", "replace") != want:
-                continue
-            scan = lib.rg_scan_run_block
-        except (OSError, AttributeError):
-            continue
-        scan.restype = ctypes.c_int64
-        scan.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                         ctypes.c_int64, ctypes.c_int64] + [ctypes.c_void_p] * 11
-        if _agrees_with_float(lib):
-            return lib
-    return None
+    scan = lib.rg_scan_run_block
+    scan.restype = ctypes.c_int64
+    scan.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                     ctypes.c_int64, ctypes.c_int64] + [ctypes.c_void_p] * 11
+    return lib if _agrees_with_float(lib) else None
 
 
 def _scan(lib: ctypes.CDLL, block: bytes, max_rows: int) -> Scanned | None:
