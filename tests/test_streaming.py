@@ -402,3 +402,26 @@ def test_an_empty_queries_option_means_no_queries_for_the_early_child_too(tmp_pa
     paths, qrels_path = _pair(tmp_path)
     result = compare_files(str(paths["baseline"]), str(paths["candidate"]), str(qrels_path), "")
     assert result.report.to_dict()["query_count"] == len(query_universe(read_qrels(qrels_path)).query_ids)
+
+
+@pytest.mark.parametrize("rel", [1, 2, 3])
+def test_relevant_sets_are_the_plain_sets_of_relevant_documents(rel):
+    """The lazy mapping answers as a dict of sets built at once would: same queries, same order,
+    same sets (asked for in any order, twice), and a query without a relevant document absent."""
+    rng = random.Random(rel)
+    judgments = {f"q{i}": {f"d{j}": rng.choice([-1, 0, 0, 1, 2, 3]) for j in range(rng.randrange(0, 8))}
+                 for i in range(60)}
+    asked = [f"q{i}" for i in rng.sample(range(70), 70)] + ["q3", "q3"]  # unknown ids and a repeat
+    plain = {}
+    for qid in asked:
+        docs = {doc for doc, label in judgments.get(qid, {}).items() if label >= rel}
+        if docs:
+            plain[qid] = docs
+    got = relevant_sets(judgments, asked, rel)
+    assert list(got) == list(plain) and len(got) == len(plain)
+    for qid in reversed(list(plain)):
+        assert got[qid] == plain[qid] and got[qid] is got[qid]
+    assert all((qid in got) == (qid in plain) for qid in asked)
+    assert dict(got) == plain
+    with pytest.raises(KeyError):
+        got["q-none"]

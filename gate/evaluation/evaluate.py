@@ -112,6 +112,7 @@ class OrderedLabels:
     kept_starts: np.ndarray
     labels: np.ndarray
     scores: np.ndarray
+    run_order: np.ndarray | None = None  # trec_order of the run's own rows, when they are the rows evaluated
 
     @property
     def full_depth(self) -> bool:
@@ -170,7 +171,8 @@ def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_i
     retrieved[present] = run_starts[where[present] + 1] - run_starts[where[present]]
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(retrieved, out=starts[1:])
-    if len(present) == len(run.query_ids) and np.array_equal(where[present], np.arange(len(present))):
+    own_rows = len(present) == len(run.query_ids) and np.array_equal(where[present], np.arange(len(present)))
+    if own_rows:  # the run's rows in the run's order: its trec order is the run's
         scores, doc_ids = run.scores, run.doc_ids
     else:
         rows = concatenated_ranges(run_starts[where[present]], retrieved[present])
@@ -230,4 +232,5 @@ def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_i
     if not keep:
         return per_query, None
     kept_scores = ordered_scores if depth is None else ordered_scores[concatenated_ranges(starts[:-1], kept_lens)]
-    return per_query, OrderedLabels(qids, retrieved, kept_lens, kept_starts, labels, kept_scores)
+    return per_query, OrderedLabels(qids, retrieved, kept_lens, kept_starts, labels, kept_scores,
+                                    perm if own_rows else None)

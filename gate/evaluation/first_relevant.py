@@ -79,14 +79,39 @@ def _positions(docs: np.ndarray, relevant: set[str]) -> np.ndarray:
     return np.flatnonzero(np.fromiter(map(relevant.__contains__, docs.tolist()), dtype=bool, count=len(docs)))
 
 
-def relevant_sets(judgments: Mapping[str, Mapping[str, int]], query_ids, rel_threshold: int) -> dict[str, set[str]]:
-    """The documents labelled ``>= rel_threshold`` of each of ``query_ids`` that has any."""
-    out: dict[str, set[str]] = {}
-    for qid in query_ids:
-        relevant = {doc for doc, label in (judgments.get(qid) or {}).items() if label >= rel_threshold}
-        if relevant:
-            out[qid] = relevant
-    return out
+class RelevantSets(Mapping[str, set[str]]):
+    """:func:`relevant_sets`: the queries that have a relevant document, found at once (a query's
+    first relevant label ends its search), and each query's set of them built when asked for (the
+    movement lookups ask for a few: a set per query of a 10,000-query run cost 0.1 s a run).
+
+    Reads ``judgments`` when a set is asked for: use it before the judgments change."""
+
+    def __init__(self, judgments: Mapping[str, Mapping[str, int]], query_ids, rel_threshold: int):
+        self._judgments, self._rel = judgments, rel_threshold
+        self._sets: dict[str, set[str] | None] = {
+            qid: None for qid in query_ids
+            if any(label >= rel_threshold for label in (judgments.get(qid) or {}).values())}
+
+    def __getitem__(self, qid: str) -> set[str]:
+        found = self._sets[qid]
+        if found is None:
+            found = self._sets[qid] = {doc for doc, label in self._judgments[qid].items() if label >= self._rel}
+        return found
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self._sets
+
+    def __iter__(self):
+        return iter(self._sets)
+
+    def __len__(self) -> int:
+        return len(self._sets)
+
+
+def relevant_sets(judgments: Mapping[str, Mapping[str, int]], query_ids, rel_threshold: int) -> RelevantSets:
+    """The documents labelled ``>= rel_threshold`` of each of ``query_ids`` that has any (a
+    mapping of query id to set, in the order of ``query_ids``)."""
+    return RelevantSets(judgments, query_ids, rel_threshold)
 
 
 def _first_hits(run: Run, perm: np.ndarray, qids: list[str], relevant: Mapping[str, set[str]],
@@ -158,7 +183,8 @@ def looks_from_labels(run: Run, ordered: OrderedLabels, relevant: Mapping[str, s
     first = np.full(n, -1, dtype=np.int64)
     first[has] = position[hits[first_at]]
     slow = want & _tied_first(ordered.scores, starts[:-1], first, lens)
-    return _answers(run, qids, np.flatnonzero(want).tolist(), first, found, slow, relevant, k_rank, k_recall)
+    return _answers(run, qids, np.flatnonzero(want).tolist(), first, found, slow, relevant, k_rank, k_recall,
+                    ordered.run_order)
 
 
 def _tied_first(slot_scores: np.ndarray, starts: np.ndarray, first: np.ndarray, lens: np.ndarray) -> np.ndarray:
