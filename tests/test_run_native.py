@@ -251,3 +251,22 @@ def test_a_join_library_built_from_another_source_is_never_called(monkeypatch):
     assert label_join._load_compiled_join() is not None
     monkeypatch.setattr(compiled, "source_sha256", lambda source: "0" * 64)
     assert label_join._load_compiled_join() is None
+
+
+@needs_scanner
+@pytest.mark.parametrize("seed", range(6))
+def test_the_compiled_duplicate_hash_is_the_numpy_one(seed):
+    """Every width across the 8-byte words, zero padding inside a docno's matrix, large codes."""
+    from gate.inputs.readers import runs
+
+    rng = np.random.default_rng(seed)
+    for width in (1, 7, 8, 9, 16, 17, 40):
+        rows = int(rng.integers(1, 300))
+        lens = rng.integers(1, width + 1, size=rows)
+        docs = rng.integers(1, 256, size=(width, rows), dtype=np.uint8)
+        docs *= np.arange(width)[:, None] < lens  # zero beyond each end, as the reader pads
+        codes = rng.integers(0, 2**31 - 1, size=rows, dtype=np.int32)
+        assert np.array_equal(native.hash_columns(docs, codes), runs._hash_columns_numpy(docs, codes))
+    # Another layout is left to numpy.
+    assert native.hash_columns(docs.T, codes) is None
+    assert native.hash_columns(docs, codes.astype(np.int64)) is None

@@ -122,16 +122,15 @@ def _build_table(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str]
         docs.extend(qid_docs)
         labels.extend(qid_docs.values())
         sizes.append(len(qid_docs))
-    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
-    if docs and int(lengths.max()) > _MAX_TABLE_WIDTH:
+    if max(map(len, docs), default=0) > _MAX_TABLE_WIDTH:
+        return None  # before the array: one long docno would widen every row of it
+    if "\x00" in "".join(docs):
+        # A docno holding NUL (no reader of ours lets one through): a 'U' array drops a trailing
+        # one, so the table's docno could differ from the dict's key. The dict lookups stay exact.
         return None
     starts = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(np.asarray(sizes, dtype=np.int64), out=starts[1:])
     texts = np.array(docs, dtype=str) if docs else np.array([], dtype="U1")
-    if not np.array_equal(np.char.str_len(texts), lengths):
-        # A docno ending in NUL (no reader of ours lets one through): a 'U' array drops it,
-        # so the table's docno would differ from the dict's key. The dict lookups stay exact.
-        return None
     return _JudgmentTable(
         index=index,
         starts=starts,

@@ -68,6 +68,9 @@ def _load() -> ctypes.CDLL | None:
     scan.restype = ctypes.c_int64
     scan.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                      ctypes.c_int64, ctypes.c_int64] + [ctypes.c_void_p] * 11
+    lib.rg_hash_columns.restype = None
+    lib.rg_hash_columns.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                                    ctypes.c_void_p]
     return lib if _agrees_with_float(lib) else None
 
 
@@ -108,3 +111,15 @@ def scan_run_block(block: bytes, lines: int) -> Scanned | None:
     if SCANNER is None or lines == 0:
         return None
     return _scan(SCANNER, block, lines)
+
+
+def hash_columns(docs: np.ndarray, codes: np.ndarray) -> np.ndarray | None:
+    """The duplicate screen's hash of every row of a ``(width, rows)`` docno byte matrix with its
+    query code (``gate.inputs.readers.runs._hash_columns_numpy``, computed in C); None without the
+    scanner or for arrays of another layout."""
+    if SCANNER is None or docs.dtype != np.uint8 or docs.ndim != 2 or not docs.flags.c_contiguous \
+            or codes.dtype != np.int32 or not codes.flags.c_contiguous or len(codes) != docs.shape[1]:
+        return None
+    out = np.empty(docs.shape[1], dtype=np.uint64)
+    SCANNER.rg_hash_columns(docs.ctypes.data, docs.shape[0], docs.shape[1], codes.ctypes.data, out.ctypes.data)
+    return out

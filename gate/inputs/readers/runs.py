@@ -274,7 +274,14 @@ def _parse_scores(bb: _Bytes, s: np.ndarray, lens: np.ndarray) -> tuple[np.ndarr
 
 
 def _hash_columns(mt: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """64-bit hash of (query code, doc bytes) from a ``(width, rows)`` matrix."""
+    """64-bit hash of (query code, doc bytes) from a ``(width, rows)`` matrix (in C when the
+    compiled scanner is at hand: the same values)."""
+    hashed = native.hash_columns(mt, codes)
+    return _hash_columns_numpy(mt, codes) if hashed is None else hashed
+
+
+def _hash_columns_numpy(mt: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """:func:`_hash_columns` with numpy."""
     h = codes.astype(np.uint64) * _HASH_K1
     for k in range(0, mt.shape[0], 8):
         w = np.zeros(mt.shape[1], dtype=np.uint64)

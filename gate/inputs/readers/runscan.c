@@ -174,3 +174,22 @@ int64_t rg_scan_run_block(const uint8_t *buf, int64_t n, int64_t max_rows, int64
     }
     return row;
 }
+
+/* The duplicate screen's hash of (query code, docno bytes) for every row of a block, exactly as
+ * runs._hash_columns_numpy computes it: docs is the block's (width, rows) byte matrix, zero
+ * beyond each docno; each 8-byte little-endian word of a docno that is not zero is mixed in. */
+void rg_hash_columns(const uint8_t *docs, int64_t width, int64_t rows, const int32_t *codes, uint64_t *out) {
+    for (int64_t i = 0; i < rows; i++) {
+        uint64_t h = (uint64_t)(int64_t)codes[i] * 0x9E3779B97F4A7C15ULL;
+        for (int64_t k = 0; k < width; k += 8) {
+            uint64_t w = 0;
+            int64_t end = k + 8 < width ? k + 8 : width;
+            for (int64_t b = k; b < end; b++) w |= (uint64_t)docs[b * rows + i] << (8 * (b - k));
+            if (w != 0) {
+                uint64_t mixed = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+                h = mixed ^ (mixed >> 31);
+            }
+        }
+        out[i] = h;
+    }
+}
