@@ -259,3 +259,67 @@ def test_compiled_join_on_a_large_run_with_many_collisions_of_its_slots(compiled
     kept_starts = np.arange(len(qids) + 1, dtype=np.int64) * 40
     got = join_labels(judgments, qids, docs, kept, kept_lens, kept_starts)
     assert np.array_equal(got, _reference(judgments, qids, docs, kept, kept_starts))
+
+
+@needs_compiled
+def test_compiled_join_with_a_query_listed_many_times(compiled):
+    """Two positions of one query id share its judgments: each judgment is in the C table once
+    (keyed by the group), so the table never fills up (it once looped forever)."""
+    judgments = {"q": {"a": 1}}
+    for copies in (1, 16, 17, 40):
+        qids = ["q"] * copies
+        doc_ids = np.array(["a", "b"])
+        kept = np.tile(np.array([0, 1]), copies)
+        kept_lens = np.full(copies, 2)
+        kept_starts = np.arange(copies + 1) * 2
+        got = join_labels(judgments, qids, doc_ids, kept, kept_lens, kept_starts)
+        assert got.tolist() == [1, NONPOOL] * copies
+    assert all(compiled)
+
+
+@needs_compiled
+def test_compiled_join_compares_a_docno_past_a_nul(compiled):
+    """A run docno holding NUL ('a\\x00b') is not the judged 'a' (the hash stops at the NUL; the
+    comparison does not)."""
+    judgments = {"q": {"a": 3}}
+    got = join_labels(judgments, ["q"], np.array(["a\x00b", "a"]), np.array([0, 1]), np.array([2]),
+                      np.array([0, 2]))
+    assert got.tolist() == [NONPOOL, 3]
+    assert compiled == [True]
+
+
+@needs_compiled
+@pytest.mark.parametrize("bad", ["kept past doc_ids", "negative kept", "starts past kept", "starts too short",
+                                 "starts going back"])
+def test_compiled_join_never_gets_arrays_that_do_not_fit(monkeypatch, bad):
+    """The C code trusts its indexes: arrays that do not fit are refused before the call, and the
+    numpy path answers as it does without compiled code (an error, or numpy's own indexing)."""
+    monkeypatch.setattr(label_join, "MIN_TABLE_ROWS", 0)
+    called = []
+    monkeypatch.setattr(label_join, "COMPILED_JOIN", lambda *args: called.append(1) or 0)
+    judgments = {"q": {"a": 1}, "r": {"b": 2}}
+    args = {"qids": ["q", "r"], "doc_ids": np.array(["a", "b"]), "kept": np.array([0, 1]),
+            "kept_lens": np.array([1, 1]), "kept_starts": np.array([0, 1, 2])}
+    if bad == "kept past doc_ids":
+        args["kept"] = np.array([0, 10**9])
+    elif bad == "negative kept":
+        args["kept"] = np.array([0, -1])
+    elif bad == "starts past kept":
+        args["kept_starts"] = np.array([0, 1, 5])
+    elif bad == "starts too short":
+        args["kept_starts"] = np.array([0, 1])
+    else:
+        args["kept_starts"] = np.array([0, 2, 1])
+    try:
+        join_labels(judgments, **args)
+    except (IndexError, ValueError):
+        pass
+    assert not called
+
+
+def test_big_endian_docnos_take_the_dict_lookups(keyed):
+    judgments = {"q": {"a": 1, "bb": 2}}
+    doc_ids = np.array(["bb", "a"]).astype(">U2")
+    got = join_labels(judgments, ["q"], doc_ids, np.array([0, 1]), np.array([2]), np.array([0, 2]))
+    assert got.tolist() == [2, 1]
+    assert not keyed

@@ -110,7 +110,10 @@ class RelevantSets(Mapping[str, set[str]]):
 
 def relevant_sets(judgments: Mapping[str, Mapping[str, int]], query_ids, rel_threshold: int) -> RelevantSets:
     """The documents labelled ``>= rel_threshold`` of each of ``query_ids`` that has any (a
-    mapping of query id to set, in the order of ``query_ids``)."""
+    mapping of query id to set, in the order of ``query_ids``).
+
+    Not a snapshot: the sets are read from ``judgments`` when first asked for (see
+    :class:`RelevantSets`), so use the mapping before the judgments change."""
     return RelevantSets(judgments, query_ids, rel_threshold)
 
 

@@ -148,8 +148,8 @@ def _load_compiled_join():
     join = lib.rg_join_labels
     join.restype = ctypes.c_int64
     pointer, count = ctypes.c_void_p, ctypes.c_int64
-    join.argtypes = [pointer, count, pointer, pointer, count, pointer, pointer, count, pointer, pointer, pointer,
-                     count, pointer]
+    join.argtypes = [pointer, count, pointer, pointer, count, pointer, count, pointer, count, pointer, pointer,
+                     pointer, count, pointer]
     return join
 
 
@@ -159,18 +159,25 @@ COMPILED_JOIN = _load_compiled_join()
 
 def _compiled_join(table: _JudgmentTable, qids: Sequence[str], doc_ids: np.ndarray, kept: np.ndarray,
                    kept_starts: np.ndarray, labels: np.ndarray) -> bool:
-    """Join every kept row in C; False when the table has a docno twice for one query."""
-    group = np.fromiter((table.index.get(q, -1) for q in qids), dtype=np.int64, count=len(qids))
+    """Join every kept row in C; False (nothing labelled) when the table has a docno twice for one
+    query, or when the arrays do not fit together (the numpy join then raises what it raises)."""
     docs = np.ascontiguousarray(doc_ids)
-    judged = np.ascontiguousarray(table.docs)
     kept = np.ascontiguousarray(kept, dtype=np.int64)
     kept_starts = np.ascontiguousarray(kept_starts, dtype=np.int64)
-    capacity = 1 << max(4, (2 * len(judged)).bit_length())
+    # The C code trusts every index it is given: they are checked here, once per join.
+    if len(kept_starts) != len(qids) + 1 or len(labels) != len(kept) or (len(qids) and (
+            kept_starts[0] < 0 or kept_starts[-1] > len(kept) or bool((np.diff(kept_starts) < 0).any()))):
+        return False
+    if len(kept) and (int(kept.min()) < 0 or int(kept.max()) >= len(docs)):
+        return False
+    group = np.fromiter((table.index.get(q, -1) for q in qids), dtype=np.int64, count=len(qids))
+    judged = np.ascontiguousarray(table.docs)
+    capacity = 1 << max(4, (2 * len(judged)).bit_length())  # at most half full
     slots = np.full(2 * capacity, -1, dtype=np.int64)
     done = COMPILED_JOIN(docs.ctypes.data, docs.dtype.itemsize // 4, kept.ctypes.data, kept_starts.ctypes.data,
-                         len(qids), group.ctypes.data, judged.ctypes.data, judged.dtype.itemsize // 4,
-                         table.starts.ctypes.data, table.labels.ctypes.data, slots.ctypes.data, capacity,
-                         labels.ctypes.data)
+                         len(qids), group.ctypes.data, len(table.starts) - 1, judged.ctypes.data,
+                         judged.dtype.itemsize // 4, table.starts.ctypes.data, table.labels.ctypes.data,
+                         slots.ctypes.data, capacity, labels.ctypes.data)
     return done == 0
 
 
@@ -185,7 +192,8 @@ def join_labels(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str],
     nonempty = np.flatnonzero(kept_lens)
     if not len(nonempty):
         return labels
-    fixed_width = doc_ids.dtype.kind == "U" and doc_ids.dtype.itemsize // 4 <= _MAX_TABLE_WIDTH
+    fixed_width = doc_ids.dtype.kind == "U" and doc_ids.dtype.isnative \
+        and doc_ids.dtype.itemsize // 4 <= _MAX_TABLE_WIDTH
     table = None
     if fixed_width and len(kept) >= MIN_TABLE_ROWS:
         native = COMPILED_JOIN is not None
@@ -194,7 +202,7 @@ def join_labels(judgments: Mapping[str, Mapping[str, int]], qids: Sequence[str],
             if _compiled_join(table, qids, doc_ids, kept, kept_starts, labels):
                 return labels
             labels.fill(NONPOOL)
-            table = None  # two judged docnos the table cannot tell apart (never seen): the dict can
+            table = None  # a docno twice in one group, or arrays that do not fit: the dict path joins
     # Blocks of whole queries of about JOIN_BLOCK rows (a query longer than that is a block alone).
     ends = kept_starts[nonempty + 1]
     cuts = [0]

@@ -32,52 +32,53 @@ static inline uint64_t key_of(const uint32_t *text, int64_t width, int64_t query
     return mix(h);
 }
 
-/* The same text: code points equal up to the first zero (padding) of either. */
+/* The same text: every code point equal, the shorter array read as zero beyond its width (a
+ * 'U' array pads with zeros; a zero inside a docno is compared too, not taken for its end). */
 static inline int same_text(const uint32_t *a, int64_t width_a, const uint32_t *b, int64_t width_b) {
     int64_t width = width_a > width_b ? width_a : width_b;
     for (int64_t i = 0; i < width; i++) {
         uint32_t x = i < width_a ? a[i] : 0, y = i < width_b ? b[i] : 0;
         if (x != y) return 0;
-        if (x == 0) return 1;
     }
     return 1;
 }
 
-/* Query q (0 <= q < n_queries) owns kept rows kept_starts[q]..kept_starts[q+1], which are rows
- * kept[...] of docs (width code points each). Its judgments, when group[q] >= 0, are rows
- * judged_starts[g]..judged_starts[g+1] of judged_docs (judged_width each) with their labels.
- * table holds 2 * capacity int64 (capacity a power of two above the judgments' count), all -1.
+/* The judgments come in n_groups groups: group g is rows judged_starts[g]..judged_starts[g+1] of
+ * judged_docs (judged_width code points each), with their labels. Query q (0 <= q < n_queries)
+ * owns kept rows kept_starts[q]..kept_starts[q+1], which are rows kept[...] of docs (width code
+ * points each), and is judged by group[q] (-1: none; two queries may share a group). table holds
+ * 2 * capacity int64 (capacity a power of two above the judgments' count), all -1: each
+ * judgment is in it once, keyed by its group. The caller checks every index beforehand.
  * labels[r] is set for every kept row r that is judged; others are left as they are.
- * Returns 0, or -1 when a query has the same docno judged twice (the caller joins otherwise). */
+ * Returns 0, or -1 when a group has the same docno twice (the caller joins otherwise). */
 int64_t rg_join_labels(const uint32_t *docs, int64_t width, const int64_t *kept, const int64_t *kept_starts,
-                       int64_t n_queries, const int64_t *group, const uint32_t *judged_docs, int64_t judged_width,
-                       const int64_t *judged_starts, const int64_t *judged_labels, int64_t *table, int64_t capacity,
-                       int64_t *labels) {
+                       int64_t n_queries, const int64_t *group, int64_t n_groups, const uint32_t *judged_docs,
+                       int64_t judged_width, const int64_t *judged_starts, const int64_t *judged_labels,
+                       int64_t *table, int64_t capacity, int64_t *labels) {
     const uint64_t slots = (uint64_t)capacity - 1;
-    for (int64_t q = 0; q < n_queries; q++) {
-        int64_t g = group[q];
-        if (g < 0) continue;
+    for (int64_t g = 0; g < n_groups; g++) {
         for (int64_t j = judged_starts[g]; j < judged_starts[g + 1]; j++) {
             const uint32_t *text = judged_docs + j * judged_width;
-            uint64_t at = key_of(text, judged_width, q) & slots;
+            uint64_t at = key_of(text, judged_width, g) & slots;
             while (table[2 * at] >= 0) {
-                if (table[2 * at + 1] == q &&
+                if (table[2 * at + 1] == g &&
                     same_text(judged_docs + table[2 * at] * judged_width, judged_width, text, judged_width))
                     return -1;
                 at = (at + 1) & slots;
             }
             table[2 * at] = j;
-            table[2 * at + 1] = q;
+            table[2 * at + 1] = g;
         }
     }
     for (int64_t q = 0; q < n_queries; q++) {
-        if (group[q] < 0) continue;
+        int64_t g = group[q];
+        if (g < 0) continue;
         for (int64_t r = kept_starts[q]; r < kept_starts[q + 1]; r++) {
             const uint32_t *text = docs + kept[r] * width;
-            uint64_t at = key_of(text, width, q) & slots;
+            uint64_t at = key_of(text, width, g) & slots;
             for (; table[2 * at] >= 0; at = (at + 1) & slots) {
                 int64_t j = table[2 * at];
-                if (table[2 * at + 1] == q && same_text(judged_docs + j * judged_width, judged_width, text, width)) {
+                if (table[2 * at + 1] == g && same_text(judged_docs + j * judged_width, judged_width, text, width)) {
                     labels[r] = judged_labels[j];
                     break;
                 }
