@@ -116,11 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rel", type=_rel, default=1, help="relevance threshold for binary measures (default 1)")
     p.add_argument("--samples", type=_samples, default=10_000, help="bootstrap resamples (default 10000)")
     p.add_argument("--seed", type=_seed, default=7, help="random seed (default 7)")
-    p.add_argument("--ci-method", choices=["percentile", "basic", "bca"], default="percentile")
+    p.add_argument("--ci-method", choices=["percentile", "basic", "bca"], default="percentile",
+                   help="bootstrap interval: percentile, basic or bca (default percentile)")
     p.add_argument("--strata", metavar="SHARES.yml", help="traffic share per stratum (strata from --queries): adds the "
-                   "strata table, traffic accounting and movement buckets")
-    p.add_argument("--out", metavar="DIR", help="write report.json and report.md here")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+                   "strata table, traffic accounting and movement buckets (default: none)")
+    p.add_argument("--out", metavar="DIR", help="write report.json and report.md here (default: no files)")
+    p.add_argument("--format", choices=["text", "json"], default="text",
+                   help="what goes to stdout: text (a summary) or json (the whole report) (default text)")
     p.add_argument("--max-regression", type=_float_range(0.0, 1.0), default=0.02, metavar="MARGIN",
                    help="non-inferiority margin of the decision (default 0.02, as policy.max_regression)")
     p.add_argument("--require-improvement", action="store_true",
@@ -135,55 +137,80 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("archive", help="archive a baseline manifest for the current retrieval config")
     config_arg(p)
-    p.add_argument("--run", metavar="RUN", help="archive this precomputed run of the current config instead of running it")
+    p.add_argument("--run", metavar="RUN", help="archive this precomputed run of the current config instead of running "
+                   "it (default: the config's runner makes the run)")
     p.add_argument("--runs-dir", metavar="DIR", help="runs produced by an earlier step (see plan); a run missing "
-                   "from it is named, never run by the gate")
+                   "from it is named, never run by the gate (default: the gate runs the config's runner)")
     p.add_argument("--gc", action="store_true", help="only remove data files the manifest no longer names")
     p.add_argument("--noise-repeats", type=_noise_repeats, default=0, metavar="N",
-                   help="also measure the noise band from N identical runs and store it with the baseline")
+                   help="also measure the noise band from N identical runs and store it with the baseline "
+                        "(default 0: no band)")
     p.set_defaults(handler=_cmd_archive)
 
     p = sub.add_parser("replay", help="make the archived baseline commensurable with today's inputs")
     config_arg(p)
-    p.add_argument("--runs-dir", metavar="DIR")
-    p.add_argument("--base", metavar="REF", help="base commit (reconstructs the baseline when no manifest fits)")
-    p.add_argument("--out", metavar="DIR")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--runs-dir", metavar="DIR", help="runs produced by an earlier step (see plan); a run missing "
+                   "from it is named, never run by the gate (default: the gate runs the config's runner)")
+    p.add_argument("--base", metavar="REF", help="base commit: reconstructs the baseline at it when no archived "
+                   "manifest fits (default: none, only the archived manifest)")
+    p.add_argument("--out", metavar="DIR", help="also write replay.json here (default: no file)")
+    p.add_argument("--format", choices=["text", "json"], default="text",
+                   help="what goes to stdout: text (what changed since the archive) or json (default text)")
     p.set_defaults(handler=_cmd_replay)
 
     p = sub.add_parser("plan", help="list every run the gate needs, with the key each is picked up by")
     config_arg(p)
     p.add_argument("--runs-dir", metavar="DIR", help="where the runs will be written (default .retrieval-gate/runs)")
-    p.add_argument("--base", metavar="REF")
+    p.add_argument("--base", metavar="REF", help="base commit of the PR: plan as the gate will judge it, the "
+                   "yardstick as of REF (default: in a pull_request or merge_group job, the event's base, as the "
+                   "Action takes it; elsewhere none, the current checkout)")
     p.add_argument("--noise-repeats", type=_noise_repeats, default=0, metavar="N",
-                   help="also the N identical runs archive --noise-repeats N measures the noise band from")
+                   help="also the N identical runs archive --noise-repeats N measures the noise band from "
+                        "(default 0: none)")
     p.add_argument("--format", choices=["text", "json", "github-matrix"], default="text",
-                   help="github-matrix: one line of JSON, every needed run as a job of an Actions matrix")
+                   help="text (a table), json, or github-matrix: one line of JSON, every needed run as a job of an "
+                        "Actions matrix (default text)")
     p.add_argument("--parts", type=_int_range(1, 1000), default=1, metavar="P",
-                   help="github-matrix: split the jobs into P matrices (GitHub runs at most 256 per matrix)")
+                   help="github-matrix: split the jobs into P matrices (GitHub runs at most 256 per matrix) "
+                        "(default 1)")
     p.set_defaults(handler=_cmd_plan)
 
     p = sub.add_parser("run", help="the gate: commensurable baseline, candidate, statistics, verdict")
     config_arg(p)
-    p.add_argument("--candidate-run", metavar="FILE", help="precomputed run of the PR's retrieval config")
+    p.add_argument("--candidate-run", metavar="FILE", help="precomputed run of the PR's retrieval config (default: "
+                   "the config's runner makes it)")
     p.add_argument("--runs-dir", metavar="DIR", help="runs produced by an earlier step (see plan); a run missing "
-                   "from it makes the verdict inconclusive, naming its key (the gate runs nothing itself)")
-    p.add_argument("--base", metavar="REF", help="base commit of the PR")
-    p.add_argument("--out", default=".retrieval-gate/out", metavar="DIR")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+                   "from it makes the verdict inconclusive, naming its key (the gate runs nothing itself) "
+                   "(default: the gate runs the config's runner)")
+    p.add_argument("--base", metavar="REF", help="base commit of the PR: the yardstick (gate config, golden set, "
+                   "baseline) is read as of REF and the config diff taken against it (default: none, the "
+                   "current checkout judged against its archived baseline)")
+    p.add_argument("--out", default=".retrieval-gate/out", metavar="DIR",
+                   help="write report.json, report.md and comment.md (the PR comment) here "
+                        "(default .retrieval-gate/out)")
+    p.add_argument("--format", choices=["text", "json"], default="text",
+                   help="what goes to stdout: text (the verdict, delta, interval and reasons) or json (the whole "
+                        "report) (default text)")
     p.set_defaults(handler=_cmd_run)
 
     p = sub.add_parser("noise", help="measure the run-to-run noise band from identical runs")
     config_arg(p)
     p.add_argument("--repeats", type=_int_range(2, limits.MAX_REPEATS), default=None,
                    help="identical runs through the runner (default noise.repeats)")
-    p.add_argument("--from-runs", nargs="+", metavar="RUN", help="compute the band from existing runs instead")
-    p.add_argument("--qrels", help="with --from-runs: qrels file, BEIR folder or irds:<id>")
-    p.add_argument("--queries", help="with --from-runs: golden queries (strata, universe)")
-    p.add_argument("--metric", default="nDCG@10")
-    p.add_argument("--rel", type=_rel, default=1)
-    p.add_argument("--runs-dir", metavar="DIR")
-    p.add_argument("--out", default="noise.json", metavar="FILE")
+    p.add_argument("--from-runs", nargs="+", metavar="RUN", help="compute the band from these existing runs of one "
+                   "configuration (default: run the config's runner --repeats times)")
+    p.add_argument("--qrels", help="with --from-runs: qrels file, BEIR folder or irds:<id> (default: none; "
+                   "required with --from-runs)")
+    p.add_argument("--queries", help="with --from-runs: golden queries, for the strata and the query set "
+                   "(default: the qrels' queries)")
+    p.add_argument("--metric", default="nDCG@10", help="with --from-runs: the measure whose spread is the band "
+                   "(default nDCG@10; without --from-runs the config's metric)")
+    p.add_argument("--rel", type=_rel, default=1, help="with --from-runs: relevance threshold of binary measures "
+                   "(default 1; without --from-runs the config's golden.rel)")
+    p.add_argument("--runs-dir", metavar="DIR", help="without --from-runs: the repeats produced by an earlier step "
+                   "(see plan --noise-repeats) (default: the gate runs the config's runner)")
+    p.add_argument("--out", default="noise.json", metavar="FILE", help="where the band is written (default "
+                   "noise.json)")
     p.set_defaults(handler=_cmd_noise)
 
     p = sub.add_parser("calibrate", help="the gate's false-alarm rate on this stack: every pair of identical runs "
@@ -191,26 +218,38 @@ def build_parser() -> argparse.ArgumentParser:
     config_arg(p)
     p.add_argument("--from-runs", nargs="+", metavar="RUN", help="identical runs of one configuration (default: "
                    "the noise repeats stored with the baseline manifest)")
-    p.add_argument("--qrels", help="with --from-runs: qrels file, BEIR folder or irds:<id>")
-    p.add_argument("--queries", help="with --from-runs: golden queries")
+    p.add_argument("--qrels", help="with --from-runs: qrels file, BEIR folder or irds:<id> (default: none; "
+                   "required with --from-runs)")
+    p.add_argument("--queries", help="with --from-runs: golden queries (default: the qrels' queries)")
     p.add_argument("--metric", default=None, help="primary measure (default: the config's, or nDCG@10)")
-    p.add_argument("--rel", type=_rel, default=None)
-    p.add_argument("--samples", type=_samples, default=None)
-    p.add_argument("--seed", type=_seed, default=None)
-    p.add_argument("--max-regression", type=_float_range(0.0, 1.0), default=None, metavar="MARGIN")
-    p.add_argument("--format", choices=["text", "json"], default="text")
-    p.add_argument("--out", metavar="FILE", help="also write the result as JSON here")
+    p.add_argument("--rel", type=_rel, default=None,
+                   help="relevance threshold of binary measures (default: the config's golden.rel, or 1)")
+    p.add_argument("--samples", type=_samples, default=None,
+                   help="bootstrap resamples (default: the config's statistics.samples, or 10000)")
+    p.add_argument("--seed", type=_seed, default=None,
+                   help="random seed (default: the config's statistics.seed, or 7)")
+    p.add_argument("--max-regression", type=_float_range(0.0, 1.0), default=None, metavar="MARGIN",
+                   help="non-inferiority margin (default: the config's policy.max_regression, or 0.02)")
+    p.add_argument("--format", choices=["text", "json"], default="text",
+                   help="what goes to stdout: text (a summary) or json (default text)")
+    p.add_argument("--out", metavar="FILE", help="also write the result as JSON here (default: no file)")
     p.set_defaults(handler=_cmd_calibrate)
 
-    p = sub.add_parser("comment", help="post a saved report as the PR comment (the fork-safe workflow_run job)")
-    p.add_argument("--report", required=True, metavar="REPORT.json")
-    p.add_argument("--pr", required=True, type=_positive_int, metavar="N")
+    p = sub.add_parser("comment", help="post a saved report as the PR comment (the fork-safe workflow_run job)",
+                       epilog="Environment: GITHUB_TOKEN (or INPUT_TOKEN), a token that may write pull-request "
+                              "comments (required); GITHUB_REPOSITORY, owner/name (required); GITHUB_API_URL, the "
+                              "API root (default https://api.github.com). Nothing else is read.")
+    p.add_argument("--report", required=True, metavar="REPORT.json",
+                   help="the report.json the gate job saved as an artifact")
+    p.add_argument("--pr", required=True, type=_positive_int, metavar="N",
+                   help="the pull request's number (from the artifact: believed only if the PR's head is --head-sha)")
     p.add_argument("--head-sha", required=True, metavar="SHA", type=_sha,
                    help="workflow_run.head_sha: the PR number is accepted only if the PR's head is this commit")
-    p.add_argument("--comment-mode", choices=["update", "new"], default="update")
+    p.add_argument("--comment-mode", choices=["update", "new"], default="update",
+                   help="update the suite's earlier comment in place, or post a new one each time (default update)")
     p.add_argument("--suite", metavar="NAME",
                    help="the suite whose comment this job keeps, from the workflow (trusted), not the artifact: "
-                        "a report of another suite is refused")
+                        "a report of another suite is refused (default: the report's suite)")
     p.add_argument("--max-wait", type=_float_range(0.0, 3600.0), default=120.0, metavar="SECONDS",
                    help="cap on all the seconds spent on GitHub calls (default 120)")
     p.set_defaults(handler=_cmd_comment)
@@ -219,45 +258,56 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--factor", action="append", required=True, metavar="NAME", help="a changed factor (repeat)")
     p.add_argument("--cell", action="append", required=True, metavar="LEVELS=RUN",
                    help="a cell's run, e.g. model=new,corpus=old=runs/cell.run (repeat for all 2^k cells)")
-    p.add_argument("--qrels", required=True)
-    p.add_argument("--queries")
-    p.add_argument("--metric", default="nDCG@10")
-    p.add_argument("--rel", type=_rel, default=1)
-    p.add_argument("--samples", type=_samples, default=10_000)
-    p.add_argument("--seed", type=_seed, default=7)
+    p.add_argument("--qrels", required=True, help="qrels file (4- or 3-column), BEIR folder, or irds:<id>")
+    p.add_argument("--queries", help="golden queries (TSV/JSONL, BEIR folder or irds:<id>) (default: the qrels' "
+                   "queries)")
+    p.add_argument("--metric", default="nDCG@10", help="the measure whose effects are estimated, ir_measures syntax "
+                   "(default nDCG@10)")
+    p.add_argument("--rel", type=_rel, default=1, help="relevance threshold for binary measures (default 1)")
+    p.add_argument("--samples", type=_samples, default=10_000, help="bootstrap resamples (default 10000)")
+    p.add_argument("--seed", type=_seed, default=7, help="random seed (default 7)")
     p.add_argument("--allow-missing", action="store_true", help="let queries missing from a cell score 0")
-    p.add_argument("--out", metavar="DIR")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--out", metavar="DIR", help="write report.json and report.md here (default: no files)")
+    p.add_argument("--format", choices=["text", "json"], default="text",
+                   help="what goes to stdout: text (a table of effects) or json (default text)")
     p.set_defaults(handler=_cmd_factorial)
 
     p = sub.add_parser("leakcheck", help="find golden queries that appear in a corpus (exit 1 when found)")
     p.add_argument("--queries", required=True, help="golden queries (TSV/JSONL, BEIR folder or irds:<id>)")
     p.add_argument("--corpus", required=True, help="corpus (JSONL, TSV, BEIR folder or irds:<id>)")
-    p.add_argument("--mode", type=_csv, action=_Extend, default=["exact", "trigram-jaccard"],
-                   help="exact,trigram-jaccard (comma separated or repeated)")
+    p.add_argument("--mode", type=_csv, action=_Extend, default=["exact", "trigram-jaccard"], metavar="MODES",
+                   help="exact, trigram-jaccard or both, comma separated or repeated (default "
+                        "exact,trigram-jaccard)")
     p.add_argument("--threshold", type=_float_range(0.0, 1.0, low_open=True), default=0.85,
                    help="trigram Jaccard threshold (default 0.85)")
     p.add_argument("--min-tokens", type=_int_range(1, 10_000), default=3,
                    help="shorter queries are not attributed (default 3)")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--format", choices=["text", "json"], default="text",
+                   help="what goes to stdout: text (one line per leak) or json (default text)")
     p.set_defaults(handler=_cmd_leakcheck)
 
     p = sub.add_parser("lift", help="movement buckets of the first relevant document between two runs")
-    p.add_argument("--before-run", "--baseline", dest="before", required=True, metavar="RUN")
-    p.add_argument("--after-run", "--candidate", dest="after", required=True, metavar="RUN")
-    p.add_argument("--qrels", help="qrels (4- or 3-column); default: MS MARCO passage dev/small via ir_datasets")
-    p.add_argument("--queries", help="query file (texts for examples, strata)")
-    p.add_argument("--rel-threshold", "--rel", dest="rel", type=_rel, default=1)
-    p.add_argument("--k-rank", type=_cutoff, default=10)
-    p.add_argument("--k-recall", type=_cutoff, default=100)
-    p.add_argument("--output-dir", "--out", dest="out", required=True, metavar="DIR")
+    p.add_argument("--before-run", "--baseline", dest="before", required=True, metavar="RUN",
+                   help="the run before the change (TREC, .gz ok)")
+    p.add_argument("--after-run", "--candidate", dest="after", required=True, metavar="RUN",
+                   help="the run after the change (TREC, .gz ok)")
+    p.add_argument("--qrels", help="qrels (4- or 3-column) (default: MS MARCO passage dev/small via ir_datasets)")
+    p.add_argument("--queries", help="query file, for the example texts and the strata (default: none)")
+    p.add_argument("--rel-threshold", "--rel", dest="rel", type=_rel, default=1,
+                   help="the label a document needs to count as relevant (default 1)")
+    p.add_argument("--k-rank", type=_cutoff, default=10,
+                   help="the first relevant document within this rank is 'found' (the buckets; default 10)")
+    p.add_argument("--k-recall", type=_cutoff, default=100,
+                   help="the depth at which recall of the relevant documents is counted (default 100)")
+    p.add_argument("--output-dir", "--out", dest="out", required=True, metavar="DIR",
+                   help="where the lift files are written")
     p.set_defaults(handler=_cmd_lift)
 
     p = sub.add_parser("demo", help="the whole gate on a generated docs-search world, offline")
     p.add_argument("--out", default="retrieval-gate-demo", metavar="DIR", help="output folder (default retrieval-gate-demo)")
     p.add_argument("--seed", type=_seed, default=7, help="seed of the generated world (default 7)")
     p.add_argument("--scale", type=_float_range(0.0, 10.0, low_open=True), default=1.0,
-                   help="size of the world (1.0: about 3,000 pages; at most 10)")
+                   help="size of the world (1.0: about 3,000 pages; at most 10) (default 1.0)")
     p.add_argument("--repeats", type=_int_range(2, 50), default=5,
                    help="identical runs for the noise band (default 5)")
     p.set_defaults(handler=_cmd_demo)

@@ -1,0 +1,112 @@
+"""What users read about the commands and the config cannot drift from what the code does.
+
+The README's command reference and config table are generated (gate.rendering.command_reference,
+with gate.inputs.config_reference); these tests fail when an option or a config key lacks
+documentation, when the README holds anything but the generated text, and when the environment
+a command or the Action reads is not the environment the README and ``--help`` list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from gate import cli
+from gate.rendering.command_reference import END, START, reference, undocumented
+from gate.common.generated import replaced, section
+from gate.inputs import config_reference
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_option_of_every_command_has_help_that_gives_its_default():
+    assert undocumented(cli.build_parser()) == []
+
+
+def test_the_check_finds_an_option_without_help_or_without_its_default():
+    """The check above can fail: a bare option, and one whose help leaves its default unsaid."""
+    parser = argparse.ArgumentParser(prog="x")
+    sub = parser.add_subparsers()
+    p = sub.add_parser("cmd", help="a command")
+    p.add_argument("--bare", default="a")
+    p.add_argument("--silent", default=3, help="a number")
+    p.add_argument("--said", default=3, help="a number (default 3)")
+    p.add_argument("--needed", required=True, help="a file")
+    p.add_argument("--flag", action="store_true", help="a switch")
+    assert undocumented(parser) == ["cmd --bare: no help text", "cmd --silent: the help does not say the default"]
+
+
+def test_the_readme_command_reference_is_the_one_the_parser_generates():
+    assert section(README, START, END) == reference(cli.build_parser()).rstrip("\n"), \
+        "run: python -m gate.rendering.command_reference --write README.md"
+
+
+def test_the_command_reference_names_every_option_of_every_command():
+    text = reference(cli.build_parser())
+    for name, sub in cli.build_parser()._subparsers._group_actions[0].choices.items():
+        assert f"#### `retrieval-gate {name}`" in text
+        for action in sub._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert f"`{option}`" in text.split(f"#### `retrieval-gate {name}`")[1].split("####")[0], option
+
+
+def test_every_config_key_has_a_description_and_every_description_a_key():
+    keys = set(config_reference.keys())
+    described = set(config_reference.DESCRIPTIONS)
+    assert keys - described == set(), "keys without a description"
+    assert described - keys == set(), "descriptions of keys the schema does not have"
+    assert all(text.strip() for text in config_reference.DESCRIPTIONS.values())
+
+
+def test_the_readme_config_table_is_the_one_the_schema_generates():
+    assert section(README, config_reference.START, config_reference.END) == config_reference.table().rstrip("\n"), \
+        "run: python -m gate.rendering.command_reference --write README.md"
+
+
+def test_the_config_table_gives_each_key_its_schema_default():
+    rows = {line.split("|")[1].strip().strip("`"): line.split("|")[2].strip()
+            for line in config_reference.table().splitlines() if line.startswith("| `")}
+    assert set(rows) == set(config_reference.keys())
+    assert rows["statistics.samples"] == "`10000`" and rows["golden.queries"] == "required"
+    assert rows["runner.timeout"] == "`3600`" and rows["policy.max_unjudged"] == "`0.3`"
+    assert rows["cache.enabled"] == "`true`" and rows["corpus"] == "unset"
+
+
+@pytest.mark.parametrize("placeholder", ["config", "queries", "corpus", "run", "repeat", "seed"])
+def test_every_runner_placeholder_is_documented(placeholder):
+    from gate.runs.command import PLACEHOLDERS
+
+    assert placeholder in PLACEHOLDERS
+    assert re.search(r"^\| `\{" + placeholder + r"\}` \| \S", README, re.M), placeholder
+    assert set(PLACEHOLDERS) == {"config", "queries", "corpus", "run", "repeat", "seed"}
+
+
+def _environment_names(source: str) -> set[str]:
+    return set(re.findall(r"\"((?:GITHUB|INPUT|ACTIONS)_[A-Z_]+)\"", source))
+
+
+def test_comment_help_lists_every_environment_variable_it_reads():
+    read = _environment_names(inspect.getsource(cli._cmd_comment))
+    assert read == {"GITHUB_TOKEN", "INPUT_TOKEN", "GITHUB_REPOSITORY", "GITHUB_API_URL"}
+    epilog = cli.build_parser()._subparsers._group_actions[0].choices["comment"].epilog
+    assert all(name in epilog for name in read)
+
+
+def test_the_readme_lists_every_environment_variable_the_action_reads_or_removes():
+    paragraph = README.split("Environment the Action reads")[1].split("\n\n")[0]
+    for path in ("gate/action.py", "gate/runs/isolation.py", "entrypoint.py"):
+        for name in _environment_names((REPO / path).read_text(encoding="utf-8")):
+            assert f"`{name}`" in paragraph, f"{name} ({path})"
+
+
+def test_replaced_keeps_everything_around_the_section():
+    text = "a\nSTART\nold\nEND\nb\n"
+    assert replaced(text, "START\nnew\nEND\n", "START", "END") == "a\nSTART\nnew\nEND\nb\n"
+    with pytest.raises(ValueError):
+        replaced("no markers", "x", "START", "END")
