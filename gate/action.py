@@ -358,7 +358,7 @@ def _changed_files(workspace: Path, base: str | None, event: Event, client) -> l
 
 
 def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path]) -> int:
-    from gate.rendering.comment import headline, render_comment, render_summary
+    from gate.rendering.comment import headlined, render_comment, render_summary
     from gate.publishing.github.client import GitHubClient, GitHubError, truncate_description
     from gate.publishing.github.sticky_comment import publish_comment
     from gate.rendering.markdown_cut import COMMENT_LIMIT
@@ -456,10 +456,8 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     from gate.common.atomic import write_text_atomic
     from gate.report.document import report_json, report_record
 
-    record = report_record(report)
     # The headline is the comment's first line, in plain text: it is read from the record it heads.
-    record = dataclasses.replace(record, verdict=dataclasses.replace(
-        record.verdict, headline=headline(record, markdown=False)))
+    record = headlined(report_record(report))
     write_text_atomic(out_dir / "report.json", report_json(record.to_dict()))
     write_text_atomic(out_dir / "report.md", render("run.md.j2", report=record))
     reproduce = f"retrieval-gate run --config {inputs.config_path}" + (f" --base {base}" if base else "")

@@ -480,22 +480,26 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from gate.pipeline.run import run
 
+    from gate.rendering.terminal import run_summary_lines
+
     result = run(args.config, base=args.base, runs_dir=_runs_dir(args.runs_dir),
                  candidate_run=_path(args.candidate_run), progress=_progress)
     out = Path(args.out)
-    result.write(out)
+    written = result.write(out)
     if args.format == "json":
         sys.stdout.write(result.to_json())
     else:
-        verdict, report = result.verdict, result.report
-        print(f"{verdict.kind}: {verdict.headline_reason}")
+        report = result.report
+        for line in run_summary_lines(report):
+            print(line)
         if report.baseline and report.baseline.description:
             print(f"baseline: {report.baseline.description}")
         for change in report.config_diff or ():
             print(f"  changed {change.path}: {change.old!r} -> {change.new!r}")
         for goalpost in report.goalposts or ():
             print(f"  goalposts: this change edits the yardstick file {goalpost.path}")
-        print(f"wrote {out / 'report.json'} and {out / 'report.md'}")
+        print(f"wrote {', '.join(str(path) for path in written)}")
+        print(f"the PR comment, as the Action would post it: {out / 'comment.md'}")
     return result.verdict.exit_code
 
 

@@ -57,9 +57,13 @@ def test_gate_run_is_the_run_command(tmp_path, capsys):
     assert code == result.verdict.exit_code == 1 and result.report.verdict.kind == "fail"
     assert [r.code for r in result.report.verdict.reasons][0] == "new_leaked_queries"
     written = result.write(tmp_path / "lib")
-    assert [p.name for p in written] == ["report.json", "report.md", "unjudged.tsv"]
+    assert [p.name for p in written] == ["report.json", "report.md", "comment.md", "unjudged.tsv"]
     cli = _without_clock(json.loads((tmp_path / "cli" / "report.json").read_text()))
     assert _without_clock(json.loads((tmp_path / "lib" / "report.json").read_text())) == cli
+    # comment.md is the comment itself: its first line is the headline report.json keeps.
+    comment = (tmp_path / "cli" / "comment.md").read_text()
+    assert cli["verdict"]["headline"] and comment.startswith("### ")
+    assert result.to_comment().splitlines()[0] == comment.splitlines()[0]
     assert (tmp_path / "lib" / "unjudged.tsv").read_text() == (tmp_path / "cli" / "unjudged.tsv").read_text()
 
 

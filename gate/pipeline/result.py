@@ -25,6 +25,9 @@ class Result:
     verdict: Verdict
     template: str  # the Markdown template of report.md (report.md.j2 for compare, run.md.j2 for run)
     unjudged_rows: Sequence[Any] | None = None  # run: the candidate's unjudged top-k documents
+    # run: the command that reproduces it, quoted in the PR comment; a Result with one also
+    # writes comment.md, the exact comment the Action would post
+    reproduce_command: str | None = None
 
     def to_json(self) -> str:
         """report.json's text (made once: ``compare`` writes it and may print it too)."""
@@ -37,12 +40,23 @@ class Result:
     def to_markdown(self) -> str:
         return render(self.template, report=self.report)
 
+    def to_comment(self) -> str:
+        """The PR comment the Action would post for this report (without its hidden marker line)."""
+        from gate.rendering.comment import render_comment
+        from gate.rendering.markdown_cut import COMMENT_LIMIT
+
+        return render_comment(self.report, reproduce_command=self.reproduce_command, limit=COMMENT_LIMIT - 200)
+
     def write(self, folder: str | Path) -> list[Path]:
-        """report.json and report.md (and unjudged.tsv after a run) into ``folder``, atomically."""
+        """report.json and report.md (and, after a run, comment.md and unjudged.tsv) into
+        ``folder``, atomically."""
         out = Path(folder)
         written = [out / "report.json", out / "report.md"]
         write_text_atomic(written[0], self.to_json())
         write_text_atomic(written[1], self.to_markdown())
+        if self.reproduce_command is not None:
+            written.append(out / "comment.md")
+            write_text_atomic(written[-1], self.to_comment())
         if self.unjudged_rows is not None:
             from gate.checks.judged_share import write_unjudged
 

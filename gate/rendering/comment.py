@@ -339,6 +339,19 @@ def headline(report: Report, *, markdown: bool = True) -> str:
     return " — ".join(md if markdown else plain for plain, md in _headline_parts(report))
 
 
+def headlined(report: Report) -> Report:
+    """``report`` with ``verdict.headline`` set to its plain-text :func:`headline`: what the
+    comment's first line says, kept in report.json (the Action's and ``run``'s alike)."""
+    import dataclasses
+
+    if not isinstance(report, Report):
+        raise TypeError(f"the headline renders a gate.report.spine.Report, not a {type(report).__name__}")
+    if not report.verdict:
+        return report
+    return dataclasses.replace(report, verdict=dataclasses.replace(report.verdict,
+                                                                   headline=headline(report, markdown=False)))
+
+
 # --------------------------------------------------------------------------- section views
 
 

@@ -147,4 +147,5 @@ def fixed(value: float | None, digits: int = 3) -> str:
         return "n/a"
     if math.isinf(value):
         return "∞" if value > 0 else "-∞"
-    return f"{value:.{digits}f}"
+    text = f"{value:.{digits}f}"
+    return text[1:] if text == "-0." + "0" * digits else text  # never a negative zero

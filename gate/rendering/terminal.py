@@ -1,14 +1,48 @@
-"""The terminal's few lines about a comparison (``retrieval-gate compare`` without ``--format json``)."""
+"""The terminal's few lines about a report (``compare`` and ``run`` without ``--format json``).
+
+Plain text: no Markdown escapes, and numbers as the comment gives them (never a negative zero).
+"""
 
 from __future__ import annotations
 
 from gate.report.spine import Report
+from gate.rendering.markdown import fixed, signed
 
 
-def _fmt(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:+.4f}" if signed else f"{value:.4f}"
+def _fmt(value: float | None, signed_: bool = False) -> str:
+    return signed(value, 4) if signed_ else fixed(value, 4)
+
+
+def _delta_line(delta, prefix: str = "delta") -> str:
+    return (f"{prefix} {_fmt(delta.mean, signed_=True)}  95% CI [{_fmt(delta.ci_low, signed_=True)}, "
+            f"{_fmt(delta.ci_high, signed_=True)}]")
+
+
+def run_summary_lines(report: Report) -> list[str]:
+    """What ``run`` prints: the verdict's headline, the primary measure on the reporting set with
+    the delta and its interval (or why there is none), the delta over all judged queries when the
+    reporting set is smaller, and every reason the verdict gives."""
+    verdict = report.verdict
+    # The headline names the verdict itself (its icon and kind come first).
+    lines = [verdict.headline or f"{verdict.kind}: {verdict.reasons[0].message if verdict.reasons else ''}"]
+    reporting = report.reporting_set
+    where = (f"the {reporting.name} queries ({reporting.query_count})" if reporting and reporting.name
+             else f"{report.query_count} queries" if report.query_count else "the golden queries")
+    baseline = report.baseline.mean if report.baseline else None
+    candidate = report.candidate.mean if report.candidate else None
+    lines.append(f"{report.metric} on {where}: baseline {_fmt(baseline)} -> candidate {_fmt(candidate)}")
+    delta = report.delta
+    if delta:
+        lines.append(_delta_line(delta) + f" ({delta.method} bootstrap, B={delta.samples}, seed={delta.seed})")
+    else:
+        lines.append("delta: none (the verdict was reached without comparing the two runs; the reasons say why)")
+    everyone = report.delta_all_queries
+    if everyone and everyone.query_count:
+        lines.append(_delta_line(everyone, f"on all {everyone.query_count} judged queries: delta"))
+    if verdict.reasons:
+        lines.append("reasons:")
+        lines += [f"  - {reason.code}: {reason.message}" for reason in verdict.reasons]
+    return lines
 
 
 def summary_lines(report: Report) -> list[str]:
@@ -18,8 +52,7 @@ def summary_lines(report: Report) -> list[str]:
     lines = [
         f"{report.metric}: baseline {_fmt(report.baseline.mean)} -> candidate {_fmt(report.candidate.mean)}"
         f" on {report.query_count} queries",
-        f"delta {_fmt(delta.mean, signed=True)}  95% CI [{_fmt(delta.ci_low, signed=True)},"
-        f" {_fmt(delta.ci_high, signed=True)}] ({delta.method} bootstrap, B={delta.samples}, seed={delta.seed})",
+        _delta_line(delta) + f" ({delta.method} bootstrap, B={delta.samples}, seed={delta.seed})",
         f"p(delta<=0)={_fmt(delta.p_le_zero)}  sign-flip p={_fmt(delta.p_randomization)}"
         f" ({delta.randomization})  wins/losses/ties {delta.wins}/{delta.losses}/{delta.ties}"
         f"  MDE {'not estimable' if delta.mde is None else _fmt(delta.mde)}",
@@ -38,5 +71,5 @@ def summary_lines(report: Report) -> list[str]:
         lines.append("queries: " + "; ".join(notes))
     for name, m in report.measures.items():
         if name != report.metric:
-            lines.append(f"  {name:<16} {_fmt(m.baseline)} -> {_fmt(m.candidate)} ({_fmt(m.delta, signed=True)})")
+            lines.append(f"  {name:<16} {_fmt(m.baseline)} -> {_fmt(m.candidate)} ({_fmt(m.delta, signed_=True)})")
     return lines
