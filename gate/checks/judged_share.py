@@ -72,6 +72,9 @@ class JudgedCheck:
     unjudged_rows: tuple[tuple[str, str, int, str], ...]  # (qid, docno, rank, run) of the candidate
     failures: tuple[str, ...] = ()
     limits: Mapping[str, float] = field(default_factory=dict)
+    # The qrels judge only relevant documents on these queries (no judged label below rel), as
+    # Vaswani's and many legacy collections' do: most of any ranking is unjudged by design.
+    relevance_only: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -185,7 +188,21 @@ def judged_check(
         )
     return JudgedCheck(k, baseline, candidate, drop, limited, sensitivity, tuple(unjudged_rows), tuple(failures),
                        {"max_unjudged": max_unjudged, "max_judged_drop": max_judged_drop,
-                        "material_drop": material_drop})
+                        "material_drop": material_drop},
+                       relevance_only=relevance_only(qrels, query_ids, rel))
+
+
+def relevance_only(qrels: Qrels, query_ids: Sequence[str], rel: int) -> bool:
+    """Whether the qrels judge only relevant documents of ``query_ids``: some judgment, and none
+    that is judged (see :func:`is_judged`) with a label below ``rel``."""
+    seen = False
+    for qid in query_ids:
+        for label in (qrels.judgments.get(qid) or {}).values():
+            if is_judged(label, qrels.negative_is_judged):
+                if label < rel:
+                    return False
+                seen = True
+    return seen
 
 
 def write_unjudged(path: str | Path, rows: Sequence[tuple[str, str, int, str]]) -> Path:

@@ -435,6 +435,12 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
             extra["noise_band"], extra_files = kept
     if code is not None:
         extra["code"] = code.to_dict()  # what the archived run was produced by (a replay runs the commit's)
+    head = git.head_commit(config.workspace_root)
+    uncommitted = uncommitted_recorded_files(config, golden, retrieval)
+    if uncommitted and head is not None:
+        progress(f"warning: {', '.join(uncommitted)} differ{'s' if len(uncommitted) == 1 else ''} from commit "
+                 f"{head[:12]} (not committed): the manifest records that commit, but archives the files as they "
+                 "are now; commit them and archive again, or a replay at that commit will not be this baseline")
     per_query = {
         name: {qid: float(v) for qid, v in zip(values.query_ids, array)} for name, array in values.values.items()
     }
@@ -453,11 +459,38 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
         run=run,
         per_query=per_query,
         environment=environment_record(environment_files(config, progress)),
-        git_commit=git.head_commit(config.workspace_root),
+        git_commit=head,
         extra=extra,
         extra_files=extra_files,
     )
     return ArchiveResult(manifest, values.mean(str(primary)), len(values.query_ids), source)
+
+
+def uncommitted_recorded_files(config: Config, golden: Golden, retrieval: RetrievalConfig) -> list[str]:
+    """The files a manifest records (the gate config, the retrieval config, the golden queries
+    and qrels, the corpus, the environment files) that differ from HEAD: changed and not committed,
+    or not in it at all. The manifest names HEAD's commit, whose files these are not."""
+    root = git.repo_root(config.workspace_root)
+    if root is None or git.head_commit(root) is None:
+        return []
+    changed = set(git.changed_since(root, "HEAD") or ())
+    if not changed:
+        return []
+    snapshot = golden.corpus(retrieval)
+    named = [config.path, config.here(config.retrieval_config), config.resolve(config.golden.queries),
+             config.resolve(config.golden.qrels), Path(snapshot.path) if snapshot is not None else None,
+             *(config.here(name) for name in config.environment)]
+    out: list[str] = []
+    for path in named:
+        if path is None or is_spec(str(path)):
+            continue
+        inside = git.repository_path(root, path)
+        if inside is None:
+            continue
+        prefix = inside.as_posix().rstrip("/") + "/"  # a folder corpus: any file below it
+        if inside.as_posix() in changed or any(name.startswith(prefix) for name in changed):
+            out.append(inside.as_posix())
+    return list(dict.fromkeys(out))
 
 
 # --------------------------------------------------------------------------- baseline
@@ -738,7 +771,7 @@ def validity_findings(validity: Validity) -> dict[str, Any]:
         out["leak_sources"] = tuple(doc for doc, _ in validity.leakage.candidate.sources()[:3])
     if validity.judged is not None:
         out.update(judged_k=validity.judged.k, unjudged_share=1 - validity.judged.candidate.mean,
-                   judged_drop=validity.judged.drop)
+                   judged_drop=validity.judged.drop, relevance_only_qrels=validity.judged.relevance_only)
     if validity.tuning is not None:
         out["tuning_overlap"] = tuple(validity.tuning.overlap)
     return out

@@ -181,6 +181,7 @@ class Findings:
     judged_k: int = 10
     unjudged_share: float | None = None  # of the candidate's top k
     judged_drop: float | None = None  # baseline judged share minus the candidate's
+    relevance_only_qrels: bool = False  # the qrels judge only relevant documents (no judged non-relevant one)
     tuning_overlap: tuple[str, ...] = ()
     # Every golden query ranked exactly as the baseline ranks it (trec_eval's order): there is
     # no difference to judge, and no sample can hide one (unlike 0 movers on a metric).
@@ -207,6 +208,16 @@ def traffic_findings(block: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def percentages(value: float, limit: float) -> tuple[str, str]:
+    """``value`` and ``limit`` as percentages with as many decimals as it takes (up to 3) for a value
+    that exceeds its limit not to read as equal to it ("30.5% (limit 30%)", not "30% (limit 30%)")."""
+    for digits in range(4):
+        shown, bound = f"{value:.{digits}%}", f"{limit:.{digits}%}"
+        if shown != bound:
+            return shown, f"{limit:.0%}" if float(f"{limit:.0%}".rstrip("%")) / 100 == limit else bound
+    return f"{value:.3%}", f"{limit:.3%}"
+
+
 def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
     """The validity and traffic rules: each a reason code and a message naming the limit."""
     out: list[Reason] = []
@@ -215,12 +226,18 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
         sources = ", ".join(f.leak_sources[:3])
         out.append(Reason("new_leaked_queries", f"{f.new_leaks} golden queries newly appear in the candidate's "
                                                 f"corpus ({sources}); limit {policy.max_leaked}"))
+    hint = ("; these qrels judge only relevant documents, so most of any ranking is unjudged by design: for this "
+            "qrels style set policy.max_unjudged and policy.max_judged_drop (up to 1.0), or judge the top "
+            "documents (unjudged.tsv lists them)") if f.relevance_only_qrels else ""
     if f.unjudged_share is not None and f.unjudged_share > policy.max_unjudged:
-        out.append(Reason("judged_share", f"{f.unjudged_share:.0%} of the candidate's top {f.judged_k} is unjudged "
-                                          f"(limit {policy.max_unjudged:.0%})"))
+        share, limit = percentages(f.unjudged_share, policy.max_unjudged)
+        out.append(Reason("judged_share", f"{share} of the candidate's top {f.judged_k} is unjudged "
+                                          f"(limit {limit}){hint}"))
+        hint = ""
     if f.judged_drop is not None and f.judged_drop > policy.max_judged_drop:
-        out.append(Reason("judged_share", f"the judged share of the top {f.judged_k} fell by {f.judged_drop:.0%} "
-                                          f"against the baseline (limit {policy.max_judged_drop:.0%})"))
+        drop, limit = percentages(f.judged_drop, policy.max_judged_drop)
+        out.append(Reason("judged_share", f"the judged share of the top {f.judged_k} fell by {drop} "
+                                          f"against the baseline (limit {limit}){hint}"))
     if f.tuning_overlap:
         out.append(Reason("tuning_overlap", f"{len(f.tuning_overlap)} queries are both tuning and reporting "
                                             f"queries (e.g. {', '.join(f.tuning_overlap[:3])})"))

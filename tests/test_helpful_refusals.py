@@ -1,0 +1,137 @@
+"""Refusals and warnings that tell a user what to do (issue "What users read", deliverable 5):
+each case of the issue's "Why", reproduced and shown fixed."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gate.checks.judged_share import relevance_only
+from gate.cli import main
+from gate.common.errors import InputError
+from gate.inputs.config import load_config
+from gate.inputs.readers.qrels import load_qrels
+from gate.inputs.readers.queries import read_queries
+from gate.inputs.readers.records import Qrels
+from gate.pipeline.run import archive
+from gate.verdict.rules import Findings, Policy, failures_of, percentages
+from tests.shared_data import REALDATA, need
+from tests.support.small_world import small_world
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+# -- query files in other formats ------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, names", [
+    (".I 001\n.W\nwhat similarity laws must be obeyed\n", ["SMART-format", "irds:cranfield"]),
+    ("<top>\n<num> Number: 301\n<title> International Organized Crime\n</top>\n", ["TREC topics", "irds:"]),
+    ("  <TOP>\n", ["TREC topics"]),
+])
+def test_a_query_file_in_another_format_is_named_with_what_to_give_instead(tmp_path, text, names):
+    path = tmp_path / "queries.txt"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        read_queries(path)
+    message = str(caught.value)
+    assert "expected 'qid<TAB>text', found no tab" in message and ":1:" in message
+    for name in names:
+        assert name in message
+
+
+def test_a_plain_line_without_a_tab_gets_no_format_guess(tmp_path):
+    path = tmp_path / "queries.txt"
+    path.write_text("q1 what is bm25\n")
+    with pytest.raises(InputError) as caught:
+        read_queries(path)
+    assert str(caught.value).endswith("expected 'qid<TAB>text', found no tab")
+
+
+def test_cranfields_own_query_file_gets_the_hint(capsys):
+    code = main(["leakcheck", "--queries", str(need(REALDATA / "cranfield" / "cran.qry")),
+                 "--corpus", str(need(REALDATA / "cranfield" / "cran.all.1400"))])
+    err = capsys.readouterr().err
+    assert code == 2 and "irds:cranfield" in err and err.count("\n") == 1
+
+
+# -- qrels that judge only relevant documents -------------------------------------------------------
+
+def test_relevance_only_qrels_are_told_apart():
+    assert relevance_only(Qrels("q", {"a": {"d1": 1, "d2": 2}, "b": {"d3": 1}}), ["a", "b"], 1)
+    assert not relevance_only(Qrels("q", {"a": {"d1": 1, "d2": 0}}), ["a"], 1)
+    assert not relevance_only(Qrels("q", {"a": {"d1": 2, "d2": 1}}), ["a"], 2)  # 1 is non-relevant at rel 2
+    # A negative label is unjudged (trec_eval) unless the qrels say it is judged.
+    assert relevance_only(Qrels("q", {"a": {"d1": 1, "d2": -1}}), ["a"], 1)
+    assert not relevance_only(Qrels("q", {"a": {"d1": 1, "d2": -1}}, True), ["a"], 1)
+    assert not relevance_only(Qrels("q", {}), ["a"], 1)  # nothing judged: nothing to say
+
+
+def test_vaswani_judges_only_relevant_documents_and_dl19_does_not():
+    vaswani = load_qrels(str(need(REALDATA / "vaswani" / "qrels")))
+    assert relevance_only(vaswani, list(vaswani.judgments), 1)
+    dl19 = load_qrels(str(need(REALDATA / "runs" / "trec-dl-2019-passage" / "qrels" / "qrels.dl19-passage.txt")))
+    assert not relevance_only(dl19, list(dl19.judgments), 1)
+
+
+def test_the_unjudged_share_failure_names_the_setting_for_relevance_only_qrels():
+    findings = dict(metric="nDCG@10", query_count=20, delta=0.0, ci_low=-0.01, ci_high=0.01, judged_k=10,
+                    unjudged_share=0.9, judged_drop=0.2)
+    plain = failures_of(Findings(**findings), Policy())
+    hinted = failures_of(Findings(**findings, relevance_only_qrels=True), Policy())
+    assert [r.code for r in plain] == [r.code for r in hinted] == ["judged_share", "judged_share"]
+    assert not any("policy.max_unjudged" in r.message for r in plain)
+    assert "policy.max_unjudged" in hinted[0].message and "judge only relevant documents" in hinted[0].message
+    assert "policy.max_unjudged" not in hinted[1].message  # said once
+
+
+def test_a_share_above_its_limit_never_reads_as_the_limit():
+    assert percentages(0.305, 0.3) == ("30.5%", "30%")
+    assert percentages(0.3001, 0.3) == ("30.01%", "30%")
+    assert percentages(0.45, 0.3) == ("45%", "30%")
+    message = failures_of(Findings(metric="m", query_count=1, delta=0, ci_low=0, ci_high=0, unjudged_share=0.3049),
+                          Policy())[0].message
+    assert message.startswith("30.5% of the candidate's top 10 is unjudged (limit 30%)")
+
+
+# -- lift with a threshold above every label ---------------------------------------------------------
+
+def test_lift_with_a_threshold_above_every_label_says_so(tmp_path, capsys):
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    (tmp_path / "a.run").write_text("q1 Q0 d1 1 2.0 a\nq1 Q0 d2 2 1.0 a\n")
+    code = main(["lift", "--before-run", str(tmp_path / "a.run"), "--after-run", str(tmp_path / "a.run"),
+                 "--qrels", str(tmp_path / "q.txt"), "--rel-threshold", "2", "--output-dir", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "no judgment" in err and "the highest is 1" in err
+    assert not (tmp_path / "o").exists()
+
+
+# -- archive with uncommitted changes -----------------------------------------------------------------
+
+def _archived_world(tmp_path: Path) -> Path:
+    path = small_world(tmp_path, leak_in_new=False)
+    _git(tmp_path, "init", "-q", "-b", "main")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "base")
+    return path
+
+
+def test_archive_warns_when_a_file_it_records_is_not_committed(tmp_path):
+    path = _archived_world(tmp_path)
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v2}\nboost: 1.0\n")
+    said: list[str] = []
+    archive(load_config(path), progress=said.append)
+    warnings = [m for m in said if m.startswith("warning:")]
+    assert len(warnings) == 1 and "retrieval.yml" in warnings[0] and "not committed" in warnings[0]
+
+
+def test_archive_of_a_clean_checkout_says_nothing_of_commits(tmp_path):
+    path = _archived_world(tmp_path)
+    (tmp_path / "notes.txt").write_text("an unrelated, uncommitted file\n")
+    said: list[str] = []
+    archive(load_config(path), progress=said.append)
+    assert not [m for m in said if "not committed" in m]
