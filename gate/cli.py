@@ -848,8 +848,10 @@ def _cmd_leakcheck(args: argparse.Namespace) -> int:
     result = find_leaks(queries.queries, counted(), modes=args.mode, threshold=args.threshold,
                         min_tokens=args.min_tokens, progress=progress)
     if not scanned["chunks"]:
+        from gate.inputs.readers.corpus import is_file_tree
+
         shown = args.corpus
-        if os.path.isdir(args.corpus):
+        if os.path.isdir(args.corpus) and not is_file_tree(args.corpus):
             from gate.inputs.readers.beir import beir_corpus
 
             shown = str(beir_corpus(args.corpus))

@@ -50,6 +50,7 @@ attribute: they are listed in ``skipped_short`` and never matched or counted.
 
 from __future__ import annotations
 
+import heapq
 import math
 import os
 from collections import Counter, deque
@@ -93,6 +94,14 @@ def _byte_key(s: str) -> bytes:
     return s.encode("utf-8", "surrogatepass")
 
 
+#: Matched chunks kept per query (the first in corpus order); the count covers every one.
+CHUNKS_KEPT = 50
+#: Source documents the recommendation names before "N more documents hold M matches".
+SOURCES_NAMED = 10
+#: Chunk ids a text line shows per query before "and N more".
+CHUNKS_SHOWN = 5
+
+
 @dataclass(frozen=True)
 class LeakMatch:
     query_id: str
@@ -102,6 +111,8 @@ class LeakMatch:
     mode: str  # "exact" | "trigram-jaccard"
     score: float
     chunks_matched: int
+    # (chunk id, doc id) of every chunk the query matched, in corpus order: the first CHUNKS_KEPT
+    chunks: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +123,7 @@ class LeakMatch:
             "mode": self.mode,
             "score": self.score,
             "chunks_matched": self.chunks_matched,
+            "chunks": [{"chunk_id": c, "doc_id": d} for c, d in self.chunks],
         }
 
 
@@ -140,12 +152,15 @@ class LeakageResult:
         return {m.query_id for m in self.matched}
 
     def sources(self) -> list[tuple[str, int]]:
-        """(source document, number of matched queries) by count, then byte order.
+        """(source document, number of matched queries) by count, then byte order: every document
+        holding a chunk a query matched (each query counted once per document), not only its best.
 
-        The source is the match's ``doc_id``, or its chunk id before ``#`` when
+        The source is the chunk's ``doc_id``, or its chunk id before ``#`` when
         the chunk has no document id.
         """
-        counts = Counter(_source(m) for m in self.matched)
+        counts: Counter[str] = Counter()
+        for m in self.matched:
+            counts.update(set(_sources(m)))
         return sorted(counts.items(), key=lambda kv: (-kv[1], _byte_key(kv[0])))
 
     def recommendation(self) -> str | None:
@@ -155,11 +170,11 @@ class LeakageResult:
             return None
         if len(groups) == 1:
             return f"exclude {groups[0][0]} from the snapshot or re-judge."
-        named = groups[:3]
+        named = groups[:SOURCES_NAMED]
         parts = [f"{doc} ({n} {'match' if n == 1 else 'matches'})" for doc, n in named]
         listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
         text = f"exclude {listed} from the snapshot or re-judge."
-        rest = groups[3:]
+        rest = groups[SOURCES_NAMED:]
         if rest:
             n_docs, n_matches = len(rest), sum(n for _, n in rest)
             text += (
@@ -171,6 +186,11 @@ class LeakageResult:
 
 def _source(m: LeakMatch) -> str:
     return m.doc_id or m.chunk_id.partition("#")[0]
+
+
+def _sources(m: LeakMatch) -> list[str]:
+    """The documents of every chunk ``m`` matched that it kept (its best chunk's at least)."""
+    return [_source(m)] + [doc or chunk.partition("#")[0] for chunk, doc in m.chunks]
 
 
 # --------------------------------------------------------------------------- exact matchers
@@ -800,10 +820,18 @@ def find_leaks(
     best_seq = [0] * n_q
     best_chunk: list[tuple[str, str] | None] = [None] * n_q
     n_matched = [0] * n_q
+    # The first CHUNKS_KEPT matched chunks in corpus order, as a heap of (-seq, chunk, doc): the
+    # latest kept is dropped first, so any order of calls (worker batches) keeps the same ones.
+    kept: list[list[tuple[int, str, str]]] = [[] for _ in range(n_q)]
 
     def record(qi: int, seq: int, chunk_id: str, doc_id: str, is_exact: bool, score: float) -> None:
         # The best chunk is the greatest (exact, score, -seq): any order of calls gives the same.
         n_matched[qi] += 1
+        entry = (-seq, chunk_id, doc_id)
+        if len(kept[qi]) < CHUNKS_KEPT:
+            heapq.heappush(kept[qi], entry)
+        elif entry > kept[qi][0]:
+            heapq.heapreplace(kept[qi], entry)
         current = best_chunk[qi]
         if current is not None:
             if (is_exact, score) < (best_exact[qi], best_score[qi]):
@@ -856,6 +884,7 @@ def find_leaks(
                 mode="exact" if best_exact[qi] else "trigram-jaccard",
                 score=1.0 if best_exact[qi] else best_score[qi],
                 chunks_matched=n_matched[qi],
+                chunks=tuple((chunk, doc) for _, chunk, doc in sorted(kept[qi], reverse=True)),
             )
         )
     matched.sort(key=lambda m: _byte_key(m.query_id))
@@ -1012,9 +1041,13 @@ def render_text(result: LeakageResult) -> str:
         q_w = max(len(q) for q in quoted)
         for m, qid, q in zip(result.matched, ids, quoted):
             how = m.mode if m.mode == "exact" else f"{m.mode} {m.score:.2f}"
+            where = m.chunk_id
             if m.chunks_matched > 1:
                 how += f", {m.chunks_matched} chunks"
-            lines.append(f"  {qid:<{id_w}} {q:<{q_w}}  -> {m.chunk_id} ({how})")
+                others = [chunk for chunk, _ in m.chunks if chunk != m.chunk_id][:CHUNKS_SHOWN - 1]
+                more = m.chunks_matched - 1 - len(others)
+                where = ", ".join([m.chunk_id, *others]) + (f" and {more} more" if more else "")
+            lines.append(f"  {qid:<{id_w}} {q:<{q_w}}  -> {where} ({how})")
     if result.skipped_short:
         n = len(result.skipped_short)
         lines.append(f"{n} {'query' if n == 1 else 'queries'} too short to attribute (skipped)")

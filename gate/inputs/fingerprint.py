@@ -97,10 +97,10 @@ def corpus_fingerprint(spec: str | Path) -> Fingerprint:
     A folder that is not a BEIR folder is fingerprinted as a tree of files
     (relative path + content hash each), for snapshots stored as many files.
     """
-    from gate.inputs.readers.corpus import iter_corpus  # late: the corpus reader is the slow import
+    from gate.inputs.readers.corpus import is_file_tree, iter_corpus  # late: the corpus reader is the slow import
 
     path = Path(str(spec))
-    if not str(spec).startswith("irds:") and path.is_dir() and not (path / "corpus.jsonl").exists():
+    if is_file_tree(path):
         digests = []
         for item in sorted(p for p in path.rglob("*") if p.is_file()):
             rel = item.relative_to(path).as_posix()

@@ -55,6 +55,17 @@ def given(value, default):
     return default if value is ABSENT else value
 
 
+def matched_chunks(match, shown: int = 3) -> str:
+    """A leak's chunks as text (not yet escaped): its best chunk, then the others it matched, up
+    to ``shown`` in all, then "and N more" (``chunks_matched`` counts every one)."""
+    best = str(given(match.chunk_id, ""))
+    others = [str(c.chunk_id) for c in (match.chunks or ()) if str(c.chunk_id) != best]
+    listed = [best, *others][:shown]
+    total = match.chunks_matched if isinstance(match.chunks_matched, int) else len(listed)
+    more = max(0, total - len(listed))
+    return ", ".join(listed) + (f" and {more} more" if more else "")
+
+
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = ReportEnvironment(loader=jinja2.PackageLoader("gate.rendering", "templates"),
@@ -65,6 +76,7 @@ def environment() -> jinja2.Environment:
     env.filters["percent"] = inert(percent)
     env.globals["forest"] = inert(forest)
     env.globals["forest_scale"] = forest_scale
+    env.filters["chunks"] = matched_chunks  # not yet escaped: `m | chunks | md`
     return env
 
 

@@ -519,6 +519,13 @@ class Judged(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LeakChunk(Record):
+    """``leakage.matched[].chunks[]`` of report.json: a chunk the query matched and its document."""
+    chunk_id: str | Absent = key(STR)
+    doc_id: str | None | Absent = key(Nullable(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
 class LeakMatch(Record):
     """``leakage.matched[]`` of report.json."""
     query_id: str | Absent = key(STR)
@@ -528,6 +535,8 @@ class LeakMatch(Record):
     mode: str | Absent = key(STR)
     score: float | None | Absent = key(Nullable(NUM))
     chunks_matched: int | Absent = key(INT)
+    # (1.4) the chunks it matched, in corpus order: the first 50 (chunks_matched counts all)
+    chunks: tuple[LeakChunk, ...] | Absent = key(ListOf(RecordOf(LeakChunk)))
     tag: str | None | Absent = key(Nullable(STR))
 
 

@@ -86,10 +86,27 @@ PINNED = {
     ("exact", "trigram-jaccard"): "b7b71f52fb2b2fc9",
 }
 PINNED_COUNTS = {("exact",): (38, 197), ("trigram-jaccard",): (51, 260), ("exact", "trigram-jaccard"): (51, 260)}
+# chunks_digest of the same results, pinned when the matched chunks were first listed (1.4): the
+# worker processes must keep the very chunks the one-process scan keeps.
+CHUNKS_PINNED = {
+    ("exact",): "1b426850163fa4bd",
+    ("trigram-jaccard",): "d3651824fb56b709",
+    ("exact", "trigram-jaccard"): "d3651824fb56b709",
+}
 
 
 def digest(result) -> str:
-    return hashlib.sha256(json.dumps(result.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+    """The pinned digest: the result as it was pinned, before the matched chunks were listed (1.4)."""
+    data = result.to_dict()
+    for match in data["matched"]:
+        match.pop("chunks")
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def chunks_digest(result) -> str:
+    """The matched chunks listed per query (the first CHUNKS_KEPT in corpus order)."""
+    listed = [[m.query_id, [list(c) for c in m.chunks]] for m in result.matched]
+    return hashlib.sha256(json.dumps(listed).encode()).hexdigest()[:16]
 
 
 @pytest.fixture(scope="module")
@@ -159,6 +176,7 @@ def test_the_result_is_the_pinned_one_in_one_process(corpus, modes):
     result = L.find_leaks(queries, iter(chunks), modes=modes, workers=0)
     assert (result.count, sum(m.chunks_matched for m in result.matched)) == PINNED_COUNTS[modes]
     assert digest(result) == PINNED[modes]
+    assert chunks_digest(result) == CHUNKS_PINNED[modes]
 
 
 @pytest.mark.parametrize("modes", [("trigram-jaccard",), ("exact", "trigram-jaccard")])
@@ -166,6 +184,7 @@ def test_the_result_is_the_pinned_one_through_the_workers(corpus, modes, workers
     queries, chunks = corpus
     result = watchdog(lambda: L.find_leaks(queries, iter(chunks), modes=modes, workers=2))
     assert digest(result) == PINNED[modes]
+    assert chunks_digest(result) == CHUNKS_PINNED[modes]
     assert len(workers["procs"]) == 2 and workers["answers"] >= 60  # nearly every batch went to a worker
     assert all_ended(workers["procs"])
 

@@ -477,7 +477,7 @@ def test_render_text_trigram_and_counts():
     ]
     text = render_text(find_leaks([q], chunks))
     score = window_score(q.text, chunks[0].text)
-    assert f"-> c1 (trigram-jaccard {score:.2f}, 2 chunks)" in text
+    assert f"-> c1, c2 (trigram-jaccard {score:.2f}, 2 chunks)" in text
     assert "\"how many outgoing 'webhooks' can a single project register\"" in text  # one line
     assert render_text(find_leaks([q], [])) == "0/1 queries matched a corpus chunk above threshold\n"
 
@@ -496,6 +496,7 @@ def test_to_dict_shape():
         "mode": "exact",
         "score": 1.0,
         "chunks_matched": 1,
+        "chunks": [{"chunk_id": "faq/common-questions#q14", "doc_id": "faq/common-questions"}],
     }
     assert json.loads(json.dumps(d)) == d
 
@@ -513,10 +514,13 @@ def test_recommendation_names_the_documents_behind_most_matches():
     assert two.recommendation() == "exclude faq/a (2 matches) and faq/b (1 match) from the snapshot or re-judge."
     many = _result(["d"] * 4 + ["c"] * 2 + ["b"] * 2 + ["a", "e", "f"])
     assert many.recommendation() == (
-        "exclude d (4 matches), b (2 matches) and c (2 matches) from the snapshot or re-judge."
-        " 3 more documents hold 3 matches."
+        "exclude d (4 matches), b (2 matches), c (2 matches), a (1 match), e (1 match) and f (1 match) from the "
+        "snapshot or re-judge."
     )
-    assert _result(["d"] * 2 + ["c", "b", "a"]).recommendation().endswith(" 1 more document holds 1 match.")
+    # Every source is named up to SOURCES_NAMED (10); beyond, the rest are counted.
+    twelve = _result(["d"] * 2 + [f"s{i:02d}" for i in range(11)])
+    assert twelve.recommendation().endswith(" 2 more documents hold 2 matches.")
+    assert twelve.recommendation().count("match") == 11
     assert many.sources()[:2] == [("d", 4), ("b", 2)]
     assert _result([]).recommendation() is None
     assert faq_result().matched_ids() == {"q_0031", "q_0087"}

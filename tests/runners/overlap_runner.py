@@ -125,7 +125,14 @@ def main():
                 if len(parts) >= 6:
                     copied.setdefault(parts[0], []).append((parts[2], float(parts[4])))
     docs = []
-    if args.corpus:
+    if args.corpus and os.path.isdir(args.corpus):  # a folder of files: each file a document
+        for folder, _, names in os.walk(args.corpus):
+            for name in sorted(names):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as handle:
+                    docs.append((os.path.relpath(path, args.corpus).replace(os.sep, "/"), Counter(),
+                                 Counter(tokens(handle.read()))))
+    elif args.corpus:
         with open(args.corpus, encoding="utf-8") as handle:
             for line in handle:
                 if line.strip():

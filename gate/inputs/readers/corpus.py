@@ -11,6 +11,8 @@ Sources:
   line, so it may hold tabs in the 3-column form).  A first line that is a
   header (``id<TAB>text``, ``chunk_id<TAB>doc_id<TAB>text`` and the like) is skipped.
 * A BEIR folder: its ``corpus.jsonl``.
+* A folder of files (any other folder, see :func:`is_file_tree`): each file a document, its id
+  the file's path below the folder (``guides/setup.md``), its text the file's UTF-8 content.
 * ``irds:<dataset-id>``: the dataset's documents (``default_text()``).
 
 ``doc_id`` defaults to the part of the chunk id before ``#`` (``doc7#3`` is
@@ -67,12 +69,57 @@ def iter_corpus(spec: str | os.PathLike, check_duplicates: bool | str = True) ->
         yield from _iter_irds(text, check_duplicates)
         return
     path = Path(text)
+    if is_file_tree(path):
+        yield from _dedup(str(path), _iter_files(path), check_duplicates, lambda: _iter_files(path))
+        return
     if path.is_dir():
         from gate.inputs.readers.beir import beir_corpus
 
         path = beir_corpus(path)
     reader = _iter_jsonl if path.is_dir() or strip_gz(path).lower().endswith((".jsonl", ".json")) else _iter_tsv
     yield from _dedup(str(path), reader(path), check_duplicates, lambda: reader(path))
+
+
+def is_file_tree(path: str | os.PathLike) -> bool:
+    """A folder read as a tree of files, one document each: a folder that is not a BEIR folder
+    (no ``corpus.jsonl``, ``queries.jsonl`` or ``qrels/``; a BEIR folder without its corpus is
+    refused as one, not read as files)."""
+    path = Path(path)
+    if str(path).startswith("irds:") or not path.is_dir():
+        return False
+    return not any((path / name).exists() for name in ("corpus.jsonl", "corpus.jsonl.gz", "queries.jsonl", "qrels"))
+
+
+def _iter_files(folder: Path) -> Iterator[tuple[int | None, Chunk]]:
+    """Every file below ``folder`` (byte order of its path) as one chunk. A file that is not
+    UTF-8 text, is larger than a corpus chunk may be, or is a symlink leading out of the folder
+    is refused, naming it: skipping it would leave part of the snapshot unscanned."""
+    root = folder.resolve()
+    files = sorted((p for p in folder.rglob("*") if p.is_file()), key=lambda p: p.relative_to(folder).as_posix()
+                   .encode("utf-8", "surrogateescape"))
+    for item in files:
+        name = item.relative_to(folder).as_posix()
+        if item.is_symlink() or any(parent.is_symlink() for parent in item.relative_to(folder).parents
+                                    if str(parent) != "."):
+            target = item.resolve()
+            if target != root and root not in target.parents:
+                raise InputError(str(item), None, "is a symlink leading out of the corpus folder: refused")
+        size = item.stat().st_size
+        if size > limits.MAX_CORPUS_LINE_BYTES:
+            raise InputError(str(item), None, f"is {limits.describe_bytes(size)}, more than a corpus chunk may be "
+                             f"({limits.describe_bytes(limits.MAX_CORPUS_LINE_BYTES)})")
+        data = item.read_bytes()
+        try:
+            body = data.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise InputError(str(item), None, f"is not UTF-8 text (byte {error.start}): a corpus folder holds text "
+                             "files, one document each") from None
+        if "\x00" in body:
+            raise InputError(str(item), None, "holds NUL bytes: not a text file (a corpus folder holds text files, "
+                             "one document each)")
+        check_id(str(item), None, name, "file path (the chunk id)")
+        check_unicode(str(item), None, body, "its text")
+        yield None, Chunk(name, name, body)
 
 
 def _dedup(src: str, items: Iterator[tuple[int | None, Chunk]], check: bool | str,
