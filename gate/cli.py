@@ -480,7 +480,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from gate.pipeline.run import run
 
-    from gate.rendering.terminal import run_summary_lines
+    from gate.rendering.terminal import config_value, run_summary_lines
 
     result = run(args.config, base=args.base, runs_dir=_runs_dir(args.runs_dir),
                  candidate_run=_path(args.candidate_run), progress=_progress)
@@ -495,7 +495,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if report.baseline and report.baseline.description:
             print(f"baseline: {report.baseline.description}")
         for change in report.config_diff or ():
-            print(f"  changed {change.path}: {change.old!r} -> {change.new!r}")
+            print(f"  changed {change.path}: {config_value(change.old)} -> {config_value(change.new)}")
         for goalpost in report.goalposts or ():
             print(f"  goalposts: this change edits the yardstick file {goalpost.path}")
         print(f"wrote {', '.join(str(path) for path in written)}")
@@ -811,7 +811,9 @@ def _cmd_factorial(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json_text(data, ascii=True))
     else:
-        print(markdown)
+        from gate.rendering.terminal import terminal_text
+
+        print(terminal_text(markdown))
     return EXIT_OK
 
 

@@ -75,10 +75,12 @@ class JudgedCheck:
     # The qrels judge only relevant documents on these queries (no judged label below rel), as
     # Vaswani's and many legacy collections' do: most of any ranking is unjudged by design.
     relevance_only: bool = False
+    query_count: int = 0  # the queries it is measured on (every judged golden query)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "k": self.k,
+            "query_count": self.query_count,
             "measure": f"Judged@{self.k}",
             "baseline": {"judged": self.baseline.mean, "unjudged": 1 - self.baseline.mean,
                          "by_stratum": dict(self.baseline.by_stratum)},
@@ -189,7 +191,7 @@ def judged_check(
     return JudgedCheck(k, baseline, candidate, drop, limited, sensitivity, tuple(unjudged_rows), tuple(failures),
                        {"max_unjudged": max_unjudged, "max_judged_drop": max_judged_drop,
                         "material_drop": material_drop},
-                       relevance_only=relevance_only(qrels, query_ids, rel))
+                       relevance_only=relevance_only(qrels, query_ids, rel), query_count=len(query_ids))
 
 
 def relevance_only(qrels: Qrels, query_ids: Sequence[str], rel: int) -> bool:

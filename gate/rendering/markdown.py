@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from markupsafe import Markup
 
+from gate.common.numbers import fixed, signed  # noqa: F401 - the templates' filters, re-exported
 from gate.report.typed import ABSENT
 
 
@@ -133,19 +134,3 @@ def md_text(value: object, limit: int | None = None) -> str:
     return result
 
 
-def signed(value: float | None, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if math.isinf(value):
-        return "∞" if value > 0 else "-∞"
-    text = f"{value:+.{digits}f}"
-    return "+0." + "0" * digits if text == "-0." + "0" * digits else text
-
-
-def fixed(value: float | None, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if math.isinf(value):
-        return "∞" if value > 0 else "-∞"
-    text = f"{value:.{digits}f}"
-    return text[1:] if text == "-0." + "0" * digits else text  # never a negative zero

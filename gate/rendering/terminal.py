@@ -5,8 +5,22 @@ Plain text: no Markdown escapes, and numbers as the comment gives them (never a 
 
 from __future__ import annotations
 
+import html
+import re
+
 from gate.report.spine import Report
 from gate.rendering.markdown import fixed, signed
+
+_BACKSLASH_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~=])")
+
+
+def terminal_text(markdown: str) -> str:
+    """Markdown the gate rendered (a table, a report) for a terminal: the escapes that keep data
+    inert on GitHub (``\\_``, ``&gt;``, ``&#124;``, the zero-width space after ``@`` and ``#``)
+    undone, so ``base_miss.run`` and ``->`` read as they are written. Not for anything rendered
+    as Markdown again."""
+    text = _BACKSLASH_ESCAPE.sub(r"\1", markdown)
+    return html.unescape(text).replace("\u200b", "")
 
 
 def _fmt(value: float | None, signed_: bool = False) -> str:
@@ -16,6 +30,14 @@ def _fmt(value: float | None, signed_: bool = False) -> str:
 def _delta_line(delta, prefix: str = "delta") -> str:
     return (f"{prefix} {_fmt(delta.mean, signed_=True)}  95% CI [{_fmt(delta.ci_low, signed_=True)}, "
             f"{_fmt(delta.ci_high, signed_=True)}]")
+
+
+def config_value(value) -> str:
+    """A config value as the comment shows it (JSON: ``false``, ``0.5``, ``["a"]``; strings as
+    they are; ``absent`` for a key one side does not set), in plain text."""
+    from gate.rendering.comment import value_text
+
+    return "absent" if value == "<absent>" else value_text(value)
 
 
 def run_summary_lines(report: Report) -> list[str]:
@@ -62,7 +84,9 @@ def summary_lines(report: Report) -> list[str]:
     for ids, label in (
         (queries.missing_in_baseline, "missing in baseline (scored 0)"),
         (queries.missing_in_candidate, "missing in candidate (scored 0)"),
-        (queries.extra, "in runs but not judged (ignored)"),
+        # With a query file, a run query may be judged yet not golden: "not judged" would be wrong.
+        (queries.extra, "in the runs but not among the golden queries with judgments (ignored)"
+         if report.inputs and "queries" in report.inputs else "in the runs but not judged (ignored)"),
         (queries.unjudged, "golden queries without qrels (left out)"),
     ):
         if ids:

@@ -507,6 +507,9 @@ class Judged(Record):
     sensitivity {delta_unjudged_as_zero, delta_unjudged_as_top, delta_condensed}, limits,
     failures"""
     k: int | Absent = key(INT)
+    # (1.4) the queries the judged share is measured on: every judged golden query, not only the
+    # reporting set
+    query_count: int | Absent = key(INT)
     measure: str | Absent = key(STR)
     baseline: JudgedShare | Absent = key(RecordOf(JudgedShare))
     candidate: JudgedShare | Absent = key(RecordOf(JudgedShare))

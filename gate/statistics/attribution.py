@@ -42,6 +42,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from gate.common.errors import InputError, UsageError
+from gate.common.numbers import signed
 from gate.inputs.fingerprint import Fingerprint, qrels_fingerprint, queries_fingerprint, query_ids_fingerprint
 from gate.inputs.readers.records import Qrels, QuerySet
 from gate.evaluation.measures import parse_measure
@@ -459,11 +460,6 @@ class AttributionResult:
 # --------------------------------------------------------------------------- #
 
 
-def _signed(value: float, digits: int = 3) -> str:
-    text = f"{value:+.{digits}f}"
-    return "+" + text[1:] if text == "-0." + "0" * digits else text
-
-
 def _given_phrase(given: Sequence[tuple[str, str]]) -> str:
     return ", ".join(f"{f} {level}" for f, level in given)
 
@@ -518,7 +514,7 @@ def _interaction_sentence(term: Term, ways: Mapping[str, float], way: str, digit
 
 
 def _ci_text(e: Effect) -> str:
-    return f"95% CI {_signed(e.ci_low)} to {_signed(e.ci_high)}, unadjusted; Holm-adjusted p {e.p_holm:.4f}"
+    return f"95% CI {signed(e.ci_low)} to {signed(e.ci_high)}, unadjusted; Holm-adjusted p {e.p_holm:.4f}"
 
 
 # --------------------------------------------------------------------------- #
@@ -701,7 +697,7 @@ def analyze_grid(
     for e in effects:
         c = concentration(contrast_by_id[e.id], qids, share, redistribution_ratio)
         subject = _subject(e.term, k)
-        subject = subject[0].upper() + subject[1:] + f" ({_signed(e.estimate)})"
+        subject = subject[0].upper() + subject[1:] + f" ({signed(e.estimate)})"
         sentence = c.sentence(subject)
         conc_sentences[e.id] = sentence
         record = {"id": e.id, "term": e.term.name, "given": e.term.given_dict(), "label": e.label,
@@ -715,7 +711,7 @@ def analyze_grid(
     parts = []
     for i, e in enumerate(production):
         verb = f"moves {metric} by" if i == 0 else "moves it by"
-        parts.append(f"switching {e.term.factors[0]} {verb} {_signed(e.estimate)} ({_ci_text(e)})")
+        parts.append(f"switching {e.term.factors[0]} {verb} {signed(e.estimate)} ({_ci_text(e)})")
     if k == 1:
         headline_text = parts[0][0].upper() + parts[0][1:] + "."
     else:
@@ -737,7 +733,7 @@ def analyze_grid(
         inter = by_id[f"{a}×{b}"]
         readings["additivity"] = (
             f"If the two changes added up, switching both would score {additive:.3f}; it scores {cand:.3f}, "
-            f"an interaction of {_signed(inter.estimate)}."
+            f"an interaction of {signed(inter.estimate)}."
         )
         grid_table = {
             "rows": a,

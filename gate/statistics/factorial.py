@@ -35,6 +35,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from gate.common.numbers import signed
+
 __all__ = [
     "LEVELS",
     "OLD",
@@ -245,7 +247,7 @@ class Concentration:
         if self.redistribution:
             return "redistribution, not concentrated"
         noun = "query" if self.queries == 1 else "queries"
-        return f"concentrated in {self.queries} {noun}, each moving about {_signed(self.mean_movement, digits)}"
+        return f"concentrated in {self.queries} {noun}, each moving about {signed(self.mean_movement, digits)}"
 
     def sentence(self, subject: str, digits: int = 3) -> str:
         """One plain sentence about ``subject`` (e.g. "Switching model with corpus old (+0.024)")."""
@@ -255,17 +257,17 @@ class Concentration:
         if self.redistribution:
             return (
                 f"{subject}: redistribution, not concentrated: {self.same_sign_queries} "
-                f"{_plural(self.same_sign_queries)} moved {_signed(self.same_sign_total, digits)} in total and "
-                f"{self.opposite_sign_queries} moved {_signed(self.opposite_sign_total, digits)}, "
-                f"netting {_signed(self.net, digits)} (under {self.ratio:.0%} of the {same})."
+                f"{_plural(self.same_sign_queries)} moved {signed(self.same_sign_total, digits)} in total and "
+                f"{self.opposite_sign_queries} moved {signed(self.opposite_sign_total, digits)}, "
+                f"netting {signed(self.net, digits)} (under {self.ratio:.0%} of the {same})."
             )
         if self.opposite_sign_queries:
             other = (f"the {self.opposite_sign_queries} moving the other way sum to "
-                     f"{_signed(self.opposite_sign_total, digits)}")
+                     f"{signed(self.opposite_sign_total, digits)}")
         else:
             other = "no query moved the other way"
         return (
-            f"{subject}: {self.phrase(digits)} ({self.share:.0%} of the {_signed(self.same_sign_total, digits)} "
+            f"{subject}: {self.phrase(digits)} ({self.share:.0%} of the {signed(self.same_sign_total, digits)} "
             f"{same} summed over {self.same_sign_queries} of {self.n} {_plural(self.n)}; {other})."
         )
 
@@ -289,11 +291,6 @@ class Concentration:
 
 def _plural(n: int) -> str:
     return "query" if n == 1 else "queries"
-
-
-def _signed(value: float, digits: int = 3) -> str:
-    text = f"{value:+.{digits}f}"
-    return "+" + text[1:] if text == "-0." + "0" * digits else text
 
 
 def concentration(

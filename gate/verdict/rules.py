@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gate.common.numbers import signed
 # The policy is the config's ``policy:`` block, its defaults declared once (gate.inputs.config).
 from gate.inputs.config import Policy
 
@@ -95,7 +96,7 @@ def decide_delta(
     for a regression or an improvement to count.
     """
     band = noise_threshold if noise_threshold is not None else 0.0
-    interval = f"{metric} {delta:+.3f} [{ci_low:+.3f}, {ci_high:+.3f}]"
+    interval = f"{metric} {signed(delta)} [{signed(ci_low)}, {signed(ci_high)}]"
     beyond_band = abs(delta) > band
     band_ok = noise_threshold is not None or not policy.improvement_needs_band
     if evidence is not None and policy.decision == "calibrated":
@@ -106,7 +107,7 @@ def decide_delta(
         worst_case = e.loss_share_upper * MAX_QUERY_LOSS < margin
         non_inferior = (enough and e.hall_low >= -margin and e.p_noninferior <= ALPHA) or worst_case
         improvement = enough and e.hall_low > 0 and e.p_improvement <= ALPHA and beyond_band and band_ok
-        evidence_text = (f"{interval}, calibrated [{e.hall_low:+.3f}, {e.hall_high:+.3f}], "
+        evidence_text = (f"{interval}, calibrated [{signed(e.hall_low)}, {signed(e.hall_high)}], "
                          f"{e.movers} of {query_count} q moved")
     else:
         regression = ci_high < 0
@@ -246,8 +247,8 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
                                              f"({', '.join(f.damaged_strata)}); limit {policy.max_damaged_traffic:.0%}"))
     for g in f.guarded_regressions:
         if g.p_holm < GUARDED_ALPHA:
-            out.append(Reason("guarded_stratum", f"guarded stratum {g.stratum} regressed: {g.delta:+.3f} "
-                                                 f"[{g.ci_low:+.3f}, {g.ci_high:+.3f}], Holm p {g.p_holm:.3f}"))
+            out.append(Reason("guarded_stratum", f"guarded stratum {g.stratum} regressed: {signed(g.delta)} "
+                                                 f"[{signed(g.ci_low)}, {signed(g.ci_high)}], Holm p {g.p_holm:.3f}"))
     return out
 
 

@@ -1,0 +1,32 @@
+"""Numbers as every output prints them: a sign where a direction is meant, never a negative zero.
+
+One implementation for the report's prose (reasons, sentences), the Markdown and the terminal, so
+``-0.000`` cannot appear in one place and ``+0.000`` in another.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["fixed", "signed"]
+
+
+def signed(value: float | None, digits: int = 3) -> str:
+    """``+0.012`` / ``-0.012``; a value that rounds to zero is ``+0.000`` (never ``-0.000``);
+    ``n/a`` for None or NaN, ``∞`` / ``-∞`` for infinities."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    text = f"{value:+.{digits}f}"
+    return "+0." + "0" * digits if text == "-0." + "0" * digits else text
+
+
+def fixed(value: float | None, digits: int = 3) -> str:
+    """``0.012``; a value that rounds to zero is ``0.000`` (never ``-0.000``)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    text = f"{value:.{digits}f}"
+    return text[1:] if text == "-0." + "0" * digits else text
