@@ -17,9 +17,6 @@ from tests.regression.pinning import check_pinned  # noqa: E402
 SCALE = scenarios.DEMO["scale"]
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    return run_demo(tmp_path_factory.mktemp("demo"), progress=lambda m: None, **scenarios.DEMO)
 
 
 def test_the_demo_fails_for_its_three_reasons(demo):
