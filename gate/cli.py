@@ -904,11 +904,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                          f"(or ./run demo; missing: {', '.join(missing)})")
     from gate.demo.end_to_end import run_demo
 
+    from gate.rendering.terminal import terminal_text
+
     result = run_demo(args.out, seed=args.seed, scale=args.scale, repeats=args.repeats,
                       progress=lambda message: _progress(message))
-    print(result.comment)
+    print(terminal_text(result.comment))  # comment.md holds it as Markdown, escapes and all
     print(f"\nwrote {result.out / 'report.json'}, {result.out / 'report.md'} and {result.out / 'comment.md'}"
-          f" in {result.seconds:.0f}s; the generated repository is {result.repo}")
+          f" (the PR comment as Markdown) in {result.seconds:.0f}s; the generated repository is {result.repo}")
     kind = result.report["verdict"]["kind"]
     print(f"verdict: {kind} (the Action would exit {result.exit_code})")
     return EXIT_OK

@@ -115,6 +115,9 @@ def test_the_demo_command_prints_the_comment(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path / "d"), "--scale", "0.15", "--repeats", "5"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("### ") and "verdict:" in out
+    # The terminal gets the comment as text: what comment.md escapes for GitHub reads as written.
+    markdown = (tmp_path / "d" / "comment.md").read_text()
+    assert "\\_" in markdown and "\\_" not in out and "&gt;" not in out and "&#124;" not in out
 
 
 def test_calibrate_on_the_demos_noisy_repeats_is_reproduced_by_pairwise_compare(demo, capsys):
