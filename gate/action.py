@@ -520,8 +520,10 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
 
 
 def _fixed6(value: float | None) -> str:
-    """An output's number: six decimals, or empty where the report has none."""
-    return "" if value is None else f"{value:.6f}"
+    """An output's number: six decimals (never a negative zero), or empty where the report has none."""
+    from gate.common.numbers import fixed
+
+    return "" if value is None else fixed(value, 6)
 
 
 def _describe(error: BaseException) -> str:

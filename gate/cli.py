@@ -203,10 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "required with --from-runs)")
     p.add_argument("--queries", help="with --from-runs: golden queries, for the strata and the query set "
                    "(default: the qrels' queries)")
-    p.add_argument("--metric", default="nDCG@10", help="with --from-runs: the measure whose spread is the band "
-                   "(default nDCG@10; without --from-runs the config's metric)")
-    p.add_argument("--rel", type=_rel, default=1, help="with --from-runs: relevance threshold of binary measures "
-                   "(default 1; without --from-runs the config's golden.rel)")
+    p.add_argument("--metric", default=None, help="with --from-runs: the measure whose spread is the band "
+                   "(default nDCG@10; without --from-runs the config's metric is used and this is refused)")
+    p.add_argument("--rel", type=_rel, default=None, help="with --from-runs: relevance threshold of binary measures "
+                   "(default 1; without --from-runs the config's golden.rel is used and this is refused)")
     p.add_argument("--runs-dir", metavar="DIR", help="without --from-runs: the repeats produced by an earlier step "
                    "(see plan --noise-repeats) (default: the gate runs the config's runner)")
     p.add_argument("--out", default="noise.json", metavar="FILE", help="where the band is written (default "
@@ -221,15 +221,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--qrels", help="with --from-runs: qrels file, BEIR folder or irds:<id> (default: none; "
                    "required with --from-runs)")
     p.add_argument("--queries", help="with --from-runs: golden queries (default: the qrels' queries)")
-    p.add_argument("--metric", default=None, help="primary measure (default: the config's, or nDCG@10)")
+    p.add_argument("--metric", default=None, help="primary measure (default: the config's metric; with --from-runs "
+                   "nDCG@10)")
     p.add_argument("--rel", type=_rel, default=None,
-                   help="relevance threshold of binary measures (default: the config's golden.rel, or 1)")
+                   help="relevance threshold of binary measures (default: the config's golden.rel; with --from-runs 1)")
     p.add_argument("--samples", type=_samples, default=None,
-                   help="bootstrap resamples (default: the config's statistics.samples, or 10000)")
+                   help="bootstrap resamples (default: the config's statistics.samples; with --from-runs 10000)")
     p.add_argument("--seed", type=_seed, default=None,
-                   help="random seed (default: the config's statistics.seed, or 7)")
+                   help="random seed (default: the config's statistics.seed; with --from-runs 7)")
     p.add_argument("--max-regression", type=_float_range(0.0, 1.0), default=None, metavar="MARGIN",
-                   help="non-inferiority margin (default: the config's policy.max_regression, or 0.02)")
+                   help="non-inferiority margin (default: the config's policy.max_regression; with --from-runs 0.02)")
     p.add_argument("--format", choices=["text", "json"], default="text",
                    help="what goes to stdout: text (a summary) or json (default text)")
     p.add_argument("--out", metavar="FILE", help="also write the result as JSON here (default: no file)")
@@ -238,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("comment", help="post a saved report as the PR comment (the fork-safe workflow_run job)",
                        epilog="Environment: GITHUB_TOKEN (or INPUT_TOKEN), a token that may write pull-request "
                               "comments (required); GITHUB_REPOSITORY, owner/name (required); GITHUB_API_URL, the "
-                              "API root (default https://api.github.com). Nothing else is read.")
+                              "API root (default https://api.github.com). The HTTP client also honours the usual "
+                              "proxy and CA-bundle variables (HTTPS_PROXY, REQUESTS_CA_BUNDLE).")
     p.add_argument("--report", required=True, metavar="REPORT.json",
                    help="the report.json the gate job saved as an artifact")
     p.add_argument("--pr", required=True, type=_positive_int, metavar="N",
@@ -480,7 +482,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from gate.pipeline.run import run
 
-    from gate.rendering.terminal import config_value, run_summary_lines
+    from gate.rendering.terminal import config_value, run_summary_lines, terminal_safe
 
     result = run(args.config, base=args.base, runs_dir=_runs_dir(args.runs_dir),
                  candidate_run=_path(args.candidate_run), progress=_progress)
@@ -493,11 +495,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         for line in run_summary_lines(report):
             print(line)
         if report.baseline and report.baseline.description:
-            print(f"baseline: {report.baseline.description}")
+            print(terminal_safe(f"baseline: {report.baseline.description}", lines=False))
         for change in report.config_diff or ():
-            print(f"  changed {change.path}: {config_value(change.old)} -> {config_value(change.new)}")
+            print(f"  changed {config_value(change.path)}: {config_value(change.old)} -> {config_value(change.new)}")
         for goalpost in report.goalposts or ():
-            print(f"  goalposts: this change edits the yardstick file {goalpost.path}")
+            print(terminal_safe(f"  goalposts: this change edits the yardstick file {goalpost.path}", lines=False))
         print(f"wrote {', '.join(str(path) for path in written)}")
         print(f"the PR comment, as the Action would post it: {out / 'comment.md'}")
     return result.verdict.exit_code
@@ -529,6 +531,8 @@ def _cmd_noise(args: argparse.Namespace) -> int:
                 raise UsageError(f"--from-runs: {path} is the same file as {seen[digest]}: a band needs distinct "
                                  "runs (the same one twice shows no spread)")
             seen[digest] = path
+        args.metric = "nDCG@10" if args.metric is None else args.metric
+        args.rel = 1 if args.rel is None else args.rel
         _check_measures(args.metric)
         qrels = load_qrels(args.qrels)
         queries = load_queries(args.queries) if args.queries else None
@@ -551,6 +555,9 @@ def _cmd_noise(args: argparse.Namespace) -> int:
         for option in ("qrels", "queries"):
             if getattr(args, option):
                 raise UsageError(f"--{option} goes with --from-runs; without it the config's golden files are used")
+        for option, key in (("metric", "metric"), ("rel", "golden.rel")):
+            if getattr(args, option) is not None:
+                raise UsageError(f"--{option} goes with --from-runs; without it the config's {key} is used")
         config = _load_config(args)
         check_config(config)
         primary, _ = measures_of(config)
@@ -861,7 +868,9 @@ def _cmd_leakcheck(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json_text(result.to_dict()))
     else:
-        print(render_text(result))
+        from gate.rendering.terminal import terminal_safe
+
+        print(terminal_safe(render_text(result)))
     return EXIT_FAIL if result.count else EXIT_OK
 
 

@@ -90,3 +90,76 @@ def test_leakcheck_on_a_folder_corpus(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["leakcheck", "--queries", str(tmp_path / "q.tsv"), "--corpus", str(tmp_path / "empty")]) == 2
     assert "holds no chunks" in capsys.readouterr().err
+
+
+def _git(cwd: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def _folder_repo(tmp_path: Path) -> tuple[Path, str, list[str]]:
+    """A repository whose corpus is one folder of files (docs/), with runner.inputs declared (so
+    only the yardstick and the corpus make a PR relevant), a page in it already quoting a golden
+    query at the base commit, and the baseline archived there."""
+    path = small_world(tmp_path, leak_in_new=False)
+    docs = _as_folder(tmp_path / "corpus-v1.jsonl")
+    (tmp_path / "corpus-v2.jsonl").unlink()
+    docs.rename(tmp_path / "docs")
+    queries = [json.loads(line)["text"] for line in (tmp_path / "golden.jsonl").read_text().splitlines()]
+    (tmp_path / "docs" / "old-faq.txt").write_text(f"Asked before: {queries[2]}?\n")
+    text = path.read_text().replace("corpus: corpus-{ingestion.parser}.jsonl", "corpus: docs")
+    text = text.replace("--output {run}\"\n", "--output {run}\"\n  inputs: [search/*.py]\n")
+    assert "inputs: [search/*.py]" in text
+    path.write_text(text)
+    (tmp_path / "search").mkdir()
+    (tmp_path / "search" / "rank.py").write_text("# the code the runs depend on\n")
+    (tmp_path / ".gitignore").write_text(".retrieval-gate/cache/\n.retrieval-gate/work/\n.retrieval-gate/out/\n")
+    _git(tmp_path, "init", "-q", "-b", "main")
+    archive(load_config(path), progress=lambda m: None)
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "base")
+    return path, _git(tmp_path, "rev-parse", "HEAD"), queries
+
+
+def test_a_pr_that_only_adds_a_page_to_a_folder_corpus_is_judged_and_an_old_leak_stays_old(tmp_path, capsys):
+    path, base, queries = _folder_repo(tmp_path)
+    (tmp_path / "docs" / "release-notes.txt").write_text("Release notes: faster dashboards.\n")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "an unrelated page")
+    code = main(["run", "--config", str(path), "--base", base, "--out", str(tmp_path / "out")])
+    capsys.readouterr()
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["verdict"]["kind"] != "skipped"  # the corpus folder is watched, file by file
+    leakage = report["leakage"]
+    assert [m["chunk_id"] for m in leakage["matched"]] == ["old-faq.txt"]
+    assert leakage["new"] == [] and len(leakage["both"]) == 1  # the base's own page: not a new leak
+    assert "new_leaked_queries" not in [r["code"] for r in report["verdict"]["reasons"]] and code != 4
+
+
+def test_a_pr_that_plants_a_page_in_a_folder_corpus_fails(tmp_path, capsys):
+    path, base, queries = _folder_repo(tmp_path)
+    (tmp_path / "docs" / "faq.txt").write_text(f"People ask: {queries[5]}? And: {queries[7]}?\n")
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-qm", "a leaking page")
+    code = main(["run", "--config", str(path), "--base", base, "--out", str(tmp_path / "out")])
+    capsys.readouterr()
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert code == 1 and report["verdict"]["reasons"][0]["code"] == "new_leaked_queries"
+    assert len(report["leakage"]["new"]) == 2
+
+
+@pytest.mark.parametrize("corpus", ["docs", "docs/", "corpus-{ingestion.parser}"])
+def test_every_file_of_a_folder_corpus_is_watched(tmp_path, corpus):
+    """The Action skips a PR that touches nothing it watches: a page added to a folder corpus must
+    be watched even with runner.inputs declared (it once was watched as the folder's own path)."""
+    from gate.inputs.yardstick import matches, watched
+
+    path, _, _ = _folder_repo(tmp_path)
+    (tmp_path / "corpus-v1").mkdir()
+    path.write_text(path.read_text().replace("corpus: docs", f"corpus: {corpus}"))
+    globs = watched(load_config(path))
+    folder = corpus.rstrip("/").replace("{ingestion.parser}", "v2")
+    for name in (f"{folder}/faq.txt", f"{folder}/deep/er/page.md"):
+        assert matches(name, globs), (name, globs)

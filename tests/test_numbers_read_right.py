@@ -100,3 +100,12 @@ def test_queries_outside_the_evaluation_are_named_for_what_they_are(with_queries
         report["inputs"]["queries"] = {"path": "golden.jsonl", "sha256": "a" * 64}
     lines = summary_lines(_record(report))
     assert any(f"2 {words}" in line for line in lines)
+
+
+def test_data_reaches_the_terminal_without_controls_or_bidi_overrides():
+    from gate.rendering.terminal import terminal_safe
+
+    hostile = "key\x1b[31mred\rover\nreasons:\u202eexe.fdp\ttab"
+    assert terminal_safe(hostile, lines=False) == "key\ufffd[31mred\ufffdover\ufffdreasons:\ufffdexe.fdp tab"
+    assert terminal_safe("line one\nline two") == "line one\nline two"  # the gate's own lines stay
+    assert config_value("v\n- reasons: forged") == "v\ufffd- reasons: forged"

@@ -47,3 +47,17 @@ def test_run_prints_the_delta_its_interval_and_every_reason(tmp_path, capsys, le
 def test_numbers_never_read_as_negative_zero():
     assert signed(-0.00001, 3) == "+0.000" and fixed(-0.00001, 3) == "0.000" and fixed(-0.0004, 3) == "0.000"
     assert fixed(-0.0006, 3) == "-0.001" and signed(-0.0006, 3) == "-0.001"
+
+
+def test_run_without_a_baseline_says_so_and_still_prints_every_reason(tmp_path, capsys):
+    """No archived baseline: the verdict is inconclusive, there is no delta, and the summary says
+    why instead of failing on the missing numbers (it once exited 4)."""
+    path = small_world(tmp_path, leak_in_new=False)
+    out = tmp_path / "out"
+    code = main(["run", "--config", str(path), "--out", str(out)])
+    printed = capsys.readouterr().out
+    report = json.loads((out / "report.json").read_text())
+    assert code == 3 and report["verdict"]["kind"] == "inconclusive"
+    assert "baseline n/a -> candidate" in printed and "delta: none" in printed
+    assert all(f"  - {r['code']}: {r['message']}" in printed for r in report["verdict"]["reasons"])
+    assert (out / "comment.md").read_text().startswith("### ")

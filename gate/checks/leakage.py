@@ -175,12 +175,17 @@ class LeakageResult:
         listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
         text = f"exclude {listed} from the snapshot or re-judge."
         rest = groups[SOURCES_NAMED:]
+        # A query's chunks past the first CHUNKS_KEPT are counted, not listed: their documents
+        # are not known here, so the documents named and counted are the least there are.
+        partial = any(m.chunks and m.chunks_matched > len(m.chunks) for m in self.matched)
         if rest:
             n_docs, n_matches = len(rest), sum(n for _, n in rest)
             text += (
-                f" {n_docs} more {'document holds' if n_docs == 1 else 'documents hold'}"
+                f" {'At least ' if partial else ''}{n_docs} more {'document holds' if n_docs == 1 else 'documents hold'}"
                 f" {n_matches} {'match' if n_matches == 1 else 'matches'}."
             )
+        if partial:
+            text += f" (Documents are known for the first {CHUNKS_KEPT} matched chunks of each query.)"
         return text
 
 

@@ -97,14 +97,15 @@ def corpus_fingerprint(spec: str | Path) -> Fingerprint:
     A folder that is not a BEIR folder is fingerprinted as a tree of files
     (relative path + content hash each), for snapshots stored as many files.
     """
-    from gate.inputs.readers.corpus import is_file_tree, iter_corpus  # late: the corpus reader is the slow import
+    from gate.inputs.readers.corpus import corpus_files, is_file_tree, iter_corpus  # late: the slow import
 
     path = Path(str(spec))
     if is_file_tree(path):
         digests = []
-        for item in sorted(p for p in path.rglob("*") if p.is_file()):
+        for item in corpus_files(path):
             rel = item.relative_to(path).as_posix()
-            digests.append(hashlib.sha256(f"{rel}\t{file_sha256(item)}".encode()).digest())
+            # A name that is not UTF-8 is hashed by its bytes (the reader names it as an error).
+            digests.append(hashlib.sha256(f"{rel}\t{file_sha256(item)}".encode("utf-8", "surrogateescape")).digest())
         return _combine("corpus-files", digests)
     digests = []
     for chunk in iter_corpus(str(spec)):

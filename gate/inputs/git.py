@@ -300,3 +300,34 @@ def export_file(cwd: Path, ref: str, path: Path, target: Path) -> bool:
         return False
     os.replace(partial, target)
     return True
+
+
+def export_tree(cwd: Path, ref: str, folder: Path, target: Path) -> bool:
+    """Write every file of ``folder`` as of ``ref`` below ``target`` (a corpus stored as a folder
+    of files), each as :func:`export_file` writes one. False when the commit or the folder is not
+    there, or a file cannot be written; ``target`` then holds nothing of it."""
+    import shutil
+
+    root = repo_root(cwd)
+    if root is None or not _is_revision(ref):
+        return False
+    inside = repository_path(root, folder)
+    if inside is None:
+        return False
+    try:
+        proc = run(root, "ls-tree", "-r", "-z", "--full-tree", "--name-only", ref, "--", inside.as_posix() + "/",
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    names = [n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+    if proc.returncode != 0 or not names:
+        return False
+    shutil.rmtree(target, ignore_errors=True)
+    prefix = inside.as_posix().rstrip("/") + "/"
+    for name in names:
+        if not name.startswith(prefix) or ".." in Path(name[len(prefix):]).parts:
+            continue
+        if not export_file(cwd, ref, root / name, target / name[len(prefix):]):
+            shutil.rmtree(target, ignore_errors=True)
+            return False
+    return True

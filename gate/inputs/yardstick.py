@@ -155,7 +155,12 @@ def watched(config: Config) -> list[str]:
         if value:
             rel = _relative(config, value)
             if rel:
-                globs.append(rel if "{" not in rel else _template_glob(rel))
+                glob = rel.rstrip("/") if "{" not in rel else _template_glob(rel).rstrip("/")
+                globs.append(glob)
+                if value is config.corpus:
+                    # A corpus may be a folder (BEIR, or a folder of files): a change to any file
+                    # in it is a change to the corpus.
+                    globs.append(glob + "/**")
     root = git.repo_root(config.root)
     prefix = ""
     if root is not None:

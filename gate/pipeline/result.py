@@ -62,4 +62,7 @@ class Result:
 
             written.append(out / "unjudged.tsv")
             write_unjudged(written[-1], self.unjudged_rows)
+        elif self.reproduce_command is not None:
+            # A run without a judged-share check: an earlier run's list would read as this one's.
+            (out / "unjudged.tsv").unlink(missing_ok=True)
         return written

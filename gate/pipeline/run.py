@@ -768,7 +768,9 @@ def validity_findings(validity: Validity) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if validity.leakage is not None:
         out["new_leaks"] = len(validity.leakage.new)
-        out["leak_sources"] = tuple(doc for doc, _ in validity.leakage.candidate.sources()[:3])
+        sources = validity.leakage.candidate.sources()
+        out["leak_sources"] = tuple(doc for doc, _ in sources[:3])
+        out["leak_source_count"] = len(sources)
     if validity.judged is not None:
         out.update(judged_k=validity.judged.k, unjudged_share=1 - validity.judged.candidate.mean,
                    judged_drop=validity.judged.drop, relevance_only_qrels=validity.judged.relevance_only)
@@ -1010,9 +1012,16 @@ def baseline_corpus(config: Config, golden: Golden, baseline: ResolvedBaseline, 
     commit = base or (baseline.manifest.git_commit if baseline.manifest is not None else None)
     path = Path(snapshot.path)
     if commit is not None and git.repo_root(config.workspace_root) is not None:
-        file = path / "corpus.jsonl" if path.is_dir() else path
-        target = work_dir_of(config) / "base-corpus" / commit[:12] / file.name
-        if git.export_file(config.workspace_root, commit, file, target):
+        from gate.inputs.readers.corpus import is_file_tree
+
+        if is_file_tree(path):  # a folder of files: the folder as of that commit
+            target = work_dir_of(config) / "base-corpus" / commit[:12] / (path.name or "corpus")
+            exported = git.export_tree(config.workspace_root, commit, path, target)
+        else:
+            file = path / "corpus.jsonl" if path.is_dir() else path
+            target = work_dir_of(config) / "base-corpus" / commit[:12] / file.name
+            exported = git.export_file(config.workspace_root, commit, file, target)
+        if exported:
             from gate.inputs.fingerprint import corpus_fingerprint
 
             return str(target), corpus_fingerprint(target).sha256, f"as of commit {commit[:12]}"

@@ -9,7 +9,22 @@ import html
 import re
 
 from gate.report.spine import Report
+from gate.report.typed import ABSENT
 from gate.rendering.markdown import fixed, signed
+
+# What data must not bring to a terminal: control characters (an ANSI escape, a carriage return
+# that overwrites a line, a newline that forges one) and bidirectional overrides that reorder text.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+
+
+def terminal_safe(text: str, *, lines: bool = True) -> str:
+    """``text`` with every control and bidirectional override replaced by U+FFFD (a tab by a
+    space); newlines stay where ``lines`` is true (a block of the gate's own lines), else go too."""
+    text = str(text).replace("\t", " ")
+    if not lines:
+        text = text.replace("\n", "\ufffd")
+    return _UNSAFE.sub("\ufffd", text)
+
 
 _BACKSLASH_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~=])")
 
@@ -24,6 +39,8 @@ def terminal_text(markdown: str) -> str:
 
 
 def _fmt(value: float | None, signed_: bool = False) -> str:
+    if value is None or value is ABSENT:  # a key the report leaves out (no baseline, no delta)
+        return "n/a"
     return signed(value, 4) if signed_ else fixed(value, 4)
 
 
@@ -37,7 +54,7 @@ def config_value(value) -> str:
     they are; ``absent`` for a key one side does not set), in plain text."""
     from gate.rendering.comment import value_text
 
-    return "absent" if value == "<absent>" else value_text(value)
+    return "absent" if value == "<absent>" else terminal_safe(value_text(value), lines=False)
 
 
 def run_summary_lines(report: Report) -> list[str]:
@@ -48,7 +65,7 @@ def run_summary_lines(report: Report) -> list[str]:
     # The headline names the verdict itself (its icon and kind come first).
     lines = [verdict.headline or f"{verdict.kind}: {verdict.reasons[0].message if verdict.reasons else ''}"]
     reporting = report.reporting_set
-    where = (f"the {reporting.name} queries ({reporting.query_count})" if reporting and reporting.name
+    where = (f"{reporting.name} ({reporting.query_count} queries)" if reporting and reporting.name
              else f"{report.query_count} queries" if report.query_count else "the golden queries")
     baseline = report.baseline.mean if report.baseline else None
     candidate = report.candidate.mean if report.candidate else None
@@ -64,7 +81,7 @@ def run_summary_lines(report: Report) -> list[str]:
     if verdict.reasons:
         lines.append("reasons:")
         lines += [f"  - {reason.code}: {reason.message}" for reason in verdict.reasons]
-    return lines
+    return [terminal_safe(line, lines=False) for line in lines]
 
 
 def summary_lines(report: Report) -> list[str]:

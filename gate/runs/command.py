@@ -52,7 +52,8 @@ class CommandRunner:
                 token.format(**{name: "" for name in PLACEHOLDERS})
             except (KeyError, IndexError, ValueError) as error:
                 raise InputError(source, None, f"runner.command has an unknown placeholder {error} "
-                                 f"(known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})")
+                                 f"(known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}; write a literal "
+                                 "brace doubled: {{ and }})")
         self.tokens = tokens
 
     def identity(self) -> dict[str, Any]:

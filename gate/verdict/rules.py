@@ -179,6 +179,7 @@ class Findings:
     evidence: Any = None  # gate.statistics.evidence.Evidence
     new_leaks: int = 0
     leak_sources: tuple[str, ...] = ()
+    leak_source_count: int = 0  # documents behind the leaks (leak_sources names the first three)
     judged_k: int = 10
     unjudged_share: float | None = None  # of the candidate's top k
     judged_drop: float | None = None  # baseline judged share minus the candidate's
@@ -224,18 +225,21 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
     out: list[Reason] = []
     f = findings
     if f.new_leaks > policy.max_leaked:
-        sources = ", ".join(f.leak_sources[:3])
-        out.append(Reason("new_leaked_queries", f"{f.new_leaks} golden queries newly appear in the candidate's "
+        sources = ", ".join(f.leak_sources[:3]) + (f" and {f.leak_source_count - 3} more"
+                                                   if f.leak_source_count > 3 else "")
+        appear = "golden query newly appears" if f.new_leaks == 1 else "golden queries newly appear"
+        out.append(Reason("new_leaked_queries", f"{f.new_leaks} {appear} in the candidate's "
                                                 f"corpus ({sources}); limit {policy.max_leaked}"))
     hint = ("; these qrels judge only relevant documents, so most of any ranking is unjudged by design: for this "
             "qrels style set policy.max_unjudged and policy.max_judged_drop (up to 1.0), or judge the top "
             "documents (unjudged.tsv lists them)") if f.relevance_only_qrels else ""
-    if f.unjudged_share is not None and f.unjudged_share > policy.max_unjudged:
+    # Shares are sums of floats: a share at its limit (0.30000000000000016) is at it, not over it.
+    if f.unjudged_share is not None and f.unjudged_share > policy.max_unjudged + 1e-12:
         share, limit = percentages(f.unjudged_share, policy.max_unjudged)
         out.append(Reason("judged_share", f"{share} of the candidate's top {f.judged_k} is unjudged "
                                           f"(limit {limit}){hint}"))
         hint = ""
-    if f.judged_drop is not None and f.judged_drop > policy.max_judged_drop:
+    if f.judged_drop is not None and f.judged_drop > policy.max_judged_drop + 1e-12:
         drop, limit = percentages(f.judged_drop, policy.max_judged_drop)
         out.append(Reason("judged_share", f"the judged share of the top {f.judged_k} fell by {drop} "
                                           f"against the baseline (limit {limit}){hint}"))
@@ -243,8 +247,9 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
         out.append(Reason("tuning_overlap", f"{len(f.tuning_overlap)} queries are both tuning and reporting "
                                             f"queries (e.g. {', '.join(f.tuning_overlap[:3])})"))
     if f.damaged_traffic is not None and f.damaged_traffic > policy.max_damaged_traffic + 1e-12:
-        out.append(Reason("damaged_traffic", f"{f.damaged_traffic:.0%} of traffic damaged "
-                                             f"({', '.join(f.damaged_strata)}); limit {policy.max_damaged_traffic:.0%}"))
+        damaged, limit = percentages(f.damaged_traffic, policy.max_damaged_traffic)
+        out.append(Reason("damaged_traffic", f"{damaged} of traffic damaged "
+                                             f"({', '.join(f.damaged_strata)}); limit {limit}"))
     for g in f.guarded_regressions:
         if g.p_holm < GUARDED_ALPHA:
             out.append(Reason("guarded_stratum", f"guarded stratum {g.stratum} regressed: {signed(g.delta)} "

@@ -583,7 +583,8 @@ def _generic(ctx: Context) -> list[tuple[str, str, Content, Expect, str]]:
     bad("gzip-truncated", "truncated gzip", Data(gz(data)[: len(gz(data)) // 2]))
     bad("gzip-garbage-appended", "gzip with garbage appended", Data(gz(data) + b"this is not gzip\n"))
     bad("missing", "missing path", Special("missing"))
-    if ctx.name == "cjsonl-gate-run":  # documented: the gate's corpus may be "a folder of files"
+    # Documented: a corpus (the gate's, and leakcheck's) may be "a folder of files".
+    if ctx.name == "cjsonl-gate-run" or ctx.name.endswith("-leakcheck"):
         out.append(("directory", "input is a directory", Special("dir"), Expect(exits=(0, 1, 2, 3), names=names),
                     "a folder corpus is documented"))
         out.append(("symlink-to-dir", "input is a symlink to a directory", Special("dirlink"),

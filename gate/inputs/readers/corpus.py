@@ -90,20 +90,47 @@ def is_file_tree(path: str | os.PathLike) -> bool:
     return not any((path / name).exists() for name in ("corpus.jsonl", "corpus.jsonl.gz", "queries.jsonl", "qrels"))
 
 
-def _iter_files(folder: Path) -> Iterator[tuple[int | None, Chunk]]:
-    """Every file below ``folder`` (byte order of its path) as one chunk. A file that is not
-    UTF-8 text, is larger than a corpus chunk may be, or is a symlink leading out of the folder
-    is refused, naming it: skipping it would leave part of the snapshot unscanned."""
+def corpus_files(folder: Path) -> list[Path]:
+    """Every file of a folder-of-files corpus, in byte order of its path below the folder.
+
+    Symlinks are followed while they stay inside the folder (a linked sub-folder's files are part
+    of the snapshot); one that leads out of it, or nowhere, or to a folder above it (a loop) is
+    refused by name: a file the scan silently skipped would be a leak it never looked for."""
     root = folder.resolve()
-    files = sorted((p for p in folder.rglob("*") if p.is_file()), key=lambda p: p.relative_to(folder).as_posix()
-                   .encode("utf-8", "surrogateescape"))
-    for item in files:
+    found: list[tuple[bytes, Path]] = []
+    seen = {root}
+    for here, dirs, names in os.walk(folder, followlinks=True):
+        here_real = Path(here).resolve()
+        for name in sorted(dirs):
+            sub = Path(here) / name
+            target = sub.resolve()
+            if sub.is_symlink():
+                if target != root and root not in target.parents:
+                    raise InputError(str(sub), None, "is a symlink leading out of the corpus folder: refused")
+                if target == here_real or target in here_real.parents:
+                    raise InputError(str(sub), None, "is a symlink to a folder above it (a loop): refused")
+            if target in seen:
+                dirs.remove(name)  # a folder linked twice: its files are listed once, under the first path
+            seen.add(target)
+        for name in names:
+            item = Path(here) / name
+            if item.is_symlink():
+                if not item.exists():
+                    raise InputError(str(item), None, "is a symlink to nothing: refused")
+                target = item.resolve()
+                if target != root and root not in target.parents:
+                    raise InputError(str(item), None, "is a symlink leading out of the corpus folder: refused")
+            if item.is_file():
+                found.append((item.relative_to(folder).as_posix().encode("utf-8", "surrogateescape"), item))
+    return [item for _, item in sorted(found, key=lambda pair: pair[0])]
+
+
+def _iter_files(folder: Path) -> Iterator[tuple[int | None, Chunk]]:
+    """Every file below ``folder`` (:func:`corpus_files`) as one chunk. A file that is not UTF-8
+    text or is larger than a corpus chunk may be is refused, naming it: skipping it would leave
+    part of the snapshot unscanned."""
+    for item in corpus_files(folder):
         name = item.relative_to(folder).as_posix()
-        if item.is_symlink() or any(parent.is_symlink() for parent in item.relative_to(folder).parents
-                                    if str(parent) != "."):
-            target = item.resolve()
-            if target != root and root not in target.parents:
-                raise InputError(str(item), None, "is a symlink leading out of the corpus folder: refused")
         size = item.stat().st_size
         if size > limits.MAX_CORPUS_LINE_BYTES:
             raise InputError(str(item), None, f"is {limits.describe_bytes(size)}, more than a corpus chunk may be "
