@@ -276,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("leakcheck", help="find golden queries that appear in a corpus (exit 1 when found)")
     p.add_argument("--queries", required=True, help="golden queries (TSV/JSONL, BEIR folder or irds:<id>)")
-    p.add_argument("--corpus", required=True, help="corpus (JSONL, TSV, BEIR folder or irds:<id>)")
+    p.add_argument("--corpus", required=True, help="corpus (JSONL, TSV, BEIR folder, a folder of files, or irds:<id>)")
     p.add_argument("--mode", type=_csv, action=_Extend, default=["exact", "trigram-jaccard"], metavar="MODES",
                    help="exact, trigram-jaccard or both, comma separated or repeated (default "
                         "exact,trigram-jaccard)")
