@@ -135,3 +135,26 @@ def test_archive_of_a_clean_checkout_says_nothing_of_commits(tmp_path):
     said: list[str] = []
     archive(load_config(path), progress=said.append)
     assert not [m for m in said if "not committed" in m]
+
+
+# -- a relevance threshold above every label, wherever it is set ------------------------------------
+
+@pytest.mark.parametrize("option", [["--metric", "RR(rel=9)@10"], ["--also", "P(rel=3)@5"]])
+def test_a_threshold_in_a_measure_name_above_every_label_is_refused(tmp_path, capsys, option):
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\n")
+    (tmp_path / "a.run").write_text("q1 Q0 d1 1 2.0 a\nq1 Q0 d2 2 1.0 a\nq2 Q0 d3 1 1.0 a\n")
+    code = main(["compare", "--baseline", str(tmp_path / "a.run"), "--candidate", str(tmp_path / "a.run"),
+                 "--qrels", str(tmp_path / "q.txt"), "--samples", "50", *option])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{option[1]} asks for rel" in err and "the highest is 2" in err
+    assert main(["compare", "--baseline", str(tmp_path / "a.run"), "--candidate", str(tmp_path / "a.run"),
+                 "--qrels", str(tmp_path / "q.txt"), "--samples", "50", "--also", "P(rel=2)@5"]) == 0
+
+
+def test_golden_rel_above_every_label_is_a_config_error_at_its_line(tmp_path):
+    path = small_world(tmp_path, leak_in_new=False)
+    path.write_text(path.read_text().replace("rel: 1}", "rel: 3}"))
+    with pytest.raises(InputError) as caught:
+        archive(load_config(path), progress=lambda m: None)
+    message = str(caught.value)
+    assert "golden.rel" in message and "the highest is 2" in message and f"{path}:" in message

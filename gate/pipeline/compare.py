@@ -94,6 +94,10 @@ def compare_files(
         loaded_qrels = load_qrels_spec(qrels)
         if any(parse_measure(m).TAKES_REL and parse_measure(m).rel is None for m in (settings.metric, *settings.also)):
             check_rel(loaded_qrels, settings.rel, rel_option)
+        for name in (settings.metric, *settings.also):  # a rel fixed in the name: RR(rel=9)@10
+            measure = parse_measure(name)
+            if measure.TAKES_REL and measure.rel is not None:
+                check_rel(loaded_qrels, measure.rel, f"{name} asks for rel")
         loaded_queries = load_queries_spec(queries) if queries else None
         # Each run is evaluated a few queries at a time as it is read: only per-query numbers are
         # kept (gate.evaluation.streaming), so two runs of ten million rows never sit in memory.
