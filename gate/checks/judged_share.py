@@ -172,7 +172,8 @@ def judged_check(
             judged = qrels.judgments.get(qid, {})
             docs = dict.fromkeys(base_top[qid] + cand_top[qid])
             union[qid] = [d for d in docs if not is_judged(judged.get(d), qrels.negative_is_judged)]
-        top_grade = max((label for docs in qrels.judgments.values() for label in docs.values()), default=1)
+        highest = qrels.highest_label()
+        top_grade = 1 if highest is None else highest
         top_grade = max(top_grade, rel)
 
         def delta(q: Qrels, b: Run, c: Run) -> float:

@@ -1036,6 +1036,14 @@ def _one_line(text: str, limit: int = 60) -> str:
     return text.replace('"', "'")
 
 
+def chunk_listing(best: str, chunk_ids: Iterable[str], total: int, shown: int = CHUNKS_SHOWN) -> str:
+    """A leak's chunks as one line: its best chunk, then the others it matched (``chunk_ids``, in
+    corpus order), ``shown`` in all, then "and N more" up to ``total`` (every chunk it matched)."""
+    listed = [best, *(chunk for chunk in chunk_ids if chunk != best)][:shown]
+    more = max(0, total - len(listed))
+    return ", ".join(listed) + (f" and {more} more" if more else "")
+
+
 def render_text(result: LeakageResult) -> str:
     """The human summary: a headline, one line per matched query, a recommendation."""
     lines = [f"{result.count}/{result.queries_checked} queries matched a corpus chunk above threshold"]
@@ -1049,9 +1057,7 @@ def render_text(result: LeakageResult) -> str:
             where = m.chunk_id
             if m.chunks_matched > 1:
                 how += f", {m.chunks_matched} chunks"
-                others = [chunk for chunk, _ in m.chunks if chunk != m.chunk_id][:CHUNKS_SHOWN - 1]
-                more = m.chunks_matched - 1 - len(others)
-                where = ", ".join([m.chunk_id, *others]) + (f" and {more} more" if more else "")
+                where = chunk_listing(m.chunk_id, (chunk for chunk, _ in m.chunks), m.chunks_matched)
             lines.append(f"  {qid:<{id_w}} {q:<{q_w}}  -> {where} ({how})")
     if result.skipped_short:
         n = len(result.skipped_short)

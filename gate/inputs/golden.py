@@ -84,7 +84,7 @@ def load_golden(config: Config) -> Golden:
         raise config.key_error("golden.queries", f"{queries_spec} holds no queries")
     if not len(qrels):
         raise config.key_error("golden.qrels", f"{qrels_spec} holds no judgments")
-    top = max((label for docs in qrels.judgments.values() for label in docs.values()), default=None)
+    top = qrels.highest_label()
     if top is not None and config.golden.rel > top:
         raise config.key_error("golden.rel", f"{config.golden.rel}: no judgment in {qrels_spec} has a label of "
                                f"{config.golden.rel} or more (the highest is {top}): every binary measure would be 0")

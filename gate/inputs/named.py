@@ -93,7 +93,7 @@ def default_qrels() -> Qrels:
 
 def check_rel(qrels: Qrels, rel: int, option: str = "rel") -> None:
     """A binary threshold above every label makes every binary measure 0: a typo, not a result."""
-    top = max((label for docs in qrels.judgments.values() for label in docs.values()), default=None)
+    top = qrels.highest_label()
     if top is not None and rel > top:
         raise UsageError(f"{option} {rel}: no judgment in {qrels.source} has a label of {rel} or more (the highest "
                          f"is {top}): every binary measure would be 0")

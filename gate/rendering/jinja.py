@@ -58,12 +58,12 @@ def given(value, default):
 def matched_chunks(match, shown: int = 3) -> str:
     """A leak's chunks as text (not yet escaped): its best chunk, then the others it matched, up
     to ``shown`` in all, then "and N more" (``chunks_matched`` counts every one)."""
+    from gate.checks.leakage import chunk_listing
+
     best = str(given(match.chunk_id, ""))
-    others = [str(c.chunk_id) for c in (match.chunks or ()) if str(c.chunk_id) != best]
-    listed = [best, *others][:shown]
-    total = match.chunks_matched if isinstance(match.chunks_matched, int) else len(listed)
-    more = max(0, total - len(listed))
-    return ", ".join(listed) + (f" and {more} more" if more else "")
+    chunks = [str(c.chunk_id) for c in (match.chunks or ())]
+    total = match.chunks_matched if isinstance(match.chunks_matched, int) else 0  # no count: no "more"
+    return chunk_listing(best, chunks, total, shown)
 
 
 @lru_cache(maxsize=1)

@@ -74,11 +74,13 @@ _BACKSLASHED = set("*_[]~")
 # decodes entities (&#64;) and backslash escapes before it looks for them.
 _BREAK = "\u200b"
 # Bidirectional overrides and isolates would reorder what follows them (the rest of a headline).
-_BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+_BIDI = set(BIDI_CONTROLS)
 # Block markers only open a block followed by a space (or alone): "-0.5" and "0.1.0" stay as they
 # are; a value of nothing but - = * _ and spaces would be a rule or a setext underline.
 _LINE_START = re.compile(r"(#{1,6}|[+-]|\d{1,9}[.)])(?= |$)|([-=*_])(?=[ =*_-]*$)")
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+CONTROL_CHARACTERS = "\x00-\x08\x0b-\x1f\x7f-\x9f"  # a character class: C0 and C1 but tab and newline
+_CONTROLS = re.compile(f"[{CONTROL_CHARACTERS}]")
 
 
 def md_text(value: object, limit: int | None = None) -> str:

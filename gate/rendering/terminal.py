@@ -10,11 +10,11 @@ import re
 
 from gate.report.spine import Report
 from gate.report.typed import ABSENT
-from gate.rendering.markdown import fixed, signed
+from gate.rendering.markdown import BIDI_CONTROLS, CONTROL_CHARACTERS, fixed, signed
 
 # What data must not bring to a terminal: control characters (an ANSI escape, a carriage return
 # that overwrites a line, a newline that forges one) and bidirectional overrides that reorder text.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+_UNSAFE = re.compile(f"[{CONTROL_CHARACTERS}{BIDI_CONTROLS}]")
 
 
 def terminal_safe(text: str, *, lines: bool = True) -> str:

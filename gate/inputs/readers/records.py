@@ -80,6 +80,10 @@ class Qrels:
     def query_ids(self) -> list[str]:
         return list(self.judgments)
 
+    def highest_label(self) -> int | None:
+        """The largest label of any judgment (None for no judgment)."""
+        return max((label for docs in self.judgments.values() for label in docs.values()), default=None)
+
     def __len__(self) -> int:
         """Number of judgments (rows)."""
         return sum(len(docs) for docs in self.judgments.values())
