@@ -32,6 +32,8 @@ def _git(cwd: Path, *args: str) -> None:
     (".I 001\n.W\nwhat similarity laws must be obeyed\n", ["SMART-format", "irds:cranfield"]),
     ("<top>\n<num> Number: 301\n<title> International Organized Crime\n</top>\n", ["TREC topics", "irds:"]),
     ("  <TOP>\n", ["TREC topics"]),
+    ('<?xml version="1.0"?>\n<topics>\n<topic number="1">\n', ["TREC topics", "irds:"]),
+    ("<topics>\n", ["TREC topics"]),
 ])
 def test_a_query_file_in_another_format_is_named_with_what_to_give_instead(tmp_path, text, names):
     path = tmp_path / "queries.txt"
@@ -57,6 +59,51 @@ def test_cranfields_own_query_file_gets_the_hint(capsys):
                  "--corpus", str(need(REALDATA / "cranfield" / "cran.all.1400"))])
     err = capsys.readouterr().err
     assert code == 2 and "irds:cranfield" in err and err.count("\n") == 1
+
+
+def test_vaswanis_topic_file_is_pointed_at_irds_vaswani_not_at_another_collection(capsys):
+    code = main(["leakcheck", "--queries", str(need(REALDATA / "vaswani" / "query-text.trec")),
+                 "--corpus", str(need(REALDATA / "vaswani" / "doc-text.trec"))])
+    err = capsys.readouterr().err
+    assert code == 2 and "TREC topics" in err and "irds:vaswani" in err and "msmarco" not in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("corpus, names", [
+    (("cranfield", "cran.all.1400"), ["SMART-format document file", "irds:cranfield"]),
+    (("vaswani", "doc-text.trec"), ["TREC document file", "irds:vaswani"]),
+    (("cisi", "extracted", "CISI.ALL"), ["SMART-format document file", "irds:<id>"]),
+])
+def test_a_real_corpus_in_smart_or_trec_format_gets_the_hint(tmp_path, capsys, corpus, names):
+    queries = tmp_path / "q.tsv"
+    queries.write_text("1\tmeasurement of dielectric constant\n")
+    code = main(["leakcheck", "--queries", str(queries), "--corpus", str(need(REALDATA.joinpath(*corpus)))])
+    err = capsys.readouterr().err
+    assert code == 2 and ":1: expected 'id<TAB>text', found 0 tab(s); this looks like" in err
+    assert err.count("\n") == 1
+    for name in names:
+        assert name in err
+
+
+def test_the_collection_is_guessed_from_the_files_folder_and_name_only(tmp_path):
+    home = tmp_path / "cranston" / "work"  # a home folder that happens to hold "cran" is no evidence
+    home.mkdir(parents=True)
+    (home / "queries.txt").write_text(".I 1\n.W\nwhat\n")
+    with pytest.raises(InputError) as caught:
+        read_queries(home / "queries.txt")
+    assert "irds:cranfield (" not in str(caught.value) and "irds:<id>" in str(caught.value)
+
+
+def test_a_folder_of_files_holding_qrels_is_told_why_it_was_read_as_beir(tmp_path, capsys):
+    site = tmp_path / "site"
+    (site / "qrels").mkdir(parents=True)
+    (site / "guide.md").write_text("how to reset a password\n")
+    queries = tmp_path / "q.tsv"
+    queries.write_text("1\treset a password\n")
+    code = main(["leakcheck", "--queries", str(queries), "--corpus", str(site)])
+    err = capsys.readouterr().err
+    assert code == 2 and "corpus.jsonl: no such file in BEIR folder" in err
+    assert "holds qrels/, so it is read as a BEIR folder" in err and "sub-folder" in err
 
 
 # -- qrels that judge only relevant documents -------------------------------------------------------

@@ -44,6 +44,10 @@ def beir_file(folder: str | os.PathLike, name: str) -> Path:
             p.name.split(".")[0] for p in (base / "qrels").glob("*.tsv*")
         ) if (base / "qrels").is_dir() else []
         hint = f" (available splits: {', '.join(splits)})" if splits else " (no qrels/*.tsv in this folder)"
+    elif name == "corpus.jsonl":
+        marks = [mark for mark in ("queries.jsonl", "queries.jsonl.gz", "qrels/") if (base / mark).exists()]
+        hint = (f" (the folder holds {' and '.join(marks)}, so it is read as a BEIR folder; if it is meant as a folder "
+                f"of files, one document each, name a sub-folder that holds only the documents)")
     raise InputError(str(base / name), None, f"no such file in BEIR folder{hint}")
 
 

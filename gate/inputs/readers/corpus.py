@@ -34,6 +34,7 @@ import numpy as np
 from gate.common.errors import InputError
 from gate.common import limits
 from gate.common.limits import shorten
+from gate.inputs.readers.format_hints import corpus_file_hint
 from gate.inputs.readers.fields import check_id, check_unicode, parse_json_line
 from gate.inputs.readers.records import Chunk
 from gate.inputs.readers.textlines import iter_lines, strip_gz
@@ -241,7 +242,8 @@ def _iter_tsv(path: Path) -> Iterator[tuple[int, Chunk]]:
         parts = line.split("\t", width - 1)
         if len(parts) < width:
             shape = "'id<TAB>text'" if width == 2 else "'chunk_id<TAB>doc_id<TAB>text'"
-            raise InputError(src, lineno, f"expected {shape}, found {len(parts) - 1} tab(s)")
+            raise InputError(src, lineno, f"expected {shape}, found {len(parts) - 1} tab(s)"
+                             + corpus_file_hint(line, src))
         cid = parts[0].strip()
         if not cid:
             raise InputError(src, lineno, "empty chunk id")

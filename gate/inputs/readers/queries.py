@@ -18,11 +18,11 @@ Duplicate query ids are errors.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, Iterable, Iterator
 
 from gate.common.errors import InputError
 from gate.common import limits
+from gate.inputs.readers.format_hints import query_file_hint
 from gate.inputs.readers.fields import check_id, check_json_value, check_text, parse_json_line
 from gate.inputs.readers.records import Query, QuerySet
 from gate.inputs.readers.textlines import iter_lines, strip_gz
@@ -52,23 +52,6 @@ def _collect(src: str, items: Iterable[tuple[int, Query]]) -> QuerySet:
     return QuerySet(source=src, queries=tuple(out))
 
 
-_TREC_TOPIC = re.compile(r"\s*<(top|num|title|desc|narr|topic)\b", re.I)
-_SMART = re.compile(r"\.[IWTABX](\s|$)")
-
-
-def _format_hint(line: str) -> str:
-    """What a query file that is not TSV looks like it is, and what to give the gate instead."""
-    if _TREC_TOPIC.match(line):
-        return ("; this looks like a TREC topics file (<top> <num> <title> ...), which the gate does not read: give "
-                "the collection's irds:<id> (e.g. irds:msmarco-passage/trec-dl-2019/judged), or convert it to one "
-                "line per topic: its number, a tab, its title")
-    if _SMART.match(line):
-        return ("; this looks like a SMART-format query file (.I id / .W text), as Cranfield and CISI ship theirs, "
-                "which the gate does not read: give irds:cranfield for Cranfield, or convert it to one line per "
-                "query: the id after .I, a tab, the .W text on one line")
-    return ""
-
-
 def read_queries_tsv(path: str | os.PathLike) -> QuerySet:
     src = str(path)
 
@@ -77,7 +60,7 @@ def read_queries_tsv(path: str | os.PathLike) -> QuerySet:
             qid, tab, text = line.partition("\t")
             qid = qid.strip()
             if not tab:
-                raise InputError(src, lineno, "expected 'qid<TAB>text', found no tab" + _format_hint(line))
+                raise InputError(src, lineno, "expected 'qid<TAB>text', found no tab" + query_file_hint(line, src))
             if not qid:
                 raise InputError(src, lineno, "empty query id")
             check_id(src, lineno, qid, "query id")

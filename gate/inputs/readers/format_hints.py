@@ -1,0 +1,62 @@
+"""What a query or corpus file that the gate does not read looks like, and what to give instead.
+
+The gate reads TSV and JSON Lines (and ``irds:`` ids); classic collections ship SMART files
+(``.I 1`` / ``.W`` ..., Cranfield and CISI) and TREC SGML (``<top>``, ``<DOC>``, Vaswani and the
+TREC tracks). A refusal that only says "no tab" leaves the user to work that out, so the readers
+append one of these hints to the line they refuse. The ``irds:`` id is named when the file's path
+says which collection it is; otherwise examples are given, never a guess presented as the answer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+__all__ = ["query_file_hint", "corpus_file_hint"]
+
+_TREC_TOPIC = re.compile(r"\s*(<\?xml\b|<(top|topics|num|title|desc|narr|topic|query)\b)", re.I)
+_TREC_DOC = re.compile(r"\s*<(DOC|DOCNO|TEXT)\b", re.I)
+_SMART = re.compile(r"\.[IWTABXN](\s|$)")
+
+# Path fragments of collections that ir_datasets serves, with the ids of their queries and documents.
+_KNOWN = (
+    (re.compile(r"vaswani|\bnpl\b", re.I), "irds:vaswani"),
+    (re.compile(r"cran", re.I), "irds:cranfield"),
+    (re.compile(r"dl-?19|dl-?2019|trec-dl-2019", re.I), "irds:msmarco-passage/trec-dl-2019/judged"),
+    (re.compile(r"dl-?20\b|dl-?2020|trec-dl-2020", re.I), "irds:msmarco-passage/trec-dl-2020/judged"),
+)
+_EXAMPLES = "e.g. irds:vaswani, irds:cranfield, irds:msmarco-passage/trec-dl-2019/judged"
+
+
+def _irds_advice(path: str | os.PathLike) -> str:
+    name = "/".join(os.fspath(path).replace("\\", "/").split("/")[-2:])  # its folder and name, not a home dir
+    for pattern, irds_id in _KNOWN:
+        if pattern.search(name):
+            return f"give {irds_id} (the file's folder and name suggest that collection)"
+    return f"give the collection's irds:<id> if ir_datasets has it ({_EXAMPLES})"
+
+
+def query_file_hint(line: str, path: str | os.PathLike) -> str:
+    """``"; this looks like ..."`` for a query line in a format the gate does not read, else ``""``."""
+    if _TREC_TOPIC.match(line):
+        return (f"; this looks like a TREC topics file (<top> <num> <title> ..., or XML topics), which the gate "
+                f"does not read: {_irds_advice(path)}, or convert it to one line per topic: its number, a tab, "
+                f"its title")
+    if _SMART.match(line):
+        return (f"; this looks like a SMART-format query file (.I id / .W text, as Cranfield and CISI ship theirs), "
+                f"which the gate does not read: {_irds_advice(path)}, or convert it to one line per query: the id "
+                f"after .I, a tab, the .W text on one line")
+    return ""
+
+
+def corpus_file_hint(line: str, path: str | os.PathLike) -> str:
+    """``"; this looks like ..."`` for a corpus line in a format the gate does not read, else ``""``."""
+    if _TREC_DOC.match(line):
+        return (f"; this looks like a TREC document file (<DOC> <DOCNO> <TEXT> ...), which the gate does not read: "
+                f"{_irds_advice(path)}, or convert it to one line per document: its DOCNO, a tab, its text on one "
+                f"line (or JSON Lines with 'id' and 'text')")
+    if _SMART.match(line):
+        return (f"; this looks like a SMART-format document file (.I id / .T title / .W text, as Cranfield and CISI "
+                f"ship theirs), which the gate does not read: {_irds_advice(path)}, or convert it to one line per "
+                f"document: the id after .I, a tab, its title and text on one line")
+    return ""
