@@ -36,27 +36,34 @@ def _irds_advice(path: str | os.PathLike) -> str:
     return f"give the collection's irds:<id> if ir_datasets has it ({_EXAMPLES})"
 
 
+# (what the first line looks like, what the file is, what to convert it to)
+_QUERY_FORMS = (
+    (_TREC_TOPIC, "a TREC topics file (<top> <num> <title> ..., or XML topics)",
+     "one line per topic: its number, a tab, its title"),
+    (_SMART, "a SMART-format query file (.I id / .W text, as Cranfield and CISI ship theirs)",
+     "one line per query: the id after .I, a tab, the .W text on one line"),
+)
+_CORPUS_FORMS = (
+    (_TREC_DOC, "a TREC document file (<DOC> <DOCNO> <TEXT> ...)",
+     "one line per document: its DOCNO, a tab, its text on one line (or JSON Lines with 'id' and 'text')"),
+    (_SMART, "a SMART-format document file (.I id / .T title / .W text, as Cranfield and CISI ship theirs)",
+     "one line per document: the id after .I, a tab, its title and text on one line"),
+)
+
+
+def _hint(line: str, path: str | os.PathLike, forms: tuple) -> str:
+    for pattern, what, conversion in forms:
+        if pattern.match(line):
+            return (f"; this looks like {what}, which the gate does not read: {_irds_advice(path)}, "
+                    f"or convert it to {conversion}")
+    return ""
+
+
 def query_file_hint(line: str, path: str | os.PathLike) -> str:
     """``"; this looks like ..."`` for a query line in a format the gate does not read, else ``""``."""
-    if _TREC_TOPIC.match(line):
-        return (f"; this looks like a TREC topics file (<top> <num> <title> ..., or XML topics), which the gate "
-                f"does not read: {_irds_advice(path)}, or convert it to one line per topic: its number, a tab, "
-                f"its title")
-    if _SMART.match(line):
-        return (f"; this looks like a SMART-format query file (.I id / .W text, as Cranfield and CISI ship theirs), "
-                f"which the gate does not read: {_irds_advice(path)}, or convert it to one line per query: the id "
-                f"after .I, a tab, the .W text on one line")
-    return ""
+    return _hint(line, path, _QUERY_FORMS)
 
 
 def corpus_file_hint(line: str, path: str | os.PathLike) -> str:
     """``"; this looks like ..."`` for a corpus line in a format the gate does not read, else ``""``."""
-    if _TREC_DOC.match(line):
-        return (f"; this looks like a TREC document file (<DOC> <DOCNO> <TEXT> ...), which the gate does not read: "
-                f"{_irds_advice(path)}, or convert it to one line per document: its DOCNO, a tab, its text on one "
-                f"line (or JSON Lines with 'id' and 'text')")
-    if _SMART.match(line):
-        return (f"; this looks like a SMART-format document file (.I id / .T title / .W text, as Cranfield and CISI "
-                f"ship theirs), which the gate does not read: {_irds_advice(path)}, or convert it to one line per "
-                f"document: the id after .I, a tab, its title and text on one line")
-    return ""
+    return _hint(line, path, _CORPUS_FORMS)
