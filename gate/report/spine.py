@@ -969,3 +969,6 @@ class Report(Record):
     # Action only: a failure accepted by a maintainer's label: the label, the justification (from the
     # PR body) and the reasons it overrode
     accepted: Accepted | Absent = key(RecordOf(Accepted))
+    # (1.5) run and the Action: the command that reproduces this report on a developer's machine,
+    # quoted by the PR comment (a later `retrieval-gate comment` of this report quotes it too)
+    reproduce_command: str | Absent = key(STR)
