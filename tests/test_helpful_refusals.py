@@ -159,11 +159,15 @@ def test_lift_with_a_threshold_above_every_label_says_so(tmp_path, capsys):
 
 # -- archive with uncommitted changes -----------------------------------------------------------------
 
-def _archived_world(tmp_path: Path) -> Path:
-    path = small_world(tmp_path, leak_in_new=False)
+def _commit_all(tmp_path: Path) -> None:
     _git(tmp_path, "init", "-q", "-b", "main")
     _git(tmp_path, "add", "-A")
     _git(tmp_path, "commit", "-qm", "base")
+
+
+def _archived_world(tmp_path: Path) -> Path:
+    path = small_world(tmp_path, leak_in_new=False)
+    _commit_all(tmp_path)
     return path
 
 
@@ -178,10 +182,60 @@ def test_archive_warns_when_a_file_it_records_is_not_committed(tmp_path):
 
 def test_archive_of_a_clean_checkout_says_nothing_of_commits(tmp_path):
     path = _archived_world(tmp_path)
-    (tmp_path / "notes.txt").write_text("an unrelated, uncommitted file\n")
     said: list[str] = []
     archive(load_config(path), progress=said.append)
-    assert not [m for m in said if "not committed" in m]
+    assert not [m for m in said if m.startswith("warning:")]
+    # Without runner.inputs the whole working tree is the code under test: a new file is a change
+    # to it, not to a file the manifest records.
+    (tmp_path / "notes.txt").write_text("an uncommitted file\n")
+    said.clear()
+    archive(load_config(path), progress=said.append)
+    [warning] = [m for m in said if m.startswith("warning:")]
+    assert "the code under test has changes" in warning and "(notes.txt)" in warning
+
+
+def test_archive_warns_when_a_file_it_records_is_ignored_by_git(tmp_path):
+    path = small_world(tmp_path, leak_in_new=False)
+    (tmp_path / ".gitignore").write_text("corpus-*.jsonl\n")
+    _commit_all(tmp_path)
+    said: list[str] = []
+    archive(load_config(path), progress=said.append)
+    [warning] = [m for m in said if m.startswith("warning:")]
+    assert warning.startswith("warning: corpus-v1.jsonl is ignored by git: commit ") and "does not hold it" in warning
+
+
+def _world_with_declared_code(tmp_path: Path) -> Path:
+    path = small_world(tmp_path, leak_in_new=False)
+    path.write_text(path.read_text().replace('--output {run}"\n', '--output {run}"\n  inputs: [search/*.py]\n'))
+    (tmp_path / "search").mkdir()
+    (tmp_path / "search" / "rank.py").write_text("W = 1\n")
+    _commit_all(tmp_path)
+    return path
+
+
+def test_archive_warns_when_the_code_under_test_is_not_committed(tmp_path):
+    path = _world_with_declared_code(tmp_path)
+    (tmp_path / "search" / "rank.py").write_text("W = 2\n")
+    (tmp_path / "search" / "new.py").write_text("X = 1\n")
+    said: list[str] = []
+    archive(load_config(path), progress=said.append)
+    [warning] = [m for m in said if m.startswith("warning:")]
+    assert "the code under test has changes not in commit" in warning
+    assert "(search/rank.py, search/new.py)" in warning and "commit them and archive again" in warning
+
+
+def test_archive_names_only_declared_code_and_not_when_given_a_run_file(tmp_path):
+    path = _world_with_declared_code(tmp_path)
+    (tmp_path / "notes.txt").write_text("not code under test: runner.inputs says what is\n")
+    said: list[str] = []
+    archive(load_config(path), progress=said.append)
+    assert not [m for m in said if m.startswith("warning:")]
+    (tmp_path / "search" / "rank.py").unlink()  # a deleted declared file is a change too
+    said.clear()
+    (tmp_path / "search" / "keep.py").write_text("W = 1\n")
+    archive(load_config(path), progress=said.append)
+    [warning] = [m for m in said if m.startswith("warning:")]
+    assert "search/rank.py" in warning and "search/keep.py" in warning
 
 
 # -- a relevance threshold above every label, wherever it is set ------------------------------------

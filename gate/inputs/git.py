@@ -280,6 +280,21 @@ def changed_since(cwd: Path, base: str) -> list[str] | None:
     return names + [line for line in new.stdout.decode().splitlines() if line and line not in names]
 
 
+def ignored_files(cwd: Path, paths: list[str]) -> list[str] | None:
+    """The files at or below ``paths`` (relative to the repository at ``cwd``) that git ignores
+    and does not track: a commit never holds them. None when git cannot say."""
+    if not paths:
+        return []
+    try:
+        proc = _git(cwd, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--full-name", "--",
+                    *(":(literal)" + name for name in paths))
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    return [name for name in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if name]
+
+
 def export_file(cwd: Path, ref: str, path: Path, target: Path) -> bool:
     """Write ``path`` as of ``ref`` to ``target``, streamed (a corpus may be hundreds of MB),
     symlinks inside the tree followed. False when the commit or the file is not there."""

@@ -439,6 +439,19 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
         progress(f"warning: {', '.join(uncommitted)} differ{'s' if len(uncommitted) == 1 else ''} from commit "
                  f"{head[:12]} (not committed): the manifest records that commit, but archives the files as they "
                  "are now; commit them and archive again, or a replay at that commit will not be this baseline")
+    ignored = ignored_recorded_files(config, golden, retrieval)
+    if ignored and head is not None:
+        progress(f"warning: {', '.join(ignored)} {'is' if len(ignored) == 1 else 'are'} ignored by git: commit "
+                 f"{head[:12]}, which the manifest records, does not hold {'it' if len(ignored) == 1 else 'them'}; "
+                 "a replay reads what the workspace holds then, and the sha256 the manifest records tells whether "
+                 "it is this copy (keep it where every checkout finds it, or commit it)")
+    changed_code = [name for name in (uncommitted_code(config, runs_dir) if run_path is None else [])
+                    if not _touched(uncommitted, [name])]  # a recorded file is named once, above
+    if changed_code and head is not None:
+        shown = ", ".join(changed_code[:5]) + (f" and {len(changed_code) - 5} more" if len(changed_code) > 5 else "")
+        progress(f"warning: the code under test has changes not in commit {head[:12]} ({shown}): the archived run "
+                 "was produced by them, but a replay at that commit, which the manifest records, runs the "
+                 "committed code; commit them and archive again")
     per_query = {
         name: {qid: float(v) for qid, v in zip(values.query_ids, array)} for name, array in values.values.items()
     }
@@ -464,16 +477,9 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
     return ArchiveResult(manifest, values.mean(str(primary)), len(values.query_ids), source)
 
 
-def uncommitted_recorded_files(config: Config, golden: Golden, retrieval: RetrievalConfig) -> list[str]:
-    """The files a manifest records (the gate config, the retrieval config, the golden queries
-    and qrels, the corpus, the environment files) that differ from HEAD: changed and not committed,
-    or not in it at all. The manifest names HEAD's commit, whose files these are not."""
-    root = git.repo_root(config.workspace_root)
-    if root is None or git.head_commit(root) is None:
-        return []
-    changed = set(git.changed_since(root, "HEAD") or ())
-    if not changed:
-        return []
+def _recorded_paths(config: Config, golden: Golden, retrieval: RetrievalConfig, root: Path) -> list[str]:
+    """The files a manifest records (the gate config, the retrieval config, the golden queries and
+    qrels, the corpus, the environment files), relative to the repository at ``root``."""
     snapshot = golden.corpus(retrieval)
     named = [config.path, config.here(config.retrieval_config), config.resolve(config.golden.queries),
              config.resolve(config.golden.qrels), Path(snapshot.path) if snapshot is not None else None,
@@ -483,12 +489,58 @@ def uncommitted_recorded_files(config: Config, golden: Golden, retrieval: Retrie
         if path is None or is_spec(str(path)):
             continue
         inside = git.repository_path(root, path)
-        if inside is None:
-            continue
-        prefix = inside.as_posix().rstrip("/") + "/"  # a folder corpus: any file below it
-        if inside.as_posix() in changed or any(name.startswith(prefix) for name in changed):
+        if inside is not None:
             out.append(inside.as_posix())
     return list(dict.fromkeys(out))
+
+
+def _touched(paths: Sequence[str], changed: Sequence[str]) -> list[str]:
+    """The ``paths`` that are, or (a folder corpus) hold, one of ``changed``."""
+    changed = set(changed)
+    return [path for path in paths
+            if path in changed or any(name.startswith(path.rstrip("/") + "/") for name in changed)]
+
+
+def uncommitted_recorded_files(config: Config, golden: Golden, retrieval: RetrievalConfig) -> list[str]:
+    """The recorded files (:func:`_recorded_paths`) that differ from HEAD: changed and not
+    committed, or not in it at all. The manifest names HEAD's commit, whose files these are not."""
+    root = git.repo_root(config.workspace_root)
+    if root is None or git.head_commit(root) is None:
+        return []
+    return _touched(_recorded_paths(config, golden, retrieval, root), git.changed_since(root, "HEAD") or ())
+
+
+def ignored_recorded_files(config: Config, golden: Golden, retrieval: RetrievalConfig) -> list[str]:
+    """The recorded files that git ignores: no commit holds them, so a replay at the manifest's
+    commit reads whatever the workspace holds then (their sha256, recorded, tells a different one)."""
+    root = git.repo_root(config.workspace_root)
+    if root is None or git.head_commit(root) is None:
+        return []
+    paths = _recorded_paths(config, golden, retrieval, root)
+    return _touched(paths, git.ignored_files(root, paths) or ())
+
+
+def uncommitted_code(config: Config, runs_dir: Path | None = None) -> list[str]:
+    """Files of the code under test (``runner.inputs``, or the whole working tree without the gate's
+    own folders) that differ from HEAD: an archived run produced by them is not what a replay at
+    HEAD's commit, the one the manifest names, produces."""
+    if config.runner.type != "command":
+        return []
+    root = git.repo_root(config.workspace_root)
+    if root is None or git.head_commit(root) is None:
+        return []
+    changed = git.changed_since(root, "HEAD") or []
+    skipped = [inside.as_posix() for folder in gate_folders(config, runs_dir)
+               if (inside := git.repository_path(root, folder)) is not None]
+    changed = [name for name in changed if not _touched(skipped, [name])]
+    if config.runner.inputs:
+        declared = {inside.as_posix() for pattern in config.runner.inputs
+                    for path in Path(config.workspace_root).glob(pattern)
+                    if (inside := git.repository_path(root, path)) is not None}
+        # A declared file that was deleted no longer matches its glob: the diff still names it.
+        changed = [name for name in changed if name in declared or not (root / name).exists()
+                   and any(Path(name).match(pattern) for pattern in config.runner.inputs)]
+    return changed
 
 
 # --------------------------------------------------------------------------- baseline

@@ -103,6 +103,7 @@ def test_the_same_seed_gives_the_same_report(demo, tmp_path):
 
         text = json.dumps(data, sort_keys=True).replace(str(demo.out), "").replace(str(tmp_path), "")
         text = re.sub(r"as of commit [0-9a-f]{12}", "as of commit BASE", text)
+        text = re.sub(r"--base [0-9a-f]{40}", "--base BASE", text)
         return re.sub(r"retrieval-gate-yardstick-[A-Za-z0-9_]+", "OVERLAY", text)
 
     assert stable(again.report) == stable(demo.report)
