@@ -662,10 +662,13 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json_text(data, ascii=True))
     else:
+        from gate.common.numbers import counted
+
         print(result.sentence[0].upper() + result.sentence[1:])
         print(f"{result.pairs} ordered pairs of {result.runs} runs on {result.query_count} queries ({result.metric}, "
               f"margin {result.margin:g}): {result.fail} fail, {result.inconclusive} inconclusive, "
-              f"{result.improvement_shown} claim an improvement; on the {result.independent_pairs} independent pairs "
+              f"{result.improvement_shown} claim an improvement; on "
+              f"{counted(result.independent_pairs, 'independent pair', 'independent pairs')} "
               f"{result.independent_fail} fail (at most {result.fail_rate_upper95:.1%} at 95%), improvements at most "
               f"{result.improvement_rate_upper95:.1%}")
     return EXIT_OK

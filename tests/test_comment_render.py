@@ -173,7 +173,7 @@ def full_report(**overrides):
         "delta_all_queries": {"query_count": 141, "mean": -0.010, "ci_low": -0.03, "ci_high": 0.01},
         "noise_band": {"runs": 10, "sd": 0.004, "range": 0.013, "threshold": 0.013, "delta_sd": 0.006,
                        "exceeded": False, "stale": False, "state": "current",
-                       "sentence": "within the noise band: +/-0.013 from 10 identical runs", "strata": {},
+                       "sentence": "within the noise band: ±0.013 from 10 identical runs", "strata": {},
                        "unstable_queries": 3, "tie_floor": {"count": 4, "max_query_span": 0.2, "mean_shift": 0.001}},
         "strata": _strata(),
         "traffic": {"damaged": 0.4, "improved": 0.21, "untouched": 0.31, "unmeasured": 0.08,

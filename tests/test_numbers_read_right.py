@@ -22,7 +22,8 @@ def _record(report) -> Report:
     return Report.from_dict(json.loads(json.dumps(report)))
 
 
-@pytest.mark.parametrize("drop, word", [(0.012, "drop 0.012"), (-0.028, "rise 0.028"), (0.0, "unchanged")])
+@pytest.mark.parametrize("drop, word", [(0.012, "drop 0.012"), (-0.028, "rise 0.028"), (0.0, "unchanged"),
+                                        (1e-17, "unchanged"), (-0.0004, "unchanged")])
 def test_the_judged_share_says_rise_or_drop_as_it_moved_and_on_which_queries(drop, word):
     report = full_report()
     report["judged"].update(drop=drop, query_count=140)
@@ -109,3 +110,55 @@ def test_data_reaches_the_terminal_without_controls_or_bidi_overrides():
     assert terminal_safe(hostile, lines=False) == "key\ufffd[31mred\ufffdover\ufffdreasons:\ufffdexe.fdp tab"
     assert terminal_safe("line one\nline two") == "line one\nline two"  # the gate's own lines stay
     assert config_value("v\n- reasons: forged") == "v\ufffd- reasons: forged"
+
+
+def test_counts_and_nouns_agree_where_a_count_can_be_one():
+    report = full_report()
+    report["noise_band"]["tie_floor"] = {"count": 1, "max_query_span": 0.0, "mean_shift": 0.0, "queries": ["q1"]}
+    report["noise_band"]["calibration"] = {"pairs": 2, "blocking": 0, "fail": 0, "inconclusive": 0,
+                                           "blocking_rate_upper95": 0.84, "independent_pairs": 1}
+    report["judged"]["unjudged_candidate_top"] = 1
+    body = rendering.render_comment(_record(report))
+    assert "1 query has tied scores across the cutoff" in body and "1 queries" not in body
+    assert "on 1 independent pair." in body and "1 unjudged top-10 document to judge next" in body
+    report["noise_band"]["tie_floor"]["count"] = 3
+    markdown = render("run.md.j2", report=_record(report))
+    assert "3 queries have tied scores across the cutoff" in markdown
+
+
+def test_a_reason_prints_the_same_minus_sign_as_the_table_beside_it():
+    report = full_report()
+    report["verdict"]["reasons"] = [{"code": "regression", "message": "delta -0.012 [-0.031, -0.002] on query 'q-1'"}]
+    body = rendering.render_comment(_record(report))
+    assert body.count("delta −0.012 \\[−0.031, −0.002\\] on query") == 2  # the headline and the reasons
+    assert "q-1" in body and "-0.031" not in body
+
+
+def test_the_noise_band_sentence_uses_the_plus_minus_sign():
+    from gate.statistics.band import BandStatus, band_sentence
+
+    class Band:
+        threshold, runs = 0.0134, 5
+
+    for delta in (0.001, 0.05):
+        _, words = band_sentence(delta, BandStatus(Band(), "current", ""), "retrieval-gate noise")
+        assert "±0.013 from 5 identical runs" in words and "+/-" not in words
+
+
+def test_the_lift_csv_never_prints_a_negative_zero():
+    from gate.publishing.lift_files import _csv_cell
+
+    assert _csv_cell(-1e-9) == "0.0" and _csv_cell(-0.0) == "0.0" and _csv_cell(-0.25) == "-0.25"
+
+
+def test_run_names_run_queries_left_out_of_the_evaluation():
+    from gate.rendering.terminal import run_summary_lines
+
+    report = full_report()
+    report["queries"] = {"missing_in_baseline": [], "missing_in_candidate": [], "extra": ["t1", "t2", "t3"]}
+    report["verdict"]["headline"] = "pass"
+    lines = run_summary_lines(_record(report))
+    assert any(line.startswith("queries: 3 in the runs but not") for line in lines)
+    body = rendering.render_comment(_record(report))
+    line = next(l for l in body.splitlines() if l.startswith("- **Reporting set**"))
+    assert line.endswith("queries; the runs also answer 3 queries outside the judged golden set, left out.")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["fixed", "signed"]
+__all__ = ["counted", "drop_words", "fixed", "signed"]
 
 
 def signed(value: float | None, digits: int = 3) -> str:
@@ -30,3 +30,19 @@ def fixed(value: float | None, digits: int = 3) -> str:
         return "∞" if value > 0 else "-∞"
     text = f"{value:.{digits}f}"
     return text[1:] if text == "-0." + "0" * digits else text
+
+
+def drop_words(drop: float | None, digits: int = 3) -> str:
+    """A fall given as a positive number, in words: ``drop 0.012``, ``rise 0.012``, or ``unchanged``
+    when it rounds to zero (a float sum's 1e-17 is no drop); ``n/a`` for None or NaN."""
+    if drop is None or (isinstance(drop, float) and math.isnan(drop)):
+        return "n/a"
+    size = fixed(abs(drop), digits)
+    if size == fixed(0.0, digits):
+        return "unchanged"
+    return f"{'drop' if drop > 0 else 'rise'} {size}"
+
+
+def counted(count: int, one: str, many: str) -> str:
+    """``1 query`` / ``3 queries``: the count and the noun that agrees with it."""
+    return f"{count} {one if count == 1 else many}"

@@ -26,7 +26,7 @@ def _csv_cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
-        return repr(round(value, 6)) if math.isfinite(value) else ""
+        return repr(round(value, 6) + 0.0) if math.isfinite(value) else ""  # + 0.0: -0.0 reads 0.0
     return str(value)
 
 

@@ -108,6 +108,16 @@ def msigned(value: float | None, digits: int = 3) -> str:
     return signed(value, digits).replace("-", "−")
 
 
+_ASCII_MINUS = re.compile(r"""(?<![\w.\-'"`/])-(?=\d)""")
+
+
+def typographic_minus(text: str) -> str:
+    """The report's prose (a reason: ``delta -0.012``) with the comment's minus sign (−0.012), so a
+    reason and the table beside it print one sign; a hyphen inside an id or a date (``q-1``,
+    ``2026-12-02``) stays a hyphen."""
+    return _ASCII_MINUS.sub("−", text)
+
+
 def interval(low: float | None, high: float | None, digits: int = 3) -> str:
     return f"[{msigned(low, digits)}, {msigned(high, digits)}]"
 
@@ -279,7 +289,7 @@ def _rule_phrase(report: Report, reason: VerdictReason | Reason, delta_shown: bo
         return "neither a regression nor non-inferiority shown" + (
             f" (minimum detectable effect {mde:.3f})" if mde is not None else " (minimum detectable effect not estimable)")
     # "...; limit 20%" is in the reasons list below; the headline keeps the finding.
-    return re.sub(r";\s*limit\s+[^;]*$", "", message)
+    return typographic_minus(re.sub(r";\s*limit\s+[^;]*$", "", message))
 
 
 def _headline_parts(report: Report) -> list[tuple[str, str]]:
@@ -414,7 +424,7 @@ def _reason_rows(report: Report) -> list[dict[str, str]]:
             icon = "⚠️"
         else:
             icon = "•"
-        rows.append({"icon": icon, "code": code, "message": str(reason.message or "")})
+        rows.append({"icon": icon, "code": code, "message": typographic_minus(str(reason.message or ""))})
     return rows
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import jinja2
 
+from gate.common.numbers import counted, drop_words
 from gate.rendering.markdown import finalizer, fixed, inert, md_text, signed
 from gate.report.typed import ABSENT, Record
 
@@ -74,6 +75,8 @@ def environment() -> jinja2.Environment:
     env.filters["signed"] = inert(signed)
     env.filters["fixed"] = inert(fixed)
     env.filters["percent"] = inert(percent)
+    env.filters["counted"] = counted  # words and a number: the finalizer escapes them like any text
+    env.filters["drop_words"] = drop_words
     env.globals["forest"] = inert(forest)
     env.globals["forest_scale"] = forest_scale
     env.filters["chunks"] = matched_chunks  # not yet escaped: `m | chunks | md`

@@ -78,10 +78,31 @@ def run_summary_lines(report: Report) -> list[str]:
     everyone = report.delta_all_queries
     if everyone and everyone.query_count:
         lines.append(_delta_line(everyone, f"on all {everyone.query_count} judged queries: delta"))
+    lines += _query_notes(report)
     if verdict.reasons:
         lines.append("reasons:")
         lines += [f"  - {reason.code}: {reason.message}" for reason in verdict.reasons]
     return [terminal_safe(line, lines=False) for line in lines]
+
+
+def _query_notes(report: Report) -> list[str]:
+    """``queries: ...``: run queries scored 0 for missing, or left out of the evaluation; none
+    when every query is where it should be."""
+    queries = report.queries
+    if not queries:
+        return []
+    notes = []
+    for ids, label in (
+        (queries.missing_in_baseline, "missing in baseline (scored 0)"),
+        (queries.missing_in_candidate, "missing in candidate (scored 0)"),
+        # With a query file, a run query may be judged yet not golden: "not judged" would be wrong.
+        (queries.extra, "in the runs but not among the golden queries with judgments (ignored)"
+         if report.inputs and "queries" in report.inputs else "in the runs but not judged (ignored)"),
+        (queries.unjudged, "golden queries without qrels (left out)"),
+    ):
+        if ids:
+            notes.append(f"{len(ids)} {label}")
+    return ["queries: " + "; ".join(notes)] if notes else []
 
 
 def summary_lines(report: Report) -> list[str]:
@@ -96,20 +117,7 @@ def summary_lines(report: Report) -> list[str]:
         f" ({delta.randomization})  wins/losses/ties {delta.wins}/{delta.losses}/{delta.ties}"
         f"  MDE {'not estimable' if delta.mde is None else _fmt(delta.mde)}",
     ]
-    queries = report.queries
-    notes = []
-    for ids, label in (
-        (queries.missing_in_baseline, "missing in baseline (scored 0)"),
-        (queries.missing_in_candidate, "missing in candidate (scored 0)"),
-        # With a query file, a run query may be judged yet not golden: "not judged" would be wrong.
-        (queries.extra, "in the runs but not among the golden queries with judgments (ignored)"
-         if report.inputs and "queries" in report.inputs else "in the runs but not judged (ignored)"),
-        (queries.unjudged, "golden queries without qrels (left out)"),
-    ):
-        if ids:
-            notes.append(f"{len(ids)} {label}")
-    if notes:
-        lines.append("queries: " + "; ".join(notes))
+    lines += _query_notes(report)
     for name, m in report.measures.items():
         if name != report.metric:
             lines.append(f"  {name:<16} {_fmt(m.baseline)} -> {_fmt(m.candidate)} ({_fmt(m.delta, signed_=True)})")

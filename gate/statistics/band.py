@@ -184,8 +184,8 @@ def band_sentence(delta: float, status: BandStatus, measure_command: str) -> tup
         return None, (f"no usable noise band ({status.reason}); measure one with: {measure_command}")
     band = status.band
     if abs(delta) > band.threshold:
-        return True, f"exceeds the noise band: +/-{band.threshold:.3f} from {band.runs} identical runs"
-    return False, f"within the noise band: +/-{band.threshold:.3f} from {band.runs} identical runs"
+        return True, f"exceeds the noise band: ±{band.threshold:.3f} from {band.runs} identical runs"
+    return False, f"within the noise band: ±{band.threshold:.3f} from {band.runs} identical runs"
 
 
 def mean_of(values: np.ndarray) -> float:
