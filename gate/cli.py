@@ -15,7 +15,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from gate import __version__
 from gate.common.errors import InputError, UsageError
@@ -167,6 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--noise-repeats", type=_noise_repeats, default=0, metavar="N",
                    help="also the N identical runs archive --noise-repeats N measures the noise band from "
                         "(default 0: none)")
+    p.add_argument("--sweep", action="store_true", help="also every cell of the config's sweep.params grid, for "
+                   "retrieval-gate sweep --runs-dir (default: not)")
     p.add_argument("--format", choices=["text", "json", "github-matrix"], default="text",
                    help="text (a table), json, or github-matrix: one line of JSON, every needed run as a job of an "
                         "Actions matrix (default text)")
@@ -273,6 +275,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["text", "json"], default="text",
                    help="what goes to stdout: text (a table of effects) or json (default text)")
     p.set_defaults(handler=_cmd_factorial)
+
+    p = sub.add_parser("sweep", help="a grid of configs: the maximum (optimistic), the held-out and the "
+                       "cross-validated estimate, and the optimism of reporting the best cell")
+    p.add_argument("--config", metavar="FILE", help="gate config whose sweep.params grid is run through the runner "
+                   "(default .retrieval-gate.yml, unless --cell gives the runs)")
+    p.add_argument("--runs-dir", metavar="DIR", help="with the config: cells produced by an earlier step (see plan "
+                   "--sweep); a cell missing from it is refused, naming its key (default: the runner makes them)")
+    p.add_argument("--cell", action="append", metavar="NAME=RUN", help="a cell's precomputed run instead of the "
+                   "config's grid, e.g. rrf_k=60,w=0.5=runs/cell.run (repeat, at least 2) (default: none, the config's "
+                   "sweep.params grid)")
+    p.add_argument("--qrels", help="with --cell, required: qrels file (4- or 3-column), BEIR folder, or irds:<id> "
+                   "(default: none; with the config, golden.qrels)")
+    p.add_argument("--queries", help="with --cell: golden queries (TSV/JSONL, BEIR folder or irds:<id>); their "
+                   "strata stratify the folds (default: every judged query of the qrels, unstratified)")
+    p.add_argument("--metric", help="with --cell: the measure, ir_measures syntax (default nDCG@10; with the "
+                   "config, its metric)")
+    p.add_argument("--rel", type=_rel, help="with --cell: relevance threshold for binary measures (default 1; with "
+                   "the config, golden.rel)")
+    p.add_argument("--tuning", metavar="QUERIES", help="with --cell: the queries the grid was tuned on (a query "
+                   "file); the held-out estimate chooses on them and scores the rest (default: none; with the "
+                   "config, tuning.queries)")
+    p.add_argument("--reference", metavar="NAME", help="with --cell: the cell that is the config as it stands "
+                   "(default: none; with the config, the cell whose values are the retrieval config's)")
+    p.add_argument("--allow-missing", action="store_true", help="with --cell: let queries missing from a cell "
+                   "score 0 (default: refused)")
+    p.add_argument("--folds", type=_int_range(2, 100), help="cross-validation folds (default: the config's "
+                   "sweep.folds, 5)")
+    p.add_argument("--samples", type=_samples, help="bootstrap resamples (default: the config's statistics.samples, "
+                   "10000)")
+    p.add_argument("--seed", type=_seed, help="random seed of the folds and the resamples (default: the config's "
+                   "statistics.seed, 7)")
+    p.add_argument("--out", metavar="DIR", help="write report.json and report.md here (default: no files)")
+    p.add_argument("--format", choices=["text", "json"], default="text",
+                   help="what goes to stdout: text (the estimates and every cell) or json (default text)")
+    p.set_defaults(handler=_cmd_sweep)
 
     p = sub.add_parser("leakcheck", help="find golden queries that appear in a corpus (exit 1 when found)")
     p.add_argument("--queries", required=True, help="golden queries (TSV/JSONL, BEIR folder or irds:<id>)")
@@ -458,9 +495,11 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if base is not None:
         from gate.pipeline.run import plan_pull_request
 
-        planned = plan_pull_request(Path(args.config), _path(args.runs_dir), base, noise_repeats=args.noise_repeats)
+        planned = plan_pull_request(Path(args.config), _path(args.runs_dir), base, noise_repeats=args.noise_repeats,
+                                    sweep=args.sweep)
     else:
-        planned = plan(_load_config(args), _path(args.runs_dir), base, noise_repeats=args.noise_repeats)
+        planned = plan(_load_config(args), _path(args.runs_dir), base, noise_repeats=args.noise_repeats,
+                       sweep=args.sweep)
     if args.format == "github-matrix":
         from gate.publishing.matrix import github_matrix
 
@@ -798,24 +837,100 @@ def _cmd_factorial(args: argparse.Namespace) -> int:
     except GridRefused as refused:
         print(f"retrieval-gate: error: grid refused: {refused.reason}", file=sys.stderr)
         return EXIT_INPUT
+    inputs = _file_inputs({f"cell {levels}": path for levels, path in cells} | {"qrels": args.qrels}
+                          | ({"queries": args.queries} if args.queries else {})) if args.out else {}
+    return _emit_grid_report(args, "factorial", result.metric, "attribution", result.to_dict(), inputs,
+                             render_attribution(result))
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from gate.pipeline.grid import sweep_from_config, sweep_from_runs
+    from gate.statistics.sweep import DEFAULT_FOLDS
+
+    progress = _progress
+    if args.cell:
+        if args.config is not None or args.runs_dir is not None:
+            raise UsageError("--cell gives the runs: --config and --runs-dir go with the config's sweep.params grid")
+        if not args.qrels:
+            raise UsageError("sweep --cell needs --qrels")
+        cells = []
+        for item in args.cell:
+            name, sep, path = item.rpartition("=")
+            if not sep or not name or not path:
+                raise UsageError(f"--cell '{limits.shorten(item, 80)}': expected NAME=RUN, e.g. rrf_k=60=runs/cell.run")
+            cells.append((name, path))
+        metric = args.metric or "nDCG@10"
+        _check_measures(metric)
+        samples = 10_000 if args.samples is None else args.samples
+        seed = 7 if args.seed is None else args.seed
+        result = sweep_from_runs(cells, args.qrels, args.queries, metric, rel=1 if args.rel is None else args.rel,
+                                 folds=args.folds or DEFAULT_FOLDS, samples=samples, seed=seed,
+                                 tuning_spec=args.tuning, reference=args.reference, allow_missing=args.allow_missing,
+                                 progress=progress)
+        inputs = _file_inputs({f"cell {name}": path for name, path in cells} | {"qrels": args.qrels}
+                              | ({"queries": args.queries} if args.queries else {}))
+    else:
+        for option in ("qrels", "queries", "metric", "rel", "tuning", "reference"):
+            if getattr(args, option) is not None:
+                raise UsageError(f"--{option} goes with --cell; the config's grid uses the config's own")
+        if args.allow_missing:
+            raise UsageError("--allow-missing goes with --cell; the config's runner must produce every query")
+        from gate.inputs.config import load_config
+        from gate.inputs.golden import load_golden
+        from gate.inputs.retrieval_config import load_retrieval_config
+        from gate.pipeline.run import check_config, code_under_test, make_producer, runner_queries_path
+
+        config = load_config(args.config or ".retrieval-gate.yml")
+        check_config(config)
+        if args.folds is not None:
+            import dataclasses
+
+            config = dataclasses.replace(config, sweep=dataclasses.replace(config.sweep, folds=args.folds))
+        golden = load_golden(config)
+        retrieval = load_retrieval_config(config.here(config.retrieval_config))
+        from gate.runs.request import RunnerFailed
+
+        producer = make_producer(config, _path(args.runs_dir), progress)
+        try:
+            result = sweep_from_config(config, golden, retrieval, producer,
+                                       runner_queries_path(golden, producer.work_dir),
+                                       code_under_test(config, _path(args.runs_dir)), progress,
+                                       samples=config.statistics.samples if args.samples is None else args.samples,
+                                       seed=config.statistics.seed if args.seed is None else args.seed)
+        except RunnerFailed as failure:
+            print(f"retrieval-gate: inconclusive: no sweep, a cell could not be run: {failure}", file=sys.stderr)
+            if failure.log_tail:
+                print(failure.log_tail, file=sys.stderr)
+            return EXIT_INCONCLUSIVE
+        inputs = {}
+    from gate.report.spine import Sweep
+    from gate.rendering.jinja import render
+
     data = result.to_dict()
-    markdown = render_attribution(result)
+    return _emit_grid_report(args, "sweep", result.metric, "sweep", data, inputs,
+                             render("sweep.md.j2", sweep=Sweep.from_dict(data, "sweep")))
+
+
+def _file_inputs(named: dict[str, str]) -> dict[str, dict[str, Any]]:
+    from gate.inputs.fingerprint import file_sha256
+
+    return {name: {"path": path, "sha256": file_sha256(path) if Path(path).is_file() else "", "canonical": False}
+            | ({"unit": "rows"} if name.startswith("cell ") else {}) for name, path in named.items()}
+
+
+def _emit_grid_report(args: argparse.Namespace, command: str, metric: str, section: str, data: dict[str, Any],
+                      inputs: dict[str, Any], markdown: str) -> int:
+    """factorial and sweep: report.json (checked against the schema) and report.md into --out,
+    then the text or the JSON of the section to stdout."""
+    from gate import __version__
+    from gate.report.document import SCHEMA_VERSION, check_own_report, report_json
+
+    report = {"schema_version": SCHEMA_VERSION, "command": command, "metric": metric, section: data,
+              "inputs": inputs, "tool": {"name": "retrieval-gate", "version": __version__}}
+    check_own_report(report)
     if args.out:
-        from gate import __version__
         from gate.common.atomic import write_text_atomic
-        from gate.inputs.fingerprint import file_sha256
-        from gate.report.document import SCHEMA_VERSION
 
-        inputs = {f"cell {levels}": {"path": path, "sha256": file_sha256(path), "unit": "rows", "canonical": False}
-                  for levels, path in cells}
-        for name, spec in (("qrels", args.qrels), ("queries", args.queries)):
-            if spec is not None:
-                inputs[name] = {"path": spec, "sha256": file_sha256(spec) if Path(spec).is_file() else ""}
-        report = {"schema_version": SCHEMA_VERSION, "command": "factorial", "metric": result.metric,
-                  "attribution": data, "inputs": inputs, "tool": {"name": "retrieval-gate", "version": __version__}}
-        from gate.report.document import check_own_report, report_json
-
-        check_own_report(report)
         write_text_atomic(Path(args.out) / "report.json", report_json(report))
         write_text_atomic(Path(args.out) / "report.md", markdown)
     if args.format == "json":

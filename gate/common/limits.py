@@ -42,6 +42,8 @@ MAX_CUTOFF = 100_000
 MAX_SAMPLES = 1_000_000
 #: Identical runs for a noise band.
 MAX_REPEATS = 1_000
+#: Configs in one sweep grid (each is a run).
+MAX_SWEEP_CELLS = 1_024
 #: Decompressed bytes per compressed byte of a gzip file before it is taken for a bomb.
 #: Real run files compress 4-10x; 200x needs a file that is almost all one byte.
 MAX_GZIP_RATIO = 200

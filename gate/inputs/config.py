@@ -272,6 +272,45 @@ class TuningConfig:
     params: tuple[str, ...] = setting(text_list, ())
 
 
+def sweep_grid(value: Any, where: _Where) -> Mapping[str, tuple[Any, ...]]:
+    """``{dotted.key: [value, ...]}``: each key a retrieval-config path, each list at least one
+    distinct plain value (text, number, boolean or null); at most MAX_SWEEP_CELLS combinations."""
+    import json
+
+    grid = mapping(value, where)
+    out: dict[str, tuple[Any, ...]] = {}
+    cells = 1
+    for key, values in grid.items():
+        if not key or key != key.strip() or any(c.isspace() for c in key) or key.startswith(".") or ".." in key:
+            raise where.error(f"'{limits.shorten(key, 60)}' is not a dotted config key (e.g. fusion.rrf_k)")
+        if not isinstance(values, list) or not values:
+            raise where.error(f"'{key}': expected a non-empty list of values, got {_type_name(values)}")
+        seen: set[str] = set()
+        for item in values:
+            if isinstance(item, (dict, list)):
+                raise where.error(f"'{key}': each value must be text, a number, true/false or null, got "
+                                  f"{_type_name(item)}")
+            if isinstance(item, float) and not math.isfinite(item):
+                raise where.error(f"'{key}': {item} is not a finite number")
+            canonical = json.dumps(item)
+            if canonical in seen:
+                raise where.error(f"'{key}': the value {canonical} is listed twice")
+            seen.add(canonical)
+        out[key] = tuple(values)
+        cells *= len(values)
+    if cells > limits.MAX_SWEEP_CELLS:
+        raise where.error(f"the grid has {cells} cells (each a run); at most {limits.MAX_SWEEP_CELLS}")
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepConfig:
+    """``sweep:``, a grid of retrieval configs scored to measure the tuning leak."""
+    # Dotted retrieval-config keys and the values each takes; the grid is every combination.
+    params: Mapping[str, tuple[Any, ...]] = setting(sweep_grid, {})
+    folds: int = setting(in_range(positive_integer, 2, 100), 5)
+
+
 @dataclass(frozen=True, kw_only=True)
 class NoiseConfig:
     """``noise:``, the run-to-run noise band."""
@@ -346,6 +385,7 @@ class Config:
     strata: StrataConfig = section(StrataConfig)
     leakage: LeakageConfig = section(LeakageConfig)
     tuning: TuningConfig = section(TuningConfig)
+    sweep: SweepConfig = section(SweepConfig)
     prompts: tuple[str, ...] = setting(text_list, ())
     # Repository globs whose change makes the gate relevant; default: the retrieval config,
     # the gate config, the yardstick files, corpus, prompts, environment files, .github/workflows/.

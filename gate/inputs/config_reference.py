@@ -75,6 +75,10 @@ DESCRIPTIONS: dict[str, str] = {
     "noise.invalidate_on": "retrieval-config keys (or prefixes) that build the index: a band measured under other "
                            "values is stale",
     "noise.base_seed": "repeat N of the band runs with seed `base_seed + N` (`{seed}`)",
+    "sweep.params": "the sweep grid: dotted retrieval-config keys and the values each takes "
+                    "(`{fusion.rrf_k: [10, 30, 60, 100], fusion.lexical_weight: [0.3, 0.5, 0.7]}`); every "
+                    "combination is a cell, run through the runner (see `retrieval-gate sweep`)",
+    "sweep.folds": "folds of the sweep's cross-validated estimate (stratified by stratum when strata exist)",
     "attribution.enabled": "build the 2^k grid when a PR changes several things at once",
     "attribution.max_factors": "more changed factors than this are reported as a bundle (2^k runs would be needed)",
     "attribution.factors": "named factors as groups of dotted keys (`model: [embedding.model, embedding.dim]`); "

@@ -193,7 +193,8 @@ def run(config_path: str | Path, *, base: str | None = None, runs_dir: str | Pat
 
 
 def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
-                      env: Mapping[str, str] | None = None, noise_repeats: int = 0) -> list["PlannedRun"]:
+                      env: Mapping[str, str] | None = None, noise_repeats: int = 0,
+                      sweep: bool = False) -> list["PlannedRun"]:
     """``plan`` as the gate will judge the PR: the yardstick (gate config, runner, golden set,
     manifest) as of ``base``, and the base's archived baseline looked up on the baselines branch
     when the checkout has none - so every key is the one the gate step will ask for. The base's
@@ -220,7 +221,7 @@ def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
                              token=env.get("GITHUB_TOKEN"), remote_url=git.repository_url(env))
     fetch_archived_commit(config.workspace_root, manifest, token=env.get("GITHUB_TOKEN"),
                           remote_url=git.repository_url(env))
-    return plan(config, runs_dir, base, noise_repeats)
+    return plan(config, runs_dir, base, noise_repeats, sweep)
 
 
 def check_base(config: Config, base: str | None) -> None:
@@ -1198,10 +1199,12 @@ class PlannedRun:
 
 
 def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,
-         noise_repeats: int = 0) -> list[PlannedRun]:
+         noise_repeats: int = 0, sweep: bool = False) -> list[PlannedRun]:
     """Every run the gate needs for this PR, with the key an earlier step must name it by; with
     ``noise_repeats`` N, also the N identical runs of the config that ``archive --noise-repeats N``
-    (or ``noise --repeats N``) measures the noise band from."""
+    (or ``noise --repeats N``) measures the noise band from; with ``sweep``, every cell of the
+    config's ``sweep.params`` grid (``retrieval-gate sweep`` then finds them in the runs folder).
+    A run two purposes share (a sweep cell that is the candidate's config) is listed once."""
     check_config(config)
     check_base(config, base)
     golden = load_golden(config)
@@ -1220,6 +1223,8 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,
             repeat: int = 0, seed: int = 0) -> None:
         request = run_request(purpose, retrieval, golden, queries_path, code=code, repeat=repeat, seed=seed)
         key = producer.key(request)
+        if any(entry.key == key for entry in planned):
+            return
         if code is not None and code.commit is not None and code.known:
             why += f"; from the code of commit {code.commit[:12]}"
         commit = code.commit if code is not None and code.root is None else None
@@ -1254,6 +1259,13 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,
             for levels, label, cell_config in grid_cells(config, baseline_config, candidate, factors):
                 if len(set(levels)) > 1:  # the corners are the baseline and the candidate
                     add(f"grid cell {label}", cell_config, True, "attribution of the bundled change", code)
+    if sweep:
+        from gate.pipeline.grid import sweep_cells
+
+        if not config.sweep.params:
+            raise config.key_error("sweep.params", "plan --sweep: no sweep grid configured")
+        for cell in sweep_cells(config.sweep.params, candidate):
+            add(f"sweep cell {cell.label}", cell.config, True, "a cell of the sweep grid", code)
     for repeat in range(1, noise_repeats + 1):  # the seeds measure_noise gives each repeat
         add(f"noise repeat {repeat}/{noise_repeats}", candidate, True, "an identical run for the noise band", code,
             repeat=repeat, seed=config.noise.base_seed + repeat)

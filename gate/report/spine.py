@@ -9,7 +9,7 @@ writes it with ``to_dict()`` once, and the comment job reads the untrusted artif
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from gate.report.typed import ANY, BOOL, INT, NUM, STR, ListOf, MapOf, Nullable, Record, RecordOf, key
 from gate.report.typed import Absent
@@ -854,6 +854,87 @@ class Attribution(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SweepCell(Record):
+    """``sweep.cells[]``: a cell's name, its mean and 95% bootstrap interval on every judged query,
+    how many cross-validation folds chose it, and its swept values"""
+    name: str = key(STR, required=True)
+    mean: float | None = key(Nullable(NUM), required=True)
+    ci_low: float | None = key(Nullable(NUM), required=True)
+    ci_high: float | None = key(Nullable(NUM), required=True)
+    width: float | None | Absent = key(Nullable(NUM))
+    query_count: int | Absent = key(INT)
+    folds_chosen: int | Absent = key(INT)
+    params: Mapping[str, Any] | Absent = key(MapOf(ANY))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepMaximum(Record):
+    """``sweep.maximum``: the best cell on every judged query and its interval: the optimistic number"""
+    cell: str = key(STR, required=True)
+    mean: float | None = key(Nullable(NUM), required=True)
+    ci_low: float | None | Absent = key(Nullable(NUM))
+    ci_high: float | None | Absent = key(Nullable(NUM))
+    width: float | None | Absent = key(Nullable(NUM))
+    query_count: int | Absent = key(INT)
+    optimistic: bool | Absent = key(BOOL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepCrossValidated(Record):
+    """``sweep.cross_validated``: every query scored by the cell chosen on the other folds: mean, 95%
+    interval (the choices re-run on every resample), folds, stratified, the cell each fold chose"""
+    mean: float | None = key(Nullable(NUM), required=True)
+    ci_low: float | None | Absent = key(Nullable(NUM))
+    ci_high: float | None | Absent = key(Nullable(NUM))
+    width: float | None | Absent = key(Nullable(NUM))
+    query_count: int | Absent = key(INT)
+    folds: int | Absent = key(INT)
+    stratified: bool | Absent = key(BOOL)
+    fold_choices: tuple[str, ...] | Absent = key(ListOf(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepOptimism(Record):
+    """``sweep.optimism``: the maximum minus the cross-validated estimate, its 95% interval, and the
+    optimism noise alone gives a grid of this size (mean and 95th percentile)"""
+    mean: float | None = key(Nullable(NUM), required=True)
+    ci_low: float | None | Absent = key(Nullable(NUM))
+    ci_high: float | None | Absent = key(Nullable(NUM))
+    width: float | None | Absent = key(Nullable(NUM))
+    query_count: int | Absent = key(INT)
+    expected_from_noise: float | None | Absent = key(Nullable(NUM))
+    expected_from_noise_95: float | None | Absent = key(Nullable(NUM))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepHeldOut(Record):
+    """``sweep.held_out``: the cell chosen on the tuning queries, scored on the held-out ones"""
+    chosen: str = key(STR, required=True)
+    tuning_count: int | Absent = key(INT)
+    mean: float | None = key(Nullable(NUM), required=True)
+    ci_low: float | None | Absent = key(Nullable(NUM))
+    ci_high: float | None | Absent = key(Nullable(NUM))
+    width: float | None | Absent = key(Nullable(NUM))
+    query_count: int | Absent = key(INT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sweep(Record):
+    """``sweep`` (1.5): a grid of configs scored on the same queries: every cell, the maximum
+    (optimistic), the held-out and cross-validated estimates, the optimism and the trade-off"""
+    metric: str = key(STR, required=True)
+    cells: tuple[SweepCell, ...] = key(ListOf(RecordOf(SweepCell)), required=True)
+    maximum: SweepMaximum = key(RecordOf(SweepMaximum), required=True)
+    cross_validated: SweepCrossValidated = key(RecordOf(SweepCrossValidated), required=True)
+    optimism: SweepOptimism = key(RecordOf(SweepOptimism), required=True)
+    held_out: SweepHeldOut | None | Absent = key(Nullable(RecordOf(SweepHeldOut)))
+    reference: str | None | Absent = key(Nullable(STR))
+    trade_off: str | Absent = key(STR)
+    samples: int | Absent = key(INT)
+    seed: int | Absent = key(INT)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Report(Record):
     """``report.json``: Written by every comparing command. Versioning: adding keys bumps the minor
     part of schema_version; renaming or removing keys bumps the major part. A run whose baseline
@@ -972,3 +1053,6 @@ class Report(Record):
     # (1.5) run and the Action: the command that reproduces this report on a developer's machine,
     # quoted by the PR comment (a later `retrieval-gate comment` of this report quotes it too)
     reproduce_command: str | Absent = key(STR)
+    # (1.5) sweep, and run when a PR changes a swept or tunable parameter: the grid's cells, its
+    # maximum (optimistic), held-out and cross-validated estimates and the optimism
+    sweep: Sweep | Absent = key(RecordOf(Sweep))

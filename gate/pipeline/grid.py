@@ -1,0 +1,161 @@
+"""The sweep: every cell of a grid of retrieval configs, run and scored on the same queries and
+qrels, analysed by :func:`gate.statistics.sweep.analyze_sweep`.
+
+Two sources of cells:
+
+* ``sweep.params`` in the gate config: every combination of the listed values, set on the
+  current retrieval config, run through the runner (cached by the run's key, listed by
+  ``plan`` so matrix jobs can produce them);
+* run files (``retrieval-gate sweep --cell NAME=RUN``), scored against one qrels file.
+
+Either way every cell is evaluated on one query list (the judged golden queries) with one qrels,
+and a cell whose run misses a golden query is refused: a missing query scoring 0 in one cell
+would read as that cell being worse.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from gate.checks.commensurability import run_request
+from gate.common.errors import InputError, UsageError
+from gate.evaluation.evaluate import evaluate
+from gate.evaluation.measures import parse_measure
+from gate.inputs.config import Config
+from gate.inputs.golden import Golden
+from gate.inputs.readers.records import Qrels, QuerySet, Run
+from gate.inputs.retrieval_config import RetrievalConfig, flatten
+from gate.statistics.sweep import DEFAULT_FOLDS, SweepResult, analyze_sweep
+
+__all__ = ["SweepCellSpec", "sweep_cells", "cell_label", "reference_cell", "score_cells", "sweep_from_config",
+           "sweep_from_runs"]
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class SweepCellSpec:
+    label: str
+    params: tuple[tuple[str, Any], ...]
+    config: RetrievalConfig
+
+
+def cell_label(params: Sequence[tuple[str, Any]]) -> str:
+    """``fusion.rrf_k=60, fusion.lexical_weight=0.5``: the values as the config file writes them."""
+    return ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in params)
+
+
+def sweep_cells(grid: Mapping[str, Sequence[Any]], base: RetrievalConfig) -> list[SweepCellSpec]:
+    """Every combination of ``grid``'s values set on ``base``, the first key varying slowest."""
+    keys = list(grid)
+    cells = []
+    for combo in itertools.product(*(grid[key] for key in keys)):
+        params = tuple(zip(keys, combo))
+        cells.append(SweepCellSpec(cell_label(params), params, base.with_values(dict(params))))
+    return cells
+
+
+def reference_cell(cells: Sequence[SweepCellSpec], config: RetrievalConfig) -> str | None:
+    """The cell whose swept values are the config's own (the config as it stands), if one is."""
+    flat = flatten(config.data)
+    for cell in cells:
+        if all(key in flat and json.dumps(flat[key]) == json.dumps(value) for key, value in cell.params):
+            return cell.label
+    return None
+
+
+def score_cells(runs: Sequence[tuple[str, Run]], qrels: Qrels, metric: str, query_ids: Sequence[str],
+                rel: int, allow_missing: bool = False) -> np.ndarray:
+    """Per-query values of ``metric`` for every cell (cells x queries), on ``query_ids``."""
+    rows = []
+    expected = set(query_ids)
+    for name, run in runs:
+        missing = expected - set(run.query_ids) if not allow_missing else set()
+        if missing:
+            example = sorted(missing, key=lambda q: q.encode())[0]
+            raise InputError(run.source, None, f"cell {name!r} misses {len(missing)} golden quer"
+                             f"{'y' if len(missing) == 1 else 'ies'} (e.g. {example!r}): scored 0 it would read as "
+                             "a worse cell; produce every query, or pass --allow-missing")
+        rows.append(evaluate(run, qrels, [metric], query_ids, rel=rel).values[metric])
+    return np.vstack(rows)
+
+
+def sweep_from_config(config: Config, golden: Golden, retrieval: RetrievalConfig, producer, queries_path: str,
+                      code, progress: Progress, *, samples: int, seed: int) -> SweepResult:
+    """Run every cell of ``sweep.params`` (through the producer: cache, runs folder, runner) and
+    analyse the grid on the judged golden queries."""
+    from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config
+
+    grid = config.sweep.params
+    if not grid:
+        raise config.key_error("sweep.params", "no sweep grid: list the values of at least one key")
+    cells = sweep_cells(grid, retrieval)
+    if len(cells) < 2:
+        raise config.key_error("sweep.params", "the grid has 1 cell: a sweep compares at least 2")
+    universe = golden.universe.query_ids
+    metric = str(parse_measure(config.metric))
+    runs = []
+    for number, cell in enumerate(cells, 1):
+        progress(f"sweep: cell {number}/{len(cells)} {cell.label}")
+        run, _ = producer.produce(run_request(f"sweep cell {cell.label}", cell.config, golden, queries_path,
+                                              code=code), universe)
+        runs.append((cell.label, run))
+    values = score_cells(runs, golden.qrels, metric, universe, config.golden.rel)
+    strata = assign_strata(golden.queries, strata_spec_from_config(config))
+    tuning, holdout = _split(config)
+    return analyze_sweep(values, [cell.label for cell in cells], universe, metric,
+                         strata=[strata.get(q) for q in universe], tuning=tuning, holdout=holdout,
+                         folds=config.sweep.folds, samples=samples, seed=seed, method=config.statistics.ci_method,
+                         reference=reference_cell(cells, retrieval), params=[cell.params for cell in cells])
+
+
+def _split(config: Config) -> tuple[list[str] | None, list[str] | None]:
+    from gate.pipeline.run import _id_list
+
+    return (_id_list(config.tuning.queries, config, "tuning.queries"),
+            _id_list(config.tuning.holdout, config, "tuning.holdout"))
+
+
+def sweep_from_runs(cells: Sequence[tuple[str, str]], qrels_spec: str, queries_spec: str | None, metric: str, *,
+                    rel: int = 1, folds: int = DEFAULT_FOLDS, samples: int, seed: int, tuning_spec: str | None = None,
+                    reference: str | None = None, allow_missing: bool = False,
+                    progress: Progress = lambda message: None) -> SweepResult:
+    """A sweep of precomputed runs (``NAME=RUN``) scored against one qrels (and, when given, the
+    golden query file, whose strata stratify the folds)."""
+    from gate.inputs.readers.qrels import load_qrels
+    from gate.inputs.readers.queries import load_queries
+    from gate.inputs.readers.runs import read_run
+    from gate.inputs.universe import query_universe
+
+    names = [name for name, _ in cells]
+    if len(cells) < 2:
+        raise UsageError("sweep needs at least 2 --cell NAME=RUN")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise UsageError(f"--cell: the name {repeated[0]!r} is given twice")
+    if reference is not None and reference not in names:
+        raise UsageError(f"--reference {reference!r}: not one of the cells ({', '.join(names)})")
+    metric = str(parse_measure(metric))
+    qrels = load_qrels(qrels_spec)
+    queries: QuerySet | None = load_queries(queries_spec) if queries_spec is not None else None
+    universe = list(query_universe(qrels, queries).query_ids)
+    strata = None
+    if queries is not None:
+        by_id = queries.by_id()
+        strata = [by_id[q].stratum for q in universe]
+    if len(universe) < folds:
+        raise InputError(qrels_spec, None, f"{len(universe)} judged queries: {folds} folds need at least {folds}")
+    runs = []
+    for number, (name, path) in enumerate(cells, 1):
+        progress(f"sweep: reading cell {number}/{len(cells)} {name}")
+        runs.append((name, read_run(path)))
+    values = score_cells(runs, qrels, metric, universe, rel, allow_missing)
+    tuning = load_queries(tuning_spec).ids() if tuning_spec is not None else None
+    return analyze_sweep(values, names, universe, metric, strata=strata, tuning=tuning, folds=folds,
+                         samples=samples, seed=seed, reference=reference)

@@ -1,0 +1,124 @@
+"""The honest sweep's statistics (gate.statistics.sweep) on generated grids whose truth is known,
+and against an independent computation with the same folds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gate.statistics.sweep import analyze_sweep, choose, folds_of
+
+N, CELLS, NOISE = 140, 24, 0.15  # the seed's golden set and grid (4 rrf_k x 6 weights)
+
+
+def _grid(rng: np.random.Generator, advantage: np.ndarray | None = None) -> np.ndarray:
+    """Per-query difficulty shared by every cell (mean 0.5) plus per-cell, per-query noise."""
+    difficulty = rng.uniform(0.2, 0.8, size=N)
+    values = difficulty[None, :] + rng.normal(0.0, NOISE, size=(CELLS, N))
+    return values + (advantage[:, None] if advantage is not None else 0.0)
+
+
+def _ids(n: int = N) -> list[str]:
+    return [f"q{i:03d}" for i in range(n)]
+
+
+def test_on_equally_good_cells_the_maximum_overshoots_by_the_expected_optimism_and_cv_covers_the_truth():
+    rng = np.random.default_rng(2026)
+    truth = 0.5
+    overshoot, expected, covered = [], [], 0
+    reps = 200
+    for rep in range(reps):
+        result = analyze_sweep(_grid(rng), [f"c{i}" for i in range(CELLS)], _ids(), "nDCG@10",
+                               samples=500, seed=rep)
+        overshoot.append(result.maximum_estimate.mean - truth)
+        expected.append(result.expected_optimism)
+        cv = result.cross_validated
+        covered += cv.ci_low <= truth <= cv.ci_high
+    # E[max of 24 noisy means] - truth is ~1.95 standard errors of a cell's noise: ~0.025 here.
+    assert 0.018 < np.mean(expected) < 0.032
+    assert abs(np.mean(overshoot) - np.mean(expected)) < 0.2 * np.mean(expected)
+    assert covered / reps >= 0.90  # a 95% interval, 200 grids
+
+
+def test_one_truly_better_cell_is_chosen_in_most_folds_and_its_mean_covered():
+    rng = np.random.default_rng(11)
+    advantage = np.zeros(CELLS)
+    advantage[17] = 0.08  # about four standard errors of a cell difference
+    chosen_most, covered, reps = 0, 0, 100
+    for rep in range(reps):
+        result = analyze_sweep(_grid(rng, advantage), [f"c{i}" for i in range(CELLS)], _ids(), "nDCG@10",
+                               samples=500, seed=rep)
+        chosen_most += result.cell("c17").folds_chosen >= 3
+        cv = result.cross_validated
+        covered += cv.ci_low <= 0.58 <= cv.ci_high
+    assert chosen_most / reps >= 0.9
+    assert covered / reps >= 0.88
+
+
+def _naive_cv(values: list[list[float]], fold_of: np.ndarray, folds: int) -> tuple[list[int], list[float]]:
+    """Plain Python: the cell with the best mean on the other folds, fold by fold."""
+    n = len(values[0])
+    choices, honest = [], [0.0] * n
+    for fold in range(folds):
+        train = [q for q in range(n) if fold_of[q] != fold]
+        means = [sum(row[q] for q in train) / len(train) for row in values]
+        best = max(range(len(means)), key=lambda c: (means[c], -c))
+        choices.append(best)
+        for q in range(n):
+            if fold_of[q] == fold:
+                honest[q] = values[best][q]
+    return choices, honest
+
+
+def test_held_out_and_cross_validated_estimates_match_an_independent_computation_with_the_same_folds():
+    rng = np.random.default_rng(5)
+    advantage = rng.normal(0, 0.01, size=CELLS)
+    values = _grid(rng, advantage)
+    strata = [("nav", "how_to", "tail")[i % 3] for i in range(N)]
+    tuning = _ids()[:90]
+    result = analyze_sweep(values, [f"c{i}" for i in range(CELLS)], _ids(), "nDCG@10", strata=strata,
+                           tuning=tuning, folds=5, samples=1000, seed=3)
+    fold_of = folds_of(N, 5, 3, strata)
+    choices, honest = _naive_cv(values.tolist(), fold_of, 5)
+    assert list(result.fold_choices) == [f"c{c}" for c in choices]
+    assert result.cross_validated.mean == pytest.approx(sum(honest) / N, abs=1e-12)
+    assert result.honest.tolist() == pytest.approx(honest, abs=1e-15)
+    # the hold-out: the best mean on the 90 tuning queries, scored on the other 50
+    tune_means = [sum(row[:90]) / 90 for row in values.tolist()]
+    best = max(range(CELLS), key=lambda c: (tune_means[c], -c))
+    assert result.held_out.chosen == f"c{best}" and result.held_out.tuning_count == 90
+    assert result.held_out.estimate.mean == pytest.approx(sum(values[best][90:]) / 50, abs=1e-12)
+    assert result.held_out.estimate.query_count == 50
+    top = max(range(CELLS), key=lambda c: (values[c].sum(), -c))
+    assert result.maximum == f"c{top}"
+    assert result.optimism.mean == pytest.approx(values[top].mean() - sum(honest) / N, abs=1e-12)
+    # a 50-query hold-out's interval is wider than cross-validation's on all 140
+    assert result.held_out.estimate.width > result.cross_validated.width
+    assert "hold-out of 50 queries" in result.trade_off()
+
+
+def test_folds_are_balanced_within_every_stratum_and_follow_the_seed():
+    strata = ["a"] * 23 + ["b"] * 11 + [None] * 6
+    fold_of = folds_of(40, 5, 9, strata)
+    assert np.bincount(fold_of).tolist() == [8, 8, 8, 8, 8]
+    for label in ("a", "b"):
+        counts = np.bincount(fold_of[[i for i, s in enumerate(strata) if s == label]], minlength=5)
+        assert counts.max() - counts.min() <= 1
+    assert folds_of(40, 5, 9, strata).tolist() == fold_of.tolist()
+    assert folds_of(40, 5, 10, strata).tolist() != fold_of.tolist()
+
+
+def test_ties_go_to_the_first_cell_in_grid_order():
+    values = np.array([[0.1, 0.3], [0.3, 0.1], [0.0, 0.0]])
+    assert choose(values) == 0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"folds": 1}, "folds must be an integer of at least 2"),
+    ({"folds": 50}, "50 folds need at least 50 queries"),
+    ({"reference": "nope"}, "is not a cell"),
+])
+def test_bad_arguments_are_refused(kwargs, message):
+    values = np.zeros((3, 10))
+    with pytest.raises(ValueError, match=message):
+        analyze_sweep(values, ["a", "b", "c"], _ids(10), "nDCG@10", **kwargs)
