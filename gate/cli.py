@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 from gate import __version__
 from gate.common.errors import InputError, UsageError
 from gate.common import limits
+from gate.common.numbers import counted
 from gate.common.jsontext import json_text
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
@@ -29,7 +30,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit 2 (no usage dump)."""
 
     def error(self, message: str):  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message} (see --help)")
+        # "retrieval-gate: error: compare: ..." - the program's name is said once, by the error line
+        command = self.prog.partition(" ")[2]
+        raise UsageError(f"{command + ': ' if command else ''}{message} (see --help)")
 
 
 def _csv(text: str) -> list[str]:
@@ -162,7 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     config_arg(p)
     p.add_argument("--runs-dir", metavar="DIR", help="where the runs will be written (default .retrieval-gate/runs)")
     p.add_argument("--base", metavar="REF", help="base commit of the PR: plan as the gate will judge it, the "
-                   "yardstick as of REF (default: in a pull_request or merge_group job, the event's base, as the "
+                   "yardstick as of REF, the base's baseline fetched from the baselines branch when the checkout has "
+                   "none (GITHUB_TOKEN, GITHUB_SERVER_URL, GITHUB_REPOSITORY) (default: in a pull_request or "
+                   "merge_group job - GITHUB_ACTIONS, GITHUB_EVENT_NAME, GITHUB_EVENT_PATH - the event's base, as the "
                    "Action takes it; elsewhere none, the current checkout)")
     p.add_argument("--noise-repeats", type=_noise_repeats, default=0, metavar="N",
                    help="also the N identical runs archive --noise-repeats N measures the noise band from "
@@ -395,6 +400,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"decision: {verdict.kind} - {verdict.headline_reason}")
         for line in summary_lines(result.report):
             print(line)
+        for warning in result.report.warnings or ():
+            print(f"warning: {warning}")
         traffic = result.report.traffic
         if traffic and traffic.sentence:  # the traffic rules decide too: say what they saw
             print(f"traffic: {traffic.sentence}")
@@ -445,7 +452,7 @@ def _cmd_archive(args: argparse.Namespace) -> int:
             print(failure.log_tail, file=sys.stderr)
         return EXIT_INCONCLUSIVE
     m = result.manifest
-    print(f"archived {m.metric} {result.mean:.4f} on {result.query_count} queries "
+    print(f"archived {m.metric} {result.mean:.4f} on {counted(result.query_count, 'query', 'queries')} "
           f"({m.queries.id}, {m.qrels.id}) -> {m.manifest_path}")
     return EXIT_OK
 
@@ -618,7 +625,7 @@ def _cmd_noise(args: argparse.Namespace) -> int:
     o = band.overall
     print(f"{band.metric} over {band.runs} identical runs: mean {o.mean:.5f}  sd {o.sd:.5f}  range {o.range:.4f}")
     print(f"noise band threshold max(3 x sd, range) = {o.threshold:.4f}  (sd of a difference of two runs "
-          f"{o.delta_sd:.5f}); {len(band.unstable)} of {band.query_count} queries move across runs")
+          f"{o.delta_sd:.5f}); {len(band.unstable)} of {counted(band.query_count, 'query', 'queries')} move across runs")
     print(f"wrote {args.out}")
     return EXIT_OK
 
@@ -701,10 +708,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json_text(data, ascii=True))
     else:
-        from gate.common.numbers import counted
-
         print(result.sentence[0].upper() + result.sentence[1:])
-        print(f"{result.pairs} ordered pairs of {result.runs} runs on {result.query_count} queries ({result.metric}, "
+        print(f"{result.pairs} ordered pairs of {result.runs} runs on {counted(result.query_count, 'query', 'queries')} "
+              f"({result.metric}, "
               f"margin {result.margin:g}): {result.fail} fail, {result.inconclusive} inconclusive, "
               f"{result.improvement_shown} claim an improvement; on "
               f"{counted(result.independent_pairs, 'independent pair', 'independent pairs')} "
@@ -984,7 +990,7 @@ def _cmd_leakcheck(args: argparse.Namespace) -> int:
             shown = str(beir_corpus(args.corpus))
         raise InputError(shown, None, "holds no chunks: nothing to scan")
     if args.format == "json":
-        sys.stdout.write(json_text(result.to_dict()))
+        sys.stdout.write(json_text({**result.to_dict(), "recommendation": result.recommendation()}))
     else:
         from gate.rendering.terminal import terminal_safe
 

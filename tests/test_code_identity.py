@@ -388,3 +388,20 @@ def test_plan_in_a_workflow_refuses_to_guess_a_base(repo, tmp_path, capsys, monk
     code, err = plan("merge_group", {"merge_group": {"head_sha": head}})
     assert code == 2 and "no base to plan against: the merge_group event has no base_sha" in err, err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_change_to_the_retrieval_config_alone_is_not_a_change_of_code(repo):
+    """The config diff names it; in the code's tree too, a config-only PR read as an unattributed
+    code change. Git refuses to drop a file from a temporary index holding a third version of it
+    (neither the file nor HEAD's) unless forced: the commit's tree must still leave it out."""
+    from gate.pipeline.run import code_under_test, commit_code
+
+    root, _ = repo
+    base = _git(root, "rev-parse", "HEAD")
+    (root / "retrieval" / "config.yml").write_text("bm25:\n  k1: 1.4\n")
+    _git(root, "commit", "-qam", "tune k1")
+    (root / "retrieval" / "config.yml").write_text("bm25:\n  k1: 1.6\n")  # and again, not committed
+    config = load_config(root / ".retrieval-gate.yml")
+    assert code_under_test(config).sha == commit_code(config, base).sha == commit_code(config, "HEAD").sha
+    (root / "search" / "run.py").write_text("# changed\n")
+    assert code_under_test(config).sha != commit_code(config, base).sha

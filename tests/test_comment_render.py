@@ -653,7 +653,7 @@ def test_a_malformed_grid_falls_back_to_the_headline():
     attribution = _attribution()
     attribution["grid"]["means"] = [[0.61, 0.64, 0.1]]
     body = render_comment(full_report(attribution=attribution))
-    assert "In production, switching embedding moves nDCG@10 by -0.042" in body
+    assert "In production, switching embedding moves nDCG@10 by −0.042" in body
     assert "| embedding ↓ · ingestion → |" not in body.split("Attribution in full")[0]
     odd = {"kind": "<b>odd|</b>", "reasons": [], "improvement_shown": False, "exit_code": 1}
     assert render_comment(full_report(verdict=odd)).startswith(
@@ -713,6 +713,7 @@ def _reproduce_block(body: str) -> str:
     ("retrieval-gate run --config --base x", rendering.DEFAULT_REPRODUCE_COMMAND),
     ("retrieval-gate run --config 'a\nyml'", rendering.DEFAULT_REPRODUCE_COMMAND),
     ("retrieval-gate run --config 'a\u202eyml'", rendering.DEFAULT_REPRODUCE_COMMAND),
+    ("retrieval-gate run --config 'a\u200byml'", rendering.DEFAULT_REPRODUCE_COMMAND),  # zero-width space
     ("retrieval-gate run --config 'unclosed", rendering.DEFAULT_REPRODUCE_COMMAND),
     ("retrieval-gate run --config " + "a" * 1001, rendering.DEFAULT_REPRODUCE_COMMAND),
 ])
@@ -725,3 +726,14 @@ def test_the_reproduce_command_given_by_the_caller_wins_over_the_stored_one():
     body = render_comment(full_report(reproduce_command="retrieval-gate run --config stored.yml"),
                           reproduce_command="retrieval-gate run --config given.yml")
     assert "given.yml" in _reproduce_block(body) and "stored.yml" not in body
+
+
+@pytest.mark.parametrize("code, icon", [("unchanged", "✅"), ("too_few_movers", "⚠️"), ("runner_failed", "⚠️"),
+                                        ("new_leaked_queries", "❌")])
+def test_a_reasons_icon_follows_what_the_reason_says_not_only_the_verdict(code, icon):
+    report = full_report()
+    report["verdict"]["kind"] = "fail"
+    report["verdict"]["reasons"] = [{"code": "judged_share", "message": "too much unjudged"},
+                                    {"code": code, "message": "the reason under test"}]
+    body = render_comment(report)
+    assert f"- {icon} the reason under test" in body

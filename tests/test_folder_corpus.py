@@ -163,3 +163,31 @@ def test_every_file_of_a_folder_corpus_is_watched(tmp_path, corpus):
     folder = corpus.rstrip("/").replace("{ingestion.parser}", "v2")
     for name in (f"{folder}/faq.txt", f"{folder}/deep/er/page.md"):
         assert matches(name, globs), (name, globs)
+
+
+def test_a_folder_holding_corpus_jsonl_and_other_files_is_refused_not_half_read(tmp_path, capsys):
+    """Read as BEIR, only corpus.jsonl would be scanned: a leaked page beside it never found."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "page0.md").write_text("How do I reset my password? Use settings.\n")
+    (docs / "corpus.jsonl").write_text('{"_id": "export1", "text": "an unrelated export"}\n')
+    (docs / "README.md").write_text("what these files are\n")  # a BEIR download's own README is fine
+    queries = tmp_path / "q.tsv"
+    queries.write_text("q1\thow do i reset my password\n")
+    assert main(["leakcheck", "--queries", str(queries), "--corpus", str(docs)]) == 2
+    err = capsys.readouterr().err
+    assert "holds corpus.jsonl and other files (page0.md)" in err and err.count("\n") == 1
+    (docs / "page0.md").unlink()
+    assert main(["leakcheck", "--queries", str(queries), "--corpus", str(docs)]) == 0  # a BEIR corpus again
+
+
+def test_archive_names_the_ignored_file_inside_a_folder_corpus(tmp_path):
+    path, _, _ = _folder_repo(tmp_path)
+    with open(tmp_path / ".gitignore", "a") as ignore:
+        ignore.write("docs/scratch.md\n")
+    _git(tmp_path, "commit", "-qam", "ignore a scratch page")
+    (tmp_path / "docs" / "scratch.md").write_text("a draft\n")
+    said: list[str] = []
+    archive(load_config(path), progress=said.append)
+    [warning] = [m for m in said if m.startswith("warning:")]
+    assert warning.startswith("warning: docs/scratch.md (in the folder docs) is ignored by git: commit ")

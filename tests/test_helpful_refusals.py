@@ -3,6 +3,7 @@ each case of the issue's "Why", reproduced and shown fixed."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -72,7 +73,8 @@ def test_vaswanis_topic_file_is_pointed_at_irds_vaswani_not_at_another_collectio
 @pytest.mark.parametrize("corpus, names", [
     (("cranfield", "cran.all.1400"), ["SMART-format document file", "irds:cranfield"]),
     (("vaswani", "doc-text.trec"), ["TREC document file", "irds:vaswani"]),
-    (("cisi", "extracted", "CISI.ALL"), ["SMART-format document file", "irds:<id>"]),
+    (("cisi", "extracted", "CISI.ALL"), ["SMART-format document file", "ir_datasets does not serve CISI"]),
+    (("vaswani", "original_npl_format", "doc-text"), ["NPL format of the Vaswani collection", "irds:vaswani"]),
 ])
 def test_a_real_corpus_in_smart_or_trec_format_gets_the_hint(tmp_path, capsys, corpus, names):
     queries = tmp_path / "q.tsv"
@@ -83,6 +85,14 @@ def test_a_real_corpus_in_smart_or_trec_format_gets_the_hint(tmp_path, capsys, c
     assert err.count("\n") == 1
     for name in names:
         assert name in err
+
+
+def test_a_corpus_given_as_the_queries_is_named_for_what_it_is(capsys):
+    code = main(["leakcheck", "--queries", str(need(REALDATA / "vaswani" / "doc-text.trec")),
+                 "--corpus", str(need(REALDATA / "vaswani" / "query-text.trec"))])
+    err = capsys.readouterr().err
+    assert code == 2 and "a TREC document file" in err and "a corpus, not queries" in err
+    assert err.count("\n") == 1
 
 
 def test_the_collection_is_guessed_from_the_files_folder_and_name_only(tmp_path):
@@ -116,6 +126,23 @@ def test_relevance_only_qrels_are_told_apart():
     assert relevance_only(Qrels("q", {"a": {"d1": 1, "d2": -1}}), ["a"], 1)
     assert not relevance_only(Qrels("q", {"a": {"d1": 1, "d2": -1}}, True), ["a"], 1)
     assert not relevance_only(Qrels("q", {}), ["a"], 1)  # nothing judged: nothing to say
+
+
+def test_compare_on_relevance_only_qrels_warns_and_names_the_settings(tmp_path, capsys):
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\nq2 0 d3 1\n")
+    (tmp_path / "a.run").write_text("q1 Q0 d1 1 2.0 a\nq1 Q0 d2 2 1.0 a\nq2 Q0 d3 1 1.0 a\n")
+    assert main(["compare", "--baseline", str(tmp_path / "a.run"), "--candidate", str(tmp_path / "a.run"),
+                 "--qrels", str(tmp_path / "q.txt"), "--samples", "50", "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "warning: these qrels judge only relevant documents" in out and "policy.max_unjudged: 1.0" in out
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["warnings"][0].startswith("these qrels judge only relevant documents")
+
+
+def test_a_usage_error_names_the_program_once(capsys):
+    assert main(["compare", "--nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("retrieval-gate: error: compare: ") and err.count("retrieval-gate") == 1
 
 
 def test_vaswani_judges_only_relevant_documents_and_dl19_does_not():

@@ -37,14 +37,14 @@ def test_the_judged_share_says_rise_or_drop_as_it_moved_and_on_which_queries(dro
 
 
 def test_no_negative_zero_in_prose_intervals_or_tables():
-    assert signed(-0.0004) == "+0.000" and fixed(-0.0004) == "0.000" and signed(-0.0006) == "-0.001"
+    assert signed(-0.0004) == "0.000" and signed(0.0) == "0.000" and fixed(-0.0004) == "0.000" and signed(-0.0006) == "-0.001"
     g = GuardedRegression("nav", -0.0004, -0.0002, 0.0003, 0.01)
     findings = Findings(metric="nDCG@10", query_count=30, delta=-0.0004, ci_low=-0.0004, ci_high=0.003,
                         guarded_regressions=(g,))
     text = " ".join(r.message for r in failures_of(findings, Policy()))
-    assert "-0.000" not in text and "[+0.000, +0.000]" in text
+    assert "-0.000" not in text and "[0.000, 0.000]" in text
     verdict = decide_delta(-0.0004, -0.0001, 0.003, 0.01, "nDCG@10", 30, Policy(decision="interval"))
-    assert "nDCG@10 +0.000 [+0.000, +0.003]" in " ".join(r.message for r in verdict.reasons)
+    assert "nDCG@10 0.000 [0.000, +0.003]" in " ".join(r.message for r in verdict.reasons)
 
 
 def test_booleans_and_values_read_as_the_comment_shows_them():
@@ -162,3 +162,24 @@ def test_run_names_run_queries_left_out_of_the_evaluation():
     body = rendering.render_comment(_record(report))
     line = next(l for l in body.splitlines() if l.startswith("- **Reporting set**"))
     assert line.endswith("queries; the runs also answer 3 queries outside the judged golden set, left out.")
+
+
+def test_a_single_query_reads_as_one_query_everywhere(tmp_path, capsys):
+    import re
+
+    (tmp_path / "qrels").write_text("1 0 d1 1\n1 0 d2 0\n")
+    (tmp_path / "a.run").write_text("1 Q0 d1 1 2 a\n1 Q0 d2 2 1 a\n")
+    (tmp_path / "b.run").write_text("1 Q0 d2 1 2 b\n1 Q0 d1 2 1 b\n")
+    main(["compare", "--baseline", str(tmp_path / "a.run"), "--candidate", str(tmp_path / "b.run"),
+          "--qrels", str(tmp_path / "qrels"), "--out", str(tmp_path / "o")])
+    out = capsys.readouterr().out + (tmp_path / "o" / "report.md").read_text()
+    assert "on 1 query" in out and "1 of 1 query moved" in out
+    assert not re.search(r"\b1 (queries|effects|biggest losses|biggest wins)\b", out)
+    assert "0 of 1 query improved and the mean fell" in out  # no "although": nothing contrary
+    report = full_report()
+    for key in ("reporting_set",):
+        report[key]["query_count"] = 1
+    report["query_count"] = 1
+    report["judged"]["query_count"] = 1
+    body = rendering.render_comment(_record(report))
+    assert not re.search(r"\b1 queries\b", body) and "on the one judged golden query" in body

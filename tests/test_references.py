@@ -110,3 +110,16 @@ def test_replaced_keeps_everything_around_the_section():
     assert replaced(text, "START\nnew\nEND\n", "START", "END") == "a\nSTART\nnew\nEND\nb\n"
     with pytest.raises(ValueError):
         replaced("no markers", "x", "START", "END")
+
+
+def test_the_readmes_compare_example_is_what_compare_prints_on_trec_dl_2019(capsys):
+    """The example output in the README, run again on the real files it names."""
+    from tests.shared_data import REALDATA, need
+
+    folder = need(REALDATA / "runs" / "trec-dl-2019-passage")
+    block = README.split("$ retrieval-gate compare --baseline input.bm25base_p.gz", 1)[1].split("```", 1)[0]
+    shown = [line for line in block.splitlines()[2:] if line.strip()]  # after the command's two lines
+    assert cli.main(["compare", "--baseline", str(folder / "official_nist" / "input.bm25base_p.gz"),
+                     "--candidate", str(folder / "official_nist" / "input.p_bert.gz"),
+                     "--qrels", str(folder / "qrels" / "qrels.dl19-passage.txt"), "--samples", "10000"]) == 0
+    assert capsys.readouterr().out.splitlines() == shown

@@ -45,7 +45,7 @@ def test_run_prints_the_delta_its_interval_and_every_reason(tmp_path, capsys, le
 
 
 def test_numbers_never_read_as_negative_zero():
-    assert signed(-0.00001, 3) == "+0.000" and fixed(-0.00001, 3) == "0.000" and fixed(-0.0004, 3) == "0.000"
+    assert signed(-0.00001, 3) == "0.000" and fixed(-0.00001, 3) == "0.000" and fixed(-0.0004, 3) == "0.000"
     assert fixed(-0.0006, 3) == "-0.001" and signed(-0.0006, 3) == "-0.001"
 
 

@@ -61,6 +61,7 @@ import numpy as np
 
 from gate.checks.normalize import normalize, shingles, trigrams
 from gate.common.errors import InputError
+from gate.common.numbers import counted
 from gate.inputs.readers.records import Query
 
 try:  # a fast C Aho-Corasick; optional at run time (see _TokenIndexMatcher)
@@ -97,7 +98,7 @@ def _byte_key(s: str) -> bytes:
 #: Matched chunks kept per query (the first in corpus order); the count covers every one.
 CHUNKS_KEPT = 50
 #: Source documents the recommendation names before "N more documents hold M matches".
-SOURCES_NAMED = 10
+SOURCES_NAMED = 100
 #: Chunk ids a text line shows per query before "and N more".
 CHUNKS_SHOWN = 5
 
@@ -1046,7 +1047,8 @@ def chunk_listing(best: str, chunk_ids: Iterable[str], total: int, shown: int = 
 
 def render_text(result: LeakageResult) -> str:
     """The human summary: a headline, one line per matched query, a recommendation."""
-    lines = [f"{result.count}/{result.queries_checked} queries matched a corpus chunk above threshold"]
+    lines = [f"{result.count} of {counted(result.queries_checked, 'query', 'queries')} matched a corpus chunk above "
+             "threshold"]
     if result.matched:
         ids = [m.query_id for m in result.matched]
         quoted = [f'"{_one_line(m.text)}"' for m in result.matched]

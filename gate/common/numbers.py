@@ -1,7 +1,7 @@
 """Numbers as every output prints them: a sign where a direction is meant, never a negative zero.
 
 One implementation for the report's prose (reasons, sentences), the Markdown and the terminal, so
-``-0.000`` cannot appear in one place and ``+0.000`` in another.
+``-0.000`` cannot appear in one place and ``0.000`` in another.
 """
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ __all__ = ["counted", "drop_words", "fixed", "signed"]
 
 
 def signed(value: float | None, digits: int = 3) -> str:
-    """``+0.012`` / ``-0.012``; a value that rounds to zero is ``+0.000`` (never ``-0.000``);
+    """``+0.012`` / ``-0.012``; a value that rounds to zero is ``0.000``, with no sign (a ``+`` on a
+    value that fell, or a ``-0.000``, would give it a direction it does not show);
     ``n/a`` for None or NaN, ``∞`` / ``-∞`` for infinities."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     if math.isinf(value):
         return "∞" if value > 0 else "-∞"
     text = f"{value:+.{digits}f}"
-    return "+0." + "0" * digits if text == "-0." + "0" * digits else text
+    return fixed(0.0, digits) if text[1:] == fixed(0.0, digits) else text
 
 
 def fixed(value: float | None, digits: int = 3) -> str:

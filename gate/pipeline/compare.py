@@ -51,6 +51,12 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None, ru
     return decide(findings, policy), weighed
 
 
+RELEVANCE_ONLY_WARNING = (
+    "these qrels judge only relevant documents (no judged non-relevant one, as Vaswani's): Judged@k and the "
+    "unjudged share measure that style of judging, not the runs; to gate on such qrels with run, set "
+    "policy.max_unjudged: 1.0 and policy.max_judged_drop: 1.0")
+
+
 def compare_files(
     baseline: str,
     candidate: str,
@@ -141,4 +147,8 @@ def compare_files(
     report.data["decision"] = {"kind": verdict.kind, "reasons": [r.to_dict() for r in verdict.reasons],
                                "exit_code": verdict.exit_code, "rule": policy.decision, **weighed.to_dict(),
                                "alpha": ALPHA, "min_movers": MIN_MOVERS}
+    from gate.checks.judged_share import relevance_only
+
+    if relevance_only(loaded_qrels, universe.query_ids, settings.rel):
+        report.data["warnings"] = [RELEVANCE_ONLY_WARNING]
     return Result(report.record(), verdict, "report.md.j2")

@@ -309,6 +309,13 @@ def gate_folders(config: Config, runs_dir: Path | None = None) -> list[Path]:
     return folders + ([runs_dir] if runs_dir is not None else [])
 
 
+def not_code(config: Config, runs_dir: Path | None = None) -> list[Path]:
+    """What the code under test leaves out: the gate's own folders, and the retrieval config, whose
+    every change the config diff names (in the code's tree too, a config-only PR would also read
+    as an unattributed code change)."""
+    return [*gate_folders(config, runs_dir), config.here(config.retrieval_config)]
+
+
 def code_under_test(config: Config, runs_dir: Path | None = None) -> CodeIdentity | None:
     """The code the PR's runs come from (part of their cache keys); None for runners whose code
     is not the team's (run files, the reference retriever)."""
@@ -319,7 +326,7 @@ def code_under_test(config: Config, runs_dir: Path | None = None) -> CodeIdentit
             return declared_inputs(config.workspace_root, config.runner.inputs)
         except InputError as error:
             raise config.key_error("runner.inputs", error.message) from None
-    return working_tree(config.workspace_root, gate_folders(config, runs_dir))
+    return working_tree(config.workspace_root, not_code(config, runs_dir))
 
 
 def commit_code(config: Config, commit: str | None, runs_dir: Path | None = None) -> CodeIdentity | None:
@@ -329,7 +336,7 @@ def commit_code(config: Config, commit: str | None, runs_dir: Path | None = None
         return None
     if commit is None:
         return CodeIdentity("unknown", None, "the baseline's commit is not recorded", config.workspace_root)
-    code = commit_tree(config.workspace_root, commit, gate_folders(config, runs_dir))
+    code = commit_tree(config.workspace_root, commit, not_code(config, runs_dir))
     if not code.known:
         return CodeIdentity("unknown", None, code.description, config.workspace_root)
     return code
@@ -442,8 +449,9 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
                  "are now; commit them and archive again, or a replay at that commit will not be this baseline")
     ignored = ignored_recorded_files(config, golden, retrieval)
     if ignored and head is not None:
-        progress(f"warning: {', '.join(ignored)} {'is' if len(ignored) == 1 else 'are'} ignored by git: commit "
-                 f"{head[:12]}, which the manifest records, does not hold {'it' if len(ignored) == 1 else 'them'}; "
+        one = len(ignored) == 1 and " and " not in ignored[0] and ", " not in ignored[0]
+        progress(f"warning: {', '.join(ignored)} {'is' if one else 'are'} ignored by git: commit "
+                 f"{head[:12]}, which the manifest records, does not hold {'it' if one else 'them'}; "
                  "a replay reads what the workspace holds then, and the sha256 the manifest records tells whether "
                  "it is this copy (keep it where every checkout finds it, or commit it)")
     changed_code = [name for name in (uncommitted_code(config, runs_dir) if run_path is None else [])
@@ -518,7 +526,17 @@ def ignored_recorded_files(config: Config, golden: Golden, retrieval: RetrievalC
     if root is None or git.head_commit(root) is None:
         return []
     paths = _recorded_paths(config, golden, retrieval, root)
-    return _touched(paths, git.ignored_files(root, paths) or ())
+    ignored = git.ignored_files(root, paths) or []
+    out = []
+    for path in paths:
+        if path in ignored:
+            out.append(path)
+            continue
+        inside = [name for name in ignored if name.startswith(path.rstrip("/") + "/")]
+        shown = ", ".join(inside[:3]) + (f" and {len(inside) - 3} more" if len(inside) > 3 else "")
+        if inside:
+            out.append(f"{shown} (in the folder {path})")
+    return out
 
 
 def uncommitted_code(config: Config, runs_dir: Path | None = None) -> list[str]:

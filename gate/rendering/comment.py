@@ -29,6 +29,7 @@ import json
 import logging
 import math
 import re
+import unicodedata
 from functools import lru_cache
 from typing import Any, Sequence
 
@@ -36,6 +37,7 @@ import jinja2
 
 from gate.rendering.markdown_cut import COMMENT_LIMIT, fit_comment
 from gate.rendering.markdown import BIDI_CONTROLS, CONTROL_CHARACTERS, Inert, finalizer, inert, md_text, signed
+from gate.common.numbers import counted
 from gate.rendering.markdown_cut import fit_sections
 from gate.rendering.jinja import ReportEnvironment, environment
 from gate.report.typed import ABSENT, empty
@@ -86,7 +88,10 @@ LEAK_ROWS = 30
 # Reasons whose message repeats the interval the headline already shows.
 _STATISTICAL = {"regression_shown", "non_inferior", "improvement_shown", "improvement_required", "underpowered",
                 "too_few_movers"}
-_GOOD_REASONS = {"non_inferior", "improvement_shown"}
+_GOOD_REASONS = {"non_inferior", "improvement_shown", "unchanged", "not_relevant"}
+# Reasons that leave the question open (the verdict is inconclusive on them), whatever else failed.
+_OPEN_REASONS = {"too_few_movers", "underpowered", "base_unavailable", "runner_failed", "empty_reporting_set",
+                 "missing_run"}
 _RESOLUTION_WORDS = {
     "reused": "the archived per-query values",
     "rescored": "the archived ranked lists re-scored against today's qrels",
@@ -283,8 +288,9 @@ def _rule_phrase(report: Report, reason: VerdictReason | Reason, delta_shown: bo
                 margin = float(found.group(1)) if found else None
             return f"non-inferior (margin −{margin:g})" if margin is not None else "non-inferior"
         if code == "too_few_movers":
-            moved = re.search(r"only (\d+) of (\d+) queries moved", message)
-            return (f"only {moved.group(1)} of {moved.group(2)} queries moved" if moved else "too few queries moved")
+            moved = re.search(r"only (\d+) of (\d+) quer(?:y|ies) moved", message)
+            return (f"only {moved.group(1)} of {counted(int(moved.group(2)), 'query', 'queries')} moved" if moved
+                    else "too few queries moved")
         mde = _num(report.delta.mde) if report.delta else None
         return "neither a regression nor non-inferiority shown" + (
             f" (minimum detectable effect {mde:.3f})" if mde is not None else " (minimum detectable effect not estimable)")
@@ -395,9 +401,9 @@ def quoted_reproduce_command(report: Report) -> str | None:
     if len(words) == 6 and words[4] != "--base":
         return None
     values = words[3::2]
-    if any(not value or value.startswith("-") or len(value) > REPRODUCE_ARGUMENT_LIMIT
-           or _UNQUOTABLE.search(value) for value in values):
-        return None
+    if any(not value or value.startswith("-") or len(value) > REPRODUCE_ARGUMENT_LIMIT or _UNQUOTABLE.search(value)
+           or any(unicodedata.category(c) in ("Cf", "Zl", "Zp") for c in value) for value in values):
+        return None  # Cf: zero-width and other invisible characters a reviewer cannot see to refuse
     return reproduce_command(values[0], values[1] if len(values) == 2 else None)
 
 
@@ -416,6 +422,8 @@ def _reason_rows(report: Report) -> list[dict[str, str]]:
             icon = "⚠️"
         elif code in _GOOD_REASONS:
             icon = "✅"
+        elif code in _OPEN_REASONS:
+            icon = "⚠️"
         elif code.startswith("accept"):
             icon = "☑️"
         elif kind in ("fail", "accepted"):
@@ -491,10 +499,10 @@ def _attribution_view(report: Report) -> dict[str, Any] | None:
     head = (a.headline.text if a.headline else None) or readings.headline or None
     return {
         "kind": "grid",
-        "headline": head,
+        "headline": typographic_minus(str(head)) if head else None,
         "grid": grid if ok_grid else None,
-        "additivity": readings.additivity or None,
-        "interactions": [s for s in readings.interactions or () if s][:2],
+        "additivity": typographic_minus(str(readings.additivity)) if readings.additivity else None,
+        "interactions": [typographic_minus(str(s)) for s in readings.interactions or () if s][:2],
         "factors": [str(f) for f in a.factors or ()],
         "metric": a.metric or report.metric,
         "queries": a.queries if a.queries is not ABSENT else None,
@@ -515,7 +523,7 @@ def _full_attribution(report: Report) -> str | None:
         log.warning("attribution detail not rendered: %s", md_text(exc, 200))
         return None
     text = re.sub(r"\A\s*## Attribution\s*\n", "", text)
-    return _demote(text, 2).strip("\n")
+    return typographic_minus(_demote(text, 2).strip("\n"))  # the comment's minus sign, as in its tables
 
 
 def _lift_view(report: Report) -> dict[str, Any] | None:
@@ -527,11 +535,16 @@ def _lift_view(report: Report) -> dict[str, Any] | None:
     return {"lift": lift, "buckets": buckets, "top": top}
 
 
+_ONE_UNIT = {"queries": "query", "chunks": "chunk", "judgments": "judgment", "rows": "row"}
+
+
 def _inputs_view(report: Report) -> list[dict[str, Any]]:
     rows = []
     for name, item in (report.inputs or {}).items():
-        rows.append({"name": name, "path": item.path or None, "sha": str(item.sha256 or "")[:12],
-                     "count": item.count if item.count is not ABSENT else None, "unit": item.unit or ""})
+        count = item.count if item.count is not ABSENT else None
+        unit = str(item.unit or "")
+        rows.append({"name": name, "path": item.path or None, "sha": str(item.sha256 or "")[:12], "count": count,
+                     "unit": _ONE_UNIT.get(unit, unit) if count == 1 else unit})
     return rows
 
 

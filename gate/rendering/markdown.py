@@ -96,7 +96,11 @@ def md_text(value: object, limit: int | None = None) -> str:
     # newlines, tabs, U+2028/2029 and runs of spaces fold, leading and trailing ones dropped.
     text = " ".join(_CONTROLS.sub(" ", text).split())
     if limit is not None and len(text) > limit:
-        text = text[: max(limit - 1, 0)] + "…"
+        cut = text[: max(limit - 1, 0)]
+        space = cut.rfind(" ")
+        if space > len(cut) * 0.6:  # at a word's end when one is near: "or judge…", not "or judge t…"
+            cut = cut[:space]
+        text = cut + "…"
     out = []
     previous = ""
     for index, ch in enumerate(text):

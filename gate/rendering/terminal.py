@@ -11,6 +11,7 @@ import re
 from gate.report.spine import Report
 from gate.report.typed import ABSENT
 from gate.rendering.markdown import BIDI_CONTROLS, CONTROL_CHARACTERS, fixed, signed
+from gate.common.numbers import counted
 
 # What data must not bring to a terminal: control characters (an ANSI escape, a carriage return
 # that overwrites a line, a newline that forges one) and bidirectional overrides that reorder text.
@@ -57,6 +58,10 @@ def config_value(value) -> str:
     return "absent" if value == "<absent>" else terminal_safe(value_text(value), lines=False)
 
 
+def _queries(count: int | None) -> str:
+    return counted(count, "query", "queries") if isinstance(count, int) else f"{count} queries"
+
+
 def run_summary_lines(report: Report) -> list[str]:
     """What ``run`` prints: the verdict's headline, the primary measure on the reporting set with
     the delta and its interval (or why there is none), the delta over all judged queries when the
@@ -65,8 +70,8 @@ def run_summary_lines(report: Report) -> list[str]:
     # The headline names the verdict itself (its icon and kind come first).
     lines = [verdict.headline or f"{verdict.kind}: {verdict.reasons[0].message if verdict.reasons else ''}"]
     reporting = report.reporting_set
-    where = (f"{reporting.name} ({reporting.query_count} queries)" if reporting and reporting.name
-             else f"{report.query_count} queries" if report.query_count else "the golden queries")
+    where = (f"{reporting.name} ({_queries(reporting.query_count)})" if reporting and reporting.name
+             else _queries(report.query_count) if report.query_count else "the golden queries")
     baseline = report.baseline.mean if report.baseline else None
     candidate = report.candidate.mean if report.candidate else None
     lines.append(f"{report.metric} on {where}: baseline {_fmt(baseline)} -> candidate {_fmt(candidate)}")
@@ -111,7 +116,7 @@ def summary_lines(report: Report) -> list[str]:
     delta = report.delta
     lines = [
         f"{report.metric}: baseline {_fmt(report.baseline.mean)} -> candidate {_fmt(report.candidate.mean)}"
-        f" on {report.query_count} queries",
+        f" on {_queries(report.query_count)}",
         _delta_line(delta) + f" ({delta.method} bootstrap, B={delta.samples}, seed={delta.seed})",
         f"p(delta<=0)={_fmt(delta.p_le_zero)}  sign-flip p={_fmt(delta.p_randomization)}"
         f" ({delta.randomization})  wins/losses/ties {delta.wins}/{delta.losses}/{delta.ties}"

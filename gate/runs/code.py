@@ -75,6 +75,15 @@ def _excludes(root: Path, folders: Sequence[Path]) -> list[str]:
     return out
 
 
+def _drop(top: Path, exclude: Sequence[Path], env: dict[str, str]) -> bool:
+    """Remove ``exclude`` from the temporary index ``env`` names; False when git refuses."""
+    for folder in _excludes(top, exclude):
+        path = folder.split(")", 1)[1]
+        if _git(top, "rm", "-r", "-q", "--cached", "-f", "--ignore-unmatch", "--", path, env=env).returncode != 0:
+            return False
+    return True
+
+
 def _scratch_objects(top: Path, tmp: Path) -> dict[str, str]:
     """New blobs and trees go to a scratch object folder, the repository's own read beside it:
     fingerprinting the code must not grow ``.git`` with copies of untracked files."""
@@ -114,13 +123,15 @@ def working_tree(root: Path, exclude: Sequence[Path] = ()) -> CodeIdentity:
         if added.returncode != 0:
             return CodeIdentity("unknown", None, f"git add failed in {top}: "
                                 f"{added.stderr.decode(errors='replace').strip()[:200]}", Path(root))
-        for folder in _excludes(top, exclude):  # tracked files in an excluded folder leave the index too
-            _git(top, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", folder.split(")", 1)[1], env=env)
+        # Tracked files in an excluded folder leave the index too (-f: the temporary index may hold
+        # another version of them than the file and HEAD, and git refuses that without it).
+        if not _drop(top, exclude, env):
+            return CodeIdentity("unknown", None, f"cannot leave the gate's folders out of the tree of {top}", Path(root))
         tree = _git(top, "write-tree", env=env)
     if tree.returncode != 0:
         return CodeIdentity("unknown", None, f"git write-tree failed in {top}", Path(root))
     sha = tree.stdout.decode().strip()
-    return CodeIdentity("git-tree", sha, f"the working tree of {top} (git tree {sha[:12]})", Path(root))
+    return CodeIdentity("git-tree", sha, f"the working tree (git tree {sha[:12]})", Path(root))
 
 
 def commit_tree(root: Path, commit: str, exclude: Sequence[Path] = ()) -> CodeIdentity:
@@ -135,8 +146,9 @@ def commit_tree(root: Path, commit: str, exclude: Sequence[Path] = ()) -> CodeId
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index"), **_scratch_objects(top, Path(tmp))}
         if _git(top, "read-tree", resolved, env=env).returncode != 0:
             return CodeIdentity("unknown", None, f"cannot read the tree of {commit[:12]}", None)
-        for folder in _excludes(top, exclude):
-            _git(top, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", folder.split(")", 1)[1], env=env)
+        if not _drop(top, exclude, env):
+            return CodeIdentity("unknown", None, f"cannot leave the gate's folders out of the tree of {commit[:12]}",
+                                None)
         tree = _git(top, "write-tree", env=env)
     if tree.returncode != 0:
         return CodeIdentity("unknown", None, f"cannot write the tree of {commit[:12]}", None)

@@ -144,7 +144,8 @@ def wins_sentence(wins: int, losses: int, ties: int, mean: float) -> str:
     noun = "query" if n == 1 else "queries"
     tail = f"({losses} worse, {ties} unchanged)"
     if mean < 0:
-        return f"{wins} of {n} {noun} improved although the mean fell {tail}"
+        # "although" only where wins exist to contrast with the fall
+        return f"{wins} of {n} {noun} improved {'although' if wins else 'and'} the mean fell {tail}"
     if mean > 0:
         return f"{wins} of {n} {noun} improved and the mean rose {tail}"
     return f"{wins} of {n} {noun} improved and the mean did not move {tail}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.common.numbers import signed
+from gate.common.numbers import counted, signed
 # The policy is the config's ``policy:`` block, its defaults declared once (gate.inputs.config).
 from gate.inputs.config import Policy
 
@@ -132,13 +132,13 @@ def decide_delta(
             reasons.append(Reason("improvement_shown", f"improvement shown ({evidence_text})"))
             kind = "pass"
         else:
-            how = (f"; {e.losses} of {e.n} queries lost, at most {e.loss_share_upper:.1%} of all queries can"
+            how = (f"; {e.losses} of {counted(e.n, 'query', 'queries')} lost, at most {e.loss_share_upper:.1%} of all queries can"
                    if e is not None and worst_case and not enough else "")
             reasons.append(Reason("non_inferior", f"non-inferior within -{policy.max_regression:g} "
                                                   f"({evidence_text}{how})"))
             kind = "pass"
     elif e is not None and not enough:
-        reasons.append(Reason("too_few_movers", f"only {e.movers} of {e.n} queries moved ({interval}): too few to "
+        reasons.append(Reason("too_few_movers", f"only {e.movers} of {counted(e.n, 'query', 'queries')} moved ({interval}): too few to "
                                                 f"tell a change of less than {policy.max_regression:g} from one "
                                                 f"the sample missed (at least {MIN_MOVERS} needed, or more queries)"))
         kind = "inconclusive"
@@ -244,8 +244,8 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
         out.append(Reason("judged_share", f"the judged share of the top {f.judged_k} fell by {drop} "
                                           f"against the baseline (limit {limit}){hint}"))
     if f.tuning_overlap:
-        out.append(Reason("tuning_overlap", f"{len(f.tuning_overlap)} queries are both tuning and reporting "
-                                            f"queries (e.g. {', '.join(f.tuning_overlap[:3])})"))
+        out.append(Reason("tuning_overlap", f"{counted(len(f.tuning_overlap), 'query is', 'queries are')} both "
+                                            f"tuning and reporting queries (e.g. {', '.join(f.tuning_overlap[:3])})"))
     if f.damaged_traffic is not None and f.damaged_traffic > policy.max_damaged_traffic + 1e-12:
         damaged, limit = percentages(f.damaged_traffic, policy.max_damaged_traffic)
         out.append(Reason("damaged_traffic", f"{damaged} of traffic damaged "
@@ -271,8 +271,8 @@ def decide(findings: Findings, policy: Policy) -> Verdict:
 def unchanged(query_count: int, policy: Policy, reporting_set: dict[str, Any] | None = None) -> Verdict:
     """The candidate ranks every golden query exactly as the baseline does (a refactor, a docs
     change on a stack whose whole tree is its code): pass, unless an improvement is required."""
-    message = (f"no golden query's ranking changed ({query_count} queries ranked exactly as the baseline ranks "
-               "them): there is no difference to judge")
+    message = (f"no golden query's ranking changed ({counted(query_count, 'query', 'queries')} ranked exactly as the "
+               "baseline ranks them): there is no difference to judge")
     if policy.require_improvement:
         return Verdict("fail", (Reason("improvement_required", f"improvement required but {message}"),), False,
                        _exit("fail", policy), reporting_set or {})

@@ -461,7 +461,7 @@ def faq_result() -> LeakageResult:
 def test_render_text_shape():
     text = render_text(faq_result())
     assert text == (
-        "2/3 queries matched a corpus chunk above threshold\n"
+        "2 of 3 queries matched a corpus chunk above threshold\n"
         '  q_0031 "how many webhooks per project"  -> faq/common-questions#q14 (exact)\n'
         '  q_0087 "rate limit 429 retry after"     -> faq/common-questions#q31 (exact)\n'
         "1 query too short to attribute (skipped)\n"
@@ -479,7 +479,7 @@ def test_render_text_trigram_and_counts():
     score = window_score(q.text, chunks[0].text)
     assert f"-> c1, c2 (trigram-jaccard {score:.2f}, 2 chunks)" in text
     assert "\"how many outgoing 'webhooks' can a single project register\"" in text  # one line
-    assert render_text(find_leaks([q], [])) == "0/1 queries matched a corpus chunk above threshold\n"
+    assert render_text(find_leaks([q], [])) == "0 of 1 query matched a corpus chunk above threshold\n"
 
 
 def test_to_dict_shape():

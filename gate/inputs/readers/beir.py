@@ -59,8 +59,23 @@ def beir_qrels(folder: str | os.PathLike, split: str = "test") -> Qrels:
     return read_qrels(beir_file(folder, f"qrels/{split}.tsv"))
 
 
+_BEIR_ENTRIES = {"corpus.jsonl", "corpus.jsonl.gz", "queries.jsonl", "queries.jsonl.gz", "qrels"}
+
+
 def beir_corpus(folder: str | os.PathLike) -> Path:
-    return beir_file(folder, "corpus.jsonl")
+    """The ``corpus.jsonl`` of a BEIR folder. A folder that holds other documents beside it is
+    refused: read as BEIR, only corpus.jsonl would be scanned and the rest skipped without a word
+    (a leaked page among them never found)."""
+    path = beir_file(folder, "corpus.jsonl")
+    others = sorted(entry.name for entry in Path(folder).iterdir()
+                    if entry.name not in _BEIR_ENTRIES and not entry.name.startswith(".")
+                    and not entry.name.upper().startswith(("README", "LICENSE")))
+    if others:
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise InputError(str(folder), None, f"holds corpus.jsonl and other files ({shown}): read as a BEIR folder "
+                         "only corpus.jsonl would be read and the rest skipped; give corpus.jsonl itself, or move it "
+                         "out to read the folder as a folder of files")
+    return path
 
 
 def read_beir(folder: str | os.PathLike, split: str = "test") -> BeirData:
