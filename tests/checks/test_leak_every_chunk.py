@@ -50,6 +50,7 @@ def test_every_matched_chunk_is_kept_in_corpus_order(workers, monkeypatch):
 @pytest.mark.parametrize("workers", [0, 2])
 def test_the_kept_chunks_are_capped_and_the_count_is_not(workers, monkeypatch):
     monkeypatch.setattr(leakage, "WORKERS_AFTER_CHUNKS", 5)
+    monkeypatch.setattr(leakage, "SOURCES_NAMED", 10)  # fewer than the kept chunks: the "more" path
     copies = leakage.CHUNKS_KEPT + 12
     result = find_leaks([Query("172", QUERY)], iter(_corpus(copies, filler=3 * copies)), workers=workers)
     (match,) = result.matched

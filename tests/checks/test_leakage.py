@@ -7,6 +7,8 @@ small random corpora with small alphabets (where near-matches abound).
 
 from __future__ import annotations
 
+import gate.checks.leakage as leakage_module
+
 import json
 import random
 import tracemalloc
@@ -517,10 +519,12 @@ def test_recommendation_names_the_documents_behind_most_matches():
         "exclude d (4 matches), b (2 matches), c (2 matches), a (1 match), e (1 match) and f (1 match) from the "
         "snapshot or re-judge."
     )
-    # Every source is named up to SOURCES_NAMED (10); beyond, the rest are counted.
-    twelve = _result(["d"] * 2 + [f"s{i:02d}" for i in range(11)])
-    assert twelve.recommendation().endswith(" 2 more documents hold 2 matches.")
-    assert twelve.recommendation().count("match") == 11
+    # Every source is named up to SOURCES_NAMED (100); beyond, the rest are counted.
+    named = leakage_module.SOURCES_NAMED
+    beyond = _result(["d"] * 2 + [f"s{i:03d}" for i in range(named + 1)])
+    assert beyond.recommendation().endswith(" 2 more documents hold 2 matches.")
+    assert beyond.recommendation().count("match") == named + 1
+    assert "s040 (1 match) from" in _result([f"s{i:03d}" for i in range(41)]).recommendation()  # 41: all named
     assert many.sources()[:2] == [("d", 4), ("b", 2)]
     assert _result([]).recommendation() is None
     assert faq_result().matched_ids() == {"q_0031", "q_0087"}
