@@ -123,3 +123,19 @@ def test_the_readmes_compare_example_is_what_compare_prints_on_trec_dl_2019(caps
                      "--candidate", str(folder / "official_nist" / "input.p_bert.gz"),
                      "--qrels", str(folder / "qrels" / "qrels.dl19-passage.txt"), "--samples", "10000"]) == 0
     assert capsys.readouterr().out.splitlines() == shown
+
+
+def test_the_readmes_sweep_example_is_what_sweep_prints_on_trec_dl_2019(capsys, monkeypatch):
+    from tests.shared_data import REALDATA, need
+
+    folder = need(REALDATA / "runs" / "trec-dl-2019-passage")
+    block = README.split("$ retrieval-gate sweep --cell base=input.bm25base_p.gz", 1)[1].split("\n...\n", 1)[0]
+    shown = block.splitlines()[3:]  # after the command's three lines
+    monkeypatch.chdir(folder / "official_nist")
+    cells = [f"{name}=input.{run}.gz" for name, run in (("base", "bm25base_p"), ("base+rm3", "bm25base_rm3_p"),
+                                                        ("tuned", "bm25tuned_p"), ("tuned+rm3", "bm25tuned_rm3_p"))]
+    assert cli.main(["sweep", *sum((["--cell", c] for c in cells), []),
+                     "--qrels", str(folder / "qrels" / "qrels.dl19-passage.txt"),
+                     "--queries", str(folder / "topics" / "topics.dl19-passage.txt"), "--reference", "base"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:len(shown)] == shown

@@ -34,7 +34,7 @@ from gate.inputs.retrieval_config import RetrievalConfig, flatten
 from gate.statistics.sweep import DEFAULT_FOLDS, SweepResult, analyze_sweep
 
 __all__ = ["SweepCellSpec", "sweep_cells", "cell_label", "reference_cell", "score_cells", "sweep_from_config",
-           "sweep_from_runs"]
+           "sweep_from_runs", "swept_changes", "gate_sweep"]
 
 Progress = Callable[[str], None]
 
@@ -113,6 +113,43 @@ def sweep_from_config(config: Config, golden: Golden, retrieval: RetrievalConfig
                          strata=[strata.get(q) for q in universe], tuning=tuning, holdout=holdout,
                          folds=config.sweep.folds, samples=samples, seed=seed, method=config.statistics.ci_method,
                          reference=reference_cell(cells, retrieval), params=[cell.params for cell in cells])
+
+
+def swept_changes(config: Config, changed_paths: Sequence[str]) -> tuple[str, ...]:
+    """The changed retrieval-config keys a configured sweep answers for: declared tunable
+    (``tuning.params``) or swept (``sweep.params``); none without a sweep."""
+    if not config.sweep.params:
+        return ()
+    keys = [*config.tuning.params, *config.sweep.params]
+    return tuple(sorted({path for path in changed_paths
+                         if any(path == key or path.startswith(key + ".") or key.startswith(path + ".")
+                                for key in keys)}))
+
+
+def gate_sweep(config: Config, golden: Golden, retrieval: RetrievalConfig, producer, queries_path: str, code,
+               progress: Progress, changed: Sequence[str], reporting_ids: Sequence[str], metric_value: float | None,
+               *, samples: int, seed: int) -> tuple[dict[str, Any], str | None]:
+    """The sweep for a PR that changes a swept or tunable key: report.json's ``sweep`` section
+    (the grid around the PR's config, with the cell a sweep tuned on the reporting queries would
+    pick) and, when the PR's values are that cell, the warning that its number is the optimistic one."""
+    from gate.common.numbers import fixed
+
+    result = sweep_from_config(config, golden, retrieval, producer, queries_path, code, progress, samples=samples,
+                               seed=seed)
+    picked = result.best_on(reporting_ids)
+    flagged = result.reference is not None and result.reference == picked
+    data = {**result.to_dict(), "changed_params": list(changed), "reporting_maximum": picked,
+            "reporting_query_count": len(set(reporting_ids) & set(result.query_ids)),
+            "candidate_is_reporting_maximum": flagged}
+    warning = None
+    if flagged:
+        cv = result.cross_validated
+        warning = (f"this PR's values ({result.reference}) are the best of the sweep's {len(result.cells)} cells on the "
+                   f"reporting queries: its {result.metric}"
+                   + (f" of {fixed(metric_value)}" if metric_value is not None else "")
+                   + f" is the optimistic number; the grid's cross-validated estimate is {fixed(cv.mean)} "
+                     f"[{fixed(cv.ci_low)}, {fixed(cv.ci_high)}]")
+    return data, warning
 
 
 def _split(config: Config) -> tuple[list[str] | None, list[str] | None]:

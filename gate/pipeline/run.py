@@ -799,6 +799,23 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         # but the comment says loudly that the credit for the bundled changes is missing, and
         # why. (A planned cell missing from runs-dir makes the verdict inconclusive below.)
         report["warnings"] = [*report.get("warnings", []), f"no attribution: {failure.purpose}: {failure.message}"]
+    sweep_warning = None
+    from gate.pipeline.grid import gate_sweep, swept_changes
+
+    changed_swept = swept_changes(config, [c.path for c in diff])
+    if changed_swept:
+        progress(f"sweep: this PR changes {', '.join(changed_swept)}; scoring the sweep grid around it")
+        try:
+            report["sweep"], sweep_warning = gate_sweep(
+                config, golden, retrieval, producer, runner_queries_path(golden, producer.work_dir), code, progress,
+                changed_swept, reporting.query_ids, report["candidate"]["mean"], samples=stats.samples,
+                seed=stats.seed)
+        except RunnerFailed as failure:
+            if isinstance(failure, RunMissing):
+                missing = missing or failure
+            report["warnings"] = [*report.get("warnings", []), f"no sweep: {failure.purpose}: {failure.message}"]
+    if sweep_warning:
+        report["warnings"] = [*report.get("warnings", []), sweep_warning]
     if attribution is not None:
         from gate.statistics.attribution import GridRefused
 
@@ -814,7 +831,8 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     findings = Findings(
         metric=metric, query_count=len(reporting.query_ids), delta=paired.mean, ci_low=paired.ci_low,
         ci_high=paired.ci_high, mde=_num(paired.mde), noise_threshold=threshold, evidence=weighed,
-        reporting_set=reporting.to_dict(), warnings=tuple(validity.warnings), **validity_findings(validity),
+        reporting_set=reporting.to_dict(), warnings=(*validity.warnings, *filter(None, [sweep_warning])),
+        **validity_findings(validity),
         **traffic_findings(strata_block),
         identical_rankings=baseline.run is not None and same_rankings(baseline.run, candidate_run,
                                                                       reporting.query_ids))
@@ -1277,13 +1295,17 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,
             for levels, label, cell_config in grid_cells(config, baseline_config, candidate, factors):
                 if len(set(levels)) > 1:  # the corners are the baseline and the candidate
                     add(f"grid cell {label}", cell_config, True, "attribution of the bundled change", code)
-    if sweep:
-        from gate.pipeline.grid import sweep_cells
+    from gate.pipeline.grid import sweep_cells, swept_changes
 
-        if not config.sweep.params:
-            raise config.key_error("sweep.params", "plan --sweep: no sweep grid configured")
+    if sweep and not config.sweep.params:
+        raise config.key_error("sweep.params", "plan --sweep: no sweep grid configured")
+    changed_swept = swept_changes(config, [c.path for c in config_diff(baseline_config, candidate)]) \
+        if baseline_config is not None else ()
+    if sweep or changed_swept:
+        why = ("a cell of the sweep grid" if not changed_swept
+               else f"a cell of the sweep grid (this PR changes {', '.join(changed_swept)})")
         for cell in sweep_cells(config.sweep.params, candidate):
-            add(f"sweep cell {cell.label}", cell.config, True, "a cell of the sweep grid", code)
+            add(f"sweep cell {cell.label}", cell.config, True, why, code)
     for repeat in range(1, noise_repeats + 1):  # the seeds measure_noise gives each repeat
         add(f"noise repeat {repeat}/{noise_repeats}", candidate, True, "an identical run for the noise band", code,
             repeat=repeat, seed=config.noise.base_seed + repeat)

@@ -932,6 +932,12 @@ class Sweep(Record):
     trade_off: str | Absent = key(STR)
     samples: int | Absent = key(INT)
     seed: int | Absent = key(INT)
+    # run only: the swept or tunable keys the PR changes, the cell a sweep tuned on the reporting
+    # queries would pick, on how many, and whether the PR's values are that cell
+    changed_params: tuple[str, ...] | Absent = key(ListOf(STR))
+    reporting_maximum: str | None | Absent = key(Nullable(STR))
+    reporting_query_count: int | Absent = key(INT)
+    candidate_is_reporting_maximum: bool | Absent = key(BOOL)
 
 
 @dataclass(frozen=True, kw_only=True)

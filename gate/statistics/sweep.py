@@ -115,6 +115,14 @@ class SweepResult:
     seed: int
     query_ids: tuple[str, ...]
     honest: np.ndarray  # the cross-validated per-query array, aligned on query_ids
+    values: np.ndarray  # every cell's per-query values (cells x queries)
+
+    def best_on(self, query_ids) -> str:
+        """The cell with the best mean on ``query_ids`` (ties to the first): what a sweep tuned on
+        those queries would pick."""
+        wanted = set(query_ids)
+        columns = np.asarray([i for i, q in enumerate(self.query_ids) if q in wanted], dtype=np.int64)
+        return self.cells[choose(self.values, columns)].name if len(columns) else self.maximum
 
     def cell(self, name: str) -> SweepCell:
         return next(cell for cell in self.cells if cell.name == name)
@@ -127,10 +135,12 @@ class SweepResult:
         """The hold-out against cross-validation in one sentence (the seed's trade-off)."""
         cv = self.cross_validated
         optimism = fixed(self.optimism.mean)
+        owed = (f"it removes the {optimism} the maximum owes to the choice" if fixed(self.optimism.mean) != fixed(0.0)
+                else "the maximum owes nothing measurable to the choice here")
         if self.held_out is None:
             return (f"cross-validation scores every one of the {cv.query_count} queries with a cell chosen without it: "
-                    f"its interval is {fixed(cv.width)} wide, and it removes the {optimism} the maximum owes to the "
-                    "choice; no tuning split is declared to compare a hold-out with")
+                    f"its interval is {fixed(cv.width)} wide, and {owed}; no tuning split is declared to compare a "
+                    "hold-out with")
         held = self.held_out.estimate
         wider = held.width > self.optimism.mean
         return (f"a hold-out of {held.query_count} queries removes the optimism too, but its interval is "
@@ -313,4 +323,4 @@ def analyze_sweep(
 
     return SweepResult(metric, cells, names[top], cv, tuple(names[i] for i in choices), folds,
                        strata is not None and any(s is not None for s in strata), gap, expected,
-                       expected_high, held, reference, samples, seed, ids, honest)
+                       expected_high, held, reference, samples, seed, ids, honest, values)
