@@ -854,6 +854,15 @@ class Attribution(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SweepDelta(Record):
+    """``sweep.cells[].delta_vs_reference``: the cell minus the config as it stands, paired over
+    queries, with its 95% interval"""
+    mean: float | None = key(Nullable(NUM), required=True)
+    ci_low: float | None | Absent = key(Nullable(NUM))
+    ci_high: float | None | Absent = key(Nullable(NUM))
+
+
+@dataclass(frozen=True, kw_only=True)
 class SweepCell(Record):
     """``sweep.cells[]``: a cell's name, its mean and 95% bootstrap interval on every judged query,
     how many cross-validation folds chose it, and its swept values"""
@@ -865,6 +874,7 @@ class SweepCell(Record):
     query_count: int | Absent = key(INT)
     folds_chosen: int | Absent = key(INT)
     params: Mapping[str, Any] | Absent = key(MapOf(ANY))
+    delta_vs_reference: SweepDelta | None | Absent = key(Nullable(RecordOf(SweepDelta)))
 
 
 @dataclass(frozen=True, kw_only=True)

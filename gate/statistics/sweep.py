@@ -79,10 +79,15 @@ class SweepCell:
     estimate: Estimate
     folds_chosen: int  # how many cross-validation folds chose this cell
     params: tuple[tuple[str, Any], ...] = ()  # the swept values, when the cell comes from sweep.params
+    # this cell minus the config as it stands, paired over queries (None without a reference cell)
+    against_reference: Estimate | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        vs = self.against_reference
         return {"name": self.name, **self.estimate.to_dict(), "folds_chosen": self.folds_chosen,
-                "params": {key: value for key, value in self.params}}
+                "params": {key: value for key, value in self.params},
+                "delta_vs_reference": None if vs is None else {"mean": vs.mean, "ci_low": vs.ci_low,
+                                                                "ci_high": vs.ci_high}}
 
 
 @dataclass(frozen=True)
@@ -305,8 +310,16 @@ def analyze_sweep(
     cv = Estimate(float(honest.mean()), float(cv_low), float(cv_high), n)
     gap_low, gap_high = np.percentile(max_means - cv_means, [2.5, 97.5])
     gap = Estimate(float(values[top].mean() - honest.mean()), float(gap_low), float(gap_high), n)
-    cells = tuple(SweepCell(name, estimates[i], int(picked[i]), tuple(params[i]) if params is not None else ())
-                  for i, name in enumerate(names))
+    against: list[Estimate | None] = [None] * len(names)
+    if reference is not None:
+        # Paired over queries, on the same resamples as the cells: what switching to each cell
+        # would move, with the interval a comparison of two configs on one query set has.
+        differences = values - values[names.index(reference)]
+        for i, (row, means) in enumerate(zip(differences, bootstrap_means(differences, samples, seed))):
+            low, high = confidence_interval(row, means, method)
+            against[i] = Estimate(float(row.mean()), float(low), float(high), n)
+    cells = tuple(SweepCell(name, estimates[i], int(picked[i]), tuple(params[i]) if params is not None else (),
+                            against[i]) for i, name in enumerate(names))
     expected, expected_high = expected_optimism(values, samples, seed)
 
     held = None
