@@ -137,8 +137,8 @@ def test_a_cell_that_misses_golden_queries_is_refused_by_name(tmp_path, capsys):
 def test_a_pr_that_sets_the_grids_best_cell_on_the_reporting_queries_is_flagged_beside_the_honest_estimate(
         tmp_path, capsys):
     config = small_world(tmp_path, leak_in_new=False,
-                         extra_config="sweep: {params: {boost: [0.25, 0.5, 1.0, 2.0, 4.0]}, folds: 4}\n"
-                                      "tuning: {params: [boost]}\n")
+                         extra_config="sweep: {params: {prefer_suffix: ['#c0', '#c1', '#c3', '#c5']}, folds: 4}\n"
+                                      "tuning: {params: [prefer_suffix]}\n")
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "world"]):
         subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=tmp_path,
                        check=True, capture_output=True)
@@ -151,22 +151,24 @@ def test_a_pr_that_sets_the_grids_best_cell_on_the_reporting_queries_is_flagged_
                           text=True).stdout.strip()
     grid, _ = _sweep(capsys, "--config", str(config))
     best = grid["maximum"]["cell"]  # no tuning split: the reporting queries are every judged query
-    value = grid["cells"][[c["name"] for c in grid["cells"]].index(best)]["params"]["boost"]
-    (tmp_path / "retrieval.yml").write_text(f"ingestion: {{parser: v1}}\nboost: {value}\n")
+    means = sorted(c["mean"] for c in grid["cells"])
+    assert means[-1] - means[-2] > 1e-6  # one best cell, not a tie
+    value = grid["cells"][[c["name"] for c in grid["cells"]].index(best)]["params"]["prefer_suffix"]
+    (tmp_path / "retrieval.yml").write_text(f"ingestion: {{parser: v1}}\nboost: 1.0\nprefer_suffix: '{value}'\n")
     # plan lists the grid: the PR changes a swept key, and the gate will score the grid around it
     assert main(["plan", "--config", str(config), "--base", base, "--format", "json"]) == 0
     planned = [entry["purpose"] for entry in json.loads(capsys.readouterr().out)]
-    assert sum(p.startswith("sweep cell ") for p in planned) == 4  # the fifth is the candidate itself
+    assert sum(p.startswith("sweep cell ") for p in planned) == 3  # the fourth is the candidate itself
     out = tmp_path / ".retrieval-gate" / "out"
     main(["run", "--config", str(config), "--base", base, "--out", str(out)])
     capsys.readouterr()
     report = json.loads((out / "report.json").read_text())
     sweep = report["sweep"]
-    assert sweep["changed_params"] == ["boost"] and sweep["reference"] == f"boost={value}"
+    assert sweep["changed_params"] == ["prefer_suffix"] and sweep["reference"] == f'prefer_suffix="{value}"'
     assert sweep["reporting_maximum"] == best and sweep["candidate_is_reporting_maximum"] is True
     assert any(r["code"] == "warning" and "the optimistic number" in r["message"]
                for r in report["verdict"]["reasons"])
     comment = (out / "comment.md").read_text()
-    assert "- **Sweep** (5 cells; this PR changes" in comment and "cross-validated estimate" in comment
+    assert "- **Sweep** (4 cells; this PR changes" in comment and "cross-validated estimate" in comment
     assert "This PR's values are the grid's best cell on the reporting queries" in comment
     assert "## Sweep" in (out / "report.md").read_text()

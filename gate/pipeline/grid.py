@@ -136,10 +136,12 @@ def gate_sweep(config: Config, golden: Golden, retrieval: RetrievalConfig, produ
 
     result = sweep_from_config(config, golden, retrieval, producer, queries_path, code, progress, samples=samples,
                                seed=seed)
-    picked = result.best_on(reporting_ids)
-    flagged = result.reference is not None and result.reference == picked
-    data = {**result.to_dict(), "changed_params": list(changed), "reporting_maximum": picked,
-            "reporting_query_count": len(set(reporting_ids) & set(result.query_ids)),
+    best = result.best_on(reporting_ids)
+    # Flagged only when the PR's cell is the one best: a cell tied with others (a change that moves
+    # no query) was not picked by the reporting queries over them.
+    flagged = result.reference is not None and best == (result.reference,)
+    data = {**result.to_dict(), "changed_params": list(changed), "reporting_maximum": best[0] if best else None,
+            "reporting_maximum_tied": list(best), "reporting_query_count": len(set(reporting_ids) & set(result.query_ids)),
             "candidate_is_reporting_maximum": flagged}
     warning = None
     if flagged:

@@ -939,6 +939,7 @@ class Sweep(Record):
     optimism: SweepOptimism = key(RecordOf(SweepOptimism), required=True)
     held_out: SweepHeldOut | None | Absent = key(Nullable(RecordOf(SweepHeldOut)))
     reference: str | None | Absent = key(Nullable(STR))
+    held_out_note: str | None | Absent = key(Nullable(STR))
     trade_off: str | Absent = key(STR)
     samples: int | Absent = key(INT)
     seed: int | Absent = key(INT)
@@ -946,6 +947,7 @@ class Sweep(Record):
     # queries would pick, on how many, and whether the PR's values are that cell
     changed_params: tuple[str, ...] | Absent = key(ListOf(STR))
     reporting_maximum: str | None | Absent = key(Nullable(STR))
+    reporting_maximum_tied: tuple[str, ...] | Absent = key(ListOf(STR))
     reporting_query_count: int | Absent = key(INT)
     candidate_is_reporting_maximum: bool | Absent = key(BOOL)
 

@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from gate.common.numbers import fixed, signed
+from gate.common.numbers import counted, fixed, signed
 from gate.statistics.bootstrap import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
@@ -53,6 +53,8 @@ __all__ = ["DEFAULT_FOLDS", "Estimate", "SweepCell", "SweepResult", "analyze_swe
            "expected_optimism"]
 
 DEFAULT_FOLDS = 5
+#: Held-out queries below which no held-out estimate is given (an interval of one query is no interval).
+MIN_HELD_OUT = 2
 
 
 @dataclass(frozen=True)
@@ -121,13 +123,16 @@ class SweepResult:
     query_ids: tuple[str, ...]
     honest: np.ndarray  # the cross-validated per-query array, aligned on query_ids
     values: np.ndarray  # every cell's per-query values (cells x queries)
+    held_out_note: str | None = None  # why a tuning split gave no held-out estimate
 
-    def best_on(self, query_ids) -> str:
-        """The cell with the best mean on ``query_ids`` (ties to the first): what a sweep tuned on
-        those queries would pick."""
+    def best_on(self, query_ids) -> tuple[str, ...]:
+        """The cells with the best mean on ``query_ids``, ties included (within TIE_TOLERANCE), in
+        grid order: what a sweep tuned on those queries would pick from."""
         wanted = set(query_ids)
         columns = np.asarray([i for i, q in enumerate(self.query_ids) if q in wanted], dtype=np.int64)
-        return self.cells[choose(self.values, columns)].name if len(columns) else self.maximum
+        if not len(columns):
+            return ()
+        return tuple(self.cells[i].name for i in best_cells(self.values, columns))
 
     def cell(self, name: str) -> SweepCell:
         return next(cell for cell in self.cells if cell.name == name)
@@ -143,15 +148,16 @@ class SweepResult:
         owed = (f"it removes the {optimism} the maximum owes to the choice" if fixed(self.optimism.mean) != fixed(0.0)
                 else "the maximum owes nothing measurable to the choice here")
         if self.held_out is None:
-            return (f"cross-validation scores every one of the {cv.query_count} queries with a cell chosen without it: "
-                    f"its interval is {fixed(cv.width)} wide, and {owed}; no tuning split is declared to compare a "
-                    "hold-out with")
+            why = self.held_out_note or "no tuning split is declared to compare a hold-out with"
+            return (f"Cross-validation scores every one of the {counted(cv.query_count, 'query', 'queries')} with a "
+                    f"cell chosen without it: its interval is {fixed(cv.width)} wide, and {owed}; {why}.")
         held = self.held_out.estimate
         wider = held.width > self.optimism.mean
-        return (f"a hold-out of {held.query_count} queries removes the optimism too, but its interval is "
-                f"{fixed(held.width)} wide against cross-validation's {fixed(cv.width)} on all {cv.query_count} "
-                f"queries" + (f", wider than the {optimism} it removes" if wider else "")
-                + ("; on a small golden set, prefer cross-validation" if held.width > cv.width else ""))
+        return (f"A hold-out of {counted(held.query_count, 'query', 'queries')} removes the optimism too, but its "
+                f"interval is {fixed(held.width)} wide against cross-validation's {fixed(cv.width)} on all "
+                f"{counted(cv.query_count, 'query', 'queries')}" + (f", wider than the {optimism} it removes" if wider
+                                                                    else "")
+                + ("; on a small golden set, prefer cross-validation" if held.width > cv.width else "") + ".")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -163,6 +169,7 @@ class SweepResult:
             "optimism": {**self.optimism.to_dict(), "expected_from_noise": self.expected_optimism,
                          "expected_from_noise_95": self.expected_optimism_high},
             "held_out": self.held_out.to_dict() if self.held_out is not None else None,
+            "held_out_note": self.held_out_note,
             "reference": self.reference,
             "trade_off": self.trade_off(),
             "samples": self.samples,
@@ -177,11 +184,30 @@ class SweepResult:
                 f"(noise alone would give {signed(self.expected_optimism)} for a grid this size)")
 
 
-def choose(values: np.ndarray, columns: np.ndarray | None = None) -> int:
-    """The row with the largest mean over ``columns`` (all when None); ties to the first row."""
+#: Means closer than this are tied. Two cells with the same per-query values in another order can
+#: differ in the last bit of their float means; the documented tie rule (the first cell in grid
+#: order) must not be decided by rounding. A real difference of means of [0, 1]-valued measures
+#: is far larger than this on any golden set the gate can hold.
+TIE_TOLERANCE = 1e-9
+
+
+def _first_best(means: np.ndarray) -> np.ndarray:
+    """Per row of ``means`` (resamples x cells, or one row): the first cell within TIE_TOLERANCE
+    of the row's best."""
+    means = np.atleast_2d(means)
+    return np.argmax(means >= means.max(axis=1, keepdims=True) - TIE_TOLERANCE, axis=1)
+
+
+def best_cells(values: np.ndarray, columns: np.ndarray | None = None) -> np.ndarray:
+    """Every row whose mean over ``columns`` ties for the largest (within TIE_TOLERANCE)."""
     block = values if columns is None else values[:, columns]
     means = block.mean(axis=1)
-    return int(np.flatnonzero(means == means.max())[0])
+    return np.flatnonzero(means >= means.max() - TIE_TOLERANCE)
+
+
+def choose(values: np.ndarray, columns: np.ndarray | None = None) -> int:
+    """The row with the largest mean over ``columns`` (all when None); ties to the first row."""
+    return int(best_cells(values, columns)[0])
 
 
 def folds_of(n: int, folds: int, seed: int, strata: Sequence[str | None] | None = None) -> np.ndarray:
@@ -224,7 +250,7 @@ def choice_bootstrap(values: np.ndarray, fold_of: np.ndarray, folds: int, sample
             weight = train.sum(axis=1)
             train_sums = train @ values.T
             # the first best cell, as choose() takes it (a resample without training queries keeps cell 0)
-            chosen = np.argmax(train_sums / np.where(weight > 0, weight, 1.0)[:, None], axis=1)
+            chosen = _first_best(train_sums / np.where(weight > 0, weight, 1.0)[:, None])
             honest += np.einsum("rn,rn->r", counts * test_masks[fold], values[chosen])
         cv_out[done:done + rows] = honest / n
         done += rows
@@ -322,18 +348,27 @@ def analyze_sweep(
                             against[i]) for i, name in enumerate(names))
     expected, expected_high = expected_optimism(values, samples, seed)
 
-    held = None
+    held, note = None, None
     if tuning is not None:
         tuned = set(tuning)
         kept = set(holdout) if holdout is not None else None
         tune_cols = np.asarray([i for i, q in enumerate(ids) if q in tuned], dtype=np.int64)
         hold_cols = np.asarray([i for i, q in enumerate(ids) if q not in tuned and (kept is None or q in kept)],
                                dtype=np.int64)
-        if len(tune_cols) and len(hold_cols):
+        overlap = len(tuned & kept & set(ids)) if kept is not None else 0
+        if not len(tune_cols):
+            note = "the tuning split names no judged golden query, so there is no held-out estimate"
+        elif len(hold_cols) < MIN_HELD_OUT:
+            note = (f"the tuning split leaves {counted(len(hold_cols), 'held-out judged query', 'held-out judged queries')}"
+                    f"{f' ({overlap} of the held-out queries are also tuning queries)' if overlap else ''}: too few "
+                    "for a held-out estimate")
+        else:
             chosen = choose(values, tune_cols)
             held = HeldOut(names[chosen], int(len(tune_cols)),
                            _estimate(values[chosen, hold_cols], samples, seed, method))
+            if overlap:
+                note = f"{overlap} held-out queries are also tuning queries: left out of the held-out estimate"
 
     return SweepResult(metric, cells, names[top], cv, tuple(names[i] for i in choices), folds,
                        strata is not None and any(s is not None for s in strata), gap, expected,
-                       expected_high, held, reference, samples, seed, ids, honest, values)
+                       expected_high, held, reference, samples, seed, ids, honest, values, note)

@@ -160,3 +160,37 @@ def test_each_cell_against_the_config_as_it_stands_is_a_paired_difference_with_i
     without = analyze_sweep(values, names, _ids(), "nDCG@10", samples=200, seed=4)
     assert all(cell.against_reference is None for cell in without.cells)
     assert without.to_dict()["cells"][0]["delta_vs_reference"] is None
+
+
+def test_choices_follow_exact_arithmetic_where_rounding_would_break_a_tie():
+    """Reciprocal ranks (1, 1/2, 1/3, 1/4) make exact ties between cells whose float means differ
+    in the last bit: every fold's choice is the first cell whose exact (Fraction) training mean is
+    the best, as documented, over 300 small grids of three cells."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(3)
+    ties_seen = 0
+    for trial in range(300):
+        ranks = rng.integers(1, 5, size=(3, 12))
+        values = 1.0 / ranks
+        result = analyze_sweep(values, ["a", "b", "c"], _ids(12), "RR@10", folds=3, samples=50, seed=7)
+        fold_of = folds_of(12, 3, 7)
+        for fold, chosen in enumerate(result.fold_choices):
+            train = [q for q in range(12) if fold_of[q] != fold]
+            exact = [sum(Fraction(1, int(ranks[c, q])) for q in train) for c in range(3)]
+            assert chosen == "abc"[exact.index(max(exact))], (trial, fold)
+            ties_seen += exact.count(max(exact)) > 1
+        exact_all = [sum(Fraction(1, int(r)) for r in ranks[c]) for c in range(3)]
+        assert result.maximum == "abc"[exact_all.index(max(exact_all))]
+        for _ in range(20):  # any training set: choose() against exact means
+            columns = np.flatnonzero(rng.random(12) < 0.7)
+            if len(columns):
+                exact = [sum(Fraction(1, int(ranks[c, q])) for q in columns) for c in range(3)]
+                assert choose(values, columns) == exact.index(max(exact))
+    assert ties_seen > 20  # the case under test did occur
+
+
+def test_ties_within_the_tolerance_are_ties_and_real_differences_are_not():
+    values = np.array([[0.5, 0.5], [0.5 + 1e-12, 0.5], [0.5 + 1e-6, 0.5]])
+    assert choose(values[:2]) == 0
+    assert choose(values) == 2
