@@ -859,12 +859,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             raise UsageError("--cell gives the runs: --config and --runs-dir go with the config's sweep.params grid")
         if not args.qrels:
             raise UsageError("sweep --cell needs --qrels")
-        cells = []
-        for item in args.cell:
-            name, sep, path = item.rpartition("=")
-            if not sep or not name or not path:
-                raise UsageError(f"--cell '{limits.shorten(item, 80)}': expected NAME=RUN, e.g. rrf_k=60=runs/cell.run")
-            cells.append((name, path))
+        if len(args.cell) > limits.MAX_SWEEP_CELLS:
+            raise UsageError(f"--cell given {len(args.cell)} times: a sweep takes at most {limits.MAX_SWEEP_CELLS} cells")
+        cells = [_sweep_cell(item) for item in args.cell]
         metric = args.metric or "nDCG@10"
         _check_measures(metric)
         samples = 10_000 if args.samples is None else args.samples
@@ -874,7 +871,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                                  tuning_spec=args.tuning, reference=args.reference, allow_missing=args.allow_missing,
                                  progress=progress)
         inputs = _file_inputs({f"cell {name}": path for name, path in cells} | {"qrels": args.qrels}
-                              | ({"queries": args.queries} if args.queries else {}))
+                              | ({"queries": args.queries} if args.queries else {})
+                              | ({"tuning": args.tuning} if args.tuning else {}))
     else:
         for option in ("qrels", "queries", "metric", "rel", "tuning", "reference"):
             if getattr(args, option) is not None:
@@ -915,6 +913,25 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     data = result.to_dict()
     return _emit_grid_report(args, "sweep", result.metric, "sweep", data, inputs,
                              render("sweep.md.j2", sweep=Sweep.from_dict(data, "sweep")))
+
+
+def _sweep_cell(item: str) -> tuple[str, str]:
+    """``NAME=RUN``: a name may hold '=' (rrf_k=60,w=0.5=runs/c.run) and so may a path
+    (runs/k=1/c.run): the split is the rightmost whose right side is a file, else the rightmost."""
+    from gate.rendering.terminal import terminal_safe
+
+    shown = terminal_safe(limits.shorten(item, 80), lines=False)
+    splits = [i for i, ch in enumerate(item) if ch == "="]
+    if not splits:
+        raise UsageError(f"--cell '{shown}': expected NAME=RUN, e.g. rrf_k=60=runs/cell.run")
+    at = next((i for i in reversed(splits) if os.path.isfile(item[i + 1:])), splits[-1])
+    name, path = item[:at], item[at + 1:]
+    if not name or not path:
+        raise UsageError(f"--cell '{shown}': expected NAME=RUN, e.g. rrf_k=60=runs/cell.run")
+    if terminal_safe(name, lines=False) != name or len(name) > 200:
+        raise UsageError(f"--cell '{shown}': a cell name is plain text of at most 200 characters (no control or "
+                         "bidi characters)")
+    return name, path
 
 
 def _file_inputs(named: dict[str, str]) -> dict[str, dict[str, Any]]:

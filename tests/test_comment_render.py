@@ -714,6 +714,8 @@ def _reproduce_block(body: str) -> str:
     ("retrieval-gate run --config 'a\nyml'", rendering.DEFAULT_REPRODUCE_COMMAND),
     ("retrieval-gate run --config 'a\u202eyml'", rendering.DEFAULT_REPRODUCE_COMMAND),
     ("retrieval-gate run --config 'a\u200byml'", rendering.DEFAULT_REPRODUCE_COMMAND),  # zero-width space
+    ("retrieval-gate run --config 'a\u3164.yml'", rendering.DEFAULT_REPRODUCE_COMMAND),  # a filler that shows nothing
+    ("retrieval-gate run --config 'a\u00a0.yml'", rendering.DEFAULT_REPRODUCE_COMMAND),
     ("retrieval-gate run --config 'unclosed", rendering.DEFAULT_REPRODUCE_COMMAND),
     ("retrieval-gate run --config " + "a" * 1001, rendering.DEFAULT_REPRODUCE_COMMAND),
 ])

@@ -179,6 +179,9 @@ def test_a_folder_holding_corpus_jsonl_and_other_files_is_refused_not_half_read(
     assert "holds corpus.jsonl and other files (page0.md)" in err and err.count("\n") == 1
     (docs / "page0.md").unlink()
     assert main(["leakcheck", "--queries", str(queries), "--corpus", str(docs)]) == 0  # a BEIR corpus again
+    (docs / "README-faq.md").write_text("How do I reset my password?\n")  # a document, not the download's notes
+    assert main(["leakcheck", "--queries", str(queries), "--corpus", str(docs)]) == 2
+    assert "(README-faq.md)" in capsys.readouterr().err
 
 
 def test_archive_names_the_ignored_file_inside_a_folder_corpus(tmp_path):

@@ -172,3 +172,48 @@ def test_a_pr_that_sets_the_grids_best_cell_on_the_reporting_queries_is_flagged_
     assert "- **Sweep** (4 cells; this PR changes" in comment and "cross-validated estimate" in comment
     assert "This PR's values are the grid's best cell on the reporting queries" in comment
     assert "## Sweep" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("grid, message", [
+    ("{fusion.: [1, 2]}", "is not a dotted config key"),
+    ("{boost: [1, 2], boost.x: [1, 2]}", "one is inside the other"),
+    ("{boost: [1, 1.0]}", "is listed twice"),
+    ("{ingestion.parser.x: [1, 2]}", "is below 'ingestion.parser', which the retrieval config sets to \"v1\""),
+])
+def test_a_sweep_grid_that_would_set_something_else_is_refused_at_its_line(tmp_path, capsys, grid, message):
+    config = small_world(tmp_path, leak_in_new=False, extra_config=f"sweep: {{params: {grid}}}\n")
+    assert main(["sweep", "--config", str(config)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert message in err[-1] and "sweep.params" in err[-1] and str(config) in err[-1]
+    assert not [line for line in err if "running" in line]  # refused before any cell runs
+
+
+def test_more_folds_than_judged_queries_is_refused_before_any_cell_runs_and_is_a_warning_in_run(tmp_path, capsys):
+    config = _world(tmp_path)
+    config.write_text(config.read_text().replace("folds: 4", "folds: 25"))
+    assert main(["sweep", "--config", str(config)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert "key 'sweep.folds': 25 folds need at least 25 judged golden queries; there are 20" in err[-1]
+    assert not [line for line in err if "running" in line]
+
+
+def test_outside_git_the_sweep_says_the_cache_is_not_used(tmp_path, capsys):
+    config = small_world(tmp_path, leak_in_new=False, extra_config="sweep: {params: {boost: [0.5, 1.0]}, folds: 2}\n")
+    _sweep(capsys, "--config", str(config))  # (_sweep asserts exit 0)
+    assert main(["sweep", "--config", str(config), "--samples", "50"]) == 0
+    assert "the run cache is not used for the sweep's cells" in capsys.readouterr().err
+
+
+def test_a_cell_path_may_hold_an_equals_sign_and_a_name_no_control_characters(tmp_path, capsys):
+    folder = tmp_path / "runs" / "k=1"
+    folder.mkdir(parents=True)
+    (tmp_path / "q").write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(6)))
+    for name in ("a", "b"):
+        (folder / f"{name}.run").write_text("".join(f"q{i} Q0 d{i} 1 1.0 t\nq{i} Q0 x{i} 2 0.5 t\n" for i in range(6)))
+    data, _ = _sweep(capsys, "--cell", f"rrf=60,w=0.5={folder / 'a.run'}", "--cell", f"b={folder / 'b.run'}",
+                     "--qrels", str(tmp_path / "q"), "--folds", "2")
+    assert [c["name"] for c in data["cells"]] == ["rrf=60,w=0.5", "b"]
+    assert main(["sweep", "--cell", f"x\x1b[31mRED={folder / 'a.run'}", "--cell", f"b={folder / 'b.run'}",
+                 "--qrels", str(tmp_path / "q")]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "a cell name is plain text" in err and err.count("\n") == 1

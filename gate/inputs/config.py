@@ -281,10 +281,14 @@ def sweep_grid(value: Any, where: _Where) -> Mapping[str, tuple[Any, ...]]:
     out: dict[str, tuple[Any, ...]] = {}
     cells = 1
     for key, values in grid.items():
-        if not key or key != key.strip() or any(c.isspace() for c in key) or key.startswith(".") or ".." in key:
+        if (not key or key != key.strip() or any(c.isspace() for c in key) or key.startswith(".")
+                or key.endswith(".") or ".." in key):
             raise where.error(f"'{limits.shorten(key, 60)}' is not a dotted config key (e.g. fusion.rrf_k)")
         if not isinstance(values, list) or not values:
             raise where.error(f"'{key}': expected a non-empty list of values, got {_type_name(values)}")
+        for other in out:
+            if key.startswith(other + ".") or other.startswith(key + "."):
+                raise where.error(f"'{key}' and '{other}': one is inside the other, so a cell would set both")
         seen: set[str] = set()
         for item in values:
             if isinstance(item, (dict, list)):
@@ -292,7 +296,9 @@ def sweep_grid(value: Any, where: _Where) -> Mapping[str, tuple[Any, ...]]:
                                   f"{_type_name(item)}")
             if isinstance(item, float) and not math.isfinite(item):
                 raise where.error(f"'{key}': {item} is not a finite number")
-            canonical = json.dumps(item)
+            # 1 and 1.0 are one value (YAML and the runner's config read them alike)
+            canonical = json.dumps(float(item) if isinstance(item, (int, float)) and not isinstance(item, bool)
+                                   else item)
             if canonical in seen:
                 raise where.error(f"'{key}': the value {canonical} is listed twice")
             seen.add(canonical)

@@ -51,9 +51,26 @@ def cell_label(params: Sequence[tuple[str, Any]]) -> str:
     return ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in params)
 
 
-def sweep_cells(grid: Mapping[str, Sequence[Any]], base: RetrievalConfig) -> list[SweepCellSpec]:
-    """Every combination of ``grid``'s values set on ``base``, the first key varying slowest."""
+def sweep_cells(grid: Mapping[str, Sequence[Any]], base: RetrievalConfig,
+                config: Config | None = None) -> list[SweepCellSpec]:
+    """Every combination of ``grid``'s values set on ``base``, the first key varying slowest. A
+    key below a value that is not a mapping (``ingestion.parser.x`` where ``ingestion.parser`` is
+    text) is refused: setting it would replace that value without a word."""
     keys = list(grid)
+    for key in keys:
+        node: Any = base.data
+        parts = key.split(".")
+        for depth, part in enumerate(parts[:-1]):
+            node = node.get(part) if isinstance(node, Mapping) else None
+            if node is not None and not isinstance(node, Mapping):
+                where = ".".join(parts[:depth + 1])
+                message = (f"'{key}' is below '{where}', which the retrieval config sets to "
+                           f"{json.dumps(node, ensure_ascii=False)[:60]}, not to a mapping")
+                if config is not None:
+                    raise config.key_error("sweep.params", message)
+                raise InputError(base.source, None, message)
+            if node is None:
+                break
     cells = []
     for combo in itertools.product(*(grid[key] for key in keys)):
         params = tuple(zip(keys, combo))
@@ -95,10 +112,15 @@ def sweep_from_config(config: Config, golden: Golden, retrieval: RetrievalConfig
     grid = config.sweep.params
     if not grid:
         raise config.key_error("sweep.params", "no sweep grid: list the values of at least one key")
-    cells = sweep_cells(grid, retrieval)
+    cells = sweep_cells(grid, retrieval, config)
     if len(cells) < 2:
         raise config.key_error("sweep.params", "the grid has 1 cell: a sweep compares at least 2")
     universe = golden.universe.query_ids
+    if len(universe) < config.sweep.folds:  # before any cell runs
+        raise config.key_error("sweep.folds", f"{config.sweep.folds} folds need at least {config.sweep.folds} judged "
+                               f"golden queries; there are {len(universe)}")
+    if code is not None and not code.known:
+        progress(f"warning: {code.description}: the run cache is not used for the sweep's cells")
     metric = str(parse_measure(config.metric))
     runs = []
     for number, cell in enumerate(cells, 1):

@@ -814,6 +814,8 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
             if isinstance(failure, RunMissing):
                 missing = missing or failure
             report["warnings"] = [*report.get("warnings", []), f"no sweep: {failure.purpose}: {failure.message}"]
+        except InputError as error:  # the sweep cannot be made on this yardstick (e.g. more folds than queries)
+            report["warnings"] = [*report.get("warnings", []), f"no sweep: {error}"]
     if sweep_warning:
         report["warnings"] = [*report.get("warnings", []), sweep_warning]
     if attribution is not None:
@@ -1304,7 +1306,7 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,
     if sweep or changed_swept:
         why = ("a cell of the sweep grid" if not changed_swept
                else f"a cell of the sweep grid (this PR changes {', '.join(changed_swept)})")
-        for cell in sweep_cells(config.sweep.params, candidate):
+        for cell in sweep_cells(config.sweep.params, candidate, config):
             add(f"sweep cell {cell.label}", cell.config, True, why, code)
     for repeat in range(1, noise_repeats + 1):  # the seeds measure_noise gives each repeat
         add(f"noise repeat {repeat}/{noise_repeats}", candidate, True, "an identical run for the noise band", code,

@@ -29,14 +29,13 @@ import json
 import logging
 import math
 import re
-import unicodedata
 from functools import lru_cache
 from typing import Any, Sequence
 
 import jinja2
 
 from gate.rendering.markdown_cut import COMMENT_LIMIT, fit_comment
-from gate.rendering.markdown import BIDI_CONTROLS, CONTROL_CHARACTERS, Inert, finalizer, inert, md_text, signed
+from gate.rendering.markdown import Inert, finalizer, inert, md_text, signed
 from gate.common.numbers import counted
 from gate.rendering.markdown_cut import fit_sections
 from gate.rendering.jinja import ReportEnvironment, environment
@@ -77,7 +76,6 @@ log = logging.getLogger("gate.rendering.comment")
 EMOJI = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️", "skipped": "⏭️", "accepted": "☑️"}
 DEFAULT_REPRODUCE_COMMAND = "retrieval-gate run --config .retrieval-gate.yml"
 REPRODUCE_ARGUMENT_LIMIT = 1000  # characters of a config path or base ref quoted in the reproduce command
-_UNQUOTABLE = re.compile(f"[{CONTROL_CHARACTERS}{BIDI_CONTROLS}\t\n]")
 SUMMARY_LIMIT = 1024 * 1024  # bytes: GitHub's job summary cap per step
 
 CONFIG_ROWS = 15  # config diff rows shown before the detail section takes over
@@ -386,7 +384,7 @@ def quoted_reproduce_command(report: Report) -> str | None:
     """The report's ``reproduce_command`` when it is one this tool writes, rebuilt from its parts;
     ``None`` otherwise. report.json may come from a fork's artifact, and a reviewer copies this
     line into a shell: anything but ``retrieval-gate run --config <path> [--base <ref>]`` with plain
-    arguments (no control characters, none starting with '-', at most 1000 characters) is not quoted."""
+    arguments (printable ASCII, none starting with '-', at most 1000 characters) is not quoted."""
     import shlex
 
     text = report.reproduce_command
@@ -401,9 +399,9 @@ def quoted_reproduce_command(report: Report) -> str | None:
     if len(words) == 6 and words[4] != "--base":
         return None
     values = words[3::2]
-    if any(not value or value.startswith("-") or len(value) > REPRODUCE_ARGUMENT_LIMIT or _UNQUOTABLE.search(value)
-           or any(unicodedata.category(c) in ("Cf", "Zl", "Zp") for c in value) for value in values):
-        return None  # Cf: zero-width and other invisible characters a reviewer cannot see to refuse
+    if any(not value or value.startswith("-") or len(value) > REPRODUCE_ARGUMENT_LIMIT
+           or not all(" " <= c <= "~" for c in value) for value in values):
+        return None  # printable ASCII only: a filler or blank that looks like nothing is not quoted
     return reproduce_command(values[0], values[1] if len(values) == 2 else None)
 
 

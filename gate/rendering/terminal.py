@@ -87,6 +87,8 @@ def run_summary_lines(report: Report) -> list[str]:
     if verdict.reasons:
         lines.append("reasons:")
         lines += [f"  - {reason.code}: {reason.message}" for reason in verdict.reasons]
+    said = {str(reason.message) for reason in verdict.reasons or ()}
+    lines += [f"warning: {warning}" for warning in report.warnings or () if str(warning) not in said]
     return [terminal_safe(line, lines=False) for line in lines]
 
 

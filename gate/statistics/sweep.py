@@ -152,12 +152,13 @@ class SweepResult:
             return (f"Cross-validation scores every one of the {counted(cv.query_count, 'query', 'queries')} with a "
                     f"cell chosen without it: its interval is {fixed(cv.width)} wide, and {owed}; {why}.")
         held = self.held_out.estimate
-        wider = held.width > self.optimism.mean
+        wider = held.width > self.optimism.mean and fixed(self.optimism.mean) != fixed(0.0)
         return (f"A hold-out of {counted(held.query_count, 'query', 'queries')} removes the optimism too, but its "
                 f"interval is {fixed(held.width)} wide against cross-validation's {fixed(cv.width)} on all "
                 f"{counted(cv.query_count, 'query', 'queries')}" + (f", wider than the {optimism} it removes" if wider
                                                                     else "")
-                + ("; on a small golden set, prefer cross-validation" if held.width > cv.width else "") + ".")
+                + ("; on a small golden set, prefer cross-validation" if held.width > cv.width else "")
+                + (f" ({self.held_out_note})" if self.held_out_note else "") + ".")
 
     def to_dict(self) -> dict[str, Any]:
         return {

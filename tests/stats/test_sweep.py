@@ -194,3 +194,16 @@ def test_ties_within_the_tolerance_are_ties_and_real_differences_are_not():
     values = np.array([[0.5, 0.5], [0.5 + 1e-12, 0.5], [0.5 + 1e-6, 0.5]])
     assert choose(values[:2]) == 0
     assert choose(values) == 2
+
+
+@pytest.mark.parametrize("tuning, holdout, note", [
+    (["nope"], None, "names no judged golden query"),
+    ([f"q{i:03d}" for i in range(9)], None, "leaves 1 held-out judged query: too few"),
+    ([f"q{i:03d}" for i in range(5)], ["q000", "q001", "q008", "q009"], "2 held-out queries are also tuning queries"),
+])
+def test_a_tuning_split_that_gives_no_honest_hold_out_says_what_is_wrong(tuning, holdout, note):
+    values = np.random.default_rng(1).random((3, 10))
+    result = analyze_sweep(values, ["a", "b", "c"], _ids(10), "nDCG@10", tuning=tuning, holdout=holdout,
+                           folds=2, samples=50)
+    assert note in result.held_out_note and note in result.trade_off()
+    assert result.trade_off()[0].isupper() and result.trade_off().endswith(".")

@@ -8,6 +8,7 @@ layer decides the query universe.  Each file may also be gzipped
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -60,6 +61,8 @@ def beir_qrels(folder: str | os.PathLike, split: str = "test") -> Qrels:
 
 
 _BEIR_ENTRIES = {"corpus.jsonl", "corpus.jsonl.gz", "queries.jsonl", "queries.jsonl.gz", "qrels"}
+# A download's own notes beside the corpus, by exact name (a README-faq.md is a document)
+_DOWNLOAD_NOTES = re.compile(r"(README|LICENSE)(\.(md|txt|rst))?", re.I)
 
 
 def beir_corpus(folder: str | os.PathLike) -> Path:
@@ -69,7 +72,7 @@ def beir_corpus(folder: str | os.PathLike) -> Path:
     path = beir_file(folder, "corpus.jsonl")
     others = sorted(entry.name for entry in Path(folder).iterdir()
                     if entry.name not in _BEIR_ENTRIES and not entry.name.startswith(".")
-                    and not entry.name.upper().startswith(("README", "LICENSE")))
+                    and not _DOWNLOAD_NOTES.fullmatch(entry.name))
     if others:
         shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
         raise InputError(str(folder), None, f"holds corpus.jsonl and other files ({shown}): read as a BEIR folder "
