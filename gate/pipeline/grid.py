@@ -18,13 +18,13 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from gate.checks.commensurability import run_request
 from gate.common.errors import InputError, UsageError
+from gate.common.numbers import counted
 from gate.evaluation.evaluate import evaluate
 from gate.evaluation.measures import parse_measure
 from gate.inputs.config import Config
@@ -78,11 +78,19 @@ def sweep_cells(grid: Mapping[str, Sequence[Any]], base: RetrievalConfig,
     return cells
 
 
+def _same_value(a: Any, b: Any) -> bool:
+    """Config values alike as the runner reads them: 1 and 1.0 are one number (true is not 1)."""
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool) and not isinstance(b, bool):
+        return float(a) == float(b)
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
 def reference_cell(cells: Sequence[SweepCellSpec], config: RetrievalConfig) -> str | None:
     """The cell whose swept values are the config's own (the config as it stands), if one is."""
     flat = flatten(config.data)
     for cell in cells:
-        if all(key in flat and json.dumps(flat[key]) == json.dumps(value) for key, value in cell.params):
+        if all(key in flat and _same_value(flat[key], value) for key, value in cell.params):
             return cell.label
     return None
 
@@ -96,9 +104,9 @@ def score_cells(runs: Sequence[tuple[str, Run]], qrels: Qrels, metric: str, quer
         missing = expected - set(run.query_ids) if not allow_missing else set()
         if missing:
             example = sorted(missing, key=lambda q: q.encode())[0]
-            raise InputError(run.source, None, f"cell {name!r} misses {len(missing)} golden quer"
-                             f"{'y' if len(missing) == 1 else 'ies'} (e.g. {example!r}): scored 0 it would read as "
-                             "a worse cell; produce every query, or pass --allow-missing")
+            raise InputError(run.source, None, f"cell {name!r} misses {counted(len(missing), 'golden query', 'golden queries')}"
+                             f" (e.g. {example!r}): scored 0 it would read as a worse cell; produce every query, or "
+                             "pass --allow-missing")
         rows.append(evaluate(run, qrels, [metric], query_ids, rel=rel).values[metric])
     return np.vstack(rows)
 
