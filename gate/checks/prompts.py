@@ -37,26 +37,49 @@ class PromptMatch:
 class PromptsCheck:
     files: tuple[str, ...]
     matches: tuple[PromptMatch, ...]
+    # what kept part of the check from running: a glob matching no file, a file that is not text
+    problems: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"files_scanned": len(self.files), "count": len(self.matches),
-                "matches": [m.to_dict() for m in self.matches]}
+                "matches": [m.to_dict() for m in self.matches], "problems": list(self.problems)}
 
 
-def prompt_files(root: Path, globs: Sequence[str]) -> list[Path]:
+def prompt_files(root: Path, globs: Sequence[str], problems: list[str] | None = None) -> list[Path]:
+    """The files the globs match, in order; a glob that matches none is named in ``problems``
+    (a misspelt folder would otherwise scan nothing and pass)."""
     found: dict[Path, None] = {}
     for pattern in globs:
-        for path in sorted(root.glob(pattern)):
-            if path.is_file():
-                found[path] = None
+        matched = [path for path in sorted(root.glob(pattern)) if path.is_file()]
+        if not matched and problems is not None:
+            problems.append(f"the prompts glob '{pattern}' matches no file: nothing was scanned for it")
+        for path in matched:
+            found[path] = None
     return list(found)
 
 
-def _lines(path: Path) -> list[str]:
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def prompt_text(path: Path) -> str:
+    """A prompt file's text: UTF-8, or UTF-8/UTF-16 with a byte-order mark. Anything else (a gzip
+    file, binary data, another encoding) is a ValueError naming what it looks like: scanned as
+    replacement characters it would show no match and pass."""
+    data = path.read_bytes()
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data.decode(encoding)
+            except UnicodeDecodeError:
+                raise ValueError(f"starts with a {encoding} byte-order mark but is not {encoding}") from None
+    if data.startswith(b"\x1f\x8b"):
+        raise ValueError("is gzip-compressed")
+    if b"\x00" in data:
+        raise ValueError("holds NUL bytes (binary, or UTF-16 without a byte-order mark)")
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"is not UTF-8 (byte {error.start})") from None
 
 
 def _shingles(tokens: Sequence[str], n: int = SHINGLE) -> set[tuple[str, ...]]:
@@ -72,12 +95,21 @@ def scan_prompts(
     rel: int = 1,
     threshold: float = 0.85,
 ) -> PromptsCheck:
-    files = prompt_files(root, globs)
+    problems: list[str] = []
+    files = prompt_files(root, globs, problems)
     matches: list[PromptMatch] = []
     located: list[tuple[tuple[str, int], str]] = []
+    scanned = []
     for path in files:
         display = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
-        for number, text in enumerate(_lines(path), start=1):
+        try:
+            text_of_file = prompt_text(path)
+        except (OSError, ValueError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            problems.append(f"the prompt file {display} {reason}: not scanned")
+            continue
+        scanned.append(path)
+        for number, text in enumerate(text_of_file.splitlines(), start=1):
             located.append(((display, number), text))
     if located:
         leaks = find_text_in_lines(queries, located, modes=("exact", "trigram-jaccard"), threshold=threshold)
@@ -119,4 +151,4 @@ def scan_prompts(
                     matches.append(PromptMatch(file, line_of[i], "relevant_doc_text", None, doc,
                                                f"shares {SHINGLE} consecutive tokens with a relevant document"))
     matches.sort(key=lambda m: (m.file, m.line, m.kind))
-    return PromptsCheck(tuple(str(p) for p in files), tuple(matches))
+    return PromptsCheck(tuple(str(p) for p in scanned), tuple(matches), tuple(problems))

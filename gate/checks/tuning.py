@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from gate.common.numbers import counted
+
 
 @dataclass(frozen=True)
 class TuningCheck:
@@ -23,6 +25,9 @@ class TuningCheck:
     tuning_count: int
     overlap: tuple[str, ...]  # queries both tuned on and reported on: an error
     warning: str | None
+    # ids in the tuning or holdout list that are no judged golden query (a typo, a trailing space)
+    unknown: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()  # what keeps the split from doing what it was declared for
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -34,7 +39,19 @@ class TuningCheck:
             "tuning_count": self.tuning_count,
             "overlap": list(self.overlap),
             "warning": self.warning,
+            "unknown_ids": list(self.unknown[:UNKNOWN_KEPT]),
+            "unknown_count": len(self.unknown),
+            "problems": list(self.problems),
         }
+
+
+#: Unknown ids kept in report.json and named in the message (the count covers all).
+UNKNOWN_KEPT = 50
+
+
+def _listed(ids: Sequence[str], shown: int = 5) -> str:
+    named = ", ".join(repr(q) for q in ids[:shown])
+    return named + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
 def _tunable(path: str, params: Sequence[str]) -> bool:
@@ -57,6 +74,16 @@ def tuning_check(
         return TuningCheck(False, tuple(params), changed, False, tuple(universe), 0, (), warning)
     tuned = set(tuning_ids)
     in_universe = set(universe)
+    listed = list(dict.fromkeys([*tuning_ids, *(holdout_ids or [])]))
+    unknown = tuple(q for q in listed if q not in in_universe)
+    problems = []
+    if not tuned & in_universe:
+        problems.append(f"tuning.queries names no judged golden query ({_listed(list(tuning_ids)) or 'none'}): the "
+                        "split is declared but nothing is held out from tuning")
+    if unknown and tuned & in_universe:
+        one = len(unknown) == 1
+        problems.append(f"{counted(len(unknown), 'id', 'ids')} in the tuning split {'is' if one else 'are'} no "
+                        f"judged golden query and {'was' if one else 'were'} left out: {_listed(unknown)}")
     if holdout_ids is None:
         holdout = tuple(q for q in universe if q not in tuned)
         overlap: tuple[str, ...] = ()
@@ -64,4 +91,8 @@ def tuning_check(
         chosen = set(holdout_ids)
         holdout = tuple(q for q in universe if q in chosen)
         overlap = tuple(sorted(tuned & chosen & in_universe, key=lambda q: q.encode()))
-    return TuningCheck(True, tuple(params), changed, bool(changed), holdout, len(tuned & in_universe), overlap, None)
+        if not holdout:
+            problems.append(f"tuning.holdout names no judged golden query ({_listed(list(holdout_ids)) or 'none'}): "
+                            "there is nothing to report on")
+    return TuningCheck(True, tuple(params), changed, bool(changed), holdout, len(tuned & in_universe), overlap, None,
+                       unknown, tuple(problems))

@@ -104,7 +104,8 @@ class ReportingSet:
 def reporting_set(universe: Sequence[str], leakage: LeakageComparison | None, tuning: TuningCheck | None,
                   exclude_leaked: bool) -> ReportingSet:
     ids = list(universe)
-    held_out = bool(tuning and tuning.applies)
+    # A split with no tuning query among the judged ones holds nothing out: not "held-out" queries.
+    held_out = bool(tuning and tuning.applies and tuning.tuning_count)
     if held_out:
         keep = set(tuning.holdout)
         ids = [q for q in ids if q in keep]
@@ -133,6 +134,10 @@ def validity_warnings(tuning: TuningCheck | None, prompts: PromptsCheck | None) 
     warnings: list[str] = []
     if tuning is not None and tuning.warning:
         warnings.append(tuning.warning)
+    if tuning is not None:
+        warnings.extend(tuning.problems)
+    if prompts is not None:
+        warnings.extend(prompts.problems)
     if prompts is not None and prompts.matches:
         first = prompts.matches[0]
         warnings.append(f"{len(prompts.matches)} prompt lines quote the golden set "

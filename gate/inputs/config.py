@@ -369,6 +369,9 @@ class Policy:
     # calibrated: sign-flip test and Hall bootstrap-t agree, >= 5 queries moved (README: the
     # decision rule); interval: the seed's rule on the reported percentile interval.
     decision: str = setting(one_of("calibrated", "interval"), "calibrated")
+    # A validity check that could not run (a prompts glob matching nothing, an undecodable prompt
+    # file, a tuning split matching no golden query) fails the gate instead of warning.
+    strict_validity: bool = setting(boolean, False)
 
 
 @dataclass(frozen=True, kw_only=True)

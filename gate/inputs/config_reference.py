@@ -96,6 +96,9 @@ DESCRIPTIONS: dict[str, str] = {
     "policy.min_effect": "a stratum whose minimum detectable effect exceeds this is flagged underpowered",
     "policy.max_damaged_traffic": "share of traffic that may be shown damaged before the gate fails",
     "policy.improvement_needs_band": "\"improvement shown\" needs a current noise band",
+    "policy.strict_validity": "fail the gate, instead of warning, when a validity check cannot do its job: a "
+                              "prompts glob that matches no file, a prompt file that is not text, a tuning split "
+                              "that names no judged golden query",
     "policy.decision": "`calibrated` (the decision rule) or `interval` (the seed's rule: the reported interval's "
                        "lower bound at or above minus the margin)",
 }

@@ -865,6 +865,8 @@ def validity_findings(validity: Validity) -> dict[str, Any]:
                    judged_drop=validity.judged.drop, relevance_only_qrels=validity.judged.relevance_only)
     if validity.tuning is not None:
         out["tuning_overlap"] = tuple(validity.tuning.overlap)
+    out["check_problems"] = (*(validity.tuning.problems if validity.tuning is not None else ()),
+                             *(validity.prompts.problems if validity.prompts is not None else ()))
     return out
 
 

@@ -455,6 +455,8 @@ class Prompts(Record):
     files_scanned: int | Absent = key(INT)
     count: int | Absent = key(INT)
     matches: tuple[PromptMatch, ...] | Absent = key(ListOf(RecordOf(PromptMatch)))
+    # (1.5) what kept part of the check from running: a glob matching no file, a file not text
+    problems: tuple[str, ...] | Absent = key(ListOf(STR))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -473,6 +475,11 @@ class Tuning(Record):
     # query ids in both the tuning and the held-out set
     overlap: tuple[str, ...] | Absent = key(ListOf(STR))
     warning: str | None | Absent = key(Nullable(STR))
+    # (1.5) ids of the tuning or holdout list that are no judged golden query (the first 50; the
+    # count covers all), and what keeps the split from doing what it was declared for
+    unknown_ids: tuple[str, ...] | Absent = key(ListOf(STR))
+    unknown_count: int | Absent = key(INT)
+    problems: tuple[str, ...] | Absent = key(ListOf(STR))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -185,6 +185,7 @@ class Findings:
     judged_drop: float | None = None  # baseline judged share minus the candidate's
     relevance_only_qrels: bool = False  # the qrels judge only relevant documents (no judged non-relevant one)
     tuning_overlap: tuple[str, ...] = ()
+    check_problems: tuple[str, ...] = ()  # validity checks that could not do their job (prompts, tuning)
     # Every golden query ranked exactly as the baseline ranks it (trec_eval's order): there is
     # no difference to judge, and no sample can hide one (unlike 0 movers on a metric).
     identical_rankings: bool = False
@@ -224,6 +225,8 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
     """The validity and traffic rules: each a reason code and a message naming the limit."""
     out: list[Reason] = []
     f = findings
+    if f.check_problems and getattr(policy, "strict_validity", False):
+        out.extend(Reason("validity_check_off", f"{problem} (policy.strict_validity)") for problem in f.check_problems)
     if f.new_leaks > policy.max_leaked:
         sources = ", ".join(f.leak_sources[:3]) + (f" and {f.leak_source_count - 3} more"
                                                    if f.leak_source_count > 3 else "")

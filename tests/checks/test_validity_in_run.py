@@ -86,3 +86,57 @@ def test_prompt_files_quoting_golden_queries_or_relevant_documents_are_reported(
     assert ("prompts/rewrite.txt", 2, "query_text") in kinds
     assert ("prompts/rewrite.txt", 3, "relevant_doc_id") in kinds
     assert any(kind == "relevant_doc_text" for _, _, kind in kinds)
+
+
+def _reasons(outcome) -> list[tuple[str, str]]:
+    return [(r.code, r.message) for r in outcome.verdict.reasons]
+
+
+def test_a_prompts_check_that_cannot_run_says_so_and_fails_under_strict_validity(tmp_path):
+    """A glob for a misspelt folder scanned nothing, and a UTF-16 or gzip file was 'scanned' with
+    no match; each passed without a word (issue 19)."""
+    import gzip
+
+    query = "how do i configure webhooks with giraffe settings"
+    extra = "prompts: ['prompt/*.txt', 'prompts/*']\n"
+    path = _world(tmp_path, leak_in_new=False, extra_config=extra)
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "bom16.txt").write_bytes(f"Example: {query}\n".encode("utf-16"))  # with its BOM
+    (tmp_path / "prompts" / "plain16.txt").write_bytes(f"Example: {query}\n".encode("utf-16-le"))  # no BOM
+    (tmp_path / "prompts" / "packed.txt.gz").write_bytes(gzip.compress(f"Example: {query}\n".encode()))
+    archive(load_config(path), progress=_silent)
+    outcome = run_gate(load_config(path), progress=_silent)
+    prompts = outcome.report["prompts"]
+    assert ("prompts/bom16.txt", 1, "query_text") in {(m["file"], m["line"], m["kind"]) for m in prompts["matches"]}
+    problems = prompts["problems"]
+    assert "the prompts glob 'prompt/*.txt' matches no file: nothing was scanned for it" in problems
+    assert any(p.startswith("the prompt file prompts/plain16.txt holds NUL bytes") for p in problems)
+    assert any(p.startswith("the prompt file prompts/packed.txt.gz is gzip-compressed") for p in problems)
+    assert prompts["files_scanned"] == 1
+    warned = [m for code, m in _reasons(outcome) if code == "warning"]
+    assert all(p in warned for p in problems) and outcome.verdict.kind != "fail"
+
+    path.write_text(path.read_text().replace("statistics: {samples: 500}\n",
+                                             "statistics: {samples: 500}\npolicy: {strict_validity: true}\n"))
+    strict = run_gate(load_config(path), progress=_silent)
+    assert strict.verdict.kind == "fail"
+    assert sum(code == "validity_check_off" for code, _ in _reasons(strict)) == 3
+
+
+def test_a_tuning_split_that_names_no_golden_query_is_named_not_taken_for_a_hold_out(tmp_path):
+    extra = 'tuning:\n  queries: [nope1, nope2, "q_0001 "]\n  params: [boost]\n'
+    path = _world(tmp_path, leak_in_new=False, extra_config=extra)
+    archive(load_config(path), progress=_silent)
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 3.0\n")
+    outcome = run_gate(load_config(path), progress=_silent)
+    tuning = outcome.report["tuning"]
+    assert tuning["unknown_ids"] == ["nope1", "nope2", "q_0001 "] and tuning["unknown_count"] == 3
+    assert tuning["problems"][0].startswith("tuning.queries names no judged golden query ('nope1', 'nope2', 'q_0001 ')")
+    assert not outcome.report["reporting_set"]["name"].startswith("held-out")  # nothing was held out
+    assert any(code == "warning" and "names no judged golden query" in m for code, m in _reasons(outcome))
+
+    extra = "tuning:\n  queries: [q_0000, q_0001, typo_9]\n  params: [boost]\n"
+    path = _world(tmp_path, leak_in_new=False, extra_config=extra)
+    outcome = run_gate(load_config(path), progress=_silent)
+    assert outcome.report["tuning"]["problems"] == [
+        "1 id in the tuning split is no judged golden query and was left out: 'typo_9'"]
