@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from gate.common.numbers import counted
+from gate.common.numbers import counted, listed
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,7 @@ UNKNOWN_KEPT = 50
 
 
 def _listed(ids: Sequence[str], shown: int = 5) -> str:
-    named = ", ".join(repr(q) for q in ids[:shown])
-    return named + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+    return listed([repr(q) for q in ids], shown)
 
 
 def _tunable(path: str, params: Sequence[str]) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["counted", "drop_words", "fixed", "signed"]
+__all__ = ["counted", "drop_words", "fixed", "listed", "signed"]
 
 
 def signed(value: float | None, digits: int = 3) -> str:
@@ -47,3 +47,9 @@ def drop_words(drop: float | None, digits: int = 3) -> str:
 def counted(count: int, one: str, many: str) -> str:
     """``1 query`` / ``3 queries``: the count and the noun that agrees with it."""
     return f"{count} {one if count == 1 else many}"
+
+
+def listed(items, shown: int) -> str:
+    """``a, b, c and 4 more``: the first ``shown`` items, then how many are left unnamed."""
+    items = [str(item) for item in items]
+    return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")

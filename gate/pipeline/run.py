@@ -29,6 +29,7 @@ from gate.checks.commensurability import (
 )
 from gate.inputs.config import Config, is_spec, load_config
 from gate.common.errors import InputError
+from gate.common.numbers import listed
 from gate.evaluation.evaluate import PerQuery, evaluate
 from gate.inputs.fingerprint import file_sha256
 from gate.inputs.golden import Golden, load_golden
@@ -457,8 +458,8 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
     changed_code = [name for name in (uncommitted_code(config, runs_dir) if run_path is None else [])
                     if not _touched(uncommitted, [name])]  # a recorded file is named once, above
     if changed_code and head is not None:
-        shown = ", ".join(changed_code[:5]) + (f" and {len(changed_code) - 5} more" if len(changed_code) > 5 else "")
-        progress(f"warning: the code under test has changes not in commit {head[:12]} ({shown}): the archived run "
+        progress(f"warning: the code under test has changes not in commit {head[:12]} ({listed(changed_code, 5)}): "
+                 "the archived run "
                  "was produced by them, but a replay at that commit, which the manifest records, runs the "
                  "committed code; commit them and archive again")
     per_query = {
@@ -533,9 +534,8 @@ def ignored_recorded_files(config: Config, golden: Golden, retrieval: RetrievalC
             out.append(path)
             continue
         inside = [name for name in ignored if name.startswith(path.rstrip("/") + "/")]
-        shown = ", ".join(inside[:3]) + (f" and {len(inside) - 3} more" if len(inside) > 3 else "")
         if inside:
-            out.append(f"{shown} (in the folder {path})")
+            out.append(f"{listed(inside, 3)} (in the folder {path})")
     return out
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from gate.common.errors import InputError
+from gate.common.numbers import listed
 from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.queries import read_queries_jsonl
 from gate.inputs.readers.records import Qrels, QuerySet
@@ -74,8 +75,7 @@ def beir_corpus(folder: str | os.PathLike) -> Path:
                     if entry.name not in _BEIR_ENTRIES and not entry.name.startswith(".")
                     and not _DOWNLOAD_NOTES.fullmatch(entry.name))
     if others:
-        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-        raise InputError(str(folder), None, f"holds corpus.jsonl and other files ({shown}): read as a BEIR folder "
+        raise InputError(str(folder), None, f"holds corpus.jsonl and other files ({listed(others, 3)}): read as a BEIR folder "
                          "only corpus.jsonl would be read and the rest skipped; give corpus.jsonl itself, or move it "
                          "out to read the folder as a folder of files")
     return path
