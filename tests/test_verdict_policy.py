@@ -70,6 +70,10 @@ ROWS = [
     ("identical rankings do not hide a new leak",
      findings(identical_rankings=True, new_leaks=2, leak_sources=("faq/q#1",)), POLICY, "fail",
      ["new_leaked_queries", "unchanged"]),
+    ("a held-out set under MIN_QUERIES, even with identical rankings", findings(
+        query_count=3, identical_rankings=True, evidence=ev(movers=3, losses=3, p_ni=0.001),
+        reporting_set={"name": "held-out golden queries", "query_count": 3, "held_out_only": True}),
+     dataclasses.replace(POLICY, decision="interval"), "inconclusive", ["held_out_too_small"]),
     ("too few movers", findings(evidence=ev(movers=MIN_MOVERS - 1, losses=1, low=0.0, high=0.0, p_ni=0.001)),
      POLICY, "inconclusive", ["too_few_movers"]),
     ("no mover at n = 500: the worst-case bound passes", findings(

@@ -781,6 +781,7 @@ def find_leaks(
     min_tokens: int = DEFAULT_MIN_TOKENS,
     progress: Callable[[int], None] | None = None,
     workers: int | None = None,
+    on_match: Callable[[str, str, str, bool, float], None] | None = None,
 ) -> LeakageResult:
     """Scan ``chunks`` once for the text of ``queries``.
 
@@ -792,7 +793,8 @@ def find_leaks(
     ``progress(chunks_scanned)`` is called every 10,000 chunks and at the end.
     ``workers``: worker processes for the trigram mode past its first WORKERS_AFTER_CHUNKS
     chunks (None: one per core, at most WORKERS; 0 or 1: none). The result is the same
-    with any number.
+    with any number. ``on_match(query_id, chunk_id, doc_id, exact, score)``, when given, is
+    called once for every (query, chunk) match, those past the CHUNKS_KEPT the result keeps too.
     """
     modes = _check_options(modes, threshold, min_tokens)
     threshold = float(threshold)
@@ -833,6 +835,8 @@ def find_leaks(
     def record(qi: int, seq: int, chunk_id: str, doc_id: str, is_exact: bool, score: float) -> None:
         # The best chunk is the greatest (exact, score, -seq): any order of calls gives the same.
         n_matched[qi] += 1
+        if on_match is not None:
+            on_match(qids[qi], chunk_id, doc_id, is_exact, score)
         entry = (-seq, chunk_id, doc_id)
         if len(kept[qi]) < CHUNKS_KEPT:
             heapq.heappush(kept[qi], entry)

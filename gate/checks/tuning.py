@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from gate.common.numbers import counted, listed
+from gate.inputs.retrieval_config import ABSENT
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class TuningCheck:
     # ids in the tuning or holdout list that are no judged golden query (a typo, a trailing space)
     unknown: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()  # what keeps the split from doing what it was declared for
+    # changed keys that look tuned (a number under bm25, fusion, weights ...) and are not declared
+    undeclared: tuple[tuple[str, Any, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,7 +45,46 @@ class TuningCheck:
             "unknown_ids": list(self.unknown[:UNKNOWN_KEPT]),
             "unknown_count": len(self.unknown),
             "problems": list(self.problems),
+            "undeclared_changes": [{"path": path, "old": "<absent>" if old is ABSENT else old,
+                                    "new": "<absent>" if new is ABSENT else new} for path, old, new in self.undeclared],
         }
+
+    @property
+    def hints(self) -> tuple[str, ...]:
+        """The warnings the undeclared tunable-looking changes give: one naming them and the risk."""
+        if not self.undeclared:
+            return ()
+        keys = listed([f"{path} {_value(old)} → {_value(new)}" for path, old, new in self.undeclared], 5)
+        one = len(self.undeclared) == 1
+        return (f"this PR changes {keys}, {'which looks' if one else 'which look'} like "
+                f"{'a tuned parameter' if one else 'tuned parameters'} but {'is' if one else 'are'} not in "
+                "tuning.params: a value chosen on the golden queries it is reported on overstates the gain "
+                "(declare it in tuning.params with a tuning split, or tune it elsewhere)",)
+
+
+def _value(value: Any) -> str:
+    return "absent" if value is ABSENT else repr(value) if isinstance(value, str) else str(value)
+
+
+#: Config key words that name a tuning knob: a path segment equal to one of TUNING_WORDS, or
+#: holding one of TUNING_PARTS (``title_weight``, ``score_threshold``), with a number on both sides.
+TUNING_WORDS = frozenset({"bm25", "fusion", "rrf", "rrf_k", "rerank", "reranker", "reranking", "weights", "k1",
+                          "alpha", "beta", "lambda", "mu", "temperature", "cutoff", "min_score", "top_k",
+                          "boost", "boosts"})
+TUNING_PARTS = ("weight", "threshold", "boost")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def looks_tunable(path: str, old: Any, new: Any) -> bool:
+    """A changed key that looks like a tuning knob: a number on both sides (or added/removed),
+    under a key segment that names one (:data:`TUNING_WORDS`, :data:`TUNING_PARTS`)."""
+    if not ((_number(old) or old is ABSENT) and (_number(new) or new is ABSENT)) or old is new is ABSENT:
+        return False
+    segments = [segment.lower() for segment in path.split(".")]
+    return any(seg in TUNING_WORDS or any(part in seg for part in TUNING_PARTS) for seg in segments)
 
 
 #: Unknown ids kept in report.json and named in the message (the count covers all).
@@ -63,7 +105,19 @@ def tuning_check(
     params: Sequence[str],
     tuning_ids: Iterable[str] | None,
     holdout_ids: Iterable[str] | None = None,
+    changes: Iterable[tuple[str, Any, Any]] = (),
 ) -> TuningCheck:
+    """``changes``: (path, old, new) of every changed config key, for the undeclared ones that
+    look tunable (:func:`looks_tunable`)."""
+    import dataclasses
+
+    check = _tuning_check(universe, changed_paths, params, tuning_ids, holdout_ids)
+    undeclared = tuple((path, old, new) for path, old, new in changes
+                       if not _tunable(path, params) and looks_tunable(path, old, new))
+    return dataclasses.replace(check, undeclared=undeclared) if undeclared else check
+
+
+def _tuning_check(universe, changed_paths, params, tuning_ids, holdout_ids) -> TuningCheck:
     changed = tuple(sorted(p for p in changed_paths if _tunable(p, params)))
     if tuning_ids is None:
         warning = None

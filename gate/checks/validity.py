@@ -16,6 +16,7 @@ from gate.checks.judged_share import JudgedCheck
 from gate.checks.leakage import LeakageResult, LeakMatch, find_leaks
 from gate.checks.prompts import PromptsCheck
 from gate.checks.tuning import TuningCheck
+from gate.common.numbers import counted, listed
 from gate.inputs.readers.corpus import iter_corpus
 from gate.inputs.readers.records import Query
 
@@ -136,10 +137,26 @@ def validity_warnings(tuning: TuningCheck | None, prompts: PromptsCheck | None) 
         warnings.append(tuning.warning)
     if tuning is not None:
         warnings.extend(tuning.problems)
+        warnings.extend(tuning.hints)
     if prompts is not None:
         warnings.extend(prompts.problems)
     if prompts is not None and prompts.matches:
-        first = prompts.matches[0]
-        warnings.append(f"{len(prompts.matches)} prompt lines quote the golden set "
-                        f"(first {first.file}:{first.line}, {first.kind})")
+        warnings.append(prompts_sentence(prompts))
     return warnings
+
+
+_KIND_WORDS = {"query_text": "query", "relevant_doc_id": "relevant doc id", "relevant_doc_text": "relevant doc text"}
+
+
+def prompts_sentence(prompts: PromptsCheck, groups_shown: int = 3, places_shown: int = 3) -> str:
+    """Every match, grouped by what it quotes: "prompt files quote the golden set in 5 places:
+    query 156493 3 times (a.txt:2, a.txt:9, b.yaml:4), ... and 2 more"."""
+    groups = prompts.groups()
+    parts = []
+    for kind, what, matches in groups[:groups_shown]:
+        places = listed([f"{m.file}:{m.line}" for m in matches], places_shown)
+        times = "once" if len(matches) == 1 else f"{len(matches)} times"
+        parts.append(f"{_KIND_WORDS.get(kind, kind)} {what} {times} ({places})")
+    more = len(groups) - groups_shown
+    return (f"prompt files quote the golden set in {counted(len(prompts.matches), 'place', 'places')}: "
+            + "; ".join(parts) + (f"; and {counted(more, 'other', 'others')}" if more > 0 else ""))

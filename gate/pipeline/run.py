@@ -50,7 +50,7 @@ from gate.statistics.band import BandStatus, applicable_band, band_sentence, mea
 from gate.verdict.rules import ALPHA, MIN_MOVERS, Findings, Verdict, decide, inconclusive, traffic_findings
 from gate.checks.judged_share import judged_check
 from gate.checks.prompts import scan_prompts
-from gate.checks.tuning import tuning_check
+from gate.checks.tuning import looks_tunable, tuning_check
 from gate.checks.validity import Validity, compare_leakage, reporting_set, validity_warnings
 
 Progress = Callable[[str], None]
@@ -1146,9 +1146,10 @@ def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, c
                           max_judged_drop=config.policy.max_judged_drop)
     tuning = None
     tuning_ids = _id_list(config.tuning.queries, config, "tuning.queries")
-    if tuning_ids is not None or config.tuning.params:
+    changes = [(c.path, c.old, c.new) for c in diff]
+    if tuning_ids is not None or config.tuning.params or any(looks_tunable(*c) for c in changes):
         tuning = tuning_check(universe, [c.path for c in diff], config.tuning.params, tuning_ids,
-                              _id_list(config.tuning.holdout, config, "tuning.holdout"))
+                              _id_list(config.tuning.holdout, config, "tuning.holdout"), changes)
     prompts = None
     if config.prompts:
         relevant = {doc for docs in golden.qrels.judgments.values() for doc, label in docs.items()
@@ -1162,7 +1163,8 @@ def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, c
                     key = chunk.chunk_id if chunk.chunk_id in relevant else chunk.doc_id
                     texts[key] = (texts.get(key, "") + " " + chunk.text).strip()
         prompts = scan_prompts(config.workspace_root, config.prompts, golden.queries.queries, golden.qrels, texts,
-                               rel=config.golden.rel, threshold=config.leakage.threshold)
+                               rel=config.golden.rel, threshold=config.leakage.threshold,
+                               min_tokens=config.leakage.min_tokens)
     reporting = reporting_set(universe, leakage, tuning, config.policy.exclude_leaked)
     return Validity(leakage, judged, tuning, prompts, reporting, tuple(validity_warnings(tuning, prompts)))
 

@@ -449,6 +449,18 @@ class PromptMatch(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PromptGroup(Record):
+    """``prompts.by_query[]`` of report.json: the matches of one query or document (1.5)."""
+    kind: Any | Absent = key(ANY)
+    # the query id (query_text) or doc id (relevant_doc_id, relevant_doc_text)
+    id: str | Absent = key(STR)
+    count: int | Absent = key(INT)
+    files: int | Absent = key(INT)
+    # file:line of its first match
+    first: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Prompts(Record):
     """``prompts``: golden-set material found in prompt files (null when no prompts globs are
     configured)"""
@@ -457,6 +469,24 @@ class Prompts(Record):
     matches: tuple[PromptMatch, ...] | Absent = key(ListOf(RecordOf(PromptMatch)))
     # (1.5) what kept part of the check from running: a glob matching no file, a file not text
     problems: tuple[str, ...] | Absent = key(ListOf(STR))
+    # (1.5) every match grouped by the query or document it quotes, most matches first
+    by_query: tuple[PromptGroup, ...] | Absent = key(ListOf(RecordOf(PromptGroup)))
+    # (1.5) files not read as their suffix says (a .yaml that does not parse: plain text)
+    notes: tuple[str, ...] | Absent = key(ListOf(STR))
+    # (1.5) golden queries too short for a copy with one changed word to reach the threshold
+    short_query_count: int | Absent = key(INT)
+    short_queries: tuple[str, ...] | Absent = key(ListOf(STR))
+    # (1.5) the trigram-Jaccard threshold query texts were matched at
+    threshold: float | Absent = key(NUM)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UndeclaredChange(Record):
+    """``tuning.undeclared_changes[]`` of report.json (1.5)."""
+    path: str | Absent = key(STR)
+    # a number, or "<absent>" on the side the key is missing from
+    old: Any | Absent = key(ANY)
+    new: Any | Absent = key(ANY)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -480,6 +510,9 @@ class Tuning(Record):
     unknown_ids: tuple[str, ...] | Absent = key(ListOf(STR))
     unknown_count: int | Absent = key(INT)
     problems: tuple[str, ...] | Absent = key(ListOf(STR))
+    # (1.5) changed keys that look like tuning knobs (a number under bm25, fusion, weights, ...)
+    # and are not in tuning.params: each a warning naming the key and the risk
+    undeclared_changes: tuple[UndeclaredChange, ...] | Absent = key(ListOf(RecordOf(UndeclaredChange)))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,7 @@ from gate.common.numbers import counted, signed
 from gate.inputs.config import Policy
 
 STATISTICAL = {"regression_shown", "improvement_required", "improvement_shown", "non_inferior", "underpowered",
-               "too_few_movers", "unchanged"}
+               "too_few_movers", "unchanged", "held_out_too_small"}
 EXIT_BY_KIND = {"pass": 0, "skipped": 0, "accepted": 0, "fail": 1, "inconclusive": 3}
 
 #: The calibrated rule's constants (benchmarks/bench_decision.py measures what they buy).
@@ -25,6 +25,9 @@ ALPHA = 0.025
 #: every sample-based interval is [0, 0]-like and "passes by construction" (the "np >= 5"
 #: rule of thumb; 4 gives 3.6% false passes on reciprocal-rank deltas at n = 30, 5 gives 2.4%).
 MIN_MOVERS = 5
+#: The fewest reporting queries any claim can rest on: a one-sided sign-flip test over n
+#: queries cannot reach ALPHA below n = 6 (its smallest p is 1/2**n), and MIN_MOVERS must move.
+MIN_QUERIES = next(n for n in range(MIN_MOVERS, 64) if 0.5 ** n <= ALPHA)
 #: The largest loss one query can have: measures are in [0, 1] (nDCG, AP, RR, R, P, Success).
 MAX_QUERY_LOSS = 1.0
 #: Decision rules: "calibrated" (default) or "interval", the seed's rule on the reported interval.
@@ -263,12 +266,27 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
 def decide(findings: Findings, policy: Policy) -> Verdict:
     """The one decision: validity and traffic failures first, then the statistics."""
     f = findings
-    if f.identical_rankings:
+    if f.reporting_set.get("held_out_only") and f.query_count < MIN_QUERIES:
+        # before "unchanged": 3 held-out queries ranked as before say nothing of the tuned ones
+        statistical = held_out_too_small(f, policy)
+    elif f.identical_rankings:
         statistical = unchanged(f.query_count, policy, f.reporting_set)
     else:
         statistical = decide_delta(f.delta, f.ci_low, f.ci_high, f.mde, f.metric, f.query_count, policy,
                                    f.noise_threshold, f.reporting_set, f.evidence)
     return combine([(r.code, r.message) for r in failures_of(f, policy)], f.warnings, statistical, policy)
+
+
+def held_out_too_small(f: Findings, policy: Policy) -> Verdict:
+    """A held-out set too small for any claim, under either decision rule: with 3 queries the
+    seed's interval rule would fail or pass on 3 values (a sign-flip p of 0.125 at best)."""
+    more = MIN_QUERIES - f.query_count
+    message = (f"the held-out set has only {counted(f.query_count, 'query', 'queries')} ({f.metric} "
+               f"{signed(f.delta)} [{signed(f.ci_low)}, {signed(f.ci_high)}]): too few to decide; no claim rests "
+               f"on fewer than {MIN_QUERIES} (a sign-flip test over fewer cannot reach p <= {ALPHA:g}, and "
+               f"{MIN_MOVERS} must move): hold out at least {counted(more, 'more query', 'more queries')} "
+               "(tuning.holdout, or fewer ids in tuning.queries)")
+    return inconclusive("held_out_too_small", message, policy, f.reporting_set)
 
 
 def unchanged(query_count: int, policy: Policy, reporting_set: dict[str, Any] | None = None) -> Verdict:

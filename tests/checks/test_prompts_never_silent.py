@@ -1,0 +1,346 @@
+"""Issue 19: tuning and prompt leakage checks that never go silent. Each test is one bullet of the
+issue's "Why", on generated files, through `run` and its comment, and on TREC DL 2019's queries
+and NIST qrels (MS MARCO's numeric doc ids)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from gate.checks.normalize import normalize, window_score
+from gate.checks.prompts import scan_prompts, one_changed_word_score, short_queries
+from gate.checks.tuning import looks_tunable, tuning_check
+from gate.inputs.config import load_config
+from gate.inputs.readers.records import Qrels, Query
+from gate.inputs.retrieval_config import ABSENT
+from gate.pipeline.run import archive, run_gate
+from gate.rendering import comment as rendering
+from gate.report.spine import Report
+from gate.verdict.rules import MIN_QUERIES, Findings, Policy, decide
+from tests.shared_data import REALDATA, need
+from tests.support.small_world import small_world as _world
+
+DL19 = REALDATA / "runs" / "trec-dl-2019-passage"
+QUERY = "how do i configure webhooks with giraffe settings"  # q_0000 of the small world
+
+
+def _silent(message: str) -> None:
+    pass
+
+
+def _qrels(judgments: dict[str, dict[str, int]]) -> Qrels:
+    return Qrels("test", judgments)
+
+
+def _scan(root: Path, globs, queries, judgments, texts=None, **options):
+    return scan_prompts(root, globs, queries, _qrels(judgments), texts or {}, **options)
+
+
+def _where(check, kind="query_text"):
+    return [(m.file, m.line, m.query_id or m.doc_id) for m in check.matches if m.kind == kind]
+
+
+def _comment(report) -> str:
+    return rendering.render_comment(Report.from_dict(json.loads(json.dumps(report))))
+
+
+# --------------------------------------------------------------------------- every quote
+
+
+def test_every_file_and_line_quoting_a_query_is_reported_not_only_the_first(tmp_path):
+    """The old scan kept one match per query across all files: 3 quotes read as 1."""
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "a.txt").write_text(f"Example one: {QUERY}\nfiller line\nAgain: {QUERY.upper()}!\n")
+    (tmp_path / "p" / "b.txt").write_text(f"{QUERY}\n")
+    queries = [Query("q1", QUERY), Query("q2", "what is the capital of a small country")]
+    check = _scan(tmp_path, ["p/*.txt"], queries, {"q1": {"d1": 1}})
+    assert _where(check) == [("p/a.txt", 1, "q1"), ("p/a.txt", 3, "q1"), ("p/b.txt", 1, "q1")]
+    assert check.to_dict()["by_query"] == [{"kind": "query_text", "id": "q1", "count": 3, "files": 2,
+                                            "first": "p/a.txt:1"}]
+
+
+def test_the_comment_groups_every_quote_per_query_with_counts_and_and_n_more(tmp_path):
+    lines = "".join(f"shot {i}: {QUERY}\n" for i in range(8))
+    extra = "prompts: ['prompts/*']\n"
+    path = _world(tmp_path, leak_in_new=False, extra_config=extra)
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "shots.txt").write_text(lines)
+    (tmp_path / "prompts" / "more.txt").write_text(f"{QUERY}\n")
+    archive(load_config(path), progress=_silent)
+    outcome = run_gate(load_config(path), progress=_silent)
+    prompts = outcome.report["prompts"]
+    assert prompts["count"] == 9 and prompts["by_query"][0] == {
+        "kind": "query_text", "id": "q_0000", "count": 9, "files": 2, "first": "prompts/more.txt:1"}
+    body = _comment(outcome.report)
+    line = next(l for l in body.splitlines() if l.startswith("  - query q"))
+    assert "9 times in 2 files" in line and line.endswith("and 4 more")
+    assert "prompts/more.txt:1, prompts/shots.txt:1, prompts/shots.txt:2" in line
+    assert "- **Prompts**: 2 prompt files scanned; the golden set is quoted in 9 places:" in body
+    warning = next(r.message for r in outcome.verdict.reasons if r.message.startswith("prompt files quote"))
+    assert warning.startswith("prompt files quote the golden set in 9 places: query q_0000 9 times "
+                              "(prompts/more.txt:1, prompts/shots.txt:1, prompts/shots.txt:2 and 6 more)")
+
+
+# --------------------------------------------------------------------------- templates
+
+
+def test_a_query_folded_over_yaml_lines_is_found_at_the_line_its_value_starts(tmp_path):
+    (tmp_path / "few.yaml").write_text(
+        "system: You are helpful.\n"
+        "examples:\n"
+        "  - question: >\n"
+        "      how do i configure webhooks\n"
+        "      with giraffe settings\n"
+        "    answer: |\n"
+        "      Open the dashboard.\n")
+    check = _scan(tmp_path, ["*.yaml"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert _where(check) == [("few.yaml", 4, "q1")]
+    assert check.notes == ()
+
+
+def test_a_passage_with_newline_escapes_in_a_json_string_is_found(tmp_path):
+    passage = ("Webhooks are configured per project and every delivery is retried three times "
+               "with exponential backoff before it is dropped")
+    escaped = passage.replace(" every", "\\nevery").replace(" with", "\\n\\twith")
+    (tmp_path / "shots.json").write_text('{\n  "shots": [\n    {"q": "x",\n     "context": "' + escaped + '"}]\n}\n')
+    check = _scan(tmp_path, ["*.json"], [Query("q1", QUERY)], {"q1": {"doc-7": 1}}, {"doc-7": passage})
+    assert _where(check, "relevant_doc_text") == [("shots.json", 4, "doc-7")]
+    # Read as plain text, the escape is a stray token ("nevery") that breaks every shingle across it.
+    raw = (tmp_path / "shots.json").read_text()
+    assert "nevery" in normalize(raw).split()
+    assert _where(_scan(tmp_path, ["*.json"], [], {"q1": {"doc-7": 1}}, {"doc-7": passage}), "relevant_doc_text")
+
+
+def test_a_json_string_quoting_a_query_with_an_escape_is_found(tmp_path):
+    (tmp_path / "p.jsonl").write_text(json.dumps({"messages": [{"role": "user", "content": QUERY.replace(" with", "\nwith")}]})
+                                      + "\n" + json.dumps({"messages": []}) + "\n")
+    check = _scan(tmp_path, ["*.jsonl"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert _where(check) == [("p.jsonl", 1, "q1")]
+
+
+def test_plain_text_is_read_across_line_breaks(tmp_path):
+    (tmp_path / "prompt.md").write_text("# Few-shot\nQ: how do i configure\nwebhooks with giraffe settings\nA: ...\n")
+    check = _scan(tmp_path, ["*.md"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert _where(check) == [("prompt.md", 2, "q1")]
+
+
+def test_a_yaml_template_that_does_not_parse_is_scanned_as_text_and_noted(tmp_path):
+    (tmp_path / "t.yaml").write_text("prompt: {{ system }}\n  bad: [\nexample: " + QUERY + "\n")
+    check = _scan(tmp_path, ["*.yaml"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert _where(check) == [("t.yaml", 3, "q1")]
+    assert len(check.notes) == 1 and check.notes[0].startswith("t.yaml is not valid YAML (line ")
+    assert check.notes[0].endswith("): scanned as plain text") and check.problems == ()
+
+
+def test_invalid_json_is_named_with_its_line(tmp_path):
+    (tmp_path / "x.json").write_text('{"a": 1,\n "b": }\n')
+    check = _scan(tmp_path, ["*.json"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert check.notes == ("x.json is not valid JSON (line 2: Expecting value): scanned as plain text",)
+
+
+# --------------------------------------------------------------------------- numeric doc ids
+
+
+MSMARCO = {"q1": {"6138": 2, "1729": 2, "7067032": 1, "7067034": 0, "8000001": 1}}
+
+
+def test_numbers_that_happen_to_be_relevant_doc_ids_are_not_flagged_outside_an_id_context(tmp_path):
+    """`seed: 6138` and `year: 1729` in a settings file were flagged as relevant doc ids."""
+    (tmp_path / "settings.yaml").write_text("seed: 6138\nyear: 1729\nmax_tokens: 7067032\nnote: set seed 6138\n")
+    (tmp_path / "notes.txt").write_text("seed: 6138, year 1729 and 3.6138 and v1729 and 6138-1729\n")
+    (tmp_path / "cfg.json").write_text('{"seed": 6138, "years": [1729, 2024], "top_k": 1729}\n')
+    check = _scan(tmp_path, ["*"], [Query("q1", QUERY)], MSMARCO)
+    assert _where(check, "relevant_doc_id") == []
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("doc.yaml", "doc: 6138\n", [("doc.yaml", 1, "6138")]),
+    ("doc.yaml", "examples:\n  - passage_id: 1729\n    docId: '6138'\n", [("doc.yaml", 2, "1729"), ("doc.yaml", 3, "6138")]),
+    ("doc.yaml", "relevant: [7067032, 7067034]\n", [("doc.yaml", 1, "7067032")]),  # 7067034 is judged, not relevant
+    ("doc.yaml", "positives:\n  6138: first\n  1729: second\n", [("doc.yaml", 2, "6138"), ("doc.yaml", 3, "1729")]),
+    ("ids.json", '{"pids": [6138, 1729]}', [("ids.json", 1, "1729"), ("ids.json", 1, "6138")]),
+    ("p.txt", "see https://example.org/passages/6138 and corpus/1729.txt\n", [("p.txt", 1, "1729"), ("p.txt", 1, "6138")]),
+    ("p.txt", "Answer from doc 6138. Also passage_id=1729, [pid: 7067032], docid:8000001\n",
+     [("p.txt", 1, "1729"), ("p.txt", 1, "6138"), ("p.txt", 1, "7067032"), ("p.txt", 1, "8000001")]),
+    ("p.txt", "relevant: 6138, 7067034, 1729\n", [("p.txt", 1, "1729"), ("p.txt", 1, "6138")]),
+])
+def test_numeric_doc_ids_count_in_an_id_context(tmp_path, name, text, expected):
+    (tmp_path / name).write_text(text)
+    check = _scan(tmp_path, [name], [Query("q1", QUERY)], MSMARCO)
+    assert sorted(_where(check, "relevant_doc_id")) == expected
+
+
+def test_ids_with_letters_still_count_anywhere_as_whole_words(tmp_path):
+    (tmp_path / "p.txt").write_text("cite MED-10 here, not MED-101\n")
+    check = _scan(tmp_path, ["p.txt"], [Query("q1", QUERY)], {"q1": {"MED-10": 1}})
+    assert _where(check, "relevant_doc_id") == [("p.txt", 1, "MED-10")]
+
+
+# --------------------------------------------------------------------------- short queries
+
+
+def test_one_changed_word_in_a_nine_token_query_scores_below_the_threshold_and_the_query_is_named_short():
+    """The README said one changed word is still caught; in a 9-token query it scores under 0.85."""
+    query = "what is the most popular food in switzerland today"
+    changed = "what is the most popular dish in switzerland today"
+    assert len(query.split()) == 9 and round(window_score(query, changed), 2) == 0.78
+    assert one_changed_word_score(normalize(query)) < 0.85
+    assert short_queries([Query("q", query)], 0.85, 3) == ("q",)
+    long = ("what is the most popular traditional food eaten in the mountain villages of switzerland during "
+            "the long winter months")
+    assert len(long.split()) >= 18 and one_changed_word_score(normalize(long)) >= 0.85
+    assert short_queries([Query("q", long)], 0.85, 3) == ()
+    assert window_score(long, long.replace("food", "dish")) >= 0.85
+
+
+def test_the_cheapest_changed_word_score_is_what_window_score_gives_for_that_change():
+    """An independent computation: each word in turn replaced by a word of new letters (sharing no
+    trigram with the query, none repeated), scored by the reference window_score; the best."""
+    import random
+
+    rng = random.Random(19)
+    words = "alpha brave cobalt delta ember falcon garnet harbor indigo jasper kelvin lumen a of".split()
+    for _ in range(300):
+        query = " ".join(rng.choice(words) for _ in range(rng.randint(2, 16)))
+        toks = query.split()
+        expected = max(window_score(query, " ".join(toks[:i] + ["".join(chr(0x4E00 + j) for j in range(len(w)))]
+                                                    + toks[i + 1:]))
+                       for i, w in enumerate(toks))
+        assert one_changed_word_score(query) == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_readme_states_the_trigram_reach_by_query_length_as_measured():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    from benchmarks.trigram_reach import TOPICS, reach_table
+
+    for path in TOPICS:
+        need(path)
+
+    table = reach_table()
+    assert table in readme, "README's reach table is not what benchmarks/trigram_reach.py measures"
+
+
+# --------------------------------------------------------------------------- tuning
+
+
+def test_a_held_out_set_of_three_queries_is_inconclusive_under_either_rule_and_says_how_many_more():
+    """3 held-out queries gave a fail at sign-flip p 0.25 and a pass with an MDE from 3 values."""
+    from gate.statistics.evidence import evidence
+
+    import numpy as np
+
+    deltas = np.array([-0.3, -0.2, -0.25])
+    for decision in ("interval", "calibrated"):
+        policy = Policy(decision=decision)
+        findings = Findings(metric="nDCG@10", query_count=3, delta=-0.25, ci_low=-0.3, ci_high=-0.2, mde=0.019,
+                            evidence=evidence(deltas, policy.max_regression, 500, 0),
+                            reporting_set={"name": "held-out golden queries", "query_count": 3, "held_out_only": True})
+        verdict = decide(findings, policy)
+        assert verdict.kind == "inconclusive" and verdict.reasons[0].code == "held_out_too_small"
+        assert f"hold out at least {MIN_QUERIES - 3} more queries" in verdict.reasons[0].message
+    assert MIN_QUERIES == 6  # 2**-6 <= 0.025 < 2**-5
+
+
+def test_a_small_held_out_set_in_run_is_inconclusive_and_the_comment_says_how_many_more(tmp_path):
+    tuning_ids = [f"q_{i:04d}" for i in range(17)]
+    extra = f"tuning:\n  queries: {json.dumps(tuning_ids)}\n  params: [boost]\n"
+    path = _world(tmp_path, leak_in_new=False, extra_config=extra)
+    archive(load_config(path), progress=_silent)
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 3.0\n")
+    outcome = run_gate(load_config(path), progress=_silent)
+    assert outcome.report["query_count"] == 3 and outcome.verdict.kind == "inconclusive"
+    assert outcome.verdict.reasons[0].code == "held_out_too_small" and outcome.verdict.exit_code == 3
+    body = _comment(outcome.report)
+    assert "hold out at least 3 more queries" in body
+
+
+def test_a_changed_key_that_looks_tunable_but_is_undeclared_is_a_warning_naming_it(tmp_path):
+    path = _world(tmp_path, leak_in_new=False)
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 1.0\nfusion: {rrf_k: 60}\n")
+    archive(load_config(path), progress=_silent)
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 1.0\nfusion: {rrf_k: 20}\n")
+    outcome = run_gate(load_config(path), progress=_silent)
+    tuning = outcome.report["tuning"]
+    assert tuning["undeclared_changes"] == [{"path": "fusion.rrf_k", "old": 60, "new": 20}]
+    warned = [r.message for r in outcome.verdict.reasons if r.code == "warning"]
+    assert any(w.startswith("this PR changes fusion.rrf_k 60 → 20, which looks like a tuned parameter but is not "
+                            "in tuning.params") for w in warned)
+    assert "fusion.rrf\\_k 60 → 20" in _comment(outcome.report) or "fusion.rrf_k 60 → 20" in _comment(outcome.report)
+
+
+@pytest.mark.parametrize("path, old, new, tunable", [
+    ("fusion.rrf_k", 60, 20, True), ("bm25.k1", 0.9, 1.2, True), ("bm25.b", 0.4, ABSENT, True),
+    ("weights.title", 1, 2, True), ("retriever.score_threshold", 0.2, 0.3, True), ("boost", 1.0, 3.0, True),
+    ("chunking.size", 256, 512, False), ("bm25.stemmer", "porter", "krovetz", False),
+    ("rerank.enabled", True, False, False), ("model.name", "a", "b", False), ("index.shards", 2, 4, False),
+])
+def test_which_keys_look_tunable(path, old, new, tunable):
+    assert looks_tunable(path, old, new) is tunable
+
+
+def test_a_declared_parameter_is_not_warned_about_as_undeclared():
+    check = tuning_check(["q1", "q2"], ["bm25.k1"], ["bm25"], None, None, [("bm25.k1", 0.9, 1.2)])
+    assert check.undeclared == () and check.hints == ()
+
+
+def test_an_empty_holdout_list_says_what_is_wrong():
+    check = tuning_check(["q1", "q2"], ["boost"], ["boost"], ["q1"], [])
+    assert check.problems == ("tuning.holdout names no judged golden query (none): there is nothing to report on",)
+
+
+# --------------------------------------------------------------------------- TREC DL 2019
+
+
+def _dl19():
+    topics = need(DL19 / "topics" / "topics.dl19-passage.txt")
+    judgments: dict[str, dict[str, int]] = {}
+    for line in (DL19 / "qrels" / "qrels.dl19-passage.txt").read_text().splitlines():
+        qid, _, doc, label = line.split()
+        judgments.setdefault(qid, {})[doc] = int(label)
+    queries = [Query(qid, text) for qid, text in (l.split("\t", 1) for l in topics.read_text().splitlines())
+               if qid in judgments]
+    return queries, judgments
+
+
+def test_dl19_prompts_every_quote_numeric_ids_and_short_queries(tmp_path):
+    queries, judgments = _dl19()
+    assert len(queries) == 43 and judgments["19335"]["1729"] == 2 and judgments["1133167"]["6138"] == 2
+    by_id = {q.query_id: q.text for q in queries}
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "settings.yaml").write_text("seed: 6138\nyear: 1729\ntemperature: 0.2\n")
+    (tmp_path / "prompts" / "few.yaml").write_text(
+        "examples:\n"
+        f"  - q: >\n      {' '.join(by_id['156493'].split()[:2])}\n      {' '.join(by_id['156493'].split()[2:])}\n"
+        f"    doc: 1729\n"
+        f"  - q: \"{by_id['1110199']}\"\n")
+    (tmp_path / "prompts" / "shots.txt").write_text(f"{by_id['156493']}\n{by_id['1110199']}\n{by_id['156493']}\n")
+    check = scan_prompts(tmp_path, ["prompts/*"], queries, Qrels("dl19", judgments), {})
+    assert sorted(_where(check)) == [("prompts/few.yaml", 3, "156493"), ("prompts/few.yaml", 6, "1110199"),
+                                     ("prompts/shots.txt", 1, "156493"), ("prompts/shots.txt", 2, "1110199"),
+                                     ("prompts/shots.txt", 3, "156493")]
+    assert _where(check, "relevant_doc_id") == [("prompts/few.yaml", 5, "1729")]  # not seed: 6138, year: 1729
+    # Most DL19 queries are too short for a copy with one changed word to reach 0.85.
+    assert len(check.short) == 35
+
+
+def test_dl19_a_tuning_split_with_a_trailing_space_matches_no_query():
+    queries, judgments = _dl19()
+    universe = sorted(judgments)
+    check = tuning_check(universe, ["bm25.k1"], ["bm25"], ["nope1", "nope2", "156493 "])
+    assert check.tuning_count == 0 and check.unknown == ("nope1", "nope2", "156493 ")
+    assert check.problems[0].startswith("tuning.queries names no judged golden query")
+    assert len(check.holdout) == 43  # nothing held out: and reporting_set does not call it held-out
+
+
+def test_undecodable_prompt_files_and_an_empty_glob_are_named_on_dl19(tmp_path):
+    queries, judgments = _dl19()
+    text = queries[0].text
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "a.txt.gz").write_bytes(gzip.compress(text.encode()))
+    (tmp_path / "prompts" / "b.txt").write_bytes(text.encode("utf-16-le"))
+    (tmp_path / "prompts" / "c.txt").write_bytes(text.encode("latin-1") + b"\xe9")
+    check = scan_prompts(tmp_path, ["prompts/*", "prompt/*.txt"], queries, Qrels("dl19", judgments), {})
+    assert check.files == () and len(check.problems) == 4
