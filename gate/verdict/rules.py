@@ -281,10 +281,9 @@ def held_out_too_small(f: Findings, policy: Policy) -> Verdict:
     """A held-out set too small for any claim, under either decision rule: with 3 queries the
     seed's interval rule would fail or pass on 3 values (a sign-flip p of 0.125 at best)."""
     more = MIN_QUERIES - f.query_count
-    message = (f"the held-out set has only {counted(f.query_count, 'query', 'queries')} ({f.metric} "
-               f"{signed(f.delta)} [{signed(f.ci_low)}, {signed(f.ci_high)}]): too few to decide; no claim rests "
-               f"on fewer than {MIN_QUERIES} (a sign-flip test over fewer cannot reach p <= {ALPHA:g}, and "
-               f"{MIN_MOVERS} must move): hold out at least {counted(more, 'more query', 'more queries')} "
+    message = (f"the held-out set has only {counted(f.query_count, 'query', 'queries')}: too few to decide; no "
+               f"claim rests on fewer than {MIN_QUERIES} (a sign-flip test over fewer cannot reach p ≤ {ALPHA:g}, "
+               f"and {MIN_MOVERS} must move): hold out at least {counted(more, 'more query', 'more queries')} "
                "(tuning.holdout, or fewer ids in tuning.queries)")
     return inconclusive("held_out_too_small", message, policy, f.reporting_set)
 

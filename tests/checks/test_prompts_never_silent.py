@@ -69,18 +69,21 @@ def test_the_comment_groups_every_quote_per_query_with_counts_and_and_n_more(tmp
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "shots.txt").write_text(lines)
     (tmp_path / "prompts" / "more.txt").write_text(f"{QUERY}\n")
+    (tmp_path / "prompts" / "other.txt").write_text("how do i configure rate limits with lantern settings\n")
     archive(load_config(path), progress=_silent)
     outcome = run_gate(load_config(path), progress=_silent)
     prompts = outcome.report["prompts"]
-    assert prompts["count"] == 9 and prompts["by_query"][0] == {
+    assert prompts["count"] == 10 and prompts["by_query"][0] == {
         "kind": "query_text", "id": "q_0000", "count": 9, "files": 2, "first": "prompts/more.txt:1"}
     body = _comment(outcome.report)
     line = next(l for l in body.splitlines() if l.startswith("  - query q"))
     assert "9 times in 2 files" in line and line.endswith("and 4 more")
     assert "prompts/more.txt:1, prompts/shots.txt:1, prompts/shots.txt:2" in line
-    assert "- **Prompts**: 2 prompt files scanned; the golden set is quoted in 9 places:" in body
+    assert "- **Prompts**: 3 prompt files scanned; the golden set is quoted in 10 places:" in body
+    groups = [l for l in body.splitlines() if l.startswith("  - query q")]  # each group a line of its own
+    assert len(groups) == 2 and groups[1] == "  - query q\\_0001, once: prompts/other.txt:1"
     warning = next(r.message for r in outcome.verdict.reasons if r.message.startswith("prompt files quote"))
-    assert warning.startswith("prompt files quote the golden set in 9 places: query q_0000 9 times "
+    assert warning.startswith("prompt files quote the golden set in 10 places: query q_0000 9 times "
                               "(prompts/more.txt:1, prompts/shots.txt:1, prompts/shots.txt:2 and 6 more)")
 
 
