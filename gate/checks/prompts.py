@@ -41,8 +41,10 @@ Short queries
 from __future__ import annotations
 
 import bisect
+from array import array
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -54,6 +56,9 @@ from gate.inputs.readers.records import Qrels, Query
 SHINGLE = 8
 #: Matches kept per query in report.json and shown per query in the comment (counts cover all).
 MATCHES_KEPT = 50
+#: A prompt file is read whole (its tokens with their lines: about 30 bytes of memory a byte of
+#: text); a larger one is named as not scanned rather than exhausting the runner's memory.
+MAX_PROMPT_BYTES = 16 * 2**20
 STRUCTURED = {".yaml": "YAML", ".yml": "YAML", ".json": "JSON"}
 JSON_LINES = {".jsonl", ".ndjson"}
 
@@ -125,6 +130,9 @@ def prompt_text(path: Path) -> str:
     """A prompt file's text: UTF-8, or UTF-8/UTF-16 with a byte-order mark. Anything else (a gzip
     file, binary data, another encoding) is a ValueError naming what it looks like: scanned as
     replacement characters it would show no match and pass."""
+    size = path.stat().st_size
+    if size > MAX_PROMPT_BYTES:
+        raise ValueError(f"is {size / 2**20:.1f} MiB, over the {MAX_PROMPT_BYTES // 2**20} MiB a prompt file may have")
     data = path.read_bytes()
     for bom, encoding in _BOMS:
         if data.startswith(bom):
@@ -160,7 +168,7 @@ class Passage:
     ``lines[i]`` is the line of token ``i``."""
     file: str
     tokens: tuple[str, ...]
-    lines: tuple[int, ...]
+    lines: Sequence[int]  # an array('I'): four bytes a token
 
 
 @dataclass(frozen=True)
@@ -176,9 +184,9 @@ def _passage(name: str, pieces: Iterable[tuple[int, str]]) -> Passage:
     lines: list[int] = []
     for line, text in pieces:
         words = normalize(text).split()
-        toks.extend(words)
+        toks.extend(map(sys.intern, words))  # a text repeats its words: one string each
         lines.extend([line] * len(words))
-    return Passage(name, tuple(toks), tuple(lines))
+    return Passage(name, tuple(toks), array("I", lines))
 
 
 def _walk(node: Any, key: str | None, judged: frozenset[str], out: list[Scalar], seen: set[int],
@@ -189,7 +197,7 @@ def _walk(node: Any, key: str | None, judged: frozenset[str], out: list[Scalar],
         return
     seen.add(id(node))
     if isinstance(node, ScalarNode):
-        if node.tag.endswith(":null"):
+        if node.tag.endswith((":null", ":bool")):
             return
         line = node.start_mark.line + 1
         if node.style in ("|", ">"):  # a block scalar's text starts below its indicator
@@ -204,12 +212,83 @@ def _walk(node: Any, key: str | None, judged: frozenset[str], out: list[Scalar],
         # A mapping keyed by doc ids ({7067032: "...", 7067034: "..."}) lists them as its keys.
         keyed = sum(1 for k, _ in node.value if isinstance(k, ScalarNode) and str(k.value).strip() in judged) >= 2
         for k, v in node.value:
-            if keyed and isinstance(k, ScalarNode):
+            if keyed and isinstance(k, ScalarNode) and str(k.value).strip() in judged:
                 out.append(Scalar(k.start_mark.line + 1, str(k.value), None, True))
             name = str(k.value) if isinstance(k, ScalarNode) else None
-            if isinstance(k, ScalarNode) and len(name or "") > 40:
-                _walk(k, key, judged, out, seen)  # a long key is text too
+            if isinstance(k, ScalarNode) and len(name or "") > LONG_KEY:
+                out.append(Scalar(k.start_mark.line + 1, str(k.value)))  # a long key is text too
             _walk(v, name, judged, out, seen)
+
+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+_JSON_LITERAL = re.compile(r"-?[0-9][0-9.eE+-]*|true|false|null|NaN|-?Infinity")
+#: A key longer than this is scanned as text too (a prompt written as a mapping key).
+LONG_KEY = 40
+
+
+def _json_scalars(text: str, judged: frozenset[str], first_line: int = 1) -> list[Scalar]:
+    """The scalars of a JSON document with the line each starts on; ValueError naming the line it
+    fails on. Validated by the json module, then walked by one pass over the text with the json
+    module's own string scanner (the YAML parser would take seconds a megabyte)."""
+    from json.decoder import scanstring
+
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"line {error.lineno + first_line - 1}: {error.msg}") from None
+    except RecursionError:
+        raise ValueError("nested too deep") from None
+    breaks = [m.start() for m in re.finditer("\n", text)]
+    out: list[Scalar] = []
+    # a frame: [kind ("{" or "["), the key its values sit under, buffered (line, text) items, judged count]
+    stack: list[list[Any]] = []
+    expecting_key = False
+    i, n = 0, len(text)
+    while True:
+        i = _JSON_SPACE.match(text, i).end()
+        if i >= n:
+            break
+        c = text[i]
+        if c in "{[":
+            under = stack[-1][1] if stack else None
+            stack.append([c, under, [], 0])
+            expecting_key = c == "{"
+            i += 1
+        elif c in "}]":
+            kind, key, items, ids = stack.pop()
+            if kind == "[" or ids >= 2:  # a list's items; a mapping's keys when it is keyed by doc ids
+                out.extend(Scalar(line, value, key if kind == "[" else None, ids >= 2) for line, value in items)
+            expecting_key = False
+            i += 1
+        elif c == ",":
+            expecting_key = bool(stack) and stack[-1][0] == "{"
+            i += 1
+        elif c == ":":
+            i += 1
+        else:
+            line = bisect.bisect_left(breaks, i) + first_line
+            if c == '"':
+                value, i = scanstring(text, i + 1)
+            else:
+                literal = _JSON_LITERAL.match(text, i)
+                value, i = literal.group(), literal.end()
+                if value in ("true", "false", "null"):
+                    continue
+            frame = stack[-1] if stack else None
+            if frame is not None and frame[0] == "{" and expecting_key:
+                frame[1] = value
+                expecting_key = False
+                if len(value) > LONG_KEY:
+                    out.append(Scalar(line, value))
+                if value.strip() in judged:  # a mapping keyed by doc ids lists them as its keys
+                    frame[3] += 1
+                    frame[2].append((line, value))
+            elif frame is not None and frame[0] == "[":
+                frame[3] += value.strip() in judged
+                frame[2].append((line, value))
+            else:
+                out.append(Scalar(line, value, frame[1] if frame is not None else None))
+    return out
 
 
 def _parsed(text: str, kind: str, judged: frozenset[str]) -> list[Scalar]:
@@ -220,12 +299,7 @@ def _parsed(text: str, kind: str, judged: frozenset[str]) -> list[Scalar]:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     if kind == "JSON":
-        try:
-            json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"line {error.lineno}: {error.msg}") from None
-        except RecursionError:
-            raise ValueError("nested too deep") from None
+        return _json_scalars(text, judged)
     out: list[Scalar] = []
     try:
         for document in YAML(typ="rt").compose_all(io.StringIO(text)):
@@ -238,6 +312,15 @@ def _parsed(text: str, kind: str, judged: frozenset[str]) -> list[Scalar]:
     except (YAMLError, RecursionError) as error:
         raise ValueError(str(error).splitlines()[0] if str(error) else "not valid") from None
     return out
+
+
+def _lines(text: str) -> list[str]:
+    """Lines as an editor numbers them: split at \\n (a \\r before it dropped), not at the other
+    characters str.splitlines() also breaks at (form feed, U+2028 ...)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def read_prompt_file(path: Path, name: str, judged: frozenset[str] = frozenset()) -> PromptFile:
@@ -255,18 +338,17 @@ def read_prompt_file(path: Path, name: str, judged: frozenset[str] = frozenset()
             return PromptFile(name, tuple(scalars), tuple(_passage(name, [(s.line, s.text)]) for s in scalars))
     elif suffix in JSON_LINES:
         scalars = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(_lines(text), start=1):
             if not line.strip():
                 continue
             try:
-                values = _parsed(line, "JSON", judged)
+                scalars.extend(_json_scalars(line, judged, number))
             except ValueError as error:
-                note = f"{name} line {number} is not JSON ({error}): the file was scanned as plain text"
+                note = f"{name} line {number} is not JSON ({str(error).partition(': ')[2]}): scanned as plain text"
                 break
-            scalars.extend(Scalar(number, s.text, s.key, s.in_id_list) for s in values)
         else:
             return PromptFile(name, tuple(scalars), tuple(_passage(name, [(s.line, s.text)]) for s in scalars))
-    lines = [Scalar(number, line) for number, line in enumerate(text.splitlines(), start=1)]
+    lines = [Scalar(number, line) for number, line in enumerate(_lines(text), start=1)]
     return PromptFile(name, tuple(lines), (_passage(name, [(s.line, s.text) for s in lines]),), note)
 
 
@@ -281,38 +363,37 @@ class _Chunk:
     normalized: bool = True
 
 
-def _occurrences(query: Sequence[str], passage: Passage, threshold: float) -> list[tuple[int, float, bool]]:
-    """Every place ``query`` (normalized tokens) occurs in ``passage``: (token index, score, exact),
-    one per run of overlapping windows at or above the threshold, the best window of each."""
-    toks = passage.tokens
+#: Tokens of text the engine sees as one chunk: a long passage is scanned as overlapping segments
+#: (each window of a query's length lies whole in one), so locating a match reads one segment.
+SEGMENT = 256
+
+
+def _windows(query: Sequence[str], toks: Sequence[str], threshold: float) -> list[tuple[int, float, bool]]:
+    """Every window of ``toks`` (as many tokens as the query, all of ``toks`` when shorter) whose
+    trigram Jaccard with the query reaches the threshold: (start, score, exact)."""
     n = min(len(query), len(toks))
     if n == 0:
         return []
     q = " ".join(query)
     qset = trigrams(q)
-    wanted = set(query)
-    # A window scoring >= 0.85 shares words with the query; windows near a shared word are
-    # scored first, and every window only when none of those reaches the threshold.
-    near = sorted({s for i, tok in enumerate(toks) if tok in wanted
-                   for s in range(max(0, i - n + 1), min(i, len(toks) - n) + 1)})
+    hits = []
+    for s in range(len(toks) - n + 1):
+        window = " ".join(toks[s:s + n])
+        if window == q:
+            hits.append((s, 1.0, True))
+            continue
+        w = trigrams(window)
+        score = len(qset & w) / len(qset | w) if w else 0.0
+        if score >= threshold:
+            hits.append((s, score, False))
+    return hits
 
-    def scored(starts: Iterable[int]) -> list[tuple[int, float, bool]]:
-        hits = []
-        for s in starts:
-            window = " ".join(toks[s:s + n])
-            if window == q:
-                hits.append((s, 1.0, True))
-                continue
-            w = trigrams(window)
-            score = len(qset & w) / len(qset | w) if w else 0.0
-            if score >= threshold:
-                hits.append((s, score, False))
-        return hits
 
-    hits = scored(near) or scored(range(len(toks) - n + 1))
+def _distinct(hits: Iterable[tuple[int, float, bool]], n: int) -> list[tuple[int, float, bool]]:
+    """One hit per run of overlapping windows of ``n`` tokens: exact first, then the best score."""
     chosen: list[tuple[int, float, bool]] = []
     taken: list[tuple[int, int]] = []
-    for s, score, exact in sorted(hits, key=lambda h: (-h[2], -h[1], h[0])):
+    for s, score, exact in sorted(set(hits), key=lambda h: (-h[2], -h[1], h[0])):
         if any(s < end and start < s + n for start, end in taken):
             continue
         taken.append((s, s + n))
@@ -320,22 +401,41 @@ def _occurrences(query: Sequence[str], passage: Passage, threshold: float) -> li
     return sorted(chosen)
 
 
+def _segments(passage: Passage, longest: int) -> list[tuple[int, int]]:
+    """(start, end) token ranges covering the passage, overlapping so that every window of up to
+    ``longest`` tokens lies whole in one of them."""
+    size = max(SEGMENT, 2 * longest)
+    step = size - longest
+    total = len(passage.tokens)
+    if total <= size:
+        return [(0, total)]
+    return [(start, min(start + size, total)) for start in range(0, total - longest + 1, step)]
+
+
 def _query_matches(queries: Sequence[Query], passages: Sequence[Passage], threshold: float,
                    min_tokens: int) -> list[PromptMatch]:
+    norm = {q.query_id: normalize(q.text or "").split() for q in queries}
+    longest = max((len(t) for t in norm.values()), default=1) or 1
+    pieces = [(index, start, end) for index, p in enumerate(passages) for start, end in _segments(p, longest)]
     pairs: set[tuple[str, int]] = set()
 
     def on_match(query_id: str, chunk_id: str, _doc: str, _exact: bool, _score: float) -> None:
         pairs.add((query_id, int(chunk_id)))
 
-    chunks = (_Chunk(str(i), p.file, " ".join(p.tokens)) for i, p in enumerate(passages))
+    chunks = (_Chunk(str(k), passages[index].file, " ".join(passages[index].tokens[start:end]))
+              for k, (index, start, end) in enumerate(pieces))
     find_leaks(queries, chunks, modes=("exact", "trigram-jaccard"), threshold=threshold, min_tokens=min_tokens,
                workers=0, on_match=on_match)
-    norm = {q.query_id: normalize(q.text or "").split() for q in queries}
+    # Each matched segment located, its windows taken back to the passage, then one per occurrence.
+    found: dict[tuple[str, int], list[tuple[int, float, bool]]] = {}
+    for query_id, k in pairs:
+        index, start, end = pieces[k]
+        hits = _windows(norm[query_id], passages[index].tokens[start:end], threshold)
+        found.setdefault((query_id, index), []).extend((start + s, score, exact) for s, score, exact in hits)
     out: dict[tuple[str, int, str], PromptMatch] = {}
-    for query_id, index in sorted(pairs):
+    for (query_id, index), hits in sorted(found.items()):
         passage = passages[index]
-        found = _occurrences(norm[query_id], passage, threshold)
-        for start, score, exact in found:
+        for start, score, exact in _distinct(hits, min(len(norm[query_id]), len(passage.tokens))):
             key = (passage.file, passage.lines[start], query_id)
             how = "exact" if exact else f"trigram-jaccard, score {score:.2f}"
             if key not in out or exact:

@@ -347,3 +347,77 @@ def test_undecodable_prompt_files_and_an_empty_glob_are_named_on_dl19(tmp_path):
     (tmp_path / "prompts" / "c.txt").write_bytes(text.encode("latin-1") + b"\xe9")
     check = scan_prompts(tmp_path, ["prompts/*", "prompt/*.txt"], queries, Qrels("dl19", judgments), {})
     assert check.files == () and len(check.problems) == 4
+
+
+def test_the_json_walk_agrees_with_the_yaml_parser_on_random_documents():
+    """JSON is read by a one-pass walk over the text (the YAML parser takes seconds a megabyte);
+    on random documents it finds what ruamel.yaml's composer finds, line by line."""
+    import random
+
+    from gate.checks.prompts import _json_scalars, _parsed
+
+    rng = random.Random(19)
+    judged = frozenset({"6138", "1729", "MED-10"})
+
+    def value(depth):
+        roll = rng.random()
+        if depth > 3 or roll < 0.4:
+            return rng.choice([6138, 1729, 7, 2.5, -3, True, None, "MED-10", "a b\nc", "é \u00e9 \\/ x",
+                               "long text " * 6, ""])
+        if roll < 0.7:
+            return [value(depth + 1) for _ in range(rng.randint(0, 4))]
+        keys = ["doc", "seed", "6138", "1729", "pid", "q" * 45, "x"]
+        return {rng.choice(keys): value(depth + 1) for _ in range(rng.randint(0, 4))}
+
+    for _ in range(200):
+        doc = value(0)
+        text = json.dumps(doc, indent=rng.choice([None, 1, 2]), ensure_ascii=rng.random() < 0.5)
+        walked = sorted((s.line, s.text, s.key or "", s.in_id_list) for s in _json_scalars(text, judged))
+        import io
+
+        from ruamel.yaml import YAML
+
+        from gate.checks.prompts import _walk
+
+        composed: list = []
+        node = YAML(typ="rt").compose(io.StringIO(text))
+        if node is not None:
+            _walk(node, None, judged, composed, set())
+        assert walked == sorted((s.line, s.text, s.key or "", s.in_id_list) for s in composed), text
+
+
+def test_a_long_file_is_scanned_in_segments_and_every_quote_found_at_its_line(tmp_path):
+    """Long text is handed to the engine in overlapping segments of SEGMENT tokens; a quote across
+    a segment boundary, and one wrapped over two lines there, is found once, at its line."""
+    from gate.checks import prompts
+
+    filler = [f"w{i}" for i in range(7)]
+    lines, expected = [], []
+    for number in range(1, 401):
+        if number % 37 == 0:
+            expected.append(number)
+            if number % 2:
+                lines.append(f"see {QUERY} here")
+            else:  # wrapped
+                words = QUERY.split()
+                lines.append("x " + " ".join(words[:3]))
+                lines.append(" ".join(words[3:]) + " y")
+                continue
+        lines.append(" ".join(filler))
+    (tmp_path / "long.txt").write_text("\n".join(lines) + "\n")
+    check = _scan(tmp_path, ["long.txt"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    got = [line for _, line, _ in _where(check)]
+    starts = [i + 1 for i, l in enumerate(lines) if l.startswith(("see ", "x "))]
+    assert got == starts and len(got) == len(expected)
+    assert 7 * 400 > 10 * prompts.SEGMENT  # the file spans many segments
+
+
+def test_a_prompt_file_over_the_size_limit_is_named_not_scanned(tmp_path, monkeypatch):
+    from gate.checks import prompts
+
+    monkeypatch.setattr(prompts, "MAX_PROMPT_BYTES", 2**20)
+    (tmp_path / "big.txt").write_text((QUERY + "\n") * 30_000)
+    (tmp_path / "small.txt").write_text(QUERY + "\n")
+    check = _scan(tmp_path, ["*.txt"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert check.problems == ("the prompt file big.txt is 1.4 MiB, over the 1 MiB a prompt file may have: not scanned",)
+    assert _where(check) == [("small.txt", 1, "q1")]
