@@ -421,3 +421,35 @@ def test_a_prompt_file_over_the_size_limit_is_named_not_scanned(tmp_path, monkey
     check = _scan(tmp_path, ["*.txt"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
     assert check.problems == ("the prompt file big.txt is 1.4 MiB, over the 1 MiB a prompt file may have: not scanned",)
     assert _where(check) == [("small.txt", 1, "q1")]
+
+
+def test_checks_that_cannot_run_are_named_in_the_comment_as_warnings_or_under_strict_validity_failures(tmp_path):
+    """Done when: a glob matching nothing, an undecodable prompt file and a split matching nothing
+    each give a named warning (a failure under strict_validity) in report.json and the comment."""
+    extra = ("prompts: ['prompt/*.txt', 'prompts/*']\n"
+             'tuning:\n  queries: [nope1, nope2, "q_0001 "]\n  params: [boost]\n')
+    path = _world(tmp_path, leak_in_new=False, extra_config=extra)
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "packed.txt.gz").write_bytes(gzip.compress(QUERY.encode()))
+    archive(load_config(path), progress=_silent)
+    (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 3.0\n")
+    named = ["the prompts glob 'prompt/*.txt' matches no file",
+             "the prompt file prompts/packed.txt.gz is gzip-compressed",
+             "tuning.queries names no judged golden query"]
+    outcome = run_gate(load_config(path), progress=_silent)
+    assert outcome.verdict.kind != "fail"
+    warned = [r.message for r in outcome.verdict.reasons if r.code == "warning"]
+    body = _comment(outcome.report)
+    for words in named:
+        assert any(w.startswith(words) for w in warned), words
+        assert any(l.startswith("- ⚠️ ") and words in l.replace("\\", "") for l in body.splitlines()), words
+
+    path.write_text(path.read_text() + "policy: {strict_validity: true}\n")
+    strict = run_gate(load_config(path), progress=_silent)
+    assert strict.verdict.kind == "fail" and strict.verdict.exit_code == 1
+    failed = [r.message for r in strict.verdict.reasons if r.code == "validity_check_off"]
+    assert len(failed) == 3 and all(any(m.startswith(w) for m in failed) for w in named)
+    body = _comment(strict.report)
+    assert body.startswith("### ❌ fail")
+    for words in named:
+        assert any(l.startswith("- ❌ ") and words in l.replace("\\", "") for l in body.splitlines()), words
