@@ -453,3 +453,35 @@ def test_checks_that_cannot_run_are_named_in_the_comment_as_warnings_or_under_st
     assert body.startswith("### ❌ fail")
     for words in named:
         assert any(l.startswith("- ❌ ") and words in l.replace("\\", "") for l in body.splitlines()), words
+
+
+def test_dl19_three_held_out_queries_decide_nothing_where_all_43_decide():
+    """The issue's case on real runs: p_bert against bm25base_p, nDCG@10 per query; on 3 held-out
+    queries no rule decides (held_out_too_small), on all 43 both rules pass it."""
+    import numpy as np
+
+    from gate.evaluation.evaluate import evaluate
+    from gate.inputs.readers.qrels import read_qrels
+    from gate.inputs.readers.runs import read_run
+    from gate.statistics.evidence import evidence
+    from gate.statistics.paired import compare_paired
+
+    qrels = read_qrels(need(DL19 / "qrels" / "qrels.dl19-passage.txt"))
+    ids = sorted(qrels.judgments)
+    base = evaluate(read_run(DL19 / "official_nist" / "input.bm25base_p.gz"), qrels, ["nDCG@10"], ids)
+    tuned = evaluate(read_run(DL19 / "official_nist" / "input.p_bert.gz"), qrels, ["nDCG@10"], ids)
+    deltas = np.asarray(tuned.values["nDCG@10"]) - np.asarray(base.values["nDCG@10"])
+    for decision in ("interval", "calibrated"):
+        policy = Policy(decision=decision)
+        for n, held_out in ((3, True), (43, False)):
+            d = deltas[:n]
+            paired = compare_paired(np.asarray(base.values["nDCG@10"])[:n], np.asarray(tuned.values["nDCG@10"])[:n],
+                                    samples=1000, seed=7)
+            verdict = decide(Findings(metric="nDCG@10", query_count=n, delta=paired.mean, ci_low=paired.ci_low,
+                                      ci_high=paired.ci_high, mde=paired.mde,
+                                      evidence=evidence(d, policy.max_regression, 1000, 7),
+                                      reporting_set={"held_out_only": held_out, "query_count": n}), policy)
+            if held_out:
+                assert verdict.reasons[0].code == "held_out_too_small", decision
+            else:
+                assert verdict.kind == "pass", (decision, verdict.reasons)
