@@ -22,8 +22,8 @@ Relevant doc ids
     An id with a letter or a sign in it (``MED-10``, ``doc_12``) counts wherever it stands as a
     whole word. An id of digits only (MS MARCO's ``7067032``) counts only in an id context:
     the value of a key naming an id (``doc``, ``docid``, ``passage``, ``pid``, ``id``,
-    ``chunk``, ... or a key ending in one of them), a list holding at least two judged doc
-    ids, a path or URL segment (``/passages/7067032``, ``7067032.txt`` after a ``/``), or in
+    ``chunk``, ... or a key ending in one of them), a list (a mapping's keys, lines holding only
+    an id) of at least two judged doc ids, a path or URL segment (``/passages/7067032``, ``7067032.txt`` after a ``/``), or in
     text right after such a label (``doc 7067032``, ``passage_id=7067032``, ``[pid: 7067032]``).
     A ``seed: 6138`` or ``year: 1729`` is no doc id.
 
@@ -348,7 +348,11 @@ def read_prompt_file(path: Path, name: str, judged: frozenset[str] = frozenset()
                 break
         else:
             return PromptFile(name, tuple(scalars), tuple(_passage(name, [(s.line, s.text)]) for s in scalars))
-    lines = [Scalar(number, line) for number, line in enumerate(_lines(text), start=1)]
+    raw = _lines(text)
+    # Lines that are each a judged doc id alone, two or more in a row, are a list of ids.
+    alone = [line.strip() in judged for line in raw]
+    listed = [a and ((i > 0 and alone[i - 1]) or (i + 1 < len(alone) and alone[i + 1])) for i, a in enumerate(alone)]
+    lines = [Scalar(number, line, None, listed[number - 1]) for number, line in enumerate(raw, start=1)]
     return PromptFile(name, tuple(lines), (_passage(name, [(s.line, s.text) for s in lines]),), note)
 
 
@@ -496,6 +500,7 @@ def _numeric_in_context(text: str, start: int, end: int) -> bool:
     return bool(_PATH_BEFORE.search(before)) and bool(_PATH_AFTER.match(after))
 
 
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
 _LIST_OF_NUMBERS = re.compile(r"\d+(?:\s*[,;]\s*[\"']?\s*\d+)+")
 
 
@@ -522,6 +527,8 @@ def _id_matches(file: PromptFile, relevant: frozenset[str], judged: frozenset[st
         if numeric:
             listed_ids: set[str] = set()
             for run in _LIST_OF_NUMBERS.finditer(s.text):
+                if _THOUSANDS.fullmatch(run.group()):  # 1,729,000 is one number
+                    continue
                 items = re.findall(r"\d+", run.group())
                 if sum(1 for i in items if i in judged) >= 2:
                     listed_ids.update(i for i in items if i in numeric)

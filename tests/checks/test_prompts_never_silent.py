@@ -169,6 +169,8 @@ def test_numbers_that_happen_to_be_relevant_doc_ids_are_not_flagged_outside_an_i
     ("p.txt", "Answer from doc 6138. Also passage_id=1729, [pid: 7067032], docid:8000001\n",
      [("p.txt", 1, "1729"), ("p.txt", 1, "6138"), ("p.txt", 1, "7067032"), ("p.txt", 1, "8000001")]),
     ("p.txt", "relevant: 6138, 7067034, 1729\n", [("p.txt", 1, "1729"), ("p.txt", 1, "6138")]),
+    ("ids.txt", "6138\n7067034\n", [("ids.txt", 1, "6138")]),  # one id a line: a list
+    ("p.txt", "costs 6,138,000 or 1729\n6138\n", []),  # thousands, a number alone
 ])
 def test_numeric_doc_ids_count_in_an_id_context(tmp_path, name, text, expected):
     (tmp_path / name).write_text(text)
