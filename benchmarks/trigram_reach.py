@@ -28,6 +28,7 @@ cheapest changed word reaches the threshold. The README quotes the table (a test
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -37,7 +38,8 @@ from gate.checks.normalize import normalize, window_score
 from gate.checks.prompts import one_changed_word_score
 
 SEED = 19
-RUNS = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "runs"
+SHARED = Path(os.environ.get("RETRIEVAL_GATE_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
+RUNS = SHARED / "realdata" / "runs"
 TOPICS = (RUNS / "trec-dl-2019-passage" / "topics" / "topics.dl19-passage.txt",
           RUNS / "trec-dl-2020-passage" / "topics" / "topics.dl20.txt",
           RUNS.parent / "scifact" / "beir_test_qrels_topics" / "topics.beir-v1.0.0-scifact.test.tsv.gz")
