@@ -2,9 +2,9 @@
 
 The prompts check and ``leakcheck`` call a copy "near-verbatim" when its character-trigram
 Jaccard score against the golden query is at least the threshold (0.85). How much change that
-forgives depends on the query's length: this measures it on real queries, the 400 topics of TREC
-DL 2019 and 2020 (``../shared/realdata/runs/trec-dl-20*-passage/topics``, web search questions) and
-the 300 SciFact test claims (``../shared/realdata/scifact``, longer sentences), with the gate's
+forgives depends on the query's length: this measures it on real queries, the topics of TREC DL
+2019 and 2020 (``../shared/realdata/runs/trec-dl-20*-passage/topics``: 43 + 200 web search
+questions) and the 300 SciFact test claims (``../shared/realdata/scifact``, longer sentences), with the gate's
 own scorer (``gate.checks.normalize.window_score``).
 
 For each query, seeded (``SEED``):

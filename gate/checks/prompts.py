@@ -20,11 +20,13 @@ Query text
 
 Relevant doc ids
     An id with a letter or a sign in it (``MED-10``, ``doc_12``) counts wherever it stands as a
-    whole word. An id of digits only (MS MARCO's ``7067032``) counts only in an id context:
-    the value of a key naming an id (``doc``, ``docid``, ``passage``, ``pid``, ``id``,
-    ``chunk``, ... or a key ending in one of them), a list (a mapping's keys, lines holding only
-    an id) of at least two judged doc ids, a path or URL segment (``/passages/7067032``, ``7067032.txt`` after a ``/``), or in
-    text right after such a label (``doc 7067032``, ``passage_id=7067032``, ``[pid: 7067032]``).
+    whole word, in a path or an anchor too. An id of digits only (MS MARCO's ``7067032``) counts
+    only in an id context: the value of a key naming one document (``doc``, ``docid``,
+    ``passage``, ``pid``, ``id``, ``chunk``, ... or a key ending in one; a plural for a list's
+    items; never a key holding a count word, ``max_docs``), text right after such a label
+    (``doc 7067032``, ``passage_id=7067032``, ``[pid: 7067032]``), and, for ids of a length few
+    numbers are judged ids (:func:`rare_ids`), a list (a mapping's keys, lines holding only an id)
+    of at least two distinct judged doc ids, or a path or URL segment (``/passages/7067032``).
     A ``seed: 6138`` or ``year: 1729`` is no doc id.
 
 Relevant doc text
@@ -58,7 +60,9 @@ SHINGLE = 8
 MATCHES_KEPT = 50
 #: A prompt file is read whole (its tokens with their lines: about 30 bytes of memory a byte of
 #: text); a larger one is named as not scanned rather than exhausting the runner's memory.
-MAX_PROMPT_BYTES = 16 * 2**20
+MAX_PROMPT_BYTES = 8 * 2**20
+#: A YAML file over this is read as plain text (and noted): the YAML parser reads about 0.2 MiB a second.
+MAX_YAML_BYTES = 2 * 2**20
 STRUCTURED = {".yaml": "YAML", ".yml": "YAML", ".json": "JSON"}
 JSON_LINES = {".jsonl", ".ndjson"}
 
@@ -88,6 +92,9 @@ class PromptsCheck:
     # exactly or with an inflected word (case and punctuation aside), not with a changed word
     short: tuple[str, ...] = ()
     threshold: float = 0.85
+    # golden queries under min_tokens tokens: too short to attribute, never looked for
+    too_short: tuple[str, ...] = ()
+    min_tokens: int = DEFAULT_MIN_TOKENS
 
     def groups(self) -> list[tuple[str, str, list[PromptMatch]]]:
         """The matches grouped by what they quote: (kind, query or doc id, matches in file/line
@@ -107,27 +114,56 @@ class PromptsCheck:
                               "first": f"{ms[0].file}:{ms[0].line}"} for kind, what, ms in groups],
                 "problems": list(self.problems), "notes": list(self.notes),
                 "short_query_count": len(self.short), "short_queries": list(self.short[:MATCHES_KEPT]),
-                "threshold": self.threshold}
+                "threshold": self.threshold,
+                "too_short_count": len(self.too_short), "too_short": list(self.too_short[:MATCHES_KEPT]),
+                "min_tokens": self.min_tokens}
 
 
-def prompt_files(root: Path, globs: Sequence[str], problems: list[str] | None = None) -> list[Path]:
+def _display(path: Path, root: Path) -> str:
+    """A path as report.json and the comment show it: relative to the repository, and a name that
+    is not UTF-8 with its bytes escaped (\\xe9), never a lone surrogate."""
+    name = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def prompt_files(root: Path, globs: Sequence[str], problems: list[str] | None = None,
+                 exclude: Sequence[Path] = ()) -> list[Path]:
     """The files the globs match, in order; a glob that matches none is named in ``problems``
-    (a misspelt folder would otherwise scan nothing and pass)."""
+    (a misspelt folder would otherwise scan nothing and pass), and so is a symlink to a missing
+    file or out of the repository. Files in ``.git`` and the ``exclude`` folders are left out."""
     found: dict[Path, None] = {}
+    skipped = [Path(folder).resolve() for folder in exclude]
+    real_root = root.resolve()
     for pattern in globs:
-        matched = [path for path in sorted(root.glob(pattern)) if path.is_file()]
+        matched = []
+        for path in sorted(root.glob(pattern)):
+            if ".git" in path.relative_to(root).parts or any(path.resolve().is_relative_to(f) for f in skipped):
+                continue
+            if path.is_symlink():
+                target = path.resolve()
+                why = ("is a symlink to a missing file" if not target.exists() else
+                       "is a symlink leading out of the repository" if not target.is_relative_to(real_root) else None)
+                if why is not None:
+                    if problems is not None:
+                        problems.append(f"the prompt file {_display(path, root)} {why}: not scanned")
+                    matched.append(None)
+                    continue
+            if path.is_file():
+                matched.append(path)
         if not matched and problems is not None:
             problems.append(f"the prompts glob '{pattern}' matches no file: nothing was scanned for it")
         for path in matched:
-            found[path] = None
+            if path is not None:
+                found[path] = None
     return list(found)
 
 
-_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xef\xbb\xbf", "utf-8-sig"),
+         (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
 
 
 def prompt_text(path: Path) -> str:
-    """A prompt file's text: UTF-8, or UTF-8/UTF-16 with a byte-order mark. Anything else (a gzip
+    """A prompt file's text: UTF-8, or UTF-8/UTF-16/UTF-32 with a byte-order mark. Anything else (a gzip
     file, binary data, another encoding) is a ValueError naming what it looks like: scanned as
     replacement characters it would show no match and pass."""
     size = path.stat().st_size
@@ -159,7 +195,9 @@ class Scalar:
     line: int
     text: str
     key: str | None = None  # the mapping key it is the value of (the list's key for a list item)
-    in_id_list: bool = False  # an item of a list holding at least two judged doc ids
+    in_id_list: bool = False  # an item of a list holding at least two (rare) judged doc ids
+    # a value over several lines: (line, source text) of each, when they read as the value does
+    pieces: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -189,8 +227,27 @@ def _passage(name: str, pieces: Iterable[tuple[int, str]]) -> Passage:
     return Passage(name, tuple(toks), array("I", lines))
 
 
+def _source_pieces(node: Any, source: Sequence[str]) -> tuple[tuple[int, str], ...]:
+    """The source lines of a value written over several lines, each with its line number, when
+    their tokens are the value's (a literal or folded block, a plain or quoted scalar without
+    escapes): a match inside it is then placed on its own line. Otherwise ()."""
+    start, end = node.start_mark, node.end_mark
+    if end.line <= start.line or end.line >= len(source) + 1:
+        return ()
+    if node.style in ("|", ">"):
+        last = end.line - 1 if end.column == 0 else end.line
+        pieces = [(n + 1, source[n]) for n in range(start.line + 1, min(last, len(source) - 1) + 1)]
+    else:
+        pieces = [(start.line + 1, source[start.line][start.column:])]
+        pieces += [(n + 1, source[n]) for n in range(start.line + 1, end.line)]
+        if end.line < len(source):
+            pieces.append((end.line + 1, source[end.line][:end.column]))
+    tokens = [t for _, text in pieces for t in normalize(text).split()]
+    return tuple(pieces) if tokens == normalize(str(node.value)).split() else ()
+
+
 def _walk(node: Any, key: str | None, judged: frozenset[str], out: list[Scalar], seen: set[int],
-          in_list: bool = False) -> None:
+          in_list: bool = False, source: Sequence[str] = ()) -> None:
     from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
     if id(node) in seen:  # an alias: its node is scanned once
@@ -202,22 +259,27 @@ def _walk(node: Any, key: str | None, judged: frozenset[str], out: list[Scalar],
         line = node.start_mark.line + 1
         if node.style in ("|", ">"):  # a block scalar's text starts below its indicator
             line += 1
-        out.append(Scalar(line, str(node.value), key, in_list))
+        pieces = _source_pieces(node, source) if source else ()
+        if pieces:
+            line = next((n for n, text in pieces if normalize(text).strip()), line)
+        out.append(Scalar(line, str(node.value), key, in_list, pieces))
     elif isinstance(node, SequenceNode):
         items = node.value
-        ids = sum(1 for item in items if isinstance(item, ScalarNode) and str(item.value).strip() in judged)
+        ids = len({str(item.value).strip() for item in items
+                   if isinstance(item, ScalarNode) and str(item.value).strip() in judged})
         for item in items:
-            _walk(item, key, judged, out, seen, ids >= 2)
+            _walk(item, key, judged, out, seen, ids >= 2, source)
     elif isinstance(node, MappingNode):
         # A mapping keyed by doc ids ({7067032: "...", 7067034: "..."}) lists them as its keys.
-        keyed = sum(1 for k, _ in node.value if isinstance(k, ScalarNode) and str(k.value).strip() in judged) >= 2
+        keyed = len({str(k.value).strip() for k, _ in node.value
+                     if isinstance(k, ScalarNode) and str(k.value).strip() in judged}) >= 2
         for k, v in node.value:
             if keyed and isinstance(k, ScalarNode) and str(k.value).strip() in judged:
                 out.append(Scalar(k.start_mark.line + 1, str(k.value), None, True))
             name = str(k.value) if isinstance(k, ScalarNode) else None
             if isinstance(k, ScalarNode) and len(name or "") > LONG_KEY:
                 out.append(Scalar(k.start_mark.line + 1, str(k.value)))  # a long key is text too
-            _walk(v, name, judged, out, seen)
+            _walk(v, name, judged, out, seen, False, source)
 
 
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
@@ -251,13 +313,14 @@ def _json_scalars(text: str, judged: frozenset[str], first_line: int = 1) -> lis
         c = text[i]
         if c in "{[":
             under = stack[-1][1] if stack else None
-            stack.append([c, under, [], 0])
+            stack.append([c, under, [], set()])
             expecting_key = c == "{"
             i += 1
         elif c in "}]":
             kind, key, items, ids = stack.pop()
-            if kind == "[" or ids >= 2:  # a list's items; a mapping's keys when it is keyed by doc ids
-                out.extend(Scalar(line, value, key if kind == "[" else None, ids >= 2) for line, value in items)
+            keyed = len(ids) >= 2
+            if kind == "[" or keyed:  # a list's items; a mapping's keys when it is keyed by doc ids
+                out.extend(Scalar(line, value, key if kind == "[" else None, keyed) for line, value in items)
             expecting_key = False
             i += 1
         elif c == ",":
@@ -281,14 +344,18 @@ def _json_scalars(text: str, judged: frozenset[str], first_line: int = 1) -> lis
                 if len(value) > LONG_KEY:
                     out.append(Scalar(line, value))
                 if value.strip() in judged:  # a mapping keyed by doc ids lists them as its keys
-                    frame[3] += 1
+                    frame[3].add(value.strip())
                     frame[2].append((line, value))
             elif frame is not None and frame[0] == "[":
-                frame[3] += value.strip() in judged
+                if value.strip() in judged:
+                    frame[3].add(value.strip())
                 frame[2].append((line, value))
             else:
                 out.append(Scalar(line, value, frame[1] if frame is not None else None))
     return out
+
+
+_YAML_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")  # where the YAML parser counts a new line
 
 
 def _parsed(text: str, kind: str, judged: frozenset[str]) -> list[Scalar]:
@@ -302,9 +369,10 @@ def _parsed(text: str, kind: str, judged: frozenset[str]) -> list[Scalar]:
         return _json_scalars(text, judged)
     out: list[Scalar] = []
     try:
+        source = _YAML_BREAK.split(text)
         for document in YAML(typ="rt").compose_all(io.StringIO(text)):
             if document is not None:
-                _walk(document, None, judged, out, set())
+                _walk(document, None, judged, out, set(), False, source)
     except MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"line {mark.line + 1}: " if mark is not None else ""
@@ -329,13 +397,16 @@ def read_prompt_file(path: Path, name: str, judged: frozenset[str] = frozenset()
     suffix = path.suffix.lower()
     kind = STRUCTURED.get(suffix)
     note = None
-    if kind is not None:
+    if kind == "YAML" and len(text) > MAX_YAML_BYTES:
+        note = f"{name} is over {MAX_YAML_BYTES // 2**20} MiB: scanned as plain text, not parsed as YAML"
+    elif kind is not None:
         try:
             scalars = _parsed(text, kind, judged)
         except ValueError as error:
             note = f"{name} is not valid {kind} ({error}): scanned as plain text"
         else:
-            return PromptFile(name, tuple(scalars), tuple(_passage(name, [(s.line, s.text)]) for s in scalars))
+            return PromptFile(name, tuple(scalars),
+                              tuple(_passage(name, s.pieces or [(s.line, s.text)]) for s in scalars))
     elif suffix in JSON_LINES:
         scalars = []
         for number, line in enumerate(_lines(text), start=1):
@@ -350,8 +421,9 @@ def read_prompt_file(path: Path, name: str, judged: frozenset[str] = frozenset()
             return PromptFile(name, tuple(scalars), tuple(_passage(name, [(s.line, s.text)]) for s in scalars))
     raw = _lines(text)
     # Lines that are each a judged doc id alone, two or more in a row, are a list of ids.
-    alone = [line.strip() in judged for line in raw]
-    listed = [a and ((i > 0 and alone[i - 1]) or (i + 1 < len(alone) and alone[i + 1])) for i, a in enumerate(alone)]
+    alone = [line.strip() if line.strip() in judged else None for line in raw]
+    listed = [a is not None and any(0 <= j < len(alone) and alone[j] not in (None, a) for j in (i - 1, i + 1))
+              for i, a in enumerate(alone)]
     lines = [Scalar(number, line, None, listed[number - 1]) for number, line in enumerate(raw, start=1)]
     return PromptFile(name, tuple(lines), (_passage(name, [(s.line, s.text) for s in lines]),), note)
 
@@ -474,37 +546,91 @@ def short_queries(queries: Iterable[Query], threshold: float, min_tokens: int) -
 
 # --------------------------------------------------------------------------- doc ids
 
-#: Words that make a key, or the text before a number, name a document id.
-ID_WORDS = ("docid", "docids", "docno", "docnos", "doc", "docs", "document", "documents", "passage", "passages",
-            "pid", "pids", "did", "dids", "id", "ids", "chunk", "chunks", "chunkid")
+#: Words that make a key name a document id: singular for a value or a list's items, plural
+#: (``docs``, ``passage_ids``) for a list's items only; a key holding a count word (``max_docs``,
+#: ``num_passages``, ``top_k``) names a number of documents, not one.
+ID_WORDS = frozenset({"docid", "docno", "doc", "document", "passage", "pid", "did", "id", "chunk", "chunkid"})
+ID_LIST_WORDS = ID_WORDS | frozenset({"docids", "docnos", "docs", "documents", "passages", "pids", "dids", "ids",
+                                      "chunks", "chunkids"})
+COUNT_WORDS = frozenset({"max", "min", "num", "n", "count", "total", "top", "size", "limit", "k", "len", "length"})
+#: A number is evidence of a doc id in a list or a path only when numbers of its size are rarely
+#: judged doc ids (TREC DL 2019: 9,139 of 8.8 million); Cranfield's 1..1400 are every small number.
+RARE_SHARE = 1 / 30
 _KEY_WORD = re.compile(r"[a-z]+|[0-9]+")
+#: A label naming one document right before a number: ``doc 1729``, ``passage_id=1729``,
+#: ``[pid: 1729]``, ``docid:1729``, ``id #1729``; not a count (``max_docs: 5``, ``top passages 3``).
 _LABEL_BEFORE = re.compile(
-    r"(?i)(?<![a-z])(?:(?:doc(?:ument)?s?|docid|docno|passages?|pids?|chunks?)(?:[ _-]?(?:ids?|nos?|numbers?))?"
-    r"\s*(?:[:=#]|=>|is)?|ids?\s*[:=#]?)\s*[\"'(\[]?\s*#?$")
-_PATH_BEFORE = re.compile(r"/$")
+    r"(?i)(?<![a-z])(?<!(?:max|min|num|top)[ _-])(?<!(?:count|total|limit)[ _-])(?<![a-z]_)"
+    r"(?:(?:doc(?:ument)?|docid|docno|passage|pid|chunk)(?:[ _-]?(?:id|no|number))?\s*(?:[:=#]|=>)?|id\s*[:=#]?)"
+    r"\s*[\"'(\[]?\s*#?$")
 _PATH_AFTER = re.compile(r"(?:$|[/?#&\"')\]\s,;]|\.[A-Za-z]{1,5}(?!\w)|\.(?:\s|$))")
+#: A whole number: not part of a word, a decimal, a negative, a price or a version.
+_NUMBER = re.compile(r"(?<![\w.$€£-])\d+(?![\w-]|\.\d)")
+_LIST_GAP = re.compile(r"\s*[\"']?\s*[,;]\s*[\"']?\s*")
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
 
 
-def _id_key(key: str | None) -> bool:
+def rare_ids(judged: Iterable[str]) -> frozenset[str]:
+    """The judged doc ids a number in a list or a path may stand for: every id with a letter in it,
+    and numeric ids of a length at which fewer than RARE_SHARE of all numbers are judged ids."""
+    judged = set(judged)
+    by_length: dict[int, int] = {}
+    for doc in judged:
+        if doc.isdigit():
+            by_length[len(doc)] = by_length.get(len(doc), 0) + 1
+
+    def numbers_of(length: int) -> int:
+        return 10 if length == 1 else 9 * 10 ** (length - 1)
+
+    return frozenset(d for d in judged if not d.isdigit() or by_length[len(d)] / numbers_of(len(d)) < RARE_SHARE)
+
+
+def _key_words(key: str) -> list[str]:
+    return _KEY_WORD.findall(re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", key).lower())
+
+
+def _id_key(key: str | None, in_list: bool = False) -> bool:
     if not key:
         return False
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", key).lower()
-    words = _KEY_WORD.findall(spaced)
-    return bool(words) and (words[-1] in ID_WORDS or "".join(words[-2:]) in ID_WORDS)
+    words = _key_words(key)
+    if not words or COUNT_WORDS & set(words):
+        return False
+    names = ID_LIST_WORDS if in_list else ID_WORDS
+    return words[-1] in names or "".join(words[-2:]) in names
 
 
-def _numeric_in_context(text: str, start: int, end: int) -> bool:
-    before, after = text[:start], text[end:]
-    if _LABEL_BEFORE.search(before[-40:]):
-        return True
-    return bool(_PATH_BEFORE.search(before)) and bool(_PATH_AFTER.match(after))
+def _listed_numbers(text: str, rare: frozenset[str]) -> set[str]:
+    """Numbers in a run like ``1729, 6138`` (or ``"1729";"6138"``) holding two or more distinct rare
+    judged ids: those ids."""
+    out: set[str] = set()
+    run: list[re.Match[str]] = []
+
+    def close() -> None:
+        if len(run) > 1 and not _THOUSANDS.fullmatch(text[run[0].start():run[-1].end()]):
+            ids = {m.group() for m in run if m.group() in rare}
+            if len(ids) >= 2:
+                out.update(ids)
+
+    for number in _NUMBER.finditer(text):
+        if run and not _LIST_GAP.fullmatch(text, run[-1].end(), number.start()):
+            close()
+            run = []
+        run.append(number)
+    close()
+    return out
 
 
-_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
-_LIST_OF_NUMBERS = re.compile(r"\d+(?:\s*[,;]\s*[\"']?\s*\d+)+")
+def _numeric_in_context(text: str, start: int, end: int, rare: bool) -> str | None:
+    """How the number at text[start:end] stands for a doc id: after an id label, or (a rare id) as
+    a path or URL segment; None when it does not."""
+    if _LABEL_BEFORE.search(text[max(0, start - 40):start]):
+        return "after an id label"
+    if rare and start > 0 and text[start - 1] == "/" and _PATH_AFTER.match(text[end:end + 8]):
+        return "a path segment"
+    return None
 
 
-def _id_matches(file: PromptFile, relevant: frozenset[str], judged: frozenset[str],
+def _id_matches(file: PromptFile, relevant: frozenset[str], rare: frozenset[str],
                 pattern: re.Pattern[str] | None) -> list[PromptMatch]:
     out: dict[tuple[int, str], PromptMatch] = {}
     numeric = {d for d in relevant if d.isdigit()}
@@ -515,31 +641,26 @@ def _id_matches(file: PromptFile, relevant: frozenset[str], judged: frozenset[st
 
     for s in file.scalars:
         whole = s.text.strip()
-        if whole in relevant and (not whole.isdigit() or _id_key(s.key) or s.in_id_list):
+        if whole in relevant and (not whole.isdigit() or _id_key(s.key, s.in_id_list) or s.in_id_list):
             found(s.line, whole, "as a whole word" if not whole.isdigit() else
-                  f"the value of {s.key!r}" if _id_key(s.key) else "in a list of doc ids")
+                  f"the value of {s.key!r}" if _id_key(s.key, s.in_id_list) else "in a list of doc ids")
             continue
-        if pattern is not None:
-            for hit in set(pattern.findall(s.text)):
-                # Whole ids only: "doc_1" must not match inside "doc_12".
-                if re.search(rf"(?<![\w#/.-]){re.escape(hit)}(?![\w#/-])", s.text):
-                    found(s.line, hit, "as a whole word")
-        if numeric:
-            listed_ids: set[str] = set()
-            for run in _LIST_OF_NUMBERS.finditer(s.text):
-                if _THOUSANDS.fullmatch(run.group()):  # 1,729,000 is one number
-                    continue
-                items = re.findall(r"\d+", run.group())
-                if sum(1 for i in items if i in judged) >= 2:
-                    listed_ids.update(i for i in items if i in numeric)
-            for number in re.finditer(r"(?<![\w.-])\d+(?![\w-]|\.\d)", s.text):
-                doc = number.group()
-                if doc not in numeric:
-                    continue
-                if doc in listed_ids:
-                    found(s.line, doc, "in a list of doc ids")
-                elif _numeric_in_context(s.text, number.start(), number.end()):
-                    found(s.line, doc, "after an id label or in a path")
+        for line, text in s.pieces or ((s.line, s.text),):
+            if pattern is not None:
+                for hit in set(pattern.findall(text)):
+                    # Whole ids only: "doc_1" must not match inside "doc_12" (a path or an anchor may hold it).
+                    if re.search(rf"(?<![\w.-]){re.escape(hit)}(?![\w-])", text):
+                        found(line, hit, "as a whole word")
+            if numeric:
+                listed_ids = _listed_numbers(text, rare)
+                for number in _NUMBER.finditer(text):
+                    doc = number.group()
+                    if doc not in numeric:
+                        continue
+                    how = "in a list of doc ids" if doc in listed_ids else \
+                        _numeric_in_context(text, number.start(), number.end(), doc in rare)
+                    if how is not None:
+                        found(line, doc, how)
     return list(out.values())
 
 
@@ -578,22 +699,27 @@ def scan_prompts(
     rel: int = 1,
     threshold: float = 0.85,
     min_tokens: int = DEFAULT_MIN_TOKENS,
+    exclude: Sequence[Path] = (),
 ) -> PromptsCheck:
+    """``exclude``: folders whose files are never prompts (the gate's own work and output folders:
+    a report quoting the golden set would be found by the next run)."""
     queries = list(queries)
     problems: list[str] = []
     notes: list[str] = []
-    judged = frozenset(doc for docs in qrels.judgments.values() for doc in docs)
+    rare = rare_ids(doc for docs in qrels.judgments.values() for doc in docs)
     relevant = frozenset(doc for docs in qrels.judgments.values() for doc, label in docs.items() if label >= rel)
     words = sorted((d for d in relevant if not d.isdigit()), key=len, reverse=True)
     pattern = re.compile("|".join(re.escape(d) for d in words)) if words else None
     read: list[PromptFile] = []
-    for path in prompt_files(root, globs, problems):
-        display = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    for path in prompt_files(root, globs, problems, exclude):
+        display = _display(path, root)
         try:
-            prompt_file = read_prompt_file(path, display, judged)
-        except (OSError, ValueError) as error:
-            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-            problems.append(f"the prompt file {display} {reason}: not scanned")
+            prompt_file = read_prompt_file(path, display, rare)
+        except OSError as error:
+            problems.append(f"the prompt file {display} cannot be read ({error.strerror or error}): not scanned")
+            continue
+        except ValueError as error:
+            problems.append(f"the prompt file {display} {error}: not scanned")
             continue
         read.append(prompt_file)
         if prompt_file.note:
@@ -604,11 +730,12 @@ def scan_prompts(
         matches += _query_matches(queries, passages, threshold, min_tokens)
     if relevant:
         for f in read:
-            matches += _id_matches(f, relevant, judged, pattern)
+            matches += _id_matches(f, relevant, rare, pattern)
     if relevant_texts and passages:
         matches += _text_matches(passages, relevant_texts)
     matches.sort(key=lambda m: (m.file, m.line, m.kind, m.query_id or m.doc_id or ""))
+    unchecked = tuple(q.query_id for q in queries if len(normalize(q.text or "").split()) < min_tokens)
     return PromptsCheck(tuple(f.name for f in read), tuple(matches), tuple(problems), tuple(notes),
-                        short_queries(queries, threshold, min_tokens), threshold)
+                        short_queries(queries, threshold, min_tokens), threshold, unchecked, min_tokens)
 
 

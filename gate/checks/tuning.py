@@ -59,32 +59,57 @@ class TuningCheck:
         return (f"this PR changes {keys}, {'which looks' if one else 'which look'} like "
                 f"{'a tuned parameter' if one else 'tuned parameters'} but {'is' if one else 'are'} not in "
                 "tuning.params: a value chosen on the golden queries it is reported on overstates the gain "
-                "(declare it in tuning.params with a tuning split, or tune it elsewhere)",)
+                f"(declare {'it' if one else 'them'} in tuning.params with a tuning split, or tune "
+                f"{'it' if one else 'them'} elsewhere)",)
 
 
 def _value(value: Any) -> str:
     return "absent" if value is ABSENT else repr(value) if isinstance(value, str) else str(value)
 
 
-#: Config key words that name a tuning knob: a path segment equal to one of TUNING_WORDS, or
-#: holding one of TUNING_PARTS (``title_weight``, ``score_threshold``), with a number on both sides.
-TUNING_WORDS = frozenset({"bm25", "fusion", "rrf", "rrf_k", "rerank", "reranker", "reranking", "weights", "k1",
-                          "alpha", "beta", "lambda", "mu", "temperature", "cutoff", "min_score", "top_k",
-                          "boost", "boosts"})
-TUNING_PARTS = ("weight", "threshold", "boost")
+#: Config key words that name a tuning knob: a key segment, or a word of one (``title_weight``,
+#: ``scoreThreshold``), equal to one of these, with a number (or a list of numbers) on both sides.
+TUNING_WORDS = frozenset({"bm25", "fusion", "rrf", "rerank", "reranker", "reranking", "weights", "weight", "k1",
+                          "alpha", "beta", "lambda", "mu", "temperature", "cutoff", "threshold", "thresholds",
+                          "boost", "boosts", "min_score", "rrf_k", "top_k"})
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _numeric(value: Any) -> bool:
+    """A number, a string that is one ('0.9' in YAML), or a non-empty list of them."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return False
+        return value.strip().lower() not in ("nan", "inf", "-inf", "infinity", "-infinity")
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(_numeric(item) and not isinstance(item, (list, tuple)) for item in value)
+    return False
+
+
+def _words(segment: str) -> list[str]:
+    import re
+
+    return re.findall(r"[a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", segment).lower())
 
 
 def looks_tunable(path: str, old: Any, new: Any) -> bool:
-    """A changed key that looks like a tuning knob: a number on both sides (or added/removed),
-    under a key segment that names one (:data:`TUNING_WORDS`, :data:`TUNING_PARTS`)."""
-    if not ((_number(old) or old is ABSENT) and (_number(new) or new is ABSENT)) or old is new is ABSENT:
+    """A changed key that looks like a tuning knob: a number (a numeric string, a list of numbers)
+    on both sides, or on one side when the key is added or removed, under a key segment that is, or
+    holds as a word, one of :data:`TUNING_WORDS`."""
+    if old is ABSENT and new is ABSENT:
         return False
-    segments = [segment.lower() for segment in path.split(".")]
-    return any(seg in TUNING_WORDS or any(part in seg for part in TUNING_PARTS) for seg in segments)
+    if not ((_numeric(old) or old is ABSENT) and (_numeric(new) or new is ABSENT)):
+        return False
+    for segment in path.split("."):
+        words = _words(segment)
+        if segment.lower() in TUNING_WORDS or TUNING_WORDS & set(words) or "_".join(words) in TUNING_WORDS:
+            return True
+    return False
 
 
 #: Unknown ids kept in report.json and named in the message (the count covers all).

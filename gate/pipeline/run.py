@@ -1164,7 +1164,8 @@ def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, c
                     texts[key] = (texts.get(key, "") + " " + chunk.text).strip()
         prompts = scan_prompts(config.workspace_root, config.prompts, golden.queries.queries, golden.qrels, texts,
                                rel=config.golden.rel, threshold=config.leakage.threshold,
-                               min_tokens=config.leakage.min_tokens)
+                               min_tokens=config.leakage.min_tokens,
+                               exclude=[config.workspace_root / ".retrieval-gate"])
     reporting = reporting_set(universe, leakage, tuning, config.policy.exclude_leaked)
     return Validity(leakage, judged, tuning, prompts, reporting, tuple(validity_warnings(tuning, prompts)))
 

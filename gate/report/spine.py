@@ -478,6 +478,10 @@ class Prompts(Record):
     short_queries: tuple[str, ...] | Absent = key(ListOf(STR))
     # (1.5) the trigram-Jaccard threshold query texts were matched at
     threshold: float | Absent = key(NUM)
+    # (1.5) golden queries under min_tokens tokens: too short to attribute, not looked for
+    too_short_count: int | Absent = key(INT)
+    too_short: tuple[str, ...] | Absent = key(ListOf(STR))
+    min_tokens: int | Absent = key(INT)
 
 
 @dataclass(frozen=True, kw_only=True)

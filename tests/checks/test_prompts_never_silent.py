@@ -281,6 +281,9 @@ def test_a_changed_key_that_looks_tunable_but_is_undeclared_is_a_warning_naming_
     ("weights.title", 1, 2, True), ("retriever.score_threshold", 0.2, 0.3, True), ("boost", 1.0, 3.0, True),
     ("chunking.size", 256, 512, False), ("bm25.stemmer", "porter", "krovetz", False),
     ("rerank.enabled", True, False, False), ("model.name", "a", "b", False), ("index.shards", 2, 4, False),
+    ("fusion.weights", [0.5, 0.5], [0.7, 0.3], True), ("bm25.k1", "0.9", "1.2", True),
+    ("retrieval.lightweight_mode", 0, 1, False), ("retriever.scoreThreshold", 0.1, 0.2, True),
+    ("bm25.k1", "0.9", "fast", False), ("fusion.weights", [[1]], [[2]], False),
 ])
 def test_which_keys_look_tunable(path, old, new, tunable):
     assert looks_tunable(path, old, new) is tunable
@@ -487,3 +490,150 @@ def test_dl19_three_held_out_queries_decide_nothing_where_all_43_decide():
                 assert verdict.reasons[0].code == "held_out_too_small", decision
             else:
                 assert verdict.kind == "pass", (decision, verdict.reasons)
+
+
+# --------------------------------------------------------------------------- review (helper-11)
+
+
+def test_a_prompt_file_name_that_is_not_utf8_is_shown_escaped(tmp_path):
+    import os
+
+    os.makedirs(tmp_path / "p")
+    with open(os.path.join(os.fsencode(tmp_path / "p"), b"latin1-\xe9.txt"), "w") as f:
+        f.write(QUERY + "\n")
+    check = _scan(tmp_path, ["p/*"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert _where(check) == [("p/latin1-\\xe9.txt", 1, "q1")]
+    json.dumps(check.to_dict(), ensure_ascii=False).encode("utf-8")  # no lone surrogate
+
+
+def test_long_lines_of_digits_or_ids_are_read_in_linear_time(tmp_path):
+    """A 200,000-digit line took minutes (a backtracking list regex); 20,000 mentions of a
+    relevant id on one line, seconds each (a copy of the text before every number)."""
+    (tmp_path / "digits.txt").write_text("7" * 200_000 + "\n")
+    (tmp_path / "ids.txt").write_text("see passage 1729, " * 20_000 + "\n")
+    check = _scan(tmp_path, ["*.txt"], [Query("q1", QUERY)], MSMARCO)
+    assert _where(check, "relevant_doc_id") == [("ids.txt", 1, "1729")]
+
+
+def test_a_utf32_file_is_read_as_utf32_not_as_utf16(tmp_path):
+    (tmp_path / "u32.txt").write_bytes(f"{QUERY}\n".encode("utf-32"))
+    check = _scan(tmp_path, ["*.txt"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert _where(check) == [("u32.txt", 1, "q1")] and check.problems == ()
+
+
+def test_the_gates_own_folder_and_git_are_never_prompts(tmp_path):
+    (tmp_path / ".retrieval-gate" / "out").mkdir(parents=True)
+    (tmp_path / ".retrieval-gate" / "out" / "report.json").write_text(json.dumps({"text": QUERY}))
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "x.json").write_text(json.dumps({"text": QUERY}))
+    (tmp_path / "shots.json").write_text(json.dumps({"text": QUERY}))
+    check = _scan(tmp_path, ["**/*.json"], [Query("q1", QUERY)], {"q1": {"d1": 1}},
+                  exclude=[tmp_path / ".retrieval-gate"])
+    assert _where(check) == [("shots.json", 1, "q1")] and check.files == ("shots.json",)
+
+
+def test_ids_with_letters_count_in_urls_paths_and_anchors(tmp_path):
+    (tmp_path / "p.md").write_text("https://kb.example.com/docs/MED-10\ncorpus/doc_12.txt\n[passage](#doc_12)\n"
+                                   "doc_123 and MED-100\n")
+    check = _scan(tmp_path, ["p.md"], [Query("q1", QUERY)], {"q1": {"MED-10": 1, "doc_12": 2}})
+    assert sorted(_where(check, "relevant_doc_id")) == [("p.md", 1, "MED-10"), ("p.md", 2, "doc_12"),
+                                                         ("p.md", 3, "doc_12")]
+
+
+def test_queries_too_short_to_attribute_are_counted_and_named_in_the_comment(tmp_path):
+    (tmp_path / "p.txt").write_text("define visceral?\n")
+    check = _scan(tmp_path, ["p.txt"], [Query("1106007", "define visceral?"), Query("q1", "rate limit exceeded error")],
+                  {"q1": {"d1": 1}})
+    data = check.to_dict()
+    assert data["too_short"] == ["1106007"] and data["too_short_count"] == 1 and data["min_tokens"] == 3
+    from tests.test_comment_render import full_report
+
+    report = full_report()
+    report["prompts"] = data
+    body = _comment(report)
+    assert "1 golden query has fewer than 3 tokens and is not looked for (leakage.min_tokens)." in body
+    assert "1 golden query is too short for a copy with one changed word" in body
+
+
+def test_quotes_inside_yaml_blocks_are_placed_on_their_own_lines(tmp_path):
+    (tmp_path / "block.yaml").write_text(
+        "prompt: |\n"
+        "  You answer questions.\n"
+        f"  Example: {QUERY}\n"
+        "  Another line.\n"
+        f"  Again: {QUERY}\n"
+        "fold: >\n"
+        "\n"
+        "  how do i configure webhooks\n"
+        "  with giraffe settings\n"
+        "plain: how do i configure\n"
+        "  webhooks with giraffe settings\n"
+        "doc: 1729\n")
+    check = _scan(tmp_path, ["*.yaml"], [Query("q1", QUERY)], {"q1": {"1729": 1}})
+    assert _where(check) == [("block.yaml", 3, "q1"), ("block.yaml", 5, "q1"), ("block.yaml", 8, "q1"),
+                             ("block.yaml", 10, "q1")]
+    assert _where(check, "relevant_doc_id") == [("block.yaml", 12, "1729")]
+
+
+@pytest.mark.parametrize("text", [
+    "The document is 1729 words long.\nEach passage is 6138 characters.\n",
+    "Price $1729 or -1729, 1729.0 and 6138.5\n",
+    "max_docs: 1729\nnum_passages: 6138\nchunks: 6140\nn_ids: 6142\ntop_k: 1729\n",
+    "date 12/1729/2020 or v2/6138\n",
+])
+def test_counts_prices_and_prose_numbers_are_not_doc_ids(tmp_path, text):
+    judgments = {"q1": {"1729": 2, "6138": 2, "6140": 1, "6142": 1, "2020": 1}, "q2": {"12": 1}}
+    (tmp_path / "p.yaml").write_text(text if ":" in text.split("\n")[0] and "max" in text else f"t: '{text.strip()}'\n")
+    (tmp_path / "p.txt").write_text(text)
+    check = _scan(tmp_path, ["p.*"], [Query("q1", QUERY)], judgments)
+    # 12/1729/2020: with a million-id collection 1729 and 2020 are rare, so a path segment counts.
+    expected = sorted((f, 1, d) for f in ("p.txt", "p.yaml") for d in ("1729", "2020", "6138")) \
+        if text.startswith("date") else []
+    assert sorted(_where(check, "relevant_doc_id")) == expected
+
+
+def test_on_a_collection_of_small_numbers_lists_and_paths_are_no_evidence(tmp_path):
+    """Cranfield's ids are 1..1400: every small number is a judged id, so `k_values: [1, 3, 5, 10]`
+    or "Steps 1, 2, 3" say nothing; `doc: 5` still does."""
+    judgments = {str(q): {str(d): 1 for d in range(q, 1401, 7)} for q in range(1, 8)}
+    (tmp_path / "c.yaml").write_text("k_values: [1, 3, 5, 10]\nmax_docs: 5\ntop_passages: 3\nsee: /v1/3\ndoc: 5\n")
+    (tmp_path / "c.txt").write_text("Steps 1, 2, 3\nsee /v1/3 and 4\n")
+    check = _scan(tmp_path, ["c.*"], [Query("q1", QUERY)], judgments)
+    assert _where(check, "relevant_doc_id") == [("c.yaml", 5, "5")]
+
+
+def test_symlinks_to_a_missing_file_or_out_of_the_repository_are_named(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text(QUERY + "\n")
+    repo = tmp_path / "repo"
+    (repo / "p").mkdir(parents=True)
+    (repo / "p" / "gone.txt").symlink_to(repo / "p" / "nowhere.txt")
+    (repo / "p" / "out.txt").symlink_to(outside)
+    (repo / "p" / "ok.txt").write_text(QUERY + "\n")
+    check = _scan(repo, ["p/*"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert check.problems == ("the prompt file p/gone.txt is a symlink to a missing file: not scanned",
+                              "the prompt file p/out.txt is a symlink leading out of the repository: not scanned")
+    assert _where(check) == [("p/ok.txt", 1, "q1")]
+
+
+def test_a_large_yaml_file_is_read_as_text_and_noted(tmp_path, monkeypatch):
+    from gate.checks import prompts
+
+    monkeypatch.setattr(prompts, "MAX_YAML_BYTES", 1000)
+    (tmp_path / "big.yaml").write_text("pad: " + "x " * 600 + f"\nq: {QUERY}\n")
+    check = _scan(tmp_path, ["*.yaml"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert _where(check) == [("big.yaml", 2, "q1")]
+    assert check.notes == ("big.yaml is over 0 MiB: scanned as plain text, not parsed as YAML",) or \
+        check.notes[0].endswith("scanned as plain text, not parsed as YAML")
+
+
+def test_a_file_that_cannot_be_read_says_why(tmp_path, monkeypatch):
+    from gate.checks import prompts
+
+    def denied(path):
+        raise PermissionError(13, "Permission denied")
+
+    (tmp_path / "a.txt").write_text(QUERY)
+    monkeypatch.setattr(prompts, "prompt_text", denied)
+    check = _scan(tmp_path, ["*.txt"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert check.problems == ("the prompt file a.txt cannot be read (Permission denied): not scanned",)
