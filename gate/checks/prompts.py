@@ -45,6 +45,7 @@ from __future__ import annotations
 import bisect
 from array import array
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -132,16 +133,17 @@ def prompt_files(root: Path, globs: Sequence[str], problems: list[str] | None = 
     (a misspelt folder would otherwise scan nothing and pass), and so is a symlink to a missing
     file or out of the repository. Files in ``.git`` and the ``exclude`` folders are left out."""
     found: dict[Path, None] = {}
-    skipped = [Path(folder).resolve() for folder in exclude]
-    real_root = root.resolve()
+    skipped = [Path(os.path.realpath(folder)) for folder in exclude]
+    real_root = Path(os.path.realpath(root))
     for pattern in globs:
         matched = []
         for path in sorted(root.glob(pattern)):
-            if ".git" in path.relative_to(root).parts or any(path.resolve().is_relative_to(f) for f in skipped):
+            # realpath, not resolve(): a symlink loop is a file to name, not a RuntimeError
+            target = Path(os.path.realpath(path))
+            if ".git" in path.relative_to(root).parts or any(target.is_relative_to(f) for f in skipped):
                 continue
             if path.is_symlink():
-                target = path.resolve()
-                why = ("is a symlink to a missing file" if not target.exists() else
+                why = ("is a symlink to a missing file (or a loop)" if not os.path.exists(target) else
                        "is a symlink leading out of the repository" if not target.is_relative_to(real_root) else None)
                 if why is not None:
                     if problems is not None:
@@ -626,7 +628,9 @@ def _numeric_in_context(text: str, start: int, end: int, rare: bool) -> str | No
     if _LABEL_BEFORE.search(text[max(0, start - 40):start]):
         return "after an id label"
     if rare and start > 0 and text[start - 1] == "/" and _PATH_AFTER.match(text[end:end + 8]):
-        return "a path segment"
+        segment = re.split(r"[/\s]", text[max(0, start - 41):start - 1])[-1]
+        if not segment.isdigit():  # 12/1729/2020 and 2019/6138 are dates, not paths
+            return "a path segment"
     return None
 
 
