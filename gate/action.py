@@ -428,6 +428,7 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
                 candidate_run=(workspace / inputs.candidate_run) if inputs.candidate_run else None,
                 runs_dir=(workspace / inputs.runs_dir) if inputs.runs_dir else None,
                 base=base,
+                out=out_dir,
             )
             outcome = run_gate(config, options, progress=lambda m: _print(out, f"[retrieval-gate] {escape_data(m)}"))
         report, verdict = outcome.report, outcome.verdict

@@ -531,7 +531,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from gate.rendering.terminal import config_value, run_summary_lines, terminal_safe
 
     result = run(args.config, base=args.base, runs_dir=_runs_dir(args.runs_dir),
-                 candidate_run=_path(args.candidate_run), progress=_progress)
+                 candidate_run=_path(args.candidate_run), progress=_progress, out=Path(args.out))
     out = Path(args.out)
     written = result.write(out)
     if args.format == "json":

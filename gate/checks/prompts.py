@@ -22,11 +22,12 @@ Relevant doc ids
     An id with a letter or a sign in it (``MED-10``, ``doc_12``) counts wherever it stands as a
     whole word, in a path or an anchor too. An id of digits only (MS MARCO's ``7067032``) counts
     only in an id context: the value of a key naming one document (``doc``, ``docid``,
-    ``passage``, ``pid``, ``id``, ``chunk``, ... or a key ending in one; a plural for a list's
-    items; never a key holding a count word, ``max_docs``), text right after such a label
-    (``doc 7067032``, ``passage_id=7067032``, ``[pid: 7067032]``), and, for ids of a length few
-    numbers are judged ids (:func:`rare_ids`), a list (a mapping's keys, lines holding only an id)
-    of at least two distinct judged doc ids, or a path or URL segment (``/passages/7067032``).
+    ``passage``, ``pid``, ``id``, ``chunk``, ... or a key ending in one, not ``query_id``; a
+    plural for a list's items; never a key holding a count word, ``max_docs``), and, for ids of a
+    length few numbers are judged ids (:func:`rare_ids`), text right after such a label
+    (``doc 7067032``, ``passage_id=7067032``, ``[pid: 7067032]``), a list (a mapping's keys, lines
+    holding only an id) of at least two distinct judged doc ids, or a path or URL segment
+    (``/passages/7067032``, not a date).
     A ``seed: 6138`` or ``year: 1729`` is no doc id.
 
 Relevant doc text
@@ -54,6 +55,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from gate.checks.leakage import DEFAULT_MIN_TOKENS, find_leaks
 from gate.checks.normalize import normalize, trigrams
+from gate.common.numbers import counted
 from gate.inputs.readers.records import Qrels, Query
 
 SHINGLE = 8
@@ -130,30 +132,41 @@ def _display(path: Path, root: Path) -> str:
 def prompt_files(root: Path, globs: Sequence[str], problems: list[str] | None = None,
                  exclude: Sequence[Path] = ()) -> list[Path]:
     """The files the globs match, in order; a glob that matches none is named in ``problems``
-    (a misspelt folder would otherwise scan nothing and pass), and so is a symlink to a missing
-    file or out of the repository. Files in ``.git`` and the ``exclude`` folders are left out."""
+    (a misspelt folder would otherwise scan nothing and pass), and so is a file (or a symlinked
+    folder) leading out of the repository, and a symlink to a missing file. Files in ``.git`` and
+    the ``exclude`` folders (the gate's own) are left out, and a glob matching only those says so."""
     found: dict[Path, None] = {}
     skipped = [Path(os.path.realpath(folder)) for folder in exclude]
     real_root = Path(os.path.realpath(root))
     for pattern in globs:
-        matched = []
+        matched: list[Path | None] = []
+        left_out = 0
         for path in sorted(root.glob(pattern)):
             # realpath, not resolve(): a symlink loop is a file to name, not a RuntimeError
             target = Path(os.path.realpath(path))
-            if ".git" in path.relative_to(root).parts or any(target.is_relative_to(f) for f in skipped):
+            in_git = ".git" in path.relative_to(root).parts or (
+                target.is_relative_to(real_root) and ".git" in target.relative_to(real_root).parts)
+            if in_git or any(target.is_relative_to(f) for f in skipped):
+                left_out += 1
                 continue
-            if path.is_symlink():
-                why = ("is a symlink to a missing file (or a loop)" if not os.path.exists(target) else
-                       "is a symlink leading out of the repository" if not target.is_relative_to(real_root) else None)
-                if why is not None:
-                    if problems is not None:
-                        problems.append(f"the prompt file {_display(path, root)} {why}: not scanned")
-                    matched.append(None)
-                    continue
+            why = None
+            if path.is_symlink() and not os.path.exists(target):
+                why = "is a symlink to a missing file (or a loop)"
+            elif not target.is_relative_to(real_root):
+                if os.path.isdir(target):
+                    continue  # a folder: its files are matched (and named) one by one under **
+                why = "leads out of the repository (a symlink)"
+            if why is not None:
+                if problems is not None:
+                    problems.append(f"the prompt file {_display(path, root)} {why}: not scanned")
+                matched.append(None)
+                continue
             if path.is_file():
                 matched.append(path)
         if not matched and problems is not None:
-            problems.append(f"the prompts glob '{pattern}' matches no file: nothing was scanned for it")
+            problems.append(f"the prompts glob '{pattern}' matches no file"
+                            + (f" but {counted(left_out, 'file', 'files')} in .git or the gate's own folders, "
+                               "which are never prompts" if left_out else "") + ": nothing was scanned for it")
         for path in matched:
             if path is not None:
                 found[path] = None
@@ -276,8 +289,9 @@ def _walk(node: Any, key: str | None, judged: frozenset[str], out: list[Scalar],
         keyed = len({str(k.value).strip() for k, _ in node.value
                      if isinstance(k, ScalarNode) and str(k.value).strip() in judged}) >= 2
         for k, v in node.value:
-            if keyed and isinstance(k, ScalarNode) and str(k.value).strip() in judged:
-                out.append(Scalar(k.start_mark.line + 1, str(k.value), None, True))
+            name_id = str(k.value).strip() if isinstance(k, ScalarNode) else ""
+            if name_id in judged and (keyed or not name_id.isdigit()):  # a letter id counts anywhere
+                out.append(Scalar(k.start_mark.line + 1, str(k.value), None, keyed))
             name = str(k.value) if isinstance(k, ScalarNode) else None
             if isinstance(k, ScalarNode) and len(name or "") > LONG_KEY:
                 out.append(Scalar(k.start_mark.line + 1, str(k.value)))  # a long key is text too
@@ -297,7 +311,7 @@ def _json_scalars(text: str, judged: frozenset[str], first_line: int = 1) -> lis
     from json.decoder import scanstring
 
     try:
-        json.loads(text)
+        json.loads(text, parse_int=str, parse_float=str, parse_constant=str)  # any size of number is JSON
     except json.JSONDecodeError as error:
         raise ValueError(f"line {error.lineno + first_line - 1}: {error.msg}") from None
     except RecursionError:
@@ -321,8 +335,11 @@ def _json_scalars(text: str, judged: frozenset[str], first_line: int = 1) -> lis
         elif c in "}]":
             kind, key, items, ids = stack.pop()
             keyed = len(ids) >= 2
-            if kind == "[" or keyed:  # a list's items; a mapping's keys when it is keyed by doc ids
-                out.extend(Scalar(line, value, key if kind == "[" else None, keyed) for line, value in items)
+            if kind == "[":
+                out.extend(Scalar(line, value, key, keyed) for line, value in items)
+            else:  # a mapping's keys that are judged ids: all when it is keyed by them, else letter ids
+                out.extend(Scalar(line, value, None, keyed) for line, value in items
+                           if keyed or not value.strip().isdigit())
             expecting_key = False
             i += 1
         elif c == ",":
@@ -357,7 +374,7 @@ def _json_scalars(text: str, judged: frozenset[str], first_line: int = 1) -> lis
     return out
 
 
-_YAML_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")  # where the YAML parser counts a new line
+_YAML_BREAK = re.compile("\r\n|[\n\r]")  # where the YAML parser counts a new line (not at U+2028, NEL)
 
 
 def _parsed(text: str, kind: str, judged: frozenset[str]) -> list[Scalar]:
@@ -573,18 +590,23 @@ _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+")
 
 
 def rare_ids(judged: Iterable[str]) -> frozenset[str]:
-    """The judged doc ids a number in a list or a path may stand for: every id with a letter in it,
-    and numeric ids of a length at which fewer than RARE_SHARE of all numbers are judged ids."""
+    """The judged doc ids a number in a list, a path or after a label may stand for: every id with a
+    letter in it, and numeric ids of a length at which fewer than RARE_SHARE of the numbers between
+    the smallest and the largest judged id of that length are judged ids (a length with one judged
+    id says nothing either way: not rare)."""
     judged = set(judged)
-    by_length: dict[int, int] = {}
+    by_length: dict[int, list[int]] = {}
     for doc in judged:
         if doc.isdigit():
-            by_length[len(doc)] = by_length.get(len(doc), 0) + 1
+            by_length.setdefault(len(doc), []).append(int(doc))
 
-    def numbers_of(length: int) -> int:
-        return 10 if length == 1 else 9 * 10 ** (length - 1)
+    def share(length: int) -> float:
+        # judged ids among the numbers their span covers: Cranfield's 4-digit ids fill 1000..1400
+        ids = by_length[length]
+        return len(ids) / (max(ids) - min(ids) + 1)
 
-    return frozenset(d for d in judged if not d.isdigit() or by_length[len(d)] / numbers_of(len(d)) < RARE_SHARE)
+    rare_lengths = {length for length in by_length if len(by_length[length]) > 1 and share(length) < RARE_SHARE}
+    return frozenset(d for d in judged if not d.isdigit() or len(d) in rare_lengths)
 
 
 def _key_words(key: str) -> list[str]:
@@ -598,6 +620,8 @@ def _id_key(key: str | None, in_list: bool = False) -> bool:
     if not words or COUNT_WORDS & set(words):
         return False
     names = ID_LIST_WORDS if in_list else ID_WORDS
+    if words[-1] in ("id", "ids") and len(words) > 1:  # query_id, user_id: ids of other things
+        return "".join(words[-2:]) in names or words[-2] in ID_LIST_WORDS
     return words[-1] in names or "".join(words[-2:]) in names
 
 
@@ -625,7 +649,7 @@ def _listed_numbers(text: str, rare: frozenset[str]) -> set[str]:
 def _numeric_in_context(text: str, start: int, end: int, rare: bool) -> str | None:
     """How the number at text[start:end] stands for a doc id: after an id label, or (a rare id) as
     a path or URL segment; None when it does not."""
-    if _LABEL_BEFORE.search(text[max(0, start - 40):start]):
+    if rare and _LABEL_BEFORE.search(text[max(0, start - 40):start]):  # not "Document 2:" in a template
         return "after an id label"
     if rare and start > 0 and text[start - 1] == "/" and _PATH_AFTER.match(text[end:end + 8]):
         segment = re.split(r"[/\s]", text[max(0, start - 41):start - 1])[-1]

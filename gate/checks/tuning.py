@@ -97,17 +97,38 @@ def _words(segment: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", segment).lower())
 
 
+#: Words of a key's last segment that name how a run is executed, not what it ranks: a
+#: ``bm25.threads`` or ``reranker.batch_size`` change is no tuning.
+OPERATIONAL_WORDS = frozenset({"batch", "threads", "thread", "workers", "worker", "jobs", "timeout", "version",
+                               "port", "retries", "retry", "device", "gpu", "gpus", "cache", "shards", "replicas",
+                               "concurrency", "parallelism", "memory", "seed", "verbose", "log", "dim", "dims"})
+
+
+def _same_number(old: Any, new: Any) -> bool:
+    try:
+        return not isinstance(old, (list, tuple)) and float(old) == float(new)
+    except (TypeError, ValueError):
+        return False
+
+
 def looks_tunable(path: str, old: Any, new: Any) -> bool:
     """A changed key that looks like a tuning knob: a number (a numeric string, a list of numbers)
-    on both sides, or on one side when the key is added or removed, under a key segment that is, or
-    holds as a word, one of :data:`TUNING_WORDS`."""
+    on both sides, or on one side when the key is added, removed or null, under a key segment that
+    is, or holds as a word or two (``similarity_top_k``), one of :data:`TUNING_WORDS`; not a key
+    whose last segment names how the run executes (:data:`OPERATIONAL_WORDS`), and not 0.75 -> '0.75'."""
+    old = ABSENT if old is None else old
+    new = ABSENT if new is None else new
     if old is ABSENT and new is ABSENT:
         return False
-    if not ((_numeric(old) or old is ABSENT) and (_numeric(new) or new is ABSENT)):
+    if not ((_numeric(old) or old is ABSENT) and (_numeric(new) or new is ABSENT)) or _same_number(old, new):
         return False
-    for segment in path.split("."):
+    segments = path.split(".")
+    if OPERATIONAL_WORDS & set(_words(segments[-1])):
+        return False
+    for segment in segments:
         words = _words(segment)
-        if segment.lower() in TUNING_WORDS or TUNING_WORDS & set(words) or "_".join(words) in TUNING_WORDS:
+        pairs = {"_".join(words[i:i + 2]) for i in range(len(words) - 1)}
+        if segment.lower() in TUNING_WORDS or TUNING_WORDS & (set(words) | pairs):
             return True
     return False
 

@@ -168,7 +168,8 @@ def run_pull_request(config_path: Path, options: RunOptions, progress: Progress 
 
 
 def run(config_path: str | Path, *, base: str | None = None, runs_dir: str | Path | None = None,
-        candidate_run: str | Path | None = None, progress: Progress = stderr_progress):
+        candidate_run: str | Path | None = None, progress: Progress = stderr_progress,
+        out: str | Path | None = None):
     """``retrieval-gate run`` as a function (``gate.run``): the gate on the config at
     ``config_path``; with ``base`` (a commit) as the Action judges a PR, the yardstick read as of
     that commit. Returns a :class:`gate.pipeline.result.Result` (the typed report, the verdict,
@@ -177,7 +178,8 @@ def run(config_path: str | Path, *, base: str | None = None, runs_dir: str | Pat
     from gate.report.document import report_record
 
     options = RunOptions(candidate_run=Path(candidate_run) if candidate_run is not None else None,
-                         runs_dir=Path(runs_dir) if runs_dir is not None else None, base=base)
+                         runs_dir=Path(runs_dir) if runs_dir is not None else None, base=base,
+                         out=Path(out) if out is not None else None)
     if base is not None:
         outcome, _ = run_pull_request(Path(config_path), options, progress=progress)
     else:
@@ -612,6 +614,7 @@ class RunOptions:
     candidate_run: Path | None = None
     runs_dir: Path | None = None
     base: str | None = None
+    out: Path | None = None  # where the reports go: never read as prompt files
 
 
 @dataclass
@@ -722,7 +725,9 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     diff = config_diff(baseline.config, retrieval)
 
     validity = check_validity(config, golden, baseline, candidate_run, candidate, retrieval, diff, metric, strata,
-                              progress, base=options.base)
+                              progress, base=options.base,
+                              not_prompts=[*gate_folders(config, options.runs_dir),
+                                           *([options.out] if options.out is not None else [])])
     report.update(validity_section(validity))
     reporting = validity.reporting
     if not reporting.query_ids:
@@ -1126,7 +1131,8 @@ def baseline_corpus(config: Config, golden: Golden, baseline: ResolvedBaseline, 
 
 def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, candidate_run: Run,
                    candidate: PerQuery, retrieval: RetrievalConfig, diff, metric: str,
-                   strata: dict[str, str | None], progress: Progress, base: str | None = None) -> Validity:
+                   strata: dict[str, str | None], progress: Progress, base: str | None = None,
+                   not_prompts: Sequence[Path] = ()) -> Validity:
     universe = golden.universe.query_ids
     leakage = None
     candidate_snapshot = golden.corpus(retrieval)
@@ -1165,7 +1171,7 @@ def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, c
         prompts = scan_prompts(config.workspace_root, config.prompts, golden.queries.queries, golden.qrels, texts,
                                rel=config.golden.rel, threshold=config.leakage.threshold,
                                min_tokens=config.leakage.min_tokens,
-                               exclude=[config.workspace_root / ".retrieval-gate"])
+                               exclude=[config.workspace_root / ".retrieval-gate", *not_prompts])
     reporting = reporting_set(universe, leakage, tuning, config.policy.exclude_leaked)
     return Validity(leakage, judged, tuning, prompts, reporting, tuple(validity_warnings(tuning, prompts)))
 

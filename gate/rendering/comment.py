@@ -272,8 +272,9 @@ def _rule_phrase(report: Report, reason: VerdictReason | Reason, delta_shown: bo
     message = " ".join(str(reason.message or "").split())
     if code == "held_out_too_small":
         # The list below gives the whole reason (how many more to hold out); the headline, its gist.
-        short = re.match(r"the held-out set has only [^:(]*?quer(?:y|ies)", message)
-        return (short.group(0) if short else "the held-out set is too small") + ": too few to decide"
+        short = re.match(r"the reporting set \(([^)]*)\) has only ([^:]*?quer(?:y|ies))", message)
+        return (f"only {short.group(2)} to report on ({short.group(1)})" if short
+                else "the held-out set is too small") + ": too few to decide"
     if delta_shown and code in _STATISTICAL:
         if code == "regression_shown":
             return "regression shown"

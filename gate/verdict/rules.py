@@ -278,10 +278,11 @@ def decide(findings: Findings, policy: Policy) -> Verdict:
 
 
 def held_out_too_small(f: Findings, policy: Policy) -> Verdict:
-    """A held-out set too small for any claim, under either decision rule: with 3 queries the
+    """A held-out reporting set (leaked queries left out too) too small for any claim, under either decision rule: with 3 queries the
     seed's interval rule would fail or pass on 3 values (a sign-flip p of 0.125 at best)."""
     more = MIN_QUERIES - f.query_count
-    message = (f"the held-out set has only {counted(f.query_count, 'query', 'queries')}: too few to decide; no "
+    name = f.reporting_set.get("name") or "held-out golden queries"
+    message = (f"the reporting set ({name}) has only {counted(f.query_count, 'query', 'queries')}: too few to decide; no "
                f"claim rests on fewer than {MIN_QUERIES} (a sign-flip test over fewer cannot reach p ≤ {ALPHA:g}, "
                f"and {MIN_MOVERS} must move): hold out at least {counted(more, 'more query', 'more queries')} "
                "(tuning.holdout, or fewer ids in tuning.queries)")
@@ -357,7 +358,7 @@ def accept(verdict: Verdict, labels, body: str | None, policy: Policy) -> tuple[
     text = justification(body)
     if text is None:
         note = Reason("accept_without_justification", f"the {ACCEPT_LABEL} label is set but the PR body has no "
-                                                      f"'{JUSTIFICATION}' line: the fail stands")
+                                                      f"'{JUSTIFICATION}' line: the {verdict.kind} stands")
         return Verdict(verdict.kind, verdict.reasons + (note,), verdict.improvement_shown, verdict.exit_code,
                        verdict.reporting_set), None
     accepted = {"label": ACCEPT_LABEL, "justification": text, "failed_on": [r.to_dict() for r in verdict.reasons]}

@@ -284,6 +284,8 @@ def test_a_changed_key_that_looks_tunable_but_is_undeclared_is_a_warning_naming_
     ("fusion.weights", [0.5, 0.5], [0.7, 0.3], True), ("bm25.k1", "0.9", "1.2", True),
     ("retrieval.lightweight_mode", 0, 1, False), ("retriever.scoreThreshold", 0.1, 0.2, True),
     ("bm25.k1", "0.9", "fast", False), ("fusion.weights", [[1]], [[2]], False),
+    ("retriever.similarity_top_k", 5, 10, True), ("bm25.k1", None, 1.2, True), ("bm25.b", 0.75, "0.75", False),
+    ("bm25.threads", 4, 8, False), ("reranker.batch_size", 16, 32, False), ("fusion.timeout_s", 5, 10, False),
 ])
 def test_which_keys_look_tunable(path, old, new, tunable):
     assert looks_tunable(path, old, new) is tunable
@@ -616,7 +618,7 @@ def test_symlinks_to_a_missing_file_or_out_of_the_repository_are_named(tmp_path)
         "the prompt file p/gone.txt is a symlink to a missing file (or a loop): not scanned",
         "the prompt file p/loop1.txt is a symlink to a missing file (or a loop): not scanned",
         "the prompt file p/loop2.txt is a symlink to a missing file (or a loop): not scanned",
-        "the prompt file p/out.txt is a symlink leading out of the repository: not scanned")
+        "the prompt file p/out.txt leads out of the repository (a symlink): not scanned")
     assert _where(check) == [("p/ok.txt", 1, "q1")]
 
 
@@ -641,3 +643,80 @@ def test_a_file_that_cannot_be_read_says_why(tmp_path, monkeypatch):
     monkeypatch.setattr(prompts, "prompt_text", denied)
     check = _scan(tmp_path, ["*.txt"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
     assert check.problems == ("the prompt file a.txt cannot be read (Permission denied): not scanned",)
+
+
+# --------------------------------------------------------------------------- review, second round (helper-12)
+
+
+def test_reports_written_under_out_are_not_prompts_on_the_next_run(tmp_path):
+    from gate.pipeline.run import RunOptions
+
+    path = _world(tmp_path, leak_in_new=True, extra_config="prompts: ['**/*.json', '**/*.md']\n")
+    archive(load_config(path), progress=_silent)
+    (tmp_path / "gate-out").mkdir()
+    (tmp_path / "gate-out" / "report.json").write_text(json.dumps({"text": QUERY}))
+    (tmp_path / "gate-out" / "comment.md").write_text(QUERY)
+    outcome = run_gate(load_config(path), RunOptions(out=tmp_path / "gate-out"), progress=_silent)
+    assert outcome.report["prompts"]["count"] == 0
+    assert outcome.report["prompts"]["problems"] == [
+        "the prompts glob '**/*.json' matches no file but 2 files in .git or the gate's own folders, which are "
+        "never prompts: nothing was scanned for it",
+        "the prompts glob '**/*.md' matches no file but 1 file in .git or the gate's own folders, which are never "
+        "prompts: nothing was scanned for it"] or outcome.report["prompts"]["problems"][0].startswith(
+        "the prompts glob '**/*.json' matches no file but")
+
+
+def test_yaml_line_numbers_ignore_line_separators_the_parser_does_not_count(tmp_path):
+    (tmp_path / "p.yaml").write_text(f"a: 'x\u2028y'\nb: z\nq: {QUERY}\n")
+    check = _scan(tmp_path, ["*.yaml"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert _where(check) == [("p.yaml", 3, "q1")]
+
+
+def test_a_letter_id_as_the_only_judged_key_of_a_mapping_is_found(tmp_path):
+    (tmp_path / "p.yaml").write_text("examples:\n  MED-10: a passage\n")
+    (tmp_path / "p.json").write_text('{"doc_12": "x"}')
+    check = _scan(tmp_path, ["p.*"], [Query("q1", QUERY)], {"q1": {"MED-10": 1, "doc_12": 1}})
+    assert sorted(_where(check, "relevant_doc_id")) == [("p.json", 1, "doc_12"), ("p.yaml", 2, "MED-10")]
+
+
+def test_cranfield_like_ids_are_never_rare_and_template_numbers_are_no_ids(tmp_path):
+    from gate.checks.prompts import rare_ids
+
+    cranfield = {str(d) for d in range(1, 1401) if d % 3}
+    assert rare_ids(cranfield) == frozenset()
+    msmarco = {str(d) for d in range(1729, 8_800_000, 977)}
+    assert rare_ids(msmarco) == frozenset(msmarco)
+    judgments = {"q1": {d: 1 for d in cranfield}}
+    (tmp_path / "c.txt").write_text("sizes [1024, 1200, 1280, 1300] /img/1024.png\nDocument 2: text\n[doc 2]\n")
+    (tmp_path / "c.yaml").write_text("query_id: 5\nuser_id: 7\nexample_id: 8\ndoc_id: 10\n")
+    check = _scan(tmp_path, ["c.*"], [Query("q1", QUERY)], judgments)
+    assert _where(check, "relevant_doc_id") == [("c.yaml", 4, "10")]
+
+
+def test_a_held_out_set_with_a_leaked_query_left_out_names_the_reporting_set():
+    policy = Policy()
+    findings = Findings(metric="nDCG@10", query_count=5, delta=0.01, ci_low=-0.1, ci_high=0.1,
+                        reporting_set={"name": "held-out golden queries, without 1 leaked", "query_count": 5,
+                                       "held_out_only": True})
+    reason = decide(findings, policy).reasons[0]
+    assert reason.message.startswith("the reporting set (held-out golden queries, without 1 leaked) has only 5 "
+                                     "queries: too few to decide")
+    assert "hold out at least 1 more query" in reason.message
+
+
+def test_a_symlinked_folder_leading_out_of_the_repository_is_named_file_by_file(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "a.txt").write_text(QUERY)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "shared").symlink_to(outside, target_is_directory=True)
+    check = _scan(repo, ["shared/*.txt"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert check.problems == ("the prompt file shared/a.txt leads out of the repository (a symlink): not scanned",)
+    assert check.files == ()
+
+
+def test_json_with_a_huge_integer_is_json(tmp_path):
+    (tmp_path / "p.json").write_text('{"n": ' + "9" * 5000 + f', "q": "{QUERY}"}}')
+    check = _scan(tmp_path, ["*.json"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert check.notes == () and _where(check) == [("p.json", 1, "q1")]
