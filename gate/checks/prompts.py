@@ -316,7 +316,7 @@ def _json_scalars(text: str, judged: frozenset[str], first_line: int = 1) -> lis
         raise ValueError(f"line {error.lineno + first_line - 1}: {error.msg}") from None
     except RecursionError:
         raise ValueError("nested too deep") from None
-    breaks = [m.start() for m in re.finditer("\n", text)]
+    breaks = [m.start() for m in _YAML_BREAK.finditer(text)]  # \r\n, \n, or an old Mac's \r
     out: list[Scalar] = []
     # a frame: [kind ("{" or "["), the key its values sit under, buffered (line, text) items, judged count]
     stack: list[list[Any]] = []

@@ -720,3 +720,10 @@ def test_json_with_a_huge_integer_is_json(tmp_path):
     (tmp_path / "p.json").write_text('{"n": ' + "9" * 5000 + f', "q": "{QUERY}"}}')
     check = _scan(tmp_path, ["*.json"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
     assert check.notes == () and _where(check) == [("p.json", 1, "q1")]
+
+
+def test_json_lines_are_numbered_with_cr_only_line_ends_too(tmp_path):
+    (tmp_path / "p.json").write_bytes(('{\r "a": "x",\r "q": "' + QUERY + '"\r}\r').encode())
+    (tmp_path / "w.json").write_bytes(('{\r\n "a": "x",\r\n "q": "' + QUERY + '"\r\n}\r\n').encode())
+    check = _scan(tmp_path, ["*.json"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert _where(check) == [("p.json", 3, "q1"), ("w.json", 3, "q1")]
