@@ -9,6 +9,8 @@ tunable parameter with no split declared is a warning that names the risk.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -92,8 +94,6 @@ def _numeric(value: Any) -> bool:
 
 
 def _words(segment: str) -> list[str]:
-    import re
-
     return re.findall(r"[a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", segment).lower())
 
 
@@ -155,8 +155,6 @@ def tuning_check(
 ) -> TuningCheck:
     """``changes``: (path, old, new) of every changed config key, for the undeclared ones that
     look tunable (:func:`looks_tunable`)."""
-    import dataclasses
-
     check = _tuning_check(universe, changed_paths, params, tuning_ids, holdout_ids)
     undeclared = tuple((path, old, new) for path, old, new in changes
                        if not _tunable(path, params) and looks_tunable(path, old, new))

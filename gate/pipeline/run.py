@@ -461,8 +461,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
                     if not _touched(uncommitted, [name])]  # a recorded file is named once, above
     if changed_code and head is not None:
         progress(f"warning: the code under test has changes not in commit {head[:12]} ({listed(changed_code, 5)}): "
-                 "the archived run "
-                 "was produced by them, but a replay at that commit, which the manifest records, runs the "
+                 "the archived run was produced by them, but a replay at that commit, which the manifest records, runs the "
                  "committed code; commit them and archive again")
     per_query = {
         name: {qid: float(v) for qid, v in zip(values.query_ids, array)} for name, array in values.values.items()

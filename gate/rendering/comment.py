@@ -88,8 +88,8 @@ _STATISTICAL = {"regression_shown", "non_inferior", "improvement_shown", "improv
                 "too_few_movers"}
 _GOOD_REASONS = {"non_inferior", "improvement_shown", "unchanged", "not_relevant"}
 # Reasons that leave the question open (the verdict is inconclusive on them), whatever else failed.
-_OPEN_REASONS = {"too_few_movers", "held_out_too_small", "underpowered", "base_unavailable", "runner_failed", "empty_reporting_set",
-                 "missing_run"}
+_OPEN_REASONS = {"too_few_movers", "held_out_too_small", "underpowered", "base_unavailable", "runner_failed",
+                 "empty_reporting_set", "missing_run"}
 _RESOLUTION_WORDS = {
     "reused": "the archived per-query values",
     "rescored": "the archived ranked lists re-scored against today's qrels",
