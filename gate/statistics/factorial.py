@@ -22,9 +22,16 @@ returns all of them so a caller can show they agree to floating-point
 precision, which is what makes the interaction a property of the set of
 changes rather than of the order of subtraction.
 
+A query whose contrast is zero in exact arithmetic can come out as ~1e-16: the
+cell values added and subtracted are rounded. :meth:`FactorialGrid.settled`
+returns the contrast with such rounding residues set to exactly 0 (see
+:func:`rounding_tolerance`), so that a query that did not move is not counted
+as moved and an effect that is zero by construction is exactly zero.
+
 :func:`concentration` summarises how one per-query contrast is spread over the
-queries: how few of the queries moving with the effect's sign carry 80% of
-that movement, or whether gains and losses mostly cancel (a redistribution).
+queries: how few queries, largest movement in the effect's direction first,
+carry the net effect (the per-query changes summed over every query), or
+whether gains and losses mostly cancel (a redistribution).
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from gate.common.numbers import signed
+from gate.common.numbers import counted, signed
 
 __all__ = [
     "LEVELS",
@@ -43,6 +50,7 @@ __all__ = [
     "NEW",
     "CONCENTRATION_SHARE",
     "REDISTRIBUTION_RATIO",
+    "ROUNDING_SLACK",
     "Term",
     "FactorialGrid",
     "Concentration",
@@ -50,16 +58,30 @@ __all__ = [
     "terms",
     "check_factors",
     "concentration",
+    "rounding_tolerance",
+    "zero_residues",
 ]
 
 OLD = "old"
 NEW = "new"
 LEVELS = (OLD, NEW)
 
-#: Share of the same-sign movement the "fewest queries" must carry.
-CONCENTRATION_SHARE = 0.8
-#: Below this fraction of the same-sign movement, the net change is a redistribution.
-REDISTRIBUTION_RATIO = 0.2
+#: Share of the net movement the "fewest queries" must carry: all of it ("19 queries carry the
+#: +0.024": summed over the 140 queries, their changes make up the net change).
+CONCENTRATION_SHARE = 1.0
+#: Below this fraction of the same-sign movement, the net change is a redistribution: with 0.5,
+#: when the queries moving the other way cancel more than the net that is left (opposite-sign
+#: total larger than half the same-sign total), no set of queries "carries" the effect; the
+#: net is what is left of gains and losses, and the reading says so instead of "concentrated".
+REDISTRIBUTION_RATIO = 0.5
+#: A per-query contrast within ``ROUNDING_SLACK * m * eps * sum(|cell values|)`` of zero is a
+#: rounding residue, not a moved query (``m`` cells added and subtracted, ``eps`` the float64
+#: machine epsilon). Any order of the ``m - 1`` additions and subtractions errs by at most
+#: ``(m - 1) * eps / 2 * sum(|values|)`` (the classic bound for a floating-point sum), so
+#: ``2 * m * eps`` is four times that bound, leaving room for a few ulps of rounding in each cell's
+#: own value. For metrics on [0, 1] and three factors that is under 3e-14 (under 5e-10 even at the
+#: 10-factor limit), orders of magnitude below any real difference between two rankings' scores.
+ROUNDING_SLACK = 2.0
 
 Cell = tuple[str, ...]
 
@@ -207,19 +229,68 @@ class FactorialGrid:
         """The term's per-query contrast built from each of its factors' simple effects."""
         return {f: self.contrast(term, f) for f in term.factors}
 
+    def term_cells(self, term: Term) -> list[Cell]:
+        """The ``2**order`` cells whose values ``term``'s contrast adds and subtracts."""
+        given = dict(term.given)
+        out = []
+        for levels in itertools.product(LEVELS, repeat=term.order):
+            fixed = {**given, **dict(zip(term.factors, levels))}
+            out.append(tuple(fixed[f] for f in self.factors))
+        return out
+
+    def tolerance(self, term: Term) -> np.ndarray:
+        """Per-query rounding tolerance of ``term``'s contrast (:func:`rounding_tolerance`)."""
+        rows = [self._row[c] for c in self.term_cells(term)]
+        return rounding_tolerance(self.matrix[rows])
+
+    def settled(self, term: Term, way: str | None = None) -> np.ndarray:
+        """:meth:`contrast` with rounding residues (``|d| <=`` :meth:`tolerance`) set to exactly 0.
+
+        This is the contrast every statistic should use: a query that did not
+        move must not count as moved, and an effect that is zero in exact
+        arithmetic must have a zero estimate and a zero-width interval.
+        """
+        return zero_residues(self.contrast(term, way), self.tolerance(term))
+
+
+def rounding_tolerance(terms_matrix) -> np.ndarray:
+    """Per-query tolerance of a signed sum of the rows of ``terms_matrix`` (one row per term).
+
+    ``ROUNDING_SLACK * m * eps * sum(|terms|)`` for ``m`` rows: a contrast
+    within it of zero is a rounding residue (see :data:`ROUNDING_SLACK`).
+    """
+    arr = np.asarray(terms_matrix, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    m = arr.shape[0]
+    return ROUNDING_SLACK * m * np.finfo(np.float64).eps * np.abs(arr).sum(axis=0)
+
+
+def zero_residues(d, tolerance) -> np.ndarray:
+    """``d`` with every value whose magnitude is ``<= tolerance`` (scalar or per-query) set to 0."""
+    arr = np.asarray(d, dtype=np.float64)
+    tol = np.asarray(tolerance, dtype=np.float64)
+    if np.any(tol < 0) or not np.all(np.isfinite(tol)):
+        raise ValueError("tolerance must be finite and non-negative")
+    return np.where(np.abs(arr) <= tol, 0.0, arr)
+
 
 @dataclass(frozen=True)
 class Concentration:
     """How a per-query contrast's movement is spread over the queries.
 
     ``sign`` is the sign of the net movement (+1 when it is exactly 0 but
-    queries moved; 0 when nothing moved). ``same_sign_total`` and
-    ``opposite_sign_total`` are sums of per-query contributions (metric
-    units summed over queries), ``net`` their sum. ``queries`` is the fewest
-    same-sign queries whose contributions make up ``share`` of the same-sign
-    total (largest first), ``mean_movement`` their mean contribution, and
+    queries moved; 0 when nothing moved). A query moved when its contribution
+    is not 0 (rounding residues are zeroed first, see :func:`concentration`).
+    ``same_sign_total`` and ``opposite_sign_total`` are sums of per-query
+    contributions (metric units summed over queries), ``net`` their sum.
+    ``queries`` is the fewest same-sign queries, largest first, whose
+    contributions add up to ``share`` of the net (all of it by default: if the
+    queries moving the other way took some of it back, the largest same-sign
+    queries carry that too), ``mean_movement`` their mean contribution, and
     ``query_ids`` those queries, largest first (empty without ids).
-    ``redistribution`` holds when ``|net| < ratio * |same_sign_total|``.
+    ``redistribution`` holds when ``|net| < ratio * |same_sign_total|``: the
+    other way cancels so much that no set of queries carries the net.
     """
 
     n: int
@@ -240,36 +311,51 @@ class Concentration:
     def moved(self) -> bool:
         return self.sign != 0
 
+    @property
+    def concentrated(self) -> bool:
+        """Some queries carry the net: something moved and it is not a redistribution."""
+        return self.moved and not self.redistribution
+
     def phrase(self, digits: int = 3) -> str:
-        """The reading: ``concentrated in 19 queries, each moving about +0.177`` or the redistribution case."""
+        """The reading: ``concentrated in 19 queries, each moving about +0.177`` (``spread over 90
+        of 140 queries, ...`` when more than half the queries are needed to carry the net),
+        ``no query moved`` or ``redistribution: 46 queries gained +9.281 in total, 62 lost -6.858``."""
         if not self.moved:
             return "no query moved"
         if self.redistribution:
-            return "redistribution, not concentrated"
-        noun = "query" if self.queries == 1 else "queries"
-        return f"concentrated in {self.queries} {noun}, each moving about {signed(self.mean_movement, digits)}"
+            same, other = ("gained", "lost") if self.sign > 0 else ("lost", "gained")
+            text = (f"redistribution: {counted(self.same_sign_queries, 'query', 'queries')} {same} "
+                    f"{signed(self.same_sign_total, digits)} in total")
+            if self.opposite_sign_queries:
+                text += f", {self.opposite_sign_queries} {other} {signed(self.opposite_sign_total, digits)}"
+            return text
+        if 2 * self.queries > self.n:  # most queries carry it: not concentrated, shared
+            where = f"spread over {self.queries} of {counted(self.n, 'query', 'queries')}"
+        else:
+            where = f"concentrated in {counted(self.queries, 'query', 'queries')}"
+        return f"{where}, each moving about {signed(self.mean_movement, digits)}"
 
     def sentence(self, subject: str, digits: int = 3) -> str:
         """One plain sentence about ``subject`` (e.g. "Switching model with corpus old (+0.024)")."""
         if not self.moved:
             return f"{subject}: no query moved."
-        same = "gain" if self.sign > 0 else "loss"
         if self.redistribution:
-            return (
-                f"{subject}: redistribution, not concentrated: {self.same_sign_queries} "
-                f"{_plural(self.same_sign_queries)} moved {signed(self.same_sign_total, digits)} in total and "
-                f"{self.opposite_sign_queries} moved {signed(self.opposite_sign_total, digits)}, "
-                f"netting {signed(self.net, digits)} (under {self.ratio:.0%} of the {same})."
-            )
+            same = "gain" if self.sign > 0 else "loss"
+            return (f"{subject}: {self.phrase(digits)}, netting {signed(self.net, digits)} "
+                    f"(under {self.ratio:.0%} of the {same}).")
+        part = "" if self.share >= 1.0 else f"{self.share:.0%} of "
+        verb = "carries" if self.queries == 1 else "carry"
+        extra = []
+        if self.same_sign_queries > self.queries:
+            extra.append(f"{counted(self.same_sign_queries, 'query', 'queries')} moved that way, "
+                         f"{signed(self.same_sign_total, digits)} in total")
         if self.opposite_sign_queries:
-            other = (f"the {self.opposite_sign_queries} moving the other way sum to "
-                     f"{signed(self.opposite_sign_total, digits)}")
+            extra.append(f"the {self.opposite_sign_queries} moving the other way sum to "
+                         f"{signed(self.opposite_sign_total, digits)}")
         else:
-            other = "no query moved the other way"
-        return (
-            f"{subject}: {self.phrase(digits)} ({self.share:.0%} of the {signed(self.same_sign_total, digits)} "
-            f"{same} summed over {self.same_sign_queries} of {self.n} {_plural(self.n)}; {other})."
-        )
+            extra.append("no query moved the other way")
+        return (f"{subject}: {self.phrase(digits)}, which {verb} {part}the net {signed(self.net, digits)} "
+                f"summed over {counted(self.n, 'query', 'queries')} ({'; '.join(extra)}).")
 
     def to_dict(self) -> dict:
         return {
@@ -289,21 +375,21 @@ class Concentration:
         }
 
 
-def _plural(n: int) -> str:
-    return "query" if n == 1 else "queries"
-
-
 def concentration(
     d,
     query_ids: Sequence[str] | None = None,
     share: float = CONCENTRATION_SHARE,
     ratio: float = REDISTRIBUTION_RATIO,
+    tolerance=0.0,
 ) -> Concentration:
     """Concentration of the per-query contrast ``d`` (see :class:`Concentration`).
 
-    Same-sign contributions are sorted by size, largest first (ties in query
-    order), and counted until their running sum reaches ``share`` of the
-    same-sign total (a relative 1e-12 slack absorbs rounding in the sum).
+    Contributions within ``tolerance`` (a scalar or one value per query, e.g.
+    :meth:`FactorialGrid.tolerance`) of zero are rounding residues: they are
+    set to 0 and count as queries that did not move. Same-sign contributions
+    are then sorted by size, largest first (ties in query order), and counted
+    until their running sum reaches ``share`` of the net (a relative 1e-12
+    slack absorbs rounding in the sums).
     """
     arr = np.asarray(d, dtype=np.float64)
     if arr.ndim != 1 or arr.size == 0:
@@ -317,6 +403,7 @@ def concentration(
     ids = None if query_ids is None else list(query_ids)
     if ids is not None and len(ids) != arr.size:
         raise ValueError(f"query_ids has {len(ids)} entries but d has {arr.size}")
+    arr = zero_residues(arr, tolerance)
     n = int(arr.size)
     net = float(arr.sum())
     pos, neg = arr > 0, arr < 0
@@ -331,7 +418,8 @@ def concentration(
     top = contrib[order]
     same_total = float(contrib.sum())
     running = np.cumsum(np.abs(top))
-    target = share * abs(same_total) * (1.0 - 1e-12)
+    # The net is at most the same-sign total, so the running sum always reaches it.
+    target = share * abs(net) * (1.0 - 1e-12)
     count = int(np.searchsorted(running, target, side="left")) + 1
     count = min(count, top.size)
     chosen = top[:count]

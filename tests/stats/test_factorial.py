@@ -139,8 +139,9 @@ def test_grid_rejects_incomplete_or_misaligned():
         FactorialGrid(("a", "b"), {**good, ("new", "newer"): np.zeros(3)})
 
 
-def reference_concentration(d, share=0.8):
-    """The definition, written out with a loop."""
+def reference_concentration(d, share=1.0):
+    """The definition, written out with a loop: the fewest same-sign queries, largest first, whose
+    changes add up to ``share`` of the net."""
     net = sum(d)
     sign = 1 if net >= 0 else -1
     same = sorted((x for x in d if x * sign > 0), key=abs, reverse=True)
@@ -149,7 +150,7 @@ def reference_concentration(d, share=0.8):
     for x in same:
         running += abs(x)
         count += 1
-        if running >= share * abs(total) - 1e-12:
+        if running >= share * abs(net) - 1e-12:
             break
     return sign, count, sum(same[:count]) / count, total, sum(x for x in d if x * sign < 0)
 
@@ -174,13 +175,36 @@ def test_concentrated_movement():
     assert c.queries <= 19
     top = sorted(range(140), key=lambda i: -d[i])[: c.queries]
     assert list(c.query_ids) == [ids[i] for i in top]
+    # the chosen queries carry the net: their changes add up to it, one fewer would not
+    assert d[top].sum() >= d.sum() - 1e-12 > d[top[:-1]].sum()
     assert c.phrase() == f"concentrated in {c.queries} queries, each moving about {c.mean_movement:+.3f}"
     sentence = c.sentence("Switching model with corpus old (+0.024)")
     assert sentence.startswith(f"Switching model with corpus old (+0.024): concentrated in {c.queries} queries")
+    assert f"which carry the net {d.sum():+.3f} summed over 140 queries" in sentence
+
+
+def test_concentrated_reading_carries_the_net_not_a_share_of_the_gains():
+    # ten gains of +0.3 (+3.0), ten losses of -0.05 (-0.5): the net +2.5 needs nine of the gains
+    # (eight, 80% of the gains, would carry only +2.4 of it)
+    d = np.array([0.3] * 10 + [-0.05] * 10 + [0.0] * 5)
+    c = concentration(d)
+    assert (c.queries, c.same_sign_queries, c.opposite_sign_queries) == (9, 10, 10)
+    assert not c.redistribution
+    assert c.phrase() == "concentrated in 9 queries, each moving about +0.300"
+    assert c.sentence("Switching model (+0.100)") == (
+        "Switching model (+0.100): concentrated in 9 queries, each moving about +0.300, which carry the net "
+        "+2.500 summed over 25 queries (10 queries moved that way, +3.000 in total; the 10 moving the other "
+        "way sum to -0.500).")
+    # one query carrying it all: the count and the noun agree
+    c = concentration(np.array([0.0, 0.4, 0.0]))
+    assert c.phrase() == "concentrated in 1 query, each moving about +0.400"
+    assert c.sentence("Switching model (+0.133)") == (
+        "Switching model (+0.133): concentrated in 1 query, each moving about +0.400, which carries the net "
+        "+0.400 summed over 3 queries (no query moved the other way).")
 
 
 def test_redistribution_not_concentrated():
-    # gains of 3.0 and losses of 2.7: net 0.3 < 0.2 * 3.0
+    # gains of 3.0 and losses of 2.7: net 0.3 < 0.5 * 3.0
     d = np.array([1.0, 1.0, 1.0, -0.9, -0.9, -0.9, 0.0])
     c = concentration(d)
     assert c.sign == 1
@@ -188,13 +212,19 @@ def test_redistribution_not_concentrated():
     assert c.same_sign_total == pytest.approx(3.0)
     assert c.opposite_sign_total == pytest.approx(-2.7)
     assert c.redistribution
-    assert c.phrase() == "redistribution, not concentrated"
-    assert "redistribution, not concentrated" in c.sentence("Switching model in production (-0.012)")
+    assert c.phrase() == "redistribution: 3 queries gained +3.000 in total, 3 lost -2.700"
+    assert c.sentence("Switching model in production (+0.043)") == (
+        "Switching model in production (+0.043): redistribution: 3 queries gained +3.000 in total, 3 lost "
+        "-2.700, netting +0.300 (under 50% of the gain).")
     # a negative net with the same balance
     c = concentration(-d)
     assert c.sign == -1 and c.redistribution and c.same_sign_total == pytest.approx(-3.0)
-    # outside the threshold: |net| 0.3 >= 0.2 * same-sign total 1.0
-    c = concentration(np.array([1.0, -0.7]))
+    assert c.phrase() == "redistribution: 3 queries lost -3.000 in total, 3 gained +2.700"
+    # the other way cancels more than the net left: |net| 0.4 < 0.5 * same-sign total 1.0
+    c = concentration(np.array([1.0, -0.6]))
+    assert c.redistribution and c.phrase() == "redistribution: 1 query gained +1.000 in total, 1 lost -0.600"
+    # outside the threshold: |net| 0.6 >= 0.5 * same-sign total 1.0
+    c = concentration(np.array([1.0, -0.4]))
     assert not c.redistribution and c.phrase() == "concentrated in 1 query, each moving about +1.000"
 
 
@@ -206,15 +236,39 @@ def test_concentration_edge_cases():
     assert (c.queries, c.mean_movement) == (1, 0.5)
     c = concentration(np.array([0.1, -0.1]))  # net exactly 0 with movement: a redistribution
     assert c.redistribution
-    # exactly 80% reached by the first two of five equal movements? needs four (0.8 of 5 = 4)
+    # five equal movements carry the net only all together
     c = concentration(np.full(5, 0.1))
-    assert c.queries == 4
+    assert c.queries == 5
     with pytest.raises(ValueError):
         concentration(np.array([]))
     with pytest.raises(ValueError):
         concentration(np.array([1.0, np.inf]))
     with pytest.raises(ValueError):
         concentration(np.array([1.0]), ["a", "b"])
+
+
+def test_rounding_residues_are_not_movement():
+    # (1.0 - 0.8) - (0.3 - 0.1) is 0 in exact arithmetic and -2.8e-17 in floating point
+    oo, no, on, nn = 0.1, 0.3, 0.8, 1.0
+    assert (nn - on) - (no - oo) != 0.0
+    values = {("old", "old"): [oo, 0.5], ("new", "old"): [no, 0.5], ("old", "new"): [on, 0.5],
+              ("new", "new"): [nn, 0.5]}
+    g = FactorialGrid(("model", "corpus"), values)
+    inter = Term(("model", "corpus"), ())
+    raw = g.contrast(inter)
+    assert raw[0] != 0.0 and raw[1] == 0.0
+    assert g.term_cells(inter) == grid_cells(2)
+    tol = g.tolerance(inter)
+    assert np.all(tol < 1e-14) and abs(raw[0]) <= tol[0]
+    assert g.settled(inter).tolist() == [0.0, 0.0]
+    # the residue counted as a query that moved is the bug; zeroed, nothing moved
+    assert concentration(raw).moved
+    c = concentration(raw, tolerance=tol)
+    assert not c.moved and c.phrase() == "no query moved"
+    # a real difference is far above the tolerance and is kept
+    simple = Term(("model",), (("corpus", "old"),))
+    assert g.settled(simple) == pytest.approx([0.2, 0.0])
+    assert g.term_cells(simple) == [("old", "old"), ("new", "old")]
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4])
