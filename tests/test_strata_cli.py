@@ -22,7 +22,8 @@ def test_compare_with_strata_adds_the_table_traffic_and_buckets(tmp_path, capsys
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert len(report["strata"]) == 6
     traffic = report["traffic"]
-    assert abs(traffic["improved"] + traffic["damaged"] + traffic["untouched"] + traffic.get("unmeasured", 0) - 1) < 1e-9
+    parts = ("improved", "damaged", "untouched", "unclear", "unmeasured")
+    assert abs(sum(traffic[k] for k in parts) - 1) < 1e-9
     assert sum(b["count"] for b in report["lift"]["buckets"]) + report["lift"]["no_relevant"] == report["query_count"]
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert "## Strata" in markdown and "**Traffic**" in markdown and "## Movement buckets" in markdown

@@ -74,10 +74,12 @@ queries (:data:`POOL_FACTOR` per golden query), runs the reference retriever
 on them (a pilot: both models on both snapshots, averaged over
 :data:`PILOT_SEEDS`, which include the seed of the demo's grid runs), and keeps, per
 stratum, the candidates whose mean effects come closest to
-:data:`STORY_TARGETS` (the strata move in opposite directions, the new model
-helps on v1 and is slightly worse on v2). The demo's own runs are fresh
-measurements on that set (its noise repeats use other seeds);
-``calibrate=False`` draws the set at random instead.
+:data:`STORY_TARGETS` (the strata move in opposite directions: the new model
+costs the guarded navigational and error-string queries 0.2 to 0.35 of nDCG@10
+on average, on either snapshot, and helps entity-attribute queries mostly on v1,
+where their table is missing). The demo's own runs are fresh measurements on
+that set (its noise repeats use other seeds); ``calibrate=False`` draws the set
+at random instead.
 """
 
 from __future__ import annotations
@@ -924,22 +926,50 @@ def _yaml(data: Mapping[str, Any]) -> str:
 
 # What the pilot runs aim each stratum's golden queries at (the leaked ones left
 # out: the gate reports without them): the mean change in nDCG@10 from the old
-# to the new embedding model, on the old (v1) and the new (v2) snapshot. With
-# the stratum sizes they add up to about +0.02 overall on v1 and -0.04 on v2 (an
-# interaction of about -0.06). The guarded strata's damage on v2 is large enough
-# to be shown after Holm's adjustment across the six strata (the gate's strata
-# directions control the family-wise error). Fresh runs land near that, give or
-# take the ANN noise (a few thousandths overall, much more in the small strata).
+# to the new embedding model, on the old (v1) and the new (v2) snapshot.
+#
+# The guarded strata must be shown damaged by the gate's stratum test (the
+# bounded-mean test of gate.statistics.strata, Holm-adjusted across the six
+# strata), which assumes nothing but that a per-query change lies in [-1, 1]: n
+# queries that each lost d are shown only when (1 + d)^-n < p/2, p Holm's level
+# at the stratum's rank (0.05/6, 0.05/5, 0.05/4, ...; entity_attribute, p about
+# 0.001, takes the first). So navigational (31 queries, p < 0.01 or 0.0125)
+# needs a mean loss of about 0.19 and error_string (23 reporting queries) about
+# 0.26, more where the losses are spread; the old guarded targets (-0.13 on v2)
+# were shown by the bootstrap, not by this test. The new model's damage to a
+# query is much the same on either snapshot (per query, the changes on v1 and v2
+# correlate at 0.85-0.95), so the guarded targets are equal on v1 and v2 and the
+# interaction comes from entity_attribute, whose missing table the new model's
+# loose prose match stands in for on v1 only. With the stratum sizes the targets
+# add up to about -0.08 overall on v1 and -0.11 on v2 (an interaction of about
+# -0.03); the tables fix (about +0.55 on entity_attribute, the corpus factor)
+# brings the gate's headline (new model on v2 against old model on v1) back to
+# about -0.01 to -0.03: a mean near zero, no regression shown, over 40% of
+# traffic damaged and 15% improved.
+#
+# Measured (seed 7): at scale 0.25 (the tests' demo, 2,000 samples) the
+# selection reaches the guarded targets; the gate measures navigational -0.249
+# and error_string -0.365, Holm p 0.012 and 0.010. At scale 1.0 (the default
+# demo) badly hurt guarded candidates are rarer and the selection stops short,
+# at about -0.21 and -0.29 in the pilot; the gate measures -0.219 and -0.281,
+# Holm p 0.021 and 0.032. Fresh runs land near the pilot, give or take the ANN
+# noise (a few thousandths overall, a few hundredths in the small strata).
 STORY_TARGETS: dict[str, tuple[float, float]] = {
-    "navigational": (-0.05, -0.13),
-    "error_string": (-0.05, -0.13),
+    "navigational": (-0.25, -0.25),
+    "error_string": (-0.35, -0.35),
     "entity_attribute": (0.26, 0.05),
     "migration": (0.07, 0.07),
     "how_to": (0.0, 0.0),
     "tail": (0.0, 0.0),
 }
-# Candidate queries per golden query, per stratum.
-POOL_FACTOR = {"navigational": 4, "error_string": 5, "entity_attribute": 8, "migration": 8, "how_to": 3, "tail": 4}
+# Candidate queries per golden query, per stratum. The guarded strata need the
+# far tail of the new model's damage: at scale 1.0 about one candidate in 35
+# loses 0.2 or more (13 of 496 navigational, 47 of 1,598 error-string ones),
+# hence their large pools (at small scales the makers run out of distinct
+# error-string queries first: 960 at 0.25). The extra candidates cost a fresh
+# pilot about 8 s (twelve index builds stay most of it) and the default demo,
+# whose pilot is cached, about 2 s of candidate making, leak checks and selection.
+POOL_FACTOR = {"navigational": 16, "error_string": 64, "entity_attribute": 8, "migration": 8, "how_to": 3, "tail": 4}
 
 
 def _candidates(site: _Site, g: _Gen) -> list[GoldenQuery]:

@@ -435,6 +435,7 @@ def strata_section(
     k_recall: int = 100,
     noise_threshold: Mapping[str, float] | float | None = None,
     min_effect: float | None = None,
+    margin: float = 0.02,
     samples: int = 10_000,
     seed: int = 7,
     method: str = "percentile",
@@ -449,7 +450,8 @@ def strata_section(
     measured" and its share is ``unmeasured`` traffic) and ``traffic`` is
     filled; without, ``traffic`` is ``None``. With both runs and the qrels,
     ``lift`` holds the movement buckets over the same queries at the
-    PerQuery's rel; otherwise ``None``.
+    PerQuery's rel; otherwise ``None``. ``margin`` (``policy.max_regression``) bounds the
+    interval of a stratum labelled untouched (:func:`gate.statistics.strata.stratum_table`).
 
     Returns ``{"strata": [...], "traffic": {...} | None, "lift": {...} | None,
     "wins_sentence": str, "unassigned": int}``. A query whose stratum has no
@@ -483,7 +485,7 @@ def strata_section(
         if shares is not None or any(lab is not None for lab in labels):
             results = stratum_table(base, cand, labels, shares=shares,
                                     guarded=spec.guarded if spec is not None else (),
-                                    noise_threshold=noise_threshold, min_effect=min_effect,
+                                    noise_threshold=noise_threshold, min_effect=min_effect, margin=margin,
                                     samples=samples, seed=seed, method=method)
             section["strata"] = [r.to_dict() for r in results]
             if shares is not None:

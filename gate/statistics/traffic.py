@@ -2,9 +2,12 @@
 
 Each stratum carries a fixed traffic share. Given the per-stratum directions
 (:mod:`gate.statistics.strata`), the shares of the improved strata add up to the
-traffic improved, and so on. Strata with no query in the measured set (a
-held-out subset can leave one empty) are ``unmeasured``: their share is
-reported on its own, so ``improved + damaged + untouched + unmeasured == 1``.
+traffic improved, and so on. ``untouched`` is traffic shown to move less than
+the margin; ``unclear`` (1.6) is traffic where neither a change nor its absence
+is shown - never counted as untouched. Strata with no query in the measured set
+(a held-out subset can leave one empty) are ``unmeasured``: their share is
+reported on its own, so ``improved + damaged + untouched + unclear + unmeasured
+== 1``.
 
 Beside the direction shares: the traffic-weighted mean delta (per-stratum mean
 deltas weighted by the shares of the measured strata, renormalised) with a
@@ -15,8 +18,8 @@ and the plain unweighted mean over the queries for comparison.
 Two sentences summarise it:
 
 * ``"40% of traffic damaged (navigational, error_string), 21% improved
-  (entity_attribute, migration), 39% untouched"`` - percentages rounded by
-  largest remainder so they add to 100;
+  (entity_attribute, migration), 14% untouched, 25% unclear"`` - percentages
+  rounded by largest remainder so they add to 100;
 * the wins-only guard, ``"61 of 140 queries improved although the mean
   fell"``: a list of wins is no evidence, since almost any change has some.
 """
@@ -30,11 +33,11 @@ from typing import Any, Hashable, Mapping, Sequence
 import numpy as np
 
 from .bootstrap import DEFAULT_SAMPLES, DEFAULT_SEED, stratified_bootstrap_weighted
-from .strata import DAMAGED, IMPROVED, NOT_MEASURED, UNTOUCHED, StratumResult
+from .strata import DAMAGED, IMPROVED, NOT_MEASURED, UNCLEAR, UNTOUCHED, StratumResult
 
 UNMEASURED = "unmeasured"
 #: Order of the parts in sentences and dicts: the bad news first.
-PARTS = (DAMAGED, IMPROVED, UNTOUCHED, UNMEASURED)
+PARTS = (DAMAGED, IMPROVED, UNTOUCHED, UNCLEAR, UNMEASURED)
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class TrafficAccount:
     improved: float
     damaged: float
     untouched: float
+    unclear: float
     unmeasured: float
     strata: dict[str, tuple[str, ...]]
     weighted_delta: float | None
@@ -72,6 +76,7 @@ class TrafficAccount:
             "improved": self.improved,
             "damaged": self.damaged,
             "untouched": self.untouched,
+            "unclear": self.unclear,
             "unmeasured": self.unmeasured,
             "percent": dict(self.percents),
             "strata": {k: list(v) for k, v in self.strata.items()},
@@ -115,10 +120,12 @@ def round_percentages(fractions: Mapping[str, float]) -> dict[str, int]:
 
 
 def traffic_sentence(percents: Mapping[str, int], strata: Mapping[str, Sequence[str]]) -> str:
-    """``"40% of traffic damaged (a, b), 21% improved (c), 39% untouched"`` (+ not measured when any).
+    """``"40% of traffic damaged (a, b), 21% improved (c), 14% untouched, 25% unclear"``.
 
-    Damaged and improved name their strata; untouched does not (it is
-    usually most of the list); a not-measured part names its strata.
+    Damaged and improved name their strata; untouched and unclear do not (they
+    are usually most of the list, and the table names them); the unclear part
+    is there whenever a stratum is unclear, a not-measured part (naming its
+    strata) whenever one is not measured.
     """
 
     def named(key: str) -> str:
@@ -130,6 +137,8 @@ def traffic_sentence(percents: Mapping[str, int], strata: Mapping[str, Sequence[
         f"{percents.get(IMPROVED, 0)}% improved{named(IMPROVED)}",
         f"{percents.get(UNTOUCHED, 0)}% untouched",
     ]
+    if strata.get(UNCLEAR):
+        parts.append(f"{percents.get(UNCLEAR, 0)}% unclear")
     if strata.get(UNMEASURED):
         parts.append(f"{percents.get(UNMEASURED, 0)}% not measured{named(UNMEASURED)}")
     return ", ".join(parts)
@@ -185,7 +194,7 @@ def traffic_account(
 
     parts: dict[str, list[float]] = {part: [] for part in PARTS}
     names: dict[str, list[str]] = {part: [] for part in PARTS}
-    counts = {IMPROVED: 0, DAMAGED: 0, UNTOUCHED: 0}
+    counts = {IMPROVED: 0, DAMAGED: 0, UNTOUCHED: 0, UNCLEAR: 0}
     for r in results:
         part = UNMEASURED if r.direction == NOT_MEASURED else r.direction
         parts[part].append(float(r.share))
@@ -215,6 +224,7 @@ def traffic_account(
         improved=fractions[IMPROVED],
         damaged=fractions[DAMAGED],
         untouched=fractions[UNTOUCHED],
+        unclear=fractions[UNCLEAR],
         unmeasured=fractions[UNMEASURED],
         strata=strata,
         weighted_delta=weighted,

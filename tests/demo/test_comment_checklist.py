@@ -45,12 +45,15 @@ def test_the_headline_the_table_and_the_report_give_the_same_delta(demo):
 
 def test_the_reasons_listed_are_the_verdicts_and_agree_with_it(demo):
     verdict = demo.report["verdict"]
-    bullets = [l for l in demo.comment.splitlines() if re.match(r"- (❌|✅|⚠️|☑️) ", l)]
+    # A finding in the change's favour inside a verdict that is not a pass ("no regression shown"
+    # under a fail) is a plain bullet, not a check mark.
+    bullets = [l for l in demo.comment.splitlines() if re.match(r"- (❌|✅|⚠️|☑️|•) ", l)]
     assert [_plain(b.split(" ", 2)[2]) for b in bullets] == [r["message"] for r in verdict["reasons"]]
     failing = [b for b in bullets if b.startswith("- ❌")]
     assert (verdict["kind"] == "fail") == bool(failing)
     # Each failing bullet names a rule the report holds as a failure.
-    assert len(failing) == sum(r["code"] not in ("non_inferior", "improvement_shown", "unchanged", "warning")
+    assert len(failing) == sum(r["code"] not in ("non_inferior", "improvement_shown", "no_regression_shown",
+                                                 "unchanged", "not_relevant", "warning")
                                for r in verdict["reasons"])
 
 

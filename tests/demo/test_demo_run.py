@@ -20,14 +20,26 @@ SCALE = scenarios.DEMO["scale"]
 
 
 def test_the_demo_fails_for_its_three_reasons(demo):
-    # The story the demo tells: a leaked FAQ page, a guarded stratum that regressed, and an
-    # overall change that is only non-inferior, not shown to improve.
+    # The story the demo tells, in three reasons: (1) a leaked FAQ page; (2) damaged traffic: both
+    # guarded strata (navigational 22% and error_string 18% of traffic) shown to regress by the
+    # strata's bounded-mean test after Holm, so 40% of traffic is damaged (over the 20% limit: a
+    # damaged_traffic reason, then one guarded_stratum reason per stratum) to improve the 15% of
+    # entity_attribute; (3) an overall mean near zero that is no regression shown (the default
+    # policy mode, "regression", passes it): the mean hides the damage.
     verdict = demo.report["verdict"]
     assert (verdict["kind"], verdict["exit_code"], verdict["improvement_shown"]) == ("fail", 1, False)
-    assert [r["code"] for r in verdict["reasons"]] == ["new_leaked_queries", "guarded_stratum", "non_inferior"]
+    assert [r["code"] for r in verdict["reasons"]] == ["new_leaked_queries", "damaged_traffic", "guarded_stratum",
+                                                       "guarded_stratum", "no_regression_shown"]
     assert verdict["reasons"][0]["message"].startswith("9 golden queries newly appear in the candidate's corpus")
-    assert "guarded stratum error_string regressed" in verdict["reasons"][1]["message"]
+    assert verdict["reasons"][1]["message"].startswith("40% of traffic damaged (navigational, error_string)")
+    assert "guarded stratum navigational regressed" in verdict["reasons"][2]["message"]
+    assert "guarded stratum error_string regressed" in verdict["reasons"][3]["message"]
+    assert verdict["reasons"][4]["message"].startswith("no regression shown")
     assert verdict["reporting_set"]["query_count"] == 131
+    directions = {s["stratum"]: (s["direction"], s["decided_by"]) for s in demo.report["strata"]}
+    assert directions["navigational"] == directions["error_string"] == ("damaged", "bounded-mean test")
+    assert directions["entity_attribute"] == ("improved", "bounded-mean test")
+    assert abs(demo.report["delta"]["mean"]) < 0.05  # a mean near zero
 
 
 def test_the_demo_reproduces_its_pinned_report_and_markdown(demo):

@@ -122,8 +122,11 @@ def test_exact_search_is_what_the_index_approximates(world):
 
 
 def test_the_two_by_two(world, tmp_path, capsys):
-    """The new model helps on the old snapshot (it finds the prose next to the missing tables) and
-    hurts a little on the fixed one (the guarded strata); the strata move in opposite directions."""
+    """The new model hurts the guarded strata badly on both snapshots (enough for the bounded-mean
+    stratum test to show it), helps entity-attribute queries, and does worse on the fixed snapshot
+    than on the old one (a negative interaction: its semantic match no longer stands in for the
+    missing tables); the strata move in opposite directions. (Before the strata directions needed
+    a distribution-free test, the story could keep the seed's "helps on the old snapshot".)"""
     old, new = _config(world, "old"), _config(world, "new")
     cells = {}
     for model, config in (("old", old), ("new", new)):
@@ -136,9 +139,9 @@ def test_the_two_by_two(world, tmp_path, capsys):
     with capsys.disabled():
         print(f"\n2x2 nDCG@10 (scale {SCALE}): " + ", ".join(f"{m}/{p} {v:.4f}" for (m, p), v in means.items())
               + f"; new-old on v1 {d_v1:+.4f}, on v2 {d_v2:+.4f}, interaction {d_v2 - d_v1:+.4f}")
-    assert d_v1 > 0.01
-    assert -0.06 < d_v2 < 0.0
-    assert d_v2 - d_v1 < -0.01
+    assert -0.15 < d_v1 < 0.0
+    assert -0.15 < d_v2 < 0.0
+    assert d_v2 - d_v1 < -0.005
     assert means[("old", "v2")] > means[("old", "v1")]  # the parser fix helps the old model
     qrels = read_qrels(world.qrels_v5)
     strata = {q.query_id: q.stratum for q in read_queries(world.golden_v5).queries}

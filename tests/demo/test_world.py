@@ -212,6 +212,27 @@ def test_retrieval_configs_and_pilot(world):
     assert world.pilot["navigational"][1] < 0 and world.pilot["error_string"][1] < 0
 
 
+def test_the_guarded_targets_are_losses_the_strata_test_can_show():
+    # The story needs both guarded strata shown damaged by the gate's stratum test (bounded-mean,
+    # Holm across the six strata), which sees a loss of d on n queries only when about
+    # (1 + d)^-n < p/2. Were every reporting query of a stratum to move by exactly its v2 target
+    # (entity_attribute by the tables fix's +0.5), the guarded strata must be shown damaged with room
+    # to spare: the measured strata are less even than that.
+    from gate.statistics.strata import stratum_table
+
+    leaked = Counter(W._LEAK_STRATA)
+    moves = {s: W.STORY_TARGETS[s][1] for s in W.STRATA} | {"entity_attribute": 0.5}
+    labels = [s for s in W.STRATA for _ in range(W.V5_COUNTS[s] - leaked[s])]
+    assert len(labels) == 140 - W.LEAKED_COUNT
+    baseline = [0.8] * len(labels)
+    candidate = [0.8 + moves[s] for s in labels]
+    rows = {r.stratum: r for r in stratum_table(baseline, candidate, labels, shares=W.SHARES, guarded=W.GUARDED,
+                                                samples=2000, seed=7)}
+    for stratum in W.GUARDED:
+        assert rows[stratum].direction == "damaged" and rows[stratum].p_holm < 0.025, stratum
+    assert rows["entity_attribute"].direction == "improved"
+
+
 def test_uncalibrated_world_is_a_random_draw(tmp_path):
     w = W.build_world(tmp_path / "plain", seed=7, scale=SCALE, calibrate=False)
     assert w.pilot == {} and w.queries_v5 == 140

@@ -17,17 +17,22 @@ from gate.statistics.strata import (
     DAMAGED,
     IMPROVED,
     NOT_MEASURED,
+    UNCLEAR,
     UNTOUCHED,
+    bounded_mean_test,
     decide_direction,
     stratum_table,
     threshold_for,
 )
 from gate.inputs.traffic_shares import assign_strata, load_strata_spec, read_assignments, validate_against
 
-# The seed's six strata and traffic shares (22/18/15/6/31/8); query counts add up to 140.
+# The seed's six strata and traffic shares (22/18/15/6/31/8). The strata are large enough for
+# the bounded-mean test (valid whatever the shape of the per-query changes) to show a consistent
+# change of 0.08-0.10, and to show the two strata without a change within the 0.02 margin.
 SHARES = {"navigational": 0.22, "error_string": 0.18, "entity_attribute": 0.15,
           "migration": 0.06, "how_to": 0.31, "tail": 0.08}
-SIZES = {"navigational": 30, "error_string": 22, "entity_attribute": 24, "migration": 10, "how_to": 42, "tail": 12}
+SIZES = {"navigational": 150, "error_string": 120, "entity_attribute": 120, "migration": 100, "how_to": 300,
+         "tail": 250}
 SHIFT = {"navigational": -0.10, "error_string": -0.10, "entity_attribute": 0.08, "migration": 0.08,
          "how_to": 0.0, "tail": 0.0}
 
@@ -60,16 +65,16 @@ def test_seed_strata_directions():
         "entity_attribute": IMPROVED, "migration": IMPROVED,
         "how_to": UNTOUCHED, "tail": UNTOUCHED,
     }
-    assert sum(r.n for r in rows.values()) == 140
-    assert sum(r.wins for r in rows.values()) == 61
-    # n <= 16: the exact sign-flip test decides; otherwise the bootstrap CI.
-    assert rows["migration"].decided_by == "exact sign-flip" and rows["migration"].randomization == "exact"
-    assert rows["tail"].decided_by == "exact sign-flip"
-    assert rows["how_to"].decided_by == "bootstrap CI" and rows["how_to"].randomization == "monte-carlo"
-    # An underpowered stratum keeps its direction; the flag travels beside it.
-    assert rows["migration"].underpowered and rows["migration"].direction == IMPROVED
-    assert rows["migration"].underpowered_reasons == ("n = 10 < 25",)
-    assert not rows["navigational"].underpowered
+    assert sum(r.n for r in rows.values()) == 1040
+    assert sum(r.wins for r in rows.values()) == 495
+    # The bounded-mean test decides every direction; untouched is an equivalence claim.
+    assert {r.decided_by for s, r in rows.items() if s not in ("how_to", "tail")} == {"bounded-mean test"}
+    assert rows["how_to"].decided_by == rows["tail"].decided_by == "equivalence"
+    assert all(-0.02 <= rows[s].bound_low and rows[s].bound_high <= 0.02 for s in ("how_to", "tail"))
+    assert all(r.margin == 0.02 for r in rows.values())
+    # The sign-flip p is still reported, exact up to 16 queries: it no longer decides.
+    assert rows["how_to"].randomization == "monte-carlo"
+    assert not any(r.underpowered for r in rows.values())
 
 
 def test_stratum_numbers_are_the_within_stratum_paired_bootstrap():
@@ -81,6 +86,8 @@ def test_stratum_numbers_are_the_within_stratum_paired_bootstrap():
         boot = paired_bootstrap(d, SAMPLES, 11)
         assert (r.delta, r.ci_low, r.ci_high) == (boot.mean, boot.ci_low, boot.ci_high)
         assert r.p_randomization == sign_flip_p(d, SAMPLES, 11)[0]
+        bounded = bounded_mean_test(d, SAMPLES, 11)
+        assert (r.p_bound, r.bound_low, r.bound_high) == (bounded.p_value, bounded.low, bounded.high)
         assert r.baseline == pytest.approx(base[lab == r.stratum].mean())
         assert r.wins + r.losses + r.ties == r.n
     # Seeded: the same call gives the same numbers.
@@ -88,65 +95,78 @@ def test_stratum_numbers_are_the_within_stratum_paired_bootstrap():
     assert [r.to_dict() for r in again] == [r.to_dict() for r in rows]
 
 
-def test_exact_test_decides_small_strata_not_the_bootstrap_ci():
-    # Five wins out of five: every bootstrap resample is positive (CI excludes 0),
-    # but the exact two-sided sign-flip p is 2/32 = 0.0625: not enough.
-    five = stratum_table(np.zeros(5), np.full(5, 0.1), ["s"] * 5, samples=SAMPLES)[0]
-    assert five.ci_low > 0
-    assert five.p_randomization == pytest.approx(2 / 32)
-    assert five.direction == UNTOUCHED and five.decided_by == "exact sign-flip"
-    # Six out of six: p = 2/64 < 0.05.
+def test_small_strata_are_not_decided_by_the_sign_flip_test():
+    # Six losses out of six: the exact sign-flip p is 2/64 < 0.05, which used to say "damaged".
+    # It tests symmetry, not the mean: a population where a sixth of the queries gain a lot has
+    # mean 0 and yields six losses a third of the time. Six queries show no direction.
     six = stratum_table(np.zeros(6), np.full(6, -0.1), ["s"] * 6, samples=SAMPLES)[0]
-    assert six.p_randomization == pytest.approx(2 / 64)
-    assert six.direction == DAMAGED
-    # 16 is still exact, 17 is not.
+    assert six.p_randomization == pytest.approx(2 / 64) and six.randomization == "exact"
+    assert six.direction == UNCLEAR and six.decided_by == "neither shown"
+    assert six.bound_low < -0.1 < 0 < six.bound_high
+    # 16 is still enumerated exactly, 17 is not (the reported sign-flip p).
     assert stratum_table(np.zeros(16), np.full(16, 0.1), ["s"] * 16, samples=SAMPLES)[0].randomization == "exact"
     assert stratum_table(np.zeros(17), np.full(17, 0.1), ["s"] * 17, samples=SAMPLES)[0].randomization \
         == "monte-carlo"
 
 
 def test_direction_needs_evidence_not_just_a_sign():
-    # Mean slightly positive, interval across 0: untouched.
+    # Mean slightly positive, interval across 0: no direction, and not untouched either.
     rng = np.random.default_rng(3)
     d = rng.normal(0.0, 0.05, 60)
     d = d - d.mean() + 0.002
     row = stratum_table(np.zeros(60), d, ["s"] * 60, samples=SAMPLES)[0]
-    assert row.delta > 0 and row.ci_low < 0 < row.ci_high
-    assert row.direction == UNTOUCHED
+    assert row.delta > 0 and row.bound_low < 0 < row.bound_high
+    assert row.direction == UNCLEAR
 
 
 def test_noise_threshold_per_stratum():
-    # A consistent +0.01 on 40 queries: the CI excludes 0, so without a band it is an improvement.
-    d = 0.01 + np.tile([0.001, -0.001], 20)
-    base = np.full(40, 0.5)
-    labels = ["a"] * 40
-    assert stratum_table(base, base + d, labels, samples=SAMPLES)[0].direction == IMPROVED
-    # Inside a 0.012 band it did not move, whatever the interval says.
-    banded = stratum_table(base, base + d, labels, noise_threshold=0.012, samples=SAMPLES)[0]
+    # A consistent +0.1 on 200 queries: shown, so without a band it is an improvement.
+    d = 0.1 + np.tile([0.001, -0.001], 100)
+    base = np.full(200, 0.5)
+    labels = ["a"] * 200
+    plain = stratum_table(base, base + d, labels, samples=SAMPLES)[0]
+    assert plain.direction == IMPROVED and plain.bound_low > 0
+    # Inside a 0.15 band it did not move beyond the stack's own noise, and its interval is
+    # narrow enough to say so: untouched.
+    banded = stratum_table(base, base + d, labels, noise_threshold=0.15, samples=SAMPLES)[0]
+    assert banded.bound_high < 0.15
     assert banded.direction == UNTOUCHED and banded.decided_by == "noise band"
-    assert banded.noise_threshold == 0.012
+    assert banded.noise_threshold == 0.15
+    # Inside a 0.105 band but with an interval reaching beyond it: shown to move, not beyond the
+    # band, not shown to stay within it: unclear.
+    edge = stratum_table(base, base + d, labels, noise_threshold=0.105, samples=SAMPLES)[0]
+    assert edge.bound_high > 0.105
+    assert edge.direction == UNCLEAR and edge.decided_by == "noise band"
     # The band is per stratum: another stratum's band does not apply.
     other = stratum_table(base, base + d, labels, noise_threshold={"b": 0.5}, samples=SAMPLES)[0]
     assert other.direction == IMPROVED and other.noise_threshold is None
-    # Beyond the band and with the CI excluding 0: improved.
-    assert stratum_table(base, base + d, labels, noise_threshold={"a": 0.005},
+    # Beyond the band and shown: improved.
+    assert stratum_table(base, base + d, labels, noise_threshold={"a": 0.05},
                          samples=SAMPLES)[0].direction == IMPROVED
     assert threshold_for("x", {"x": 1}) == 1.0 and threshold_for("x", None) is None
 
 
 def test_decide_direction_rules():
     assert decide_direction(0, 0.0, 0.0, 0.0, None) == (NOT_MEASURED, "none")
-    assert decide_direction(30, 0.05, 0.01, 0.09, None) == (IMPROVED, "bootstrap CI")
-    assert decide_direction(30, -0.05, -0.09, -0.01, None) == (DAMAGED, "bootstrap CI")
-    assert decide_direction(30, 0.05, -0.01, 0.09, None) == (UNTOUCHED, "bootstrap CI")
-    # With a band, |delta| must exceed it AND the CI must exclude 0.
-    assert decide_direction(30, 0.05, 0.01, 0.09, None, threshold=0.06)[0] == UNTOUCHED
-    assert decide_direction(30, 0.05, -0.01, 0.09, None, threshold=0.01)[0] == UNTOUCHED
-    assert decide_direction(30, 0.05, 0.01, 0.09, None, threshold=0.01)[0] == IMPROVED
-    # n <= 16: the exact p decides, the CI is ignored.
-    assert decide_direction(8, 0.05, -0.2, 0.3, 0.01) == (IMPROVED, "exact sign-flip")
-    assert decide_direction(8, -0.05, -0.09, -0.01, 0.2) == (UNTOUCHED, "exact sign-flip")
-    assert decide_direction(8, -0.05, 0.0, 0.0, 0.01, threshold=0.1) == (UNTOUCHED, "noise band")
+    # Holm-adjusted p below alpha: a direction, on the side of the delta.
+    assert decide_direction(30, 0.2, 0.05, 0.3, 0.01) == (IMPROVED, "bounded-mean test")
+    assert decide_direction(30, -0.2, -0.3, -0.05, 0.01) == (DAMAGED, "bounded-mean test")
+    # Not shown, interval across the margin: unclear, whatever the delta.
+    assert decide_direction(30, -0.035, -0.08, 0.016, 0.4) == (UNCLEAR, "neither shown")
+    assert decide_direction(30, -0.035, -0.08, 0.016, 0.4, p_alone=0.03) == (UNCLEAR,
+                                                                               "Holm-adjusted bounded-mean test")
+    # Interval within the margin: untouched (equivalence); the margin is a parameter.
+    assert decide_direction(300, 0.001, -0.015, 0.018, 1.0) == (UNTOUCHED, "equivalence")
+    assert decide_direction(300, 0.001, -0.015, 0.025, 1.0) == (UNCLEAR, "neither shown")
+    assert decide_direction(300, 0.001, -0.015, 0.025, 1.0, margin=0.03) == (UNTOUCHED, "equivalence")
+    # With a band, |delta| must exceed it for a direction; within it, untouched needs the
+    # interval within the band (or the margin), else unclear.
+    assert decide_direction(30, 0.05, 0.01, 0.09, 0.01, threshold=0.06) == (UNCLEAR, "noise band")
+    assert decide_direction(30, 0.05, 0.01, 0.09, 0.01, threshold=0.1) == (UNTOUCHED, "noise band")
+    assert decide_direction(30, 0.05, 0.01, 0.09, 0.01, threshold=0.01) == (IMPROVED, "bounded-mean test")
+    assert decide_direction(30, 0.05, -0.01, 0.09, 0.2, threshold=0.01) == (UNCLEAR, "neither shown")
+    # A shown change inside both the band and the margin: untouched.
+    assert decide_direction(5000, 0.004, 0.002, 0.006, 0.001, threshold=0.01) == (UNTOUCHED, "equivalence")
 
 
 def test_underpowered_flag():
@@ -161,9 +181,13 @@ def test_underpowered_flag():
     fine = stratum_table(np.zeros(100), noisy, ["s"] * 100, min_effect=0.01, noise_threshold=1.0,
                          samples=SAMPLES)[0]
     assert not fine.underpowered
+    # The flag travels beside the direction: 24 queries of +0.1 are too few to show a change
+    # of 0.1 whatever the shape (unclear), and flagged.
     small = stratum_table(np.zeros(24), np.full(24, 0.1), ["s"] * 24, samples=SAMPLES)[0]
     assert small.underpowered and small.underpowered_reasons == ("n = 24 < 25",)
-    assert small.direction == IMPROVED
+    assert small.direction == UNCLEAR
+    bigger = stratum_table(np.zeros(60), np.full(60, 0.1), ["s"] * 60, samples=SAMPLES)[0]
+    assert bigger.direction == IMPROVED and not bigger.underpowered
 
 
 def test_empty_stratum_on_a_subset_is_not_measured():
@@ -173,30 +197,30 @@ def test_empty_stratum_on_a_subset_is_not_measured():
     tail = rows[-1]
     assert tail.stratum == "tail" and tail.n == 0
     assert tail.direction == NOT_MEASURED and tail.label == "n = 0, not measured"
-    assert tail.delta is None and tail.p_holm is None and tail.share == 0.08
+    assert tail.delta is None and tail.p_holm is None and tail.p_bound is None and tail.share == 0.08
     d = tail.to_dict()
-    assert d["label"] == "n = 0, not measured" and d["delta"] is None
+    assert d["label"] == "n = 0, not measured" and d["delta"] is None and d["bound_low"] is None
     assert all(r.label is None for r in rows[:-1])
 
 
 def test_holm_across_measured_strata():
-    # Exact p-values by construction: 8 wins (2/256), 6 wins (2/64), mixed (large).
-    base = np.zeros(8 + 6 + 6)
-    d = np.concatenate([np.full(8, 0.1), np.full(6, 0.1), [0.1, -0.1, 0.2, -0.2, 0.05, -0.04]])
-    labels = ["a"] * 8 + ["b"] * 6 + ["c"] * 6
+    # a: +0.1 on 200 queries (p tiny); b: +0.1 on 42 queries, two-sided p about 2 * (1/1.1)^42 =
+    # 0.037 alone; c: mixed (p = 1).
+    base = np.zeros(200 + 42 + 6)
+    d = np.concatenate([np.full(200, 0.1), np.full(42, 0.1), [0.1, -0.1, 0.2, -0.2, 0.05, -0.04]])
+    labels = ["a"] * 200 + ["b"] * 42 + ["c"] * 6
     rows = stratum_table(base, d, labels, shares={"a": 0.3, "b": 0.3, "c": 0.2, "empty": 0.2}, samples=SAMPLES)
     by = {r.stratum: r for r in rows}
-    assert by["a"].p_randomization == pytest.approx(2 / 256)
-    assert by["b"].p_randomization == pytest.approx(2 / 64)
-    measured = [by[s].p_randomization for s in "abc"]
+    measured = [by[s].p_bound for s in "abc"]
     assert [by[s].p_holm for s in "abc"] == pytest.approx(list(holm(measured)))
-    assert by["a"].p_holm == pytest.approx(3 * 2 / 256)  # smallest of three: times 3
-    assert by["b"].p_holm == pytest.approx(2 * 2 / 64)
+    assert by["a"].p_holm == pytest.approx(3 * by["a"].p_bound)  # smallest of three: times 3
+    assert by["b"].p_holm == pytest.approx(2 * by["b"].p_bound)
     assert by["empty"].p_holm is None  # an empty stratum is not a hypothesis
-    # A direction feeds the verdict: it needs the Holm-adjusted p too (family-wise error).
+    # A direction feeds the verdict: it needs the Holm-adjusted p (family-wise error).
     assert by["a"].direction == IMPROVED and by["a"].p_holm < 0.05
-    assert by["b"].p_randomization < 0.05 < by["b"].p_holm
-    assert by["b"].direction == UNTOUCHED and by["b"].decided_by == "Holm-adjusted sign-flip"
+    assert by["b"].p_bound < 0.05 < by["b"].p_holm
+    assert by["b"].direction == UNCLEAR and by["b"].decided_by == "Holm-adjusted bounded-mean test"
+    assert by["c"].direction == UNCLEAR and by["c"].decided_by == "neither shown"
 
 
 def test_no_stratum_queries_are_left_out_and_misalignment_is_an_error():
@@ -208,6 +232,8 @@ def test_no_stratum_queries_are_left_out_and_misalignment_is_an_error():
         stratum_table([0.1, 0.2], [0.1, 0.3], ["a"])
     with pytest.raises(ValueError):
         stratum_table([0.1, math.nan], [0.1, 0.3], ["a", "a"])
+    with pytest.raises(ValueError, match="margin"):
+        stratum_table([0.1, 0.2], [0.1, 0.3], ["a", "a"], margin=-0.01)
 
 
 # --------------------------------------------------------------------------- shares files

@@ -32,19 +32,19 @@ def test_seed_example_40_21_39():
     assert t.damaged == pytest.approx(0.40)
     assert t.improved == pytest.approx(0.21)
     assert t.untouched == pytest.approx(0.39)
-    assert t.unmeasured == 0.0
-    assert t.improved + t.damaged + t.untouched + t.unmeasured == pytest.approx(1.0)
-    assert t.percents == {"damaged": 40, "improved": 21, "untouched": 39, "unmeasured": 0}
+    assert t.unclear == 0.0 and t.unmeasured == 0.0
+    assert t.improved + t.damaged + t.untouched + t.unclear + t.unmeasured == pytest.approx(1.0)
+    assert t.percents == {"damaged": 40, "improved": 21, "untouched": 39, "unclear": 0, "unmeasured": 0}
     assert t.sentence == SEED_SENTENCE
     assert t.strata["damaged"] == ("navigational", "error_string")
     assert t.strata["untouched"] == ("how_to", "tail")
     # Query counts per direction add up to the total.
-    assert t.counts == {"improved": 34, "damaged": 52, "untouched": 54, "total": 140}
-    assert t.counts["improved"] + t.counts["damaged"] + t.counts["untouched"] == t.counts["total"]
-    # The wins-only guard: 61 of 140 improved, yet the mean fell.
+    assert t.counts == {"improved": 220, "damaged": 270, "untouched": 550, "unclear": 0, "total": 1040}
+    assert sum(t.counts[k] for k in ("improved", "damaged", "untouched", "unclear")) == t.counts["total"]
+    # The wins-only guard: 495 of 1040 improved, yet the mean fell.
     assert t.unweighted_delta < 0
-    assert t.wins == 61 and t.losses == 79 and t.ties == 0
-    assert t.wins_sentence.startswith("61 of 140 queries improved although the mean fell")
+    assert t.wins == 495 and t.losses == 545 and t.ties == 0
+    assert t.wins_sentence.startswith("495 of 1040 queries improved although the mean fell")
     assert t.guarded_damaged == ("navigational", "error_string")
 
 
@@ -70,10 +70,11 @@ def test_unmeasured_stratum_on_a_subset():
     rows, t = account(base[keep], cand[keep], sub)
     assert t.unmeasured == pytest.approx(0.08)
     assert t.untouched == pytest.approx(0.31)
-    assert t.improved + t.damaged + t.untouched + t.unmeasured == pytest.approx(1.0)
+    assert t.improved + t.damaged + t.untouched + t.unclear + t.unmeasured == pytest.approx(1.0)
     assert t.strata["unmeasured"] == ("tail",)
     assert t.sentence == SEED_SENTENCE.replace("39% untouched", "31% untouched, 8% not measured (tail)")
-    assert t.counts["total"] == 128 and sum(t.counts[k] for k in ("improved", "damaged", "untouched")) == 128
+    assert t.counts["total"] == 790
+    assert sum(t.counts[k] for k in ("improved", "damaged", "untouched", "unclear")) == 790
     # The weighted delta speaks for the measured strata (weights renormalised).
     d = cand[keep] - base[keep]
     lab = np.asarray(sub)
@@ -88,6 +89,12 @@ def test_sentences_and_rounding():
     assert round_percentages({"a": 0.58, "b": 0.42}) == {"a": 58, "b": 42}
     assert traffic_sentence({"damaged": 0, "improved": 0, "untouched": 100}, {}) == \
         "0% of traffic damaged, 0% improved, 100% untouched"
+    # The unclear part is said whenever a stratum is unclear (it is never untouched traffic).
+    assert traffic_sentence({"damaged": 0, "improved": 0, "untouched": 40, "unclear": 60},
+                            {"unclear": ("a",)}) == "0% of traffic damaged, 0% improved, 40% untouched, 60% unclear"
+    assert traffic_sentence({"damaged": 10, "improved": 0, "untouched": 0, "unclear": 82, "unmeasured": 8},
+                            {"damaged": ("a",), "unclear": ("b",), "unmeasured": ("c",)}) == \
+        "10% of traffic damaged (a), 0% improved, 0% untouched, 82% unclear, 8% not measured (c)"
     assert wins_sentence(61, 79, 0, -0.01) == "61 of 140 queries improved although the mean fell (79 worse, 0 unchanged)"
     assert wins_sentence(3, 1, 0, 0.2).startswith("3 of 4 queries improved and the mean rose")
     assert wins_sentence(1, 0, 0, 0.1).startswith("1 of 1 query improved")
@@ -99,7 +106,7 @@ def test_queries_without_a_stratum_are_counted_apart():
     cand = np.array([0.1, 0.2, 0.3, -0.1])
     labels = ["a", "a", None, "b"]
     rows, t = account(base, cand, labels, shares={"a": 0.5, "b": 0.5})
-    assert t.counts == {"improved": 0, "damaged": 0, "untouched": 3, "total": 4, "unassigned": 1}
+    assert t.counts == {"improved": 0, "damaged": 0, "untouched": 0, "unclear": 3, "total": 4, "unassigned": 1}
 
 
 def test_bad_input():
@@ -127,7 +134,7 @@ def test_strata_section_api():
     section = strata_section(per_query(qids, base), per_query(qids, cand), "nDCG@10",
                              dict(zip(qids, labels)), spec, samples=SAMPLES, seed=7)
     traffic = section["traffic"]
-    for key in ("improved", "damaged", "untouched", "unmeasured", "weighted_delta", "weighted_ci_low",
+    for key in ("improved", "damaged", "untouched", "unclear", "unmeasured", "weighted_delta", "weighted_ci_low",
                 "weighted_ci_high", "sentence", "counts"):
         assert key in traffic
     assert traffic["sentence"] == SEED_SENTENCE
@@ -135,7 +142,7 @@ def test_strata_section_api():
     assert traffic["guarded_damaged"] == ["navigational", "error_string"]
     assert [s["stratum"] for s in section["strata"]] == list(SHARES)
     assert section["strata"][0]["direction"] == "damaged" and section["strata"][0]["guarded"] is True
-    assert section["wins_sentence"].startswith("61 of 140 queries improved although the mean fell")
+    assert section["wins_sentence"].startswith("495 of 1040 queries improved although the mean fell")
     assert section["lift"] is None and section["unassigned"] == 0
     # JSON-ready: no NaN or infinity anywhere.
     import json
@@ -154,7 +161,7 @@ def test_strata_section_subset_and_errors():
     assert [s["stratum"] for s in empty] == ["migration", "tail"]
     assert all(s["label"] == "n = 0, not measured" for s in empty)
     assert section["traffic"]["unmeasured"] == pytest.approx(0.14)
-    assert math.fsum(section["traffic"][k] for k in ("improved", "damaged", "untouched", "unmeasured")) \
+    assert math.fsum(section["traffic"][k] for k in ("improved", "damaged", "untouched", "unclear", "unmeasured")) \
         == pytest.approx(1.0)
     # A query whose stratum has no share is an error on the shares file.
     with pytest.raises(InputError) as caught:
