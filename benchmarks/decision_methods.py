@@ -98,9 +98,18 @@ def bootstrap_counts(n: int, samples: int, seed: int) -> np.ndarray:
     return np.bincount(flat, minlength=samples * n).reshape(samples, n).astype(np.float64)
 
 
+#: As gate.statistics.evidence: up to this many queries every sign vector is enumerated.
+EXACT_MAX_N = 16
+
+
 def sign_matrix(n: int, samples: int, seed: int) -> np.ndarray:
-    """``+1/-1`` sign vectors from ``default_rng(seed).integers(0, 2, size=(samples, n))`` (1 keeps)."""
-    keep = np.random.default_rng(seed).integers(0, 2, size=(samples, n))
+    """``+1/-1`` sign vectors from ``default_rng(seed).integers(0, 2, size=(samples, n))`` (1 keeps);
+    for ``n <= EXACT_MAX_N`` all ``2**n`` of them, as the gate enumerates them."""
+    if n <= EXACT_MAX_N:
+        codes = np.arange(1 << n, dtype=np.int64)
+        keep = (codes[:, None] >> np.arange(n, dtype=np.int64)) & 1
+    else:
+        keep = np.random.default_rng(seed).integers(0, 2, size=(samples, n))
     return np.where(keep == 1, 1.0, -1.0)
 
 
@@ -309,6 +318,8 @@ def _signflip_reject_greater(X: np.ndarray, mu0: float, ctx: Context) -> np.ndar
     obs = Y.mean(axis=1, keepdims=True)
     flips = Y @ ctx.signs.T / ctx.n
     count = np.count_nonzero(flips >= obs - 1e-12, axis=1)
+    if ctx.n <= EXACT_MAX_N:  # exact, as the gate: count over all 2**n vectors
+        return count / ctx.signs.shape[0] <= ALPHA2
     p = (1 + count) / (ctx.samples + 1)
     return p <= ALPHA2
 
@@ -382,6 +393,10 @@ _GUARD = re.compile(r"^(m\d+|cp|wc)$")
 
 
 def parse(name: str) -> tuple[str, list[str]]:
+    if name in PER_CLAIM:
+        for method in PER_CLAIM[name].values():
+            parse(method)
+        return name, []
     base, *guards = name.split("+")
     for part in base.split("|"):
         if part not in BASE:
@@ -392,8 +407,22 @@ def parse(name: str) -> tuple[str, list[str]]:
     return base, guards
 
 
+#: Rules whose claims come from different methods: claim -> method name. "gate" is
+#: gate.verdict.rules' calibrated rule: a regression or an improvement needs the one-sided
+#: sign-flip test and the bootstrap-t interval to agree (5 movers at least); non-inferiority
+#: also needs the Hall-transformed bootstrap-t (a left-skewed loss at the margin), or the
+#: distribution-free worst case.
+PER_CLAIM = {
+    "gate": {"pass_ok": "signflip|boot-hall|boot-t+m5+wc", "fail_ok": "signflip|boot-t+m5",
+             "improve": "signflip|boot-t+m5"},
+}
+
+
 def run(name: str, X: np.ndarray, ctx: Context, cache: dict) -> Decision:
-    """Decision of method ``name`` (base plus guards) on every row of X."""
+    """Decision of method ``name`` (base plus guards, or a :data:`PER_CLAIM` rule) on every row of X."""
+    if name in PER_CLAIM:
+        parts = {claim: run(method, X, ctx, cache) for claim, method in PER_CLAIM[name].items()}
+        return Decision(parts["pass_ok"].pass_ok, parts["fail_ok"].fail_ok, parts["improve"].improve)
     base, guards = parse(name)
     parts = []
     for part in base.split("|"):

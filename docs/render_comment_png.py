@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gate.rendering.comment import render_comment  # noqa: E402
+from gate.report.document import read_report  # noqa: E402
 
 DEFAULT_REPRODUCE = "retrieval-gate run --config .retrieval-gate.yml --base origin/main"
 CHROMIUM_FLAGS = [
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--html", type=Path, default=None, help="also keep the HTML page here")
     args = parser.parse_args(argv)
 
-    report = json.loads(args.report.read_text(encoding="utf-8"))
+    report = read_report(json.loads(args.report.read_text(encoding="utf-8")), str(args.report))
     markdown = render_comment(report, reproduce_command=args.reproduce)
     markdown_path = args.markdown or args.png.with_name("comment-example.md")
     markdown_path.parent.mkdir(parents=True, exist_ok=True)

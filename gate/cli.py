@@ -126,8 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="write report.json and report.md here (default: no files)")
     p.add_argument("--format", choices=["text", "json"], default="text",
                    help="what goes to stdout: text (a summary) or json (the whole report) (default text)")
+    p.add_argument("--mode", choices=["regression", "non-inferiority"], default="regression",
+                   help="the decision's policy mode, as policy.mode: regression (fail on a regression shown beyond "
+                   "the noise, else pass) or non-inferiority (pass only when no worse than the margin is shown) "
+                   "(default regression)")
     p.add_argument("--max-regression", type=_float_range(0.0, 1.0), default=0.02, metavar="MARGIN",
-                   help="non-inferiority margin of the decision (default 0.02, as policy.max_regression)")
+                   help="the margin: non-inferiority's tolerance, and what the setup check measures the set against "
+                   "(default 0.02, as policy.max_regression)")
     p.add_argument("--require-improvement", action="store_true",
                    help="the decision fails unless an improvement is shown")
     p.add_argument("--fail-on-decision", action="store_true",
@@ -236,8 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bootstrap resamples (default: the config's statistics.samples; with --from-runs 10000)")
     p.add_argument("--seed", type=_seed, default=None,
                    help="random seed (default: the config's statistics.seed; with --from-runs 7)")
+    p.add_argument("--mode", choices=["regression", "non-inferiority"], default=None,
+                   help="policy mode (default: the config's policy.mode; with --from-runs regression)")
     p.add_argument("--max-regression", type=_float_range(0.0, 1.0), default=None, metavar="MARGIN",
-                   help="non-inferiority margin (default: the config's policy.max_regression; with --from-runs 0.02)")
+                   help="the margin (default: the config's policy.max_regression; with --from-runs 0.02)")
     p.add_argument("--format", choices=["text", "json"], default="text",
                    help="what goes to stdout: text (a summary) or json (default text)")
     p.add_argument("--out", metavar="FILE", help="also write the result as JSON here (default: no file)")
@@ -389,7 +396,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     settings = CompareSettings(metric=args.metric, also=tuple(args.also), rel=args.rel, samples=args.samples,
                                seed=args.seed, ci_method=args.ci_method)
     result = compare_files(args.baseline, args.candidate, args.qrels, args.queries, strata=args.strata,
-                           settings=settings, max_regression=args.max_regression,
+                           settings=settings, max_regression=args.max_regression, mode=args.mode,
                            require_improvement=args.require_improvement)
     if args.out:
         result.write(args.out)
@@ -671,7 +678,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         rel, samples, seed = args.rel or 1, args.samples or 10_000, 7 if args.seed is None else args.seed
         # No band here (as in compare): an improvement counts without one.
         policy = Policy(max_regression=0.02 if args.max_regression is None else args.max_regression,
-                        improvement_needs_band=False)
+                        mode=args.mode or "regression", improvement_needs_band=False)
         threshold = None
     else:
         from gate.inputs.golden import load_golden
@@ -697,6 +704,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         policy = config.policy
         if args.max_regression is not None:
             policy = Policy(**{**policy.__dict__, "max_regression": args.max_regression})
+        if args.mode is not None:
+            policy = Policy(**{**policy.__dict__, "mode": args.mode})
         threshold = (band or {}).get("threshold")
     result = calibrate(runs, qrels, universe.query_ids, metric, rel, policy=policy, samples=samples, seed=seed,
                        noise_threshold=threshold, progress=_progress)
@@ -716,6 +725,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
               f"{counted(result.independent_pairs, 'independent pair', 'independent pairs')} "
               f"{result.independent_fail} fail (at most {result.fail_rate_upper95:.1%} at 95%), improvements at most "
               f"{result.improvement_rate_upper95:.1%}")
+        if result.setup:
+            print(f"setup ({result.mode} mode): {result.setup['sentence']}")
     return EXIT_OK
 
 

@@ -293,7 +293,10 @@ def test_first_line_shortens_a_statistical_rule_that_repeats_the_interval():
     report["verdict"]["reasons"] = [{"code": "regression_shown", "message": "regression shown (x, 140 q)"}]
     report["verdict"]["kind"] = "fail"
     report["noise_band"] = dict(report["noise_band"], exceeded=True)
-    assert headline(report).startswith("❌ fail — regression shown — nDCG@10 −0.012 [−0.031, +0.008], exceeds noise ±0.013")
+    # |delta| above the band while the interval crosses zero: nothing is shown to exceed the noise
+    assert headline(report).startswith("❌ fail — regression shown — nDCG@10 −0.012 [−0.031, +0.008], noise ±0.013 —")
+    report["delta"] = dict(report["delta"], ci_high=-0.004)
+    assert headline(report).startswith("❌ fail — regression shown — nDCG@10 −0.012 [−0.031, −0.004], exceeds noise ±0.013")
     report["noise_band"] = dict(report["noise_band"], threshold=None, state="absent", sentence="no usable noise band")
     assert ", no noise band — 140 q" in headline(report)
 
@@ -730,7 +733,8 @@ def test_the_reproduce_command_given_by_the_caller_wins_over_the_stored_one():
     assert "given.yml" in _reproduce_block(body) and "stored.yml" not in body
 
 
-@pytest.mark.parametrize("code, icon", [("unchanged", "✅"), ("too_few_movers", "⚠️"), ("runner_failed", "⚠️"),
+@pytest.mark.parametrize("code, icon", [("unchanged", "•"), ("improvement_shown", "•"), ("no_regression_shown", "•"),
+                                        ("too_few_movers", "⚠️"), ("runner_failed", "⚠️"),
                                         ("new_leaked_queries", "❌")])
 def test_a_reasons_icon_follows_what_the_reason_says_not_only_the_verdict(code, icon):
     report = full_report()
@@ -739,3 +743,28 @@ def test_a_reasons_icon_follows_what_the_reason_says_not_only_the_verdict(code, 
                                     {"code": code, "message": "the reason under test"}]
     body = render_comment(report)
     assert f"- {icon} the reason under test" in body
+
+
+def test_a_finding_in_the_prs_favour_has_a_check_mark_only_in_a_passing_verdict():
+    """The demo's comment read '✅ improvement shown' inside a failing verdict."""
+    report = full_report()
+    report["verdict"] = {"kind": "pass", "reasons": [{"code": "improvement_shown", "message": "the reason under test"}],
+                         "improvement_shown": True, "exit_code": 0}
+    assert "- ✅ the reason under test" in render_comment(report)
+    report["verdict"] = dict(report["verdict"], kind="fail", exit_code=1, reasons=[
+        {"code": "new_leaked_queries", "message": "9 golden queries newly appear"},
+        {"code": "improvement_shown", "message": "the reason under test"}])
+    body = render_comment(report)
+    assert "- • the reason under test" in body and "✅" not in body.split("the reason under test")[0]
+
+
+def test_the_power_line_is_on_the_first_screen_escaped():
+    report = full_report()
+    report["power"] = {"n": 140, "movers": 90, "sd": 0.1, "regression_80": 0.024, "unseen_share": 0.026,
+                       "margin": 0.02, "queries_for_margin": 196,
+                       "sentence": "140 queries: a -0.024 regression is caught 80% of the time; <b>x</b>"}
+    body = render_comment(report)
+    line = next(l for l in body.splitlines() if l.startswith("**What this set can catch:**"))
+    assert "140 queries: a −0.024 regression is caught 80% of the time" in line
+    assert "<b>" not in line
+    assert body.index(line) < body.index("| measure")

@@ -1,4 +1,5 @@
-"""Every rule of the verdict, as a table: findings in, kind and reason codes out.
+"""Every rule of the verdict, as a table: findings in, kind and reason codes out, for each
+policy mode (ROWS: non-inferiority; REGRESSION_ROWS: regression, the default).
 
 gate.verdict.rules is the one home of the policy: checks and statistics report findings
 (gate.verdict.rules.Findings, gate.statistics.evidence.Evidence), and decide() applies the limits.
@@ -20,7 +21,8 @@ N = 43
 
 def ev(mean=0.0, movers=30, losses=10, low=-0.01, high=0.01, p_ni=0.001, p_reg=0.5, p_imp=0.5, bound=0.5):
     """Evidence of a sample of N queries (fields as gate.statistics.evidence.evidence computes them)."""
-    return Evidence(n=N, mean=mean, movers=movers, losses=losses, hall_low=low, hall_high=high, p_noninferior=p_ni,
+    return Evidence(n=N, mean=mean, movers=movers, losses=losses, hall_low=low, hall_high=high, t_low=low, t_high=high,
+                    p_noninferior=p_ni,
                     p_regression=p_reg, p_improvement=p_imp, loss_share_upper=bound, margin=0.02, samples=1000,
                     seed=7, randomization="monte-carlo")
 
@@ -32,7 +34,8 @@ def findings(**kw) -> Findings:
     return Findings(**base)
 
 
-POLICY = Policy()
+POLICY = Policy(mode="non-inferiority")
+REGRESSION = Policy()  # the default mode
 BAND = 0.005
 
 ROWS = [
@@ -105,7 +108,52 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize("name, case, policy, kind, codes", ROWS, ids=[r[0] for r in ROWS])
+REGRESSION_ROWS = [
+    # regression mode: fail on a regression shown beyond the band, pass otherwise (the power line
+    # beside the verdict says what the set catches); nothing statistical is inconclusive
+    ("regression mode: no regression shown is a pass", findings(), REGRESSION, "pass", ["no_regression_shown"]),
+    ("regression mode: regression shown", findings(delta=-0.05, ci_low=-0.08, ci_high=-0.02,
+                                                   evidence=ev(-0.05, low=-0.08, high=-0.02, p_ni=0.9, p_reg=0.001)),
+     REGRESSION, "fail", ["regression_shown"]),
+    ("regression mode: a wide interval is a pass, not inconclusive", findings(
+        delta=-0.01, ci_low=-0.05, ci_high=0.03, evidence=ev(-0.01, low=-0.05, high=0.03, p_ni=0.3)),
+     REGRESSION, "pass", ["no_regression_shown"]),
+    ("regression mode: too few movers is a pass", findings(
+        evidence=ev(movers=MIN_MOVERS - 1, losses=1, low=0.0, high=0.0, p_ni=0.001)),
+     REGRESSION, "pass", ["no_regression_shown"]),
+    ("regression mode: four losing movers cannot show a regression", findings(
+        delta=-0.02, ci_low=-0.04, ci_high=-0.005,
+        evidence=ev(-0.02, movers=MIN_MOVERS - 1, losses=4, low=-0.04, high=-0.005, p_reg=0.001)),
+     REGRESSION, "pass", ["no_regression_shown"]),
+    ("regression mode: a regression inside the noise band passes", findings(
+        delta=-0.004, ci_low=-0.008, ci_high=-0.001, noise_threshold=BAND,
+        evidence=ev(-0.004, low=-0.008, high=-0.001, p_reg=0.001)), REGRESSION, "pass", ["no_regression_shown"]),
+    ("regression mode: the interval says regression, the sign-flip test does not", findings(
+        delta=-0.05, ci_low=-0.08, ci_high=-0.02, evidence=ev(-0.05, low=-0.08, high=-0.02, p_ni=0.9, p_reg=0.2)),
+     REGRESSION, "pass", ["no_regression_shown"]),
+    ("regression mode: improvement shown", findings(delta=0.05, ci_low=0.02, ci_high=0.08, noise_threshold=BAND,
+                                                    evidence=ev(0.05, low=0.02, high=0.08, p_imp=0.001)),
+     REGRESSION, "pass", ["improvement_shown"]),
+    ("regression mode: improvement required, not shown", findings(),
+     dataclasses.replace(REGRESSION, require_improvement=True), "fail", ["improvement_required"]),
+    ("regression mode: a held-out set under MIN_QUERIES is still inconclusive", findings(
+        query_count=3, evidence=ev(movers=3, losses=3),
+        reporting_set={"name": "held-out golden queries", "query_count": 3, "held_out_only": True}),
+     REGRESSION, "inconclusive", ["held_out_too_small"]),
+    ("regression mode: identical rankings", findings(
+        delta=0.0, ci_low=0.0, ci_high=0.0, evidence=ev(movers=0, losses=0, low=0.0, high=0.0),
+        identical_rankings=True), REGRESSION, "pass", ["unchanged"]),
+    ("regression mode: a validity failure still fails", findings(new_leaks=3, leak_sources=("faq/q#1",)),
+     REGRESSION, "fail", ["new_leaked_queries", "no_regression_shown"]),
+    ("regression mode: the seed's interval rule", findings(delta=-0.05, ci_low=-0.08, ci_high=-0.01),
+     dataclasses.replace(REGRESSION, decision="interval"), "fail", ["regression_shown"]),
+    ("regression mode: the seed's interval rule, crossing zero", findings(delta=-0.03, ci_low=-0.08, ci_high=0.01),
+     dataclasses.replace(REGRESSION, decision="interval"), "pass", ["no_regression_shown"]),
+]
+
+
+@pytest.mark.parametrize("name, case, policy, kind, codes", ROWS + REGRESSION_ROWS,
+                         ids=[r[0] for r in ROWS + REGRESSION_ROWS])
 def test_decide(name, case, policy, kind, codes):
     verdict = decide(case, policy)
     assert verdict.kind == kind
@@ -138,9 +186,25 @@ def test_goalposts_accept_and_skip():
 
 
 def test_every_reason_code_is_in_the_table():
-    seen = {code for *_, codes in ROWS for code in codes}
+    seen = {code for *_, codes in ROWS + REGRESSION_ROWS for code in codes}
     seen |= {"goalposts_changed", "accepted", "accept_without_justification", "not_relevant"}
     every = STATISTICAL | {"new_leaked_queries", "judged_share", "tuning_overlap", "damaged_traffic",
                            "guarded_stratum", "warning", "goalposts_changed", "accepted",
                            "accept_without_justification", "not_relevant"}
     assert every <= seen, every - seen
+
+
+def test_the_default_mode_is_regression_and_the_modes_are_the_documented_two():
+    from gate.verdict.rules import MODES
+
+    assert Policy().mode == "regression"
+    assert MODES == ("regression", "non-inferiority")
+
+
+@pytest.mark.parametrize("name, case, policy, kind, codes", REGRESSION_ROWS, ids=[r[0] for r in REGRESSION_ROWS])
+def test_regression_mode_never_blocks_on_statistics_alone(name, case, policy, kind, codes):
+    """In regression mode the only statistical block is a regression shown (or a required
+    improvement, or a reporting set too small to say anything)."""
+    verdict = decide(case, policy)
+    if verdict.kind == "inconclusive":
+        assert codes == ["held_out_too_small"]

@@ -215,6 +215,7 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
                             policy=config.policy, samples=config.statistics.samples,
                             seed=config.statistics.seed, noise_threshold=band.overall.threshold)
     progress(f"calibration: {calibration.sentence}")
+    progress(f"setup ({config.policy.mode} mode): {calibration.setup['sentence']}")
     for k, repeat_run in enumerate(measured.runs, start=1):
         target = repo / ".retrieval-gate" / "noise-runs" / f"repeat-{k}.run.gz"
         target.parent.mkdir(parents=True, exist_ok=True)

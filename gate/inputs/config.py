@@ -348,7 +348,12 @@ class JudgedConfig:
 @dataclass(frozen=True, kw_only=True)
 class Policy:
     """``policy:``, the limits the verdict applies (README: policy defaults)."""
-    # Non-inferiority margin on the primary metric.
+    # regression: fail when a regression beyond the noise band is shown, else pass with the
+    # power line (what this set catches); non-inferiority: pass only when "no worse than
+    # max_regression" is shown, inconclusive when it cannot be (README: policy modes).
+    mode: str = setting(one_of("regression", "non-inferiority"), "regression")
+    # The margin: the non-inferiority mode's tolerance, and the regression the setup check and
+    # the power line measure the golden set against.
     max_regression: float = setting(in_range(number, 0.0), 0.02)
     require_improvement: bool = setting(boolean, False)
     inconclusive_blocks: bool = setting(boolean, True)
@@ -366,8 +371,9 @@ class Policy:
     max_damaged_traffic: float = setting(fraction, 0.2)
     # "Improvement shown" needs a current noise band: without one a delta may be run-to-run spread.
     improvement_needs_band: bool = setting(boolean, True)
-    # calibrated: sign-flip test and Hall bootstrap-t agree, >= 5 queries moved (README: the
-    # decision rule); interval: the seed's rule on the reported percentile interval.
+    # calibrated: a one-sided sign-flip test and the bootstrap-t interval agree (non-inferiority:
+    # Hall's skew-corrected interval too), >= 5 queries moved (README: the decision rule);
+    # interval: the seed's rule on the reported percentile interval.
     decision: str = setting(one_of("calibrated", "interval"), "calibrated")
     # A validity check that could not run (a prompts glob matching nothing, an undecodable prompt
     # file, a tuning split matching no golden query) fails the gate instead of warning.

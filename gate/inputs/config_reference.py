@@ -84,8 +84,11 @@ DESCRIPTIONS: dict[str, str] = {
     "attribution.factors": "named factors as groups of dotted keys (`model: [embedding.model, embedding.dim]`); "
                            "unset: each changed top-level group",
     "judged.k": "the depth at which the judged share (Judged@k) is measured",
-    "policy.max_regression": "non-inferiority margin: a pass needs non-inferiority within minus this, shown by the "
-                             "decision rule",
+    "policy.mode": "`regression` (fail when a regression beyond the noise band is shown, else pass with what the "
+                   "set can catch) or `non-inferiority` (pass only when no worse than minus the margin is shown, "
+                   "inconclusive when it cannot be)",
+    "policy.max_regression": "the margin: in non-inferiority mode a pass needs no worse than minus this, shown by "
+                             "the decision rule; in either mode the setup check measures the golden set against it",
     "policy.require_improvement": "\"not shown to move\" fails instead of passing",
     "policy.inconclusive_blocks": "an inconclusive result exits 3 (blocks the merge)",
     "policy.exclude_leaked": "leaked golden queries leave the reporting set",

@@ -67,6 +67,7 @@ def compare_files(
     settings: CompareSettings = CompareSettings(),
     max_regression: float = 0.02,
     require_improvement: bool = False,
+    mode: str = "regression",
     rel_option: str = "--rel",
 ):
     """``retrieval-gate compare`` as a function: two run files, the qrels (a file, a BEIR
@@ -83,11 +84,13 @@ def compare_files(
     from gate.pipeline.result import Result
     from gate.report.document import ComparisonReport
     from gate.statistics.movement import strata_section
-    from gate.verdict.rules import ALPHA, MIN_MOVERS, Policy
+    from gate.verdict.rules import ALPHA, MIN_MOVERS, MODES, Policy
 
     if isinstance(max_regression, bool) or not isinstance(max_regression, (int, float)) \
             or not math.isfinite(max_regression) or max_regression < 0:
         raise UsageError(f"max_regression {max_regression!r}: expected a finite number, 0 or more")
+    if mode not in MODES:
+        raise UsageError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
     if strata and not queries:
         raise UsageError("--strata needs --queries (the query file gives each query its stratum)")
     spec = load_strata_spec(strata) if strata else None
@@ -136,16 +139,20 @@ def compare_files(
         validate_against(spec, by_query)
     strata_block = strata_section(
         comparison.baseline, comparison.candidate, comparison.metric, by_query, spec, baseline_run=baseline_run,
-        candidate_run=candidate_run, qrels=loaded_qrels, queries=loaded_queries, samples=settings.samples,
-        seed=settings.seed, method=settings.ci_method)
+        candidate_run=candidate_run, qrels=loaded_qrels, queries=loaded_queries, margin=max_regression,
+        samples=settings.samples, seed=settings.seed, method=settings.ci_method)
     report.data.update(strata_block)
     # The gate's own decision on the two runs (run's rules on the statistics and the traffic;
     # no validity checks, and no noise band, so an improvement does not need one).
-    policy = Policy(max_regression=max_regression, require_improvement=require_improvement,
+    policy = Policy(max_regression=max_regression, require_improvement=require_improvement, mode=mode,
                     improvement_needs_band=False)
     verdict, weighed = decide_comparison(comparison, policy, strata_block, runs=(baseline_run, candidate_run))
+    from gate.statistics.power import detectable
+
+    report.data["power"] = detectable(comparison.per_query_delta(), policy.max_regression).to_dict()
     report.data["decision"] = {"kind": verdict.kind, "reasons": [r.to_dict() for r in verdict.reasons],
-                               "exit_code": verdict.exit_code, "rule": policy.decision, **weighed.to_dict(),
+                               "exit_code": verdict.exit_code, "rule": policy.decision, "mode": policy.mode,
+                               **weighed.to_dict(),
                                "alpha": ALPHA, "min_movers": MIN_MOVERS}
     from gate.checks.judged_share import relevance_only
 

@@ -435,6 +435,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
                                 samples=config.statistics.samples, seed=config.statistics.seed,
                                 noise_threshold=measured.band.overall.threshold)
         progress(f"calibration: {calibration.sentence}")
+        progress(f"setup ({config.policy.mode} mode): {calibration.setup['sentence']}")
         extra["noise_band"] = {**measured.band.to_dict(), "runs_files": names,
                                "seconds": [round(x, 3) for x in measured.seconds],
                                "calibration": calibration.to_dict()}
@@ -442,6 +443,16 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
         kept = _still_valid_band(config, golden, retrieval, primary, progress)
         if kept is not None:
             extra["noise_band"], extra_files = kept
+        from gate.statistics.power import setup_check
+
+        # The kept band's calibration measured the stack's A/A spread; the policy may have changed since.
+        stored = ((kept[0].get("calibration") or {}).get("setup") or {}) if kept is not None else {}
+        noise_sd = stored.get("noise_sd") if isinstance(stored.get("noise_sd"), (int, float)) else None
+        movers = stored.get("mover_share") if isinstance(stored.get("mover_share"), (int, float)) else None
+        band = kept[0].get("threshold") if kept is not None and noise_sd is not None else None
+        setup = setup_check(len(golden.universe.query_ids), config.policy.max_regression, config.policy.mode,
+                            noise_sd, band if isinstance(band, (int, float)) else None, movers).to_dict()
+        progress(f"setup ({config.policy.mode} mode): {setup['sentence']}")
     if code is not None:
         extra["code"] = code.to_dict()  # what the archived run was produced by (a replay runs the commit's)
     head = git.head_commit(config.workspace_root)
@@ -764,7 +775,8 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     status, calibration = noise_status(config, golden, baseline, metric, measures)
     threshold = None if status.band is None else status.band.threshold
     exceeded, words = band_sentence(paired.mean, status, f"retrieval-gate archive --noise-repeats "
-                                                         f"{config.noise.repeats} --config {config.path.name}")
+                                                         f"{config.noise.repeats} --config {config.path.name}",
+                                    (paired.ci_low, paired.ci_high))
     floor = tie_floor(candidate_run, golden.qrels, primary, reporting.query_ids, config.golden.rel)
     report["noise_band"] = {
         "runs": None if status.band is None else status.band.runs,
@@ -788,7 +800,8 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     strata_block = strata_section(base_r, cand_r, metric, strata, spec, baseline_run=baseline.run,
                                   candidate_run=candidate_run, qrels=golden.qrels, queries=golden.queries,
                                   noise_threshold=stratum_noise, min_effect=config.policy.min_effect,
-                                  samples=stats.samples, seed=stats.seed, method=stats.ci_method)
+                                  margin=config.policy.max_regression, samples=stats.samples, seed=stats.seed,
+                                  method=stats.ci_method)
     report.update(strata_block)
     attribution = None
     missing: RunMissing | None = None
@@ -833,7 +846,12 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
 
     weighed = decision_evidence(cand_r.values[metric] - base_r.values[metric], policy.max_regression,
                                 stats.samples, stats.seed)
-    report["decision"] = {"rule": policy.decision, **weighed.to_dict(), "alpha": ALPHA, "min_movers": MIN_MOVERS}
+    report["decision"] = {"rule": policy.decision, "mode": policy.mode, **weighed.to_dict(), "alpha": ALPHA,
+                          "min_movers": MIN_MOVERS}
+    from gate.statistics.power import detectable
+
+    report["power"] = detectable(cand_r.values[metric] - base_r.values[metric], policy.max_regression,
+                                 threshold).to_dict()
     findings = Findings(
         metric=metric, query_count=len(reporting.query_ids), delta=paired.mean, ci_low=paired.ci_low,
         ci_high=paired.ci_high, mde=_num(paired.mde), noise_threshold=threshold, evidence=weighed,

@@ -85,8 +85,8 @@ LEAK_ROWS = 30
 
 # Reasons whose message repeats the interval the headline already shows.
 _STATISTICAL = {"regression_shown", "non_inferior", "improvement_shown", "improvement_required", "underpowered",
-                "too_few_movers"}
-_GOOD_REASONS = {"non_inferior", "improvement_shown", "unchanged", "not_relevant"}
+                "too_few_movers", "no_regression_shown"}
+_GOOD_REASONS = {"non_inferior", "improvement_shown", "unchanged", "not_relevant", "no_regression_shown"}
 # Reasons that leave the question open (the verdict is inconclusive on them), whatever else failed.
 _OPEN_REASONS = {"too_few_movers", "held_out_too_small", "underpowered", "base_unavailable", "runner_failed",
                  "empty_reporting_set", "missing_run"}
@@ -259,6 +259,11 @@ def _noise_phrase(report: Report) -> str | None:
         return None
     threshold = _num(band.threshold)
     if threshold is not None:
+        delta = report.delta
+        low, high = (_num(delta.ci_low), _num(delta.ci_high)) if delta else (None, None)
+        if band.exceeded and low is not None and high is not None and low <= 0.0 <= high:
+            # |delta| is above the band but the interval crosses zero: nothing is shown to exceed it.
+            return f"noise ±{threshold:.3f}"
         word = "exceeds" if band.exceeded else "within"
         return f"{word} noise ±{threshold:.3f}"
     if band.state == "stale" or band.stale:
@@ -282,6 +287,8 @@ def _rule_phrase(report: Report, reason: VerdictReason | Reason, delta_shown: bo
             return "improvement shown"
         if code == "improvement_required":
             return "improvement required but not shown"
+        if code == "no_regression_shown":
+            return "no regression shown"
         if code == "non_inferior":
             margin = _num(report.decision.margin) if report.decision else None
             if margin is None:
@@ -423,6 +430,8 @@ def _reason_rows(report: Report) -> list[dict[str, str]]:
             continue
         if code == "warning":
             icon = "⚠️"
+        elif code in _GOOD_REASONS and kind in ("fail", "inconclusive", "accepted"):
+            icon = "•"  # a finding in its favour, not a check mark inside a verdict that is not a pass
         elif code in _GOOD_REASONS:
             icon = "✅"
         elif code in _OPEN_REASONS:
@@ -551,6 +560,14 @@ def _inputs_view(report: Report) -> list[dict[str, Any]]:
     return rows
 
 
+def _power_sentence(report: Report) -> str | None:
+    """The power line: what this golden set can catch, from the PR's own spread (report.power)."""
+    power = report.power
+    if not power or not isinstance(power.sentence, str) or not power.sentence.strip():
+        return None
+    return typographic_minus(power.sentence)
+
+
 def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
     commensurable = _commensurable(report)
     baseline = report.baseline or empty(Baseline)
@@ -571,6 +588,11 @@ def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
         "delta": _shown_delta(report),
         "commensurable": commensurable,
         "measures": _measure_rows(report) if _shown_delta(report) else [],
+        "power": _power_sentence(report),
+        # the reasons quote the calibrated rule's "decision interval": say what it is
+        "decision_explained": any("decision interval [" in str(r.message or "") for r in verdict.reasons or ()),
+        "decision_mode": str(report.decision.mode) if report.decision and isinstance(report.decision.mode, str)
+        else None,
         "noise": report.noise_band or empty(NoiseBand),
         "all_queries": report.delta_all_queries or empty(DeltaAllQueries),
         "baseline": baseline,
@@ -599,7 +621,7 @@ def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
     if not commensurable:
         # No difference between incommensurable numbers, anywhere in the comment.
         context.update(strata=[], traffic=empty(Traffic), wins_sentence=None, lift=None, per_query=None, measures=[],
-                       all_queries=empty(DeltaAllQueries), attribution=None)
+                       all_queries=empty(DeltaAllQueries), attribution=None, power=None)
     return context
 
 

@@ -84,12 +84,21 @@ def run_summary_lines(report: Report) -> list[str]:
     if everyone and everyone.query_count:
         lines.append(_delta_line(everyone, f"on all {everyone.query_count} judged queries: delta"))
     lines += _query_notes(report)
+    lines += _power_lines(report)
     if verdict.reasons:
         lines.append("reasons:")
         lines += [f"  - {reason.code}: {reason.message}" for reason in verdict.reasons]
     said = {str(reason.message) for reason in verdict.reasons or ()}
     lines += [f"warning: {warning}" for warning in report.warnings or () if str(warning) not in said]
     return [terminal_safe(line, lines=False) for line in lines]
+
+
+def _power_lines(report: Report) -> list[str]:
+    """The power line: what this golden set can catch (report.power), when the runs were compared."""
+    power = report.power
+    if not power or not report.delta or not isinstance(power.sentence, str) or not power.sentence:
+        return []
+    return [f"what this set can catch: {power.sentence}"]
 
 
 def _query_notes(report: Report) -> list[str]:
@@ -125,6 +134,7 @@ def summary_lines(report: Report) -> list[str]:
         f"  MDE {'not estimable' if delta.mde is None else _fmt(delta.mde)}",
     ]
     lines += _query_notes(report)
+    lines += _power_lines(report)
     for name, m in report.measures.items():
         if name != report.metric:
             lines.append(f"  {name:<16} {_fmt(m.baseline)} -> {_fmt(m.candidate)} ({_fmt(m.delta, signed_=True)})")

@@ -98,16 +98,22 @@ class Verdict(Record):
 @dataclass(frozen=True, kw_only=True)
 class Decision(Record):
     """``decision``: the statistical decision (1.3): rule (calibrated | interval), n, movers (d !=
-    0), losses (d < 0), hall_low/hall_high (Hall-transformed bootstrap-t 95% interval),
+    0), losses (d < 0), hall_low/hall_high (Hall-transformed bootstrap-t 95% interval), (1.6)
+    mode (regression | non-inferiority) and t_low/t_high (the bootstrap-t interval: the decision interval),
     p_noninferior / p_regression / p_improvement (one-sided sign-flip tests), loss_share_upper
     (97.5% Clopper-Pearson bound on the share of losing queries), margin, alpha, min_movers,
     samples, seed, randomization; compare only: kind, reasons, exit_code"""
     rule: str | Absent = key(STR)
+    # (1.6) the policy mode: regression | non-inferiority
+    mode: str | Absent = key(STR)
     n: int | Absent = key(INT)
     movers: int | Absent = key(INT)
     losses: int | Absent = key(INT)
     hall_low: float | None | Absent = key(Nullable(NUM))
     hall_high: float | None | Absent = key(Nullable(NUM))
+    # (1.6) the bootstrap-t interval of the same resamples (the decision interval)
+    t_low: float | None | Absent = key(Nullable(NUM))
+    t_high: float | None | Absent = key(Nullable(NUM))
     p_noninferior: float | None | Absent = key(Nullable(NUM))
     p_regression: float | None | Absent = key(Nullable(NUM))
     p_improvement: float | None | Absent = key(Nullable(NUM))
@@ -121,6 +127,27 @@ class Decision(Record):
     kind: str | Absent = key(STR)
     reasons: tuple[Reason, ...] | Absent = key(ListOf(RecordOf(Reason)))
     exit_code: int | Absent = key(INT)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Power(Record):
+    """``power`` (1.6): what this golden set can catch, from this PR's per-query differences: n,
+    movers, sd, band (the noise band a regression must exceed, if any), power (0.8) and alpha
+    (one-sided 0.025), regression_80 (the regression caught 80% of the time, a positive size;
+    null: no spread), unseen_share (a regression on fewer than this share of the queries can be
+    missed by the sample more than 2.5% of the time), margin, queries_for_margin (queries a -margin
+    regression needs at this spread; null: never), sentence"""
+    n: int | Absent = key(INT)
+    movers: int | Absent = key(INT)
+    sd: float | None | Absent = key(Nullable(NUM))
+    band: float | None | Absent = key(Nullable(NUM))
+    power: float | None | Absent = key(Nullable(NUM))
+    alpha: float | None | Absent = key(Nullable(NUM))
+    regression_80: float | None | Absent = key(Nullable(NUM))
+    unseen_share: float | None | Absent = key(Nullable(NUM))
+    margin: float | None | Absent = key(Nullable(NUM))
+    queries_for_margin: int | None | Absent = key(Nullable(INT))
+    sentence: str | Absent = key(STR)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -220,6 +247,8 @@ class TrafficCounts(Record):
     improved: int | Absent = key(INT)
     damaged: int | Absent = key(INT)
     untouched: int | Absent = key(INT)
+    # (1.6) queries in strata neither shown to move nor shown to stay within the margin
+    unclear: int | Absent = key(INT)
     total: int | Absent = key(INT)
 
 
@@ -229,6 +258,8 @@ class TrafficStrata(Record):
     damaged: tuple[str, ...] | Absent = key(ListOf(STR))
     improved: tuple[str, ...] | Absent = key(ListOf(STR))
     untouched: tuple[str, ...] | Absent = key(ListOf(STR))
+    # (1.6) strata whose direction is unclear
+    unclear: tuple[str, ...] | Absent = key(ListOf(STR))
     unmeasured: tuple[str, ...] | Absent = key(ListOf(STR))
 
 
@@ -238,17 +269,21 @@ class TrafficPercent(Record):
     damaged: int | Absent = key(INT)
     improved: int | Absent = key(INT)
     untouched: int | Absent = key(INT)
+    # (1.6) whole percent of traffic unclear
+    unclear: int | Absent = key(INT)
     unmeasured: int | Absent = key(INT)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Traffic(Record):
-    """``traffic``: the traffic accounting: shares of traffic improved, damaged, untouched and
-    unmeasured (by strata), the traffic-weighted delta with its CI, counts and sentences; null
-    without strata"""
+    """``traffic``: the traffic accounting: shares of traffic improved, damaged, untouched, unclear
+    (1.6) and unmeasured (by strata; they add up to 1), the traffic-weighted delta with its CI,
+    counts and sentences; null without strata"""
     improved: float | None | Absent = key(Nullable(NUM))
     damaged: float | None | Absent = key(Nullable(NUM))
     untouched: float | None | Absent = key(Nullable(NUM))
+    # (1.6) share of traffic in strata where neither a change nor its absence is shown
+    unclear: float | None | Absent = key(Nullable(NUM))
     unmeasured: float | None | Absent = key(Nullable(NUM))
     percent: TrafficPercent | Absent = key(RecordOf(TrafficPercent))
     strata: TrafficStrata | Absent = key(RecordOf(TrafficStrata))
@@ -269,7 +304,9 @@ class Traffic(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class StratumRow(Record):
-    """``strata[]`` of report.json."""
+    """``strata[]`` of report.json: direction is improved | damaged | untouched | unclear (1.6) |
+    not_measured, decided by the bounded-mean test (1.6; p_bound, bound_low/bound_high, p_holm
+    its Holm adjustment) and, for untouched, the margin"""
     stratum: str | Absent = key(STR)
     n: int | Absent = key(INT)
     share: float | None | Absent = key(Nullable(NUM))
@@ -280,18 +317,51 @@ class StratumRow(Record):
     ci_high: float | None | Absent = key(Nullable(NUM))
     p_randomization: float | None | Absent = key(Nullable(NUM))
     randomization: str | None | Absent = key(Nullable(STR))
+    # (1.6) two-sided p of the bounded-mean test (Gaffke's bound for a mean in [-1, 1]), which
+    # decides the direction
+    p_bound: float | None | Absent = key(Nullable(NUM))
+    # (1.6) its 95% interval (2.5% a side), valid whatever the shape of the differences
+    bound_low: float | None | Absent = key(Nullable(NUM))
+    bound_high: float | None | Absent = key(Nullable(NUM))
+    # p_bound Holm-adjusted across the measured strata (before 1.6: the sign-flip p's)
     p_holm: float | None | Absent = key(Nullable(NUM))
     wins: int | Absent = key(INT)
     losses: int | Absent = key(INT)
     ties: int | Absent = key(INT)
     mde: float | None | Absent = key(Nullable(NUM))
     noise_threshold: float | None | Absent = key(Nullable(NUM))
+    # (1.6) untouched needs the bounded interval within +/- max(margin, noise_threshold)
+    margin: float | None | Absent = key(Nullable(NUM))
     underpowered: bool | Absent = key(BOOL)
     underpowered_reasons: tuple[str, ...] | Absent = key(ListOf(STR))
     direction: str | Absent = key(STR)
     decided_by: str | Absent = key(STR)
     guarded: bool | Absent = key(BOOL)
     label: Any | Absent = key(ANY)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetupCheck(Record):
+    """``noise_band.calibration.setup`` (1.6): whether n golden queries support the margin on this
+    stack: noise_sd (per-query sd of an A/A difference), mover_share (the share of queries an A/A
+    pair moves), queries_needed (non-inferiority: for a
+    no-op PR to pass 95% of the time; regression: for a -margin regression to be caught 80% of
+    the time at the stack's own noise), supports, unseen_share, any_shape_queries,
+    simulated_blocked and simulated (non-inferiority: the share of simulated no-op PRs the rule
+    itself blocked), sentence"""
+    n: int | Absent = key(INT)
+    margin: float | None | Absent = key(Nullable(NUM))
+    mode: str | Absent = key(STR)
+    noise_sd: float | None | Absent = key(Nullable(NUM))
+    band: float | None | Absent = key(Nullable(NUM))
+    mover_share: float | None | Absent = key(Nullable(NUM))
+    unseen_share: float | None | Absent = key(Nullable(NUM))
+    any_shape_queries: int | None | Absent = key(Nullable(INT))
+    queries_needed: int | None | Absent = key(Nullable(INT))
+    supports: bool | None | Absent = key(Nullable(BOOL))
+    simulated_blocked: float | None | Absent = key(Nullable(NUM))
+    simulated: int | Absent = key(INT)
+    sentence: str | Absent = key(STR)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -319,6 +389,10 @@ class Calibration(Record):
     margin: float | None | Absent = key(Nullable(NUM))
     failed_pairs: tuple[tuple[int, ...], ...] | Absent = key(ListOf(ListOf(INT)))
     sentence: str | Absent = key(STR)
+    # (1.6) the policy mode the pairs were decided in
+    mode: str | Absent = key(STR)
+    # (1.6) whether the set supports the margin on this stack (the setup check)
+    setup: SetupCheck | Absent = key(RecordOf(SetupCheck))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1072,12 +1146,14 @@ class Report(Record):
     # sentence, strata thresholds, unstable_queries, tie_floor {count, max_query_span, mean_shift,
     # queries}
     noise_band: NoiseBand | Absent = key(RecordOf(NoiseBand))
-    # per stratum: n, traffic share, means, delta with bootstrap CI, sign-flip p and Holm-adjusted p,
-    # wins/losses/ties, MDE, noise threshold, underpowered reasons, direction (improved | damaged |
-    # untouched | unmeasured), guarded
+    # per stratum: n, traffic share, means, delta with bootstrap CI, sign-flip p, the bounded-mean
+    # test's p and interval (1.6) and its Holm-adjusted p, wins/losses/ties, MDE, noise threshold,
+    # margin (1.6), underpowered reasons, direction (improved | damaged | untouched | unclear (1.6) |
+    # not_measured), guarded
     strata: tuple[StratumRow, ...] | Absent = key(ListOf(RecordOf(StratumRow)))
-    # the traffic accounting: shares of traffic improved, damaged, untouched and unmeasured (by
-    # strata), the traffic-weighted delta with its CI, counts and sentences; null without strata
+    # the traffic accounting: shares of traffic improved, damaged, untouched, unclear (1.6) and
+    # unmeasured (by strata; they add up to 1), the traffic-weighted delta with its CI, counts and
+    # sentences; null without strata
     traffic: Traffic | None | Absent = key(Nullable(RecordOf(Traffic)))
     # movement buckets of the first relevant document (promoted, demoted, new_hit, lost_hit,
     # unchanged_hit, unchanged_miss) overall and per stratum, with RR and recall deltas and their
@@ -1093,6 +1169,10 @@ class Report(Record):
     # the share of losing queries), margin, alpha, min_movers, samples, seed, randomization; compare
     # only: kind, reasons, exit_code
     decision: Decision | Absent = key(RecordOf(Decision))
+    # (1.6) run and compare: what this golden set can catch, from this PR's own spread: the
+    # regression caught 80% of the time, the share of queries a regression can hide on, the
+    # queries the margin would need; its sentence is the power line of the comment and terminal
+    power: Power | Absent = key(RecordOf(Power))
     # the decision: kind (pass | fail | inconclusive | skipped | accepted), reasons [{code, message}],
     # improvement_shown, exit_code, the reporting set, and (Action) the headline
     verdict: Verdict | Absent = key(RecordOf(Verdict))

@@ -178,12 +178,18 @@ def applicable_band(
                                      "cannot be re-scored")
 
 
-def band_sentence(delta: float, status: BandStatus, measure_command: str) -> tuple[bool | None, str]:
-    """(exceeded, words) for the report."""
+def band_sentence(delta: float, status: BandStatus, measure_command: str,
+                  interval: tuple[float, float] | None = None) -> tuple[bool | None, str]:
+    """(exceeded, words) for the report. ``exceeded`` compares ``|delta|`` with the band; the
+    words say "exceeds" only when the ``interval`` (the delta's 95% CI) also excludes zero: a
+    delta above the band with an interval across zero has not been shown to exceed anything."""
     if status.band is None:
         return None, (f"no usable noise band ({status.reason}); measure one with: {measure_command}")
     band = status.band
     if abs(delta) > band.threshold:
+        if interval is not None and interval[0] <= 0.0 <= interval[1]:
+            return True, (f"|Δ| is above the noise band (±{band.threshold:.3f} from {band.runs} identical runs), "
+                          "but its interval crosses zero: not shown to exceed it")
         return True, f"exceeds the noise band: ±{band.threshold:.3f} from {band.runs} identical runs"
     return False, f"within the noise band: ±{band.threshold:.3f} from {band.runs} identical runs"
 

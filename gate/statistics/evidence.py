@@ -6,10 +6,14 @@ that jump by 0.5 and 1 (heavy-tailed) - it passes true regressions far more ofte
 95% promises (benchmarks/bench_decision.py: 14-30% at the margin on sparse deltas). The rule
 of :mod:`gate.verdict.rules` therefore asks for three things, computed here:
 
-* a **Hall-transformed bootstrap-t interval** (Hall 1992): the studentized mean corrected for
+* a **bootstrap-t interval** (the studentized mean, ``T* = (m* - mean) / se*`` on the same
+  resamples): a regression or an improvement needs it, and non-inferiority needs it together with
+  the **Hall-transformed bootstrap-t interval** (Hall 1992): the studentized mean corrected for
   skewness, ``g(T) = T + a T^2 + a^2 T^3 / 3 + gamma / (6 sqrt n)`` with ``a = gamma / (3 sqrt n)``,
-  bootstrapped with each resample's own skewness; it follows a left-skewed regression where
-  the percentile interval does not;
+  bootstrapped with each resample's own skewness; it follows a left-skewed loss at the margin
+  where the percentile interval does not, and it costs power on symmetric heavy-tailed
+  differences (run-to-run noise), which is why the regression claim does without it
+  (benchmarks/bench_decision.py measures both);
 * **one-sided sign-flip tests** at the two decision points (non-inferiority: ``mu <= -margin``
   rejected; regression: ``mu >= 0`` rejected; improvement: ``mu <= 0`` rejected): they keep
   their level on the heavy-tailed reciprocal-rank deltas where the bootstrap-t does not;
@@ -52,6 +56,8 @@ class Evidence:
     losses: int  # queries with d < 0
     hall_low: float  # Hall-transformed bootstrap-t, two-sided 95%
     hall_high: float
+    t_low: float  # bootstrap-t (studentized, no skew transformation), two-sided 95%, same resamples
+    t_high: float
     p_noninferior: float  # one-sided sign-flip p of H0: mu <= -margin
     p_regression: float  # H0: mu >= 0
     p_improvement: float  # H0: mu <= 0
@@ -68,6 +74,7 @@ class Evidence:
         return {
             "n": self.n, "movers": self.movers, "losses": self.losses,
             "hall_low": num(self.hall_low), "hall_high": num(self.hall_high),
+            "t_low": num(self.t_low), "t_high": num(self.t_high),
             "p_noninferior": self.p_noninferior, "p_regression": self.p_regression,
             "p_improvement": self.p_improvement, "loss_share_upper": self.loss_share_upper,
             "margin": self.margin, "samples": self.samples, "seed": self.seed,
@@ -105,15 +112,19 @@ def _hall_setup(d: np.ndarray) -> tuple[float, float] | tuple[float, float, floa
 
 
 def _hall_from_moments(n: int, mean: float, se: float, gamma_hat: float, m1: np.ndarray, m2: np.ndarray,
-                       m3: np.ndarray) -> tuple[float, float]:
+                       m3: np.ndarray | None) -> tuple[float, float]:
     """The interval from the resampled means of ``x``, ``x*x`` and ``x*x*x`` (elementwise, so the
-    whole arrays give what the blocks gave)."""
+    whole arrays give what the blocks gave). ``m3`` None (and ``gamma_hat`` 0): the plain
+    bootstrap-t interval of the same resamples, no skewness transformation."""
     central2 = np.maximum(m2 - m1 * m1, 0.0)
-    central3 = m3 - 3.0 * m1 * m2 + 2.0 * m1**3
     sd_star = np.sqrt(central2 * n / (n - 1))
     spread = sd_star > _TOLERANCE
     safe = np.where(spread, sd_star, 1.0)
-    gamma_star = np.where(spread, central3 / safe**3, 0.0)
+    if m3 is None:
+        gamma_star = np.zeros_like(m1)
+    else:
+        central3 = m3 - 3.0 * m1 * m2 + 2.0 * m1**3
+        gamma_star = np.where(spread, central3 / safe**3, 0.0)
     diff = m1 - mean
     t = np.where(spread, diff / (safe / math.sqrt(n)), 0.0)
     block = _hall_g(t, gamma_star, n)
@@ -391,11 +402,13 @@ def evidence(d, margin: float, samples: int = DEFAULT_SAMPLES, seed: int = DEFAU
         parallel=need_moments and need_sums and n * samples >= PARALLEL_MIN_DRAWS,
     )
     low, high = setup if moments is None else _hall_from_moments(n, *setup, *moments)
+    t_low, t_high = setup[:2] if moments is None else _hall_from_moments(n, setup[0], setup[1], 0.0, moments[0],
+                                                                         moments[1], None)
     greater, less, kind = _one_sided(d, (-margin, 0.0), samples, seed, chunk_rows, sums)
     losses = int(np.count_nonzero(d < 0))
     return Evidence(
         n=int(d.size), mean=float(d.mean()), movers=int(np.count_nonzero(d != 0)), losses=losses,
-        hall_low=float(low), hall_high=float(high),
+        hall_low=float(low), hall_high=float(high), t_low=float(t_low), t_high=float(t_high),
         p_noninferior=float(greater[0]), p_regression=float(less[1]), p_improvement=float(greater[1]),
         loss_share_upper=clopper_pearson_upper(losses, int(d.size)), margin=float(margin),
         samples=samples, seed=seed, randomization=kind,

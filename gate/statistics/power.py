@@ -14,6 +14,7 @@ small query sets) and assumes the mean difference is roughly normal.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
@@ -58,3 +59,283 @@ def minimum_detectable_effect(d, alpha: float = 0.05, power: float = 0.8) -> flo
     if sd <= 1e-12:  # all equal (up to rounding: np.full(10, 0.3) has sd 5.9e-17)
         return math.inf
     return float(multiplier * sd / math.sqrt(n))
+
+
+# --------------------------------------------------------------------------- what the set can catch
+
+#: Power of the line every verdict states, and the one-sided level of a regression claim.
+POWER = 0.8
+ONE_SIDED_ALPHA = 0.025
+#: A regression claim also needs this many moving queries (gate.verdict.rules.MIN_MOVERS).
+MIN_MOVERS = 5
+_Z_ALPHA = _STD_NORMAL.inv_cdf(1.0 - ONE_SIDED_ALPHA)
+_Z_POWER = _STD_NORMAL.inv_cdf(POWER)
+
+
+def unseen_share(n: int, level: float = ONE_SIDED_ALPHA) -> float:
+    """The share of queries a regression can sit on and still be missed by a sample of ``n``
+    more often than ``level``: ``1 - level ** (1 / n)`` (a sample holds none of a share ``p``
+    with probability ``(1 - p) ** n``). 43 queries: 8.2%; 140: 2.6%; 500: 0.74%."""
+    if n < 1:
+        return 1.0
+    return 1.0 - level ** (1.0 / n)
+
+
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile by the Cornish-Fisher expansion (Abramowitz & Stegun 26.7.5), a few
+    parts in 10,000 from 5 degrees of freedom on: enough for a stated power, and no scipy."""
+    z = _STD_NORMAL.inv_cdf(p)
+    v = float(max(df, 1))
+    g1 = (z**3 + z) / 4.0
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96.0
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384.0
+    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160.0
+    return z + g1 / v + g2 / v**2 + g3 / v**3 + g4 / v**4
+
+
+def detectable_regression(sd: float, n: int, band: float | None = None) -> float | None:
+    """The regression caught with probability :data:`POWER` by a one-sided test at
+    :data:`ONE_SIDED_ALPHA` that must also exceed the noise ``band``: the mean of ``n``
+    differences of spread ``sd`` is below ``-max(band, t_a se)`` with probability 0.8 when the
+    true mean is ``-(max(band, t_a se) + t_0.8 se)`` (``se = sd / sqrt n``, t quantiles with
+    ``n - 1`` degrees of freedom). ``None`` when no spread is seen (``sd`` 0, ``n < 2``).
+    benchmarks/bench_decision.py measures how often the gate's rule fails at this value."""
+    if n < 2 or not sd > 1e-12 or not math.isfinite(sd):
+        return None
+    se = sd / math.sqrt(n)
+    return max(band or 0.0, t_quantile(1.0 - ONE_SIDED_ALPHA, n - 1) * se) + t_quantile(POWER, n - 1) * se
+
+
+def queries_needed(sd: float, target: float, band: float | None = None, limit: int = 10_000_000) -> int | None:
+    """The fewest queries for a regression of ``target`` to be caught 80% of the time at spread
+    ``sd`` (:func:`detectable_regression` <= target); ``None`` when no number of queries does
+    (the target is within the noise band) or no spread is known."""
+    if not sd > 1e-12 or not math.isfinite(sd) or target <= (band or 0.0):
+        return None
+    # the two branches of max(): z-test alone, and the band plus the power term
+    n_test = ((_Z_ALPHA + _Z_POWER) * sd / target) ** 2
+    n_band = (_Z_POWER * sd / (target - (band or 0.0))) ** 2
+    n = max(2, math.ceil(max(n_test, n_band) - 1e-9))
+    while n <= limit:
+        found = detectable_regression(sd, n, band)
+        if found is not None and found <= target + 1e-12:
+            return n
+        n += 1
+    return None
+
+
+@dataclass(frozen=True)
+class Detectable:
+    """What this golden set can catch, measured from this PR's own per-query differences: the
+    regression a one-sided test (beyond the noise band when one is given) catches 80% of the
+    time, how many queries moved, the share of queries a regression can sit on and go unseen,
+    and how many queries the margin would need at this spread."""
+
+    n: int
+    movers: int
+    sd: float
+    band: float | None
+    regression_80: float | None  # a positive size; None: not estimable (no spread)
+    unseen_share: float
+    margin: float
+    queries_for_margin: int | None
+    metric: str = ""
+
+    @property
+    def sentence(self) -> str:
+        from gate.common.numbers import counted
+
+        queries = counted(self.n, "query", "queries")
+        if self.regression_80 is None:
+            return (f"{queries}: what this set can catch is not estimable from this PR "
+                    f"({'no query moved' if self.movers == 0 else 'every query moved by the same amount'})")
+        size = f"-{self.regression_80:.3f}"
+        text = f"{queries}: a {size} regression is caught 80% of the time"
+        if self.movers < MIN_MOVERS:
+            text += f" if it moves at least {MIN_MOVERS} queries (this PR moved {self.movers})"
+        text += (f"; one carried by fewer than {_share(self.unseen_share)} of the queries can be missed entirely")
+        if self.regression_80 > self.margin:
+            need = self.queries_for_margin
+            text += (f"; the margin -{self.margin:g} would need {need:,} queries at this spread" if need is not None
+                     else f"; the margin -{self.margin:g} is within the noise band")
+        return text
+
+    def to_dict(self) -> dict[str, object]:
+        return {"n": self.n, "movers": self.movers, "sd": self.sd, "band": self.band, "power": POWER,
+                "alpha": ONE_SIDED_ALPHA, "regression_80": self.regression_80, "unseen_share": self.unseen_share,
+                "margin": self.margin, "queries_for_margin": self.queries_for_margin, "sentence": self.sentence}
+
+
+def _share(value: float) -> str:
+    return f"{value:.1%}" if value < 0.1 else f"{value:.0%}"
+
+
+def detectable(d, margin: float, band: float | None = None) -> Detectable:
+    """:class:`Detectable` for the per-query differences ``d`` of one PR."""
+    d = as_differences(d)
+    n = int(d.size)
+    sd = difference_sd(d)
+    return Detectable(n=n, movers=int(np.count_nonzero(d != 0)), sd=sd, band=band,
+                      regression_80=detectable_regression(sd, n, band), unseen_share=unseen_share(n),
+                      margin=float(margin), queries_for_margin=queries_needed(sd, margin, band))
+
+
+# --------------------------------------------------------------------------- the setup check
+
+#: A no-op PR (run-to-run noise only) must pass non-inferiority this often for the set to
+#: "support" the margin (the blocking goal of benchmarks/bench_decision.py: blocked at most 5%).
+NO_OP_PASS = 0.95
+#: ... and see at least MIN_MOVERS moving queries this often, at the stack's share of movers.
+MOVERS_SEEN = 0.99
+
+
+def _no_op_passes(sd: float, n: int, margin: float) -> bool:
+    """Whether a no-op PR passes non-inferiority at least 95% of the time on ``n`` queries: the
+    lower end of a one-sided 2.5% t bound at most ``margin`` below 0 with probability 97.5%, less
+    the 2.5% of no-op PRs a valid regression test fails by design (fail is decided first):
+    ``margin >= 2 t_0.975 sd / sqrt n``."""
+    return margin * math.sqrt(n) >= 2.0 * t_quantile(1.0 - ONE_SIDED_ALPHA, n - 1) * sd
+
+
+def _movers_seen(n: int, share: float) -> bool:
+    """P(at least MIN_MOVERS of n queries move) >= MOVERS_SEEN when each moves with ``share``."""
+    if share >= 1.0:
+        return n >= MIN_MOVERS
+    if share <= 0.0:
+        return False
+    below = sum(math.comb(n, k) * share**k * (1.0 - share) ** (n - k) for k in range(min(MIN_MOVERS, n + 1)))
+    return below <= 1.0 - MOVERS_SEEN
+
+
+def _fewest(test, start: int = 2, limit: int = 10_000_000) -> int | None:
+    """The fewest n >= start for which ``test(n)`` holds (it stays true once true): doubling, then
+    bisection."""
+    high = max(start, 2)
+    while not test(high):
+        if high > limit:
+            return None
+        high *= 2
+    low = max(start, 2) - 1
+    while high - low > 1:
+        mid = (low + high) // 2
+        if test(mid):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def any_shape_queries(margin: float, level: float = ONE_SIDED_ALPHA) -> int | None:
+    """Queries a sample needs before a -margin loss sitting wholly on queries that each lose the
+    most they can (1.0, a share ``margin`` of them) is missed at most ``level`` of the time:
+    ``ln(level) / ln(1 - margin)`` (183 at 0.02). ``None`` for a margin of 0 (never)."""
+    if not 0.0 < margin < 1.0:
+        return None
+    return math.ceil(math.log(level) / math.log1p(-margin))
+
+
+@dataclass(frozen=True)
+class SetupCheck:
+    """Whether a golden set of ``n`` queries supports the margin on this stack, said before any
+    PR: from the per-query spread of A/A differences (identical runs; ``noise_sd``) when repeats
+    were measured. Non-inferiority mode: a no-op PR passes at least 95% of the time when
+    ``margin >= 2 t_0.975 noise_sd / sqrt n`` and 5 queries move 99% of the time at the stack's
+    share of movers. Regression mode: a -margin regression
+    is caught 80% of the time, at the stack's own noise (a real change only adds spread)."""
+
+    n: int
+    margin: float
+    mode: str
+    noise_sd: float | None
+    band: float | None
+    unseen_share: float
+    any_shape_queries: int | None
+    mover_share: float | None
+    queries_needed: int | None  # None: unknown (no repeats) or never (the margin within the band)
+    supports: bool | None  # None: cannot tell without repeats
+    # non-inferiority: the share of simulated no-op PRs of n queries (drawn from the A/A
+    # differences) the gate's own rule blocked, and how many were simulated (0: not simulated)
+    simulated_blocked: float | None = None
+    simulated: int = 0
+
+    @property
+    def sentence(self) -> str:
+        from gate.common.numbers import counted
+
+        queries = counted(self.n, "query", "queries")
+        margin = f"-{self.margin:g}"
+        if self.noise_sd is None:
+            head = (f"{queries}: whether they support the margin {margin} needs the stack's run-to-run noise "
+                    "(archive --noise-repeats N, or calibrate --from-runs)")
+        elif self.mode == "non-inferiority":
+            if self.queries_needed is None:
+                head = f"{queries} do not support the margin {margin}: it is within the noise band"
+            elif self.supports:
+                head = (f"{queries} support the margin {margin} in non-inferiority mode: a PR that changes nothing "
+                        f"passes at least 95% of the time at this stack's noise (from {self.queries_needed:,} queries)")
+            elif self.simulated and self.n >= self.queries_needed:
+                head = (f"{queries} do not support the margin {margin} in non-inferiority mode: the gate's rule "
+                        f"blocked {self.simulated_blocked:.0%} of {self.simulated} simulated PRs that change nothing "
+                        "(drawn from this stack's A/A differences; the limit is 5%): more queries, repeated runs, "
+                        "or regression mode")
+            else:
+                head = (f"{queries} do not support the margin {margin} in non-inferiority mode: a PR that changes "
+                        f"nothing is blocked more than 5% of the time at this stack's noise; "
+                        f"{self.queries_needed:,} queries would support it (or repeated runs, or regression mode)")
+        else:
+            if self.queries_needed is None:
+                head = f"{queries}: a {margin} regression is within the noise band and is never shown"
+            elif self.supports:
+                head = (f"{queries}: a {margin} regression is caught 80% of the time at this stack's own noise "
+                        f"(from {self.queries_needed:,} queries; a real change adds spread, and each verdict says "
+                        "what it caught)")
+            else:
+                head = (f"{queries} do not catch a {margin} regression reliably even at this stack's own noise: "
+                        f"80% of the time needs {self.queries_needed:,} queries")
+        tail = f"; a regression carried by fewer than {_share(self.unseen_share)} of the queries can be missed entirely"
+        if self.any_shape_queries is not None and self.n < self.any_shape_queries:
+            tail += f" (a {margin} loss of any shape needs {self.any_shape_queries:,} queries)"
+        return head + tail
+
+    def to_dict(self) -> dict[str, object]:
+        return {"n": self.n, "margin": self.margin, "mode": self.mode, "noise_sd": self.noise_sd, "band": self.band,
+                "mover_share": self.mover_share,
+                "unseen_share": self.unseen_share, "any_shape_queries": self.any_shape_queries,
+                "queries_needed": self.queries_needed, "supports": self.supports,
+                "simulated_blocked": self.simulated_blocked, "simulated": self.simulated, "sentence": self.sentence}
+
+
+def setup_check(n: int, margin: float, mode: str, noise_sd: float | None = None,
+                band: float | None = None, mover_share: float | None = None) -> SetupCheck:
+    """:class:`SetupCheck` for ``n`` queries; ``noise_sd`` the per-query sd of an A/A difference,
+    ``mover_share`` the share of queries an A/A pair moves (non-inferiority needs 5 movers)."""
+    needed: int | None = None
+    supports: bool | None = None
+    known = noise_sd is not None and math.isfinite(noise_sd)
+    if known:
+        sd = max(float(noise_sd), 0.0)
+        if mode == "non-inferiority":
+            if margin > 0.0:
+                share = 1.0 if mover_share is None else float(mover_share)
+                needed = _fewest(lambda k: _no_op_passes(sd, k, margin) and _movers_seen(k, share), MIN_MOVERS)
+        elif margin > (band or 0.0):
+            needed = queries_needed(sd, margin, band) if sd > 1e-12 else 2
+        supports = needed is not None and n >= needed
+    return SetupCheck(n=n, margin=float(margin), mode=mode, noise_sd=float(noise_sd) if known else None, band=band,
+                      unseen_share=unseen_share(n), any_shape_queries=any_shape_queries(margin),
+                      mover_share=None if mover_share is None else float(mover_share),
+                      queries_needed=needed, supports=supports)
+
+
+def aa_noise(values) -> tuple[float, float]:
+    """The per-query spread of an A/A difference and the share of queries it moves, pooled over
+    every pair of identical runs (``values``: per-query arrays of one measure, aligned):
+    ``(sqrt(mean over pairs of var(d)), mean over pairs of share(d != 0))``."""
+    arrays = [np.asarray(v, dtype=np.float64) for v in values]
+    pairs = [arrays[j] - arrays[i] for i in range(len(arrays)) for j in range(i + 1, len(arrays))
+             if arrays[i].size >= 2]
+    if not pairs:
+        return 0.0, 0.0
+    sd = math.sqrt(sum(float(np.var(d, ddof=1)) for d in pairs) / len(pairs))
+    return sd, sum(float(np.mean(d != 0)) for d in pairs) / len(pairs)
+

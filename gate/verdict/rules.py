@@ -15,7 +15,11 @@ from gate.common.numbers import counted, signed
 from gate.inputs.config import Policy
 
 STATISTICAL = {"regression_shown", "improvement_required", "improvement_shown", "non_inferior", "underpowered",
-               "too_few_movers", "unchanged", "held_out_too_small"}
+               "too_few_movers", "unchanged", "held_out_too_small", "no_regression_shown"}
+#: policy.mode: "regression" (the seed's rule: fail on a regression shown beyond the noise band,
+#: else pass with the power line) or "non-inferiority" (a pass must show "no worse than
+#: -margin"; inconclusive when it cannot). benchmarks/bench_decision.py measures both.
+MODES = ("regression", "non-inferiority")
 EXIT_BY_KIND = {"pass": 0, "skipped": 0, "accepted": 0, "fail": 1, "inconclusive": 3}
 
 #: The calibrated rule's constants (benchmarks/bench_decision.py measures what they buy).
@@ -89,10 +93,16 @@ def decide_delta(
 ) -> Verdict:
     """The statistical part of the policy: regression shown, non-inferiority, improvement.
 
+    ``policy.mode == "regression"``: a regression shown beyond the noise band fails, anything
+    else passes (``no_regression_shown``; the power line beside the verdict says what this set
+    catches). ``"non-inferiority"``: a pass needs non-inferiority shown; neither shown is
+    inconclusive (``underpowered``, ``too_few_movers``).
+
     With ``evidence`` (:class:`gate.statistics.evidence.Evidence`) and ``policy.decision ==
-    "calibrated"`` (the default), each claim needs the Hall-transformed bootstrap-t interval
-    and the one-sided sign-flip test to agree, and at least :data:`MIN_MOVERS` queries that
-    moved; non-inferiority also holds, distribution-free, when the Clopper-Pearson bound on the
+    "calibrated"`` (the default), each claim needs the bootstrap-t interval and the one-sided
+    sign-flip test to agree, and at least :data:`MIN_MOVERS` queries that moved;
+    non-inferiority also needs Hall's skew-corrected interval, or holds, distribution-free,
+    when the Clopper-Pearson bound on the
     share of losing queries times :data:`MAX_QUERY_LOSS` stays below the margin (from n = 183
     queries). Otherwise (``"interval"``) the seed's rule on ``[ci_low, ci_high]``.
     ``ci_low``/``ci_high`` are the reported interval either way; a noise band must be exceeded
@@ -106,33 +116,40 @@ def decide_delta(
         e = evidence
         margin = policy.max_regression
         enough = e.movers >= MIN_MOVERS
-        regression = enough and e.hall_high < 0 and e.p_regression <= ALPHA
+        regression = enough and e.t_high < 0 and e.p_regression <= ALPHA
         worst_case = e.loss_share_upper * MAX_QUERY_LOSS < margin
-        non_inferior = (enough and e.hall_low >= -margin and e.p_noninferior <= ALPHA) or worst_case
-        improvement = enough and e.hall_low > 0 and e.p_improvement <= ALPHA and beyond_band and band_ok
-        evidence_text = (f"{interval}, calibrated [{signed(e.hall_low)}, {signed(e.hall_high)}], "
-                         f"{e.movers} of {query_count} q moved")
+        # A false pass at the margin is the costly error of non-inferiority: a left-skewed loss
+        # (a few queries losing much) also has to clear Hall's skew-corrected interval.
+        non_inferior = (enough and min(e.t_low, e.hall_low) >= -margin and e.p_noninferior <= ALPHA) or worst_case
+        improvement = enough and e.t_low > 0 and e.p_improvement <= ALPHA and beyond_band and band_ok
+        evidence_text = (f"{interval}, decision interval [{signed(e.t_low)}, {signed(e.t_high)}], "
+                         f"{e.movers} of {counted(query_count, 'query', 'queries')} moved")
     else:
         regression = ci_high < 0
         non_inferior = ci_low >= -policy.max_regression
         improvement = ci_low > 0 and beyond_band and band_ok
         worst_case = enough = False
         e = None
-        evidence_text = f"{interval}, {query_count} q"
+        evidence_text = f"{interval}, {counted(query_count, 'query', 'queries')}"
     reasons: list[Reason] = []
+    mode = getattr(policy, "mode", "regression")
     if regression and beyond_band:
         reasons.append(Reason("regression_shown", f"regression shown ({evidence_text})"))
         kind = "fail"
-    elif non_inferior:
+    elif mode == "regression" or non_inferior:
         if policy.require_improvement and not improvement:
             why = "not shown"
-            if not band_ok and (e.hall_low > 0 and e.p_improvement <= ALPHA and enough if e is not None
+            if not band_ok and (e.t_low > 0 and e.p_improvement <= ALPHA and enough if e is not None
                                 else ci_low > 0):
                 why = "not counted: there is no noise band to exceed (retrieval-gate noise)"
             reasons.append(Reason("improvement_required", f"improvement required but {why} ({evidence_text})"))
             kind = "fail"
         elif improvement:
             reasons.append(Reason("improvement_shown", f"improvement shown ({evidence_text})"))
+            kind = "pass"
+        elif mode == "regression":
+            within = f"; within the run-to-run noise band ±{band:.3f}" if regression and not beyond_band else ""
+            reasons.append(Reason("no_regression_shown", f"no regression shown ({evidence_text}{within})"))
             kind = "pass"
         else:
             how = (f"; {e.losses} of {counted(e.n, 'query', 'queries')} lost, at most {e.loss_share_upper:.1%} of all queries can"
@@ -204,7 +221,12 @@ def traffic_findings(block: dict[str, Any]) -> dict[str, Any]:
     as :class:`Findings` takes them: ``run`` and ``compare`` decide on the same rows."""
     traffic = block.get("traffic")
     rows = block.get("strata", [])
-    guarded = tuple(GuardedRegression(r["stratum"], r["delta"], r["ci_low"], r["ci_high"], r["p_holm"])
+    # The interval quoted is the one that decided the direction (the bounded-mean test's), when
+    # the rows carry it; older reports have only the bootstrap interval.
+    guarded = tuple(GuardedRegression(r["stratum"], r["delta"],
+                                      r["bound_low"] if r.get("bound_low") is not None else r["ci_low"],
+                                      r["bound_high"] if r.get("bound_high") is not None else r["ci_high"],
+                                      r["p_holm"])
                     for r in rows if r.get("guarded") and r.get("direction") == "damaged"
                     and r.get("p_holm") is not None)
     return {

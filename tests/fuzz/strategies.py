@@ -143,10 +143,13 @@ def outcome_of(fn: Callable[[], Any], seconds: float = READ_SECONDS, _retry: boo
 
 
 def physical_lines(data: bytes) -> int:
-    """Number of physical lines of a (possibly gzipped) file, as an editor counts them."""
+    """Number of physical lines of a (possibly gzipped) file, as an editor counts them: CR LF, LF
+    and a lone CR (old Mac line ends, which YAML and the JSON-lines readers count too) each end
+    a line."""
     text = decompress_prefix(data)
     if text.startswith(b"\xef\xbb\xbf"):
         text = text[3:]
+    text = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     return text.count(b"\n") + (1 if text and not text.endswith(b"\n") else 0)
 
 
@@ -750,7 +753,7 @@ _CONFIG_TEXT = st.one_of(_ASCII_ID, free_text(1, 12))
 # Candidate values for a config key; each key keeps those its own checker accepts,
 # so the generator follows gate.inputs.config.SCHEMA (ranges, choices) without copying it.
 _CHOICE_WORDS = ["command", "run-file", "reference", "percentile", "basic", "bca", "exact", "trigram-jaccard",
-                 "calibrated", "interval"]
+                 "calibrated", "interval", "regression", "non-inferiority"]
 _POOL: list[Any] = (
     _CHOICE_WORDS + ["text", "a b", "ünï", "0", "1.5"]
     + [0, 1, 2, 3, 5, 7, 10, 100, 1000, 10_000, 2**31, 2**62, -1, -7]

@@ -231,7 +231,8 @@ def ref_hall_ginv(y, gamma, n):
     return (math.copysign(abs(inner) ** (1.0 / 3.0), inner) - 1.0) / a
 
 
-def ref_hall_interval(d, samples=10_000, seed=7, chunk_rows=None):
+def ref_hall_interval(d, samples=10_000, seed=7, chunk_rows=None, skew=True):
+    """Hall's interval; ``skew=False``: the plain bootstrap-t interval of the same resamples."""
     d = ref_as_differences(d)
     n = d.size
     mean = float(d.mean())
@@ -241,7 +242,7 @@ def ref_hall_interval(d, samples=10_000, seed=7, chunk_rows=None):
     if sd == 0.0:
         return mean, mean
     se = sd / math.sqrt(n)
-    gamma_hat = float(np.mean((d - mean) ** 3)) / sd**3
+    gamma_hat = float(np.mean((d - mean) ** 3)) / sd**3 if skew else 0.0
     g = np.empty(ref_check_samples(samples), dtype=np.float64)
     start = 0
     for idx in ref_index_blocks(n, samples, seed, chunk_rows):
@@ -255,7 +256,7 @@ def ref_hall_interval(d, samples=10_000, seed=7, chunk_rows=None):
         sd_star = np.sqrt(central2 * n / (n - 1))
         spread = sd_star > REF_TOLERANCE
         safe = np.where(spread, sd_star, 1.0)
-        gamma_star = np.where(spread, central3 / safe**3, 0.0)
+        gamma_star = np.where(spread, central3 / safe**3, 0.0) if skew else np.zeros_like(m1)
         diff = m1 - mean
         t = np.where(spread, diff / (safe / math.sqrt(n)), 0.0)
         block = ref_hall_g(t, gamma_star, n)
@@ -332,11 +333,12 @@ def ref_evidence(d, margin, samples=10_000, seed=7, chunk_rows=None) -> dict:
     samples = ref_check_samples(samples)
     seed = ref_check_seed(seed)
     low, high = ref_hall_interval(d, samples, seed, chunk_rows)
+    t_low, t_high = ref_hall_interval(d, samples, seed, chunk_rows, skew=False)
     greater, less, kind = ref_sign_flip_one_sided(d, (-margin, 0.0), samples, seed, chunk_rows)
     losses = int(np.count_nonzero(d < 0))
     return dict(
         n=int(d.size), mean=float(d.mean()), movers=int(np.count_nonzero(d != 0)), losses=losses,
-        hall_low=float(low), hall_high=float(high),
+        hall_low=float(low), hall_high=float(high), t_low=float(t_low), t_high=float(t_high),
         p_noninferior=float(greater[0]), p_regression=float(less[1]), p_improvement=float(greater[1]),
         loss_share_upper=ref_clopper_pearson_upper(losses, int(d.size)), margin=float(margin),
         samples=samples, seed=seed, randomization=kind,
