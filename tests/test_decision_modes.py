@@ -118,3 +118,13 @@ def test_close_dl19_pairs_pass_both_ways_in_regression_mode(dl19_values):
             assert _decide(dl19_values[base], dl19_values[cand], "regression").kind == "pass", (base, cand)
             ni_blocked += _decide(dl19_values[base], dl19_values[cand], "non-inferiority").exit_code != 0
     assert ni_blocked > 0
+
+
+def test_the_readmes_power_line_is_what_compare_prints(capsys):
+    from tests.test_references import README
+
+    runs, qrels = _dl19()
+    quoted = README.split('from the PR\'s own per-query spread: "', 1)[1].split('" (DL19, p_bert against TUA1-1)', 1)[0]
+    assert main(["compare", "--baseline", str(runs / "input.p_bert.gz"), "--candidate", str(runs / "input.TUA1-1.gz"),
+                 "--qrels", str(qrels), "--samples", "2000"]) == 0
+    assert f"what this set can catch: {' '.join(quoted.split())}" in capsys.readouterr().out

@@ -67,7 +67,7 @@ def compare_files(
     settings: CompareSettings = CompareSettings(),
     max_regression: float = 0.02,
     require_improvement: bool = False,
-    mode: str = "regression",
+    mode: str | None = "regression",
     rel_option: str = "--rel",
 ):
     """``retrieval-gate compare`` as a function: two run files, the qrels (a file, a BEIR
@@ -89,6 +89,7 @@ def compare_files(
     if isinstance(max_regression, bool) or not isinstance(max_regression, (int, float)) \
             or not math.isfinite(max_regression) or max_regression < 0:
         raise UsageError(f"max_regression {max_regression!r}: expected a finite number, 0 or more")
+    mode = "regression" if mode is None else mode
     if mode not in MODES:
         raise UsageError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
     if strata and not queries:

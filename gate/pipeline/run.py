@@ -447,11 +447,18 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
 
         # The kept band's calibration measured the stack's A/A spread; the policy may have changed since.
         stored = ((kept[0].get("calibration") or {}).get("setup") or {}) if kept is not None else {}
-        noise_sd = stored.get("noise_sd") if isinstance(stored.get("noise_sd"), (int, float)) else None
-        movers = stored.get("mover_share") if isinstance(stored.get("mover_share"), (int, float)) else None
-        band = kept[0].get("threshold") if kept is not None and noise_sd is not None else None
-        setup = setup_check(len(golden.universe.query_ids), config.policy.max_regression, config.policy.mode,
-                            noise_sd, band if isinstance(band, (int, float)) else None, movers).to_dict()
+        if (stored.get("mode") == config.policy.mode and stored.get("margin") == config.policy.max_regression
+                and stored.get("n") == len(golden.universe.query_ids) and isinstance(stored.get("sentence"), str)):
+            setup = stored  # measured with the band, the rule's own simulation included
+        else:
+            noise_sd = stored.get("noise_sd") if isinstance(stored.get("noise_sd"), (int, float)) else None
+            movers = stored.get("mover_share") if isinstance(stored.get("mover_share"), (int, float)) else None
+            band = kept[0].get("threshold") if kept is not None and noise_sd is not None else None
+            setup = setup_check(len(golden.universe.query_ids), config.policy.max_regression, config.policy.mode,
+                                noise_sd, band if isinstance(band, (int, float)) else None, movers).to_dict()
+            if setup.get("mode") == "non-inferiority" and setup.get("supports"):
+                setup["sentence"] += ("; the formula's word only: retrieval-gate calibrate puts the rule itself "
+                                      "through simulated no-op PRs")
         progress(f"setup ({config.policy.mode} mode): {setup['sentence']}")
     if code is not None:
         extra["code"] = code.to_dict()  # what the archived run was produced by (a replay runs the commit's)

@@ -40,6 +40,8 @@ from .randomization import sign_sums
 
 #: One-sided level of each test and each end of the two-sided 95% interval.
 ALPHA = 0.025
+#: Per-query differences of measures in [0, 1] lie in [-1, 1], and so does their mean.
+MAX_DIFFERENCE = 1.0
 #: Sign vectors are enumerated, not sampled, up to this many queries (as the two-sided test).
 EXACT_MAX_N = 16
 _TOLERANCE = 1e-12
@@ -404,6 +406,10 @@ def evidence(d, margin: float, samples: int = DEFAULT_SAMPLES, seed: int = DEFAU
     low, high = setup if moments is None else _hall_from_moments(n, *setup, *moments)
     t_low, t_high = setup[:2] if moments is None else _hall_from_moments(n, setup[0], setup[1], 0.0, moments[0],
                                                                          moments[1], None)
+    # A resample without spread counts as infinitely far (_HUGE): the interval's end is then
+    # ~1e7 or infinite. The mean of differences of [0, 1] measures lies in [-1, 1]: no end of a
+    # useful interval is beyond it, and clipping there changes no decision (0 and -margin are inside).
+    low, high, t_low, t_high = (min(max(x, -MAX_DIFFERENCE), MAX_DIFFERENCE) for x in (low, high, t_low, t_high))
     greater, less, kind = _one_sided(d, (-margin, 0.0), samples, seed, chunk_rows, sums)
     losses = int(np.count_nonzero(d < 0))
     return Evidence(

@@ -66,8 +66,13 @@ def minimum_detectable_effect(d, alpha: float = 0.05, power: float = 0.8) -> flo
 #: Power of the line every verdict states, and the one-sided level of a regression claim.
 POWER = 0.8
 ONE_SIDED_ALPHA = 0.025
-#: A regression claim also needs this many moving queries (gate.verdict.rules.MIN_MOVERS).
+#: A regression claim also needs this many moving queries (gate.verdict.rules.MIN_MOVERS) ...
 MIN_MOVERS = 5
+#: ... and one more in practice: with k movers the one-sided sign-flip p-value is at least 2^-k,
+#: which reaches 0.025 only from k = 6 (a regression on 5 queries, however large, is not shown).
+MOVERS_TO_SHOW = next(k for k in range(1, 64) if 0.5 ** k <= ONE_SIDED_ALPHA)
+#: queries_needed stops looking here
+QUERIES_LIMIT = 10_000_000
 _Z_ALPHA = _STD_NORMAL.inv_cdf(1.0 - ONE_SIDED_ALPHA)
 _Z_POWER = _STD_NORMAL.inv_cdf(POWER)
 
@@ -82,8 +87,13 @@ def unseen_share(n: int, level: float = ONE_SIDED_ALPHA) -> float:
 
 
 def t_quantile(p: float, df: int) -> float:
-    """Student's t quantile by the Cornish-Fisher expansion (Abramowitz & Stegun 26.7.5), a few
-    parts in 10,000 from 5 degrees of freedom on: enough for a stated power, and no scipy."""
+    """Student's t quantile: exact for 1 and 2 degrees of freedom, else the Cornish-Fisher
+    expansion (Abramowitz & Stegun 26.7.5), a few parts in 10,000 from 3 degrees of freedom on:
+    enough for a stated power, and no scipy."""
+    if df <= 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2.0 * p - 1.0) / math.sqrt(2.0 * p * (1.0 - p))
     z = _STD_NORMAL.inv_cdf(p)
     v = float(max(df, 1))
     g1 = (z**3 + z) / 4.0
@@ -106,7 +116,7 @@ def detectable_regression(sd: float, n: int, band: float | None = None) -> float
     return max(band or 0.0, t_quantile(1.0 - ONE_SIDED_ALPHA, n - 1) * se) + t_quantile(POWER, n - 1) * se
 
 
-def queries_needed(sd: float, target: float, band: float | None = None, limit: int = 10_000_000) -> int | None:
+def queries_needed(sd: float, target: float, band: float | None = None, limit: int = QUERIES_LIMIT) -> int | None:
     """The fewest queries for a regression of ``target`` to be caught 80% of the time at spread
     ``sd`` (:func:`detectable_regression` <= target); ``None`` when no number of queries does
     (the target is within the noise band) or no spread is known."""
@@ -115,7 +125,7 @@ def queries_needed(sd: float, target: float, band: float | None = None, limit: i
     # the two branches of max(): z-test alone, and the band plus the power term
     n_test = ((_Z_ALPHA + _Z_POWER) * sd / target) ** 2
     n_band = (_Z_POWER * sd / (target - (band or 0.0))) ** 2
-    n = max(2, math.ceil(max(n_test, n_band) - 1e-9))
+    n = max(MOVERS_TO_SHOW, math.ceil(max(n_test, n_band) - 1e-9))
     while n <= limit:
         found = detectable_regression(sd, n, band)
         if found is not None and found <= target + 1e-12:
@@ -147,17 +157,23 @@ class Detectable:
 
         queries = counted(self.n, "query", "queries")
         if self.regression_80 is None:
-            return (f"{queries}: what this set can catch is not estimable from this PR "
-                    f"({'no query moved' if self.movers == 0 else 'every query moved by the same amount'})")
+            why = ("one query has no spread" if self.n < 2 else "no query moved" if self.movers == 0
+                   else "every query moved by the same amount")
+            return f"{queries}: what this set can catch is not estimable from this PR ({why})"
         size = f"-{self.regression_80:.3f}"
         text = f"{queries}: a {size} regression is caught 80% of the time"
-        if self.movers < MIN_MOVERS:
-            text += f" if it moves at least {MIN_MOVERS} queries (this PR moved {self.movers})"
+        if self.movers < MOVERS_TO_SHOW:
+            text += (f" if it moves at least {MOVERS_TO_SHOW} queries (this PR moved {self.movers}; a regression "
+                     f"on fewer is never shown)")
         text += (f"; one carried by fewer than {_share(self.unseen_share)} of the queries can be missed entirely")
-        if self.regression_80 > self.margin:
+        if self.margin > 0 and self.regression_80 > self.margin:
             need = self.queries_for_margin
-            text += (f"; the margin -{self.margin:g} would need {need:,} queries at this spread" if need is not None
-                     else f"; the margin -{self.margin:g} is within the noise band")
+            if need is not None:
+                text += f"; the margin -{self.margin:g} would need {need:,} queries at this spread"
+            elif self.band is not None and self.margin <= self.band:
+                text += f"; the margin -{self.margin:g} is within the noise band"
+            else:
+                text += f"; the margin -{self.margin:g} would need more than {QUERIES_LIMIT:,} queries"
         return text
 
     def to_dict(self) -> dict[str, object]:
@@ -167,7 +183,13 @@ class Detectable:
 
 
 def _share(value: float) -> str:
-    return f"{value:.1%}" if value < 0.1 else f"{value:.0%}"
+    """A share with the decimals it needs: 8.2%, 0.74%, 0.0074%, 26%."""
+    if value >= 0.1:
+        return f"{value:.0%}"
+    digits = 1
+    while digits < 6 and round(value * 100, digits) == 0:
+        digits += 1
+    return f"{value:.{digits + (1 if value < 0.01 else 0)}%}"
 
 
 def detectable(d, margin: float, band: float | None = None) -> Detectable:
@@ -267,9 +289,18 @@ class SetupCheck:
         if self.noise_sd is None:
             head = (f"{queries}: whether they support the margin {margin} needs the stack's run-to-run noise "
                     "(archive --noise-repeats N, or calibrate --from-runs)")
+        elif self.noise_sd == 0.0:
+            head = (f"{queries}: the repeats rank every query alike (a deterministic stack): a PR that changes "
+                    "nothing passes as unchanged, and what a regression needs is the PR's own spread, "
+                    "which each verdict states")
+        elif self.margin <= 0.0:
+            head = (f"{queries}: a margin of 0 leaves nothing to measure the set against"
+                    + (" (non-inferiority within 0 is never shown)" if self.mode == "non-inferiority" else ""))
         elif self.mode == "non-inferiority":
             if self.queries_needed is None:
-                head = f"{queries} do not support the margin {margin}: it is within the noise band"
+                head = (f"{queries} do not support the margin {margin}: it is within the noise band"
+                        if self.band is not None and self.margin <= self.band else
+                        f"{queries} do not support the margin {margin}: more than {QUERIES_LIMIT:,} queries would")
             elif self.supports:
                 head = (f"{queries} support the margin {margin} in non-inferiority mode: a PR that changes nothing "
                         f"passes at least 95% of the time at this stack's noise (from {self.queries_needed:,} queries)")
@@ -284,7 +315,10 @@ class SetupCheck:
                         f"{self.queries_needed:,} queries would support it (or repeated runs, or regression mode)")
         else:
             if self.queries_needed is None:
-                head = f"{queries}: a {margin} regression is within the noise band and is never shown"
+                head = (f"{queries}: a {margin} regression is within the noise band and is never shown"
+                        if self.band is not None and self.margin <= self.band else
+                        f"{queries}: a {margin} regression needs more than {QUERIES_LIMIT:,} queries at this "
+                        "stack's own noise")
             elif self.supports:
                 head = (f"{queries}: a {margin} regression is caught 80% of the time at this stack's own noise "
                         f"(from {self.queries_needed:,} queries; a real change adds spread, and each verdict says "
@@ -312,14 +346,19 @@ def setup_check(n: int, margin: float, mode: str, noise_sd: float | None = None,
     needed: int | None = None
     supports: bool | None = None
     known = noise_sd is not None and math.isfinite(noise_sd)
-    if known:
+    if known and float(noise_sd) <= 0.0:
+        # identical runs: every no-op PR is unchanged, a pass in either mode
+        needed, supports = None, True
+    elif known and margin <= 0.0:
+        needed, supports = None, mode != "non-inferiority"
+    elif known:
         sd = max(float(noise_sd), 0.0)
         if mode == "non-inferiority":
             if margin > 0.0:
                 share = 1.0 if mover_share is None else float(mover_share)
                 needed = _fewest(lambda k: _no_op_passes(sd, k, margin) and _movers_seen(k, share), MIN_MOVERS)
         elif margin > (band or 0.0):
-            needed = queries_needed(sd, margin, band) if sd > 1e-12 else 2
+            needed = queries_needed(sd, margin, band) if sd > 1e-12 else MOVERS_TO_SHOW
         supports = needed is not None and n >= needed
     return SetupCheck(n=n, margin=float(margin), mode=mode, noise_sd=float(noise_sd) if known else None, band=band,
                       unseen_share=unseen_share(n), any_shape_queries=any_shape_queries(margin),

@@ -166,7 +166,8 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
                                if i != j])
         if progress is not None:
             progress(f"setup check: {SIMULATED_PRS} simulated no-op PRs through the rule")
-        blocked = simulated_no_op_blocking(pool, len(query_ids), dataclasses.replace(policy, inconclusive_blocks=True))
+        blocked = simulated_no_op_blocking(pool, len(query_ids), dataclasses.replace(policy, inconclusive_blocks=True),
+                                           noise_threshold=noise_threshold)
         setup = dataclasses.replace(setup, simulated_blocked=blocked, simulated=SIMULATED_PRS,
                                     supports=blocked <= 0.05)
     return Calibration(
@@ -192,7 +193,8 @@ SIMULATION_SEED = 20_261_203
 
 
 def simulated_no_op_blocking(aa_differences, n: int, policy, prs: int = SIMULATED_PRS,
-                             samples: int = SIMULATION_SAMPLES, seed: int = SIMULATION_SEED) -> float:
+                             samples: int = SIMULATION_SAMPLES, seed: int = SIMULATION_SEED,
+                             noise_threshold: float | None = None) -> float:
     """The share of ``prs`` no-op PRs of ``n`` queries the gate's rule blocks in
     non-inferiority mode: each draws ``n`` per-query differences (with replacement) from the
     stack's A/A differences ``aa_differences`` and is decided by
@@ -210,6 +212,7 @@ def simulated_no_op_blocking(aa_differences, n: int, policy, prs: int = SIMULATE
     for _ in range(prs):
         d = pool[rng.integers(0, pool.size, size=n)]
         e = evidence(d, policy.max_regression, samples, seed)
-        verdict = decide_delta(float(d.mean()), e.t_low, e.t_high, None, "m", n, policy, evidence=e)
+        verdict = decide_delta(float(d.mean()), e.t_low, e.t_high, None, "m", n, policy,
+                               noise_threshold=noise_threshold, evidence=e)
         blocked += verdict.kind != "pass"
     return blocked / prs

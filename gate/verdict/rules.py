@@ -108,6 +108,7 @@ def decide_delta(
     ``ci_low``/``ci_high`` are the reported interval either way; a noise band must be exceeded
     for a regression or an improvement to count.
     """
+    mode = getattr(policy, "mode", "regression")
     band = noise_threshold if noise_threshold is not None else 0.0
     interval = f"{metric} {signed(delta)} [{signed(ci_low)}, {signed(ci_high)}]"
     beyond_band = abs(delta) > band
@@ -122,7 +123,9 @@ def decide_delta(
         # (a few queries losing much) also has to clear Hall's skew-corrected interval.
         non_inferior = (enough and min(e.t_low, e.hall_low) >= -margin and e.p_noninferior <= ALPHA) or worst_case
         improvement = enough and e.t_low > 0 and e.p_improvement <= ALPHA and beyond_band and band_ok
-        evidence_text = (f"{interval}, decision interval [{signed(e.t_low)}, {signed(e.t_high)}], "
+        # non-inferiority is decided on the lower of the two lower ends: the interval quoted is the one that decided
+        low = min(e.t_low, e.hall_low) if mode == "non-inferiority" else e.t_low
+        evidence_text = (f"{interval}, decision interval [{signed(low)}, {signed(e.t_high)}], "
                          f"{e.movers} of {counted(query_count, 'query', 'queries')} moved")
     else:
         regression = ci_high < 0
@@ -132,7 +135,6 @@ def decide_delta(
         e = None
         evidence_text = f"{interval}, {counted(query_count, 'query', 'queries')}"
     reasons: list[Reason] = []
-    mode = getattr(policy, "mode", "regression")
     if regression and beyond_band:
         reasons.append(Reason("regression_shown", f"regression shown ({evidence_text})"))
         kind = "fail"

@@ -28,6 +28,9 @@ def test_unseen_share_is_the_rule_of_three_bound():
 
 def test_t_quantiles_match_scipy():
     stats = pytest.importorskip("scipy.stats")
+    assert t_quantile(0.975, 1) == pytest.approx(stats.t.ppf(0.975, 1), rel=1e-9)
+    assert t_quantile(0.8, 2) == pytest.approx(stats.t.ppf(0.8, 2), rel=1e-9)
+    assert t_quantile(0.975, 3) == pytest.approx(stats.t.ppf(0.975, 3), abs=5e-3)
     for df in (5, 9, 19, 42, 139, 499):
         for p in (0.8, 0.95, 0.975):
             assert t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), abs=2e-3)
@@ -74,9 +77,40 @@ def test_the_power_line_reads_as_a_reviewer_needs_it():
     assert f"the margin -0.02 would need {line.queries_for_margin:,} queries at this spread" in line.sentence
     few = np.zeros(43)
     few[:3] = (0.1, -0.1, 0.2)
-    assert "if it moves at least 5 queries (this PR moved 3)" in detectable(few, 0.02).sentence
+    # with k movers a one-sided sign-flip p is at least 2^-k: a regression is shown from 6 on
+    assert "if it moves at least 6 queries (this PR moved 3; a regression on fewer is never shown)" in \
+        detectable(few, 0.02).sentence
     one = detectable(np.array([0.1, -0.2]), 0.02)
     assert one.sentence.startswith("2 queries:")
+    assert "one query has no spread" in detectable(np.array([0.3]), 0.02).sentence
+    # a margin of 0 is no target: never "the margin -0 is within the noise band"
+    assert "margin" not in detectable(np.linspace(-0.2, 0.2, 43), 0.0).sentence
+
+
+def test_the_movers_a_regression_needs_are_the_sign_flip_tests_floor():
+    """A reviewer's case: 5 of 43 queries completely broken is never shown by the rule (p >= 1/32)."""
+    from gate.statistics.evidence import evidence
+    from gate.statistics.power import MOVERS_TO_SHOW
+    from gate.verdict.rules import Policy, decide_delta
+
+    assert MOVERS_TO_SHOW == 6 and 0.5 ** 5 > 0.025 >= 0.5 ** 6
+    for broken, kind in ((5, "pass"), (6, "fail")):
+        d = np.zeros(43)
+        d[:broken] = -0.7
+        e = evidence(d, 0.02, 2000, 7)
+        assert decide_delta(d.mean(), e.t_low, e.t_high, None, "m", 43, Policy(), evidence=e).kind == kind
+
+
+def test_intervals_stay_within_what_a_mean_difference_can_be():
+    """One tie flip in 43 queries: resamples without spread made the bootstrap-t end -2e7."""
+    from gate.statistics.evidence import evidence
+
+    d = np.zeros(43)
+    d[7] = -0.02
+    e = evidence(d, 0.02, 2000, 7)
+    assert -1.0 <= e.t_low <= e.t_high <= 1.0 and -1.0 <= e.hall_low <= e.hall_high <= 1.0
+    two = evidence(np.array([0.3, -0.2]), 0.02, 2000, 7)
+    assert -1.0 <= two.t_low and two.t_high <= 1.0
 
 
 def test_the_setup_check_per_mode():
@@ -99,6 +133,15 @@ def test_the_setup_check_per_mode():
     assert regression.supports is True and "caught 80% of the time at this stack's own noise" in regression.sentence
     assert setup_check(140, 0.01, "regression", aa, band=0.012).sentence.startswith(
         "140 queries: a -0.01 regression is within the noise band")
+    # identical runs: a deterministic stack supports any margin (no-op PRs are unchanged)
+    same = setup_check(43, 0.02, "non-inferiority", 0.0, None, 0.0)
+    assert same.supports is True and "deterministic stack" in same.sentence and "noise band" not in same.sentence
+    assert setup_check(43, 0.02, "regression", 0.0).supports is True
+    zero = setup_check(43, 0.0, "non-inferiority", 0.05)
+    assert zero.supports is False and "a margin of 0" in zero.sentence and "-0 " not in zero.sentence
+    rare = setup_check(43, 0.02, "non-inferiority", 0.01, None, 1e-9)
+    assert rare.supports is False and "more than 10,000,000 queries" in rare.sentence
+    assert "within the noise band" not in rare.sentence
     unknown = setup_check(43, 0.02, "regression")
     assert unknown.supports is None and "archive --noise-repeats N" in unknown.sentence
     assert "(a -0.02 loss of any shape needs 183 queries)" in unknown.sentence

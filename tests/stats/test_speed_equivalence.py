@@ -334,6 +334,7 @@ def ref_evidence(d, margin, samples=10_000, seed=7, chunk_rows=None) -> dict:
     seed = ref_check_seed(seed)
     low, high = ref_hall_interval(d, samples, seed, chunk_rows)
     t_low, t_high = ref_hall_interval(d, samples, seed, chunk_rows, skew=False)
+    low, high, t_low, t_high = (min(max(x, -1.0), 1.0) for x in (low, high, t_low, t_high))  # a mean of [-1, 1]
     greater, less, kind = ref_sign_flip_one_sided(d, (-margin, 0.0), samples, seed, chunk_rows)
     losses = int(np.count_nonzero(d < 0))
     return dict(
