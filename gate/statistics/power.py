@@ -20,6 +20,7 @@ from statistics import NormalDist
 import numpy as np
 
 from .bootstrap import as_differences
+from .evidence import ALPHA as EVIDENCE_ALPHA
 
 _STD_NORMAL = NormalDist()
 
@@ -63,18 +64,18 @@ def minimum_detectable_effect(d, alpha: float = 0.05, power: float = 0.8) -> flo
 
 # --------------------------------------------------------------------------- what the set can catch
 
-#: Power of the line every verdict states, and the one-sided level of a regression claim.
+#: Power of the line every verdict states; the one-sided level of a regression claim is the
+#: rule's (gate.statistics.evidence.ALPHA, gate.verdict.rules.ALPHA).
 POWER = 0.8
-ONE_SIDED_ALPHA = 0.025
-#: A regression claim also needs this many moving queries (gate.verdict.rules.MIN_MOVERS) ...
+ONE_SIDED_ALPHA = EVIDENCE_ALPHA
+#: A regression claim also needs this many moving queries: gate.verdict.rules.MIN_MOVERS, which
+#: this stage cannot import (a later stage; tests/stats/test_power_line.py keeps the two equal) ...
 MIN_MOVERS = 5
 #: ... and one more in practice: with k movers the one-sided sign-flip p-value is at least 2^-k,
 #: which reaches 0.025 only from k = 6 (a regression on 5 queries, however large, is not shown).
 MOVERS_TO_SHOW = next(k for k in range(1, 64) if 0.5 ** k <= ONE_SIDED_ALPHA)
 #: queries_needed stops looking here
 QUERIES_LIMIT = 10_000_000
-_Z_ALPHA = _STD_NORMAL.inv_cdf(1.0 - ONE_SIDED_ALPHA)
-_Z_POWER = _STD_NORMAL.inv_cdf(POWER)
 
 
 def unseen_share(n: int, level: float = ONE_SIDED_ALPHA) -> float:
@@ -122,16 +123,8 @@ def queries_needed(sd: float, target: float, band: float | None = None, limit: i
     (the target is within the noise band) or no spread is known."""
     if not sd > 1e-12 or not math.isfinite(sd) or target <= (band or 0.0):
         return None
-    # the two branches of max(): z-test alone, and the band plus the power term
-    n_test = ((_Z_ALPHA + _Z_POWER) * sd / target) ** 2
-    n_band = (_Z_POWER * sd / (target - (band or 0.0))) ** 2
-    n = max(MOVERS_TO_SHOW, math.ceil(max(n_test, n_band) - 1e-9))
-    while n <= limit:
-        found = detectable_regression(sd, n, band)
-        if found is not None and found <= target + 1e-12:
-            return n
-        n += 1
-    return None
+    # detectable_regression falls as n grows: the fewest n that reaches the target
+    return _fewest(lambda n: detectable_regression(sd, n, band) <= target + 1e-12, MOVERS_TO_SHOW, limit)
 
 
 @dataclass(frozen=True)
@@ -149,7 +142,6 @@ class Detectable:
     unseen_share: float
     margin: float
     queries_for_margin: int | None
-    metric: str = ""
 
     @property
     def sentence(self) -> str:
@@ -229,7 +221,7 @@ def _movers_seen(n: int, share: float) -> bool:
     return below <= 1.0 - MOVERS_SEEN
 
 
-def _fewest(test, start: int = 2, limit: int = 10_000_000) -> int | None:
+def _fewest(test, start: int = 2, limit: int = QUERIES_LIMIT) -> int | None:
     """The fewest n >= start for which ``test(n)`` holds (it stays true once true): doubling, then
     bisection."""
     high = max(start, 2)

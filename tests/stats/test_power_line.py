@@ -146,3 +146,12 @@ def test_the_setup_check_per_mode():
     assert unknown.supports is None and "archive --noise-repeats N" in unknown.sentence
     assert "(a -0.02 loss of any shape needs 183 queries)" in unknown.sentence
     assert "any shape" not in setup_check(200, 0.02, "regression", aa).sentence
+
+
+def test_the_power_lines_constants_are_the_rules():
+    """gate.statistics cannot import gate.verdict: the copies are kept equal here."""
+    from gate.statistics import power
+    from gate.verdict import rules
+
+    assert power.MIN_MOVERS == rules.MIN_MOVERS and power.MOVERS_TO_SHOW == rules.MIN_QUERIES
+    assert power.ONE_SIDED_ALPHA == rules.ALPHA
