@@ -642,6 +642,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from gate.inputs.universe import query_universe, require_overlap
     from gate.verdict.rules import Policy
 
+    config = None
     if args.from_runs:
         from gate.inputs.readers.qrels import load_qrels
         from gate.inputs.readers.queries import load_queries
@@ -727,6 +728,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
               f"{result.improvement_rate_upper95:.1%}")
         if result.setup:
             print(f"setup ({result.mode} mode): {result.setup['sentence']}")
+            from gate.statistics.repeats import setup_with_repeats
+
+            runs = config.noise.candidate_runs if config is not None else 1
+            more = setup_with_repeats(dict(result.setup), runs)
+            if more:
+                print(f"setup ({result.mode} mode), {more}")
     return EXIT_OK
 
 

@@ -327,6 +327,12 @@ class NoiseConfig:
     invalidate_on: tuple[str, ...] = setting(text_list, ("index", "embedding", "ingestion", "chunking", "bm25",
                                                          "ann"))
     base_seed: int = setting(in_range(integer, 0, limits.MAX_SEED - limits.MAX_REPEATS), 1000)
+    # Runs of the candidate in all: above 1, a verdict run-to-run noise leaves undecided is
+    # decided on per-query means against the stored baseline repeats (README: repeats).
+    candidate_runs: int = setting(in_range(positive_integer, 1, limits.MAX_REPEATS), 1)
+    # adaptive: the reruns only when the first look is undecided by noise, each look at alpha/2;
+    # always: every run up front, one look.
+    rerun: str = setting(one_of("adaptive", "always"), "adaptive")
 
 
 @dataclass(frozen=True, kw_only=True)

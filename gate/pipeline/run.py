@@ -29,7 +29,7 @@ from gate.checks.commensurability import (
 )
 from gate.inputs.config import Config, is_spec, load_config
 from gate.common.errors import InputError
-from gate.common.numbers import listed
+from gate.common.numbers import counted, listed
 from gate.evaluation.evaluate import PerQuery, evaluate
 from gate.inputs.fingerprint import file_sha256
 from gate.inputs.golden import Golden, load_golden
@@ -41,13 +41,13 @@ from gate.inputs.retrieval_config import RetrievalConfig, config_diff, load_retr
 from gate.runs.request import RunMissing, RunnerFailed
 from gate.runs.code import CodeIdentity, commit_tree, declared_inputs, working_tree
 from gate.runs.command import CommandRunner
-from gate.runs.produce import RunProducer, check_coverage
+from gate.runs.produce import RunProducer, check_coverage, missing_queries
 from gate.statistics.paired import compare_paired
 from gate.report.document import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from gate.statistics.movement import strata_section
 from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config, validate_against
 from gate.statistics.band import BandStatus, applicable_band, band_sentence, measure_noise, tie_floor
-from gate.verdict.rules import ALPHA, MIN_MOVERS, Findings, Verdict, decide, inconclusive, traffic_findings
+from gate.verdict.rules import MIN_MOVERS, Findings, Verdict, decide, failures_of, inconclusive, traffic_findings
 from gate.checks.judged_share import judged_check
 from gate.checks.prompts import scan_prompts
 from gate.checks.tuning import looks_tunable, tuning_check
@@ -436,6 +436,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
                                 noise_threshold=measured.band.overall.threshold)
         progress(f"calibration: {calibration.sentence}")
         progress(f"setup ({config.policy.mode} mode): {calibration.setup['sentence']}")
+        _setup_with_repeats(config, calibration.setup, progress)
         extra["noise_band"] = {**measured.band.to_dict(), "runs_files": names,
                                "seconds": [round(x, 3) for x in measured.seconds],
                                "calibration": calibration.to_dict()}
@@ -460,6 +461,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
                 setup["sentence"] += ("; the formula's word only: retrieval-gate calibrate puts the rule itself "
                                       "through simulated no-op PRs")
         progress(f"setup ({config.policy.mode} mode): {setup['sentence']}")
+        _setup_with_repeats(config, setup, progress)
     if code is not None:
         extra["code"] = code.to_dict()  # what the archived run was produced by (a replay runs the commit's)
     head = git.head_commit(config.workspace_root)
@@ -756,60 +758,121 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     stats = config.statistics
     from gate.inputs.universe import Universe
     from gate.report.document import paired_section
+    from gate.statistics import repeats as rep
+    from gate.statistics.evidence import evidence as decision_evidence
+    from gate.statistics.power import detectable
 
-    base_r = baseline.values.subset(reporting.query_ids)
-    cand_r = candidate.subset(reporting.query_ids)
-    paired = compare_paired(base_r.values[metric], cand_r.values[metric],
-                            samples=stats.samples, seed=stats.seed, method=stats.ci_method)
-    report.update(paired_section(metric, Universe(reporting.query_ids, golden.universe.unjudged), base_r, cand_r,
-                                 paired, strata))
-    report["baseline"] = {**baseline_info, "mean": _num(base_r.mean(metric))}
-    report["candidate"] = {"mean": _num(cand_r.mean(metric)), "source": candidate_source}
-    if reporting.excluded_leaked or reporting.held_out_only:
-        everything = compare_paired(baseline.values.values[metric], candidate.values[metric],
-                                    samples=stats.samples, seed=stats.seed, method=stats.ci_method)
-        report["delta_all_queries"] = {
-            "query_count": len(golden.universe.query_ids), "mean": _num(everything.mean),
-            "ci_low": _num(everything.ci_low), "ci_high": _num(everything.ci_high),
-        }
-        if reporting.excluded_leaked:
-            carried = everything.mean - paired.mean
-            report["leakage"]["delta_with_leaked"] = _num(everything.mean)
-            report["leakage"]["delta_without_leaked"] = _num(paired.mean)
-            # A win the leaked queries carry: shown with them, not without them.
-            report["leakage"]["win_carried_by_leaks"] = bool(
-                everything.ci_low > 0 and not paired.ci_low > 0 and carried > 0)
     status, calibration = noise_status(config, golden, baseline, metric, measures)
     threshold = None if status.band is None else status.band.threshold
-    exceeded, words = band_sentence(paired.mean, status, f"retrieval-gate archive --noise-repeats "
-                                                         f"{config.noise.repeats} --config {config.path.name}",
-                                    (paired.ci_low, paired.ci_high))
     floor = tie_floor(candidate_run, golden.qrels, primary, reporting.query_ids, config.golden.rel)
-    report["noise_band"] = {
-        "runs": None if status.band is None else status.band.runs,
-        "sd": None if status.band is None else status.band.overall.sd,
-        "range": None if status.band is None else status.band.overall.range,
-        "threshold": threshold,
-        "delta_sd": None if status.band is None else status.band.overall.delta_sd,
-        "exceeded": exceeded,
-        "stale": status.state == "stale",
-        "state": status.state,
-        "reason": status.reason,
-        "sentence": words,
-        "strata": {} if status.band is None else {k: v.threshold for k, v in status.band.strata.items()},
-        "unstable_queries": 0 if status.band is None else len(status.band.unstable),
-        "tie_floor": floor.to_dict(),
-        "calibration": calibration,
-    }
     stratum_noise = None
     if status.band is not None and status.band.strata:
         stratum_noise = {name: item.threshold for name, item in status.band.strata.items()}
-    strata_block = strata_section(base_r, cand_r, metric, strata, spec, baseline_run=baseline.run,
-                                  candidate_run=candidate_run, qrels=golden.qrels, queries=golden.queries,
-                                  noise_threshold=stratum_noise, min_effect=config.policy.min_effect,
-                                  margin=config.policy.max_regression, samples=stats.samples, seed=stats.seed,
-                                  method=stats.ci_method)
-    report.update(strata_block)
+    plan = repeat_plan(config, options, status, golden, baseline, measures)
+    candidate_values = [candidate]  # per run, every measure, every golden query
+    rerun_seeds: list[int] = []
+    repeat_warning: str | None = None
+
+    def rerun(count: int) -> None:
+        """``count`` more runs of the candidate (cached like every run); a failure keeps what ran."""
+        nonlocal repeat_warning
+        total = plan.candidate_runs
+        queries_path = runner_queries_path(golden, producer.work_dir)
+        for number in range(len(candidate_values) + 1, len(candidate_values) + count + 1):
+            seed = config.noise.base_seed + number
+            request = run_request(f"candidate repeat {number}/{total}", retrieval, golden, queries_path, code=code,
+                                  repeat=number, seed=seed)
+            try:
+                run, produced = producer.produce(request, golden.universe.query_ids)
+            except RunnerFailed as failure:
+                repeat_warning = (f"the candidate's repeat {number}/{total} could not be run ({failure.message}): "
+                                  f"decided on {counted(len(candidate_values), 'run', 'runs')}")
+                return
+            values = evaluate_all(run, golden, measures, config.golden.rel)
+            candidate_values.append(values)
+            rerun_seeds.append(seed)
+            progress(f"candidate repeat {number}/{total}: {metric} "
+                     f"{values.subset(reporting.query_ids).mean(metric):.4f} ({produced.seconds:.1f}s)")
+
+    def look(first: bool, alpha: float) -> dict[str, Any]:
+        """The statistics of one look, written into the report: on single runs, or on the
+        per-query means of the candidate's runs and the baseline's stored repeats."""
+        # As many baseline runs as candidate runs: under no change the two means are then
+        # exchangeable, so their difference is symmetric, as the sign-flip test assumes (means of
+        # 5 and of 11 runs of a skewed noise differ by a skewed amount).
+        runs_c = runs_b = len(candidate_values)
+        base_all = baseline.values if runs_c == 1 else mean_values([baseline.values,
+                                                                     *plan.baseline_repeats[:runs_c - 1]])
+        cand_all = candidate if runs_c == 1 else mean_values(candidate_values)
+        base_r = base_all.subset(reporting.query_ids)
+        cand_r = cand_all.subset(reporting.query_ids)
+        band = None if threshold is None else rep.scaled_threshold(threshold, runs_c, runs_b)
+        paired = compare_paired(base_r.values[metric], cand_r.values[metric],
+                                samples=stats.samples, seed=stats.seed, method=stats.ci_method)
+        report.update(paired_section(metric, Universe(reporting.query_ids, golden.universe.unjudged), base_r,
+                                     cand_r, paired, strata))
+        report["baseline"] = {**baseline_info, "mean": _num(base_r.mean(metric))}
+        report["candidate"] = {"mean": _num(cand_r.mean(metric)), "source": candidate_source}
+        if first and (reporting.excluded_leaked or reporting.held_out_only):
+            everything = compare_paired(baseline.values.values[metric], candidate.values[metric],
+                                        samples=stats.samples, seed=stats.seed, method=stats.ci_method)
+            report["delta_all_queries"] = {
+                "query_count": len(golden.universe.query_ids), "mean": _num(everything.mean),
+                "ci_low": _num(everything.ci_low), "ci_high": _num(everything.ci_high),
+            }
+            if reporting.excluded_leaked:
+                carried = everything.mean - paired.mean
+                report["leakage"]["delta_with_leaked"] = _num(everything.mean)
+                report["leakage"]["delta_without_leaked"] = _num(paired.mean)
+                # A win the leaked queries carry: shown with them, not without them.
+                report["leakage"]["win_carried_by_leaks"] = bool(
+                    everything.ci_low > 0 and not paired.ci_low > 0 and carried > 0)
+        shown = status if band is None or runs_c == 1 else dataclasses.replace(
+            status, band=dataclasses.replace(status.band, overall=dataclasses.replace(status.band.overall,
+                                                                                      threshold=band)))
+        exceeded, words = band_sentence(paired.mean, shown, f"retrieval-gate archive --noise-repeats "
+                                                            f"{config.noise.repeats} --config {config.path.name}",
+                                        (paired.ci_low, paired.ci_high))
+        if runs_c > 1 and band is not None:
+            words += f" (scaled to means of {runs_c} candidate and {runs_b} baseline runs)"
+        report["noise_band"] = {
+            "runs": None if status.band is None else status.band.runs,
+            "sd": None if status.band is None else status.band.overall.sd,
+            "range": None if status.band is None else status.band.overall.range,
+            "threshold": band,
+            "delta_sd": None if status.band is None else status.band.overall.delta_sd,
+            "exceeded": exceeded,
+            "stale": status.state == "stale",
+            "state": status.state,
+            "reason": status.reason,
+            "sentence": words,
+            "strata": {} if status.band is None else {
+                k: rep.scaled_threshold(v.threshold, runs_c, runs_b) for k, v in status.band.strata.items()},
+            "unstable_queries": 0 if status.band is None else len(status.band.unstable),
+            "tie_floor": floor.to_dict(),
+            "calibration": calibration,
+        }
+        noise = None if stratum_noise is None else {
+            name: rep.scaled_threshold(value, runs_c, runs_b) for name, value in stratum_noise.items()}
+        block = strata_section(base_r, cand_r, metric, strata, spec, baseline_run=baseline.run,
+                               candidate_run=candidate_run, qrels=golden.qrels, queries=golden.queries,
+                               noise_threshold=noise, min_effect=config.policy.min_effect,
+                               margin=config.policy.max_regression, samples=stats.samples, seed=stats.seed,
+                               method=stats.ci_method)
+        report.update(block)
+        d = cand_r.values[metric] - base_r.values[metric]
+        weighed = decision_evidence(d, policy.max_regression, stats.samples, stats.seed, alpha=alpha)
+        report["decision"] = {"rule": policy.decision, "mode": policy.mode, **weighed.to_dict(),
+                              "min_movers": MIN_MOVERS}
+        report["power"] = detectable(d, policy.max_regression, band).to_dict()
+        return {"paired": paired, "block": block, "evidence": weighed, "band": band, "d": d,
+                "runs": (runs_c, runs_b), "alpha": alpha}
+
+    if plan.looks == 1 and plan.possible and config.noise.rerun == "always":
+        progress(f"noise.rerun always: running the candidate {counted(plan.candidate_runs - 1, 'more time', 'more times')}")
+        rerun(plan.candidate_runs - 1)
+    first = look(True, rep.look_alpha(plan.looks))
+    strata_block = first["block"]
     attribution = None
     missing: RunMissing | None = None
     try:
@@ -849,25 +912,63 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
             report["attribution"] = {"refused": attribution.reason}
         else:
             report["attribution"] = attribution.to_dict()
-    from gate.statistics.evidence import evidence as decision_evidence
+    identical = baseline.run is not None and same_rankings(baseline.run, candidate_run, reporting.query_ids)
 
-    weighed = decision_evidence(cand_r.values[metric] - base_r.values[metric], policy.max_regression,
-                                stats.samples, stats.seed)
-    report["decision"] = {"rule": policy.decision, "mode": policy.mode, **weighed.to_dict(), "alpha": ALPHA,
-                          "min_movers": MIN_MOVERS}
-    from gate.statistics.power import detectable
+    def findings_of(current: dict[str, Any]) -> Findings:
+        paired = current["paired"]
+        return Findings(
+            metric=metric, query_count=len(reporting.query_ids), delta=paired.mean, ci_low=paired.ci_low,
+            ci_high=paired.ci_high, mde=_num(paired.mde), noise_threshold=current["band"],
+            evidence=current["evidence"], reporting_set=reporting.to_dict(),
+            warnings=(*validity.warnings, *filter(None, [sweep_warning, repeat_warning])),
+            **validity_findings(validity),
+            **traffic_findings(current["block"]),
+            identical_rankings=identical)
 
-    report["power"] = detectable(cand_r.values[metric] - base_r.values[metric], policy.max_regression,
-                                 threshold).to_dict()
-    findings = Findings(
-        metric=metric, query_count=len(reporting.query_ids), delta=paired.mean, ci_low=paired.ci_low,
-        ci_high=paired.ci_high, mde=_num(paired.mde), noise_threshold=threshold, evidence=weighed,
-        reporting_set=reporting.to_dict(), warnings=(*validity.warnings, *filter(None, [sweep_warning])),
-        **validity_findings(validity),
-        **traffic_findings(strata_block),
-        identical_rankings=baseline.run is not None and same_rankings(baseline.run, candidate_run,
-                                                                      reporting.query_ids))
+    def look_record(current: dict[str, Any], decided: Verdict) -> rep.Look:
+        e = current["evidence"]
+        low = min(e.t_low, e.hall_low) if policy.mode == "non-inferiority" else e.t_low
+        return rep.Look(*current["runs"], alpha=current["alpha"], kind=decided.kind,
+                        codes=tuple(r.code for r in decided.reasons if r.code != "warning"),
+                        delta=current["paired"].mean, low=low, high=e.t_high, band=current["band"])
+
+    findings = findings_of(first)
     verdict = decide(findings, policy)
+    looks = [look_record(first, verdict)]
+    why, share = plan.reason, None
+    if plan.looks == 2:
+        share = rep.noise_share(first["d"], rep.noise_variance(
+            [pq.subset(reporting.query_ids).values[metric] for pq in (baseline.values, *plan.baseline_repeats)]))
+        undecided = rep.undecided_by_noise(policy.mode, [r.code for r in verdict.reasons], first["evidence"],
+                                           policy.max_regression, first["band"], share)
+        if failures_of(findings, policy):
+            why = "not rerun: the verdict fails on its validity or traffic checks, which a rerun cannot change"
+        elif identical:
+            why = "not rerun: the candidate ranks every query as the baseline does"
+        elif undecided is None:
+            why = (f"not rerun: the first look decided (run-to-run noise is {share:.0%} of the per-query spread; "
+                   f"reruns need {rep.NOISE_SHARE_TO_RERUN:.0%} and an undecided verdict)")
+        else:
+            more = plan.candidate_runs - 1
+            progress(f"first look undecided ({undecided}): running the candidate "
+                     f"{counted(more, 'more time', 'more times')}")
+            rerun(more)
+            if len(candidate_values) > 1:
+                second = look(False, first["alpha"])
+                strata_block = second["block"]
+                verdict = decide(findings_of(second), policy)
+                looks.append(look_record(second, verdict))
+                why = f"rerun: {undecided}" + (f" ({plan.reason.partition('; ')[2]})"
+                                               if plan.candidate_runs < config.noise.candidate_runs else "")
+            else:
+                verdict = decide(findings_of(first), policy)
+                looks[0] = look_record(first, verdict)
+                why = f"rerun failed: {repeat_warning}"
+    if config.noise.candidate_runs > 1:
+        if plan.looks == 1 and len(candidate_values) > 1:
+            why = f"noise.rerun always: every run up front ({plan.reason})"
+        report["repeats"] = rep.Repeats(config.noise.candidate_runs, config.noise.rerun, tuple(looks), why,
+                                        share, tuple(rerun_seeds)).to_dict()
     if missing is not None:
         # The runs were planned and handed out (plan -> produce -> gate): one that never came
         # leaves the set incomplete, and a verdict on part of what was asked for is not given.
@@ -1036,6 +1137,75 @@ def attribute(config: Config, golden: Golden, baseline: ResolvedBaseline, baseli
                             ci_method=stats.ci_method, cell_info=info)
     except GridRefused as refused:
         return refused
+
+
+# --------------------------------------------------------------------------- repeats
+
+
+@dataclass(frozen=True)
+class RepeatPlan:
+    """Whether this run may rerun the candidate (``noise.candidate_runs`` > 1), and against what."""
+
+    looks: int  # 1, or 2 when adaptive reruns are possible (each look at ALPHA / 2)
+    possible: bool
+    reason: str  # why reruns are (not) possible
+    baseline_repeats: tuple[PerQuery, ...] = ()  # the stored identical runs of the baseline's config
+    candidate_runs: int = 1  # runs in all: noise.candidate_runs, at most the baseline's runs
+
+
+def repeat_plan(config: Config, options: RunOptions, status: BandStatus, golden: Golden,
+                baseline: ResolvedBaseline, measures: Sequence[Measure]) -> RepeatPlan:
+    """Decided before the first look, from the setting, the runner and the stored band alone,
+    so that the level each look is tested at never depends on what the first look saw."""
+    from gate.statistics.repeats import looks
+
+    wanted = config.noise.candidate_runs
+    if wanted <= 1:
+        return RepeatPlan(1, False, "noise.candidate_runs is 1")
+    if options.candidate_run is not None or (config.runner.type == "run-file" and config.runner.candidate_run):
+        return RepeatPlan(1, False, "not rerun: the candidate is a run file, and a rerun needs the config's runner")
+    if status.band is None:
+        return RepeatPlan(1, False, f"not rerun: no usable noise band ({status.reason})")
+    if not status.band.threshold > 0:
+        return RepeatPlan(1, False, "not rerun: identical runs of this stack score alike (noise band 0), so a "
+                                    "rerun repeats the first run")
+    data, runs = stored_band(config, baseline.manifest)
+    if not runs:
+        return RepeatPlan(1, False, "not rerun: the noise band has no stored repeat runs of the baseline "
+                                    f"(retrieval-gate archive --noise-repeats {config.noise.repeats} stores them)")
+    fingerprint = ((data or {}).get("fingerprints") or {}).get("config")
+    if fingerprint != baseline.config.sha256:
+        return RepeatPlan(1, False, "not rerun: the stored repeat runs are not runs of the baseline's retrieval "
+                                    "config (archive --noise-repeats again)")
+    if any(missing_queries(run, golden.universe.query_ids) for run in runs):
+        return RepeatPlan(1, False, "not rerun: the stored repeat runs do not cover today's golden queries")
+    repeats = tuple(evaluate_all(run, golden, measures, config.golden.rel) for run in runs)
+    usable = min(wanted, 1 + len(repeats))
+    capped = (f"; {usable} runs, not {wanted}: each mean is over as many baseline runs (the archived run and "
+              f"{len(repeats)} repeats)" if usable < wanted else "")
+    return RepeatPlan(looks(usable, config.noise.rerun), True,
+                      f"{len(repeats)} stored baseline repeats, noise band ±{status.band.threshold:.3f}{capped}",
+                      repeats, usable)
+
+
+def mean_values(runs: Sequence[PerQuery]) -> PerQuery:
+    """Per-query means of several evaluations aligned on one query list (every measure)."""
+    first = runs[0]
+    if any(r.query_ids != first.query_ids for r in runs):
+        raise ValueError("repeat evaluations must be aligned on one query list")
+    import numpy as np
+
+    values = {name: np.mean(np.vstack([r.values[name] for r in runs]), axis=0) for name in first.values}
+    return dataclasses.replace(first, values=values)
+
+
+def _setup_with_repeats(config: Config, setup: Mapping[str, Any] | None, progress: Progress) -> None:
+    """With ``noise.candidate_runs`` above 1, the setup check once more for means of that many runs."""
+    from gate.statistics.repeats import setup_with_repeats
+
+    more = setup_with_repeats(dict(setup or {}), config.noise.candidate_runs) if setup else None
+    if more:
+        progress(f"setup ({config.policy.mode} mode), {more}")
 
 
 def stored_band(config: Config, manifest: Manifest | None) -> tuple[dict | None, list[Run] | None]:
@@ -1326,6 +1496,13 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,
         baseline_config = base_config
     candidate = load_retrieval_config(config.here(config.retrieval_config))
     add("candidate", candidate, True, "the PR's config", code)
+    total = config.noise.candidate_runs
+    for number in range(2, total + 1):  # the requests run_gate's reruns make (same purpose, repeat, seed)
+        add(f"candidate repeat {number}/{total}", candidate, True,
+            "a rerun of the candidate, read when run-to-run noise leaves the first look undecided "
+            "(noise.candidate_runs)" if config.noise.rerun == "adaptive" else "a run of the candidate, averaged "
+            "per query (noise.candidate_runs, noise.rerun always)", code, repeat=number,
+            seed=config.noise.base_seed + number)
     if baseline_config is not None:
         factors = grid_factors(config, config_diff(baseline_config, candidate))
         if attribution_applies(config, factors):

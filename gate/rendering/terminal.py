@@ -98,7 +98,9 @@ def _power_lines(report: Report) -> list[str]:
     power = report.power
     if not power or not report.delta or not isinstance(power.sentence, str) or not power.sentence:
         return []
-    return [f"what this set can catch: {power.sentence}"]
+    lines = [f"what this set can catch: {power.sentence}"]
+    repeats = repeats_sentence(report)
+    return lines + ([f"repeats: {repeats}"] if repeats else [])
 
 
 def _query_notes(report: Report) -> list[str]:
@@ -139,3 +141,23 @@ def summary_lines(report: Report) -> list[str]:
         if name != report.metric:
             lines.append(f"  {name:<16} {_fmt(m.baseline)} -> {_fmt(m.candidate)} ({_fmt(m.delta, signed_=True)})")
     return lines
+
+
+def repeats_sentence(report: Report) -> str | None:
+    """What the candidate's repeats did (report.repeats), in one sentence; None without them."""
+    repeats = report.repeats
+    if not repeats or not isinstance(repeats.reason, str):
+        return None
+    looks = list(repeats.looks or ())
+    last = looks[-1] if looks else None
+    level = (f"; each look tested at α = {last.alpha:g} (the 2.5% split over {len(looks) if len(looks) > 1 else 2} "
+             "looks)" if last is not None and isinstance(last.alpha, (int, float)) and last.alpha < 0.025 else "")
+    if repeats.decided_on_means and last is not None:
+        first = looks[0]
+        if len(looks) > 1:
+            why = repeats.reason.removeprefix("rerun: ")
+            return (f"decided on per-query means of {last.candidate_runs} candidate and {last.baseline_runs} baseline "
+                    f"runs: the first look (one run each, {first.kind}) was undecided ({why}){level}")
+        return (f"decided on per-query means of {last.candidate_runs} candidate and {last.baseline_runs} baseline "
+                f"runs ({repeats.reason})")
+    return f"candidate runs {repeats.candidate_runs}, {repeats.rerun}: {repeats.reason}{level}"

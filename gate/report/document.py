@@ -19,7 +19,7 @@ from gate.common.jsontext import json_text
 from gate.statistics.comparison import Comparison
 from gate.report import spine
 
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 
 
 def _num(value: float) -> float | None:

@@ -151,6 +151,37 @@ class Power(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class RepeatLook(Record):
+    """``repeats.looks[]`` (1.7): one look at the verdict: the candidate's and the baseline's runs
+    averaged per query, the one-sided level tested at, the verdict's kind and reason codes, the
+    delta, the decision interval and the noise band it was compared with"""
+    candidate_runs: int | Absent = key(INT)
+    baseline_runs: int | Absent = key(INT)
+    alpha: float | Absent = key(NUM)
+    kind: str | Absent = key(STR)
+    reasons: tuple[str, ...] | Absent = key(ListOf(STR))
+    delta: float | None | Absent = key(Nullable(NUM))
+    low: float | None | Absent = key(Nullable(NUM))
+    high: float | None | Absent = key(Nullable(NUM))
+    band: float | None | Absent = key(Nullable(NUM))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Repeats(Record):
+    """``repeats`` (1.7), run with ``noise.candidate_runs`` above 1: the setting (candidate_runs,
+    rerun adaptive | always), each look, why the candidate was or was not run again, run-to-run
+    noise's share of the per-query spread, the reruns' seeds, and whether the verdict stands on
+    per-query means"""
+    candidate_runs: int | Absent = key(INT)
+    rerun: str | Absent = key(STR)
+    looks: tuple[RepeatLook, ...] | Absent = key(ListOf(RecordOf(RepeatLook)))
+    reason: str | Absent = key(STR)
+    noise_share: float | None | Absent = key(Nullable(NUM))
+    seeds: tuple[int, ...] | Absent = key(ListOf(INT))
+    decided_on_means: bool | Absent = key(BOOL)
+
+
+@dataclass(frozen=True, kw_only=True)
 class LiftDefinitions(Record):
     """``lift.definitions`` of report.json."""
     bucket: str | Absent = key(STR)
@@ -1173,6 +1204,9 @@ class Report(Record):
     # regression caught 80% of the time, the share of queries a regression can hide on, the
     # queries the margin would need; its sentence is the power line of the comment and terminal
     power: Power | Absent = key(RecordOf(Power))
+    # (1.7) run with noise.candidate_runs above 1: each look at the verdict (single runs, then
+    # per-query means of the candidate's reruns and the baseline's stored repeats) and why
+    repeats: Repeats | Absent = key(RecordOf(Repeats))
     # the decision: kind (pass | fail | inconclusive | skipped | accepted), reasons [{code, message}],
     # improvement_shown, exit_code, the reporting set, and (Action) the headline
     verdict: Verdict | Absent = key(RecordOf(Verdict))

@@ -68,6 +68,9 @@ class Evidence:
     samples: int
     seed: int
     randomization: str  # "exact" | "monte-carlo"
+    # The one-sided level each claim is tested at (intervals two-sided at 1 - 2 alpha): ALPHA,
+    # or its share of ALPHA at one of several looks (gate.statistics.repeats).
+    alpha: float = ALPHA
 
     def to_dict(self) -> dict[str, object]:
         def num(value: float) -> float | None:
@@ -80,7 +83,7 @@ class Evidence:
             "p_noninferior": self.p_noninferior, "p_regression": self.p_regression,
             "p_improvement": self.p_improvement, "loss_share_upper": self.loss_share_upper,
             "margin": self.margin, "samples": self.samples, "seed": self.seed,
-            "randomization": self.randomization,
+            "randomization": self.randomization, "alpha": self.alpha,
         }
 
 
@@ -114,7 +117,7 @@ def _hall_setup(d: np.ndarray) -> tuple[float, float] | tuple[float, float, floa
 
 
 def _hall_from_moments(n: int, mean: float, se: float, gamma_hat: float, m1: np.ndarray, m2: np.ndarray,
-                       m3: np.ndarray | None) -> tuple[float, float]:
+                       m3: np.ndarray | None, alpha: float = ALPHA) -> tuple[float, float]:
     """The interval from the resampled means of ``x``, ``x*x`` and ``x*x*x`` (elementwise, so the
     whole arrays give what the blocks gave). ``m3`` None (and ``gamma_hat`` 0): the plain
     bootstrap-t interval of the same resamples, no skewness transformation."""
@@ -132,7 +135,7 @@ def _hall_from_moments(n: int, mean: float, se: float, gamma_hat: float, m1: np.
     block = _hall_g(t, gamma_star, n)
     flat = np.where(np.abs(diff) <= _TOLERANCE, 0.0, np.sign(diff) * _HUGE)
     g = np.where(spread, block, flat)
-    q_low, q_high = np.percentile(g, [100 * ALPHA, 100 * (1 - ALPHA)])
+    q_low, q_high = np.percentile(g, [100 * alpha, 100 * (1 - alpha)])
     return mean - se * _hall_ginv(float(q_high), gamma_hat, n), mean - se * _hall_ginv(float(q_low), gamma_hat, n)
 
 
@@ -381,16 +384,19 @@ def clopper_pearson_upper(k: int, n: int, alpha: float = ALPHA) -> float:
 
 
 def evidence(d, margin: float, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
-             chunk_rows: int | None = None) -> Evidence:
+             chunk_rows: int | None = None, alpha: float = ALPHA) -> Evidence:
     """Everything :func:`gate.verdict.rules.decide_delta` weighs, for the margin ``margin`` (> 0).
 
     The resampled moments (Hall interval) and the sign-flip sums (one-sided tests) are read
     from the summaries :func:`gate.statistics.paired.compare_paired` leaves for the same
     ``d``, ``samples`` and ``seed``; what is missing is computed, the two streams side by side.
+    ``alpha`` is the one-sided level of each claim (the intervals are two-sided at ``1 - 2 alpha``).
     """
     d = as_differences(d)
     if not (math.isfinite(margin) and margin >= 0.0):
         raise ValueError(f"margin must be finite and >= 0, got {margin!r}")
+    if not (0.0 < alpha <= ALPHA):
+        raise ValueError(f"alpha must be in (0, {ALPHA}], got {alpha!r}")
     samples = check_samples(samples)
     seed = check_seed(seed)
     n = d.size
@@ -403,9 +409,9 @@ def evidence(d, margin: float, samples: int = DEFAULT_SAMPLES, seed: int = DEFAU
         lambda: sign_sums(d, samples, seed, True, chunk_rows, keep=True) if need_sums else None,
         parallel=need_moments and need_sums and n * samples >= PARALLEL_MIN_DRAWS,
     )
-    low, high = setup if moments is None else _hall_from_moments(n, *setup, *moments)
+    low, high = setup if moments is None else _hall_from_moments(n, *setup, *moments, alpha=alpha)
     t_low, t_high = setup[:2] if moments is None else _hall_from_moments(n, setup[0], setup[1], 0.0, moments[0],
-                                                                         moments[1], None)
+                                                                         moments[1], None, alpha)
     # A resample without spread counts as infinitely far (_HUGE): the interval's end is then
     # ~1e7 or infinite. The mean of differences of [0, 1] measures lies in [-1, 1]: no end of a
     # useful interval is beyond it, and clipping there changes no decision (0 and -margin are inside).
@@ -416,6 +422,6 @@ def evidence(d, margin: float, samples: int = DEFAULT_SAMPLES, seed: int = DEFAU
         n=int(d.size), mean=float(d.mean()), movers=int(np.count_nonzero(d != 0)), losses=losses,
         hall_low=float(low), hall_high=float(high), t_low=float(t_low), t_high=float(t_high),
         p_noninferior=float(greater[0]), p_regression=float(less[1]), p_improvement=float(greater[1]),
-        loss_share_upper=clopper_pearson_upper(losses, int(d.size)), margin=float(margin),
-        samples=samples, seed=seed, randomization=kind,
+        loss_share_upper=clopper_pearson_upper(losses, int(d.size), alpha), margin=float(margin),
+        samples=samples, seed=seed, randomization=kind, alpha=float(alpha),
     )

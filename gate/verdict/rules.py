@@ -117,12 +117,13 @@ def decide_delta(
         e = evidence
         margin = policy.max_regression
         enough = e.movers >= MIN_MOVERS
-        regression = enough and e.t_high < 0 and e.p_regression <= ALPHA
+        level = getattr(e, "alpha", ALPHA)  # ALPHA, or its share at one of several looks
+        regression = enough and e.t_high < 0 and e.p_regression <= level
         worst_case = e.loss_share_upper * MAX_QUERY_LOSS < margin
         # A false pass at the margin is the costly error of non-inferiority: a left-skewed loss
         # (a few queries losing much) also has to clear Hall's skew-corrected interval.
-        non_inferior = (enough and min(e.t_low, e.hall_low) >= -margin and e.p_noninferior <= ALPHA) or worst_case
-        improvement = enough and e.t_low > 0 and e.p_improvement <= ALPHA and beyond_band and band_ok
+        non_inferior = (enough and min(e.t_low, e.hall_low) >= -margin and e.p_noninferior <= level) or worst_case
+        improvement = enough and e.t_low > 0 and e.p_improvement <= level and beyond_band and band_ok
         # non-inferiority is decided on the lower of the two lower ends: the interval quoted is the one that decided
         low = min(e.t_low, e.hall_low) if mode == "non-inferiority" else e.t_low
         evidence_text = (f"{interval}, decision interval [{signed(low)}, {signed(e.t_high)}], "
@@ -141,7 +142,7 @@ def decide_delta(
     elif mode == "regression" or non_inferior:
         if policy.require_improvement and not improvement:
             why = "not shown"
-            if not band_ok and (e.t_low > 0 and e.p_improvement <= ALPHA and enough if e is not None
+            if not band_ok and (e.t_low > 0 and e.p_improvement <= level and enough if e is not None
                                 else ci_low > 0):
                 why = "not counted: there is no noise band to exceed (retrieval-gate noise)"
             reasons.append(Reason("improvement_required", f"improvement required but {why} ({evidence_text})"))

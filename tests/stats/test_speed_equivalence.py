@@ -342,7 +342,7 @@ def ref_evidence(d, margin, samples=10_000, seed=7, chunk_rows=None) -> dict:
         hall_low=float(low), hall_high=float(high), t_low=float(t_low), t_high=float(t_high),
         p_noninferior=float(greater[0]), p_regression=float(less[1]), p_improvement=float(greater[1]),
         loss_share_upper=ref_clopper_pearson_upper(losses, int(d.size)), margin=float(margin),
-        samples=samples, seed=seed, randomization=kind,
+        samples=samples, seed=seed, randomization=kind, alpha=0.025,
     )
 
 
