@@ -45,6 +45,7 @@ from gate.statistics import repeats as rep  # noqa: E402
 from gate.statistics.evidence import ALPHA, evidence  # noqa: E402
 from gate.statistics.noise import spread  # noqa: E402
 from gate.statistics.power import aa_noise, setup_check  # noqa: E402
+from gate.verdict.calibration import setup_for_repeats, simulated_no_op_blocking  # noqa: E402
 from gate.verdict.rules import decide_delta  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,15 +130,20 @@ def simulate_cell(noise: str, effect: str, n: int, mu: float, prs: int, runs: in
     return counts
 
 
-def setup_supports(noise: str, n: int, runs: int, seed: int) -> bool:
-    """What the gate's setup check says of non-inferiority on this stack at n queries, from the
-    A/A spread of a difference of means over ``runs`` runs each (simulated on 4,000 queries)."""
+def setup_supports(noise: str, n: int, runs: int, rerun: str, seed: int) -> bool:
+    """What the gate's setup check says of non-inferiority on this stack at n queries (its
+    formula, then its rule on 200 simulated no-op PRs where the formula says yes): on single runs
+    (``runs`` 1), or for means of ``runs`` runs each side (gate.verdict.calibration
+    .setup_for_repeats), from single-run A/A differences simulated on 4,000 queries."""
     rng = np.random.default_rng(seed)
     noisy = rng.random(4000) < 0.5
-    a = noise_draw(rng, noise, noisy, runs).mean(axis=0)
-    b = noise_draw(rng, noise, noisy, runs).mean(axis=0)
+    a, b = noise_draw(rng, noise, noisy, 2)
     sd, movers = aa_noise([a, b])
-    return bool(setup_check(n, MARGIN, "non-inferiority", sd, None, movers).supports)
+    policy = Policy(mode="non-inferiority", max_regression=MARGIN)
+    if runs == 1:
+        check = setup_check(n, MARGIN, "non-inferiority", sd, None, movers)
+        return bool(check.supports) and simulated_no_op_blocking(b - a, n, policy) <= 0.05
+    return bool(setup_for_repeats(n, policy, sd, None, movers, b - a, runs, rerun)["supports"])
 
 
 def goal_misses(row: dict) -> tuple[list[str], list[str]]:
@@ -201,14 +207,19 @@ def summary(rows: list[dict]) -> list[str]:
         for mode in MODES:
             mine = [r for r in rows if r["setting"] == setting and r["mode"] == mode]
             noop = [r for r in mine if r["mu"] == 0.0 and r["effect"] == "dense"]
-            noop = [r for r in noop if mode == "regression" or r["supported"]] or noop
-            worst_block = max(noop, key=lambda r: r["fail"] + (r["inconclusive"] if mode == "non-inferiority" else 0))
-            blocked = worst_block["fail"] + (worst_block["inconclusive"] if mode == "non-inferiority" else 0)
+            supported = [r for r in noop if mode == "regression" or r["supported"]]
             nulls = [r for r in mine if r["mu"] == 0.0]
             worst_fail = max(nulls, key=lambda r: r["fail"])
-            where = " where the setup check supports the margin" if mode == "non-inferiority" else ""
-            text = (f"- `{setting}`, {mode}: no-op blocked at most {pct(blocked, worst_block['prs'])}{where} "
-                    f"({worst_block['noise']}, n = {worst_block['n']}); a null fails at most "
+            if supported:
+                worst_block = max(supported, key=lambda r: r["fail"] + (r["inconclusive"] if mode == "non-inferiority"
+                                                                        else 0))
+                blocked = worst_block["fail"] + (worst_block["inconclusive"] if mode == "non-inferiority" else 0)
+                where = " where the setup check supports the margin" if mode == "non-inferiority" else ""
+                noop_text = (f"no-op blocked at most {pct(blocked, worst_block['prs'])}{where} "
+                             f"({worst_block['noise']}, n = {worst_block['n']})")
+            else:
+                noop_text = "the setup check supports the margin nowhere here"
+            text = (f"- `{setting}`, {mode}: {noop_text}; a null fails at most "
                     f"{pct(worst_fail['fail'], worst_fail['prs'])}")
             if mode == "non-inferiority":
                 margin = [r for r in mine if r["mu"] == -MARGIN and r["reach"] <= 0.025]
@@ -256,8 +267,8 @@ def main() -> None:
                         seed = zlib.crc32(f"{args.seed}|{noise}|{effect}|{n}|{mu}".encode())
                         counts = simulate_cell(noise, effect, n, mu, prs, args.runs, seed, sparse)
                         reach = 0.0 if effect == "dense" else sparse(-MARGIN).miss_probability(n, "loss")
-                        supported = {s: setup_supports(noise, n, 1 if s == "off" else args.runs, seed)
-                                     for s in SETTINGS}
+                        supported = {s: setup_supports(noise, n, 1 if s == "off" else args.runs, s, seed)
+                                     for s in SETTINGS} if mu == 0.0 else {s: None for s in SETTINGS}
                         results.append({"noise": noise, "effect": effect, "n": n, "mu": mu, "prs": prs,
                                         "reach": reach, "supported": supported,
                                         "counts": {f"{s}|{m}": c for (s, m), c in counts.items()}})

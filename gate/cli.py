@@ -709,7 +709,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             policy = Policy(**{**policy.__dict__, "mode": args.mode})
         threshold = (band or {}).get("threshold")
     result = calibrate(runs, qrels, universe.query_ids, metric, rel, policy=policy, samples=samples, seed=seed,
-                       noise_threshold=threshold, progress=_progress)
+                       noise_threshold=threshold, progress=_progress,
+                       candidate_runs=config.noise.candidate_runs if config is not None else 1,
+                       rerun=config.noise.rerun if config is not None else "adaptive")
     data = result.to_dict()
     if args.out:
         from gate.common.atomic import write_text_atomic
@@ -728,12 +730,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
               f"{result.improvement_rate_upper95:.1%}")
         if result.setup:
             print(f"setup ({result.mode} mode): {result.setup['sentence']}")
-            from gate.statistics.repeats import setup_with_repeats
-
-            runs = config.noise.candidate_runs if config is not None else 1
-            more = setup_with_repeats(dict(result.setup), runs)
-            if more:
-                print(f"setup ({result.mode} mode), {more}")
+            if result.setup_repeats:
+                print(f"setup ({result.mode} mode), {result.setup_repeats['sentence']}")
     return EXIT_OK
 
 

@@ -216,10 +216,13 @@ def test_the_setup_check_says_what_the_reruns_would_support(tmp_path, capsys):
 
     once = setup_check(60, 0.02, "non-inferiority", 0.1, None, 0.5)
     again = rep.setup_with_repeats(once.to_dict(), 4)
-    assert not once.supports and "with noise.candidate_runs 4" in again
-    # the sd halves with four runs each side: about a quarter of the queries
-    fewer = setup_check(60, 0.02, "non-inferiority", 0.05, None, 0.5).queries_needed
-    assert f"{fewer:,} queries would support it" in again and fewer < once.queries_needed / 3
+    assert not once.supports and "with noise.candidate_runs 4" in again and "each look at 0.0125" in again
+    # the sd halves with four runs each side, and the deciding look is at 1.25%
+    fewer = setup_check(60, 0.02, "non-inferiority", 0.05, None, 0.5, alpha=ALPHA / 2).queries_needed
+    assert f"{fewer:,} queries would support it" in again and fewer < once.queries_needed / 2
+    always = rep.setup_with_repeats(once.to_dict(), 4, "always")
+    quarter = setup_check(60, 0.02, "non-inferiority", 0.05, None, 0.5).queries_needed
+    assert "one look at 0.025" in always and f"{quarter:,} queries would support it" in always and quarter < fewer
     assert rep.setup_with_repeats(once.to_dict(), 1) is None
     assert rep.setup_with_repeats(setup_check(60, 0.02, "non-inferiority", 0.0).to_dict(), 4) is None
 
@@ -227,5 +230,9 @@ def test_the_setup_check_says_what_the_reruns_would_support(tmp_path, capsys):
                                                    f"{LIMITS}}}\n")
     assert main(["archive", "--config", str(path), "--noise-repeats", "6"]) == 0
     assert "setup (non-inferiority mode), with noise.candidate_runs 5" in capsys.readouterr().err
+    assert main(["calibrate", "--config", str(path), "--format", "json"]) == 0
+    again = json.loads(capsys.readouterr().out)["setup_repeats"]
+    assert again["candidate_runs"] == 5 and again["alpha"] == ALPHA / 2 and again["noise_sd"] > 0
+    assert again["sentence"].startswith("with noise.candidate_runs 5")
     assert main(["calibrate", "--config", str(path)]) == 0
     assert "setup (non-inferiority mode), with noise.candidate_runs 5" in capsys.readouterr().out

@@ -48,3 +48,40 @@ def test_the_headline_names_the_regression_modes_pass():
     report["verdict"] = {"kind": "pass", "improvement_shown": False, "exit_code": 0, "reasons": [
         {"code": "no_regression_shown", "message": "no regression shown (x, 140 queries)"}]}
     assert headline(report).startswith("✅ pass — no regression shown — nDCG@10")
+
+
+def test_an_underpowered_verdict_quotes_the_power_lines_figure_not_a_second_one(tmp_path):
+    """The reason, the headline and the power line give one figure for what the set can catch
+    (the power line's one-sided t), not the normal-approximation MDE beside it (0.050 vs 0.051)."""
+    import json
+
+    import numpy as np
+
+    import gate
+    from gate.pipeline.compare import CompareSettings
+
+    rng = np.random.default_rng(5)
+    ranks = {"base": rng.integers(1, 4, 43), "cand": rng.integers(1, 4, 43)}
+    for name, where in ranks.items():
+        lines = []
+        for q, rank in enumerate(where):
+            docs = [f"d{i}" for i in range(1, 10)]
+            docs.insert(int(rank) - 1, "rel")
+            lines += [f"q{q} Q0 {d} {i} {100 - i} {name}" for i, d in enumerate(docs, 1)]
+        (tmp_path / f"{name}.run").write_text("\n".join(lines) + "\n")
+    (tmp_path / "qrels.txt").write_text("".join(f"q{q} 0 rel 1\n" for q in range(43)))
+    result = gate.compare(str(tmp_path / "base.run"), str(tmp_path / "cand.run"), str(tmp_path / "qrels.txt"),
+                          settings=CompareSettings(samples=2000), mode="non-inferiority")
+    report = json.loads(result.to_json())
+    power = report["power"]
+    decision = report["decision"]
+    (reason,) = [r for r in decision["reasons"] if r["code"] == "underpowered"]
+    figure = f"{power['regression_80']:.3f}"
+    assert f"this set catches a -{figure} regression 80% of the time" in reason["message"]
+    assert "minimum detectable effect" not in reason["message"]
+    # the comment of a run with this decision
+    report["verdict"] = {"kind": decision["kind"], "reasons": decision["reasons"], "improvement_shown": False,
+                         "exit_code": decision["exit_code"]}
+    assert f"−{figure} regression is caught 80% of the time" in headline(report)
+    paired_line = next(line for line in render_comment(report).splitlines() if line.startswith("Paired over"))
+    assert "minimum detectable effect" not in paired_line

@@ -28,6 +28,7 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None, ru
     from gate.statistics.evidence import evidence
     from gate.evaluation.streaming import RunDigest
     from gate.inputs.readers.records import same_rankings
+    from gate.statistics.power import detectable
     from gate.verdict.rules import Findings, Policy, decide, traffic_findings
 
     policy = policy or Policy(improvement_needs_band=False)
@@ -45,7 +46,8 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None, ru
     weighed = evidence(comparison.per_query_delta(), policy.max_regression, paired.samples, paired.seed)
     findings = Findings(metric=comparison.metric, query_count=len(comparison.query_ids), delta=paired.mean,
                         ci_low=paired.ci_low, ci_high=paired.ci_high,
-                        mde=paired.mde if math.isfinite(paired.mde) else None, evidence=weighed,
+                        mde=detectable(comparison.per_query_delta(), policy.max_regression).regression_80,
+                        evidence=weighed,
                         **traffic_findings(strata_block or {}),
                         identical_rankings=identical)
     return decide(findings, policy), weighed

@@ -433,10 +433,12 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
         calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary),
                                 config.golden.rel, policy=config.policy,
                                 samples=config.statistics.samples, seed=config.statistics.seed,
-                                noise_threshold=measured.band.overall.threshold)
+                                noise_threshold=measured.band.overall.threshold,
+                                candidate_runs=config.noise.candidate_runs, rerun=config.noise.rerun)
         progress(f"calibration: {calibration.sentence}")
         progress(f"setup ({config.policy.mode} mode): {calibration.setup['sentence']}")
-        _setup_with_repeats(config, calibration.setup, progress)
+        if calibration.setup_repeats:
+            progress(f"setup ({config.policy.mode} mode), {calibration.setup_repeats['sentence']}")
         extra["noise_band"] = {**measured.band.to_dict(), "runs_files": names,
                                "seconds": [round(x, 3) for x in measured.seconds],
                                "calibration": calibration.to_dict()}
@@ -461,7 +463,13 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
                 setup["sentence"] += ("; the formula's word only: retrieval-gate calibrate puts the rule itself "
                                       "through simulated no-op PRs")
         progress(f"setup ({config.policy.mode} mode): {setup['sentence']}")
-        _setup_with_repeats(config, setup, progress)
+        again = ((kept[0].get("calibration") or {}).get("setup_repeats") or {}) if kept is not None else {}
+        if (again.get("candidate_runs") == min(config.noise.candidate_runs, again.get("candidate_runs") or 0)
+                and setup is stored and isinstance(again.get("sentence"), str)
+                and again.get("alpha") == repeat_alpha(config)):
+            progress(f"setup ({config.policy.mode} mode), {again['sentence']}")  # measured with the band
+        else:
+            _setup_with_repeats(config, setup, progress)
     if code is not None:
         extra["code"] = code.to_dict()  # what the archived run was produced by (a replay runs the commit's)
     head = git.head_commit(config.workspace_root)
@@ -864,9 +872,10 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         weighed = decision_evidence(d, policy.max_regression, stats.samples, stats.seed, alpha=alpha)
         report["decision"] = {"rule": policy.decision, "mode": policy.mode, **weighed.to_dict(),
                               "min_movers": MIN_MOVERS}
-        report["power"] = detectable(d, policy.max_regression, band).to_dict()
+        power = detectable(d, policy.max_regression, band)
+        report["power"] = power.to_dict()
         return {"paired": paired, "block": block, "evidence": weighed, "band": band, "d": d,
-                "runs": (runs_c, runs_b), "alpha": alpha}
+                "runs": (runs_c, runs_b), "alpha": alpha, "power": power}
 
     if plan.looks == 1 and plan.possible and config.noise.rerun == "always":
         progress(f"noise.rerun always: running the candidate {counted(plan.candidate_runs - 1, 'more time', 'more times')}")
@@ -918,7 +927,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         paired = current["paired"]
         return Findings(
             metric=metric, query_count=len(reporting.query_ids), delta=paired.mean, ci_low=paired.ci_low,
-            ci_high=paired.ci_high, mde=_num(paired.mde), noise_threshold=current["band"],
+            ci_high=paired.ci_high, mde=current["power"].regression_80, noise_threshold=current["band"],
             evidence=current["evidence"], reporting_set=reporting.to_dict(),
             warnings=(*validity.warnings, *filter(None, [sweep_warning, repeat_warning])),
             **validity_findings(validity),
@@ -1199,11 +1208,18 @@ def mean_values(runs: Sequence[PerQuery]) -> PerQuery:
     return dataclasses.replace(first, values=values)
 
 
+def repeat_alpha(config: Config) -> float:
+    """The level the deciding look is tested at under this config's repeat setting."""
+    from gate.statistics.repeats import look_alpha, looks
+
+    return look_alpha(looks(config.noise.candidate_runs, config.noise.rerun))
+
+
 def _setup_with_repeats(config: Config, setup: Mapping[str, Any] | None, progress: Progress) -> None:
     """With ``noise.candidate_runs`` above 1, the setup check once more for means of that many runs."""
     from gate.statistics.repeats import setup_with_repeats
 
-    more = setup_with_repeats(dict(setup or {}), config.noise.candidate_runs) if setup else None
+    more = setup_with_repeats(dict(setup or {}), config.noise.candidate_runs, config.noise.rerun) if setup else None
     if more:
         progress(f"setup ({config.policy.mode} mode), {more}")
 

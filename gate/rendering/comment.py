@@ -302,6 +302,10 @@ def _rule_phrase(report: Report, reason: VerdictReason | Reason, delta_shown: bo
             moved = re.search(r"only (\d+) of (\d+) quer(?:y|ies) moved", message)
             return (f"only {moved.group(1)} of {counted(int(moved.group(2)), 'query', 'queries')} moved" if moved
                     else "too few queries moved")
+        # the power line's figure where there is one, so the headline and the line below agree
+        caught = _num(report.power.regression_80) if report.power else None
+        if caught is not None:
+            return f"neither a regression nor non-inferiority shown (a −{caught:.3f} regression is caught 80% of the time)"
         mde = _num(report.delta.mde) if report.delta else None
         return "neither a regression nor non-inferiority shown" + (
             f" (minimum detectable effect {mde:.3f})" if mde is not None else " (minimum detectable effect not estimable)")

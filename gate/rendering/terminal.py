@@ -153,11 +153,10 @@ def repeats_sentence(report: Report) -> str | None:
     level = (f"; each look tested at α = {last.alpha:g} (the 2.5% split over {len(looks) if len(looks) > 1 else 2} "
              "looks)" if last is not None and isinstance(last.alpha, (int, float)) and last.alpha < 0.025 else "")
     if repeats.decided_on_means and last is not None:
-        first = looks[0]
         if len(looks) > 1:
             why = repeats.reason.removeprefix("rerun: ")
             return (f"decided on per-query means of {last.candidate_runs} candidate and {last.baseline_runs} baseline "
-                    f"runs: the first look (one run each, {first.kind}) was undecided ({why}){level}")
+                    f"runs: the first look, on one run each, was undecided ({why}){level}")
         return (f"decided on per-query means of {last.candidate_runs} candidate and {last.baseline_runs} baseline "
                 f"runs ({repeats.reason})")
     return f"candidate runs {repeats.candidate_runs}, {repeats.rerun}: {repeats.reason}{level}"

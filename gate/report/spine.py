@@ -393,6 +393,9 @@ class SetupCheck(Record):
     simulated_blocked: float | None | Absent = key(Nullable(NUM))
     simulated: int | Absent = key(INT)
     sentence: str | Absent = key(STR)
+    # (1.7) setup_repeats only: the runs each side and the deciding look's one-sided level
+    candidate_runs: int | Absent = key(INT)
+    alpha: float | Absent = key(NUM)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -424,6 +427,10 @@ class Calibration(Record):
     mode: str | Absent = key(STR)
     # (1.6) whether the set supports the margin on this stack (the setup check)
     setup: SetupCheck | Absent = key(RecordOf(SetupCheck))
+    # (1.7) the band each pair met: "others" (the band of the runs not in the pair) or "none"
+    pair_band: str | Absent = key(STR)
+    # (1.7) the setup check for means of noise.candidate_runs runs, when configured
+    setup_repeats: SetupCheck | None | Absent = key(Nullable(RecordOf(SetupCheck)))
 
 
 @dataclass(frozen=True, kw_only=True)

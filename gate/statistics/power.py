@@ -203,12 +203,12 @@ NO_OP_PASS = 0.95
 MOVERS_SEEN = 0.99
 
 
-def _no_op_passes(sd: float, n: int, margin: float) -> bool:
+def _no_op_passes(sd: float, n: int, margin: float, alpha: float = ONE_SIDED_ALPHA) -> bool:
     """Whether a no-op PR passes non-inferiority at least 95% of the time on ``n`` queries: the
     lower end of a one-sided 2.5% t bound at most ``margin`` below 0 with probability 97.5%, less
     the 2.5% of no-op PRs a valid regression test fails by design (fail is decided first):
     ``margin >= 2 t_0.975 sd / sqrt n``."""
-    return margin * math.sqrt(n) >= 2.0 * t_quantile(1.0 - ONE_SIDED_ALPHA, n - 1) * sd
+    return margin * math.sqrt(n) >= 2.0 * t_quantile(1.0 - alpha, n - 1) * sd
 
 
 def _movers_seen(n: int, share: float) -> bool:
@@ -332,7 +332,8 @@ class SetupCheck:
 
 
 def setup_check(n: int, margin: float, mode: str, noise_sd: float | None = None,
-                band: float | None = None, mover_share: float | None = None) -> SetupCheck:
+                band: float | None = None, mover_share: float | None = None,
+                alpha: float = ONE_SIDED_ALPHA) -> SetupCheck:
     """:class:`SetupCheck` for ``n`` queries; ``noise_sd`` the per-query sd of an A/A difference,
     ``mover_share`` the share of queries an A/A pair moves (non-inferiority needs 5 movers)."""
     needed: int | None = None
@@ -348,7 +349,7 @@ def setup_check(n: int, margin: float, mode: str, noise_sd: float | None = None,
         if mode == "non-inferiority":
             if margin > 0.0:
                 share = 1.0 if mover_share is None else float(mover_share)
-                needed = _fewest(lambda k: _no_op_passes(sd, k, margin) and _movers_seen(k, share), MIN_MOVERS)
+                needed = _fewest(lambda k: _no_op_passes(sd, k, margin, alpha) and _movers_seen(k, share), MIN_MOVERS)
         elif margin > (band or 0.0):
             needed = queries_needed(sd, margin, band) if sd > 1e-12 else MOVERS_TO_SHOW
         supports = needed is not None and n >= needed

@@ -135,11 +135,13 @@ class Repeats:
                 "decided_on_means": bool(self.looks) and self.looks[-1].candidate_runs > 1}
 
 
-def setup_with_repeats(setup: dict[str, Any], candidate_runs: int) -> str | None:
-    """The setup check again for a difference of means over ``candidate_runs`` runs each side
-    (noise sd and band shrink by ``sqrt(candidate_runs)``): what reruns would let the set
-    support. ``setup`` is a :class:`gate.statistics.power.SetupCheck` dict; None when it has no
-    noise to average (unknown or deterministic) or no reruns are configured."""
+def setup_with_repeats(setup: dict[str, Any], candidate_runs: int, rerun: str = "adaptive") -> str | None:
+    """The setup check's formula once more for a difference of means over ``candidate_runs`` runs
+    each side (noise sd and band shrink by ``sqrt(candidate_runs)``; with adaptive reruns the
+    deciding look is at ALPHA / 2), from a stored :class:`gate.statistics.power.SetupCheck` dict,
+    when no repeats are at hand to put the rule itself through simulated PRs
+    (:func:`gate.verdict.calibration.setup_for_repeats` does). None when there is no noise to
+    average (unknown or deterministic) or no reruns are configured."""
     from .power import setup_check
 
     sd = setup.get("noise_sd")
@@ -147,7 +149,11 @@ def setup_with_repeats(setup: dict[str, Any], candidate_runs: int) -> str | None
         return None
     root = math.sqrt(candidate_runs)
     band = setup.get("band")
+    alpha = look_alpha(looks(candidate_runs, rerun))
     again = setup_check(int(setup["n"]), float(setup["margin"]), str(setup["mode"]), float(sd) / root,
-                        float(band) / root if isinstance(band, (int, float)) else None, setup.get("mover_share"))
-    return (f"with noise.candidate_runs {candidate_runs} (a PR noise leaves undecided is decided on means of "
-            f"{candidate_runs} runs each side, sd and band / {root:.2f}): {again.sentence}")
+                        float(band) / root if isinstance(band, (int, float)) else None, setup.get("mover_share"),
+                        alpha)
+    looked = f"each look at {alpha:g}" if alpha < ALPHA else f"one look at {ALPHA:g}"
+    word = "; the formula's word only" if again.mode == "non-inferiority" and again.supports else ""
+    return (f"with noise.candidate_runs {candidate_runs} (a PR decided on means of {candidate_runs} runs each "
+            f"side, sd and band / {root:.2f}, {looked}): {again.sentence}{word}")

@@ -7,6 +7,12 @@ comparison - no true change - put through the gate's full statistical decision
 band when one is given). How many of them fail, and how many would claim an improvement, is
 the false-alarm rate the team can expect; with a handful of pairs it comes with an exact
 one-sided 95% Clopper-Pearson upper bound.
+
+Each pair meets the noise band of the *other* runs (from four runs on), as a PR meets a band
+measured on repeats that are neither its baseline nor its candidate: a band measured on the pair's
+own runs always contains their difference (its range spans every pair), which would make every
+pair pass by construction. With two or three runs there are not two others to measure a band
+from, and the pairs are decided without one.
 """
 
 from __future__ import annotations
@@ -54,6 +60,10 @@ class Calibration:
     mode: str = "regression"
     # gate.statistics.power.SetupCheck.to_dict(): whether the set supports the margin on this stack
     setup: dict[str, Any] | None = None
+    # the band each pair met: "others" (the band of the runs not in the pair) or "none"
+    pair_band: str = "none"
+    # the setup check for means of noise.candidate_runs runs (setup_for_repeats), when configured
+    setup_repeats: dict[str, Any] | None = None
 
     @property
     def sentence(self) -> str:
@@ -63,7 +73,9 @@ class Calibration:
         same = "; the runs rank every query alike (a deterministic stack): every pair is unchanged" \
             if self.identical_runs else ""
         pairs = "pair" if self.independent_pairs == 1 else "pairs"
-        return (f"of {self.pairs} A/A comparisons{sampled} of {self.runs} identical runs, {blocked}; on the "
+        against = (f", each against the noise band of the other {self.runs - 2}" if self.pair_band == "others"
+                   else ", without a noise band (two others are needed to measure one)" if self.runs < 4 else "")
+        return (f"of {self.pairs} A/A comparisons{sampled} of {self.runs} identical runs{against}, {blocked}; on the "
                 f"{self.independent_pairs} independent {pairs}, a block rate of at most "
                 f"{self.blocking_rate_upper95:.1%} at 95%{same}")
 
@@ -79,7 +91,7 @@ class Calibration:
             "improvement_rate_upper95": self.improvement_rate_upper95, "identical_runs": self.identical_runs,
             "samples": self.samples, "seed": self.seed, "margin": self.margin,
             "failed_pairs": [list(p) for p in self.failed_pairs], "sentence": self.sentence, "mode": self.mode,
-            "setup": self.setup,
+            "setup": self.setup, "pair_band": self.pair_band, "setup_repeats": self.setup_repeats,
         }
 
 
@@ -100,8 +112,11 @@ def _pairs(n: int, seed: int, limit: int) -> list[tuple[int, int]]:
 
 def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metric: str, rel: int = 1, *,
               policy=None, samples: int = 10_000, seed: int = 7, noise_threshold: float | None = None,
-              max_pairs: int = MAX_PAIRS, progress: Callable[[str], None] | None = None) -> Calibration:
-    """Ordered pairs of ``runs`` through the decision; ``query_ids`` is the universe."""
+              max_pairs: int = MAX_PAIRS, progress: Callable[[str], None] | None = None,
+              candidate_runs: int = 1, rerun: str = "adaptive") -> Calibration:
+    """Ordered pairs of ``runs`` through the decision; ``query_ids`` is the universe. Each pair
+    meets the band of the other runs (four runs or more); ``noise_threshold`` is the band a PR
+    will meet (the stored one), used by the setup check."""
     import math
     import time
 
@@ -112,6 +127,7 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
     from gate.evaluation.measures import parse_measure
     from gate.statistics.evidence import clopper_pearson_upper, evidence
     from gate.statistics.paired import compare_paired
+    from gate.statistics.power import detectable
     from gate.verdict.rules import Findings, Policy, decide
 
     if len(runs) < 2:
@@ -126,14 +142,19 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
     independent_fail = independent_blocking = independent_improvement = 0
     failed: list[tuple[int, int]] = []
     last = time.monotonic()
+    from gate.statistics.noise import spread
+
+    means = [float(v.mean()) if v.size else 0.0 for v in values]
+    others = len(values) >= 4
     for done, (i, j) in enumerate(pairs, 1):
         base, cand = values[i], values[j]
+        pair_threshold = spread([m for k, m in enumerate(means) if k not in (i, j)]).threshold if others else None
         paired = compare_paired(base, cand, samples=samples, seed=seed)
         weighed = evidence(cand - base, policy.max_regression, samples, seed)
         verdict = decide(Findings(metric=name, query_count=len(query_ids), delta=paired.mean,
                                   ci_low=paired.ci_low, ci_high=paired.ci_high,
-                                  mde=paired.mde if math.isfinite(paired.mde) else None,
-                                  noise_threshold=noise_threshold, evidence=weighed,
+                                  mde=detectable(cand - base, policy.max_regression, pair_threshold).regression_80,
+                                  noise_threshold=pair_threshold, evidence=weighed,
                                   identical_rankings=same_rankings(runs[i], runs[j], query_ids)), policy)
         if verdict.kind == "fail":
             fail += 1
@@ -180,7 +201,11 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
         independent_fail=independent_fail, independent_blocking=independent_blocking,
         blocking_rate_upper95=clopper_pearson_upper(independent_blocking, m, 0.05),
         pairs_possible=len(values) * (len(values) - 1), identical_runs=identical, mode=policy.mode,
-        setup=setup.to_dict(),
+        setup=setup.to_dict(), pair_band="others" if others else "none",
+        setup_repeats=None if identical else setup_for_repeats(
+            len(query_ids), policy, noise_sd, noise_threshold, mover_share,
+            np.concatenate([values[j] - values[i] for i in range(len(values)) for j in range(len(values)) if i != j]),
+            min(candidate_runs, len(runs) + 1), rerun),
     )
 
 
@@ -194,7 +219,7 @@ SIMULATION_SEED = 20_261_203
 
 def simulated_no_op_blocking(aa_differences, n: int, policy, prs: int = SIMULATED_PRS,
                              samples: int = SIMULATION_SAMPLES, seed: int = SIMULATION_SEED,
-                             noise_threshold: float | None = None) -> float:
+                             noise_threshold: float | None = None, alpha: float | None = None) -> float:
     """The share of ``prs`` no-op PRs of ``n`` queries the gate's rule blocks in
     non-inferiority mode: each draws ``n`` per-query differences (with replacement) from the
     stack's A/A differences ``aa_differences`` and is decided by
@@ -211,8 +236,43 @@ def simulated_no_op_blocking(aa_differences, n: int, policy, prs: int = SIMULATE
     blocked = 0
     for _ in range(prs):
         d = pool[rng.integers(0, pool.size, size=n)]
-        e = evidence(d, policy.max_regression, samples, seed)
+        e = evidence(d, policy.max_regression, samples, seed) if alpha is None else \
+            evidence(d, policy.max_regression, samples, seed, alpha=alpha)
         verdict = decide_delta(float(d.mean()), e.t_low, e.t_high, None, "m", n, policy,
                                noise_threshold=noise_threshold, evidence=e)
         blocked += verdict.kind != "pass"
     return blocked / prs
+
+
+def setup_for_repeats(n: int, policy, noise_sd: float | None, band: float | None, mover_share: float | None,
+                      aa_differences, candidate_runs: int, rerun: str = "adaptive") -> dict[str, Any] | None:
+    """The setup check for a PR decided on means of ``candidate_runs`` runs each side
+    (``noise.candidate_runs``): the noise sd and the band shrink by ``sqrt(R)``, and with adaptive
+    reruns the deciding look is at ALPHA / 2. In non-inferiority mode, where the formula says the
+    set supports the margin, the rule itself decides, on no-op PRs drawn from the stack's A/A
+    differences scaled by ``1 / sqrt(R)`` (the sd of a mean of R; its shape kept, which errs on
+    the heavy-tailed side). None without noise to average or without reruns."""
+    import dataclasses
+    import math
+
+    import numpy as np
+
+    from gate.statistics.power import setup_check
+    from gate.statistics.repeats import look_alpha, looks
+
+    if candidate_runs <= 1 or noise_sd is None or not noise_sd > 0:
+        return None
+    root = math.sqrt(candidate_runs)
+    alpha = look_alpha(looks(candidate_runs, rerun))
+    scaled_band = None if band is None else band / root
+    check = setup_check(n, policy.max_regression, policy.mode, noise_sd / root, scaled_band, mover_share, alpha)
+    if check.mode == "non-inferiority" and check.supports and aa_differences is not None:
+        pool = np.asarray(aa_differences, dtype=np.float64) / root
+        blocked = simulated_no_op_blocking(pool, n, dataclasses.replace(policy, inconclusive_blocks=True),
+                                           noise_threshold=scaled_band, alpha=alpha)
+        check = dataclasses.replace(check, simulated_blocked=blocked, simulated=SIMULATED_PRS,
+                                    supports=blocked <= 0.05)
+    looked = "each look at {:g}".format(alpha) if alpha < 0.025 else "one look at 0.025"
+    return {**check.to_dict(), "candidate_runs": candidate_runs, "alpha": alpha,
+            "sentence": f"with noise.candidate_runs {candidate_runs} (a PR decided on means of {candidate_runs} runs "
+                        f"each side, sd and band / {root:.2f}, {looked}): {check.sentence}"}

@@ -166,10 +166,10 @@ def decide_delta(
                                                 f"the sample missed (at least {MIN_MOVERS} needed, or more queries)"))
         kind = "inconclusive"
     else:
-        detectable = "not estimable" if mde is None else f"{mde:.3f}"
+        detectable = ("what this set catches is not estimable (no spread)" if mde is None
+                      else f"this set catches a -{mde:.3f} regression 80% of the time")
         reasons.append(Reason("underpowered",
-                              f"neither a regression nor non-inferiority is shown ({evidence_text}); "
-                              f"minimum detectable effect {detectable}"))
+                              f"neither a regression nor non-inferiority is shown ({evidence_text}); {detectable}"))
         kind = "inconclusive"
     return Verdict(kind, tuple(reasons), improvement, _exit(kind, policy), reporting_set or {})
 
@@ -197,7 +197,7 @@ class Findings:
     delta: float
     ci_low: float
     ci_high: float
-    mde: float | None = None
+    mde: float | None = None  # the regression this set catches 80% of the time (the power line's regression_80)
     noise_threshold: float | None = None
     evidence: Any = None  # gate.statistics.evidence.Evidence
     new_leaks: int = 0

@@ -135,10 +135,13 @@ def test_the_demo_command_prints_the_comment(tmp_path, capsys):
 
 def test_calibrate_on_the_demos_noisy_repeats_is_reproduced_by_pairwise_compare(demo, capsys):
     # The demo's five repeats differ only by HNSW insertion order: every ordered pair is an A/A
-    # comparison. calibrate's counts must be exactly what 20 independent `compare` calls decide.
+    # comparison. calibrate's counts must be exactly what 20 independent `compare` calls decide,
+    # each fail kept only where |delta| exceeds the noise band of the other three runs (the band
+    # a PR meets is measured on repeats that are neither its baseline nor its candidate).
     import json
 
     from gate.cli import main
+    from gate.statistics.noise import spread
 
     repo = demo.repo
     runs = sorted(str(p) for p in (repo / ".retrieval-gate" / "noise-runs").glob("repeat-*.run.gz"))
@@ -147,21 +150,49 @@ def test_calibrate_on_the_demos_noisy_repeats_is_reproduced_by_pairwise_compare(
               "--samples", "2000", "--seed", "7"]
     assert main(["calibrate", "--from-runs", *runs, *common, "--format", "json"]) == 0
     calibrated = json.loads(capsys.readouterr().out)
-    assert calibrated["pairs"] == 20
-    fails = improvements = 0
+    assert calibrated["pairs"] == 20 and calibrated["pair_band"] == "others"
+    decided, means = {}, {}
     for i, base in enumerate(runs):
         for j, cand in enumerate(runs):
             if i != j:
                 code = main(["compare", "--baseline", base, "--candidate", cand, *common, "--fail-on-decision",
                              "--format", "json"])
-                decision = json.loads(capsys.readouterr().out)["decision"]
-                assert code == decision["exit_code"]
-                fails += decision["kind"] == "fail"
-    assert calibrated["fail"] == fails
-    assert calibrated["fail_rate_upper95"] > 0
-    # The band the demo stored carries the same calibration (with its noise threshold).
+                report = json.loads(capsys.readouterr().out)
+                assert code == report["decision"]["exit_code"]
+                decided[i, j] = (report["decision"]["kind"], report["delta"]["mean"])
+                means[i], means[j] = report["baseline"]["mean"], report["candidate"]["mean"]
+    fails = 0
+    for (i, j), (kind, delta) in decided.items():
+        band = spread([means[k] for k in range(5) if k not in (i, j)]).threshold
+        fails += kind == "fail" and abs(delta) > band
+    statistical = sum(kind == "fail" for kind, _ in decided.values())
+    assert calibrated["fail"] == fails <= statistical
+    # The band the demo stored carries the same calibration.
     band = json.loads((repo / ".retrieval-gate" / "noise.json").read_text())
-    assert band["calibration"]["pairs"] == 20 and band["calibration"]["fail"] <= fails
+    assert band["calibration"]["pairs"] == 20 and band["calibration"]["pair_band"] == "others"
+    assert band["calibration"]["fail"] <= statistical
+
+
+def test_calibrate_on_the_full_demos_noisy_repeats_blocks_at_most_5_percent(tmp_path, capsys):
+    """Issue 31: `calibrate` on the demo's noisy repeats (the default demo: 140 queries, five
+    HNSW builds) blocks at most 5% of the A/A pairs in the default mode, each pair against the
+    band of the other three builds. (The quarter-scale demo of the fixture has one build worse
+    than the rest on its 35 queries: every pair with it as candidate fails there, 4 of 20.)"""
+    pytest.importorskip("faiss")
+    pytest.importorskip("bm25s")
+    import json
+
+    from gate.cli import main
+    from gate.demo.end_to_end import run_demo
+
+    result = run_demo(tmp_path / "demo", seed=7, repeats=5, progress=lambda m: None)
+    repo = result.repo
+    runs = sorted(str(p) for p in (repo / ".retrieval-gate" / "noise-runs").glob("repeat-*.run.gz"))
+    common = ["--qrels", str(repo / "eval" / "qrels.txt"), "--queries", str(repo / "eval" / "golden.jsonl")]
+    assert main(["calibrate", "--from-runs", *runs, *common, "--format", "json"]) == 0
+    calibrated = json.loads(capsys.readouterr().out)
+    assert calibrated["pairs"] == 20 and calibrated["mode"] == "regression" and calibrated["query_count"] == 140
+    assert calibrated["blocking"] <= 0.05 * calibrated["pairs"], calibrated
 
 
 def test_calibrate_on_identical_runs_reports_no_fail(tmp_path, capsys):
@@ -185,7 +216,8 @@ def test_calibrate_on_identical_runs_reports_no_fail(tmp_path, capsys):
     # Identical runs rank every query alike: each pair is unchanged, a pass, and none would block.
     assert (data["inconclusive"], data["blocking"], data["identical_runs"]) == (0, 0, True)
     assert data["independent_pairs"] == 2 and data["independent_blocking"] == 0
-    assert data["sentence"].startswith("of 12 A/A comparisons of 4 identical runs, 0 failed")
+    assert data["sentence"].startswith("of 12 A/A comparisons of 4 identical runs, each against the noise band of "
+                                       "the other 2, 0 failed")
     # The same file twice is not two repeats.
     assert main(["calibrate", "--from-runs", copies[0], copies[0], "--qrels", str(qrels)]) == 2
     assert "names" in capsys.readouterr().err
