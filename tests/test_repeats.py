@@ -236,3 +236,85 @@ def test_the_setup_check_says_what_the_reruns_would_support(tmp_path, capsys):
     assert again["sentence"].startswith("with noise.candidate_runs 5")
     assert main(["calibrate", "--config", str(path)]) == 0
     assert "setup (non-inferiority mode), with noise.candidate_runs 5" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- found by an outside tester
+
+
+def test_repeats_never_pass_without_a_rerun_what_one_look_at_full_alpha_fails(tmp_path):
+    """A margin above the band (as the setup check advises): a regression beyond the band that
+    one look at 2.5% shows but a look at 1.25% does not is rerun, not passed."""
+    base = "build: a\nnoise: 0.1\n"
+    candidate = "build: j\nnoise: 0.1\nworse: 0.06\n"
+    verdicts = {}
+    for runs in (1, 8):
+        world = tmp_path / f"runs{runs}"
+        world.mkdir()
+        path = _world(world, mode="regression", candidate=candidate, base=base, runs=runs,
+                      extra="") if runs > 1 else None
+        if path is None:
+            path = noisy_world(world, base=base, extra=f"policy: {{mode: regression, max_regression: 0.1, {LIMITS}}}\n")
+            archive(load_config(path), progress=_silent, noise_repeats=8)
+            (world / "retrieval.yml").write_text(candidate)
+        else:
+            path.write_text(path.read_text().replace("policy: {mode: regression, ", "policy: {mode: regression, "
+                                                                                    "max_regression: 0.1, "))
+        verdicts[runs] = run_gate(load_config(path), progress=_silent)
+    assert verdicts[1].verdict.kind == "fail"
+    repeats = verdicts[8].report["repeats"]
+    assert len(repeats["looks"]) == 2 and "shows at 0.025 but not at this look's 0.0125" in repeats["reason"]
+    assert verdicts[8].verdict.kind == "fail"
+
+
+def test_require_improvement_reruns_in_non_inferiority_mode_too():
+    e = _evidence([0.05, -0.04] * 10)
+    assert "an improvement not shown" in rep.undecided_by_noise("non-inferiority", ["improvement_required"], e,
+                                                                0.02, 0.03, 0.9)
+
+
+def test_a_rerun_missing_from_the_runs_folder_is_a_missing_run(tmp_path):
+    """plan -> produce (a matrix) -> run: a rerun whose entry never uploaded leaves the verdict
+    inconclusive, naming it, as any planned run does; the verdict never depends on which entries
+    happened to come."""
+    import subprocess
+    import sys
+
+    from gate.pipeline.run import RunOptions
+    from tests.support.noisy_world import RUNNER
+
+    path = _world(tmp_path, mode="non-inferiority", candidate="build: b\nnoise: 0.15\n", runs=3, queries=60,
+                  noise_repeats=2)
+    runs_dir = tmp_path / "runs"
+    planned = plan(load_config(path), runs_dir=runs_dir)
+    assert [p.purpose for p in planned if p.purpose.startswith("candidate")] == [
+        "candidate", "candidate repeat 2/3", "candidate repeat 3/3"]
+    for entry in planned:  # the matrix: each entry runs the stack
+        subprocess.run([sys.executable, str(RUNNER), "--config", entry.config_file, "--queries", entry.queries,
+                        "--output", entry.output, "--seed", str(entry.seed)], check=True)
+    complete = run_gate(load_config(path), RunOptions(runs_dir=runs_dir), progress=_silent)
+    assert complete.report["repeats"]["decided_on_means"]  # the first look was undecided: reruns read
+    Path(next(p.output for p in planned if p.purpose == "candidate repeat 3/3")).unlink()
+    outcome = run_gate(load_config(path), RunOptions(runs_dir=runs_dir), progress=_silent)
+    assert outcome.verdict.kind == "inconclusive" and outcome.verdict.reasons[0].code == "missing_run"
+    assert "candidate repeat 3/3" in outcome.verdict.reasons[0].message
+
+
+def test_plan_lists_only_the_reruns_the_gate_can_use(tmp_path):
+    path = _world(tmp_path, mode="non-inferiority", candidate="build: b\nnoise: 0.15\n", runs=8, queries=20,
+                  noise_repeats=2)
+    reruns = [p.purpose for p in plan(load_config(path), runs_dir=tmp_path / "runs")
+              if p.purpose.startswith("candidate repeat")]
+    assert reruns == ["candidate repeat 2/3", "candidate repeat 3/3"]  # the archived run and 2 repeats
+    other = tmp_path / "none"
+    other.mkdir()
+    path = _world(other, mode="non-inferiority", candidate="build: b\nnoise: 0.15\n", runs=8, queries=20,
+                  noise_repeats=0)
+    assert not [p for p in plan(load_config(path), runs_dir=other / "runs") if p.purpose.startswith("candidate rep")]
+
+
+def test_always_with_a_failing_rerun_says_so(tmp_path):
+    path = _world(tmp_path, mode="non-inferiority", candidate="build: b\nnoise: 0.15\nfail_seed: 1002\n",
+                  rerun="always", runs=4, queries=60)
+    repeats = run_gate(load_config(path), progress=_silent).report["repeats"]
+    assert repeats["reason"].startswith("noise.rerun always: the candidate's repeat 2/4 could not be run")
+    assert not repeats["decided_on_means"]

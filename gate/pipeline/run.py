@@ -45,6 +45,7 @@ from gate.runs.produce import RunProducer, check_coverage, missing_queries
 from gate.statistics.paired import compare_paired
 from gate.report.document import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from gate.statistics.movement import strata_section
+from gate.statistics.strata import ALPHA as STRATA_ALPHA
 from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config, validate_against
 from gate.statistics.band import BandStatus, applicable_band, band_sentence, measure_noise, tie_floor
 from gate.verdict.rules import MIN_MOVERS, Findings, Verdict, decide, failures_of, inconclusive, traffic_findings
@@ -469,7 +470,8 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
                 and again.get("alpha") == repeat_alpha(config)):
             progress(f"setup ({config.policy.mode} mode), {again['sentence']}")  # measured with the band
         else:
-            _setup_with_repeats(config, setup, progress)
+            stored_runs = len((kept[0].get("runs_files") or []) if kept is not None else [])
+            _setup_with_repeats(config, setup, progress, 1 + stored_runs)
     if code is not None:
         extra["code"] = code.to_dict()  # what the archived run was produced by (a replay runs the commit's)
     head = git.head_commit(config.workspace_root)
@@ -780,10 +782,11 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     candidate_values = [candidate]  # per run, every measure, every golden query
     rerun_seeds: list[int] = []
     repeat_warning: str | None = None
+    rerun_missing: RunMissing | None = None
 
     def rerun(count: int) -> None:
         """``count`` more runs of the candidate (cached like every run); a failure keeps what ran."""
-        nonlocal repeat_warning
+        nonlocal repeat_warning, rerun_missing
         total = plan.candidate_runs
         queries_path = runner_queries_path(golden, producer.work_dir)
         for number in range(len(candidate_values) + 1, len(candidate_values) + count + 1):
@@ -793,6 +796,8 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
             try:
                 run, produced = producer.produce(request, golden.universe.query_ids)
             except RunnerFailed as failure:
+                if isinstance(failure, RunMissing):
+                    rerun_missing = failure  # planned and handed out, never came: as any planned run
                 repeat_warning = (f"the candidate's repeat {number}/{total} could not be run ({failure.message}): "
                                   f"decided on {counted(len(candidate_values), 'run', 'runs')}")
                 return
@@ -802,7 +807,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
             progress(f"candidate repeat {number}/{total}: {metric} "
                      f"{values.subset(reporting.query_ids).mean(metric):.4f} ({produced.seconds:.1f}s)")
 
-    def look(first: bool, alpha: float) -> dict[str, Any]:
+    def look(alpha: float) -> dict[str, Any]:
         """The statistics of one look, written into the report: on single runs, or on the
         per-query means of the candidate's runs and the baseline's stored repeats."""
         # As many baseline runs as candidate runs: under no change the two means are then
@@ -821,8 +826,9 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
                                      cand_r, paired, strata))
         report["baseline"] = {**baseline_info, "mean": _num(base_r.mean(metric))}
         report["candidate"] = {"mean": _num(cand_r.mean(metric)), "source": candidate_source}
-        if first and (reporting.excluded_leaked or reporting.held_out_only):
-            everything = compare_paired(baseline.values.values[metric], candidate.values[metric],
+        if reporting.excluded_leaked or reporting.held_out_only:
+            # every judged query, on the same runs (or means) as the look: never single runs beside means
+            everything = compare_paired(base_all.values[metric], cand_all.values[metric],
                                         samples=stats.samples, seed=stats.seed, method=stats.ci_method)
             report["delta_all_queries"] = {
                 "query_count": len(golden.universe.query_ids), "mean": _num(everything.mean),
@@ -866,13 +872,13 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
                                candidate_run=candidate_run, qrels=golden.qrels, queries=golden.queries,
                                noise_threshold=noise, min_effect=config.policy.min_effect,
                                margin=config.policy.max_regression, samples=stats.samples, seed=stats.seed,
-                               method=stats.ci_method)
+                               method=stats.ci_method, alpha=STRATA_ALPHA / plan.looks)
         report.update(block)
         d = cand_r.values[metric] - base_r.values[metric]
         weighed = decision_evidence(d, policy.max_regression, stats.samples, stats.seed, alpha=alpha)
         report["decision"] = {"rule": policy.decision, "mode": policy.mode, **weighed.to_dict(),
                               "min_movers": MIN_MOVERS}
-        power = detectable(d, policy.max_regression, band)
+        power = detectable(d, policy.max_regression, band, alpha)
         report["power"] = power.to_dict()
         return {"paired": paired, "block": block, "evidence": weighed, "band": band, "d": d,
                 "runs": (runs_c, runs_b), "alpha": alpha, "power": power}
@@ -880,7 +886,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     if plan.looks == 1 and plan.possible and config.noise.rerun == "always":
         progress(f"noise.rerun always: running the candidate {counted(plan.candidate_runs - 1, 'more time', 'more times')}")
         rerun(plan.candidate_runs - 1)
-    first = look(True, rep.look_alpha(plan.looks))
+    first = look(rep.look_alpha(plan.looks))
     strata_block = first["block"]
     attribution = None
     missing: RunMissing | None = None
@@ -963,7 +969,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
                      f"{counted(more, 'more time', 'more times')}")
             rerun(more)
             if len(candidate_values) > 1:
-                second = look(False, first["alpha"])
+                second = look(first["alpha"])
                 strata_block = second["block"]
                 verdict = decide(findings_of(second), policy)
                 looks.append(look_record(second, verdict))
@@ -973,9 +979,11 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
                 verdict = decide(findings_of(first), policy)
                 looks[0] = look_record(first, verdict)
                 why = f"rerun failed: {repeat_warning}"
+    missing = missing or rerun_missing
     if config.noise.candidate_runs > 1:
-        if plan.looks == 1 and len(candidate_values) > 1:
-            why = f"noise.rerun always: every run up front ({plan.reason})"
+        if plan.looks == 1 and plan.possible and config.noise.rerun == "always":
+            why = (f"noise.rerun always: every run up front ({plan.reason})" if repeat_warning is None
+                   else f"noise.rerun always: {repeat_warning}")
         report["repeats"] = rep.Repeats(config.noise.candidate_runs, config.noise.rerun, tuple(looks), why,
                                         share, tuple(rerun_seeds)).to_dict()
     if missing is not None:
@@ -1208,6 +1216,21 @@ def mean_values(runs: Sequence[PerQuery]) -> PerQuery:
     return dataclasses.replace(first, values=values)
 
 
+def planned_candidate_runs(config: Config, manifest: Manifest | None) -> int:
+    """The candidate's runs ``plan`` lists: ``noise.candidate_runs``, at most the archived run and
+    the repeats stored with the baseline ``manifest`` (as many as ``run_gate`` can use), and
+    one when the stored band has no repeat runs of that baseline's config or is zero."""
+    wanted = config.noise.candidate_runs
+    band = (manifest.extra.get("noise_band") if manifest is not None else None) or {}
+    names = band.get("runs_files") or []
+    fingerprint = (band.get("fingerprints") or {}).get("config") if isinstance(band, dict) else None
+    threshold = band.get("threshold") if isinstance(band, dict) else None
+    if (wanted <= 1 or not isinstance(names, list) or not names or fingerprint != manifest.config_sha256
+            or not isinstance(threshold, (int, float)) or not threshold > 0):
+        return 1
+    return min(wanted, 1 + len(names))
+
+
 def repeat_alpha(config: Config) -> float:
     """The level the deciding look is tested at under this config's repeat setting."""
     from gate.statistics.repeats import look_alpha, looks
@@ -1215,11 +1238,14 @@ def repeat_alpha(config: Config) -> float:
     return look_alpha(looks(config.noise.candidate_runs, config.noise.rerun))
 
 
-def _setup_with_repeats(config: Config, setup: Mapping[str, Any] | None, progress: Progress) -> None:
-    """With ``noise.candidate_runs`` above 1, the setup check once more for means of that many runs."""
+def _setup_with_repeats(config: Config, setup: Mapping[str, Any] | None, progress: Progress,
+                        available: int) -> None:
+    """With ``noise.candidate_runs`` above 1, the setup check once more for means of that many
+    runs (at most the ``available`` baseline runs)."""
     from gate.statistics.repeats import setup_with_repeats
 
-    more = setup_with_repeats(dict(setup or {}), config.noise.candidate_runs, config.noise.rerun) if setup else None
+    runs = min(config.noise.candidate_runs, available)
+    more = setup_with_repeats(dict(setup or {}), runs, config.noise.rerun) if setup and runs > 1 else None
     if more:
         progress(f"setup ({config.policy.mode} mode), {more}")
 
@@ -1495,6 +1521,7 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,
     manifest = load_manifest(manifest_path) if manifest_path.exists() else None
     base_config = base_config_from_git(config.workspace_root, base, config.here(config.retrieval_config)) if base else None
     baseline_config = None
+    baseline_manifest = None
     if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
         differences = {d.input for d in input_differences(manifest, golden, config.golden.rel)}
         from gate.runs.produce import missing_queries
@@ -1506,13 +1533,14 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,
                "not needed: the archived lists are reused or re-scored")
         add("baseline replay", manifest.config, needed, why, commit_code(config, manifest.git_commit, runs_dir))
         baseline_config = manifest.config
+        baseline_manifest = manifest  # its stored repeats are the baseline's
     elif base_config is not None:
         add("baseline reconstruction", base_config, True, "no usable archived manifest",
             commit_code(config, base, runs_dir))
         baseline_config = base_config
     candidate = load_retrieval_config(config.here(config.retrieval_config))
     add("candidate", candidate, True, "the PR's config", code)
-    total = config.noise.candidate_runs
+    total = planned_candidate_runs(config, baseline_manifest)
     for number in range(2, total + 1):  # the requests run_gate's reruns make (same purpose, repeat, seed)
         add(f"candidate repeat {number}/{total}", candidate, True,
             "a rerun of the candidate, read when run-to-run noise leaves the first look undecided "

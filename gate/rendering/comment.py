@@ -35,7 +35,7 @@ from typing import Any, Sequence
 import jinja2
 
 from gate.rendering.markdown_cut import COMMENT_LIMIT, fit_comment
-from gate.rendering.terminal import repeats_sentence
+from gate.rendering.terminal import means_note, repeats_sentence
 from gate.rendering.markdown import Inert, finalizer, inert, md_text, signed
 from gate.common.numbers import counted
 from gate.rendering.markdown_cut import fit_sections
@@ -595,6 +595,7 @@ def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
         "measures": _measure_rows(report) if _shown_delta(report) else [],
         "power": _power_sentence(report),
         "repeats": repeats_sentence(report),
+        "means_note": means_note(report),
         # the reasons quote the calibrated rule's "decision interval": say what it is
         "decision_explained": any("decision interval [" in str(r.message or "") for r in verdict.reasons or ()),
         "decision_mode": str(report.decision.mode) if report.decision and isinstance(report.decision.mode, str)
@@ -627,7 +628,7 @@ def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
     if not commensurable:
         # No difference between incommensurable numbers, anywhere in the comment.
         context.update(strata=[], traffic=empty(Traffic), wins_sentence=None, lift=None, per_query=None, measures=[],
-                       all_queries=empty(DeltaAllQueries), attribution=None, power=None)
+                       all_queries=empty(DeltaAllQueries), attribution=None, power=None, repeats=None, means_note="")
     return context
 
 

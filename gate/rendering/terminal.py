@@ -74,7 +74,8 @@ def run_summary_lines(report: Report) -> list[str]:
              else _queries(report.query_count) if report.query_count else "the golden queries")
     baseline = report.baseline.mean if report.baseline else None
     candidate = report.candidate.mean if report.candidate else None
-    lines.append(f"{report.metric} on {where}: baseline {_fmt(baseline)} -> candidate {_fmt(candidate)}")
+    lines.append(f"{report.metric} on {where}: baseline {_fmt(baseline)} -> candidate {_fmt(candidate)}"
+                 + means_note(report))
     delta = report.delta
     if delta:
         lines.append(_delta_line(delta) + f" ({delta.method} bootstrap, B={delta.samples}, seed={delta.seed})")
@@ -160,3 +161,12 @@ def repeats_sentence(report: Report) -> str | None:
         return (f"decided on per-query means of {last.candidate_runs} candidate and {last.baseline_runs} baseline "
                 f"runs ({repeats.reason})")
     return f"candidate runs {repeats.candidate_runs}, {repeats.rerun}: {repeats.reason}{level}"
+
+
+def means_note(report: Report) -> str:
+    """``" (means of R runs each)"`` when the report's numbers are per-query means of repeats."""
+    repeats = report.repeats
+    looks = list(repeats.looks or ()) if repeats else []
+    if not looks or not repeats.decided_on_means:
+        return ""
+    return f" (means of {looks[-1].candidate_runs} runs each)"

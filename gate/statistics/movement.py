@@ -439,6 +439,7 @@ def strata_section(
     samples: int = 10_000,
     seed: int = 7,
     method: str = "percentile",
+    alpha: float | None = None,
 ) -> dict[str, Any]:
     """The strata + traffic + lift block of ``report.json``.
 
@@ -451,7 +452,9 @@ def strata_section(
     filled; without, ``traffic`` is ``None``. With both runs and the qrels,
     ``lift`` holds the movement buckets over the same queries at the
     PerQuery's rel; otherwise ``None``. ``margin`` (``policy.max_regression``) bounds the
-    interval of a stratum labelled untouched (:func:`gate.statistics.strata.stratum_table`).
+    interval of a stratum labelled untouched (:func:`gate.statistics.strata.stratum_table`);
+    ``alpha`` the family-wise level of its directions (default the table's 0.05; a verdict that
+    may take two looks gives each half).
 
     Returns ``{"strata": [...], "traffic": {...} | None, "lift": {...} | None,
     "wins_sentence": str, "unassigned": int}``. A query whose stratum has no
@@ -486,7 +489,8 @@ def strata_section(
             results = stratum_table(base, cand, labels, shares=shares,
                                     guarded=spec.guarded if spec is not None else (),
                                     noise_threshold=noise_threshold, min_effect=min_effect, margin=margin,
-                                    samples=samples, seed=seed, method=method)
+                                    samples=samples, seed=seed, method=method,
+                                    **({} if alpha is None else {"alpha": alpha}))
             section["strata"] = [r.to_dict() for r in results]
             if shares is not None:
                 section["traffic"] = traffic_account(results, d, labels, samples=samples, seed=seed).to_dict()

@@ -104,7 +104,8 @@ def t_quantile(p: float, df: int) -> float:
     return z + g1 / v + g2 / v**2 + g3 / v**3 + g4 / v**4
 
 
-def detectable_regression(sd: float, n: int, band: float | None = None) -> float | None:
+def detectable_regression(sd: float, n: int, band: float | None = None,
+                          alpha: float = ONE_SIDED_ALPHA) -> float | None:
     """The regression caught with probability :data:`POWER` by a one-sided test at
     :data:`ONE_SIDED_ALPHA` that must also exceed the noise ``band``: the mean of ``n``
     differences of spread ``sd`` is below ``-max(band, t_a se)`` with probability 0.8 when the
@@ -114,17 +115,18 @@ def detectable_regression(sd: float, n: int, band: float | None = None) -> float
     if n < 2 or not sd > 1e-12 or not math.isfinite(sd):
         return None
     se = sd / math.sqrt(n)
-    return max(band or 0.0, t_quantile(1.0 - ONE_SIDED_ALPHA, n - 1) * se) + t_quantile(POWER, n - 1) * se
+    return max(band or 0.0, t_quantile(1.0 - alpha, n - 1) * se) + t_quantile(POWER, n - 1) * se
 
 
-def queries_needed(sd: float, target: float, band: float | None = None, limit: int = QUERIES_LIMIT) -> int | None:
+def queries_needed(sd: float, target: float, band: float | None = None, limit: int = QUERIES_LIMIT,
+                   alpha: float = ONE_SIDED_ALPHA) -> int | None:
     """The fewest queries for a regression of ``target`` to be caught 80% of the time at spread
     ``sd`` (:func:`detectable_regression` <= target); ``None`` when no number of queries does
     (the target is within the noise band) or no spread is known."""
     if not sd > 1e-12 or not math.isfinite(sd) or target <= (band or 0.0):
         return None
     # detectable_regression falls as n grows: the fewest n that reaches the target
-    return _fewest(lambda n: detectable_regression(sd, n, band) <= target + 1e-12, MOVERS_TO_SHOW, limit)
+    return _fewest(lambda n: detectable_regression(sd, n, band, alpha) <= target + 1e-12, MOVERS_TO_SHOW, limit)
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ class Detectable:
     unseen_share: float
     margin: float
     queries_for_margin: int | None
+    alpha: float = ONE_SIDED_ALPHA  # the one-sided level the verdict's look tests at
 
     @property
     def sentence(self) -> str:
@@ -170,7 +173,7 @@ class Detectable:
 
     def to_dict(self) -> dict[str, object]:
         return {"n": self.n, "movers": self.movers, "sd": self.sd, "band": self.band, "power": POWER,
-                "alpha": ONE_SIDED_ALPHA, "regression_80": self.regression_80, "unseen_share": self.unseen_share,
+                "alpha": self.alpha, "regression_80": self.regression_80, "unseen_share": self.unseen_share,
                 "margin": self.margin, "queries_for_margin": self.queries_for_margin, "sentence": self.sentence}
 
 
@@ -184,14 +187,16 @@ def _share(value: float) -> str:
     return f"{value:.{digits + (1 if value < 0.01 else 0)}%}"
 
 
-def detectable(d, margin: float, band: float | None = None) -> Detectable:
-    """:class:`Detectable` for the per-query differences ``d`` of one PR."""
+def detectable(d, margin: float, band: float | None = None, alpha: float = ONE_SIDED_ALPHA) -> Detectable:
+    """:class:`Detectable` for the per-query differences ``d`` of one PR, at the one-sided level
+    ``alpha`` its verdict is tested at."""
     d = as_differences(d)
     n = int(d.size)
     sd = difference_sd(d)
     return Detectable(n=n, movers=int(np.count_nonzero(d != 0)), sd=sd, band=band,
-                      regression_80=detectable_regression(sd, n, band), unseen_share=unseen_share(n),
-                      margin=float(margin), queries_for_margin=queries_needed(sd, margin, band))
+                      regression_80=detectable_regression(sd, n, band, alpha), unseen_share=unseen_share(n),
+                      margin=float(margin), queries_for_margin=queries_needed(sd, margin, band, alpha=alpha),
+                      alpha=alpha)
 
 
 # --------------------------------------------------------------------------- the setup check

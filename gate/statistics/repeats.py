@@ -76,21 +76,28 @@ def noise_share(differences: np.ndarray, per_query_noise: np.ndarray) -> float:
 def undecided_by_noise(mode: str, codes: Sequence[str], evidence: Any, margin: float, band: float | None,
                        share: float) -> str | None:
     """Why a rerun can decide what this look did not, or None. ``codes`` are the verdict's
-    reason codes, ``evidence`` the look's :class:`gate.statistics.evidence.Evidence`."""
+    reason codes, ``evidence`` the look's :class:`gate.statistics.evidence.Evidence`.
+
+    A look at ``ALPHA / 2`` must never pass, without a rerun, what one look at ``ALPHA`` would
+    have failed: a regression the sign-flip test shows at ``ALPHA`` but not at the look's level
+    is a reason to rerun, as is one shown inside the band or one of the margin not ruled out."""
     if band is None or band <= 0.0 or evidence is None or share < NOISE_SHARE_TO_RERUN:
         return None
     noise = f"run-to-run noise is {share:.0%} of the per-query spread"
+    if "improvement_required" in codes and evidence.mean > 0:
+        return f"an improvement not shown, and {noise}"
     if mode == "non-inferiority":
         if "underpowered" in codes or "too_few_movers" in codes:
             return f"non-inferiority not shown, and {noise}"
         return None
-    if "no_regression_shown" in codes:
+    if "no_regression_shown" in codes and evidence.mean < 0:
         if evidence.t_high < 0 and evidence.p_regression <= evidence.alpha:
             return f"a regression shown within the noise band ±{band:.3f}, and {noise}"
-        if evidence.mean < 0 and evidence.t_low < -margin:
+        if evidence.p_regression <= ALPHA and evidence.alpha < ALPHA:
+            return (f"a regression the sign-flip test shows at {ALPHA:g} but not at this look's {evidence.alpha:g}, "
+                    f"and {noise}")
+        if evidence.t_low < -margin:
             return f"a regression of {margin:g} not ruled out, and {noise}"
-    if "improvement_required" in codes and evidence.mean > 0:
-        return f"an improvement not shown, and {noise}"
     return None
 
 
