@@ -111,22 +111,7 @@ def simulate_cell(noise: str, effect: str, n: int, mu: float, prs: int, runs: in
         means = t + cand.mean(axis=0) - base[:runs].mean(axis=0)  # as many baseline runs as the gate's
         scaled = rep.scaled_threshold(threshold, runs, runs)
         share = rep.noise_share(single, per_query_noise)
-        for mode in MODES:
-            verdict, _ = decide(single, threshold, mode, ALPHA)
-            counts[("off", mode)][verdict.kind] += 1
-            counts[("off", mode)]["runs"] += 1
-            verdict, e = decide(single, threshold, mode, ALPHA / 2)
-            why = rep.undecided_by_noise(mode, [r.code for r in verdict.reasons], e, MARGIN, threshold, share)
-            used = 1
-            if why is not None:
-                verdict, _ = decide(means, scaled, mode, ALPHA / 2)
-                counts[("adaptive", mode)]["reruns"] += 1
-                used = runs
-            counts[("adaptive", mode)][verdict.kind] += 1
-            counts[("adaptive", mode)]["runs"] += used
-            verdict, _ = decide(means, scaled, mode, ALPHA)
-            counts[("always", mode)][verdict.kind] += 1
-            counts[("always", mode)]["runs"] += runs
+        _decide_three(counts, single, means, threshold, scaled, share, runs)
     return counts
 
 
@@ -138,6 +123,57 @@ def setup_supports(noise: str, n: int, runs: int, rerun: str, seed: int) -> bool
     rng = np.random.default_rng(seed)
     noisy = rng.random(4000) < 0.5
     a, b = noise_draw(rng, noise, noisy, 2)
+    sd, movers = aa_noise([a, b])
+    policy = Policy(mode="non-inferiority", max_regression=MARGIN)
+    if runs == 1:
+        check = setup_check(n, MARGIN, "non-inferiority", sd, None, movers)
+        return bool(check.supports) and simulated_no_op_blocking(b - a, n, policy) <= 0.05
+    return bool(setup_for_repeats(n, policy, sd, None, movers, b - a, runs, rerun)["supports"])
+
+
+def simulate_stack_cell(stack, n: int, mu: float, prs: int, runs: int, seed: int):
+    """:func:`simulate_cell` for a stack that draws whole runs (``stack.draw(rng, n, base_runs,
+    cand_runs, mu)`` -> per-query values of each run: benchmarks/populations_repeats_outside.py)."""
+    rng = np.random.default_rng(seed)
+    counts = {(s, m): {"pass": 0, "fail": 0, "inconclusive": 0, "reruns": 0, "runs": 0}
+              for s in SETTINGS for m in MODES}
+    for _ in range(prs):
+        base, cand = stack.draw(rng, n, 1 + BASELINE_REPEATS, runs, mu)
+        threshold = spread(base[1:].mean(axis=1)).threshold
+        single = cand[0] - base[0]
+        means = cand.mean(axis=0) - base[:runs].mean(axis=0)
+        scaled = rep.scaled_threshold(threshold, runs, runs)
+        share = rep.noise_share(single, rep.noise_variance(list(base)))
+        _decide_three(counts, single, means, threshold, scaled, share, runs)
+    return counts
+
+
+def _decide_three(counts, single, means, threshold, scaled, share, runs) -> None:
+    """One PR through the three settings in both modes (the gate's own evidence and rules)."""
+    for mode in MODES:
+        verdict, _ = decide(single, threshold, mode, ALPHA)
+        counts[("off", mode)][verdict.kind] += 1
+        counts[("off", mode)]["runs"] += 1
+        verdict, e = decide(single, threshold, mode, ALPHA / 2)
+        why = rep.undecided_by_noise(mode, [r.code for r in verdict.reasons], e, MARGIN, threshold, share)
+        used = 1
+        if why is not None:
+            verdict, _ = decide(means, scaled, mode, ALPHA / 2)
+            counts[("adaptive", mode)]["reruns"] += 1
+            used = runs
+        counts[("adaptive", mode)][verdict.kind] += 1
+        counts[("adaptive", mode)]["runs"] += used
+        verdict, _ = decide(means, scaled, mode, ALPHA)
+        counts[("always", mode)][verdict.kind] += 1
+        counts[("always", mode)]["runs"] += runs
+
+
+def stack_setup_supports(stack, n: int, runs: int, rerun: str, seed: int) -> bool:
+    """:func:`setup_supports` for an outside stack: its A/A differences from two builds of one
+    config on 4,000 queries (mu = 0)."""
+    rng = np.random.default_rng(seed)
+    base, cand = stack.draw(rng, 4000, 2, 1, 0.0)
+    a, b = base[0], base[1]
     sd, movers = aa_noise([a, b])
     policy = Policy(mode="non-inferiority", max_regression=MARGIN)
     if runs == 1:
@@ -249,10 +285,34 @@ def main() -> None:
     parser.add_argument("--json", help="write every count to this file")
     parser.add_argument("--from-json", metavar="FILE", help="render from a --json file, no simulation")
     parser.add_argument("--write-docs", action="store_true", help="write docs/decision-repeats.md")
+    parser.add_argument("--outside", action="store_true",
+                        help="the stacks of benchmarks/populations_repeats_outside.py (designed by a tester who did "
+                             "not write the rule, after it was final) -> docs/decision-repeats-outside.md")
     args = parser.parse_args()
     started = time.monotonic()
     if args.from_json:
         data = json.loads(Path(args.from_json).read_text())
+    elif args.outside:
+        import populations_repeats_outside as outside
+
+        prs = 100 if args.quick else args.prs
+        results = []
+        for stack in outside.STACKS:
+            for n in NS:
+                for mu in TRUE_MEANS:
+                    seed = zlib.crc32(f"{args.seed}|outside|{stack.name}|{n}|{mu}".encode())
+                    counts = simulate_stack_cell(stack, n, mu, prs, args.runs, seed)
+                    supported = {s: stack_setup_supports(stack, n, 1 if s == "off" else args.runs, s, seed)
+                                 for s in SETTINGS} if mu == 0.0 else {s: None for s in SETTINGS}
+                    results.append({"noise": stack.name, "effect": "dense", "n": n, "mu": mu, "prs": prs,
+                                    "reach": 0.0, "supported": supported,
+                                    "counts": {f"{s}|{m}": c for (s, m), c in counts.items()}})
+                    print(f"{stack.name} n={n} mu={mu:+.2f} ({time.monotonic() - started:.0f}s)", file=sys.stderr)
+        data = {"runs": args.runs, "baseline_repeats": BASELINE_REPEATS, "samples": SAMPLES, "seed": args.seed,
+                "resampling_seed": SEED, "sparse_source": "-", "results": results,
+                "stacks": {stack.name: stack.description for stack in outside.STACKS}}
+        if args.json:
+            Path(args.json).write_text(json.dumps(data, indent=1) + "\n")
     else:
         pools = pops.real_deltas()
         source = "TREC DL 2019 nDCG@10 deltas" if pools is not None else "the generated stand-in (no ../shared)"
@@ -298,8 +358,17 @@ def main() -> None:
             *table(rows),
             "",
         ]
-        (REPO / "docs" / "decision-repeats.md").write_text("\n".join(head))
-        print("wrote docs/decision-repeats.md", file=sys.stderr)
+        name = "decision-repeats.md"
+        if data.get("stacks"):
+            name = "decision-repeats-outside.md"
+            head[0] = "# The verdict on noisy stacks designed from outside, with and without repeats"
+            head[2] = head[2].replace("`python benchmarks/bench_repeats.py --write-docs`",
+                                      "`python benchmarks/bench_repeats.py --outside --write-docs` (stacks in "
+                                      "`benchmarks/populations_repeats_outside.py`, designed by a tester who did not "
+                                      "write the rule, after it was final)")
+            head[3:3] = ["", *(f"- `{k}`: {v}" for k, v in data["stacks"].items())]
+        (REPO / "docs" / name).write_text("\n".join(head))
+        print(f"wrote docs/{name}", file=sys.stderr)
     print(f"{len(rows)} rows in {time.monotonic() - started:.0f}s", file=sys.stderr)
 
 
