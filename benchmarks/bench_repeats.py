@@ -173,6 +173,16 @@ def _decide_three(counts, single, means, threshold, scaled, share, runs) -> None
         counts[("always", mode)]["runs"] += runs
 
 
+def stack_reach(stack, n: int, queries: int = 20_000, builds: int = 40, seed: int = 2026) -> float:
+    """``reach`` for an outside stack at the margin: each query's true effect estimated as the
+    difference of its means over ``builds`` builds of either config (mu = -margin), then the
+    chance a sample of ``n`` misses the queries that carry half the loss
+    (:meth:`populations.Population.miss_probability`, as the main battery's label)."""
+    base, cand = stack.draw(np.random.default_rng(seed), queries, builds, builds, -MARGIN)
+    effects = np.round(cand.mean(axis=0) - base.mean(axis=0), 6)
+    return pops._uniform(effects).miss_probability(n, "loss")
+
+
 def stack_setup_supports(stack, n: int, runs: int, rerun: str, seed: int) -> bool:
     """:func:`setup_supports` for an outside stack: its A/A differences from two builds of one
     config on 4,000 queries (mu = 0)."""
@@ -189,7 +199,7 @@ def goal_misses(row: dict) -> tuple[list[str], list[str]]:
     prs = row["prs"]
     passed, failed, inconclusive = row["pass"] / prs, row["fail"] / prs, row["inconclusive"] / prs
     blocked = failed + (inconclusive if row["mode"] == "non-inferiority" else 0.0)
-    if row["mu"] == 0.0 and row["effect"] == "dense" and blocked > 0.06:
+    if row["mu"] == 0.0 and row["effect"] != "sparse" and blocked > 0.06:
         if row["mode"] == "non-inferiority" and not row["supported"]:
             excused.append(f"s: no-op blocked {blocked:.1%}")
         else:
@@ -241,7 +251,7 @@ def summary(rows: list[dict]) -> list[str]:
     for setting in SETTINGS:
         for mode in MODES:
             mine = [r for r in rows if r["setting"] == setting and r["mode"] == mode]
-            noop = [r for r in mine if r["mu"] == 0.0 and r["effect"] == "dense"]
+            noop = [r for r in mine if r["mu"] == 0.0 and r["effect"] != "sparse"]
             supported = [r for r in noop if mode == "regression" or r["supported"]]
             nulls = [r for r in mine if r["mu"] == 0.0]
             worst_fail = max(nulls, key=lambda r: r["fail"])
@@ -303,8 +313,8 @@ def main() -> None:
                     counts = simulate_stack_cell(stack, n, mu, prs, args.runs, seed)
                     supported = {s: stack_setup_supports(stack, n, 1 if s == "off" else args.runs, s, seed)
                                  for s in SETTINGS} if mu == 0.0 else {s: None for s in SETTINGS}
-                    results.append({"noise": stack.name, "effect": "dense", "n": n, "mu": mu, "prs": prs,
-                                    "reach": 0.0, "supported": supported,
+                    results.append({"noise": stack.name, "effect": "its own", "n": n, "mu": mu, "prs": prs,
+                                    "reach": stack_reach(stack, n), "supported": supported,
                                     "counts": {f"{s}|{m}": c for (s, m), c in counts.items()}})
                     print(f"{stack.name} n={n} mu={mu:+.2f} ({time.monotonic() - started:.0f}s)", file=sys.stderr)
         data = {"runs": args.runs, "baseline_repeats": BASELINE_REPEATS, "samples": SAMPLES, "seed": args.seed,
