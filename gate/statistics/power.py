@@ -155,7 +155,8 @@ class Detectable:
             why = ("one query has no spread" if self.n < 2 else "no query moved" if self.movers == 0
                    else "every query moved by the same amount")
             return f"{queries}: what this set can catch is not estimable from this PR ({why})"
-        size = f"-{self.regression_80:.3f}"
+        # three decimals, or two significant digits for a set that catches less than 0.001
+        size = f"-{self.regression_80:.3f}" if self.regression_80 >= 0.0005 else f"-{self.regression_80:.2g}"
         text = f"{queries}: a {size} regression is caught 80% of the time"
         if self.movers < MOVERS_TO_SHOW:
             text += (f" if it moves at least {MOVERS_TO_SHOW} queries (this PR moved {self.movers}; a regression "

@@ -81,13 +81,20 @@ def undecided_by_noise(mode: str, codes: Sequence[str], evidence: Any, margin: f
     A look at ``ALPHA / 2`` must never pass, without a rerun, what one look at ``ALPHA`` would
     have failed: a regression the sign-flip test shows at ``ALPHA`` but not at the look's level
     is a reason to rerun, as is one shown inside the band or one of the margin not ruled out."""
-    if band is None or band <= 0.0 or evidence is None or share < NOISE_SHARE_TO_RERUN:
+    if band is None or band <= 0.0 or evidence is None:
+        return None
+    if mode == "non-inferiority" and "too_few_movers" in codes:
+        # Too few queries moved for any claim: on a stack whose builds differ, each run moves some
+        # queries, and means over several move more; the noise share (a ratio of two tiny
+        # variances here) does not say whether reruns help.
+        return "too few queries moved for non-inferiority, on a stack whose builds differ"
+    if share < NOISE_SHARE_TO_RERUN:
         return None
     noise = f"run-to-run noise is {share:.0%} of the per-query spread"
     if "improvement_required" in codes and evidence.mean > 0:
         return f"an improvement not shown, and {noise}"
     if mode == "non-inferiority":
-        if "underpowered" in codes or "too_few_movers" in codes:
+        if "underpowered" in codes:
             return f"non-inferiority not shown, and {noise}"
         return None
     if "no_regression_shown" in codes and evidence.mean < 0:
