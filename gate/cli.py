@@ -711,7 +711,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     result = calibrate(runs, qrels, universe.query_ids, metric, rel, policy=policy, samples=samples, seed=seed,
                        noise_threshold=threshold, progress=_progress,
                        candidate_runs=config.noise.candidate_runs if config is not None else 1,
-                       rerun=config.noise.rerun if config is not None else "adaptive")
+                       rerun=config.noise.rerun if config is not None else "always")
     data = result.to_dict()
     if args.out:
         from gate.common.atomic import write_text_atomic

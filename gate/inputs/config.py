@@ -330,9 +330,10 @@ class NoiseConfig:
     # Runs of the candidate in all: above 1, a verdict run-to-run noise leaves undecided is
     # decided on per-query means against the stored baseline repeats (README: repeats).
     candidate_runs: int = setting(in_range(positive_integer, 1, limits.MAX_REPEATS), 1)
-    # adaptive: the reruns only when the first look is undecided by noise, each look at alpha/2;
-    # always: every run up front, one look.
-    rerun: str = setting(one_of("adaptive", "always"), "adaptive")
+    # always: every run up front, one look at alpha (never weaker than one run); adaptive: the
+    # reruns only when the first look is undecided by noise, each of two looks at alpha/2 (fewer
+    # runs, at some power: README, repeats).
+    rerun: str = setting(one_of("always", "adaptive"), "always")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -78,8 +78,8 @@ DESCRIPTIONS: dict[str, str] = {
     "noise.candidate_runs": "runs of the candidate in all; above 1, a verdict run-to-run noise leaves undecided is "
                             "decided on per-query means of that many candidate and baseline runs (the baseline's "
                             "from `archive --noise-repeats`; README: repeats)",
-    "noise.rerun": "`adaptive` (rerun only when the first look is undecided by noise; each of the two looks at "
-                   "1.25%) or `always` (every run up front, one look at 2.5%)",
+    "noise.rerun": "`always` (every run up front, one look at 2.5%) or `adaptive` (rerun only when the first look "
+                   "is undecided by noise, each of the two looks at 1.25%: fewer runs, less power)",
     "sweep.params": "the sweep grid: dotted retrieval-config keys and the values each takes "
                     "(`{fusion.rrf_k: [10, 30, 60, 100], fusion.lexical_weight: [0.3, 0.5, 0.7]}`); every "
                     "combination is a cell, run through the runner (see `retrieval-gate sweep`)",

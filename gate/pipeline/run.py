@@ -976,9 +976,15 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
                 why = f"rerun: {undecided}" + (f" ({plan.reason.partition('; ')[2]})"
                                                if plan.candidate_runs < config.noise.candidate_runs else "")
             else:
+                # The first look was undecided and the reruns that were to decide it never came:
+                # its verdict at ALPHA / 2 is not a decision (it could pass what one look at ALPHA
+                # fails), so the PR is inconclusive, as when any run the gate needs fails.
                 verdict = decide(findings_of(first), policy)
                 looks[0] = look_record(first, verdict)
                 why = f"rerun failed: {repeat_warning}"
+                if rerun_missing is None:
+                    verdict = inconclusive("runner_failed", f"the first look was undecided ({undecided}) and "
+                                           f"{repeat_warning}", policy, reporting.to_dict())
     missing = missing or rerun_missing
     if config.noise.candidate_runs > 1:
         if plan.looks == 1 and plan.possible and config.noise.rerun == "always":

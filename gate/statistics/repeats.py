@@ -83,6 +83,13 @@ def undecided_by_noise(mode: str, codes: Sequence[str], evidence: Any, margin: f
     is a reason to rerun, as is one shown inside the band or one of the margin not ruled out."""
     if band is None or band <= 0.0 or evidence is None:
         return None
+    if (mode != "non-inferiority" and "no_regression_shown" in codes and evidence.mean < 0
+            and evidence.p_regression <= ALPHA and evidence.alpha < ALPHA
+            and not (evidence.t_high < 0 and evidence.p_regression <= evidence.alpha)):
+        # whatever the noise's share: a look at ALPHA / 2 must not pass, without looking again,
+        # what one look at ALPHA fails (the means may still not show it: adaptive's price)
+        return (f"a regression the sign-flip test shows at {ALPHA:g} but not at this look's {evidence.alpha:g}, "
+                f"on a stack whose builds differ")
     if mode == "non-inferiority" and "too_few_movers" in codes:
         # Too few queries moved for any claim: on a stack whose builds differ, each run moves some
         # queries, and means over several move more; the noise share (a ratio of two tiny
@@ -100,9 +107,6 @@ def undecided_by_noise(mode: str, codes: Sequence[str], evidence: Any, margin: f
     if "no_regression_shown" in codes and evidence.mean < 0:
         if evidence.t_high < 0 and evidence.p_regression <= evidence.alpha:
             return f"a regression shown within the noise band ±{band:.3f}, and {noise}"
-        if evidence.p_regression <= ALPHA and evidence.alpha < ALPHA:
-            return (f"a regression the sign-flip test shows at {ALPHA:g} but not at this look's {evidence.alpha:g}, "
-                    f"and {noise}")
         if evidence.t_low < -margin:
             return f"a regression of {margin:g} not ruled out, and {noise}"
     return None
@@ -149,7 +153,7 @@ class Repeats:
                 "decided_on_means": bool(self.looks) and self.looks[-1].candidate_runs > 1}
 
 
-def setup_with_repeats(setup: dict[str, Any], candidate_runs: int, rerun: str = "adaptive") -> str | None:
+def setup_with_repeats(setup: dict[str, Any], candidate_runs: int, rerun: str = "always") -> str | None:
     """The setup check's formula once more for a difference of means over ``candidate_runs`` runs
     each side (noise sd and band shrink by ``sqrt(candidate_runs)``; with adaptive reruns the
     deciding look is at ALPHA / 2), from a stored :class:`gate.statistics.power.SetupCheck` dict,
@@ -169,5 +173,6 @@ def setup_with_repeats(setup: dict[str, Any], candidate_runs: int, rerun: str = 
                         alpha)
     looked = f"each look at {alpha:g}" if alpha < ALPHA else f"one look at {ALPHA:g}"
     word = "; the formula's word only" if again.mode == "non-inferiority" and again.supports else ""
+    text = again.sentence.replace("(or repeated runs, or regression mode)", "(or more runs, or regression mode)")
     return (f"with noise.candidate_runs {candidate_runs} (a PR decided on means of {candidate_runs} runs each "
-            f"side, sd and band / {root:.2f}, {looked}): {again.sentence}{word}")
+            f"side, sd and band / {root:.2f}, {looked}): {text}{word}")

@@ -113,7 +113,7 @@ def _pairs(n: int, seed: int, limit: int) -> list[tuple[int, int]]:
 def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metric: str, rel: int = 1, *,
               policy=None, samples: int = 10_000, seed: int = 7, noise_threshold: float | None = None,
               max_pairs: int = MAX_PAIRS, progress: Callable[[str], None] | None = None,
-              candidate_runs: int = 1, rerun: str = "adaptive") -> Calibration:
+              candidate_runs: int = 1, rerun: str = "always") -> Calibration:
     """Ordered pairs of ``runs`` through the decision; ``query_ids`` is the universe. Each pair
     meets the band of the other runs (four runs or more); ``noise_threshold`` is the band a PR
     will meet (the stored one), used by the setup check."""
@@ -245,7 +245,7 @@ def simulated_no_op_blocking(aa_differences, n: int, policy, prs: int = SIMULATE
 
 
 def setup_for_repeats(n: int, policy, noise_sd: float | None, band: float | None, mover_share: float | None,
-                      aa_differences, candidate_runs: int, rerun: str = "adaptive") -> dict[str, Any] | None:
+                      aa_differences, candidate_runs: int, rerun: str = "always") -> dict[str, Any] | None:
     """The setup check for a PR decided on means of ``candidate_runs`` runs each side
     (``noise.candidate_runs``): the noise sd and the band shrink by ``sqrt(R)``, and with adaptive
     reruns the deciding look is at ALPHA / 2. In non-inferiority mode, where the formula says the
@@ -273,6 +273,7 @@ def setup_for_repeats(n: int, policy, noise_sd: float | None, band: float | None
         check = dataclasses.replace(check, simulated_blocked=blocked, simulated=SIMULATED_PRS,
                                     supports=blocked <= 0.05)
     looked = "each look at {:g}".format(alpha) if alpha < 0.025 else "one look at 0.025"
+    text = check.sentence.replace("(or repeated runs, or regression mode)", "(or more runs, or regression mode)")
     return {**check.to_dict(), "candidate_runs": candidate_runs, "alpha": alpha,
             "sentence": f"with noise.candidate_runs {candidate_runs} (a PR decided on means of {candidate_runs} runs "
-                        f"each side, sd and band / {root:.2f}, {looked}): {check.sentence}"}
+                        f"each side, sd and band / {root:.2f}, {looked}): {text}"}
