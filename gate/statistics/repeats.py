@@ -83,7 +83,7 @@ def undecided_by_noise(mode: str, codes: Sequence[str], evidence: Any, margin: f
     is a reason to rerun, as is one shown inside the band or one of the margin not ruled out."""
     if band is None or band <= 0.0 or evidence is None:
         return None
-    if (mode != "non-inferiority" and "no_regression_shown" in codes and evidence.mean < 0
+    if (("no_regression_shown" in codes or "non_inferior" in codes) and evidence.mean < 0
             and evidence.p_regression <= ALPHA and evidence.alpha < ALPHA
             and not (evidence.t_high < 0 and evidence.p_regression <= evidence.alpha)):
         # whatever the noise's share: a look at ALPHA / 2 must not pass, without looking again,
