@@ -41,7 +41,11 @@ from gate.common.errors import InputError
 # =========================================================================== harness
 
 #: Wall-clock budget of one reader call (the inputs are at most a few KB).
-READ_SECONDS = 10.0  # generous: tracemalloc slows pure-Python parsing ~3x, CI machines are shared
+# A hang is measured in the process's own CPU time (ITIMER_PROF), which a loaded machine does
+# not stretch: 10 CPU-seconds is generous (tracemalloc slows pure-Python parsing ~3x). A
+# wall-clock alarm far beyond it still catches a reader blocked without using the CPU.
+READ_SECONDS = 10.0
+WALL_SECONDS = 300.0
 #: Memory budget of one reader call: fixed overhead plus a factor of the
 #: (decompressed) input size.  Generous: ruamel.yaml's round-trip nodes and
 #: Python str objects cost tens of bytes per input byte.
@@ -65,7 +69,8 @@ class Outcome:
     def violation(self, input_size: int) -> str | None:
         """A description of the contract violation, or None."""
         if self.hang:
-            return f"hang: no result after {READ_SECONDS:.0f} s on {input_size} input bytes"
+            return (f"hang: no result after {READ_SECONDS:.0f} CPU-seconds (or {WALL_SECONDS:.0f} s) on "
+                    f"{input_size} input bytes")
         if self.crash is not None:
             return f"raised {type(self.crash).__name__}: {str(self.crash)[:300]} (not InputError)"
         budget = MEM_FIXED + MEM_FACTOR * input_size
@@ -76,7 +81,8 @@ class Outcome:
 
 @contextmanager
 def guarded(seconds: float = READ_SECONDS):
-    """Run the body under a SIGALRM timer and tracemalloc; yields a dict filled on exit.
+    """Run the body under a CPU-time timer (SIGPROF, a wall-clock SIGALRM far behind it) and
+    tracemalloc; yields a dict filled on exit.
 
     ``resource.setrlimit(RLIMIT_AS)`` is deliberately not used: it is
     process-wide (pytest, hypothesis and numpy's thread pools share it), it
@@ -97,10 +103,12 @@ def guarded(seconds: float = READ_SECONDS):
         tracemalloc.start()
     tracemalloc.reset_peak()
     base = tracemalloc.get_traced_memory()[0]
-    old = None
+    old = old_prof = None
     if use_alarm:
         old = signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        old_prof = signal.signal(signal.SIGPROF, on_alarm)
+        signal.setitimer(signal.ITIMER_PROF, seconds)  # CPU time: the same on a loaded machine
+        signal.setitimer(signal.ITIMER_REAL, max(seconds, WALL_SECONDS))
     import time
 
     t0 = time.perf_counter()
@@ -108,7 +116,9 @@ def guarded(seconds: float = READ_SECONDS):
         yield stats
     finally:
         if use_alarm:
+            signal.setitimer(signal.ITIMER_PROF, 0)
             signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGPROF, old_prof)
             signal.signal(signal.SIGALRM, old)
         stats["seconds"] = time.perf_counter() - t0
         stats["peak"] = max(0, tracemalloc.get_traced_memory()[1] - base)
