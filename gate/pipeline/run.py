@@ -772,13 +772,14 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     from gate.statistics.evidence import evidence as decision_evidence
     from gate.statistics.power import detectable
 
-    status, calibration = noise_status(config, golden, baseline, metric, measures)
+    stored = stored_band(config, baseline.manifest)  # read once: the band and its repeat runs
+    status, calibration = noise_status(config, golden, baseline, metric, measures, stored)
     threshold = None if status.band is None else status.band.threshold
     floor = tie_floor(candidate_run, golden.qrels, primary, reporting.query_ids, config.golden.rel)
     stratum_noise = None
     if status.band is not None and status.band.strata:
         stratum_noise = {name: item.threshold for name, item in status.band.strata.items()}
-    plan = repeat_plan(config, options, status, golden, baseline, measures)
+    plan = repeat_plan(config, options, status, golden, baseline, measures, stored)
     candidate_values = [candidate]  # per run, every measure, every golden query
     rerun_seeds: list[int] = []
     repeat_warning: str | None = None
@@ -1177,7 +1178,8 @@ class RepeatPlan:
 
 
 def repeat_plan(config: Config, options: RunOptions, status: BandStatus, golden: Golden,
-                baseline: ResolvedBaseline, measures: Sequence[Measure]) -> RepeatPlan:
+                baseline: ResolvedBaseline, measures: Sequence[Measure],
+                stored: tuple[dict | None, list[Run] | None]) -> RepeatPlan:
     """Decided before the first look, from the setting, the runner and the stored band alone,
     so that the level each look is tested at never depends on what the first look saw."""
     from gate.statistics.repeats import looks
@@ -1192,7 +1194,7 @@ def repeat_plan(config: Config, options: RunOptions, status: BandStatus, golden:
     if not status.band.threshold > 0:
         return RepeatPlan(1, False, "not rerun: identical runs of this stack score alike (noise band 0), so a "
                                     "rerun repeats the first run")
-    data, runs = stored_band(config, baseline.manifest)
+    data, runs = stored
     if not runs:
         return RepeatPlan(1, False, "not rerun: the noise band has no stored repeat runs of the baseline "
                                     f"(retrieval-gate archive --noise-repeats {config.noise.repeats} stores them)")
@@ -1310,9 +1312,11 @@ def _still_valid_band(config: Config, golden: Golden, retrieval, primary: Measur
 
 
 def noise_status(config: Config, golden: Golden, baseline: ResolvedBaseline, metric: str,
-                 measures: Sequence[Measure]) -> tuple[BandStatus, dict | None]:
-    """The band that applies, and the A/A calibration stored with it (when current)."""
-    data, runs = stored_band(config, baseline.manifest)
+                 measures: Sequence[Measure],
+                 stored: tuple[dict | None, list[Run] | None]) -> tuple[BandStatus, dict | None]:
+    """The band that applies (``stored``: :func:`stored_band`'s), and the A/A calibration stored
+    with it (when current)."""
+    data, runs = stored
     measure = next(m for m in measures if str(m) == metric)
     status = applicable_band(data, runs, golden, baseline.config, measure, config.golden.rel)
     calibration = (data or {}).get("calibration") if status.state == "current" else None
