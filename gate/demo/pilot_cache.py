@@ -38,7 +38,7 @@ CACHE_FILE = Path(__file__).with_name("pilot_scores.json")
 _FORMAT = "retrieval-gate demo pilot 1"
 _GATE = Path(__file__).resolve().parents[1]
 # The code a pilot's numbers depend on beyond its data: retrieval, run records, scoring.
-_CODE = ("runs/reference.py", "inputs/readers/records.py", "evaluation/evaluate.py", "evaluation/label_join.py",
+_CODE = ("runs/reference.py", "common/fixed_order.py", "inputs/readers/records.py", "evaluation/evaluate.py", "evaluation/label_join.py",
          "evaluation/labeljoin.c",
          "evaluation/measures")
 _LIBRARIES = ("numpy", "scipy", "faiss-cpu", "bm25s")

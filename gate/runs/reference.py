@@ -91,6 +91,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from gate.common import fixed_order
 from gate.common.errors import InputError
 from gate.runs.request import RunnerFailed, RunRequest
 
@@ -108,7 +109,7 @@ __all__ = [
     "NO_MATCH",
 ]
 
-VERSION = "reference-1"
+VERSION = "reference-2"  # 2: CPU-independent numerics (gate.common.fixed_order, faiss at its portable SIMD level)
 
 # name -> (kind, dimension)
 MODELS: dict[str, tuple[str, int]] = {"lsa-128": ("word", 128), "lsa-char-256": ("char", 256)}
@@ -292,18 +293,30 @@ def _orth(x: np.ndarray) -> np.ndarray:
 
     Two Gram-matrix products and two small Cholesky factorizations: several
     times faster than Householder QR on tall, skinny blocks, and as accurate
-    for the well-conditioned blocks of a subspace iteration. Falls back to
-    Householder QR when a Gram matrix is not numerically positive definite.
+    for the well-conditioned blocks of a subspace iteration. A Gram matrix
+    that is not numerically positive definite gets a shift first (shifted
+    CholeskyQR3, Fukaya et al. 2020). Every product and factorization is
+    :mod:`gate.common.fixed_order`'s: the basis has the same bits on every CPU.
     """
-    import scipy.linalg
-
     q = x
-    try:
-        for _ in range(2):
-            r = scipy.linalg.cholesky(q.T @ q, lower=False, check_finite=False)
-            q = scipy.linalg.solve_triangular(r, q.T, trans="T", lower=False, check_finite=False).T
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-        q, _ = scipy.linalg.qr(x, mode="economic", check_finite=False)
+    passes = 2
+    shift = 0.0
+    while passes:
+        gram = fixed_order.grid_product(q.T, q)
+        if shift:
+            gram = gram + shift * np.eye(gram.shape[0])
+        try:
+            r = fixed_order.upper_cholesky(gram)
+        except fixed_order.NotPositiveDefinite:
+            if shift:  # pragma: no cover - a shift of this size makes the Gram matrix definite
+                raise
+            rows, cols = q.shape
+            shift = 11.0 * (rows * cols + cols * (cols + 1)) * 2.0 ** -53 * float(np.add.reduce(np.diag(gram)))
+            passes = 3
+            continue
+        q = fixed_order.grid_product(q, fixed_order.upper_inverse(r))
+        shift = 0.0
+        passes -= 1
     return q
 
 
@@ -311,10 +324,10 @@ def _right_singular_vectors(matvec: Any, rmatvec: Any, features: int, rows: int,
                             iterations: int) -> np.ndarray:
     """Top ``k`` right singular vectors (features x k, float32, fixed signs) of an implicit matrix ``a``.
 
-    ``matvec(q) = a @ q`` and ``rmatvec(y) = a.T @ y`` on dense blocks.
-    Randomized subspace iteration on ``a.T a`` (Halko, Martinsson & Tropp
-    2011) from a fixed-seed sketch: ``iterations + 1`` rounds, orthonormalized
-    in feature space, then the exact SVD of the projected matrix.
+    ``matvec(q) = a @ q`` and ``rmatvec(y) = a.T @ y`` on dense blocks (scipy's sparse products:
+    plain loops, the same bits on every CPU). Randomized subspace iteration on ``a.T a`` (Halko,
+    Martinsson & Tropp 2011) from a fixed-seed sketch: ``iterations + 1`` rounds, orthonormalized
+    in feature space, then the eigenvectors of the projected Gram matrix (Jacobi, not LAPACK).
     """
     k = min(k, features, rows)
     width = min(k + SVD_OVERSAMPLE, features)
@@ -322,9 +335,9 @@ def _right_singular_vectors(matvec: Any, rmatvec: Any, features: int, rows: int,
     for _ in range(iterations + 1):
         q = _orth(rmatvec(matvec(q)))
     b = matvec(q)  # rows x width: a ~ b q^T
-    values, vectors = np.linalg.eigh(b.T @ b)
-    v = q @ vectors[:, np.argsort(-values, kind="stable")[:k]]
-    # A fixed sign per component (largest loading positive): the fit does not depend on LAPACK's sign choice.
+    _, vectors = fixed_order.symmetric_eigen(fixed_order.grid_product(b.T, b))
+    v = fixed_order.grid_product(q, vectors[:, :k])
+    # A fixed sign per component (largest loading positive): the fit does not depend on the solver's sign choice.
     signs = np.sign(v[np.abs(v).argmax(axis=0), np.arange(v.shape[1])])
     signs[signs == 0] = 1
     return (v * signs).astype(np.float32)
@@ -335,7 +348,7 @@ def _l2_rows(x: sp.csr_matrix | np.ndarray) -> Any:
         norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
         norms[norms == 0] = 1
         return sp.diags((1.0 / norms).astype(np.float32)) @ x
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms = np.sqrt(np.add.reduce(np.asarray(x, dtype=np.float64) ** 2, axis=1, keepdims=True))
     norms[norms == 0] = 1
     return (x / norms).astype(np.float32)
 
@@ -399,7 +412,7 @@ class _Model:
                     if j is not None:
                         rows.append(i)
                         cols.append(j)
-                        vals.append((1.0 + math.log(tf)) * float(self.idf[j]))
+                        vals.append((1.0 + float(fixed_order.log(tf))) * float(self.idf[j]))
         raw = sp.csr_matrix((np.asarray(vals, dtype=np.float64), (rows, cols)),
                             shape=(len(texts), len(self.feature_index)))
         raw.sum_duplicates()
@@ -417,12 +430,12 @@ def _fit_model(corpus: _Corpus, name: str, iterations: int) -> _Model:
     term_features = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(corpus.vocab), len(index)))
     term_features.sum_duplicates()
     sublinear = corpus.counts.astype(np.float64)
-    sublinear.data = 1.0 + np.log(sublinear.data)
+    sublinear.data = 1.0 + fixed_order.log(sublinear.data)
     n_docs = sublinear.shape[0]
     explicit = (sublinear @ term_features).tocsr()
     df = np.bincount(explicit.indices, minlength=explicit.shape[1])
     keep = np.flatnonzero(df >= min(MIN_DF, n_docs))
-    idf = np.log((1.0 + n_docs) / (1.0 + df[keep])) + 1.0
+    idf = fixed_order.log((1.0 + n_docs) / (1.0 + df[keep])) + 1.0
     factor = (term_features[:, keep] @ sp.diags(idf)).tocsr()  # terms x kept features
     weighted = explicit[:, keep] @ sp.diags(idf)
     norms = np.sqrt(np.asarray(weighted.multiply(weighted).sum(axis=1)).ravel())
@@ -528,9 +541,30 @@ def _bm25_top(retriever: Any, corpus: _Corpus, text: str, depth: int) -> np.ndar
     return found
 
 
+def _faiss() -> Any:
+    """faiss, with its distance kernels pinned to the portable (non-SIMD) level.
+
+    faiss picks AVX2 or AVX-512 distance code by the CPU; the two sum an inner product in different
+    orders, so the same index built on two machines differs (measured: another graph, another top
+    10 on the demo's corpora). The portable level is the same code on every x86-64 CPU. The level
+    is process-wide (faiss's own setting), so any other faiss user in this process gets it too.
+    """
+    import faiss
+
+    config = getattr(faiss, "SIMDConfig", None)
+    if config is None:
+        raise RunnerFailed(f"faiss {faiss.__version__} cannot pin its SIMD level (faiss.SIMDConfig): the reference "
+                           "retriever needs faiss-cpu >= 1.13 to give the same results on every CPU")
+    if config.get_level() != faiss.SIMDLevel_NONE:
+        config.set_level(faiss.SIMDLevel_NONE)
+        if config.get_level() != faiss.SIMDLevel_NONE:  # pragma: no cover - faiss refused the level
+            raise RunnerFailed("faiss refused the portable SIMD level: its results would depend on the CPU")
+    return faiss
+
+
 def _hnsw(vectors: np.ndarray, key: tuple, seed: int, m: int, ef_construction: int):
     """An HNSW index over ``vectors`` built single-threaded in a seed-determined order."""
-    import faiss
+    faiss = _faiss()
 
     def make():
         order = np.random.default_rng(seed).permutation(len(vectors))
@@ -676,7 +710,7 @@ def retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], co
 
 def _retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], corpus_path: str, seed: int,
               options: Mapping[str, Any] | None, log: Any, exact: bool) -> dict[str, list[tuple[str, float]]]:
-    import faiss
+    faiss = _faiss()
 
     opts = {**OPTION_DEFAULTS, **dict(options or {})}
     say = log or (lambda message: None)
@@ -698,7 +732,7 @@ def _retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], c
     qvecs = model.embed_queries([text for _, text in queries])
     t = time.monotonic()
     if exact:
-        sims = qvecs @ model.doc_vectors.T
+        sims = fixed_order.grid_product(qvecs, model.doc_vectors.T)
         found = np.stack([_top(row.astype(np.float64) + 2.0, depth) for row in sims]) if len(queries) else \
             np.zeros((0, depth), dtype=np.int64)
         order = np.arange(len(corpus.ids))
