@@ -8,13 +8,24 @@ the delta judgment-limited and gives a sensitivity analysis (unjudged
 documents of both runs' top k set to 0, then to the top grade, in both runs
 alike; and the delta on condensed lists with unjudged documents removed).
 These are sensitivities, not bounds.
+
+Qrels that judge only relevant documents (Cranfield, CISI, most BEIR sets: no judged label
+below ``rel``) leave no way to tell an unjudged document from a non-relevant one: the judged
+share of a top k is its relevant share, so both limits (the unjudged share, its drop) would
+gate on precision without the noise test, and fail nearly every PR. ``judged.qrels_style:
+relevance-only`` declares that style: while the qrels indeed judge nothing non-relevant, the
+limits are not applied (reported as null) and no delta is labelled judgment-limited (the
+declaration is that an unjudged document is not relevant); Judged@k is still reported and
+unjudged.tsv still written. Should the qrels later judge a document non-relevant, the limits
+apply again. :func:`judges_only_relevant` tells the style apart; :func:`qrels_style_notice`
+words what ``archive`` says about it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -41,6 +52,67 @@ def top_k(run: Run, k: int, query_ids: Sequence[str]) -> dict[str, list[str]]:
 
 def is_judged(label: int | None, negative_is_judged: bool) -> bool:
     return label is not None and (label >= 0 or negative_is_judged)
+
+
+#: ``judged.qrels_style`` values: the qrels judge a pool (relevant and not), or relevant documents only.
+POOLED, RELEVANCE_ONLY = "pooled", "relevance-only"
+
+
+@dataclass(frozen=True)
+class JudgmentCounts:
+    """How a qrels' judgments divide at a relevance threshold."""
+
+    relevant: int  # judged, label >= rel
+    not_relevant: int  # judged, label < rel (0, or a negative label the source calls judged)
+    unjudged_marks: int  # negative labels read as "in the pool, unjudged" (trec_eval)
+
+    @property
+    def relevance_only(self) -> bool:
+        """Some relevant judgment and no judged non-relevant one: unjudged means not relevant."""
+        return self.relevant > 0 and self.not_relevant == 0
+
+
+def count_judgments(qrels: Qrels, rel: int = 1, query_ids: Iterable[str] | None = None) -> JudgmentCounts:
+    """:class:`JudgmentCounts` of ``qrels`` (of ``query_ids`` only, when given)."""
+    relevant = not_relevant = unjudged = 0
+    groups = qrels.judgments.values() if query_ids is None else (qrels.judgments.get(q) or {} for q in query_ids)
+    for docs in groups:
+        for label in docs.values():
+            if not is_judged(label, qrels.negative_is_judged):
+                unjudged += 1
+            elif label >= rel:
+                relevant += 1
+            else:
+                not_relevant += 1
+    return JudgmentCounts(relevant, not_relevant, unjudged)
+
+
+def judges_only_relevant(qrels: Qrels, rel: int = 1, query_ids: Iterable[str] | None = None) -> bool:
+    """Whether ``qrels`` judge only relevant documents (label >= ``rel``; of ``query_ids`` only,
+    when given): at least one relevant judgment and no judged non-relevant one, as Cranfield's,
+    CISI's and most BEIR sets' qrels. Negative labels count as judged only when the qrels say so
+    (``negative_is_judged``); otherwise they are trec_eval's "in the pool, unjudged"."""
+    return count_judgments(qrels, rel, query_ids).relevance_only
+
+
+def qrels_style_notice(qrels: Qrels, query_ids: Sequence[str], *, rel: int, qrels_style: str,
+                       max_unjudged: float, max_judged_drop: float) -> str | None:
+    """One line for ``archive`` when the judged-share check and the qrels disagree: relevance-only
+    qrels under the pooled limits (every PR would fail them: the setting to make is named), or
+    ``relevance-only`` declared for qrels that judge documents non-relevant (the limits apply).
+    None when they agree, and when the limits are already off (both raised to 1.0)."""
+    counts = count_judgments(qrels, rel, query_ids)
+    if qrels_style == RELEVANCE_ONLY and not counts.relevance_only and counts.not_relevant:
+        return (f"notice: judged.qrels_style is relevance-only, but the golden qrels judge {counts.not_relevant:,} "
+                f"document{'s' if counts.not_relevant != 1 else ''} not relevant (label below {rel}): the judged-share "
+                "limits (policy.max_unjudged, policy.max_judged_drop) apply; set judged.qrels_style: pooled to say so")
+    if qrels_style == POOLED and counts.relevance_only and (max_unjudged < 1 or max_judged_drop < 1):
+        failing = ("nearly every PR would fail policy.max_unjudged" if max_unjudged < 1 else
+                   "policy.max_judged_drop would fail a PR on a fall in precision alone, without the noise test")
+        return (f"notice: the golden qrels judge only relevant documents ({counts.relevant:,} judgments, none below "
+                f"label {rel}): an unjudged document cannot be told from a non-relevant one, so the judged share is "
+                f"the relevant share and {failing}; set judged.qrels_style: relevance-only")
+    return None
 
 
 @dataclass(frozen=True)
@@ -76,6 +148,8 @@ class JudgedCheck:
     # Vaswani's and many legacy collections' do: most of any ranking is unjudged by design.
     relevance_only: bool = False
     query_count: int = 0  # the queries it is measured on (every judged golden query)
+    # judged.qrels_style is relevance-only and the qrels are: the limits are not applied.
+    limits_waived: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -146,8 +220,13 @@ def judged_check(
     max_unjudged: float = 0.3,
     max_judged_drop: float = 0.1,
     material_drop: float = 0.05,
+    qrels_style: str = POOLED,
 ) -> JudgedCheck:
+    """Judged@k of both runs and what follows from it. With ``qrels_style`` relevance-only and
+    qrels that judge nothing non-relevant, ``limits_waived`` is set (the module docstring)."""
     name = f"Judged@{k}"
+    only_relevant = relevance_only(qrels, query_ids, rel)
+    waived = qrels_style == RELEVANCE_ONLY and only_relevant
     base = evaluate(baseline_run, qrels, [name], query_ids, rel=rel).values[name]
     cand = evaluate(candidate_run, qrels, [name], query_ids, rel=rel).values[name]
     baseline = JudgedSide(float(base.mean()) if len(base) else 1.0, _by_stratum(base, query_ids, strata))
@@ -163,7 +242,7 @@ def judged_check(
             if not is_judged(judged.get(doc), qrels.negative_is_judged):
                 unjudged_rows.append((qid, doc, rank, "candidate"))
 
-    limited = drop > material_drop
+    limited = drop > material_drop and not waived  # declared: an unjudged document is not relevant
     sensitivity = None
     if limited:
         base_top = top_k(baseline_run, k, query_ids)
@@ -190,22 +269,16 @@ def judged_check(
             top_grade=top_grade,
         )
     return JudgedCheck(k, baseline, candidate, drop, limited, sensitivity, tuple(unjudged_rows), tuple(failures),
-                       {"max_unjudged": max_unjudged, "max_judged_drop": max_judged_drop,
+                       {"max_unjudged": None if waived else max_unjudged,
+                        "max_judged_drop": None if waived else max_judged_drop,
                         "material_drop": material_drop},
-                       relevance_only=relevance_only(qrels, query_ids, rel), query_count=len(query_ids))
+                       relevance_only=only_relevant, query_count=len(query_ids), limits_waived=waived)
 
 
 def relevance_only(qrels: Qrels, query_ids: Sequence[str], rel: int) -> bool:
     """Whether the qrels judge only relevant documents of ``query_ids``: some judgment, and none
     that is judged (see :func:`is_judged`) with a label below ``rel``."""
-    seen = False
-    for qid in query_ids:
-        for label in (qrels.judgments.get(qid) or {}).values():
-            if is_judged(label, qrels.negative_is_judged):
-                if label < rel:
-                    return False
-                seen = True
-    return seen
+    return judges_only_relevant(qrels, rel, query_ids)
 
 
 def write_unjudged(path: str | Path, rows: Sequence[tuple[str, str, int, str]]) -> Path:

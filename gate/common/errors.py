@@ -6,6 +6,7 @@ message and exit code 2, so library callers can catch and inspect it.
 
 from __future__ import annotations
 
+import os
 import unicodedata
 
 # Long enough for any message the gate writes with a path in it; a key or value from a
@@ -25,6 +26,29 @@ def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
     return out
 
 
+#: Folders of copies the gate reads in place of the user's files (the yardstick's copy of the
+#: base commit's files, in a temporary folder), each with the note a message about one ends with.
+_COPIES: dict[str, str] = {}
+
+
+def name_copies_by_origin(folder: str | os.PathLike, note: str) -> None:
+    """From now on, every :class:`InputError` message names a file under ``folder`` by its path
+    inside it (the path the user wrote, when ``folder`` mirrors their repository) and ends with
+    ``note`` ("as of the base commit ..."): the temporary folder means nothing to the user, and
+    the line numbers are those of the copy, not of their working tree."""
+    for form in (os.fspath(folder), os.path.abspath(folder), os.path.realpath(folder)):  # as paths get written
+        _COPIES[os.path.join(form, "")] = note
+
+
+def _by_origin(text: str) -> str:
+    notes: list[str] = []
+    for prefix, note in sorted(_COPIES.items(), key=lambda item: -len(item[0])):  # the longest form first
+        if prefix in text:
+            text = text.replace(prefix, "")
+            notes += [note] if note not in notes else []
+    return text + "".join(f" ({note})" for note in notes)
+
+
 class InputError(Exception):
     """Bad user input: a file (or option), an optional 1-based line, and the problem."""
 
@@ -40,7 +64,7 @@ class InputError(Exception):
             where = self.path if self.line is None else f"{self.path}:{self.line}"
             where += ": "
         # One line, always: newlines in data would break CI log parsing.
-        return one_line(where + self.message)
+        return one_line(_by_origin(where + self.message))
 
 
 class UsageError(InputError):

@@ -192,13 +192,38 @@ def section(kind: type) -> Any:
     return field(default_factory=kind, metadata={"section": kind})
 
 
+def golden_file(value: Any, where: _Where) -> str:
+    """A golden file, BEIR folder or ``irds:`` id. A BEIR folder's split is ``golden.split``, not the
+    ``DIR#split=<name>`` of the command line: the config's paths are files the yardstick copies
+    from the base commit and the watch list globs, and a suffix would name none."""
+    value = text(value, where)
+    if not is_spec(value) and "#split=" in value:
+        folder, _, split = value.rpartition("#split=")
+        raise where.error(f"'{limits.shorten(value, 80)}': in the config the split is a key of its own: golden.qrels: "
+                          f"{limits.shorten(folder, 60)} and golden.split: {limits.shorten(split, 20)}")
+    return value
+
+
+def beir_split(value: Any, where: _Where) -> str:
+    """A BEIR split's name (``dev``, ``test``, ``train``...): the file name of its qrels, never a path."""
+    from gate.inputs.readers.beir import check_split_name
+
+    value = text(value, where)
+    try:
+        return check_split_name(value, where.path)
+    except InputError as error:
+        raise where.error(error.message) from None
+
+
 @dataclass(frozen=True, kw_only=True)
 class GoldenConfig:
     """``golden:``, the yardstick's files."""
-    queries: str = setting(text)
-    qrels: str = setting(text)
+    queries: str = setting(golden_file)
+    qrels: str = setting(golden_file)
     rel: int = setting(in_range(positive_integer, 1, 1 << 31), 1)
     negative_is_judged: bool | None = setting(boolean, None)
+    # The BEIR split whose qrels/<split>.tsv golden.qrels (a BEIR folder) judges with; unset: test.
+    split: str | None = setting(beir_split, None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -348,8 +373,13 @@ class AttributionConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class JudgedConfig:
-    """``judged:``, the depth the unjudged share is measured at."""
+    """``judged:``, the depth the unjudged share is measured at, and how the qrels were judged."""
     k: int = setting(in_range(positive_integer, 1, limits.MAX_CUTOFF), 10)
+    # pooled: an unjudged document is one the judges never saw, and the policy's judged-share
+    # limits apply; relevance-only: the qrels list only relevant documents, unjudged means not
+    # relevant, and the limits are off while the qrels judge nothing non-relevant
+    # (gate.checks.judged_share).
+    qrels_style: str = setting(one_of("pooled", "relevance-only"), "pooled")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from gate.inputs.config import Config
+from gate.inputs.config import Config, is_spec
 from gate.inputs.universe import Universe, query_universe
 from gate.inputs.fingerprint import corpus_fingerprint, qrels_fingerprint, queries_fingerprint
+from gate.inputs.readers.beir import SPLIT_SUFFIX, beir_folder_of
 from gate.inputs.readers.qrels import load_qrels
 from gate.inputs.readers.queries import load_queries
 from gate.inputs.readers.records import Qrels, QuerySet
@@ -75,7 +76,12 @@ def load_golden(config: Config) -> Golden:
     queries_spec = config.spec(config.golden.queries)
     qrels_spec = config.spec(config.golden.qrels)
     queries = load_queries(queries_spec)
-    qrels = load_qrels(qrels_spec)
+    split = config.golden.split
+    if split is not None and beir_folder_of(qrels_spec) is None:
+        what = "an irds: id, which names its split itself" if is_spec(config.golden.qrels) else "no folder"
+        raise config.key_error("golden.split", f"'{split}' picks qrels/{split}.tsv of a BEIR folder, and golden.qrels "
+                                               f"'{config.golden.qrels}' is {what}")
+    qrels = load_qrels(qrels_spec, split)
     if config.golden.negative_is_judged is not None and config.golden.negative_is_judged != qrels.negative_is_judged:
         qrels = Qrels(qrels.source, qrels.judgments, config.golden.negative_is_judged)
     # An empty or disjoint yardstick is the config's to fix, named by its file: nothing a
@@ -104,7 +110,9 @@ def load_golden(config: Config) -> Golden:
         qrels=qrels,
         universe=universe,
         queries_record=InputRecord(config.golden.queries, qfp.sha256, qfp.count),
-        qrels_record=InputRecord(config.golden.qrels, rfp.sha256, rfp.count),
+        # The split is part of what the qrels are: a baseline archived on test is not one on dev.
+        qrels_record=InputRecord(config.golden.qrels + (f"{SPLIT_SUFFIX}{split}" if split is not None else ""),
+                                 rfp.sha256, rfp.count),
         queries_path=queries_path,
         corpus_template=config.corpus,
         corpus_location=config.corpus_location,

@@ -40,6 +40,8 @@ def query_universe(qrels: Qrels, queries: QuerySet | None = None) -> Universe:
 
 
 def _examples(ids: Sequence[str], limit: int = 3) -> str:
+    if not ids:
+        return "none"  # an empty query set or qrels, handed in as objects (the file loaders refuse them)
     shown = ", ".join(repr(q if len(q) <= 40 else q[:37] + "...") for q in list(ids)[:limit])
     return shown + (", ..." if len(ids) > limit else "")
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from gate.common.errors import name_copies_by_origin
 from gate.inputs import git
 from gate.inputs.config import Config, is_spec, load_config
 
@@ -298,6 +299,9 @@ def _base_yardstick(workspace_config: Config, root: Path, rel_config: str, base:
                    "read from it (there is nothing older to hold it to)")
         return Yardstick(workspace_config, "workspace", warning, (), tuple(watched(workspace_config)))
     _write(overlay, rel_config, content)
+    # Every message about a file read from here names it by its repository path, which is what
+    # the config says (the overlay mirrors the repository), never by this scratch folder.
+    name_copies_by_origin(overlay, f"as of the base commit {(git.rev_parse(root, base) or base)[:12]}")
     base_config = load_config(overlay / rel_config)
     # Golden files etc. of the base commit, resolved the way the base config names them.
     probe = dataclasses.replace(base_config, root=(root / rel_config).parent, path=root / rel_config)

@@ -198,7 +198,7 @@ def sweep_from_runs(cells: Sequence[tuple[str, str]], qrels_spec: str, queries_s
     """A sweep of precomputed runs (``NAME=RUN``) scored against one qrels (and, when given, the
     golden query file, whose strata stratify the folds)."""
     from gate.inputs.readers.qrels import load_qrels
-    from gate.inputs.readers.queries import load_queries
+    from gate.inputs.readers.queries import load_queries, load_query_ids
     from gate.inputs.readers.runs import read_run
     from gate.inputs.universe import query_universe
 
@@ -225,6 +225,6 @@ def sweep_from_runs(cells: Sequence[tuple[str, str]], qrels_spec: str, queries_s
         progress(f"sweep: reading cell {number}/{len(cells)} {name}")
         runs.append((name, read_run(path)))
     values = score_cells(runs, qrels, metric, universe, rel, allow_missing)
-    tuning = load_queries(tuning_spec).ids() if tuning_spec is not None else None
+    tuning = load_query_ids(tuning_spec) if tuning_spec is not None else None
     return analyze_sweep(values, names, universe, metric, strata=strata, tuning=tuning, folds=folds,
                          samples=samples, seed=seed, reference=reference)

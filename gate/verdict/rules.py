@@ -262,7 +262,8 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
         out.append(Reason("new_leaked_queries", f"{f.new_leaks} {appear} in the candidate's "
                                                 f"corpus ({sources}); limit {policy.max_leaked}"))
     hint = ("; these qrels judge only relevant documents, so most of any ranking is unjudged by design: for this "
-            "qrels style set policy.max_unjudged and policy.max_judged_drop (up to 1.0), or judge the top "
+            "qrels style set judged.qrels_style: relevance-only (or raise policy.max_unjudged and "
+            "policy.max_judged_drop, up to 1.0), or judge the top "
             "documents (unjudged.tsv lists them)") if f.relevance_only_qrels else ""
     # Shares are sums of floats: a share at its limit (0.30000000000000016) is at it, not over it.
     if f.unjudged_share is not None and f.unjudged_share > policy.max_unjudged + 1e-12:

@@ -3,6 +3,11 @@
 All queries are returned, not only those judged in the split: the evaluation
 layer decides the query universe.  Each file may also be gzipped
 (``corpus.jsonl.gz``).
+
+The split is ``test`` unless one is named: in a config with ``golden.split: dev``, on the
+command line (and wherever a qrels or queries spec is taken) as ``DIR#split=dev``, the form
+of ``irds:<id>#field=<name>``. A split the folder does not hold is refused with the splits its
+``qrels/`` holds.
 """
 
 from __future__ import annotations
@@ -12,19 +17,65 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
+from gate.common import limits
 from gate.common.errors import InputError
 from gate.common.numbers import listed
 from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.queries import read_queries_jsonl
 from gate.inputs.readers.records import Qrels, QuerySet
 
-__all__ = ["BeirData", "read_beir", "beir_file", "is_beir_folder", "beir_queries", "beir_qrels", "beir_corpus"]
+__all__ = ["BeirData", "BeirFolder", "read_beir", "beir_file", "is_beir_folder", "beir_folder_of", "beir_queries",
+           "beir_qrels", "beir_corpus", "beir_splits", "check_split_name", "DEFAULT_SPLIT", "SPLIT_SUFFIX"]
+
+DEFAULT_SPLIT = "test"
+SPLIT_SUFFIX = "#split="
+# A split is a file name in qrels/: a plain name, never a path (no '/', no '..').
+_SPLIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
 class BeirData(NamedTuple):
     queries: QuerySet
     qrels: Qrels
     corpus: Path | None  # corpus.jsonl (or .gz) for iter_corpus / leak checks; None when absent
+
+
+class BeirFolder(NamedTuple):
+    path: str
+    split: str | None  # named with DIR#split=<name>; None: not named
+
+
+def check_split_name(split: str, where: str) -> str:
+    """``split`` when it is a plain name (``dev``, ``test``, ``train``, ``validation``...)."""
+    if not _SPLIT_NAME.fullmatch(split) or ".." in split:
+        raise InputError(where, None, f"split {split[:60]!r} is not a plain name (letters, digits, '_', '-', '.'; "
+                                      "e.g. dev, test, train)")
+    return split
+
+
+def beir_folder_of(spec: str | os.PathLike) -> BeirFolder | None:
+    """The BEIR folder (and the split it names) ``spec`` is: a folder, or ``DIR#split=<name>``;
+    None for anything else (a file, even one whose name holds a '#')."""
+    text = os.fspath(spec)
+    if os.path.isdir(text):
+        return BeirFolder(text, None)
+    if os.path.exists(text) or "#" not in text:
+        return None
+    head, _, suffix = text.rpartition("#")
+    if not os.path.isdir(head):
+        return None
+    key, eq, split = suffix.partition("=")
+    if key != "split" or not eq:
+        raise InputError(text, None, f"unknown suffix '#{limits.shorten(suffix, 40)}' after a BEIR folder (expected "
+                                     f"'{SPLIT_SUFFIX}<name>', e.g. '{SPLIT_SUFFIX}dev')")
+    return BeirFolder(head, check_split_name(split, text))
+
+
+def beir_splits(folder: str | os.PathLike) -> list[str]:
+    """The splits whose qrels the folder holds (``qrels/<split>.tsv``, gzipped or not), sorted."""
+    qrels = Path(folder) / "qrels"
+    if not qrels.is_dir():
+        return []
+    return sorted({p.name.split(".")[0] for p in qrels.iterdir() if p.name.endswith((".tsv", ".tsv.gz"))})
 
 
 def is_beir_folder(path: str | os.PathLike) -> bool:
@@ -42,9 +93,7 @@ def beir_file(folder: str | os.PathLike, name: str) -> Path:
             return candidate
     hint = ""
     if name.startswith("qrels/"):
-        splits = sorted(
-            p.name.split(".")[0] for p in (base / "qrels").glob("*.tsv*")
-        ) if (base / "qrels").is_dir() else []
+        splits = beir_splits(base)
         hint = f" (available splits: {', '.join(splits)})" if splits else " (no qrels/*.tsv in this folder)"
     elif name == "corpus.jsonl":
         marks = [mark for mark in ("queries.jsonl", "queries.jsonl.gz", "qrels/") if (base / mark).exists()]
@@ -57,8 +106,8 @@ def beir_queries(folder: str | os.PathLike) -> QuerySet:
     return read_queries_jsonl(beir_file(folder, "queries.jsonl"))
 
 
-def beir_qrels(folder: str | os.PathLike, split: str = "test") -> Qrels:
-    return read_qrels(beir_file(folder, f"qrels/{split}.tsv"))
+def beir_qrels(folder: str | os.PathLike, split: str = DEFAULT_SPLIT) -> Qrels:
+    return read_qrels(beir_file(folder, f"qrels/{check_split_name(split, str(folder))}.tsv"))
 
 
 _BEIR_ENTRIES = {"corpus.jsonl", "corpus.jsonl.gz", "queries.jsonl", "queries.jsonl.gz", "qrels"}
@@ -81,7 +130,7 @@ def beir_corpus(folder: str | os.PathLike) -> Path:
     return path
 
 
-def read_beir(folder: str | os.PathLike, split: str = "test") -> BeirData:
+def read_beir(folder: str | os.PathLike, split: str = DEFAULT_SPLIT) -> BeirData:
     """Queries (all of them), the split's qrels and the corpus path of a BEIR folder.
 
     ``queries.jsonl`` and ``qrels/<split>.tsv`` must exist; a folder without a

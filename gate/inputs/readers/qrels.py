@@ -31,7 +31,7 @@ from gate.common.errors import InputError
 from gate.common import limits
 from gate.inputs.readers.fields import check_id, parse_int_label
 from gate.inputs.readers.records import Qrels
-from gate.inputs.readers.textlines import check_block, iter_blocks, iter_lines
+from gate.inputs.readers.textlines import check_block, iter_blocks, iter_lines, why_no_data
 
 __all__ = ["load_qrels", "read_qrels", "BEIR_QRELS_HEADER"]
 
@@ -242,15 +242,30 @@ def _labels(labels: list[str]) -> list[int]:
         raise _Irregular from None
 
 
-def load_qrels(spec: str | os.PathLike, split: str = "test") -> Qrels:
-    """Qrels from a file, a BEIR folder (``qrels/<split>.tsv``), or ``irds:<id>``."""
+def load_qrels(spec: str | os.PathLike, split: str | None = None) -> Qrels:
+    """Qrels from a file, a BEIR folder (``qrels/<split>.tsv``: the ``split`` given, or the one
+    ``DIR#split=<name>`` names, else ``test``), or ``irds:<id>``; qrels with no judgment are an
+    :class:`InputError` that says why (an empty file, only comments, a BEIR header alone).
+    A ``split`` given for anything but a BEIR folder is refused: it would pick nothing."""
+    from gate.inputs.readers.beir import DEFAULT_SPLIT, beir_folder_of, beir_qrels
+
     text = os.fspath(spec)
     if text.startswith("irds:"):
         from gate.inputs.readers.irds import load_irds_qrels
 
-        return load_irds_qrels(text)
-    if os.path.isdir(text):
-        from gate.inputs.readers.beir import beir_qrels
-
-        return beir_qrels(text, split)
-    return read_qrels(text)
+        if split is not None:
+            raise InputError(text, None, f"a split ('{split}') picks qrels/<split>.tsv of a BEIR folder; an irds: id "
+                                         "names its split itself (e.g. irds:beir/scifact/test)")
+        qrels = load_irds_qrels(text)
+    else:
+        folder = beir_folder_of(text)
+        if folder is None and split is not None:
+            raise InputError(text, None, f"a split ('{split}') picks qrels/<split>.tsv of a BEIR folder, and this is "
+                                         "a file")
+        if folder is not None and folder.split is not None and split is not None and folder.split != split:
+            raise InputError(text, None, f"names split '{folder.split}', and split '{split}' is given too")
+        qrels = beir_qrels(folder.path, folder.split or split or DEFAULT_SPLIT) if folder is not None else read_qrels(text)
+    if not len(qrels):
+        why = why_no_data(qrels.source)
+        raise InputError(qrels.source, None, f"no judgments{f' ({why})' if why else ''}")
+    return qrels

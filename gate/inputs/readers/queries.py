@@ -13,6 +13,10 @@ optional string.  Other fields go to ``metadata``; a ``metadata`` object (as in
 BEIR ``queries.jsonl``) is merged into it.
 
 Duplicate query ids are errors.
+
+:func:`load_queries` (a file, a BEIR folder or an ``irds:`` id, as a config or an option names
+them) refuses a source that holds no query, saying why (an empty file, only comments).
+:func:`read_query_ids` reads a list of query ids (``tuning.queries``), one per line.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ from gate.common import limits
 from gate.inputs.readers.format_hints import query_file_hint
 from gate.inputs.readers.fields import check_id, check_json_value, check_text, parse_json_line
 from gate.inputs.readers.records import Query, QuerySet
-from gate.inputs.readers.textlines import iter_lines, strip_gz
+from gate.inputs.readers.textlines import iter_lines, strip_gz, why_no_data
 
-__all__ = ["load_queries", "read_queries", "read_queries_tsv", "read_queries_jsonl", "is_jsonl", "ID_KEYS"]
+__all__ = ["load_queries", "read_queries", "read_queries_tsv", "read_queries_jsonl", "is_jsonl", "ID_KEYS",
+           "read_query_ids", "load_query_ids"]
 
 ID_KEYS = ("query_id", "_id", "qid")
 
@@ -130,14 +135,65 @@ def read_queries_jsonl(path: str | os.PathLike) -> QuerySet:
 
 
 def load_queries(spec: str | os.PathLike) -> QuerySet:
-    """Queries from a file (TSV / JSONL), a BEIR folder, or ``irds:<id>[#field=<name>]``."""
+    """Queries from a file (TSV / JSONL), a BEIR folder (``DIR`` or ``DIR#split=<name>``: every
+    query of the folder either way), or ``irds:<id>[#field=<name>]``; a source with no query is
+    an :class:`InputError` that says why."""
     text = os.fspath(spec)
     if text.startswith("irds:"):
         from gate.inputs.readers.irds import load_irds_queries
 
-        return load_irds_queries(text)
-    if os.path.isdir(text):
-        from gate.inputs.readers.beir import beir_queries
+        queries = load_irds_queries(text)
+    else:
+        from gate.inputs.readers.beir import beir_folder_of, beir_queries
 
-        return beir_queries(text)
-    return read_queries(text)
+        folder = beir_folder_of(text)
+        queries = beir_queries(folder.path) if folder is not None else read_queries(text)
+    if not len(queries):
+        why = why_no_data(queries.source)
+        raise InputError(queries.source, None, f"no queries{f' ({why})' if why else ''}")
+    return queries
+
+
+def read_query_ids(path: str | os.PathLike) -> list[str]:
+    """Query ids listed in a file, in file order (``tuning.queries``, ``sweep --tuning``).
+
+    * ``.jsonl`` / ``.json`` (``.gz`` stripped): JSON Lines query records, read as
+      :func:`read_queries_jsonl` reads them; their ids.
+    * Anything else is text, one query id per line: the line's text up to its first tab (so a
+      ``qid<TAB>text`` query file lists its ids too), surrounding blanks stripped. An id that
+      holds blanks is refused (``q1 q2`` on one line is two ids written wrongly); such an id
+      goes in a YAML list in the config.
+    * Blank lines, and lines whose first non-blank character is ``#``, are skipped, as in every
+      text input (so an id that starts with ``#`` goes in a YAML list too).
+    * An id listed twice is an error naming both lines. A file with no id gives ``[]``: the
+      tuning check then says that the split names no judged query, as for ``queries: []``.
+    """
+    if is_jsonl(path):
+        return read_queries_jsonl(path).ids()
+    src = str(path)
+    seen: dict[str, int] = {}
+    for lineno, line in iter_lines(path, max_line=limits.MAX_QUERY_LINE_BYTES, what="a query id line"):
+        qid = line.partition("\t")[0].strip()
+        if not qid:
+            raise InputError(src, lineno, "empty query id (the line starts with a tab)")
+        if any(c.isspace() for c in qid):
+            raise InputError(src, lineno, f"{limits.shorten(repr(qid), 60)} holds blanks: give one query id per "
+                                          "line (an id with blanks in it goes in a YAML list in the config)")
+        check_id(src, lineno, qid, "query id")
+        first = seen.setdefault(qid, lineno)
+        if first != lineno:
+            raise InputError(src, lineno, f"duplicate query id '{limits.shorten(qid)}' (first at line {first})")
+    return list(seen)
+
+
+def load_query_ids(spec: str | os.PathLike) -> list[str]:
+    """Query ids from a list of ids (:func:`read_query_ids`), a BEIR folder or an ``irds:`` id."""
+    text = os.fspath(spec)
+    if text.startswith("irds:"):
+        from gate.inputs.readers.irds import load_irds_queries
+
+        return load_irds_queries(text).ids()
+    from gate.inputs.readers.beir import beir_folder_of, beir_queries
+
+    folder = beir_folder_of(text)
+    return beir_queries(folder.path).ids() if folder is not None else read_query_ids(text)

@@ -17,12 +17,18 @@
   or socket is refused without blocking on it.  A gzip file that inflates
   more than :data:`~gate.common.limits.MAX_GZIP_RATIO` times is refused as a bomb.
 * A missing file is ``InputError(path, None, "no such file")``.
+* A file that is not text at all is named, not reported as its first control character:
+  UTF-16/UTF-32 text, a ZIP, tar, bzip2, xz, Zstandard or 7-Zip archive, a Parquet or PDF file
+  (:func:`binary_format`, read from its first bytes, inside gzip too: a ``.tar.gz`` is a tar
+  archive). Only a start that is not valid text is looked at, so no text file is refused by it.
 """
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import os
+import re
 import stat
 import zlib
 from contextlib import contextmanager
@@ -119,19 +125,120 @@ class _BoundedGzip:
         self.stream.close()
 
 
+#: How many leading bytes :func:`binary_format` looks at (a tar header's magic is at offset 257).
+HEAD_BYTES = 512
+_TO_UTF8 = "save it as UTF-8 (iconv -f {} -t UTF-8 converts it)"
+_EXTRACT = "extract the file from it first"
+_DECOMPRESS = "decompress it first ({}), or recompress it with gzip"
+_EXPORT = "export it as text first (TSV, TREC or JSON Lines)"
+# (magic bytes or a pattern, their offset, what the file is, what to do instead): the files a user
+# hands the gate by mistake. Longer magics first: a UTF-32 mark starts with the UTF-16 one.
+_MAGIC = (
+    (b"\xff\xfe\x00\x00", 0, "UTF-32 text (byte-order mark FF FE 00 00)", _TO_UTF8.format("UTF-32")),
+    (b"\x00\x00\xfe\xff", 0, "UTF-32 text (byte-order mark 00 00 FE FF)", _TO_UTF8.format("UTF-32")),
+    (b"\xff\xfe", 0, "UTF-16 text (byte-order mark FF FE)", _TO_UTF8.format("UTF-16")),
+    (b"\xfe\xff", 0, "UTF-16 text (byte-order mark FE FF)", _TO_UTF8.format("UTF-16")),
+    (b"PK\x03\x04", 0, "a ZIP archive (as an .xlsx or .docx file is)", _EXTRACT + " (unzip), or " + _EXPORT),
+    (b"PK\x05\x06", 0, "an empty ZIP archive", _EXTRACT),
+    (b"ustar", 257, "a tar archive", _EXTRACT + " (tar xf)"),
+    # "BZh" alone begins words: the block size digit and a block's (or the end's) magic too
+    (re.compile(rb"BZh[1-9](1AY&SY|\x17rE8P\x90)"), 0, "a bzip2-compressed file", _DECOMPRESS.format("bunzip2")),
+    (b"\xfd7zXZ\x00", 0, "an xz-compressed file", _DECOMPRESS.format("unxz")),
+    (b"\x28\xb5\x2f\xfd", 0, "a Zstandard-compressed file", _DECOMPRESS.format("unzstd")),
+    (b"7z\xbc\xaf\x27\x1c", 0, "a 7-Zip archive", _EXTRACT + " (7z x)"),
+    (b"Rar!\x1a\x07", 0, "a RAR archive", _EXTRACT),
+    (b"PAR1", 0, "an Apache Parquet file", _EXPORT),
+    (b"%PDF-", 0, "a PDF document", _EXPORT),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", 0, "a Microsoft Office file (.xls, .doc)", _EXPORT),
+    (b"SQLite format 3\x00", 0, "an SQLite database", _EXPORT),
+)
+
+
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _is_text_start(head: bytes) -> bool:
+    """Whether ``head`` could begin a text file the readers take: UTF-8 (a sequence cut at the
+    end aside) with no control character but tab, CR and LF."""
+    if _CONTROL.search(head):
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _utf16_without_mark(head: bytes) -> str | None:
+    """``"little-endian"`` / ``"big-endian"`` for a start that reads as UTF-16 without a
+    byte-order mark (mostly ASCII: every other byte is 0), else None."""
+    pairs = len(head) // 2
+    if pairs < 2:
+        return None
+    even, odd = head[0 : 2 * pairs : 2], head[1 : 2 * pairs : 2]
+    for zeros, chars, order in ((odd, even, "little-endian"), (even, odd, "big-endian")):
+        if zeros.count(0) >= 0.9 * pairs and chars.count(0) <= 0.1 * pairs:
+            return order
+    return None
+
+
+def binary_format(head: bytes) -> tuple[str, str] | None:
+    """``(what the file is, what to do)`` for a start of file that is no text the gate reads but
+    a format it can name (UTF-16, an archive, a compressed or binary file); None for anything
+    else, and always for a start that is valid text (so no text file is refused for looking like
+    a format)."""
+    if _is_text_start(head):
+        return None
+    for magic, offset, what, advice in _MAGIC:
+        found = magic.match(head, offset) if isinstance(magic, re.Pattern) else head[offset:].startswith(magic)
+        if found:
+            return what, advice
+    order = _utf16_without_mark(head[:HEAD_BYTES])
+    if order is not None:
+        return f"UTF-16 text ({order}, no byte-order mark)", _TO_UTF8.format("UTF-16" + ("LE" if order[0] == "l" else "BE"))
+    return None
+
+
+def refuse_binary_format(path: PathLike, head: bytes, *, gzipped: bool = False, reads_gzip: bool = True) -> None:
+    """An :class:`InputError` naming the file's format when ``head`` (its first bytes, after
+    gzip when ``gzipped``) is one :func:`binary_format` knows; with ``reads_gzip`` False (a
+    small file read whole: a config, a shares file) a gzip file is refused as one too."""
+    found = binary_format(head)
+    if found is None and not reads_gzip and head[:2] == GZIP_MAGIC:
+        found = ("a gzip-compressed file", "decompress it first (gunzip)")
+    if found is None:
+        return
+    what, advice = found
+    takes = "UTF-8 text, plain or gzip-compressed" if reads_gzip else "this file as plain UTF-8 text"
+    raise InputError(str(path), None, f"is {what}{', gzip-compressed' if gzipped else ''}: {advice}; the gate "
+                                      f"reads {takes}")
+
+
+def _gzip_head(stream: "_BoundedGzip") -> bytes:
+    """The first decompressed bytes, or none when they cannot be had: the reads that follow
+    report corrupt gzip data where they meet it, with their line."""
+    try:
+        return stream.stream.peek(HEAD_BYTES)[:HEAD_BYTES]
+    except (OSError, EOFError, zlib.error):
+        return b""
+
+
 @contextmanager
 def open_binary(path: PathLike) -> Iterator[BinaryIO]:
-    """Open ``path`` for reading bytes, decompressing gzip transparently."""
+    """Open ``path`` for reading bytes, decompressing gzip transparently; a file whose first
+    bytes (inside gzip too) are a format :func:`binary_format` names is refused as that format."""
     raw = open_regular(path)
     try:
-        head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-        if head == GZIP_MAGIC:
+        head = raw.peek(HEAD_BYTES)[:HEAD_BYTES] if hasattr(raw, "peek") else b""
+        if head[:2] == GZIP_MAGIC:
             stream = _BoundedGzip(raw, path)
             try:
+                refuse_binary_format(path, _gzip_head(stream), gzipped=True)
                 yield stream  # type: ignore[misc]
             finally:
                 stream.close()
         else:
+            refuse_binary_format(path, head)
             yield raw
     finally:
         raw.close()
@@ -292,6 +399,7 @@ def read_text_file(path: PathLike, what: str, *, limit: int = limits.MAX_SMALL_F
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise InputError(str(path), None, f"larger than {limits.describe_bytes(limit)} (the limit for {what})")
+    refuse_binary_format(path, data[:HEAD_BYTES], reads_gzip=False)
     if data.startswith(UTF8_BOM):
         data = data[len(UTF8_BOM):]
     check_block(path, data, 1)
@@ -300,6 +408,28 @@ def read_text_file(path: PathLike, what: str, *, limit: int = limits.MAX_SMALL_F
     except UnicodeDecodeError as exc:
         raise _decode_error(path, data, 1, exc) from None
     return text
+
+
+def why_no_data(path: PathLike) -> str:
+    """Why a file a reader took gave nothing, for the message that says so: ``"the file is
+    empty"`` (no byte, or a byte-order mark alone, after gzip), ``"the file holds only blank
+    lines and # comments"``, or ``"the file holds only a header line"`` (a reader skipped its one
+    data line, as the BEIR qrels reader skips ``query-id corpus-id score``). ``""`` for what is no
+    file (an ``irds:`` id). Reads the file again: call it only to word an error."""
+    if not os.path.isfile(path):
+        return ""
+    lines = data = 0
+    try:
+        for _, text in iter_all_lines(path):
+            lines += 1
+            data += not is_skipped(text)
+            if data > 1:
+                return ""
+    except InputError:
+        return ""
+    if data:
+        return "the file holds only a header line"
+    return "the file holds only blank lines and # comments" if lines else "the file is empty"
 
 
 def is_skipped(text: str) -> bool:
