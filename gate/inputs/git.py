@@ -167,6 +167,45 @@ def rev_parse(cwd: Path, ref: str) -> str | None:
     return proc.stdout.decode().strip() if proc.returncode == 0 else None
 
 
+def is_shallow(cwd: Path) -> bool:
+    """Whether the repository at ``cwd`` is a shallow clone (its history cut at some depth)."""
+    try:
+        proc = _git(cwd, "rev-parse", "--is-shallow-repository")
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0 and proc.stdout.decode().strip() == "true"
+
+
+def remote_branches(cwd: Path, name: str) -> list[str]:
+    """The remote-tracking branches named ``name`` (``origin/main`` for ``main``), ``origin``'s
+    first: what a ``--base main`` means in a CI checkout that has no local ``main``."""
+    if not _is_revision(name) or name.startswith("refs/") or any(c in name for c in "*?[\\"):
+        return []
+    try:
+        proc = _git(cwd, "for-each-ref", "--format=%(refname:short)", f"refs/remotes/*/{name}")
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if proc.returncode != 0:
+        return []
+    found = [line for line in proc.stdout.decode("utf-8", "replace").splitlines()
+             if line and line.split("/", 1)[-1] == name]
+    return sorted(found, key=lambda ref: (not ref.startswith("origin/"), ref))
+
+
+def missing_revision_advice(cwd: Path, ref: str) -> str:
+    """What to pass instead of ``ref``, which names no commit of the repository at ``cwd`` (the
+    text after "no such commit in <repo>"): the remote-tracking branch when there is one
+    (``origin/main``: a CI checkout creates no local branch), a deeper fetch when the clone is
+    shallow, else nothing ("")."""
+    remote = remote_branches(cwd, ref)
+    if remote and rev_parse(cwd, remote[0]) is not None:
+        return (f": there is no local branch {ref!r} (a CI checkout creates none), but the remote-tracking branch "
+                f"{remote[0]!r} is there: use --base {remote[0]}")
+    if is_shallow(cwd):
+        return " (a shallow checkout: it needs fetch-depth: 2 or more, or the base fetched)"
+    return ""
+
+
 def repository_path(root: Path, path: Path) -> Path | None:
     """``path`` relative to the repository at ``root``, as named - the file itself, not where a
     symlink in the workspace points (the base's own retrieval/config.yml, not its target's).

@@ -56,7 +56,8 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None, ru
 RELEVANCE_ONLY_WARNING = (
     "these qrels judge only relevant documents (no judged non-relevant one, as Vaswani's): Judged@k and the "
     "unjudged share measure that style of judging, not the runs; to gate on such qrels with run, set "
-    "policy.max_unjudged: 1.0 and policy.max_judged_drop: 1.0")
+    "judged.qrels_style: relevance-only (policy.max_unjudged: 1.0 and policy.max_judged_drop: 1.0 would turn the "
+    "check off for any qrels)")
 
 
 def compare_files(
@@ -158,7 +159,17 @@ def compare_files(
                                **weighed.to_dict(),
                                "alpha": ALPHA, "min_movers": MIN_MOVERS}
     from gate.checks.judged_share import relevance_only
+    from gate.checks.score_order import score_order_of_file
 
+    # Scores that do not order the documents (all equal, or the ranks as numbers): each run is
+    # read again for it (its evaluation kept only per-query numbers); the measures keep
+    # trec_eval's order, the warning says what that order is.
+    orders = {side: score_order_of_file(path, universe.query_ids, side, loaded=digest.loaded)
+              for side, path, digest in (("baseline", baseline, baseline_run), ("candidate", candidate, candidate_run))}
+    report.data["run_scores"] = {side: order.to_dict() for side, order in orders.items()}
+    warnings = [order.warning for order in orders.values() if order.warning]
     if relevance_only(loaded_qrels, universe.query_ids, settings.rel):
-        report.data["warnings"] = [RELEVANCE_ONLY_WARNING]
+        warnings.append(RELEVANCE_ONLY_WARNING)
+    if warnings:
+        report.data["warnings"] = warnings
     return Result(report.record(), verdict, "report.md.j2")

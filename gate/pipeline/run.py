@@ -49,7 +49,7 @@ from gate.statistics.strata import ALPHA as STRATA_ALPHA
 from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config, validate_against
 from gate.statistics.band import BandStatus, applicable_band, band_sentence, measure_noise, tie_floor
 from gate.verdict.rules import MIN_MOVERS, Findings, Verdict, decide, failures_of, inconclusive, traffic_findings
-from gate.checks.judged_share import judged_check
+from gate.checks.judged_share import judged_check, qrels_style_notice
 from gate.checks.prompts import scan_prompts
 from gate.checks.tuning import looks_tunable, tuning_check
 from gate.checks.validity import Validity, compare_leakage, reporting_set, validity_warnings
@@ -239,8 +239,7 @@ def check_base(config: Config, base: str | None) -> None:
     if root is None:
         raise InputError(None, None, f"--base {base}: {config.workspace_root} is not in a git repository")
     if git.rev_parse(root, base) is None:
-        raise InputError(None, None, f"--base {base}: no such commit in {root} (a shallow checkout needs "
-                         "fetch-depth: 2 or more)")
+        raise InputError(None, None, f"--base {base}: no such commit in {root}{git.missing_revision_advice(root, base)}")
 
 
 def _check_globs(config: Config, key: str) -> None:
@@ -389,6 +388,11 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
     primary, others = measures_of(config)
     measures = (primary, *others)
     golden = load_golden(config)
+    notice = qrels_style_notice(golden.qrels, golden.universe.query_ids, rel=config.golden.rel,
+                                qrels_style=config.judged.qrels_style, max_unjudged=config.policy.max_unjudged,
+                                max_judged_drop=config.policy.max_judged_drop)
+    if notice is not None:  # said now, not on the first PR the judged-share check fails
+        progress(notice)
     retrieval = load_retrieval_config(config.here(config.retrieval_config))
     code = code_under_test(config, runs_dir)
     if run_path is None and config.runner.type == "run-file" and config.runner.baseline_run:
@@ -682,6 +686,34 @@ def _candidate(config: Config, golden: Golden, producer: RunProducer, options: R
     return run, produced.source, produced.seconds
 
 
+def shown_path(path: str | Path, config: Config, out: Path | None = None) -> str:
+    """``path`` as a report shows it: relative to the workspace (or else to the output folder),
+    never the absolute path of the machine the gate ran on; its file name when it is in neither."""
+    import os
+
+    absolute = Path(os.path.abspath(path))
+    for root in (config.workspace_root, out):
+        if root is None:
+            continue
+        try:
+            return absolute.relative_to(Path(os.path.abspath(root))).as_posix()
+        except ValueError:
+            continue
+    return absolute.name
+
+
+def shown_paths(text: str, config: Config, out: Path | None = None) -> str:
+    """``text`` (a runner's error, its log) with the workspace's and the output folder's absolute
+    paths made relative to them, as :func:`shown_path` shows one path."""
+    import os
+
+    roots = {str(Path(os.path.abspath(root))) for root in (config.workspace_root, out) if root is not None}
+    for root in sorted(roots, key=len, reverse=True):
+        if root != "/":
+            text = text.replace(root + "/", "")
+    return text
+
+
 def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progress = stderr_progress) -> GateOutcome:
     started = time.monotonic()
     check_config(config)
@@ -730,7 +762,8 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
                               "description": problem.message}
         report["verdict"] = verdict.to_dict()
         return GateOutcome(report, verdict)
-    progress(baseline.description)
+    # The description itself is the summary's "baseline:" line: said once, at the end.
+    progress(f"baseline ({baseline.resolution}): {metric} {baseline.values.mean(metric):.4f}")
     baseline_info = {"mean": _num(baseline.values.mean(metric)), **baseline.to_dict()}
     report["baseline"] = baseline_info
     report["config_diff"] = [change.to_dict() for change in config_diff(baseline.config, retrieval)]
@@ -739,11 +772,15 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
         candidate_run, candidate_source, candidate_seconds = _candidate(config, golden, producer, options, retrieval,
                                                                         code)
     except RunnerFailed as failure:
-        message = f"the candidate run failed: {failure.message}"
-        if failure.log_tail:
-            message += f" (log: {failure.log_path})"
-        verdict = inconclusive("runner_failed", message, policy, reporting)
-        report["candidate"] = {"mean": None, "source": None, "error": failure.message, "log_tail": failure.log_tail}
+        # The verdict (the comment's first line) says what failed, with the exit code; where the
+        # log is goes in the body, relative to the workspace: an absolute path of the job's
+        # machine says nothing to a reviewer.
+        error = shown_paths(failure.message, config, options.out)
+        verdict = inconclusive("runner_failed", f"the candidate run failed: {error}", policy, reporting)
+        report["candidate"] = {"mean": None, "source": None, "error": error,
+                               "log_tail": shown_paths(failure.log_tail, config, options.out)}
+        if failure.log_path is not None:
+            report["candidate"]["log"] = shown_path(failure.log_path, config, options.out)
         report["verdict"] = verdict.to_dict()
         return GateOutcome(report, verdict, baseline)
     candidate = evaluate_all(candidate_run, golden, measures, config.golden.rel)
@@ -757,6 +794,13 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
                               progress, base=options.base,
                               not_prompts=[*gate_folders(config, options.runs_dir),
                                            *([options.out] if options.out is not None else [])])
+    # Scores that do not order the documents (all equal, or the rank as a number): the measures
+    # keep trec_eval's order, and the terminal, the report and the comment say so loudly.
+    orders = score_orders(baseline.run, candidate_run, golden.universe.query_ids)
+    report["run_scores"] = {side: order.to_dict() for side, order in orders.items()}
+    unordered = tuple(order.warning for order in orders.values() if order.warning)
+    if unordered:
+        validity = dataclasses.replace(validity, warnings=(*unordered, *validity.warnings))
     report.update(validity_section(validity))
     reporting = validity.reporting
     if not reporting.query_ids:
@@ -1015,8 +1059,10 @@ def validity_findings(validity: Validity) -> dict[str, Any]:
         out["leak_sources"] = tuple(doc for doc, _ in sources[:3])
         out["leak_source_count"] = len(sources)
     if validity.judged is not None:
-        out.update(judged_k=validity.judged.k, unjudged_share=1 - validity.judged.candidate.mean,
-                   judged_drop=validity.judged.drop, relevance_only_qrels=validity.judged.relevance_only)
+        waived = validity.judged.limits_waived  # judged.qrels_style: relevance-only, and the qrels are
+        out.update(judged_k=validity.judged.k, unjudged_share=None if waived else 1 - validity.judged.candidate.mean,
+                   judged_drop=None if waived else validity.judged.drop,
+                   relevance_only_qrels=validity.judged.relevance_only)
     if validity.tuning is not None:
         out["tuning_overlap"] = tuple(validity.tuning.overlap)
     out["check_problems"] = (*(validity.tuning.problems if validity.tuning is not None else ()),
@@ -1324,15 +1370,16 @@ def noise_status(config: Config, golden: Golden, baseline: ResolvedBaseline, met
 
 
 def _id_list(value: Any, config: Config, key: str) -> list[str] | None:
-    """Query ids from a config value: a list of ids, or a query file (TSV/JSONL)."""
+    """Query ids from a config value: a list of ids, or a file of ids, one per line (a query
+    file, TSV or JSONL, lists its ids too; see read_query_ids)."""
     if value is None:
         return None
     if isinstance(value, list):
         return [str(v) for v in value]
     if isinstance(value, str):
-        from gate.inputs.readers.queries import load_queries
+        from gate.inputs.readers.queries import load_query_ids
 
-        return load_queries(config.spec(value)).ids()
+        return load_query_ids(config.spec(value))
     raise InputError(str(config.path), None, f"key '{key}': expected a query file or a list of query ids")
 
 
@@ -1395,7 +1442,7 @@ def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, c
         leakage = dataclasses.replace(leakage, baseline_source=how)
     judged = judged_check(baseline.run, candidate_run, baseline.values, candidate, golden.qrels, universe, metric,
                           strata, k=config.judged.k, rel=config.golden.rel, max_unjudged=config.policy.max_unjudged,
-                          max_judged_drop=config.policy.max_judged_drop)
+                          max_judged_drop=config.policy.max_judged_drop, qrels_style=config.judged.qrels_style)
     tuning = None
     tuning_ids = _id_list(config.tuning.queries, config, "tuning.queries")
     changes = [(c.path, c.old, c.new) for c in diff]
@@ -1420,6 +1467,15 @@ def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, c
                                exclude=[config.workspace_root / ".retrieval-gate", *not_prompts])
     reporting = reporting_set(universe, leakage, tuning, config.policy.exclude_leaked)
     return Validity(leakage, judged, tuning, prompts, reporting, tuple(validity_warnings(tuning, prompts)))
+
+
+def score_orders(baseline_run: Run | None, candidate_run: Run, query_ids: Sequence[str]) -> dict[str, Any]:
+    """:func:`gate.checks.score_order.score_order` of each run, over the judged golden queries."""
+    from gate.checks.score_order import score_order
+
+    orders = {} if baseline_run is None else {"baseline": score_order(baseline_run, query_ids, "baseline")}
+    orders["candidate"] = score_order(candidate_run, query_ids, "candidate")
+    return orders
 
 
 def validity_section(validity: Validity) -> dict[str, Any]:

@@ -343,13 +343,14 @@ def _headline_parts(report: Report) -> list[tuple[str, str]]:
     elif reasons:
         data(_rule_phrase(report, reasons[0], delta is not None))
     if delta is not None:
-        metric = str(report.metric or "delta")
+        metric = " ".join(str(report.metric or "delta").split())
         numbers = f" {msigned(delta.mean)} {interval(delta.ci_low, delta.ci_high)}"
         extra = [p for p in (_noise_phrase(report),) if p]
         if report.judged and report.judged.judgment_limited:
             extra.append("judgment-limited")
         tail = "".join(f", {e}" for e in extra)
-        parts.append((metric + numbers + tail, md(metric, 60) + numbers + tail))
+        shown_metric = metric if len(metric) <= 60 else metric[:59] + "…"
+        parts.append((shown_metric + numbers + tail, md(metric, 60) + numbers + tail))
     elif kind == "skipped":
         pass  # nothing was measured, and the reason says why
     elif not _commensurable(report):
@@ -360,16 +361,95 @@ def _headline_parts(report: Report) -> list[tuple[str, str]]:
     return parts
 
 
+#: Characters of the comment's first line (``### `` and the Markdown headline) and of the plain
+#: headline: GitHub's notification previews cut a first line beyond this.
+HEADLINE_LIMIT = 300
+_SEPARATOR = " — "
+_CLAUSE_ENDS = (": ", "; ", " — ", ", ", " (")
+_PARENTHETICAL = re.compile(r"\s*\([^()]*\)")
+
+
+def _gist(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters: whole when it fits; else its gist, without its
+    parentheticals (the detail the reasons list gives in full) and cut before the first "; "
+    (the advice that follows the finding), or after its last clause that fits, or at a word; a
+    cut text ends with "…"."""
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return "…"[:max(limit, 0)]
+    while True:
+        spans = list(_PARENTHETICAL.finditer(text))
+        if not spans:
+            break
+        last = spans[-1]
+        text = text[:last.start()] + text[last.end():]
+        if len(text) <= limit and "; " not in text:
+            return text
+    room = limit - 1  # for the "…"
+    finding = text.find("; ")  # what was found comes first; what to do about it, after a "; "
+    if 12 <= finding <= room:
+        return text[:finding].rstrip(" ,;:—") + "…"
+    ends = [i for sep in _CLAUSE_ENDS for i in _positions(text, sep) if 12 <= i <= room]
+    if ends:
+        return text[:max(ends)].rstrip(" ,;:—") + "…"
+    cut = text[:room]
+    space = cut.rfind(" ")
+    if space > room // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:—") + "…"
+
+
+def _positions(text: str, sep: str) -> list[int]:
+    out, at = [], text.find(sep)
+    while at >= 0:
+        out.append(at)
+        at = text.find(sep, at + 1)
+    return out
+
+
+def _fitted_parts(report: Report) -> list[tuple[str, str]]:
+    """:func:`_headline_parts` within :data:`HEADLINE_LIMIT`: the verdict and the main number
+    stay; the rule's phrase (a reason's message, quoting data and advice) is shortened to its gist,
+    the whole reason being the first of the reasons listed below the headline."""
+    parts = _headline_parts(report)
+    if len(parts) < 2 or parts[1][0] == parts[1][1] == "no delta: the baseline is not commensurable":
+        return parts
+    plain_rule = parts[1][0]
+    others_plain = sum(len(p) for i, (p, _) in enumerate(parts) if i != 1) + len(_SEPARATOR) * (len(parts) - 1)
+    others_md = sum(len(m) for i, (_, m) in enumerate(parts) if i != 1) + len(_SEPARATOR) * (len(parts) - 1)
+    md_room = HEADLINE_LIMIT - len("### ") - others_md
+    budget = min(len(plain_rule), HEADLINE_LIMIT - others_plain)
+    while True:
+        short = _gist(plain_rule, max(budget, 1))
+        marked = md(short, max(budget, 1))
+        if (len(marked) <= md_room and len(short) <= HEADLINE_LIMIT - others_plain) or budget <= 1:
+            break
+        budget -= max(1, len(marked) - md_room)
+    if short == plain_rule:
+        return parts
+    return [parts[0], (short, marked), *parts[2:]]
+
+
 def headline(report: Report, *, markdown: bool = True) -> str:
     """The one-line verdict: ``❌ fail — <rule> — nDCG@10 −0.012 [−0.031, +0.008], within noise ±0.013 — 140 q``.
 
     With ``markdown=True`` (the default) data is escaped for Markdown (the
     comment's first line is ``### `` plus this); ``markdown=False`` gives
-    plain text, e.g. for a commit status description.
+    plain text, e.g. for a commit status description. Either is at most
+    :data:`HEADLINE_LIMIT` characters (the Markdown one with its ``### ``): a long rule
+    (many reasons, long stratum names, advice) is cut to its gist, and is given whole among the
+    reasons below it.
     """
     if not isinstance(report, Report):
         raise TypeError(f"the headline renders a gate.report.spine.Report, not a {type(report).__name__}")
-    return " — ".join(md if markdown else plain for plain, md in _headline_parts(report))
+    text = _SEPARATOR.join(md if markdown else plain for plain, md in _fitted_parts(report))
+    limit = HEADLINE_LIMIT - (len("### ") if markdown else 0)
+    if len(text) > limit:  # parts the gate does not shorten (a hostile report's): cut at a space
+        cut = text[:limit - 1]
+        space = cut.rfind(" ")
+        text = (cut[:space] if space > limit // 2 else cut) + "…"
+    return text
 
 
 def headlined(report: Report, reproduce_command: str | None = None) -> Report:
@@ -573,6 +653,17 @@ def _power_sentence(report: Report) -> str | None:
     return typographic_minus(power.sentence)
 
 
+def _baseline_description(baseline: Baseline) -> Any:
+    """The baseline's description after "Baseline **<resolution>**, <its words>:": without the
+    "reconstructed, not archived: " it opens with, which those words already say."""
+    description = baseline.description
+    words = _RESOLUTION_WORDS.get(str(baseline.resolution), "")
+    opening = f"{baseline.resolution}, not archived: "
+    if isinstance(description, str) and words.startswith("not archived") and description.startswith(opening):
+        return description[len(opening):]
+    return description
+
+
 def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
     commensurable = _commensurable(report)
     baseline = report.baseline or empty(Baseline)
@@ -605,6 +696,7 @@ def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
         "baseline": baseline,
         "archived": baseline.archived or empty(ArchivedBaseline),
         "resolution_words": _RESOLUTION_WORDS,
+        "baseline_description": _baseline_description(baseline),
         "config": _config_view(report),
         "attribution": _attribution_view(report),
         "leakage": report.leakage if report.leakage is not ABSENT else None,  # {}: checked, none found
@@ -620,6 +712,7 @@ def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
         "per_query": _per_query_view(report),
         "candidate_error": candidate.error or None,
         "log_tail": candidate.log_tail or None,
+        "log": candidate.log or None,
         "inputs": _inputs_view(report),
         "tool": report.tool,
         "command": reproduce_command or quoted_reproduce_command(report) or DEFAULT_REPRODUCE_COMMAND,

@@ -80,7 +80,15 @@ def environment() -> jinja2.Environment:
     env.globals["forest"] = inert(forest)
     env.globals["forest_scale"] = forest_scale
     env.filters["chunks"] = matched_chunks  # not yet escaped: `m | chunks | md`
+    env.filters["fence"] = inert(fenced_block)  # data in a code block it cannot close (a runner's log)
     return env
+
+
+def fenced_block(text: Any) -> str:
+    """:func:`gate.rendering.comment.fence`: a fenced code block ``text`` cannot close."""
+    from gate.rendering.comment import fence
+
+    return fence(text)
 
 
 def forest(delta: float | None, low: float | None, high: float | None, scale: float, width: int = 21) -> str:

@@ -91,7 +91,31 @@ def run_summary_lines(report: Report) -> list[str]:
         lines += [f"  - {reason.code}: {reason.message}" for reason in verdict.reasons]
     said = {str(reason.message) for reason in verdict.reasons or ()}
     lines += [f"warning: {warning}" for warning in report.warnings or () if str(warning) not in said]
+    lines += log_tail_lines(report)
     return [terminal_safe(line, lines=False) for line in lines]
+
+
+#: A failed run's log in the terminal: its last lines, each cut to this many characters.
+LOG_LINES = 20
+LOG_LINE_CHARACTERS = 300
+
+
+def log_tail_lines(report: Report) -> list[str]:
+    """A failed candidate run's log, its last :data:`LOG_LINES` lines (each at most
+    :data:`LOG_LINE_CHARACTERS` characters, made terminal-safe by the caller) under a line naming
+    the log file; none when the run did not fail or left no log."""
+    candidate = report.candidate
+    if not candidate or not candidate.error or not isinstance(candidate.log_tail, str) or not candidate.log_tail.strip():
+        return []
+    tail = candidate.log_tail.splitlines()[-LOG_LINES:]
+    where = f" ({candidate.log})" if isinstance(candidate.log, str) and candidate.log else ""
+    lines = [f"runner log, last {counted(len(tail), 'line', 'lines')}{where}:"]
+    for line in tail:
+        line = line.rstrip()
+        if len(line) > LOG_LINE_CHARACTERS:
+            line = line[:LOG_LINE_CHARACTERS - 1] + "…"
+        lines.append(f"  | {line}")
+    return lines
 
 
 def _power_lines(report: Report) -> list[str]:

@@ -19,7 +19,7 @@ from gate.common.jsontext import json_text
 from gate.statistics.comparison import Comparison
 from gate.report import spine
 
-SCHEMA_VERSION = "1.7"
+SCHEMA_VERSION = "1.8"
 
 
 def _num(value: float) -> float | None:

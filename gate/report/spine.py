@@ -368,7 +368,8 @@ class StratumRow(Record):
     direction: str | Absent = key(STR)
     decided_by: str | Absent = key(STR)
     guarded: bool | Absent = key(BOOL)
-    label: Any | Absent = key(ANY)
+    # "n = 0, not measured" for a stratum with no query in the reporting set, else null
+    label: str | None | Absent = key(Nullable(STR))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -547,6 +548,32 @@ class Candidate(Record):
     source: str | None | Absent = key(Nullable(STR))
     error: str | Absent = key(STR)
     log_tail: str | Absent = key(STR)
+    # (1.8) the failed run's log file, relative to the workspace (or the output folder)
+    log: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoreOrder(Record):
+    """``run_scores.baseline`` / ``run_scores.candidate`` (1.8): whether a run's scores order its
+    documents, over the judged queries it ranks"""
+    run: str | Absent = key(STR)
+    queries: int | Absent = key(INT)
+    # queries with more than one document whose scores are all equal (ranked by docno alone)
+    constant: int | Absent = key(INT)
+    constant_examples: tuple[str, ...] | Absent = key(ListOf(STR))
+    # queries whose scores are their ranks (1, 2, 3 ... down the list: read in reverse)
+    rank_as_score: int | Absent = key(INT)
+    rank_examples: tuple[str, ...] | Absent = key(ListOf(STR))
+    # queries whose scores are minus their ranks (ordered as meant: counted, no warning)
+    minus_rank: int | Absent = key(INT)
+    warning: str | None | Absent = key(Nullable(STR))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunScores(Record):
+    """``run_scores`` (1.8), run and compare: whether each run's scores order its documents"""
+    baseline: ScoreOrder | None | Absent = key(Nullable(RecordOf(ScoreOrder)))
+    candidate: ScoreOrder | None | Absent = key(Nullable(RecordOf(ScoreOrder)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1159,9 +1186,13 @@ class Report(Record):
     # run only: the queries the verdict is computed on: golden queries minus leaked ones
     # (policy.exclude_leaked), held-out only when a tunable parameter changed
     reporting_set: ReportingSet | Absent = key(RecordOf(ReportingSet))
-    # run only: warnings of the run (validity checks that could not run fully, yardstick read from the
-    # head, ...), shown in the comment
+    # warnings of the run (validity checks that could not run fully, yardstick read from the head,
+    # scores that do not order a run's documents, ...), shown in the comment; compare: its warnings,
+    # shown in report.md and the terminal
     warnings: tuple[str, ...] | Absent = key(ListOf(STR))
+    # (1.8) run and compare: whether each run's scores order its documents (all equal, or the
+    # ranks as numbers: ranked by trec_eval's rule in an order nobody chose)
+    run_scores: RunScores | Absent = key(RecordOf(RunScores))
     # queries in the evaluated universe: golden queries with at least one qrels entry
     query_count: int | Absent = key(INT)
     # the candidate's mean on the reporting set; for run its source (runner, cache, runs-dir, file),
