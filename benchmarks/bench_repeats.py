@@ -246,7 +246,7 @@ def table(rows: list[dict]) -> list[str]:
 
 
 def summary(rows: list[dict]) -> list[str]:
-    """The figures the README quotes: worst rates per setting and mode, within each goal."""
+    """The figures docs/noise.md quotes: worst rates per setting and mode, within each goal."""
     out = []
     for setting in SETTINGS:
         for mode in MODES:

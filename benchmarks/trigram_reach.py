@@ -20,7 +20,7 @@ For each query, seeded (``SEED``):
 
 Printed: per token-length bucket, the queries, the share whose changed-word copy and whose
 inflected copy score >= the threshold, the median changed-word score, and the share whose
-cheapest changed word reaches the threshold. The README quotes the table (a test checks it is this output).
+cheapest changed word reaches the threshold. docs/validity.md quotes the table (a test checks it is this output).
 
     python -m benchmarks.trigram_reach [--threshold 0.85]
 """

@@ -108,7 +108,7 @@ def test_a_to_b_decides_like_b_to_a_on_every_pair_of_dl19_runs(dl19_values):
 def test_close_dl19_pairs_pass_both_ways_in_regression_mode(dl19_values):
     """Pairs of runs within 0.02 nDCG@10 of each other: the harmless-PR case. Regression mode
     passes every one of them in both directions; non-inferiority blocks some (43 queries cannot
-    show the margin) - the setup check's point, counted here so the README's claim is real."""
+    show the margin) - the setup check's point, counted here so the docs' claim is real."""
     close = [(a, b) for a, b in itertools.combinations(sorted(dl19_values), 2)
              if abs(dl19_values[a].mean() - dl19_values[b].mean()) < 0.02]
     assert len(close) >= 5
@@ -120,11 +120,12 @@ def test_close_dl19_pairs_pass_both_ways_in_regression_mode(dl19_values):
     assert ni_blocked > 0
 
 
-def test_the_readmes_power_line_is_what_compare_prints(capsys):
-    from tests.test_references import README
+def test_the_docs_power_line_is_what_compare_prints(capsys):
+    """The power line docs/verdict.md quotes, printed again by compare on the same runs."""
+    from tests.test_references import page
 
     runs, qrels = _dl19()
-    quoted = README.split('from the PR\'s own per-query spread: "', 1)[1].split('" (DL19, p_bert against TUA1-1)', 1)[0]
+    quoted = page("verdict.md").split('from the PR\'s own per-query spread: "', 1)[1].split('" (DL19, p_bert against TUA1-1)', 1)[0]
     assert main(["compare", "--baseline", str(runs / "input.p_bert.gz"), "--candidate", str(runs / "input.TUA1-1.gz"),
                  "--qrels", str(qrels), "--samples", "2000"]) == 0
     assert f"what this set can catch: {' '.join(quoted.split())}" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""Generated sections of a hand-written file (the README's command and config references)."""
+"""Generated sections of a hand-written page (the docs site's command and config references)."""
 
 from __future__ import annotations
 

@@ -188,7 +188,7 @@ def test_ids_with_letters_still_count_anywhere_as_whole_words(tmp_path):
 
 
 def test_one_changed_word_in_a_nine_token_query_scores_below_the_threshold_and_the_query_is_named_short():
-    """The README said one changed word is still caught; in a 9-token query it scores under 0.85."""
+    """The docs once said one changed word is still caught; in a 9-token query it scores under 0.85."""
     query = "what is the most popular food in switzerland today"
     changed = "what is the most popular dish in switzerland today"
     assert len(query.split()) == 9 and round(window_score(query, changed), 2) == 0.78
@@ -217,15 +217,15 @@ def test_the_cheapest_changed_word_score_is_what_window_score_gives_for_that_cha
         assert one_changed_word_score(query) == pytest.approx(expected, abs=1e-12)
 
 
-def test_the_readme_states_the_trigram_reach_by_query_length_as_measured():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+def test_the_docs_state_the_trigram_reach_by_query_length_as_measured():
+    validity = (Path(__file__).resolve().parents[2] / "docs" / "validity.md").read_text()
     from benchmarks.trigram_reach import TOPICS, reach_table
 
     for path in TOPICS:
         need(path)
 
     table = reach_table()
-    assert table in readme, "README's reach table is not what benchmarks/trigram_reach.py measures"
+    assert table in validity, "docs/validity.md's reach table is not what benchmarks/trigram_reach.py measures"
 
 
 # --------------------------------------------------------------------------- tuning
