@@ -22,6 +22,7 @@ from gate.common.errors import InputError, UsageError
 from gate.common import limits
 from gate.common.numbers import counted
 from gate.common.jsontext import json_text
+from gate.publishing.scaffold import ACTION_PLACEHOLDER
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 
@@ -100,6 +101,12 @@ class _Extend(argparse.Action):
         setattr(namespace, self.dest, [*current, *values])
 
 
+def _command(sub: Any, name: str, summary: str, more: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A sub-command whose own --help opens with its one-line summary (what the command list
+    shows), extended by ``more``: the two say the same thing, and neither can be left out."""
+    return sub.add_parser(name, help=summary, description=f"{summary[:1].upper()}{summary[1:]}. {more}", **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="retrieval-gate",
@@ -108,7 +115,32 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"retrieval-gate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    p = sub.add_parser("compare", help="paired comparison of two run files against qrels")
+    p = _command(sub, "init", "set up the gate in a repository: its config, workflows and .gitignore lines",
+                 "Finds the golden queries, qrels, corpus and retrieval config (reading each to be sure), writes "
+                 ".retrieval-gate.yml, the check, comment and archive workflows under .github/workflows/ and the "
+                 ".gitignore lines, and prints the next steps. It asks nothing: what it cannot find, pass as an "
+                 "option.")
+    p.add_argument("--dir", default=".", metavar="DIR",
+                   help="the folder the config goes in: the repository's top level or a subfolder (default .)")
+    p.add_argument("--suite", metavar="NAME", help="the suite's name: the comment's and the status's (default retrieval)")
+    p.add_argument("--queries", metavar="PATH", help="golden queries (TSV/JSONL, a BEIR folder or irds:<id>), "
+                                                     "relative to --dir (default: found)")
+    p.add_argument("--qrels", metavar="PATH", help="their qrels (default: found)")
+    p.add_argument("--corpus", metavar="PATH", help="the corpus, for the leakage check and {corpus} (default: found)")
+    p.add_argument("--retrieval-config", metavar="PATH", help="the retrieval config a PR changes (default: found)")
+    p.add_argument("--command", metavar="CMD",
+                   help="your search command with {config} {queries} {corpus} {run} (default: a marked placeholder)")
+    p.add_argument("--action", default=ACTION_PLACEHOLDER, metavar="OWNER/REPO@REF",
+                   help=f"the gate's Action in the workflows (default: the placeholder {ACTION_PLACEHOLDER})")
+    p.add_argument("--branch", metavar="NAME", help="the default branch the archive job runs on (default: origin's "
+                                                    "HEAD, else the current branch)")
+    p.add_argument("--force", action="store_true", help="rewrite an existing config and workflows")
+    p.set_defaults(handler=_cmd_init)
+
+    p = _command(sub, "compare", "paired comparison of two run files against qrels",
+                 "The primary measure's delta with its bootstrap interval, query by query, and the decision "
+                 "(pass, fail or inconclusive) under the policy mode; needs no config, only the two runs and "
+                 "their qrels.")
     p.add_argument("--baseline", required=True, metavar="RUN", help="baseline TREC run (.gz ok)")
     p.add_argument("--candidate", required=True, metavar="RUN", help="candidate TREC run (.gz ok)")
     p.add_argument("--qrels", required=True, help="qrels file (4- or 3-column), BEIR folder, or irds:<id>")
@@ -143,7 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--config", default=".retrieval-gate.yml", metavar="FILE",
                        help="gate config (default .retrieval-gate.yml)")
 
-    p = sub.add_parser("archive", help="archive a baseline manifest for the current retrieval config")
+    p = _command(sub, "archive", "archive a baseline manifest for the current retrieval config",
+                 "Its run, per-query scores and the fingerprints of the golden set, corpus and environment: the "
+                 "baseline later pull requests are measured against.")
     config_arg(p)
     p.add_argument("--run", metavar="RUN", help="archive this precomputed run of the current config instead of running "
                    "it (default: the config's runner makes the run)")
@@ -155,7 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 0: no band)")
     p.set_defaults(handler=_cmd_archive)
 
-    p = sub.add_parser("replay", help="make the archived baseline commensurable with today's inputs")
+    p = _command(sub, "replay", "make the archived baseline commensurable with today's inputs",
+                 "Reused when nothing it was measured on changed, rescored on today's queries and qrels, or re-run "
+                 "at its commit when the corpus or the code changed; says which, and why.")
     config_arg(p)
     p.add_argument("--runs-dir", metavar="DIR", help="runs produced by an earlier step (see plan); a run missing "
                    "from it is named, never run by the gate (default: the gate runs the config's runner)")
@@ -166,7 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what goes to stdout: text (what changed since the archive) or json (default text)")
     p.set_defaults(handler=_cmd_replay)
 
-    p = sub.add_parser("plan", help="list every run the gate needs, with the key each is picked up by")
+    p = _command(sub, "plan", "list every run the gate needs, with the key each is picked up by",
+                 "For a workflow whose own steps (or an Actions matrix) produce the runs before the gate judges "
+                 "them with --runs-dir.")
     config_arg(p)
     p.add_argument("--runs-dir", metavar="DIR", help="where the runs will be written (default .retrieval-gate/runs)")
     p.add_argument("--base", metavar="REF", help="base commit of the PR: plan as the gate will judge it, the "
@@ -187,7 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 1)")
     p.set_defaults(handler=_cmd_plan)
 
-    p = sub.add_parser("run", help="the gate: commensurable baseline, candidate, statistics, verdict")
+    p = _command(sub, "run", "the gate: commensurable baseline, candidate, statistics, verdict",
+                 "Measures the retrieval config under test against the archived baseline on the same queries and "
+                 "qrels, runs the validity checks (leakage, tuning, prompts, judged share) and writes the report "
+                 "and the PR comment; the exit code is the verdict.")
     config_arg(p)
     p.add_argument("--candidate-run", metavar="FILE", help="precomputed run of the PR's retrieval config (default: "
                    "the config's runner makes it)")
@@ -205,7 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "report) (default text)")
     p.set_defaults(handler=_cmd_run)
 
-    p = sub.add_parser("noise", help="measure the run-to-run noise band from identical runs")
+    p = _command(sub, "noise", "measure the run-to-run noise band from identical runs",
+                 "The spread of the metric between runs of one unchanged configuration, stored so that a delta "
+                 "inside it is not read as a change.")
     config_arg(p)
     p.add_argument("--repeats", type=_int_range(2, limits.MAX_REPEATS), default=None,
                    help="identical runs through the runner (default noise.repeats)")
@@ -225,8 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "noise.json)")
     p.set_defaults(handler=_cmd_noise)
 
-    p = sub.add_parser("calibrate", help="the gate's false-alarm rate on this stack: every pair of identical runs "
-                                         "through the decision")
+    p = _command(sub, "calibrate", "the gate's false-alarm rate on this stack: every pair of identical runs "
+                 "through the decision", "How often the decision would fail, or pass as an improvement, a pull "
+                 "request that changes nothing.")
     config_arg(p)
     p.add_argument("--from-runs", nargs="+", metavar="RUN", help="identical runs of one configuration (default: "
                    "the noise repeats stored with the baseline manifest)")
@@ -250,8 +294,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="also write the result as JSON here (default: no file)")
     p.set_defaults(handler=_cmd_calibrate)
 
-    p = sub.add_parser("comment", help="post a saved report as the PR comment (the fork-safe workflow_run job)",
-                       epilog="Environment: GITHUB_TOKEN (or INPUT_TOKEN), a token that may write pull-request "
+    p = _command(sub, "comment", "post a saved report as the PR comment (the fork-safe workflow_run job)",
+                 "The job that holds the token posts what the untrusted gate job saved, once the pull request's "
+                 "head is the commit the report was made for.",
+                 epilog="Environment: GITHUB_TOKEN (or INPUT_TOKEN), a token that may write pull-request "
                               "comments (required); GITHUB_REPOSITORY, owner/name (required); GITHUB_API_URL, the "
                               "API root (default https://api.github.com). The HTTP client also honours the usual "
                               "proxy and CA-bundle variables (HTTPS_PROXY, REQUESTS_CA_BUNDLE).")
@@ -263,14 +309,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="workflow_run.head_sha: the PR number is accepted only if the PR's head is this commit")
     p.add_argument("--comment-mode", choices=["update", "new"], default="update",
                    help="update the suite's earlier comment in place, or post a new one each time (default update)")
-    p.add_argument("--suite", metavar="NAME",
-                   help="the suite whose comment this job keeps, from the workflow (trusted), not the artifact: "
-                        "a report of another suite is refused (default: the report's suite)")
+    trusted_suite = p.add_mutually_exclusive_group()
+    trusted_suite.add_argument("--suite", metavar="NAME",
+                               help="the suite whose comment this job keeps, from the workflow (trusted), not the "
+                                    "artifact: a report of another suite is refused (default: the report's suite)")
+    trusted_suite.add_argument("--config", metavar="FILE",
+                               help="read that suite from this gate config instead: the default branch's "
+                                    ".retrieval-gate.yml (trusted), so the suite is named in one place")
     p.add_argument("--max-wait", type=_float_range(0.0, 3600.0), default=120.0, metavar="SECONDS",
                    help="cap on all the seconds spent on GitHub calls (default 120)")
     p.set_defaults(handler=_cmd_comment)
 
-    p = sub.add_parser("factorial", help="effects and interactions of bundled changes from a 2^k grid of run files")
+    p = _command(sub, "factorial", "effects and interactions of bundled changes from a 2^k grid of run files",
+                 "When a change bundles several factors, each factor's main effect and their interactions, each "
+                 "with its interval, instead of one delta.")
     p.add_argument("--factor", action="append", required=True, metavar="NAME", help="a changed factor (repeat)")
     p.add_argument("--cell", action="append", required=True, metavar="LEVELS=RUN",
                    help="a cell's run, e.g. model=new,corpus=old=runs/cell.run (repeat for all 2^k cells)")
@@ -288,8 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what goes to stdout: text (a table of effects) or json (default text)")
     p.set_defaults(handler=_cmd_factorial)
 
-    p = sub.add_parser("sweep", help="a grid of configs: the maximum (optimistic), the held-out and the "
-                       "cross-validated estimate, and the optimism of reporting the best cell")
+    p = _command(sub, "sweep", "a grid of configs: the maximum (optimistic), the held-out and the "
+                 "cross-validated estimate, and the optimism of reporting the best cell",
+                 "How much of the best cell's score is the maximum finding the particular queries of the set "
+                 "rather than a better config.")
     p.add_argument("--config", metavar="FILE", help="gate config whose sweep.params grid is run through the runner "
                    "(default .retrieval-gate.yml, unless --cell gives the runs)")
     p.add_argument("--runs-dir", metavar="DIR", help="with the config: cells produced by an earlier step (see plan "
@@ -323,7 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what goes to stdout: text (the estimates and every cell) or json (default text)")
     p.set_defaults(handler=_cmd_sweep)
 
-    p = sub.add_parser("leakcheck", help="find golden queries that appear in a corpus (exit 1 when found)")
+    p = _command(sub, "leakcheck", "find golden queries that appear in a corpus (exit 1 when found)",
+                 "Verbatim (exact) and near-verbatim (trigram Jaccard) copies of query texts inside corpus chunks: "
+                 "they move a metric without any retrieval change.")
     p.add_argument("--queries", required=True, help="golden queries (TSV/JSONL, BEIR folder or irds:<id>)")
     p.add_argument("--corpus", required=True, help="corpus (JSONL, TSV, BEIR folder, a folder of files, or irds:<id>)")
     p.add_argument("--mode", type=_csv, action=_Extend, default=["exact", "trigram-jaccard"], metavar="MODES",
@@ -337,7 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what goes to stdout: text (one line per leak) or json (default text)")
     p.set_defaults(handler=_cmd_leakcheck)
 
-    p = sub.add_parser("lift", help="movement buckets of the first relevant document between two runs")
+    p = _command(sub, "lift", "movement buckets of the first relevant document between two runs",
+                 "Per query, whether the first relevant document was promoted, demoted, newly found, lost or "
+                 "stayed, within a rank cutoff, and recall at a depth.")
     p.add_argument("--before-run", "--baseline", dest="before", required=True, metavar="RUN",
                    help="the run before the change (TREC, .gz ok)")
     p.add_argument("--after-run", "--candidate", dest="after", required=True, metavar="RUN",
@@ -354,7 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where the lift files are written")
     p.set_defaults(handler=_cmd_lift)
 
-    p = sub.add_parser("demo", help="the whole gate on a generated docs-search world, offline")
+    p = _command(sub, "demo", "the whole gate on a generated docs-search world, offline",
+                 "A fictional API documentation site, its golden set and two parser versions, through archive, "
+                 "noise and run; deterministic from --seed.")
     p.add_argument("--out", default="retrieval-gate-demo", metavar="DIR", help="output folder (default retrieval-gate-demo)")
     p.add_argument("--seed", type=_seed, default=7, help="seed of the generated world (default 7)")
     p.add_argument("--scale", type=_float_range(0.0, 10.0, low_open=True), default=1.0,
@@ -389,7 +449,7 @@ def _progress(message: str) -> None:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from gate.pipeline.compare import CompareSettings, compare_files
-    from gate.rendering.terminal import summary_lines
+    from gate.rendering.terminal import summary_lines, terminal_safe
 
     started = time.monotonic()
     _check_measures(args.metric, args.also)
@@ -405,10 +465,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     else:
         verdict = result.verdict
         print(f"decision: {verdict.kind} - {verdict.headline_reason}")
+        # Right under the decision: a warning may say the numbers below are not what they seem.
+        for warning in result.report.warnings or ():
+            print(terminal_safe(f"warning: {warning}", lines=False))
         for line in summary_lines(result.report):
             print(line)
-        for warning in result.report.warnings or ():
-            print(f"warning: {warning}")
         traffic = result.report.traffic
         if traffic and traffic.sentence:  # the traffic rules decide too: say what they saw
             print(f"traffic: {traffic.sentence}")
@@ -793,10 +854,17 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     # The artifact is the PR job's: it names the suite whose comment would be replaced. The
     # workflow's --suite is trusted; a report for another suite is not this job's to post.
     reported_suite = report.suite if report.suite else "retrieval"
-    suite = args.suite if args.suite is not None else reported_suite
-    if args.suite is not None and reported_suite != args.suite:
+    trusted = args.suite
+    source = "--suite"
+    if args.config is not None:
+        from gate.inputs.config import load_config
+
+        trusted = load_config(args.config).suite  # only the suite: the data files need not be there
+        source = f"the suite of {args.config}"
+    suite = trusted if trusted is not None else reported_suite
+    if trusted is not None and reported_suite != trusted:
         raise InputError(args.report, None, f"is a report of suite {limits.shorten(str(reported_suite), 40)!r}, "
-                         f"not {args.suite!r} (--suite): not posted")
+                         f"not {trusted!r} ({source}): not posted")
     try:
         body = render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError,
@@ -1059,6 +1127,37 @@ def _cmd_lift(args: argparse.Namespace) -> int:
     for path in result.files.values():
         print(f"wrote {path}")
     return EXIT_OK
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    from gate.inputs.config import load_config
+    from gate.pipeline.run import check_config
+    from gate.publishing.scaffold import InitOptions, init_repository
+
+    def as_plan_reads_it(path: Path, text: str) -> None:
+        check_config(load_config(path, text_override=text))
+
+    result = init_repository(InitOptions(
+        root=Path(args.dir), suite=args.suite, queries=args.queries, qrels=args.qrels, corpus=args.corpus,
+        retrieval_config=args.retrieval_config, command=args.command, action=args.action, branch=args.branch,
+        force=args.force), check=as_plan_reads_it)
+    found = result.found
+    print(f"retrieval-gate init: suite {result.suite}")
+    for label, value in (("golden queries", found.queries), ("qrels", found.qrels), ("corpus", found.corpus),
+                         ("retrieval config", found.retrieval_config)):
+        print(f"  {label:<17}{value if value else '(none: the leakage check is off until you set corpus)'}")
+    for note in found.notes:
+        print(f"  note: {note}")
+    for path in result.written:
+        print(f"  wrote {path}")
+    for path in result.kept:
+        print(f"  kept  {path} (exists; --force rewrites it)")
+    for warning in result.warnings:
+        print(f"  warning: {warning}")
+    print("Next steps:")
+    for n, step in enumerate(result.next_steps, start=1):
+        print(f"  {n}. {step}")
+    return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

@@ -42,7 +42,9 @@ class PullRequest:
 class TeamRepo:
     def __init__(self, root: Path, remote_root: Path, name: str = "octo-org/octo-repo", *,
                  subfolder: str = "", baselines_branch: bool = False, extra_config: str = "",
-                 archived: bool = True):
+                 archived: bool = True, init: bool = False):
+        """``init=True``: the gate's files are what ``retrieval-gate init`` writes (config, workflows,
+        .gitignore lines), found from the golden set, qrels, corpus and retrieval config alone."""
         self.work = Path(root)
         self.name = name
         self.subfolder = subfolder
@@ -57,15 +59,21 @@ class TeamRepo:
                         extra_config="strata:\n  shares: {how_to: 0.6, navigational: 0.4}\n" + extra_config)
         (folder / "search").mkdir(exist_ok=True)
         shutil.copyfile(RUNNER, folder / "search" / "run.py")
-        text = config.read_text().replace(f"{sys.executable} {RUNNER}", "python3 search/run.py")
-        text = text.replace("suite: small\n", "suite: retrieval\n")  # what the example comment job posts
-        assert "python3 search/run.py" in text
-        (folder / ".retrieval-gate.yml").write_text(text)
-        config.unlink()
-        (self.work / ".gitignore").write_text(".retrieval-gate/cache/\n.retrieval-gate/work/\n.retrieval-gate/out/\n"
-                                              "**/.retrieval-gate/cache/\n**/.retrieval-gate/work/\n"
-                                              "**/.retrieval-gate/out/\n")
         self.folder = folder
+        if init:
+            config.unlink()
+            self.init_output = self._gate("init", "--suite", "docs-search", "--command",
+                                          "python3 search/run.py --config {config} --queries {queries} "
+                                          "--corpus {corpus} --output {run}")
+        else:
+            text = config.read_text().replace(f"{sys.executable} {RUNNER}", "python3 search/run.py")
+            text = text.replace("suite: small\n", "suite: retrieval\n")  # what the example comment job posts
+            assert "python3 search/run.py" in text
+            (folder / ".retrieval-gate.yml").write_text(text)
+            config.unlink()
+            (self.work / ".gitignore").write_text(".retrieval-gate/cache/\n.retrieval-gate/work/\n"
+                                                  ".retrieval-gate/out/\n**/.retrieval-gate/cache/\n"
+                                                  "**/.retrieval-gate/work/\n**/.retrieval-gate/out/\n")
         git(self.work, "add", "-A")
         git(self.work, "commit", "-qm", "the gate and its golden set")
         self.base = git(self.work, "rev-parse", "HEAD")
@@ -77,12 +85,17 @@ class TeamRepo:
     def config_path(self) -> str:
         return f"{self.subfolder}/.retrieval-gate.yml" if self.subfolder else ".retrieval-gate.yml"
 
+    def _gate(self, *args: str) -> str:
+        """``retrieval-gate ARGS`` on the developer's machine, in the gate's folder; its output."""
+        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+        done = subprocess.run([sys.executable, "-m", "gate", *args], cwd=self.folder, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
     def _archive(self, baselines_branch: bool) -> None:
         """The baseline of the base commit: committed on main, or on the baselines branch."""
-        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-        done = subprocess.run([sys.executable, "-m", "gate", "archive", "--config", str(self.folder / ".retrieval-gate.yml")],
-                              cwd=self.folder, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stdout + done.stderr
+        self._gate("archive", "--config", str(self.folder / ".retrieval-gate.yml"))
         if not baselines_branch:
             git(self.work, "add", "-A")
             git(self.work, "commit", "-qm", "the archived baseline")

@@ -51,11 +51,44 @@ def test_a_passing_pr_goes_green_through_both_example_workflows(world):
     assert set(owners(runner.workspace)) == {"1001"}, owners(runner.workspace)
     assert (runner.workspace / ".retrieval-gate" / "out" / "report.json").stat().st_mode & 0o777 == 0o644
     artifact = next(s for s in steps if s.name == "Upload the report for the comment workflow").artifact
-    comment = comment_job(runner, image, artifact, event, github, workflow_run_head_sha=pr.head)
+    comment = comment_job(runner, image, artifact, event, github, workflow_run_head_sha=pr.head,
+                         remote_url=remote.url(f"{repo.name}.git"), main_sha=repo.base)
     for step in comment:
         assert step.returncode == 0, f"{step.name} failed:\n{step.log[-3000:]}"
     bodies = [c["body"] for c in github.comments(7)]
     assert len(bodies) == 1 and "pass" in bodies[0].lower()
+
+
+def test_init_then_archive_then_the_workflows_init_wrote_give_a_green_check(tmp_path, image, github, remote):
+    """The quickstart: `retrieval-gate init` in a repository holding only a golden set, qrels, a
+    corpus, a retrieval config and a search command; `retrieval-gate archive`; commit and push.
+    The first PR's check, played from the workflows init wrote, is green, and the comment job
+    (the suite read from the default branch's config, named nowhere else) posts the comment."""
+    repo = TeamRepo(tmp_path / "dev", remote.root, github.repository, init=True)
+    assert "wrote .retrieval-gate.yml" in repo.init_output and "Next steps:" in repo.init_output
+    workflows = repo.work / ".github" / "workflows"
+    assert sorted(p.name for p in workflows.iterdir()) == ["retrieval-gate-archive.yml", "retrieval-gate-comment.yml",
+                                                           "retrieval-gate.yml"]
+    assert "docs-search" not in "".join(p.read_text() for p in workflows.iterdir())  # the suite lives in the config
+    runner = Runner(tmp_path / "runner", github.repository)
+    pr = repo.pull_request(31, {"retrieval.yml": GOOD})
+    github.add_pull(31, pr.head, files=pr.files, base_sha=pr.base)
+    event = _pr_event(repo, pr, github)
+    remote_url = remote.url(f"{repo.name}.git")
+    steps = gate_job_steps(runner, image, remote_url, event, "pull_request", github, merge_sha=pr.merge,
+                           workflows=workflows)
+    for step in steps:
+        assert step.returncode == 0, f"{step.name} failed ({step.returncode}):\n{step.log[-4000:]}"
+    gate = next(s for s in steps if s.name == "Run the gate")
+    assert gate.outputs["verdict"] == "pass", gate.log[-3000:]
+    report = json.loads((runner.workspace / gate.outputs["report-path"]).read_text())
+    assert report["suite"] == "docs-search" and report["baseline"]["resolution"] != "reconstructed", report["baseline"]
+    artifact = next(s for s in steps if s.name == "Upload the report for the comment workflow").artifact
+    for step in comment_job(runner, image, artifact, event, github, workflow_run_head_sha=pr.head,
+                            remote_url=remote_url, main_sha=repo.base, workflows=workflows):
+        assert step.returncode == 0, f"{step.name} failed:\n{step.log[-3000:]}"
+    [comment] = github.comments(31)
+    assert "pass" in comment["body"].lower() and "docs-search" in comment["body"]
 
 
 def test_the_prs_code_cannot_read_the_token_from_the_gates_environment_or_memory(world):
@@ -232,7 +265,8 @@ def test_a_fork_pr_with_a_read_only_token_still_decides_and_the_comment_job_post
     assert "fork" in gate.log.lower()
     github.read_only = False  # the workflow_run job runs with the base repository's token
     artifact = next(s for s in steps if s.name == "Upload the report for the comment workflow").artifact
-    for step in comment_job(runner, image, artifact, event, github, workflow_run_head_sha=pr.head):
+    for step in comment_job(runner, image, artifact, event, github, workflow_run_head_sha=pr.head,
+                         remote_url=remote.url(f"{repo.name}.git"), main_sha=repo.base):
         assert step.returncode == 0, f"{step.name} failed:\n{step.log[-3000:]}"
     assert len(github.comments(14)) == 1
 
@@ -367,7 +401,8 @@ def test_plan_produce_gate_with_the_teams_own_stack_and_attribution(world):
     assert {c["source"] for c in cells if c["role"] == ""} == {"runs-dir"}, cells
     assert "running command runner" not in gate.log  # the gate ran nothing itself
     artifact = next(s for s in steps if s.name == "Upload the report for the comment workflow").artifact
-    for step in comment_job(runner, image, artifact, event, github, workflow_run_head_sha=pr.head):
+    for step in comment_job(runner, image, artifact, event, github, workflow_run_head_sha=pr.head,
+                         remote_url=remote.url(f"{repo.name}.git"), main_sha=repo.base):
         assert step.returncode == 0, f"{step.name} failed:\n{step.log[-3000:]}"
     [comment] = github.comments(21)
     assert "Attribution" in comment["body"] and "prefer\\_suffix" in comment["body"]

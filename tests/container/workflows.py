@@ -37,8 +37,9 @@ class PlayedStep(Step):
     artifact: dict[str, bytes] = field(default_factory=dict)
 
 
-def load_workflow(name: str) -> dict[str, Any]:
-    return YAML(typ="safe").load((EXAMPLES / name).read_text())
+def load_workflow(name: str, folder: Path | None = None) -> dict[str, Any]:
+    """A workflow of ``examples/workflows`` (or of ``folder``: the ones `retrieval-gate init` wrote)."""
+    return YAML(typ="safe").load(((folder or EXAMPLES) / name).read_text())
 
 
 def action_inputs() -> dict[str, Any]:
@@ -71,9 +72,10 @@ def _condition(step: dict[str, Any], context: dict[str, Any]) -> bool:
 
 def gate_job_steps(runner: Runner, image: str, remote_url: str, event: dict, event_name: str, github, *,
                    merge_sha: str, workflow: str = "retrieval-gate.yml", inputs: dict[str, str] | None = None,
-                   gate_env: dict[str, str] | None = None, checkout_token: str | None = None) -> list[PlayedStep]:
+                   gate_env: dict[str, str] | None = None, checkout_token: str | None = None,
+                   workflows: Path | None = None) -> list[PlayedStep]:
     """The gate job of ``workflow`` for ``event``; ``inputs`` override the step's ``with:``."""
-    document = load_workflow(workflow)
+    document = load_workflow(workflow, workflows)
     job = next(iter(document["jobs"].values()))
     pull = event.get("pull_request") or {}
     group = event.get("merge_group") or {}
@@ -187,12 +189,15 @@ def _upload(runner: Runner, path: str, name: str) -> PlayedStep:
 
 
 def comment_job(runner: Runner, image: str, artifact: dict[str, bytes], event: dict, github, *,
-                workflow_run_head_sha: str, workflow: str = "retrieval-gate-comment.yml") -> list[PlayedStep]:
-    """The ``workflow_run`` job: its steps as written, the artifact downloaded to RUNNER_TEMP,
-    the ``run:`` steps as the runner user on a machine where the gate is pip-installed (the
-    action's image, whose install is that one)."""
-    document = load_workflow(workflow)
+                workflow_run_head_sha: str, remote_url: str, main_sha: str,
+                workflow: str = "retrieval-gate-comment.yml", workflows: Path | None = None) -> list[PlayedStep]:
+    """The ``workflow_run`` job on a runner of its own (as GitHub gives it): its steps as written,
+    the default branch (``main_sha``) checked out (the whole tree: a superset of the sparse
+    checkout), the artifact downloaded to RUNNER_TEMP, the ``run:`` steps as the runner user on a
+    machine where the gate is pip-installed (the action's image, whose install is that one)."""
+    document = load_workflow(workflow, workflows)
     job = next(iter(document["jobs"].values()))
+    runner = Runner(runner.root.with_name(runner.root.name + "-comment-job"), runner.repository)
     context: dict[str, Any] = {
         "runner.temp": str(runner.temp),
         "github.event.workflow_run.id": "1001",
@@ -215,6 +220,12 @@ def comment_job(runner: Runner, image: str, artifact: dict[str, bytes], event: d
 
             chown_tree(target)
             result = PlayedStep(0, f"downloaded {len(artifact)} files", name=name)
+        elif uses.startswith("actions/checkout@"):
+            assert "ref" not in with_ and "repository" not in with_, f"{workflow}: the comment job checks out " \
+                                                                   "only the default branch"
+            done = runner.checkout(remote_url, "refs/heads/main", main_sha, depth=1,
+                                   persist_credentials=str(with_.get("persist-credentials", "true")).lower() == "true")
+            result = PlayedStep(done.returncode, done.stdout + done.stderr, name=name)
         elif uses.startswith("actions/setup-python@"):
             result = PlayedStep(0, "the machine's Python", name=name)
         elif "run" in step and "pip install" in step["run"]:

@@ -130,14 +130,22 @@ def test_comment_workflow_follows_the_gate_by_name():
     gate = by_name("retrieval-gate.yml")
     wf = by_name("retrieval-gate-comment.yml")
     assert wf["on"]["workflow_run"] == {"workflows": [gate["name"]], "types": ["completed"]}
-    assert wf["permissions"] == {"pull-requests": "write", "actions": "read"}
+    assert wf["permissions"] == {"pull-requests": "write", "actions": "read", "contents": "read"}
     steps = wf["jobs"]["comment"]["steps"]
-    assert not any(s.get("uses", "").startswith("actions/checkout@") for s in steps), "never check out PR code here"
+    # One checkout: the default branch's gate config (the trusted suite), never the PR's code: no
+    # ref or repository (a workflow_run job checks out the default branch), only the config file,
+    # no credentials left behind.
+    [checkout] = [s for s in steps if s.get("uses", "").startswith("actions/checkout@")]
+    assert "ref" not in checkout["with"] and "repository" not in checkout["with"], "never check out PR code here"
+    assert checkout["with"]["sparse-checkout"] == ".retrieval-gate.yml"
+    assert checkout["with"]["sparse-checkout-cone-mode"] is False and checkout["with"]["persist-credentials"] is False
     download = next(s for s in steps if s.get("uses", "").startswith("actions/download-artifact@"))
     assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
     assert download["with"]["name"] == "retrieval-gate-report"
     post = next(s for s in steps if "retrieval-gate comment" in s.get("run", ""))
     assert "--report" in post["run"] and "--pr" in post["run"] and "--head-sha" in post["run"]
+    assert '--config="$GITHUB_WORKSPACE/$GATE_CONFIG"' in post["run"]  # the suite, named in one place
+    assert post["env"]["GATE_CONFIG"] == checkout["with"]["sparse-checkout"] == ".retrieval-gate.yml"
     assert post["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"  # trusted, not from the artifact
 
 
