@@ -185,3 +185,32 @@ def test_the_reference_retriever_and_the_measures_give_the_same_bits_on_every_ma
     here = _in_machine({}, code)
     for name, env in MACHINES.items():
         assert _in_machine(env, code) == here, name
+
+
+def test_extreme_magnitudes_empty_shapes_and_bad_matrices():
+    # An outside review found inf/nan here (the scale overflowed) and a silent 40% error in eigen.
+    assert F.grid_product(np.array([[1e-301, 2e-301]]), np.array([[1e300], [1e300]]))[0, 0] == pytest.approx(0.3)
+    assert F.grid_product(np.array([[1e308]]), np.array([[0.5]]))[0, 0] == pytest.approx(5e307)
+    sub = np.array([[5e-324, 1e-310]])
+    assert np.isfinite(F.grid_product(sub, np.ones((2, 1)))).all()
+    assert F.grid_product(np.zeros((2, 0)), np.zeros((0, 3))).shape == (2, 3)
+    for scale in (1e160, 1e-160):
+        g = np.array([[2.0, 1.0], [1.0, 3.0]]) * scale
+        values, _ = F.symmetric_eigen(g)
+        assert np.allclose(values, np.linalg.eigvalsh(g)[::-1], rtol=1e-12)
+    with pytest.raises(ValueError):
+        F.symmetric_eigen(np.array([[np.inf, 0.0], [0.0, 1.0]]))
+    with pytest.raises(ArithmeticError):
+        F.symmetric_eigen(np.random.default_rng(0).standard_normal((30, 30)) + 0, max_sweeps=1)
+    deep = F.log2_of_integers(np.array([3, 1 << 40, 300_001]))
+    assert deep[1] == 40.0 and abs(deep[2] - math.log2(300_001)) < 1e-15
+
+
+def test_the_sweeps_resampled_estimates_are_the_same_under_every_kernel():
+    # `counts @ values.T` through BLAS moved the sweep's optimism interval in the last bits.
+    code = ("import numpy as np, hashlib; from gate.statistics.sweep import choice_bootstrap; "
+            "rng = np.random.default_rng(2); v = rng.random((6, 300)); fold = np.arange(300) % 5; "
+            "cv, mx = choice_bootstrap(v, fold, 5, 400, 7); print(hashlib.sha1(cv.tobytes() + mx.tobytes()).hexdigest())")
+    here = _in_machine({}, code)
+    for name, env in MACHINES.items():
+        assert _in_machine(env, code) == here, name

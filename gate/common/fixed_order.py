@@ -64,7 +64,9 @@ def _on_grid(x: np.ndarray, axis: int, bits: int) -> tuple[np.ndarray, np.ndarra
     _, exponent = np.frexp(largest)  # largest < 2**exponent
     shift = exponent.astype(np.int64) - bits
     shift[largest == 0] = 0
-    return np.rint(x * np.ldexp(1.0, -shift)), shift  # a power of two: the product is exact
+    if shift.size and -1000 < shift.min() and shift.max() < 1000:
+        return np.rint(x * np.ldexp(1.0, -shift)), shift  # a normal power of two: the product is exact (and fast)
+    return np.rint(np.ldexp(x, -shift)), shift  # extreme magnitudes: ldexp is exact where 2**-shift overflows
 
 
 def grid_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -80,11 +82,13 @@ def grid_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         raise ValueError(f"grid_product: shapes {a.shape} and {b.shape} do not multiply")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise ValueError("grid_product: the inputs must be finite")
+    if a.shape[1] == 0 or a.shape[0] == 0 or b.shape[1] == 0:
+        return np.zeros((a.shape[0], b.shape[1]))
     bits = grid_bits(a.shape[1])
     a_int, a_shift = _on_grid(a, 1, bits)  # (m, 1) shifts
     b_int, b_shift = _on_grid(b, 0, bits)  # (1, n) shifts
     exact = a_int @ b_int  # integers below 2**53: every kernel gets the same sums
-    return exact * np.ldexp(1.0, a_shift) * np.ldexp(1.0, b_shift)  # powers of two: exact
+    return np.ldexp(exact, a_shift + b_shift)  # one exact scaling (two could overflow half-way)
 
 
 def _dot_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -138,13 +142,24 @@ def symmetric_eigen(a: np.ndarray, max_sweeps: int = 40) -> tuple[np.ndarray, np
     vectors = np.eye(n)
     if n < 2:
         return np.diag(a).copy(), vectors
+    if not np.all(np.isfinite(a)):
+        raise ValueError("symmetric_eigen: the matrix must be finite")
+    # Scaled by a power of two (exact) so that its largest entry is about 1: the sums of squares
+    # below neither overflow nor underflow; the eigenvalues are scaled back at the end.
+    largest = float(np.max(np.abs(a)))
+    if largest == 0.0:
+        return np.zeros(n), vectors
+    power = math.frexp(largest)[1]
+    a = np.ldexp(a, -power)
     players = list(range(n + (n % 2)))  # an odd n gets a bye (index n) each round
     m = len(players)
     scale = math.sqrt(float(np.add.reduce((a * a).ravel())))
+    converged = False
     columns = np.arange(n)
     for _ in range(max_sweeps):
         off = a - np.diag(np.diag(a))
         if math.sqrt(float(np.add.reduce((off * off).ravel()))) <= 1e-13 * scale:
+            converged = True
             break
         for _ in range(m - 1):
             partner = columns.copy()
@@ -168,7 +183,11 @@ def symmetric_eigen(a: np.ndarray, max_sweeps: int = 40) -> tuple[np.ndarray, np
             a = a * c[:, None] + a[partner, :] * s[:, None]
             vectors = vectors * c + vectors[:, partner] * s
             players = [players[0], players[-1]] + players[1:-1]
-    values = np.diag(a).copy()
+    if not converged:
+        off = a - np.diag(np.diag(a))
+        if math.sqrt(float(np.add.reduce((off * off).ravel()))) > 1e-13 * scale:
+            raise ArithmeticError(f"symmetric_eigen: no convergence in {max_sweeps} sweeps")
+    values = np.ldexp(np.diag(a), power)
     order = np.lexsort((np.arange(n), -values))
     return values[order], vectors[:, order]
 
@@ -197,24 +216,44 @@ _LOG2: list[np.ndarray] = [np.zeros(1)]  # _LOG2[0][k] = log2(k) for k >= 1 (ind
 _LN2 = Decimal(2).ln(_DECIMAL)
 
 
+def _log2_decimal(k: int) -> float:
+    return float(_DECIMAL.divide(Decimal(k).ln(_DECIMAL), _LN2))
+
+
+_TABLE_MAX = 1 << 16  # ranks below this come from the table; deeper ones are computed one distinct value at a time
+
+
 def log2_of_integers(values: np.ndarray) -> np.ndarray:
     """``log2`` of positive integers (given as any numeric dtype), the same bits everywhere: a table."""
     array = np.asarray(values)
     if array.size == 0:
         return np.zeros(array.shape, dtype=np.float64)
-    top = int(np.max(array))
-    table = _LOG2[0]
-    if top >= len(table):
-        with _LOG2_LOCK:
-            table = _LOG2[0]
-            if top >= len(table):
-                size = max(top + 1, 2 * len(table), 1024)
-                grown = np.zeros(size, dtype=np.float64)
-                grown[:len(table)] = table
-                for k in range(max(1, len(table)), size):
-                    grown[k] = float(_DECIMAL.divide(Decimal(k).ln(_DECIMAL), _LN2))
-                _LOG2[0] = table = grown
     index = array.astype(np.int64)
     if np.any(index < 1) or np.any(index != array):
         raise ValueError("log2_of_integers: the values must be positive integers")
-    return table[index]
+    top = int(np.max(index))
+    table = _LOG2[0]
+    want = min(top, _TABLE_MAX - 1)
+    if want >= len(table):
+        with _LOG2_LOCK:
+            table = _LOG2[0]
+            if want >= len(table):
+                size = min(max(want + 1, 2 * len(table), 1024), _TABLE_MAX)
+                grown = np.zeros(size, dtype=np.float64)
+                grown[:len(table)] = table
+                for k in range(max(1, len(table)), size):
+                    grown[k] = _log2_decimal(k)
+                _LOG2[0] = table = grown
+    if top < len(table):
+        return table[index]
+    out = np.empty(index.shape, dtype=np.float64)
+    small = index < len(table)
+    out[small] = table[index[small]]
+    deep, inverse = np.unique(index[~small], return_inverse=True)
+    out[~small] = np.array([_deep_log2(int(k)) for k in deep.tolist()])[inverse]
+    return out
+
+
+@lru_cache(maxsize=1 << 16)
+def _deep_log2(k: int) -> float:
+    return _log2_decimal(k)

@@ -417,7 +417,7 @@ def jackknife_acceleration(d: np.ndarray) -> float:
     den = float(np.sum(dev**2))
     if den == 0.0:
         return 0.0
-    return float(np.sum(dev**3) / (6.0 * den**1.5))
+    return float(np.sum(dev * dev * dev) / (6.0 * den**1.5))  # not dev**3: numpy's power kernel is CPU-dependent
 
 
 def _bca_levels(d: np.ndarray, means: np.ndarray, observed: float) -> tuple[float, float] | None:

@@ -228,6 +228,13 @@ def folds_of(n: int, folds: int, seed: int, strata: Sequence[str | None] | None 
     return out
 
 
+def _fixed_order_sums(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``weights @ values.T`` summed in numpy's fixed order, not by BLAS: a BLAS kernel's order depends
+    on the CPU, and the sweep's intervals moved in the last bits between an AVX-512 and an AVX2
+    machine (an outside review)."""
+    return np.stack([np.add.reduce(weights * row, axis=1) for row in values], axis=1)
+
+
 def choice_bootstrap(values: np.ndarray, fold_of: np.ndarray, folds: int, samples: int,
                      seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The whole procedure on every resample of the queries: (cross-validated estimate, maximum)
@@ -243,16 +250,16 @@ def choice_bootstrap(values: np.ndarray, fold_of: np.ndarray, folds: int, sample
         rows = block.shape[0]
         counts = np.bincount((block + (np.arange(rows) * n)[:, None]).ravel(), minlength=rows * n)
         counts = counts.reshape(rows, n).astype(np.float64)
-        sums = counts @ values.T  # rows x cells: every cell's resampled total
+        sums = _fixed_order_sums(counts, values)  # rows x cells: every cell's resampled total
         max_out[done:done + rows] = sums.max(axis=1) / n
         honest = np.zeros(rows, dtype=np.float64)
         for fold in range(folds):
             train = counts * train_masks[fold]
             weight = train.sum(axis=1)
-            train_sums = train @ values.T
+            train_sums = _fixed_order_sums(train, values)
             # the first best cell, as choose() takes it (a resample without training queries keeps cell 0)
             chosen = _first_best(train_sums / np.where(weight > 0, weight, 1.0)[:, None])
-            honest += np.einsum("rn,rn->r", counts * test_masks[fold], values[chosen])
+            honest += np.add.reduce(counts * test_masks[fold] * values[chosen], axis=1)
         cv_out[done:done + rows] = honest / n
         done += rows
     return cv_out, max_out

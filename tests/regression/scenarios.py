@@ -11,6 +11,8 @@ from tests.regression.pinning import normalized, repository_commits
 SHARES = "navigational: 0.22\nerror_string: 0.18\nentity_attribute: 0.15\nmigration: 0.06\nhow_to: 0.31\ntail: 0.08\n"
 
 DEMO = dict(seed=7, scale=0.25, repeats=5, samples=2000)
+# The demo as `./run demo` runs it (the full tier pins it: tests/demo/test_demo_full_scale.py).
+DEMO_FULL = dict(seed=7, scale=1.0, repeats=5, samples=10_000)
 
 
 def demo_report(result: Any) -> Any:
@@ -27,6 +29,12 @@ def demo(scratch: Path) -> Any:
     from gate.demo.end_to_end import run_demo
 
     return demo_report(run_demo(scratch, progress=lambda m: None, **DEMO))
+
+
+def demo_full(scratch: Path) -> Any:
+    from gate.demo.end_to_end import run_demo
+
+    return demo_report(run_demo(scratch, progress=lambda m: None, **DEMO_FULL))
 
 
 def _compare(scratch: Path, *options: str, strata: bool, swap: bool = False) -> Any:
@@ -66,6 +74,7 @@ def compare_regression(scratch: Path) -> Any:
 
 ALL: dict[str, Callable[[Path], Any]] = {
     "demo-seed7": demo,
+    "demo-seed7-scale1": demo_full,
     "compare-with-strata": compare_with_strata,
     "compare-graded": compare_graded,
     "compare-regression": compare_regression,
