@@ -763,7 +763,8 @@ _CONFIG_TEXT = st.one_of(_ASCII_ID, free_text(1, 12))
 # Candidate values for a config key; each key keeps those its own checker accepts,
 # so the generator follows gate.inputs.config.SCHEMA (ranges, choices) without copying it.
 _CHOICE_WORDS = ["command", "run-file", "reference", "percentile", "basic", "bca", "exact", "trigram-jaccard",
-                 "calibrated", "interval", "regression", "non-inferiority", "adaptive", "always"]
+                 "calibrated", "interval", "regression", "non-inferiority", "adaptive", "always", "pooled",
+                 "relevance-only", "dev", "test"]
 _POOL: list[Any] = (
     _CHOICE_WORDS + ["text", "a b", "ünï", "0", "1.5"]
     + [0, 1, 2, 3, 5, 7, 10, 100, 1000, 10_000, 2**31, 2**62, -1, -7]
