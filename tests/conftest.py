@@ -13,6 +13,130 @@ os.environ.setdefault("RETRIEVAL_GATE_REPORT_CHECK", "raise")
 
 import pytest  # noqa: E402
 
+from tests.support import xdist_schedule  # noqa: E402
+
+TESTS = Path(__file__).resolve().parent
+
+# --------------------------------------------------------------------------- the two tiers
+#
+# The fast tier is the README's test command (`./run test`: `pytest`, deselecting the tests marked
+# `full`); the full tier is every test (`./run test-full`, `pytest --full`), what CI runs. Full:
+# these folders whole, in tests/demo every test that reads one of the demo's worlds or the demo's
+# run (the fixtures below; a test that builds one itself is marked), and single tests marked
+# `@pytest.mark.full` where they are (slow, and not the only coverage of a core behaviour). A
+# full-tier test also runs when its file (or node id) is named on the command line, or its folder
+# is (`pytest tests/fuzz`, `pytest tests/demo`).
+FULL_DIRS = {
+    "badinputs": "the bad-input battery (~1,200 CLI runs)",
+    "fuzz": "property-based fuzzing of the readers and the config loader",
+    "container": "the Action's container suite (./run container-test)",
+}
+DEMO_DIR = "demo"
+DEMO_FIXTURES = {"demo", "demo_world", "default_world", "full_demo"}
+FULL_COMMAND = "./run test-full"
+
+# pytest-xdist (`--dist loadgroup`, as ./run passes it; tests/support/xdist_schedule.py): the tests
+# that read one of these session fixtures run on one worker, which builds it once; so do a
+# module's tests that share a module fixture.
+SHARED_FIXTURES = {"demo": "demo", "demo_world": "demo-world"}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true", default=False,
+                     help=f"run the full tier too (the tests marked full: {', '.join('tests/' + d for d in FULL_DIRS)}, "
+                          f"the demo's world and run in tests/{DEMO_DIR}, slow single tests); {FULL_COMMAND} passes it")
+
+
+def pytest_configure(config):
+    config._full_tier_not_run = 0
+    xdist_schedule.start(config)
+
+
+def pytest_unconfigure(config):
+    xdist_schedule.finish(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    return xdist_schedule.scheduler(config, log) if xdist_schedule.wanted(config) else None
+
+
+def _top(path: Path) -> str | None:
+    """The folder of tests/ that ``path`` is in (None: tests/ itself, or elsewhere)."""
+    try:
+        rel = path.resolve().relative_to(TESTS)
+    except ValueError:
+        return None
+    return rel.parts[0] if len(rel.parts) > 1 or path.is_dir() and rel.parts else None
+
+
+def _full_by_place(item) -> bool:
+    top = _top(Path(str(item.fspath)))
+    return top in FULL_DIRS or top == DEMO_DIR and not DEMO_FIXTURES.isdisjoint(item.fixturenames)
+
+
+def _group(item) -> str | None:
+    shared = sorted({SHARED_FIXTURES[name] for name in item.fixturenames if name in SHARED_FIXTURES})
+    if shared:
+        return "+".join(shared)
+    module = item.nodeid.split("::", 1)[0]
+    for defs in getattr(item, "_fixtureinfo").name2fixturedefs.values():
+        if defs and defs[-1].scope == "module" and defs[-1].baseid == module:
+            return module
+    return None
+
+
+def _named(config) -> tuple[set[Path], list[Path]]:
+    """The files named on the command line, and its folders that lie wholly in the full tier."""
+    base = config.invocation_params.dir
+    files, dirs = set(), []
+    for arg in config.args:
+        path = (base / arg.split("::", 1)[0]).resolve()
+        if path.is_file():
+            files.add(path)
+        elif path.is_dir() and _top(path) in (*FULL_DIRS, DEMO_DIR):
+            dirs.append(path)
+    return files, dirs
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _full_by_place(item):
+            item.add_marker(pytest.mark.full)
+    _deselect_the_full_tier(config, items)
+    xdist_schedule.plan(config, items, _group, lambda item: item.get_closest_marker("full") is not None)
+
+
+def _deselect_the_full_tier(config, items):
+    if config.getoption("--full") or "full" in (config.option.markexpr or ""):
+        return
+    files, dirs = _named(config)
+    keep, drop = [], []
+    for item in items:
+        path = Path(str(item.fspath)).resolve()
+        asked = path in files or any(d == path or d in path.parents for d in dirs)
+        (drop if item.get_closest_marker("full") and not asked else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    config._full_tier_not_run = len(drop)
+    if hasattr(config, "workeroutput"):  # a pytest-xdist worker: the count goes to the controller
+        config.workeroutput["full_tier_not_run"] = len(drop)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    count = getattr(node, "workeroutput", {}).get("full_tier_not_run", 0)
+    node.config._full_tier_not_run = max(node.config._full_tier_not_run, count)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    count = config._full_tier_not_run
+    if count and not hasattr(config, "workeroutput"):
+        terminalreporter.write_line(f"{count} full-tier tests deselected (the fast tier ran): {FULL_COMMAND} runs them "
+                                    "too", yellow=True, bold=True)
+
 
 @pytest.fixture()
 def world(tmp_path):

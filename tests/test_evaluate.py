@@ -180,9 +180,10 @@ def test_a_thousand_by_thousand_run_evaluates_quickly():
     evaluate(run, qrels, measures, qids)  # warm up
     best = float("inf")
     for _ in range(3):
-        start = time.perf_counter()
+        # CPU time, not the wall clock: other processes taking the cores do not count against it.
+        start = time.process_time()
         pq = evaluate(run, qrels, measures, qids)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     assert pq.values["Judged@10"].mean() == pytest.approx(0.5, abs=0.01)  # every other doc of the top 200 is judged
-    # Target is well under 0.5 s (about 0.2 s on a 2-core dev box); the bound leaves CI headroom.
-    assert best < 1.5, f"{best:.2f} s"
+    # Target is well under 0.5 s of CPU (about 0.2 s on a 2-core dev box); the bound leaves CI headroom.
+    assert best < 1.5, f"{best:.2f} s of CPU time"

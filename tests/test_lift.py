@@ -363,7 +363,7 @@ def test_default_qrels_fail_fast_offline(tmp_path):
             "from gate.inputs.named import default_qrels\n"
             "try:\n    default_qrels()\nexcept InputError as e:\n    print(e)\nelse:\n    print('LOADED')\n")
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
@@ -372,7 +372,9 @@ def test_default_qrels_fail_fast_offline(tmp_path):
                                "dev/small qrels are not in the ir_datasets cache")
     assert "--qrels qrels.dl19-passage.txt --rel-threshold 2" in lines[0]
     assert done.stderr == ""
-    assert elapsed < 15
+    # Refused at once (a closed port, one try): seconds. The bound is for a wait that never ends
+    # (retries, a download timeout of minutes), far above what a loaded machine takes.
+    assert elapsed < 120
     assert not any(home.iterdir()) or not (home / "msmarco-passage" / "dev" / "small" / "qrels").exists()
 
 

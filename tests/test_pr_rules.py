@@ -96,7 +96,7 @@ def _start(root: Path, fake, tmp: Path, event_name: str, event: Path):
            "GITHUB_SERVER_URL": "http://127.0.0.1:9",
            "GITHUB_TOKEN": "ghs_s3cr3tT0kenValue1234567890", "INPUT_TOKEN": "ghs_s3cr3tT0kenValue1234567890",
            "INPUT_CONFIG-PATH": ".retrieval-gate.yml", "INPUT_COMMENT-MODE": "update",
-           "INPUT_GITHUB-MAX-WAIT": "30", "INPUT_WORKING-DIRECTORY": "."}
+           "INPUT_GITHUB-MAX-WAIT": "600", "INPUT_WORKING-DIRECTORY": "."}
     done = subprocess.run([sys.executable, str(REPO / "entrypoint.py")], env=env, capture_output=True, text=True,
                           timeout=300, cwd=root)
     return done, output.read_text()

@@ -23,8 +23,12 @@ End of stdin: the worker exits 0. It ignores SIGINT: the parent stops it (on an
 interrupt or an error, by killing it), and a worker whose parent died sees its stdin
 end. The parent reads each worker's answers in a thread, writes its batches in another
 (so a worker that stops reading can never block it), and gives up on a worker that
-dies, answers an ``E`` or nothing within WORKER_TIMEOUT seconds: the scan then goes on
-in its own process, with the same result.
+dies, answers an ``E``, or neither answers nor uses any CPU time for WORKER_TIMEOUT
+seconds: the scan then goes on in its own process, with the same result. A worker that
+is computing is waited for however long its batch takes (a loaded machine, a huge
+chunk): this process would do the same work, later. Only a stalled one (stopped,
+blocked, swapped out) is given up on. Where a process's CPU time cannot be read (no
+``/proc``), no answer in WORKER_TIMEOUT seconds is enough.
 """
 
 from __future__ import annotations
@@ -43,7 +47,9 @@ import numpy as np
 
 __all__ = ["WorkerPool", "WorkerError", "main", "WORKER_TIMEOUT", "PER_WORKER"]
 
-WORKER_TIMEOUT = 300.0  # seconds without an answer to a batch before a worker is given up on
+# Seconds in which a worker with a batch in flight neither answers nor uses the CPU before it is
+# given up on (a worker that computes is not: see the module's docstring).
+WORKER_TIMEOUT = 300.0
 PER_WORKER = 2  # batches in flight per worker: one being scanned, one waiting in its pipe
 _HEADER = struct.Struct("<cQ")
 _SETTINGS = ("SEGMENT_TOKENS", "BATCH_CHARS")
@@ -53,6 +59,32 @@ _FILTER_SETTINGS = ("PROBES", "GROUP_TABLE", "LUT_LIMIT", "DENSE_LIMIT", "QBITS_
 # working directory (see gate.checks.leak_stream: ``-c`` puts it first on sys.path).
 _CHILD = ("import sys; sys.path[:] = [{root!r}] + [p for p in sys.path if p not in ('', '.')]; "
           "from gate.checks.leak_filter_worker import main; raise SystemExit(main(sys.argv[1:]))")
+
+
+def _clock_ticks() -> int:
+    try:
+        return int(os.sysconf("SC_CLK_TCK")) or 100
+    except (AttributeError, ValueError, OSError):
+        return 100
+
+
+_TICKS = _clock_ticks()
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user + system) a running process has used so far; None where it cannot be
+    read (no ``/proc``: not Linux) or the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14 and 15)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _cpu_total(pids: Sequence[int]) -> float | None:
+    used = [_cpu_seconds(pid) for pid in pids]
+    return None if any(u is None for u in used) else sum(used)  # type: ignore[misc]
 
 
 class WorkerError(RuntimeError):
@@ -263,15 +295,22 @@ class WorkerPool:
         return any(w.ready for w in self.workers)
 
     def wait_ready(self, timeout: float) -> None:
-        """Until some worker is ready (tests: so that the batches surely go to the workers)."""
+        """Until some worker is ready (tests: so that the batches surely go to the workers); a
+        WorkerError when none is and none used any CPU time in the last ``timeout`` seconds."""
         import time
 
+        pids = [w.proc.pid for w in self.workers]
+        used = _cpu_total(pids)
         deadline = time.monotonic() + timeout
         while not self.ready():
             if self.error is not None:
                 raise self.error
             if time.monotonic() > deadline:
-                raise WorkerError(f"no worker ready in {timeout:g} s")
+                now = _cpu_total(pids)
+                if used is None or now is None or now <= used:
+                    raise WorkerError(f"no worker ready in {timeout:g} s" + ("" if now is None else
+                                                                             ", and none used any CPU time"))
+                used, deadline = now, time.monotonic() + timeout  # starting, however slowly
             time.sleep(0.01)
 
     def capacity(self) -> int:
@@ -288,10 +327,19 @@ class WorkerPool:
     def result(self, ticket: int) -> tuple[list[int], list[int], list[int], list[int], list[float]]:
         """The answer to the oldest batch in flight of that worker (batches are taken in submission order)."""
         worker = self.workers[ticket]
-        try:
-            answer = worker.results.get(timeout=WORKER_TIMEOUT)
-        except queue.Empty:
-            answer = WorkerError(f"worker {ticket}: no answer in {WORKER_TIMEOUT:g} s")
+        used = _cpu_seconds(worker.proc.pid)
+        while True:
+            try:
+                answer = worker.results.get(timeout=WORKER_TIMEOUT)
+                break
+            except queue.Empty:
+                now = _cpu_seconds(worker.proc.pid)
+                if used is not None and now is not None and now > used:
+                    used = now  # still computing (a slow machine, a long batch): not stuck
+                    continue
+                answer = WorkerError(f"worker {ticket}: no answer in {WORKER_TIMEOUT:g} s"
+                                     + ("" if now is None else ", and no CPU time used"))
+                break
         if isinstance(answer, WorkerError):
             self._error = answer
             raise answer

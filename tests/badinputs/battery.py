@@ -53,8 +53,13 @@ DL19 = REALDATA / "runs" / "trec-dl-2019-passage"
 
 MB = 1 << 20
 ADDRESS_SPACE_CAP = 4 << 30  # RLIMIT_AS of every child: a blow-up is a recorded failure, not an OOM
+# A case's timeout counts CPU seconds (its process group's), not the wall clock: a loaded machine
+# (other processes on the cores) does not turn a slow case into a hang. A case blocked without
+# computing (a FIFO never opened for writing) is a hang after WALL_FACTOR times its timeout of wall
+# time. Without /proc (not Linux) the wall clock alone decides, at the timeout.
 DEFAULT_TIMEOUT = 60.0
 HANG_TIMEOUT = 20.0  # cases that can only hang (FIFO, /dev/zero) need not wait a full minute
+WALL_FACTOR = 6.0
 DEFAULT_RSS_MB = 1024  # "bounded memory" for inputs of at most a few tens of MB
 HEAD_SHA = "a" * 40
 PR = 7
@@ -1497,8 +1502,46 @@ def _child_env(case: Case, root: Path, github_url: str | None) -> dict[str, str]
     return env
 
 
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def group_cpu_seconds(pgid: int) -> float | None:
+    """CPU seconds used so far by the live processes of a process group (and by the children they
+    have waited for); None where /proc cannot be read."""
+    total, found = 0.0, False
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        if int(fields[2]) == pgid:  # fields from the state on: state, ppid, pgrp, ...
+            total += sum(int(f) for f in fields[11:15]) / _TICKS  # utime, stime, cutime, cstime
+            found = True
+    return total if found else None
+
+
+def _hung(started: float, timeout: float, pgid: int) -> bool:
+    """Past its timeout: whether the case has used more CPU time than that, or WALL_FACTOR times it
+    of wall time (blocked without computing)."""
+    elapsed = time.monotonic() - started
+    if elapsed <= timeout:
+        return False
+    if elapsed > timeout * WALL_FACTOR:
+        return True
+    used = group_cpu_seconds(pgid)
+    return used is None or used > timeout
+
+
 def _spawn(argv: tuple[str, ...], root: Path, env: dict[str, str], timeout: float, tag: str):
-    """Run the CLI; returns (exit code or None on timeout, seconds, peak RSS MiB, stdout, stderr)."""
+    """Run the CLI; returns (exit code or None on timeout, seconds, peak RSS MiB, stdout, stderr).
+    ``timeout``: CPU seconds (see WALL_FACTOR)."""
     out_path, err_path = root / f".{tag}.stdout", root / f".{tag}.stderr"
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         started = time.monotonic()
@@ -1506,6 +1549,7 @@ def _spawn(argv: tuple[str, ...], root: Path, env: dict[str, str], timeout: floa
                                 stdin=subprocess.DEVNULL, preexec_fn=_limit_child, start_new_session=True)
         code = None
         rss_kb = 0
+        polls = 0
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
@@ -1513,7 +1557,8 @@ def _spawn(argv: tuple[str, ...], root: Path, env: dict[str, str], timeout: floa
                 rss_kb = usage.ru_maxrss
                 proc.returncode = code
                 break
-            if time.monotonic() - started > timeout:
+            polls += 1
+            if polls % 50 == 0 and _hung(started, timeout, proc.pid):  # every half second or so
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except ProcessLookupError:

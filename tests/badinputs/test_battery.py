@@ -47,7 +47,8 @@ def test_every_bad_input_is_refused_cleanly(tmp_path):
     only = os.environ.get("RETRIEVAL_GATE_BATTERY")
     if only:
         cases = [c for c in cases if any(s in c.name for s in only.split(","))]
-    # A hang is a hang after 20 s: the cap keeps a broken gate from taking the suite's whole budget.
+    # A hang is a hang after 20 s of CPU time (or 120 s blocked, battery.WALL_FACTOR): the cap keeps a
+    # broken gate from taking the suite's whole budget, and a loaded machine does not reach it.
     outcomes = run_all(cases, tmp_path, jobs=2, timeout_cap=20.0)
     failures = [o for o in outcomes if not o.ok]
     skipped = sum(1 for o in outcomes if o.kind == "skipped")

@@ -986,6 +986,7 @@ def test_comment_without_token_is_exit_2(saved_reports, tmp_path, monkeypatch):
 DEMO_FILES = {"report.json": "schema", "report.md": "md", "comment.md": "md"}
 
 
+@pytest.mark.full  # slow: the full tier (tests/conftest.py)
 def test_demo_subprocess_with_out(tmp_path):
     pytest.importorskip("faiss")
     pytest.importorskip("bm25s")
@@ -993,6 +994,7 @@ def test_demo_subprocess_with_out(tmp_path):
              {"out": str(tmp_path / "demo"), "tmp": str(tmp_path)})
 
 
+@pytest.mark.full  # slow: the full tier (tests/conftest.py)
 def test_demo_in_process_default_out_and_seed(tmp_path):
     pytest.importorskip("faiss")
     pytest.importorskip("bm25s")

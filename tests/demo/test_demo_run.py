@@ -124,6 +124,7 @@ def test_the_same_seed_gives_the_same_report(demo, tmp_path):
     assert again.report["noise_band"]["sd"] == demo.report["noise_band"]["sd"]
 
 
+@pytest.mark.full  # slow: the full tier (tests/conftest.py)
 def test_the_demo_command_prints_the_comment(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path / "d"), "--scale", "0.15", "--repeats", "5"]) == 0
     out = capsys.readouterr().out
@@ -173,6 +174,7 @@ def test_calibrate_on_the_demos_noisy_repeats_is_reproduced_by_pairwise_compare(
     assert band["calibration"]["fail"] <= statistical
 
 
+@pytest.mark.full  # slow: the full tier (tests/conftest.py)
 def test_calibrate_on_the_full_demos_noisy_repeats_blocks_at_most_5_percent(tmp_path, capsys):
     """Issue 31: `calibrate` on the demo's noisy repeats (the default demo: 140 queries, five
     HNSW builds) blocks at most 5% of the A/A pairs in the default mode, each pair against the

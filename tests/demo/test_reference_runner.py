@@ -29,9 +29,10 @@ REPO = Path(__file__).resolve().parents[2]
 SCALE = 0.1
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory) -> W.World:
-    return W.build_world(tmp_path_factory.mktemp("world"), seed=7, scale=SCALE)
+@pytest.fixture()
+def world(demo_world) -> W.World:
+    assert demo_world.scale == SCALE
+    return demo_world  # tests/demo/conftest.py: built once for this module and the others that read it
 
 
 def _config(world: W.World, which: str = "new", **changes) -> RetrievalConfig:
@@ -234,8 +235,14 @@ def test_the_cache_computes_a_value_once_while_other_threads_wait():
     cache, calls, results = R._LRU(2), [], []
 
     def make():
+        # Returns only once the three other threads wait on this value (not after a sleep that
+        # a loaded machine may outlast before they even ask).
         calls.append(threading.current_thread().name)
-        time.sleep(0.2)
+        waiting = cache._slots["k"]._condition._waiters  # threads blocked in the slot's result()
+        deadline = time.monotonic() + 600  # a hang guard only
+        while len(waiting) < 3:
+            assert time.monotonic() < deadline, f"{len(waiting)} of 3 threads waited for the value"
+            time.sleep(0.001)
         return object()
 
     threads = [threading.Thread(target=lambda: results.append(cache.get_or("k", make))) for _ in range(4)]

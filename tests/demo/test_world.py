@@ -20,9 +20,10 @@ from gate.inputs.readers.queries import read_queries  # noqa: E402
 SCALE = 0.1
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory) -> W.World:
-    return W.build_world(tmp_path_factory.mktemp("world"), seed=7, scale=SCALE)
+@pytest.fixture()
+def world(demo_world) -> W.World:
+    assert demo_world.scale == SCALE
+    return demo_world  # tests/demo/conftest.py: built once for this module and the others that read it
 
 
 def _rows(path: Path) -> list[dict]:
@@ -61,6 +62,7 @@ def test_counts_at_a_tenth_of_the_scale(world):
     assert len(world.leaked_query_ids) == W.LEAKED_COUNT == 9
 
 
+@pytest.mark.full  # slow: the full tier (tests/conftest.py)
 def test_scale_one_has_3000_pages_and_20000_chunks(tmp_path):
     big = W.build_world(tmp_path / "big", seed=7, scale=1.0, calibrate=False)
     assert 2_900 <= big.pages <= 3_300
@@ -233,6 +235,7 @@ def test_the_guarded_targets_are_losses_the_strata_test_can_show():
     assert rows["entity_attribute"].direction == "improved"
 
 
+@pytest.mark.full  # slow: the full tier (tests/conftest.py)
 def test_uncalibrated_world_is_a_random_draw(tmp_path):
     w = W.build_world(tmp_path / "plain", seed=7, scale=SCALE, calibrate=False)
     assert w.pilot == {} and w.queries_v5 == 140

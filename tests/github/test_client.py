@@ -663,8 +663,9 @@ def test_a_token_of_another_identity_updates_its_own_comment(fake, ftime):
 @pytest.mark.parametrize("behaviour", ["silent", "trickle", "stall"])
 def test_one_deadline_bounds_every_call(behaviour):
     """A server that accepts and never answers, trickles its answer a byte a second, or stops
-    half-way: the whole publish ends by the budget (3 s), not 30 s per read and retry, and as a
-    GitHubError (the Action's warning), never another exception."""
+    half-way: the whole publish ends by the budget (1 s), not 300 s per read and retry, and as a
+    GitHubError (the Action's warning), never another exception. (The bound on the time taken is
+    far from both: a loaded machine cannot reach it, a client without the deadline cannot miss it.)"""
     import socket
     import threading
     import time
@@ -696,7 +697,7 @@ def test_one_deadline_bounds_every_call(behaviour):
 
     threading.Thread(target=serve, daemon=True).start()
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    client = GitHubClient(url, TOKEN, "octo-org/octo-repo", max_wait=3, timeout=30)
+    client = GitHubClient(url, TOKEN, "octo-org/octo-repo", max_wait=1, timeout=300)
     started = time.monotonic()
     try:
         with pytest.raises(GitHubError):
@@ -704,4 +705,4 @@ def test_one_deadline_bounds_every_call(behaviour):
     finally:
         stop.set()
         listener.close()
-    assert time.monotonic() - started < 8
+    assert time.monotonic() - started < 100

@@ -51,6 +51,7 @@ PAIRS = {
 }
 
 
+@pytest.mark.full  # every official run, ~10 s: the full tier (test_parity_random and the trec_eval suite are fast)
 @pytest.mark.parametrize("year, path", _official_runs())
 def test_per_query_values_equal_pytrec_eval(year, path: Path):
     folder, qrels_name = DL[year]

@@ -95,7 +95,8 @@ def run_entrypoint(checkout: Checkout, fake: FakeGitHub, event: Path, tmp: Path,
         "INPUT_TOKEN": TOKEN,
         "INPUT_CONFIG-PATH": ".retrieval-gate.yml",
         "INPUT_COMMENT-MODE": "update",
-        "INPUT_GITHUB-MAX-WAIT": "30",
+        # The budget runs from the client's creation, before the gate runs: far above a loaded run.
+        "INPUT_GITHUB-MAX-WAIT": "600",
         "INPUT_WORKING-DIRECTORY": ".",
     }
     env.update({f"INPUT_{k.upper().replace('_', '-')}": v for k, v in inputs.items()})
