@@ -706,3 +706,14 @@ def test_one_deadline_bounds_every_call(behaviour):
         stop.set()
         listener.close()
     assert time.monotonic() - started < 100
+
+
+def test_the_budget_counts_time_inside_calls_not_the_run_between_them(fake, ftime):
+    """github-max-wait caps the seconds spent on GitHub. The Action makes its client before it runs
+    the stack for minutes; counted from the client's creation, the budget was spent by the time the
+    comment was due, and no gate run longer than 120 s ever commented (found by the test-tier work)."""
+    client = make_client(fake, ftime, max_wait=20)
+    assert client.get_pull(PR)["head"]["sha"] == SHA1
+    ftime.t += 3600  # the stack runs for an hour between the two calls
+    assert client.get_pull(PR)["head"]["sha"] == SHA1
+    assert client.spent < 20

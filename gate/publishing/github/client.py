@@ -13,10 +13,11 @@ job for an hour:
   then a secondary limit without headers waits 60 s, 120 s, ... ;
 * 5xx answers, connection errors and timeouts are retried ``max_retries``
   times with exponential backoff (1, 2, 4, 8 s);
-* one wall-clock deadline, ``max_wait`` seconds after the client is made, bounds
-  everything: waits, requests and the reading of answers (a server that never
-  answers, or trickles its answer, cannot hold the job); what would pass it
-  raises :class:`GitHubWaitCapError` instead;
+* one budget of ``max_wait`` wall-clock seconds bounds the time spent inside its
+  calls: waits, requests and the reading of answers (a server that never answers,
+  or trickles its answer, cannot hold the job); what would pass it raises
+  :class:`GitHubWaitCapError` instead. Time between calls (the gate running the
+  stack for minutes) does not count: the budget is for GitHub, not for the run;
 * a request that creates something (a comment) is not retried after a 5xx or a
   lost answer (:class:`GitHubUncertainError`): the caller looks first;
 * a 403 that is not a rate limit (``Resource not accessible by integration``:
@@ -189,7 +190,8 @@ class GitHubClient:
         self._now = now
         self._session = session if session is not None else requests.Session()
         self.waited = 0.0  # seconds spent waiting so far (counts against max_wait)
-        # One wall-clock deadline for every call of this client: waits, requests and bodies.
+        self.spent = 0.0  # wall-clock seconds spent inside calls so far: the budget's use
+        # The deadline of the call under way: its start plus what is left of the budget.
         self._deadline = clock() + self.max_wait
         self.wait_log: list[tuple[float, str]] = []  # (seconds, reason) of every wait
 
@@ -306,9 +308,18 @@ class GitHubClient:
 
         ``idempotent=False`` (creating a comment): a 5xx or a lost answer is not retried but
         raised as :class:`GitHubUncertainError`, since the request may have been applied.
-        Every attempt, waits included, ends by the client's deadline (``max_wait`` seconds
-        after it was made), and a body is read against it too (a server that trickles an
+        Every attempt, waits included, ends by the client's budget (``max_wait`` seconds spent
+        inside its calls, whenever they were made), and a body is read against it too (a server that trickles an
         answer byte by byte cannot hold the job)."""
+        entered = self._clock()
+        self._deadline = entered + (self.max_wait - self.spent)
+        try:
+            return self._request(method, path, params=params, json=json, idempotent=idempotent)
+        finally:
+            self.spent += max(0.0, self._clock() - entered)
+
+    def _request(self, method: str, path: str, *, params: dict[str, Any] | None, json: Any,
+                 idempotent: bool) -> requests.Response:
         method = method.upper()
         url = self._url(path)
         shown = urllib.parse.urlsplit(url).path  # for messages: no query string, no host
