@@ -214,13 +214,14 @@ def refuse_binary_format(path: PathLike, head: bytes, *, gzipped: bool = False, 
                                       f"reads {takes}")
 
 
-def _gzip_head(stream: "_BoundedGzip") -> bytes:
-    """The first decompressed bytes, or none when they cannot be had: the reads that follow
-    report corrupt gzip data where they meet it, with their line."""
+def _gzip_head(stream: "_BoundedGzip", path: PathLike) -> bytes:
+    """The first decompressed bytes. Corrupt or truncated gzip data is refused here: a failed peek
+    leaves the stream at its end, so the reads that follow would see an empty file and drop the
+    data silently (the readers' fuzzing found it)."""
     try:
         return stream.stream.peek(HEAD_BYTES)[:HEAD_BYTES]
-    except (OSError, EOFError, zlib.error):
-        return b""
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _read_error(path, exc) from None
 
 
 @contextmanager
@@ -233,7 +234,7 @@ def open_binary(path: PathLike) -> Iterator[BinaryIO]:
         if head[:2] == GZIP_MAGIC:
             stream = _BoundedGzip(raw, path)
             try:
-                refuse_binary_format(path, _gzip_head(stream), gzipped=True)
+                refuse_binary_format(path, _gzip_head(stream, path), gzipped=True)
                 yield stream  # type: ignore[misc]
             finally:
                 stream.close()
