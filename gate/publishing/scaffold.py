@@ -155,13 +155,11 @@ def _inside(path: Path, top: Path) -> bool:
     return True
 
 
-def _judged_share(queries: Path, qrels: Path) -> float:
-    """The share of the golden queries the qrels judge (0 when either does not read)."""
+def _judged_share(ids: list[str], qrels: Path) -> float:
+    """The share of the golden query ``ids`` the qrels judge (0 when they do not read)."""
     from gate.inputs.readers.qrels import load_qrels
-    from gate.inputs.readers.queries import load_queries
 
     try:
-        ids = load_queries(str(queries)).ids()
         judged = set(load_qrels(str(qrels)).judgments)
     except (InputError, OSError, ValueError):
         return 0.0
@@ -213,9 +211,9 @@ def discover(root: Path, top: Path | None = None) -> Found:
                 break
     if qrels is None:
         best = 0.0
+        ids = load_queries(str(root / queries)).ids() if queries else []  # read once, not per candidate
         for candidate in _rank(paths, _QRELS_FILE, prefer)[:50]:
-            share = _judged_share(root / queries, root / candidate) if queries else \
-                float(_reads(load_qrels, root / candidate))
+            share = _judged_share(ids, root / candidate) if queries else float(_reads(load_qrels, root / candidate))
             if share > best:  # ties keep the better-ranked (preferred folder, shallower) file
                 qrels, best = candidate.as_posix(), share
             if best == 1.0:
