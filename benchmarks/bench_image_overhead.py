@@ -57,7 +57,7 @@ class FreshEngine:
         self.env = {**os.environ, "DOCKER_HOST": f"unix://{self.socket}"}
         self.process: subprocess.Popen | None = None
 
-    def __enter__(self) -> "FreshEngine":
+    def __enter__(self) -> FreshEngine:
         dockerd = shutil.which("dockerd") or "/usr/sbin/dockerd"
         log = open(self.root / "dockerd.log", "wb")
         self.process = subprocess.Popen(

@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import populations as pops  # noqa: E402
+
 from gate.inputs.config import Policy  # noqa: E402
 from gate.statistics import repeats as rep  # noqa: E402
 from gate.statistics.evidence import ALPHA, evidence  # noqa: E402

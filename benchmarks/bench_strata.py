@@ -78,6 +78,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_decision import wilson  # noqa: E402  (one Wilson interval for every benchmark)
+
 from gate.statistics.strata import bounded_mean_test  # noqa: E402
 
 ALPHA = 0.05

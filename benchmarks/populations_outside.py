@@ -253,6 +253,7 @@ def diagnose(replications: int = 2000) -> None:
 
     import decision_methods as dm
     from bench_decision import pop_sd, verdicts
+
     from gate.statistics.power import detectable_regression, setup_check
 
     pools = pops.real_deltas() or pops.generated_deltas()

@@ -27,10 +27,10 @@ import gzip
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 

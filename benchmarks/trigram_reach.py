@@ -82,8 +82,8 @@ def reach_table(threshold: float = 0.85) -> str:
         label = f"{low}" if low == high else f"{low}+" if high == 99 else f"{low}-{high}"
         rows.append(f"| {label} | {n} | {share(changed)} | {statistics.median(changed):.2f} | {share(inflected)} "
                     f"| {share(bound)} |")
-    header = (f"| query tokens | queries | one changed word caught | its median score | one inflected word "
-              f"caught | cheapest changed word caught |\n|---|---:|---:|---:|---:|---:|")
+    header = ("| query tokens | queries | one changed word caught | its median score | one inflected word "
+              "caught | cheapest changed word caught |\n|---|---:|---:|---:|---:|---:|")
     return header + "\n" + "\n".join(rows)
 
 

@@ -11,19 +11,19 @@ output.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, TextIO
+from typing import Any, TextIO
 
-from gate.inputs import git
 from gate.common.errors import InputError
+from gate.inputs import git
 from gate.publishing.workflow_commands import (
     annotation,
     append_summary,
@@ -149,8 +149,8 @@ def read_event(env: Mapping[str, str]) -> Event:
     if not path and needs_payload:
         raise InputError("GITHUB_EVENT_PATH", None, f"is not set: a {name} event cannot be judged without its payload")
     if path:
-        from gate.inputs.readers.fields import parse_json_document
         from gate.common.limits import MAX_RECORD_FILE_BYTES
+        from gate.inputs.readers.fields import parse_json_document
         from gate.inputs.readers.textlines import read_text_file
 
         data = parse_json_document(path, read_text_file(Path(path), "an event payload", limit=MAX_RECORD_FILE_BYTES))
@@ -358,15 +358,15 @@ def _changed_files(workspace: Path, base: str | None, event: Event, client) -> l
 
 
 def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path]) -> int:
-    from gate.rendering.comment import headlined, render_comment, render_summary, reproduce_command
+    from gate.inputs.yardstick import EVERYTHING, baseline_from_branch, fetch_archived_commit, load_yardstick, matches
+    from gate.pipeline.run import RunOptions, run_gate
     from gate.publishing.github.client import GitHubClient, GitHubError, truncate_description
     from gate.publishing.github.sticky_comment import publish_comment
-    from gate.rendering.markdown_cut import COMMENT_LIMIT
-    from gate.pipeline.run import RunOptions, run_gate
+    from gate.rendering.comment import headlined, render_comment, render_summary, reproduce_command
     from gate.rendering.jinja import render
-    from gate.verdict.rules import Policy, accept, goalposts_changed, inconclusive, skipped
+    from gate.rendering.markdown_cut import COMMENT_LIMIT
     from gate.report.document import SCHEMA_VERSION
-    from gate.inputs.yardstick import EVERYTHING, baseline_from_branch, fetch_archived_commit, load_yardstick, matches
+    from gate.verdict.rules import Policy, accept, goalposts_changed, inconclusive, skipped
 
     started = time.monotonic()
     event = read_event(env)

@@ -14,14 +14,15 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from gate import __version__
-from gate.common.errors import InputError, UsageError
 from gate.common import limits
-from gate.common.numbers import counted
+from gate.common.errors import InputError, UsageError
 from gate.common.jsontext import json_text
+from gate.common.numbers import counted
 from gate.publishing.scaffold import ACTION_PLACEHOLDER
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
@@ -595,7 +596,6 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from gate.pipeline.run import run
-
     from gate.rendering.terminal import config_value, run_summary_lines, terminal_safe
 
     result = run(args.config, base=args.base, runs_dir=_runs_dir(args.runs_dir),
@@ -623,11 +623,11 @@ def _cmd_noise(args: argparse.Namespace) -> int:
     from gate.common.atomic import write_text_atomic
 
     if args.from_runs:
-        from gate.inputs.universe import query_universe
+        from gate.evaluation.measures import parse_measure
         from gate.inputs.fingerprint import qrels_fingerprint, queries_fingerprint
         from gate.inputs.readers.qrels import load_qrels
         from gate.inputs.readers.queries import load_queries
-        from gate.evaluation.measures import parse_measure
+        from gate.inputs.universe import query_universe
         from gate.statistics.band import noise_from_runs
 
         if not args.qrels:
@@ -661,10 +661,10 @@ def _cmd_noise(args: argparse.Namespace) -> int:
         band = noise_from_runs(args.from_runs, qrels, universe.query_ids, measure, args.rel, strata, fingerprints)
     else:
         from gate.inputs.golden import load_golden
-        from gate.statistics.band import measure_noise
-        from gate.pipeline.run import check_config, code_under_test, make_producer, measures_of, runner_queries_path
         from gate.inputs.retrieval_config import load_retrieval_config
+        from gate.pipeline.run import check_config, code_under_test, make_producer, measures_of, runner_queries_path
         from gate.runs.request import RunnerFailed
+        from gate.statistics.band import measure_noise
 
         for option in ("qrels", "queries"):
             if getattr(args, option):
@@ -699,8 +699,8 @@ def _cmd_noise(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from gate.verdict.calibration import calibrate
     from gate.inputs.universe import query_universe, require_overlap
+    from gate.verdict.calibration import calibrate
     from gate.verdict.rules import Policy
 
     config = None
@@ -835,7 +835,6 @@ def _cmd_comment(args: argparse.Namespace) -> int:
 
     import jinja2
 
-    from gate.rendering.comment import render_comment
     from gate.publishing.github.client import (
         GitHubClient,
         GitHubError,
@@ -844,6 +843,7 @@ def _cmd_comment(args: argparse.Namespace) -> int:
         GitHubWaitCapError,
     )
     from gate.publishing.github.sticky_comment import publish_comment
+    from gate.rendering.comment import render_comment
 
     token = os.environ.get("GITHUB_TOKEN") or os.environ.get("INPUT_TOKEN")
     repository = os.environ.get("GITHUB_REPOSITORY")
@@ -991,8 +991,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
                 print(failure.log_tail, file=sys.stderr)
             return EXIT_INCONCLUSIVE
         inputs = {}
-    from gate.report.spine import Sweep
     from gate.rendering.jinja import render
+    from gate.report.spine import Sweep
 
     data = result.to_dict()
     return _emit_grid_report(args, "sweep", result.metric, "sweep", data, inputs,
@@ -1051,10 +1051,8 @@ def _emit_grid_report(args: argparse.Namespace, command: str, metric: str, secti
 
 def _cmd_leakcheck(args: argparse.Namespace) -> int:
     from gate.checks.leak_stream import iter_normalized
-    from gate.checks.leakage import find_leaks, render_text
+    from gate.checks.leakage import MODES, find_leaks, render_text
     from gate.inputs.readers.queries import load_queries
-
-    from gate.checks.leakage import MODES
 
     for mode in args.mode:
         if mode not in MODES:
@@ -1100,10 +1098,10 @@ def _cmd_leakcheck(args: argparse.Namespace) -> int:
 
 
 def _cmd_lift(args: argparse.Namespace) -> int:
+    from gate.inputs.named import check_rel, default_qrels
     from gate.inputs.readers.qrels import load_qrels
     from gate.inputs.readers.queries import load_queries
     from gate.inputs.readers.runs import read_run
-    from gate.inputs.named import check_rel, default_qrels
     from gate.publishing.lift_files import write_lift
 
     qrels = load_qrels(args.qrels) if args.qrels else default_qrels()
@@ -1168,7 +1166,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         raise UsageError("the demo needs the reference retriever: pip install 'retrieval-gate[reference]' "
                          f"(or ./run demo; missing: {', '.join(missing)})")
     from gate.demo.end_to_end import run_demo
-
     from gate.rendering.terminal import terminal_text
 
     result = run_demo(args.out, seed=args.seed, scale=args.scale, repeats=args.repeats,

@@ -80,7 +80,7 @@ def _group(item) -> str | None:
     if shared:
         return "+".join(shared)
     module = item.nodeid.split("::", 1)[0]
-    for defs in getattr(item, "_fixtureinfo").name2fixturedefs.values():
+    for defs in item._fixtureinfo.name2fixturedefs.values():
         if defs and defs[-1].scope == "module" and defs[-1].baseid == module:
             return module
     return None

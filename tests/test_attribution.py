@@ -8,6 +8,13 @@ import json
 import numpy as np
 import pytest
 
+from gate.common.errors import InputError, UsageError
+from gate.evaluation.evaluate import evaluate
+from gate.inputs.readers.qrels import read_qrels
+from gate.inputs.readers.runs import read_run
+from gate.inputs.universe import query_universe
+from gate.rendering.sections import render_attribution
+from gate.report.spine import Attribution
 from gate.statistics.attribution import (
     CI_NOTE,
     CellProvenance,
@@ -20,13 +27,6 @@ from gate.statistics.attribution import (
     parse_factors,
     verify_grid,
 )
-from gate.rendering.sections import render_attribution
-from gate.report.spine import Attribution
-from gate.common.errors import InputError, UsageError
-from gate.evaluation.evaluate import evaluate
-from gate.inputs.universe import query_universe
-from gate.inputs.readers.qrels import read_qrels
-from gate.inputs.readers.runs import read_run
 from gate.statistics.factorial import grid_cells
 from tests.shared_data import REALDATA, need
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from gate.cli import main
 from gate.inputs.config import load_config
 from gate.pipeline.run import archive, run_gate
-from tests.support.small_world import small_world
 from tests.shared_data import REALDATA, need
+from tests.support.small_world import small_world
 
 
 def _silent(message: str) -> None:

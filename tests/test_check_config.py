@@ -78,10 +78,10 @@ def test_noise_repeats_checks_the_config_first(repo, capsys):
 
 
 def test_a_declared_factor_named_like_an_unclaimed_change_is_refused(repo, tmp_path, capsys):
-    from gate.inputs.config import load_config
     from gate.common.errors import InputError
-    from gate.pipeline.run import grid_factors
+    from gate.inputs.config import load_config
     from gate.inputs.retrieval_config import config_diff, parse_retrieval_config
+    from gate.pipeline.run import grid_factors
 
     path = _config(repo, "attribution:\n  factors:\n    bm25: [model]\n")
     config = load_config(path)

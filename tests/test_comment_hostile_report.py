@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from gate.cli import main
-from gate.rendering.comment import _fenced, render_comment, render_summary
 from gate.common.errors import InputError
+from gate.rendering.comment import _fenced, render_comment, render_summary
 from gate.report.document import _SCHEMA_PATH, read_report, validate_report
 from tests.cli_matrix.world import build_files, build_repo
 

@@ -13,11 +13,11 @@ import re
 
 import pytest
 
-from gate.rendering.markdown_cut import COMMENT_LIMIT
 from gate.rendering import comment as rendering
+from gate.rendering.markdown_cut import COMMENT_LIMIT
 from gate.report.document import _SCHEMA_PATH
-from gate.report.typed import InvalidRecord
 from gate.report.spine import Report
+from gate.report.typed import InvalidRecord
 
 
 # The renderer reads the typed report (gate.report.spine); these tests write reports as the

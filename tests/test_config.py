@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gate.cli import main
-from gate.inputs.config import load_config
 from gate.common.errors import InputError
+from gate.inputs.config import load_config
 
 GOOD = """\
 suite: docs-search

@@ -9,10 +9,10 @@ import os
 import subprocess
 import sys
 
-
 from tests.github.fake_github import FakeGitHub
 from tests.shared_data import REPO
 from tests.support.action_world import GOOD, LEAKY, TOKEN, Checkout, _outputs, _payload, run_entrypoint
+
 
 def _bodies(fake: FakeGitHub, number: int) -> list[str]:
     return [c["body"] for c in fake.comments(number)]

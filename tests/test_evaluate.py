@@ -9,9 +9,9 @@ import pytest
 
 from gate.common.errors import InputError
 from gate.evaluation.evaluate import PerQuery, evaluate
-from gate.inputs.universe import Universe, query_universe
-from gate.inputs.readers.records import Qrels, Query, QuerySet, Run
 from gate.evaluation.measures import parse_measure
+from gate.inputs.readers.records import Qrels, Query, QuerySet, Run
+from gate.inputs.universe import Universe, query_universe
 
 
 def _queries(*ids: str) -> QuerySet:

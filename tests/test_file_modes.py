@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.common.atomic import write_text_atomic
 from gate.cli import main
+from gate.common.atomic import write_text_atomic
 
 
 @pytest.fixture()

@@ -12,7 +12,6 @@ bits under each.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import subprocess

@@ -24,8 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from gate.checks.judged_share import (JudgmentCounts, count_judgments, judged_check, judges_only_relevant,
-                                      qrels_style_notice)
+from gate.checks.judged_share import (
+    JudgmentCounts,
+    count_judgments,
+    judged_check,
+    judges_only_relevant,
+    qrels_style_notice,
+)
 from gate.cli import build_parser, main
 from gate.common.errors import InputError
 from gate.inputs.config import load_config

@@ -2,8 +2,8 @@
 
 import pytest
 
-from gate.inputs.config import load_config
 from gate.common.errors import InputError
+from gate.inputs.config import load_config
 from gate.inputs.golden import load_golden
 from gate.inputs.retrieval_config import parse_retrieval_config
 

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 import gate
-from gate.common.errors import UsageError
 from gate.cli import main
+from gate.common.errors import UsageError
 from gate.demo.example_files import write_example_files
 from gate.inputs.config import load_config
 from gate.pipeline.run import archive

@@ -17,8 +17,8 @@ import pytest
 from gate.common.errors import InputError
 from gate.evaluation.evaluate import evaluate
 from gate.inputs.readers.records import Qrels, Query, QuerySet, Run
-from gate.rendering.markdown import md_text
 from gate.publishing.lift_files import FILES, write_lift
+from gate.rendering.markdown import md_text
 from gate.statistics.movement import BUCKETS, CSV_COLUMNS, compute_lift, strata_section
 from tests.shared_data import REALDATA, REPO, need
 

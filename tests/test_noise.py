@@ -11,10 +11,10 @@ import pytest
 
 from gate.cli import main
 from gate.inputs.config import load_config
-from gate.inputs.readers.records import Qrels, Run
 from gate.inputs.manifest import load_manifest
-from gate.statistics.band import tie_floor
+from gate.inputs.readers.records import Qrels, Run
 from gate.pipeline.run import archive, run_gate
+from gate.statistics.band import tie_floor
 from gate.statistics.noise import noise_band, spread
 from tests.support.small_world import small_world
 

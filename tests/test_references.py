@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from gate import cli
-from gate.rendering.command_reference import END, PAGES, START, reference, undocumented, write
 from gate.common.generated import replaced, section
 from gate.inputs import config_reference
+from gate.rendering.command_reference import END, PAGES, START, reference, undocumented, write
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"

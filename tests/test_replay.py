@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.common.errors import InputError
-
 from gate.cli import main
+from gate.common.errors import InputError
 from gate.inputs.config import load_config
 from gate.pipeline.run import RunOptions, archive, replay, run_gate
 from tests.shared_data import REALDATA

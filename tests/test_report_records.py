@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.report.typed import ABSENT, ANY, BOOL, INT, NUM, STR, InvalidRecord, ListOf, MapOf, Nullable, RecordOf
 from gate.report.spine import Report
+from gate.report.typed import ABSENT, ANY, BOOL, INT, NUM, STR, InvalidRecord, ListOf, MapOf, Nullable, RecordOf
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((REPO / "gate" / "report" / "report.schema.json").read_text())

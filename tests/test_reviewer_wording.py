@@ -4,10 +4,13 @@ the verdict's reasons carry the mode's own words."""
 
 from __future__ import annotations
 
-from tests.test_comment_render import headline, render_comment
 from gate.statistics.band import BandStatus, band_sentence
 from gate.statistics.noise import NoiseBand, spread
-from tests.test_comment_render import full_report  # noqa: E402
+from tests.test_comment_render import (
+    full_report,  # noqa: E402
+    headline,
+    render_comment,
+)
 
 
 def _status():

@@ -8,7 +8,6 @@ whenever it does not leave the token to float(). Skipped where the install built
 
 from __future__ import annotations
 
-import math
 import random
 import struct
 import sys
@@ -82,7 +81,7 @@ def _file(rng: random.Random, bad: str | None) -> str:
         "too_long_doc": lambda: f"{q} Q0 {'L' * 1100} {r} {s} tag\n",
         "long_tag": lambda: f"{q} Q0 {d} {r} {s} {'T' * 1100}\n",
         "duplicate": lambda: lines[at] + lines[at],
-        "regroup": lambda: lines[at] + f"zz Q0 x 1 1 tag\n" + lines[at].replace(d, d + "b", 1),
+        "regroup": lambda: lines[at] + "zz Q0 x 1 1 tag\n" + lines[at].replace(d, d + "b", 1),
         "cr_only": lambda: f"{q} Q0 {d} {r} {s} tag\r" + lines[at],
     }
     if bad is not None:

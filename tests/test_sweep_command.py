@@ -5,7 +5,6 @@ on a small real retrieval world and on TREC DL 2019's official runs."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path

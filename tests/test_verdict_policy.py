@@ -13,8 +13,19 @@ import dataclasses
 import pytest
 
 from gate.statistics.evidence import Evidence
-from gate.verdict.rules import (ACCEPT_LABEL, MIN_MOVERS, STATISTICAL, Findings, GuardedRegression, Policy, accept,
-                          decide, goalposts_changed, inconclusive, skipped)
+from gate.verdict.rules import (
+    ACCEPT_LABEL,
+    MIN_MOVERS,
+    STATISTICAL,
+    Findings,
+    GuardedRegression,
+    Policy,
+    accept,
+    decide,
+    goalposts_changed,
+    inconclusive,
+    skipped,
+)
 
 N = 43
 

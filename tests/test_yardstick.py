@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-
 import shutil
 import subprocess
 from pathlib import Path
 
 from gate.inputs.config import load_config
-from gate.pipeline.run import archive
 from gate.inputs.yardstick import baseline_from_branch, load_yardstick
+from gate.pipeline.run import archive
 from tests.support.small_world import small_world
 
 

@@ -16,20 +16,21 @@ delta is ever computed between the two numbers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from gate.evaluation.evaluate import PerQuery, evaluate
-from gate.inputs.golden import Golden
-from gate.inputs.readers.records import Run
-from gate.inputs.manifest import Manifest
 from gate.evaluation.measures import Measure
+from gate.inputs.golden import Golden
+from gate.inputs.manifest import Manifest
+from gate.inputs.readers.records import Run
 from gate.inputs.retrieval_config import RetrievalConfig
-from gate.runs.request import ProducedRun, RunnerFailed, RunRequest
 from gate.runs.produce import RunProducer, missing_queries
+from gate.runs.request import ProducedRun, RunnerFailed, RunRequest
 
 
 class Incommensurable(Exception):

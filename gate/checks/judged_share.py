@@ -23,16 +23,17 @@ words what ``archive`` says about it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from gate.common.atomic import write_text_atomic
 from gate.evaluation.evaluate import PerQuery, evaluate
-from gate.inputs.readers.records import Qrels, Run
 from gate.evaluation.measures.ordering import trec_order
+from gate.inputs.readers.records import Qrels, Run
 
 
 def top_k(run: Run, k: int, query_ids: Sequence[str]) -> dict[str, list[str]]:

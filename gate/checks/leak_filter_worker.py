@@ -40,8 +40,9 @@ import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Sequence
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -161,7 +162,7 @@ def _init_payload(qnorms: Sequence[str], threshold: float, corpus_cf: np.ndarray
 
 
 class _Worker:
-    def __init__(self, index: int, init: bytes, results: "queue.Queue[Any]"):
+    def __init__(self, index: int, init: bytes, results: queue.Queue[Any]):
         import tempfile
 
         from gate.common.environment import scrubbed_environment

@@ -22,8 +22,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 from gate.checks.normalize import normalize
 from gate.common.errors import InputError

@@ -44,14 +44,15 @@ Short queries
 from __future__ import annotations
 
 import bisect
-from array import array
 import json
 import os
 import re
 import sys
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from gate.checks.leakage import DEFAULT_MIN_TOKENS, find_leaks
 from gate.checks.normalize import normalize, trigrams

@@ -21,9 +21,10 @@ few whole queries at a time (``compare``, whose evaluation keeps only per-query 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 

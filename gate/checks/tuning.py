@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from gate.common.numbers import counted, listed
 from gate.inputs.retrieval_config import ABSENT

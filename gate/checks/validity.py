@@ -8,9 +8,10 @@ report names it and its size.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from gate.checks.judged_share import JudgedCheck
 from gate.checks.leakage import LeakageResult, LeakMatch, find_leaks

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 # Names that hold credentials in CI. Anything else with these words in its
 # name is dropped too unless the config lists it in runner.env_passthrough.

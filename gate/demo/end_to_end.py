@@ -22,14 +22,14 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
-from typing import Callable
 
-from gate.demo.world import World, build_world
 from gate.common.errors import InputError
 from gate.common.jsontext import json_text
+from gate.demo.world import World, build_world
 
 Progress = Callable[[str], None]
 
@@ -134,9 +134,9 @@ def prefetch_indexes(world: World, repeats: int):
     each index is the same bytes whichever thread builds it). Returns the future of the builds."""
     import os
 
+    from gate.demo.world import RETRIEVAL_NEW, RETRIEVAL_OLD
     from gate.inputs.config import NoiseConfig
     from gate.runs.reference import prefetch, settings_from_config, snapshot_path
-    from gate.demo.world import RETRIEVAL_NEW, RETRIEVAL_OLD
 
     def run(config: dict, parser: str, seed: int):
         settings = settings_from_config({**config, "ingestion": {"parser": parser}}, "demo")
@@ -153,11 +153,11 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
              progress: Progress = lambda message: print(f"[demo] {message}", file=sys.stderr, flush=True)) -> DemoResult:
     from gate.action import main as action_main
     from gate.inputs.config import load_config
-    from gate.statistics.band import measure_noise
-    from gate.pipeline.run import archive, make_producer, measures_of, runner_queries_path
     from gate.inputs.golden import load_golden
     from gate.inputs.retrieval_config import load_retrieval_config
+    from gate.pipeline.run import archive, make_producer, measures_of, runner_queries_path
     from gate.runs.reference import clear_caches
+    from gate.statistics.band import measure_noise
 
     started = time.monotonic()
     try:
@@ -208,8 +208,8 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     band = measured.band
     # The gate's false-alarm rate on this stack: every pair of the identical runs through the
     # decision (retrieval-gate calibrate --from-runs on the repeats kept beside the band).
-    from gate.verdict.calibration import calibrate
     from gate.inputs.manifest import run_to_trec_gz
+    from gate.verdict.calibration import calibrate
 
     calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary), config.golden.rel,
                             policy=config.policy, samples=config.statistics.samples,

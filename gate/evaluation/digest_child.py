@@ -21,8 +21,8 @@ import pickle
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from gate.common.errors import InputError
 

@@ -19,16 +19,16 @@ relevant, and the choice only affects ``Judged@k``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
-from gate.inputs.readers.records import Qrels, Run
 from gate.evaluation.label_join import join_labels
 from gate.evaluation.measures import Measure, parse_measure
 from gate.evaluation.measures.ordering import compared_scores, concatenated_ranges, tie_at_cutoff, trec_order
 from gate.evaluation.measures.ranking import Ranking
+from gate.inputs.readers.records import Qrels, Run
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class PerQuery:
     def __getitem__(self, measure: Measure | str) -> np.ndarray:
         return self.values[self.key(measure)]
 
-    def subset(self, query_ids: Sequence[str]) -> "PerQuery":
+    def subset(self, query_ids: Sequence[str]) -> PerQuery:
         """The same values restricted to ``query_ids`` (in the order given)."""
         position = {q: i for i, q in enumerate(self.query_ids)}
         try:

@@ -8,8 +8,8 @@ in the top k_recall, tie-sensitive)`` for the relevant set and windows asked.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Union
 
 import numpy as np
 
@@ -21,7 +21,7 @@ __all__ = ["Look", "Looked", "RankedLookup", "look_all", "looked_of", "looks_fro
            "relevant_sets"]
 
 #: (first relevant rank at any depth or None, relevant documents in the top k_recall, tie-sensitive)
-Look = tuple[Union[int, None], int, bool]
+Look = tuple[int | None, int, bool]
 
 
 class RankedLookup:

@@ -22,10 +22,10 @@ three paths), and the numpy join stays for installs without a compiler.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 

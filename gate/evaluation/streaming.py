@@ -16,8 +16,8 @@ measure). A file whose queries are not grouped is read whole instead, with the s
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -79,7 +79,7 @@ class RunDigest:
                 pass
         return fingerprints([self.loaded if self.loaded is not None else read_run(self.source)])
 
-    def same_rankings_as(self, other: "RunDigest", query_ids: Sequence[str]) -> bool:
+    def same_rankings_as(self, other: RunDigest, query_ids: Sequence[str]) -> bool:
         """:func:`gate.inputs.readers.records.same_rankings` on fingerprints: the same documents
         in the same order (score as stored, descending; docno descending) for every query.
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from gate.common.errors import InputError
 from gate.common import limits
+from gate.common.errors import InputError
 from gate.inputs.readers.textlines import read_text_file
 from gate.inputs.readers.yaml_source import load_yaml
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable
 
 from gate.inputs.readers.records import Qrels, QuerySet
 

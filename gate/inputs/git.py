@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from gate.common.errors import InputError
 

@@ -7,20 +7,20 @@ canonical fingerprints the manifest records and commensurability compares.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
+from gate.common.errors import InputError
 from gate.inputs.config import Config, is_spec
-from gate.inputs.universe import Universe, query_universe
 from gate.inputs.fingerprint import corpus_fingerprint, qrels_fingerprint, queries_fingerprint
+from gate.inputs.manifest import CorpusRecord, InputRecord
 from gate.inputs.readers.beir import SPLIT_SUFFIX, beir_folder_of
 from gate.inputs.readers.qrels import load_qrels
 from gate.inputs.readers.queries import load_queries
 from gate.inputs.readers.records import Qrels, QuerySet
-from gate.common.errors import InputError
-from gate.inputs.manifest import CorpusRecord, InputRecord
 from gate.inputs.retrieval_config import RetrievalConfig
+from gate.inputs.universe import Universe, query_universe
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_.\-]+)\}")
 

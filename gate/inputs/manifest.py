@@ -23,17 +23,18 @@ import json
 import os
 import platform
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ruamel.yaml import YAML
 
 from gate import __version__
+from gate.common import limits
 from gate.common.atomic import write_bytes_atomic, write_text_atomic
 from gate.common.errors import InputError
-from gate.common import limits
 from gate.inputs.readers.records import Run
 from gate.inputs.retrieval_config import RetrievalConfig, canonical_json
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ruamel.yaml import YAML
 
@@ -46,7 +47,7 @@ class RetrievalConfig:
         yaml.dump(_plain(self.data), buffer)
         return buffer.getvalue()
 
-    def with_values(self, values: Mapping[str, Any]) -> "RetrievalConfig":
+    def with_values(self, values: Mapping[str, Any]) -> RetrievalConfig:
         """A copy with dotted paths set (or removed, for the absent marker)."""
         data = json.loads(json.dumps(self.data))
         for dotted, value in values.items():

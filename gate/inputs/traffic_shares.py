@@ -35,18 +35,19 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from gate.inputs.config import Config, yaml_key_line, yaml_node_line
-from gate.common.errors import InputError
 from gate.common import limits
+from gate.common.errors import InputError
+from gate.inputs.config import Config, yaml_key_line, yaml_node_line
+from gate.inputs.readers.records import QuerySet
 from gate.inputs.readers.textlines import read_text_file
 from gate.inputs.readers.yaml_source import load_yaml
-from gate.inputs.readers.records import QuerySet
 
 #: Shares must sum to 1 within this.
 SUM_TOLERANCE = 1e-6

@@ -18,9 +18,9 @@ import dataclasses
 import os
 import re
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from gate.common.errors import name_copies_by_origin
 from gate.inputs import git

@@ -25,9 +25,9 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None, ru
     (``unchanged``; :class:`gate.evaluation.streaming.RunDigest` pairs too). Returns ``(verdict, evidence)``. ``policy``:
     :class:`gate.verdict.rules.Policy` (default: the gate's defaults, an improvement not needing a
     band: compare has none)."""
-    from gate.statistics.evidence import evidence
     from gate.evaluation.streaming import RunDigest
     from gate.inputs.readers.records import same_rankings
+    from gate.statistics.evidence import evidence
     from gate.statistics.power import detectable
     from gate.verdict.rules import Findings, Policy, decide, traffic_findings
 
@@ -82,8 +82,8 @@ def compare_files(
     from gate.common.errors import UsageError
     from gate.evaluation.streaming import digest_runs, start_side_digest
     from gate.inputs.named import check_rel, describe_inputs, load_qrels_spec, load_queries_spec
-    from gate.inputs.universe import query_universe, require_overlap
     from gate.inputs.traffic_shares import assign_strata, load_strata_spec, validate_against
+    from gate.inputs.universe import query_universe, require_overlap
     from gate.pipeline.result import Result
     from gate.report.document import ComparisonReport
     from gate.statistics.movement import strata_section

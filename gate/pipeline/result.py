@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from gate.common.atomic import write_text_atomic
+from gate.rendering.jinja import render
 from gate.report.document import report_json
 from gate.report.spine import Report
-from gate.rendering.jinja import render
 from gate.verdict.rules import Verdict
 
 

@@ -9,50 +9,50 @@ them and maps verdicts to exit codes.
 from __future__ import annotations
 
 import dataclasses
-
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
-from gate.inputs import git
-from gate.common.atomic import write_text_atomic
 from gate.checks.commensurability import (
     Incommensurable,
     ResolvedBaseline,
-    run_request,
     base_config_from_git,
+    input_differences,
     reconstruct,
     resolve_from_manifest,
-    input_differences,
+    run_request,
 )
-from gate.inputs.config import Config, is_spec, load_config
-from gate.common.errors import InputError
-from gate.common.numbers import counted, listed
-from gate.evaluation.evaluate import PerQuery, evaluate
-from gate.inputs.fingerprint import file_sha256
-from gate.inputs.golden import Golden, load_golden
-from gate.inputs.readers.records import Run, same_rankings
-from gate.inputs.readers.runs import read_run
-from gate.inputs.manifest import Manifest, environment_record, load_manifest, write_manifest
-from gate.evaluation.measures import Measure, parse_measure
-from gate.inputs.retrieval_config import RetrievalConfig, config_diff, load_retrieval_config
-from gate.runs.request import RunMissing, RunnerFailed
-from gate.runs.code import CodeIdentity, commit_tree, declared_inputs, working_tree
-from gate.runs.command import CommandRunner
-from gate.runs.produce import RunProducer, check_coverage, missing_queries
-from gate.statistics.paired import compare_paired
-from gate.report.document import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
-from gate.statistics.movement import strata_section
-from gate.statistics.strata import ALPHA as STRATA_ALPHA
-from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config, validate_against
-from gate.statistics.band import BandStatus, applicable_band, band_sentence, measure_noise, tie_floor
-from gate.verdict.rules import MIN_MOVERS, Findings, Verdict, decide, failures_of, inconclusive, traffic_findings
 from gate.checks.judged_share import judged_check, qrels_style_notice
 from gate.checks.prompts import scan_prompts
 from gate.checks.tuning import looks_tunable, tuning_check
 from gate.checks.validity import Validity, compare_leakage, reporting_set, validity_warnings
+from gate.common.atomic import write_text_atomic
+from gate.common.errors import InputError
+from gate.common.numbers import counted, listed
+from gate.evaluation.evaluate import PerQuery, evaluate
+from gate.evaluation.measures import Measure, parse_measure
+from gate.inputs import git
+from gate.inputs.config import Config, is_spec, load_config
+from gate.inputs.fingerprint import file_sha256
+from gate.inputs.golden import Golden, load_golden
+from gate.inputs.manifest import Manifest, environment_record, load_manifest, write_manifest
+from gate.inputs.readers.records import Run, same_rankings
+from gate.inputs.readers.runs import read_run
+from gate.inputs.retrieval_config import RetrievalConfig, config_diff, load_retrieval_config
+from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config, validate_against
+from gate.report.document import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
+from gate.runs.code import CodeIdentity, commit_tree, declared_inputs, working_tree
+from gate.runs.command import CommandRunner
+from gate.runs.produce import RunProducer, check_coverage, missing_queries
+from gate.runs.request import RunMissing, RunnerFailed
+from gate.statistics.band import BandStatus, applicable_band, band_sentence, measure_noise, tie_floor
+from gate.statistics.movement import strata_section
+from gate.statistics.paired import compare_paired
+from gate.statistics.strata import ALPHA as STRATA_ALPHA
+from gate.verdict.rules import MIN_MOVERS, Findings, Verdict, decide, failures_of, inconclusive, traffic_findings
 
 Progress = Callable[[str], None]
 
@@ -143,8 +143,8 @@ def run_pull_request(config_path: Path, options: RunOptions, progress: Progress 
     PR changes (default: the working tree against the base). Returns (outcome, yardstick)."""
     import tempfile
 
-    from gate.verdict.rules import goalposts_changed
     from gate.inputs.yardstick import load_yardstick
+    from gate.verdict.rules import goalposts_changed
 
     workspace = load_config(config_path)
     check_base(workspace, options.base)
@@ -198,7 +198,7 @@ def run(config_path: str | Path, *, base: str | None = None, runs_dir: str | Pat
 
 def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
                       env: Mapping[str, str] | None = None, noise_repeats: int = 0,
-                      sweep: bool = False) -> list["PlannedRun"]:
+                      sweep: bool = False) -> list[PlannedRun]:
     """``plan`` as the gate will judge the PR: the yardstick (gate config, runner, golden set,
     manifest) as of ``base``, and the base's archived baseline looked up on the baselines branch
     when the checkout has none - so every key is the one the gate step will ask for. The base's
@@ -420,8 +420,9 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
     extra: dict[str, Any] = {}
     extra_files: dict[str, bytes] = {}
     if noise_repeats:
-        from gate.inputs.manifest import run_to_trec_gz
         import hashlib
+
+        from gate.inputs.manifest import run_to_trec_gz
 
         producer = make_producer(config, runs_dir, progress)
         measured = measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
@@ -1306,8 +1307,8 @@ def _setup_with_repeats(config: Config, setup: Mapping[str, Any] | None, progres
 
 def stored_band(config: Config, manifest: Manifest | None) -> tuple[dict | None, list[Run] | None]:
     """The band stored with the manifest (and its repeat runs), else the config's noise.file."""
-    from gate.inputs.readers.fields import parse_json_document
     from gate.common.limits import MAX_RECORD_FILE_BYTES
+    from gate.inputs.readers.fields import parse_json_document
     from gate.inputs.readers.textlines import read_text_file
     from gate.statistics.noise import check_band_dict
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from gate.common.atomic import write_text_atomic
 from gate.common.jsontext import json_line, json_text

@@ -17,8 +17,9 @@ refuses an empty matrix).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any, Sequence
+from typing import Any
 
 from gate.common.errors import UsageError
 

@@ -24,9 +24,9 @@ import os
 import re
 import shlex
 import subprocess
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterable
 
 from gate.common.atomic import write_text_atomic
 from gate.common.errors import InputError

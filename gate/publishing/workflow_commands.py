@@ -21,8 +21,9 @@ import os
 import secrets
 import sys
 import uuid
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, TextIO
+from typing import Any, TextIO
 
 from gate.rendering.markdown_cut import truncate_markdown
 

@@ -29,18 +29,17 @@ import json
 import logging
 import math
 import re
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any
 
 import jinja2
 
-from gate.rendering.markdown_cut import COMMENT_LIMIT, fit_comment
-from gate.rendering.terminal import means_note, repeats_sentence
-from gate.rendering.markdown import Inert, finalizer, inert, md_text, signed
 from gate.common.numbers import counted
-from gate.rendering.markdown_cut import fit_sections
 from gate.rendering.jinja import ReportEnvironment, environment
-from gate.report.typed import ABSENT, empty
+from gate.rendering.markdown import Inert, finalizer, inert, md_text, signed
+from gate.rendering.markdown_cut import COMMENT_LIMIT, fit_comment, fit_sections
+from gate.rendering.terminal import means_note, repeats_sentence
 from gate.report.spine import (
     Accepted,
     ArchivedBaseline,
@@ -61,6 +60,7 @@ from gate.report.spine import (
     Verdict,
     VerdictReason,
 )
+from gate.report.typed import ABSENT, empty
 
 __all__ = [
     "EMOJI",

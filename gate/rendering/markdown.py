@@ -9,10 +9,10 @@ Markdown punctuation, and newlines folded to spaces.
 
 from __future__ import annotations
 
-import math
 import re
+from collections.abc import Callable
 from functools import wraps
-from typing import Any, Callable
+from typing import Any
 
 from markupsafe import Markup
 

@@ -16,7 +16,7 @@ line longer than the cap is the only thing ever cut mid-line.
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = ["COMMENT_LIMIT", "fit_comment", "fit_sections", "truncate_markdown"]
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import html
 import re
 
+from gate.common.numbers import counted
+from gate.rendering.markdown import BIDI_CONTROLS, CONTROL_CHARACTERS, fixed, signed
 from gate.report.spine import Report
 from gate.report.typed import ABSENT
-from gate.rendering.markdown import BIDI_CONTROLS, CONTROL_CHARACTERS, fixed, signed
-from gate.common.numbers import counted
 
 # What data must not bring to a terminal: control characters (an ANSI escape, a carriage return
 # that overwrites a line, a newline that forges one) and bidirectional overrides that reorder text.

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from gate import __version__
 from gate.common.jsontext import json_text
-from gate.statistics.comparison import Comparison
 from gate.report import spine
+from gate.statistics.comparison import Comparison
 
 SCHEMA_VERSION = "1.8"
 
@@ -107,14 +108,14 @@ class ComparisonReport:
     @classmethod
     def from_comparison(
         cls, comparison: Comparison, inputs: Mapping[str, Any], command: str = "compare"
-    ) -> "ComparisonReport":
+    ) -> ComparisonReport:
         data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "command": command}
         data.update(comparison_section(comparison))
         data["inputs"] = dict(inputs)
         data["tool"] = {"name": "retrieval-gate", "version": __version__}
         return cls(data)
 
-    def record(self) -> "spine.Report":
+    def record(self) -> spine.Report:
         return report_record(self.data)
 
 
@@ -123,7 +124,7 @@ def report_json(data: Mapping[str, Any]) -> str:
     return json_text(data)
 
 
-def report_record(data: Mapping[str, Any], what: str = "report.json") -> "spine.Report":
+def report_record(data: Mapping[str, Any], what: str = "report.json") -> spine.Report:
     """The gate's own report as its typed record: held to the schema the comment job holds it
     to (:func:`check_own_report`), then built. A key or value of the wrong kind is the gate's
     own bug (:class:`gate.report.typed.InvalidRecord`, exit 4)."""
@@ -137,7 +138,7 @@ def report_record(data: Mapping[str, Any], what: str = "report.json") -> "spine.
     return spine.Report.from_dict(as_json)
 
 
-def read_report(data: Any, source: str) -> "spine.Report":
+def read_report(data: Any, source: str) -> spine.Report:
     """An untrusted report (a fork's artifact) as its typed record: validated against the
     schema first (:class:`InputError` names the first key at fault), then built, once."""
     from gate.common.errors import InputError

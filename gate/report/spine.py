@@ -8,11 +8,11 @@ writes it with ``to_dict()`` once, and the comment job reads the untrusted artif
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from gate.report.typed import ANY, BOOL, INT, NUM, STR, ListOf, MapOf, Nullable, Record, RecordOf, key
-from gate.report.typed import Absent
+from gate.report.typed import ANY, BOOL, INT, NUM, STR, Absent, ListOf, MapOf, Nullable, Record, RecordOf, key
 
 
 @dataclass(frozen=True, kw_only=True)

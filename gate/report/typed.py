@@ -9,8 +9,9 @@ report, key for key (``null`` stays ``null``, a missing key stays missing).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 
 class InvalidRecord(ValueError):
@@ -21,9 +22,9 @@ class Absent:
     """The value of a key the report leaves out: falsy, and never written."""
 
     __slots__ = ()
-    _instance: ClassVar["Absent | None"] = None
+    _instance: ClassVar[Absent | None] = None
 
-    def __new__(cls) -> "Absent":
+    def __new__(cls) -> Absent:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -114,10 +115,10 @@ class MapOf:
 class RecordOf:
     kind: type  # a Record subclass
 
-    def load(self, value: Any, where: str) -> "Record":
+    def load(self, value: Any, where: str) -> Record:
         return self.kind.from_dict(value, where)
 
-    def dump(self, value: "Record") -> dict:
+    def dump(self, value: Record) -> dict:
         return value.to_dict()
 
 

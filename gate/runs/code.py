@@ -24,10 +24,10 @@ import os
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from gate.common.errors import InputError
 
@@ -211,6 +211,6 @@ def declared_inputs(root: Path, globs: Sequence[str], source: str = "runner.inpu
                          "on would not be seen")
     digest = hashlib.sha256()
     for name in sorted(files):
-        digest.update(f"{name}\t{file_sha256(files[name])}\n".encode("utf-8"))
+        digest.update(f"{name}\t{file_sha256(files[name])}\n".encode())
     sha = digest.hexdigest()
     return CodeIdentity("inputs", sha, f"{len(files)} files of runner.inputs (sha256 {sha[:12]})", Path(root))

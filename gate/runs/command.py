@@ -16,9 +16,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from gate.common.environment import scrubbed_environment
 from gate.common.errors import InputError
 from gate.runs.request import RunnerFailed, RunRequest
-from gate.common.environment import scrubbed_environment
 
 PLACEHOLDERS = ("config", "queries", "corpus", "run", "repeat", "seed")
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 try:  # imported now: after the drop to the workspace owner, the interpreter's own folders
     import ctypes  # may not be readable (a Python under /root)

@@ -13,17 +13,18 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from gate import __version__
 from gate.common.atomic import write_bytes_atomic
 from gate.common.errors import InputError
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.runs import read_run
-from gate.runs.request import ProducedRun, Runner, RunMissing, RunnerFailed, RunRequest
 from gate.runs.code import CheckoutFailed, checkout
+from gate.runs.request import ProducedRun, RunMissing, Runner, RunnerFailed, RunRequest
 
 RUN_SUFFIXES = (".run", ".run.gz", ".trec", ".trec.gz", ".txt", ".txt.gz", ".tsv")
 

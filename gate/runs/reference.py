@@ -82,11 +82,12 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp

@@ -25,7 +25,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from gate.common.errors import InputError
 

@@ -37,16 +37,17 @@ credit.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from gate.common.errors import InputError, UsageError
 from gate.common.numbers import signed
+from gate.evaluation.measures import parse_measure
 from gate.inputs.fingerprint import Fingerprint, qrels_fingerprint, queries_fingerprint, query_ids_fingerprint
 from gate.inputs.readers.records import Qrels, QuerySet
-from gate.evaluation.measures import parse_measure
 from gate.statistics.bootstrap import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
@@ -121,7 +122,7 @@ class CellProvenance:
     corpus_sha256: str | None = None
 
     @staticmethod
-    def coerce(value: "CellProvenance | Mapping[str, Any] | None") -> "CellProvenance":
+    def coerce(value: CellProvenance | Mapping[str, Any] | None) -> CellProvenance:
         if value is None:
             return CellProvenance()
         if isinstance(value, CellProvenance):
@@ -843,10 +844,10 @@ def factorial_from_runs(
     Bad ``--factor`` / ``--cell`` values raise :class:`UsageError`.
     """
     from gate.evaluation.evaluate import evaluate
-    from gate.inputs.universe import query_universe, require_overlap
     from gate.inputs.readers.qrels import load_qrels
     from gate.inputs.readers.queries import load_queries
     from gate.inputs.readers.runs import read_run
+    from gate.inputs.universe import query_universe, require_overlap
 
     names = parse_factors(factors)
     if corpus_factor is not None and corpus_factor not in names:

@@ -12,20 +12,21 @@ runs cover today's queries), or is stale.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
+from gate.checks.commensurability import run_request
 from gate.common.errors import InputError
 from gate.evaluation.evaluate import evaluate
+from gate.evaluation.measures import Measure
 from gate.inputs.golden import Golden
 from gate.inputs.readers.records import Qrels, Run
 from gate.inputs.readers.runs import read_run
-from gate.evaluation.measures import Measure
 from gate.inputs.retrieval_config import RetrievalConfig, flatten
-from gate.checks.commensurability import run_request
 from gate.runs.produce import RunProducer, missing_queries
 from gate.statistics.noise import NoiseBand, band_from_dict, noise_band
 

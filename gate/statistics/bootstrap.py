@@ -39,9 +39,10 @@ import operator
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Callable, Hashable, Iterator, Mapping, NamedTuple, Sequence, TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 

@@ -6,8 +6,8 @@ numbers; the runs are compared query by query (:mod:`gate.statistics.paired`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 

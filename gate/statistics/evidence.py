@@ -34,8 +34,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bootstrap import DEFAULT_SAMPLES, DEFAULT_SEED, PARALLEL_MIN_DRAWS, as_differences, bootstrap_moments
-from .bootstrap import check_samples, check_seed, fast_rows_for, integer_blocks, resolve_chunk_rows, run_both
+from .bootstrap import (
+    DEFAULT_SAMPLES,
+    DEFAULT_SEED,
+    PARALLEL_MIN_DRAWS,
+    as_differences,
+    bootstrap_moments,
+    check_samples,
+    check_seed,
+    fast_rows_for,
+    integer_blocks,
+    resolve_chunk_rows,
+    run_both,
+)
 from .randomization import sign_sums
 
 #: One-sided level of each test and each end of the two-sided 95% interval.

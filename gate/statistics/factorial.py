@@ -37,8 +37,8 @@ whether gains and losses mostly cancel (a redistribution).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 

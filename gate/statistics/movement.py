@@ -45,14 +45,15 @@ table, the traffic accounting and the lift for ``report.json``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gate.inputs.readers.records import Qrels, QuerySet, Run
 from gate.evaluation.first_relevant import looked_of, relevant_sets
+from gate.inputs.readers.records import Qrels, QuerySet, Run
 
 if TYPE_CHECKING:  # annotations only: no import cycle at run time
     from gate.evaluation.evaluate import PerQuery

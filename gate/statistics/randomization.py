@@ -23,12 +23,12 @@ from .bootstrap import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
     SUMMARIES,
-    resolve_chunk_rows,
     as_differences,
     check_samples,
     check_seed,
     fast_rows_for,
     integer_blocks,
+    resolve_chunk_rows,
 )
 
 #: Largest n for which every sign vector is enumerated (2**16 = 65,536 rows).

@@ -23,8 +23,9 @@ difference has twice one run's noise variance, a difference of means over ``R`` 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -82,8 +82,9 @@ would matter, ``max(noise threshold, min_effect)`` of those given.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

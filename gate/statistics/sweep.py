@@ -32,8 +32,9 @@ names) so fold sizes differ by at most one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,10 +44,10 @@ from gate.statistics.bootstrap import (
     DEFAULT_SEED,
     MAX_BLOCK_INDICES,
     bootstrap_means,
-    index_blocks,
     check_samples,
     check_seed,
     confidence_interval,
+    index_blocks,
 )
 
 __all__ = ["DEFAULT_FOLDS", "Estimate", "SweepCell", "SweepResult", "analyze_sweep", "choose", "folds_of",

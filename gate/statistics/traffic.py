@@ -27,8 +27,9 @@ Two sentences summarise it:
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

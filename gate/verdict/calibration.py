@@ -17,11 +17,11 @@ from, and the pairs are decided without one.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from gate.inputs.readers.records import Qrels, Run
-
 
 #: Ordered pairs put through the decision at most: beyond it (N > 45 runs), a seeded sample
 #: of them (the disjoint pairs always among them). Each pair costs two bootstraps.
@@ -117,14 +117,13 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
     """Ordered pairs of ``runs`` through the decision; ``query_ids`` is the universe. Each pair
     meets the band of the other runs (four runs or more); ``noise_threshold`` is the band a PR
     will meet (the stored one), used by the setup check."""
-    import math
     import time
 
     import numpy as np
 
     from gate.evaluation.evaluate import evaluate
-    from gate.inputs.readers.records import same_rankings
     from gate.evaluation.measures import parse_measure
+    from gate.inputs.readers.records import same_rankings
     from gate.statistics.evidence import clopper_pearson_upper, evidence
     from gate.statistics.paired import compare_paired
     from gate.statistics.power import detectable
@@ -272,7 +271,7 @@ def setup_for_repeats(n: int, policy, noise_sd: float | None, band: float | None
                                            noise_threshold=scaled_band, alpha=alpha)
         check = dataclasses.replace(check, simulated_blocked=blocked, simulated=SIMULATED_PRS,
                                     supports=blocked <= 0.05)
-    looked = "each look at {:g}".format(alpha) if alpha < 0.025 else "one look at 0.025"
+    looked = f"each look at {alpha:g}" if alpha < 0.025 else "one look at 0.025"
     text = check.sentence.replace("(or repeated runs, or regression mode)", "(or more runs, or regression mode)")
     return {**check.to_dict(), "candidate_runs": candidate_runs, "alpha": alpha,
             "sentence": f"with noise.candidate_runs {candidate_runs} (a PR decided on means of {candidate_runs} runs "

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gate.common.numbers import counted, signed
+
 # The policy is the config's ``policy:`` block, its defaults declared once (gate.inputs.config).
 from gate.inputs.config import Policy
 

@@ -34,9 +34,9 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
@@ -290,7 +290,7 @@ def _build_world() -> dict[str, bytes]:
     put("shares-block.yml", "strata:\n  shares: {nav: 0.6, tail: 0.4}\n  assignments: eval/strata.tsv\n"
         "  guarded: [nav]\n")
     put("retrieval/config.yml", "embedding:\n  model: small\n  dim: 64\nbm25:\n  k1: 0.9\n  b: 0.4\n")
-    put("retrieval/cmd.yml", f"copy_run: {json.dumps(str('runs/base.run'))}\n")
+    put("retrieval/cmd.yml", f"copy_run: {json.dumps('runs/base.run')}\n")
     put(".retrieval-gate.yml", GATE_CONFIG)
     put("gate-cmd.yml", GATE_CMD_CONFIG)
     return files

@@ -9,10 +9,10 @@ import pytest
 
 from gate.checks.judged_share import judged_check, write_unjudged
 from gate.evaluation.evaluate import evaluate
-from gate.inputs.universe import query_universe
 from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.records import Qrels, Run
 from gate.inputs.readers.runs import read_run
+from gate.inputs.universe import query_universe
 from tests.shared_data import REALDATA, need
 
 

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import warnings
 from pathlib import Path
 from typing import NamedTuple

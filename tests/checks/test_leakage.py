@@ -7,8 +7,6 @@ small random corpora with small alphabets (where near-matches abound).
 
 from __future__ import annotations
 
-import gate.checks.leakage as leakage_module
-
 import json
 import random
 import tracemalloc
@@ -17,6 +15,7 @@ from typing import NamedTuple
 import pytest
 
 import gate.checks.leakage as leakage
+import gate.checks.leakage as leakage_module
 from gate.checks.leakage import LeakageResult, LeakMatch, find_leaks, find_text_in_lines, render_text
 from gate.checks.normalize import normalize, shingles, trigrams, window_score
 from gate.common.errors import InputError

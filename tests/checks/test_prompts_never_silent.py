@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gate.checks.normalize import normalize, window_score
-from gate.checks.prompts import scan_prompts, one_changed_word_score, short_queries
+from gate.checks.prompts import one_changed_word_score, scan_prompts, short_queries
 from gate.checks.tuning import looks_tunable, tuning_check
 from gate.inputs.config import load_config
 from gate.inputs.readers.records import Qrels, Query
@@ -233,9 +233,9 @@ def test_the_docs_state_the_trigram_reach_by_query_length_as_measured():
 
 def test_a_held_out_set_of_three_queries_is_inconclusive_under_either_rule_and_says_how_many_more():
     """3 held-out queries gave a fail at sign-flip p 0.25 and a pass with an MDE from 3 values."""
-    from gate.statistics.evidence import evidence
-
     import numpy as np
+
+    from gate.statistics.evidence import evidence
 
     deltas = np.array([-0.3, -0.2, -0.25])
     for decision in ("interval", "calibrated"):
@@ -361,7 +361,7 @@ def test_the_json_walk_agrees_with_the_yaml_parser_on_random_documents():
     on random documents it finds what ruamel.yaml's composer finds, line by line."""
     import random
 
-    from gate.checks.prompts import _json_scalars, _parsed
+    from gate.checks.prompts import _json_scalars
 
     rng = random.Random(19)
     judged = frozenset({"6138", "1729", "MED-10"})

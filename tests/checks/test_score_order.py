@@ -13,8 +13,6 @@ import gzip
 import json
 from pathlib import Path
 
-import pytest
-
 from gate.checks.score_order import score_order, score_order_of_file
 from gate.cli import _load_saved_report, main
 from gate.inputs.readers.records import Run

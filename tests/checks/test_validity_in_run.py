@@ -9,6 +9,7 @@ from gate.inputs.config import load_config
 from gate.pipeline.run import archive, run_gate
 from tests.support.small_world import small_world as _world
 
+
 def _silent(message: str) -> None:
     pass
 

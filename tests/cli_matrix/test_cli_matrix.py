@@ -36,16 +36,18 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
 
 from gate.cli import main
 from tests.cli_matrix.world import Files, Repo, build_files, build_repo, git
-from tests.shared_data import REALDATA, REPO as PROJECT, need
+from tests.shared_data import REALDATA, need
+from tests.shared_data import REPO as PROJECT
 
 SCHEMA = json.loads((PROJECT / "gate" / "report" / "report.schema.json").read_text())
 _EXE = Path(sys.executable).parent / "retrieval-gate"

@@ -62,7 +62,7 @@ class GitRemote:
             return False
         return password == token
 
-    def start(self) -> "GitRemote":
+    def start(self) -> GitRemote:
         remote = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -88,7 +88,7 @@ class GitRemote:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "GitRemote":
+    def __enter__(self) -> GitRemote:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

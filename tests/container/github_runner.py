@@ -30,9 +30,9 @@ import os
 import shutil
 import subprocess
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 RUNNER_UID = 1001
 RUNNER_GID = 1001  # the docker group on hosted runners is 118; the user's own group is 1001 ("runner")

@@ -85,7 +85,7 @@ class LocalRegistry:
         self._folder: Path | None = None
         self._process: subprocess.Popen | None = None
 
-    def __enter__(self) -> "LocalRegistry":
+    def __enter__(self) -> LocalRegistry:
         self._folder = Path(tempfile.mkdtemp(prefix="retrieval-gate-registry-"))
         port = _free_port()
         self.host = f"127.0.0.1:{port}"

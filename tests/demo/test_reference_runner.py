@@ -14,14 +14,14 @@ import pytest
 pytest.importorskip("faiss")
 pytest.importorskip("bm25s")
 
-from gate.demo import world as W  # noqa: E402
 from gate.common.errors import InputError  # noqa: E402
+from gate.demo import world as W  # noqa: E402
 from gate.evaluation.evaluate import evaluate  # noqa: E402
-from gate.inputs.universe import query_universe  # noqa: E402
 from gate.inputs.readers.qrels import read_qrels  # noqa: E402
 from gate.inputs.readers.queries import read_queries  # noqa: E402
 from gate.inputs.readers.runs import read_run  # noqa: E402
 from gate.inputs.retrieval_config import RetrievalConfig, load_retrieval_config  # noqa: E402
+from gate.inputs.universe import query_universe  # noqa: E402
 from gate.runs import reference as R  # noqa: E402
 from gate.runs.request import RunnerFailed, RunRequest  # noqa: E402
 

@@ -30,9 +30,10 @@ import string
 import threading
 import tracemalloc
 import zlib
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from hypothesis import strategies as st
 

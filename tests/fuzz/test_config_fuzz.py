@@ -11,11 +11,9 @@ integers (decimal and hex), tags, duplicate keys, unprintable characters.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -23,9 +21,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError
 
 from gate.inputs.config import load_config
-from gate.common.errors import InputError
-from gate.inputs.readers.records import Run
 from gate.inputs.manifest import CorpusRecord, InputRecord, load_manifest, write_manifest
+from gate.inputs.readers.records import Run
 from gate.inputs.retrieval_config import RetrievalConfig, load_retrieval_config
 from gate.inputs.traffic_shares import load_strata_spec
 from tests.fuzz import fuzz_settings

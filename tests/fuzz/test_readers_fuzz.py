@@ -12,17 +12,16 @@ vectorised run reader agrees with a line-by-line oracle of its docstring.
 
 from __future__ import annotations
 
-import gzip
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-from hypothesis import assume, example, given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from gate.common.errors import InputError
 from gate.inputs.readers.beir import read_beir
 from gate.inputs.readers.corpus import _HEADERS as CORPUS_HEADERS
 from gate.inputs.readers.corpus import iter_corpus

@@ -60,10 +60,11 @@ import re
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 try:  # the tests' helper; absent when the module is vendored elsewhere
@@ -291,7 +292,7 @@ class FakeGitHub:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "FakeGitHub":
+    def start(self) -> FakeGitHub:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -323,7 +324,7 @@ class FakeGitHub:
         self._server = None
         self._thread = None
 
-    def __enter__(self) -> "FakeGitHub":
+    def __enter__(self) -> FakeGitHub:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -7,7 +7,6 @@ import re
 
 import pytest
 
-from gate.rendering.markdown_cut import truncate_markdown
 from gate.publishing.workflow_commands import (
     SUMMARY_LIMIT,
     annotation,
@@ -19,6 +18,7 @@ from gate.publishing.workflow_commands import (
     stop_commands,
     write_outputs,
 )
+from gate.rendering.markdown_cut import truncate_markdown
 
 _BLOCK = re.compile(r"^(?P<name>[^\n<]+)<<(?P<delim>ghadelimiter_[0-9a-f-]{36})\n(?P<value>.*?)\n(?P=delim)\n", re.S)
 

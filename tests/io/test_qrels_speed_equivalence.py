@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.common.errors import InputError
 from gate.common import limits
+from gate.common.errors import InputError
 from gate.inputs.readers import qrels as qrels_module
 from gate.inputs.readers.qrels import BEIR_QRELS_HEADER, _Irregular, _read_qrels_blocks, _read_qrels_lines, read_qrels
 from tests.io.helpers import expect_error, write

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import gzip
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
-from gate.inputs.readers.records import Run
 from gate.evaluation.measures import Measure, parse_measure
+from gate.inputs.readers.records import Run
 
 # trec_eval measure name -> ours (the rel comes from the evaluation's primary rel).
 _TREC_EVAL_PLAIN = {"map": "AP", "ndcg": "nDCG", "recip_rank": "RR"}
@@ -37,7 +37,7 @@ def _open(path: Path):
     return gzip.open(path, "rt", encoding="utf-8") if str(path).endswith(".gz") else open(path, encoding="utf-8")
 
 
-@lru_cache(maxsize=None)
+@cache
 def oracle_qrels(path: Path) -> dict[str, dict[str, int]]:
     """``qid iter docno rel`` as pytrec_eval wants it."""
     qrels: dict[str, dict[str, int]] = {}
@@ -49,7 +49,7 @@ def oracle_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-@lru_cache(maxsize=None)
+@cache
 def oracle_run(path: Path) -> dict[str, dict[str, float]]:
     """``qid Q0 docno rank score tag`` as pytrec_eval wants it."""
     run: dict[str, dict[str, float]] = {}

@@ -19,17 +19,17 @@ topics).
 from __future__ import annotations
 
 import csv
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from gate.evaluation.evaluate import evaluate
-from gate.inputs.universe import query_universe
 from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.records import Qrels
 from gate.inputs.readers.runs import read_run
+from gate.inputs.universe import query_universe
 from tests.measures.realdata import four_decimals_match, ours
 from tests.shared_data import REALDATA, need
 
@@ -46,14 +46,14 @@ CONVENTIONS = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _nist(year: str) -> dict[tuple[str, str, str], str]:
     folder, _ = YEARS[year]
     with open(need(folder / "nist_metadata/nist_summary_scores.tsv"), encoding="utf-8", newline="") as f:
         return {(r["run_id"], r["evaluator"], r["measure"]): r["value"] for r in csv.DictReader(f, delimiter="\t") if r["query"] == "all"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _qrels(year: str, zero_grade_one: bool) -> Qrels:
     folder, name = YEARS[year]
     qrels = read_qrels(need(folder / name))

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from gate.evaluation.evaluate import evaluate
-from gate.inputs.universe import query_universe
 from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.runs import read_run
+from gate.inputs.universe import query_universe
 from tests.measures.realdata import cut_run, oracle_qrels, oracle_run
 from tests.shared_data import REALDATA
 

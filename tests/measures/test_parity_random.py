@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from gate.evaluation.evaluate import evaluate
-from gate.inputs.universe import query_universe
 from gate.inputs.readers.records import Qrels, Run
+from gate.inputs.universe import query_universe
 from tests.measures.realdata import cut_run
 
 pytrec_eval = pytest.importorskip("pytrec_eval")

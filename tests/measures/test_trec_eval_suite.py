@@ -15,14 +15,13 @@ Values are printed with ``%.4f``: compared to 4 decimals.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
 from gate.evaluation.evaluate import evaluate
-from gate.inputs.universe import query_universe
 from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.runs import read_run
+from gate.inputs.universe import query_universe
 from tests.measures.realdata import (
     cut_run,
     four_decimals_match,

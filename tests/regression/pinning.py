@@ -11,8 +11,9 @@ import json
 import math
 import re
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 PINNED = Path(__file__).parent / "pinned"
 

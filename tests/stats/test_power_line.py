@@ -10,8 +10,15 @@ import math
 import numpy as np
 import pytest
 
-from gate.statistics.power import (any_shape_queries, detectable, detectable_regression, queries_needed,
-                                   setup_check, t_quantile, unseen_share)
+from gate.statistics.power import (
+    any_shape_queries,
+    detectable,
+    detectable_regression,
+    queries_needed,
+    setup_check,
+    t_quantile,
+    unseen_share,
+)
 
 
 def test_unseen_share_is_the_rule_of_three_bound():

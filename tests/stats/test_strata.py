@@ -10,6 +10,7 @@ import pytest
 
 from gate.common.errors import InputError
 from gate.inputs.readers.records import Query, QuerySet
+from gate.inputs.traffic_shares import assign_strata, load_strata_spec, read_assignments, validate_against
 from gate.statistics.bootstrap import paired_bootstrap
 from gate.statistics.holm import holm
 from gate.statistics.randomization import sign_flip_p
@@ -24,7 +25,6 @@ from gate.statistics.strata import (
     stratum_table,
     threshold_for,
 )
-from gate.inputs.traffic_shares import assign_strata, load_strata_spec, read_assignments, validate_against
 
 # The seed's six strata and traffic shares (22/18/15/6/31/8). The strata are large enough for
 # the bounded-mean test (valid whatever the shape of the per-query changes) to show a consistent

@@ -9,11 +9,11 @@ import pytest
 
 from gate.common.errors import InputError
 from gate.evaluation.evaluate import PerQuery
-from gate.statistics.movement import strata_section
+from gate.inputs.traffic_shares import StrataSpec
 from gate.statistics.bootstrap import stratified_bootstrap_weighted
+from gate.statistics.movement import strata_section
 from gate.statistics.strata import stratum_table
 from gate.statistics.traffic import round_percentages, traffic_account, traffic_sentence, wins_sentence
-from gate.inputs.traffic_shares import StrataSpec
 from tests.stats.test_strata import SHARES, seed_arrays
 
 SAMPLES = 2000

@@ -5,9 +5,9 @@
 One module per measure; importing this package registers them all.
 """
 
-from gate.evaluation.measures.base import REGISTRY, Measure, known_measures, parse_measure, parse_measures, register
 from gate.evaluation.measures import ap, judged, ndcg, precision, recall, rr, success  # noqa: F401  (registration)
 from gate.evaluation.measures.ap import AP
+from gate.evaluation.measures.base import REGISTRY, Measure, known_measures, parse_measure, parse_measures, register
 from gate.evaluation.measures.judged import Judged
 from gate.evaluation.measures.ndcg import NDCG
 from gate.evaluation.measures.ordering import trec_order

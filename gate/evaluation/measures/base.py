@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from gate.evaluation.measures.ranking import Ranking
 
 #: name -> measure class, filled by :func:`register` as the modules are imported.
-REGISTRY: dict[str, type["Measure"]] = {}
+REGISTRY: dict[str, type[Measure]] = {}
 
 # Common spellings from other tools, only used to suggest the right name.
 _ALIASES = {
@@ -118,7 +118,7 @@ class Measure:
         """The binary relevance threshold in effect (1 when the name left it open)."""
         return 1 if self.rel is None else self.rel
 
-    def with_default_rel(self, rel: int) -> "Measure":
+    def with_default_rel(self, rel: int) -> Measure:
         """This measure with ``rel`` filled in when the name did not fix it.
 
         Measures that take no rel (nDCG, Judged) are returned unchanged.
@@ -129,7 +129,7 @@ class Measure:
 
     # -- evaluation -----------------------------------------------------------
 
-    def compute(self, ranking: "Ranking") -> np.ndarray:
+    def compute(self, ranking: Ranking) -> np.ndarray:
         """float64 value per query of ``ranking`` (0 for queries absent from the run)."""
         raise NotImplementedError
 
@@ -178,7 +178,7 @@ def _suggest_family(name: str) -> str | None:
     return None
 
 
-def parse_measure(text: "str | Measure") -> Measure:
+def parse_measure(text: str | Measure) -> Measure:
     """Parse ``Name(rel=N)@k`` into its measure; a :class:`Measure` is returned as is.
 
     Raises :class:`InputError` ``unknown measure 'X' (known: ...)`` for unknown

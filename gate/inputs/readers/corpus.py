@@ -26,16 +26,16 @@ from __future__ import annotations
 
 import os
 from array import array
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 
-from gate.common.errors import InputError
 from gate.common import limits
+from gate.common.errors import InputError
 from gate.common.limits import shorten
-from gate.inputs.readers.format_hints import corpus_file_hint
 from gate.inputs.readers.fields import check_id, check_unicode, parse_json_line
+from gate.inputs.readers.format_hints import corpus_file_hint
 from gate.inputs.readers.records import Chunk
 from gate.inputs.readers.textlines import iter_lines, strip_gz
 

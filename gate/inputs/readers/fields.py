@@ -13,8 +13,8 @@ import json
 import re
 from typing import Any
 
-from gate.common.errors import InputError
 from gate.common import limits
+from gate.common.errors import InputError
 
 # C0 controls, DEL, and lone surrogates (from JSON "\ud800" escapes).
 _BAD_ID_CHAR = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")

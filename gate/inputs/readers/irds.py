@@ -18,9 +18,10 @@ from __future__ import annotations
 import difflib
 import os
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from gate.common.errors import InputError
 from gate.inputs.readers.records import Qrels, Query, QuerySet

@@ -27,8 +27,8 @@ from itertools import chain, compress
 
 import numpy as np
 
-from gate.common.errors import InputError
 from gate.common import limits
+from gate.common.errors import InputError
 from gate.inputs.readers.fields import check_id, parse_int_label
 from gate.inputs.readers.records import Qrels
 from gate.inputs.readers.textlines import check_block, iter_blocks, iter_lines, why_no_data

@@ -22,12 +22,13 @@ them) refuses a source that holds no query, saying why (an empty file, only comm
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-from gate.common.errors import InputError
 from gate.common import limits
-from gate.inputs.readers.format_hints import query_file_hint
+from gate.common.errors import InputError
 from gate.inputs.readers.fields import check_id, check_json_value, check_text, parse_json_line
+from gate.inputs.readers.format_hints import query_file_hint
 from gate.inputs.readers.records import Query, QuerySet
 from gate.inputs.readers.textlines import iter_lines, strip_gz, why_no_data
 

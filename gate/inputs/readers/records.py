@@ -7,8 +7,9 @@ objects would cost several times the memory of the arrays.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -134,7 +135,7 @@ class Run:
                 yield RunRow(qid, str(self.doc_ids[j]), r, float(self.scores[j]))
 
     @staticmethod
-    def from_rankings(source: str, rankings: Mapping[str, Mapping[str, float]], tag: str | None = None) -> "Run":
+    def from_rankings(source: str, rankings: Mapping[str, Mapping[str, float]], tag: str | None = None) -> Run:
         """Build from ``{query_id: {doc_id: score}}`` (tests, runners, the demo)."""
         qids = sorted(rankings, key=lambda q: q.encode("utf-8"))
         starts = np.zeros(len(qids) + 1, dtype=np.int64)
@@ -155,7 +156,7 @@ class Run:
         )
 
 
-def same_rankings(a: "Run", b: "Run", query_ids) -> bool:
+def same_rankings(a: Run, b: Run, query_ids) -> bool:
     """Whether ``a`` and ``b`` rank every one of ``query_ids`` the same: the same documents in
     trec_eval's order (score descending, then docno descending); the scores themselves may differ."""
     for qid in query_ids:

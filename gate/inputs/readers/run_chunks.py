@@ -16,7 +16,7 @@ whole (:func:`read_run` groups rows itself).
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

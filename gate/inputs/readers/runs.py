@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gate.common.errors import InputError
 from gate.common import limits
+from gate.common.errors import InputError
 from gate.inputs.readers import native
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.textlines import UTF8_BOM, count_newlines, iter_blocks
@@ -531,7 +531,7 @@ class _Reader:
                 raise self.fail(line_of(r), f"score '{text}' is not finite")
             scores[r] = value
 
-    def _native_block(self, block: bytes, buf: np.ndarray, base: int, rows: "native.Scanned") -> None:
+    def _native_block(self, block: bytes, buf: np.ndarray, base: int, rows: native.Scanned) -> None:
         """A block the compiled scanner read: every line a valid row (only its scores may still
         fail ``float()``), ASCII, one blank between fields."""
         self._scores_by_float(block, rows.scores, rows.fallback, rows.score_start, rows.score_len,
@@ -540,7 +540,7 @@ class _Reader:
         self._add_rows(block, _Bytes(buf), base, None, True, rows.scores, (rows.qid_start, rows.qid_len), seg,
                        (rows.doc_start, rows.doc_len), (rows.tag_start, rows.tag_len))
 
-    def _add_rows(self, block: bytes, bb: "_Bytes", base: int, line_idx: np.ndarray | None, ascii_only: bool,
+    def _add_rows(self, block: bytes, bb: _Bytes, base: int, line_idx: np.ndarray | None, ascii_only: bool,
                   scores: np.ndarray, qids: tuple[np.ndarray, np.ndarray], seg: np.ndarray | None,
                   docnos: tuple[np.ndarray, np.ndarray], tags: tuple[np.ndarray, np.ndarray]) -> None:
         """Keep a block's rows: query ids as run-length codes, docnos as a byte matrix, the tag."""

@@ -31,13 +31,14 @@ import os
 import re
 import stat
 import zlib
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 import numpy as np
 
-from gate.common.errors import InputError
 from gate.common import limits
+from gate.common.errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -214,7 +215,7 @@ def refuse_binary_format(path: PathLike, head: bytes, *, gzipped: bool = False, 
                                       f"reads {takes}")
 
 
-def _gzip_head(stream: "_BoundedGzip", path: PathLike) -> bytes:
+def _gzip_head(stream: _BoundedGzip, path: PathLike) -> bytes:
     """The first decompressed bytes. Corrupt or truncated gzip data is refused here: a failed peek
     leaves the stream at its end, so the reads that follow would see an empty file and drop the
     data silently (the readers' fuzzing found it)."""

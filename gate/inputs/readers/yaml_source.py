@@ -25,11 +25,18 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.events import AliasEvent, CollectionStartEvent, MappingStartEvent, NodeEvent, ScalarEvent
-from ruamel.yaml.events import CollectionEndEvent, DocumentStartEvent
+from ruamel.yaml.events import (
+    AliasEvent,
+    CollectionEndEvent,
+    CollectionStartEvent,
+    DocumentStartEvent,
+    MappingStartEvent,
+    NodeEvent,
+    ScalarEvent,
+)
 
-from gate.common.errors import InputError
 from gate.common import limits
+from gate.common.errors import InputError
 from gate.inputs.readers.fields import check_unicode
 
 

@@ -38,7 +38,8 @@ import logging
 import re
 import time
 import urllib.parse
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import requests
 import urllib3
@@ -201,7 +202,7 @@ class GitHubClient:
     def close(self) -> None:
         self._session.close()
 
-    def __enter__(self) -> "GitHubClient":
+    def __enter__(self) -> GitHubClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
