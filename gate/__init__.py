@@ -27,7 +27,7 @@ __all__ = ["__version__", "compare", "run", "CompareSettings", "Result"]
 # (every module imports gate for __version__).
 _VERBS = {
     "compare": ("gate.pipeline.compare", "compare_files"),
-    "run": ("gate.pipeline.run", "run"),
+    "run": ("gate.pipeline.pull_request", "run"),
     "CompareSettings": ("gate.pipeline.compare", "CompareSettings"),
     "Result": ("gate.pipeline.result", "Result"),
 }

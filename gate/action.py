@@ -17,13 +17,23 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from gate.common.errors import InputError
+from gate.common.limits import MAX_RECORD_FILE_BYTES
+from gate.common.numbers import fixed
 from gate.inputs import git
+from gate.inputs.readers.fields import parse_json_document
+from gate.inputs.readers.textlines import read_text_file
+from gate.pipeline.pull_request import Fetch, Judgement, PullRequest, judge_pull_request
+from gate.pipeline.result import Result
+from gate.pipeline.run import RunOptions
+from gate.publishing.github.client import GitHubClient, GitHubError, truncate_description
+from gate.publishing.github.sticky_comment import publish_comment
 from gate.publishing.workflow_commands import (
     annotation,
     append_summary,
@@ -33,6 +43,8 @@ from gate.publishing.workflow_commands import (
     stop_commands,
     write_outputs,
 )
+from gate.rendering.comment import render_summary
+from gate.verdict.rules import commit_state
 
 COMMENT_MODES = ("update", "new", "off")
 
@@ -149,10 +161,6 @@ def read_event(env: Mapping[str, str]) -> Event:
     if not path and needs_payload:
         raise InputError("GITHUB_EVENT_PATH", None, f"is not set: a {name} event cannot be judged without its payload")
     if path:
-        from gate.common.limits import MAX_RECORD_FILE_BYTES
-        from gate.inputs.readers.fields import parse_json_document
-        from gate.inputs.readers.textlines import read_text_file
-
         data = parse_json_document(path, read_text_file(Path(path), "an event payload", limit=MAX_RECORD_FILE_BYTES))
         if not isinstance(data, dict):
             raise InputError(path, None, f"the event payload must be a JSON object, got {type(data).__name__}")
@@ -204,9 +212,8 @@ def main(env: Mapping[str, str] | None = None, stdout: TextIO | None = None, ide
     # The token goes to the API client only; nothing below passes env to a child process.
     for name in ("INPUT_TOKEN", "GITHUB_TOKEN"):
         os.environ.pop(name, None)
-    scratch: list[Path] = []  # temporary folders _run made, removed however it ends
     try:
-        return _run(env, inputs, out, scratch)
+        return _run(env, inputs, out)
     except InputError as error:
         _print(out, annotation("error", f"bad input: {error}", title="retrieval-gate"))
         return 2
@@ -214,11 +221,6 @@ def main(env: Mapping[str, str] | None = None, stdout: TextIO | None = None, ide
         _print(out, annotation("error", f"internal error (traceback saved to {_save_crash(env, inputs)})",
                                title="retrieval-gate"))
         return 4
-    finally:
-        import shutil
-
-        for folder in scratch:
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 def output_folder(env: Mapping[str, str]) -> Path:
@@ -229,8 +231,6 @@ def output_folder(env: Mapping[str, str]) -> Path:
 def _save_crash(env: Mapping[str, str], inputs: Inputs) -> str:
     """The traceback, where the job keeps it: the output folder (uploaded with the report; a
     container's /tmp goes with the container), and a line in the job summary. Returns where."""
-    import traceback
-
     text = traceback.format_exc()
     token = inputs.token
     if token:
@@ -357,21 +357,10 @@ def _changed_files(workspace: Path, base: str | None, event: Event, client) -> l
     return None
 
 
-def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path]) -> int:
-    from gate.inputs.yardstick import EVERYTHING, baseline_from_branch, fetch_archived_commit, load_yardstick, matches
-    from gate.pipeline.run import RunOptions, run_gate
-    from gate.publishing.github.client import GitHubClient, GitHubError, truncate_description
-    from gate.publishing.github.sticky_comment import publish_comment
-    from gate.rendering.comment import headlined, render_comment, render_summary, reproduce_command
-    from gate.rendering.jinja import render
-    from gate.rendering.markdown_cut import COMMENT_LIMIT
-    from gate.report.document import SCHEMA_VERSION
-    from gate.verdict.rules import Policy, accept, goalposts_changed, inconclusive, skipped
-
+def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
     started = time.monotonic()
     event = read_event(env)
-    workspace = Path(env.get("GITHUB_WORKSPACE", ".")) / inputs.working_directory
-    workspace = workspace.resolve()
+    workspace = (Path(env.get("GITHUB_WORKSPACE", ".")) / inputs.working_directory).resolve()
     # Only the runner's own variable: a payload cannot point the token at another repository.
     repository = env.get("GITHUB_REPOSITORY")
     client = None
@@ -386,92 +375,33 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
         changed = _changed_files(workspace, base, event, client)
         _print(out, f"event {escape_data(event.name)}; PR {event.pr_number}; head {event.head_sha}; base {base}; "
                     f"{'unknown' if changed is None else len(changed)} changed files")
-
-    overlay = Path(tempfile.mkdtemp(prefix="retrieval-gate-yardstick-"))
-    scratch.append(overlay)
-    yard = load_yardstick(workspace / inputs.config_path, base, overlay, changed)
-    config = yard.config
-    if yard.warning:
-        warnings.append(yard.warning)
-    manifest = config.resolve(config.manifest)
-    baseline_source = None
-    if base is not None and not manifest.exists():
-        baseline_source = baseline_from_branch(workspace, base, manifest.parent, token=inputs.token,
-                                               remote_url=remote_url, warnings=warnings)
-    fetch_archived_commit(workspace, manifest, token=inputs.token, remote_url=remote_url, warnings=warnings)
-    policy = config.policy
+    labels, body = _current_labels_and_body(event, client)
+    change = PullRequest(
+        config_path=workspace / inputs.config_path, config_shown=inputs.config_path, base=base,
+        changed=None if changed is None else tuple(changed), base_problem=base_problem, labels=labels, body=body,
+        event={"name": event.name, "pr": event.pr_number, "head_sha": event.head_sha, "base_sha": base},
+        fetch=Fetch(remote_url=remote_url, token=inputs.token), warnings=tuple(warnings))
     # At the workspace's top, whatever working-directory is: the workflow's next steps (record
     # the PR, upload the report) find it at one documented place.
     out_dir = output_folder(env)
-
-    if changed and EVERYTHING in yard.watch and not any(matches(f, [g for g in yard.watch if g != EVERYTHING])
-                                                       for f in changed):
-        names = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
-        warnings.append(f"runner.inputs is not declared, so every file is code under test: this change ({names}) "
-                        "is judged. Declare runner.inputs (the globs of the code the runs depend on) to skip "
-                        "changes that cannot move them")
-    if base_problem is not None:
-        # The default policy, not the change's own: its config is what cannot be checked.
-        policy = Policy()
-        verdict = inconclusive("base_unavailable", base_problem, policy)
-        report = {"schema_version": SCHEMA_VERSION, "command": "run", "suite": config.suite, "metric": config.metric,
-                  "inputs": {}, "tool": _tool(), "baseline": {"resolution": None, "description": "not run"},
-                  "verdict": verdict.to_dict()}
-    elif changed is not None and not any(matches(f, yard.watch) for f in changed):
-        verdict = skipped(len(changed), policy, tuple(changed))
-        report = {"schema_version": SCHEMA_VERSION, "command": "run", "suite": config.suite, "metric": config.metric,
-                  "inputs": {}, "tool": _tool(), "baseline": {"resolution": None, "description": "not run"},
-                  "verdict": verdict.to_dict()}
-    else:
-        with group("retrieval-gate: run", stream=out):
-            options = RunOptions(
-                candidate_run=(workspace / inputs.candidate_run) if inputs.candidate_run else None,
-                runs_dir=(workspace / inputs.runs_dir) if inputs.runs_dir else None,
-                base=base,
-                out=out_dir,
-            )
-            outcome = run_gate(config, options, progress=lambda m: _print(out, f"[retrieval-gate] {escape_data(m)}"))
-        report, verdict = outcome.report, outcome.verdict
-        if outcome.extras.get("validity") is not None and outcome.extras["validity"].judged is not None:
-            from gate.checks.judged_share import write_unjudged
-
-            write_unjudged(out_dir / "unjudged.tsv", outcome.extras["validity"].judged.unjudged_rows)
-    report["goalposts"] = list(yard.goalposts)
-    verdict = goalposts_changed(verdict, yard.goalposts, policy)
-    labels, body = event.labels, event.body
-    if event.pr_number is not None and client is not None:
-        try:
-            pull = client.get_pull(event.pr_number)  # current labels and body, not the event's snapshot
-            labels = tuple(l.get("name", "") for l in pull.get("labels") or [])
-            body = pull.get("body")
-        except GitHubError:
-            pass
-    verdict, accepted = accept(verdict, labels, body, policy)
-    if accepted:
-        report["accepted"] = accepted
-    report["warnings"] = list(report.get("warnings", [])) + warnings
-    report["yardstick"] = {"source": yard.source, "baseline_source": baseline_source}
-    report["verdict"] = verdict.to_dict()
-    report["event"] = {"name": event.name, "pr": event.pr_number, "head_sha": event.head_sha, "base_sha": base}
-
-    from gate.common.atomic import write_text_atomic
-    from gate.report.document import report_json, report_record
-
-    # The headline is the comment's first line, in plain text: it is read from the record it heads.
-    reproduce = reproduce_command(inputs.config_path, base)
-    record = headlined(report_record(report), reproduce)
-    write_text_atomic(out_dir / "report.json", report_json(record.to_dict()))
-    write_text_atomic(out_dir / "report.md", render("run.md.j2", report=record))
-    # Room for the hidden marker line publish_comment puts first.
-    comment_body = render_comment(record, reproduce_command=reproduce, limit=COMMENT_LIMIT - 200)
-    write_text_atomic(out_dir / "comment.md", comment_body)
+    options = RunOptions(
+        candidate_run=(workspace / inputs.candidate_run) if inputs.candidate_run else None,
+        runs_dir=(workspace / inputs.runs_dir) if inputs.runs_dir else None,
+        base=base,
+        out=out_dir,
+    )
+    with group("retrieval-gate: run", stream=out):
+        judgement = judge_pull_request(change, options,
+                                       progress=lambda m: _print(out, f"[retrieval-gate] {escape_data(m)}"))
+    result, verdict = judgement.result, judgement.verdict
+    result.write(out_dir)
 
     # The verdict is decided and on disk. What follows is publishing, in order of importance:
     # the outputs and the job summary first (the workflow's next steps need them), then GitHub.
     # A GitHub failure (a 502, a deleted comment, the wait cap) is a warning: the job still
     # exits with the verdict's code, never 4.
-    delta = record.delta
     output_file = env.get("GITHUB_OUTPUT", "")
+    delta = result.report.delta
     write_outputs(output_file, {
         "verdict": verdict.kind,
         "delta": _fixed6(delta.mean if delta else None),
@@ -479,35 +409,49 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
         "ci-high": _fixed6(delta.ci_high if delta else None),
         "report-path": _workspace_relative(env, out_dir / "report.json"),
     })
-    append_summary(env.get("GITHUB_STEP_SUMMARY", ""), render_summary(record, reproduce_command=reproduce))
-
+    append_summary(env.get("GITHUB_STEP_SUMMARY", ""),
+                   render_summary(result.report, reproduce_command=result.reproduce_command))
     comment_url = ""
     if event.name.startswith("pull_request") and event.pr_number is not None and client is not None:
-        with group("retrieval-gate: comment", stream=out):
-            try:
-                # A skipped PR gets no comment; one judged on an earlier head gets it corrected.
-                result = publish_comment(client, event.pr_number, config.suite, event.head_sha or "", verdict.kind,
-                                         comment_body, mode=inputs.comment_mode,
-                                         only_update=verdict.kind == "skipped")
-            except Exception as error:  # noqa: BLE001 - GitHub's failure is never the verdict's
-                _print(out, annotation("warning", f"the PR comment was not written ({_describe(error)}); the "
-                                                  f"verdict stands", title="retrieval-gate comment"))
-            else:
-                comment_url = result.url or ""
-                _print(out, f"comment: {result.action} {comment_url}")
-                if result.action == "forbidden":
-                    _print(out, annotation("warning", result.message or "no permission to comment",
-                                           title="retrieval-gate comment"))
-        if inputs.commit_status and event.head_sha:
-            state = {"pass": "success", "skipped": "success", "accepted": "success", "fail": "failure"}.get(
-                verdict.kind, "failure" if verdict.exit_code else "success")
-            try:
-                client.create_status(event.head_sha, state, f"retrieval-gate/{config.suite}",
-                                     truncate_description(record.verdict.headline))
-            except Exception as error:  # noqa: BLE001 - as above
-                _print(out, annotation("warning", f"commit status not written: {_describe(error)}"))
+        comment_url = _publish_on_github(client, event, inputs, judgement, out)
     write_outputs(output_file, {"comment-url": comment_url})
+    _log_verdict(result, out)
+    _print(out, f"retrieval-gate: {verdict.kind} (exit {verdict.exit_code}) in {time.monotonic() - started:.1f}s")
+    return verdict.exit_code
 
+
+def _publish_on_github(client: GitHubClient, event: Event, inputs: Inputs, judgement: Judgement, out: TextIO) -> str:
+    """The PR comment (and the commit status, if asked for). Returns the comment's address."""
+    verdict, record, suite = judgement.verdict, judgement.result.report, judgement.config.suite
+    assert event.pr_number is not None
+    comment_url = ""
+    with group("retrieval-gate: comment", stream=out):
+        try:
+            # A skipped PR gets no comment; one judged on an earlier head gets it corrected.
+            posted = publish_comment(client, event.pr_number, suite, event.head_sha or "", verdict.kind,
+                                     judgement.result.to_comment(), mode=inputs.comment_mode,
+                                     only_update=verdict.kind == "skipped")
+        except Exception as error:  # noqa: BLE001 - GitHub's failure is never the verdict's
+            _print(out, annotation("warning", f"the PR comment was not written ({_describe(error)}); the "
+                                              f"verdict stands", title="retrieval-gate comment"))
+        else:
+            comment_url = posted.url or ""
+            _print(out, f"comment: {posted.action} {comment_url}")
+            if posted.action == "forbidden":
+                _print(out, annotation("warning", posted.message or "no permission to comment",
+                                       title="retrieval-gate comment"))
+    if inputs.commit_status and event.head_sha:
+        try:
+            client.create_status(event.head_sha, commit_state(verdict), f"retrieval-gate/{suite}",
+                                 truncate_description(record.verdict.headline))
+        except Exception as error:  # noqa: BLE001 - as above
+            _print(out, annotation("warning", f"commit status not written: {_describe(error)}"))
+    return comment_url
+
+
+def _log_verdict(result: Result, out: TextIO) -> None:
+    """The verdict in the job's log: its reasons, its headline and warnings as annotations."""
+    verdict, record = result.verdict, result.report
     kind = "error" if verdict.exit_code else "notice"
     with stop_commands(stream=out):
         # Untrusted text (reasons quote data) is printed with workflow commands switched off.
@@ -516,21 +460,27 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO, scratch: list[Path
     _print(out, annotation(kind, record.verdict.headline[:1000], title=f"retrieval-gate {verdict.kind}"))
     for warning in record.warnings:
         _print(out, annotation("warning", warning[:1000], title="retrieval-gate"))
-    _print(out, f"retrieval-gate: {verdict.kind} (exit {verdict.exit_code}) in {time.monotonic() - started:.1f}s")
-    return verdict.exit_code
+
+
+def _current_labels_and_body(event: Event, client: GitHubClient | None) -> tuple[tuple[str, ...], str | None]:
+    """The PR's labels and body now, not the event's snapshot (a reviewer's acceptance may have
+    come after the push); the event's when GitHub cannot say."""
+    if event.pr_number is not None and client is not None:
+        try:
+            pull = client.get_pull(event.pr_number)
+        except GitHubError:
+            return event.labels, event.body
+        return tuple(label.get("name", "") for label in pull.get("labels") or []), pull.get("body")
+    return event.labels, event.body
 
 
 def _fixed6(value: float | None) -> str:
     """An output's number: six decimals (never a negative zero), or empty where the report has none."""
-    from gate.common.numbers import fixed
-
     return "" if value is None else fixed(value, 6)
 
 
 def _describe(error: BaseException) -> str:
     """One line about a publishing failure, without anything the token could be in."""
-    from gate.publishing.github.client import GitHubError
-
     if isinstance(error, GitHubError):
         return escape_data(str(error))[:300]
     return type(error).__name__
@@ -544,9 +494,3 @@ def _workspace_relative(env: Mapping[str, str], path: Path) -> str:
         return path.resolve().relative_to(workspace).as_posix()
     except ValueError:
         return str(path)
-
-
-def _tool() -> dict[str, Any]:
-    from gate import __version__
-
-    return {"name": "retrieval-gate", "version": __version__}

@@ -595,7 +595,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from gate.pipeline.run import run
+    from gate.pipeline.pull_request import run
     from gate.rendering.terminal import config_value, run_summary_lines, terminal_safe
 
     result = run(args.config, base=args.base, runs_dir=_runs_dir(args.runs_dir),

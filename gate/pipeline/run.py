@@ -135,67 +135,6 @@ def check_config(config: Config) -> None:
     strata_spec_from_config(config)
 
 
-def run_pull_request(config_path: Path, options: RunOptions, progress: Progress = stderr_progress,
-                     changed: Sequence[str] | None = None) -> tuple[GateOutcome, Any]:
-    """The gate on a PR, as the Action runs it: the yardstick (gate config, golden set, qrels,
-    strata, policy, manifest) as of ``options.base``, the code under test from the workspace, and
-    a PR that edits the yardstick cannot pass ("goalposts changed"). ``changed``: the files the
-    PR changes (default: the working tree against the base). Returns (outcome, yardstick)."""
-    import tempfile
-
-    from gate.inputs.yardstick import load_yardstick
-    from gate.verdict.rules import goalposts_changed
-
-    workspace = load_config(config_path)
-    check_base(workspace, options.base)
-    if changed is None and options.base is not None:
-        changed = git.changed_since(workspace.workspace_root, options.base)
-    overlay = Path(tempfile.mkdtemp(prefix="retrieval-gate-yardstick-"))
-    try:
-        yard = load_yardstick(Path(config_path), options.base, overlay, changed)
-        outcome = run_gate(yard.config, options, progress)
-    finally:
-        import shutil
-
-        shutil.rmtree(overlay, ignore_errors=True)
-    outcome.report["goalposts"] = list(yard.goalposts)
-    if yard.warning:
-        outcome.report["warnings"] = list(outcome.report.get("warnings", [])) + [yard.warning]
-    outcome.report["yardstick"] = {"source": yard.source}
-    verdict = goalposts_changed(outcome.verdict, yard.goalposts, yard.config.policy)
-    outcome.report["verdict"] = verdict.to_dict()
-    outcome.verdict = verdict
-    return outcome, yard
-
-
-def run(config_path: str | Path, *, base: str | None = None, runs_dir: str | Path | None = None,
-        candidate_run: str | Path | None = None, progress: Progress = stderr_progress,
-        out: str | Path | None = None):
-    """``retrieval-gate run`` as a function (``gate.run``): the gate on the config at
-    ``config_path``; with ``base`` (a commit) as the Action judges a PR, the yardstick read as of
-    that commit. Returns a :class:`gate.pipeline.result.Result` (the typed report, the verdict,
-    the candidate's unjudged documents) that writes and renders itself."""
-    from gate.pipeline.result import Result
-    from gate.report.document import report_record
-
-    options = RunOptions(candidate_run=Path(candidate_run) if candidate_run is not None else None,
-                         runs_dir=Path(runs_dir) if runs_dir is not None else None, base=base,
-                         out=Path(out) if out is not None else None)
-    if base is not None:
-        outcome, _ = run_pull_request(Path(config_path), options, progress=progress)
-    else:
-        outcome = run_gate(load_config(config_path), options, progress=progress)
-    from gate.rendering.comment import headlined, reproduce_command
-
-    validity = outcome.extras.get("validity")
-    unjudged = validity.judged.unjudged_rows if validity is not None and validity.judged is not None else None
-    reproduce = reproduce_command(str(config_path), base)
-    # The headline and the command go into report.json as the Action puts them there: comment.md
-    # and a later `retrieval-gate comment` of this report then read the same first line and command.
-    return Result(headlined(report_record(outcome.report), reproduce), outcome.verdict, "run.md.j2", unjudged,
-                  reproduce)
-
-
 def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
                       env: Mapping[str, str] | None = None, noise_repeats: int = 0,
                       sweep: bool = False) -> list[PlannedRun]:
@@ -715,6 +654,14 @@ def shown_paths(text: str, config: Config, out: Path | None = None) -> str:
     return text
 
 
+def _lift_shown(lift: dict[str, Any], config: Config, out: Path | None) -> dict[str, Any]:
+    """The lift's run files and qrels as a report shows them: the qrels as the config names them,
+    a run relative to the workspace (or its file name), never a temporary folder of the job."""
+    return {**lift, "before": {**lift["before"], "source": shown_path(lift["before"]["source"], config, out)},
+            "after": {**lift["after"], "source": shown_path(lift["after"]["source"], config, out)},
+            "qrels": config.golden.qrels}
+
+
 def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progress = stderr_progress) -> GateOutcome:
     started = time.monotonic()
     check_config(config)
@@ -919,6 +866,8 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
                                noise_threshold=noise, min_effect=config.policy.min_effect,
                                margin=config.policy.max_regression, samples=stats.samples, seed=stats.seed,
                                method=stats.ci_method, alpha=STRATA_ALPHA / plan.looks)
+        if "lift" in block:
+            block["lift"] = _lift_shown(block["lift"], config, options.out)
         report.update(block)
         d = cand_r.values[metric] - base_r.values[metric]
         weighed = decision_evidence(d, policy.max_regression, stats.samples, stats.seed, alpha=alpha)

@@ -339,6 +339,16 @@ def combine(failures, warnings, statistical: Verdict, policy: Policy) -> Verdict
                    statistical.reporting_set)
 
 
+#: The commit status each verdict sets (input `commit-status`): a skipped or accepted change
+#: does not block; an inconclusive one blocks where the policy makes it (its exit code).
+COMMIT_STATES = {"pass": "success", "skipped": "success", "accepted": "success", "fail": "failure"}
+
+
+def commit_state(verdict: Verdict) -> str:
+    """The state of the commit status the Action sets for ``verdict``."""
+    return COMMIT_STATES.get(verdict.kind, "failure" if verdict.exit_code else "success")
+
+
 ACCEPT_LABEL = "retrieval-gate:accept"
 JUSTIFICATION = "Retrieval-Gate-Justification:"
 

@@ -1,0 +1,208 @@
+"""Judging a pull request: the one path ``retrieval-gate run --base`` and the Action share.
+
+A change is held to its base's yardstick (gate config, golden set, qrels, strata, policy,
+manifest), not its own. Here, and only here, it is decided whether the stack runs at all
+(``skipped``: no changed file can move the runs; ``inconclusive``: the base cannot be found),
+whether the change moves the goalposts, and whether a reviewer accepted a failing verdict. The
+Action adds only what it reads from its event and inputs, and the publishing; the CLI, what it
+reads from git.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gate import __version__
+from gate.inputs import git
+from gate.inputs.config import Config, load_config
+from gate.inputs.yardstick import (
+    EVERYTHING,
+    Yardstick,
+    baseline_from_branch,
+    fetch_archived_commit,
+    load_yardstick,
+    matches,
+)
+from gate.pipeline.result import Result
+from gate.pipeline.run import GateOutcome, Progress, RunOptions, check_base, run_gate, stderr_progress
+from gate.rendering.comment import headlined, reproduce_command
+from gate.report.document import SCHEMA_VERSION, report_record
+from gate.verdict.rules import Policy, Verdict, accept, goalposts_changed, inconclusive, skipped
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """Where the baselines branch and a baseline's archived commit are fetched from when the
+    checkout lacks them: the repository's own address with its token (the Action; ``plan`` in a
+    workflow), or ``origin`` without credentials (a developer's clone)."""
+
+    remote_url: str | None = None
+    token: str | None = None
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """A change to judge, however it was found."""
+
+    config_path: Path  # the gate config in the workspace (the PR's copy; the base's is what counts)
+    config_shown: str  # the config path as the user gave it: the comment's reproduce command quotes it
+    base: str | None  # the commit the change is judged against
+    changed: tuple[str, ...] | None  # the files it changes; None: not known (then it is judged)
+    base_problem: str | None = None  # why a change that must have a base has none (inconclusive)
+    labels: tuple[str, ...] = ()  # the PR's current labels and body: a reviewer's acceptance
+    body: str | None = None
+    event: dict[str, Any] | None = None  # the Action's event (name, PR, head and base): shown in the report
+    fetch: Fetch = Fetch()
+    warnings: tuple[str, ...] = ()  # what finding the base said (the report's warnings, first)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The verdict on a pull request, its typed report, and the yardstick it was held to."""
+
+    result: Result
+    yardstick: Yardstick
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.result.verdict
+
+    @property
+    def config(self) -> Config:
+        return self.yardstick.config
+
+
+def judge_pull_request(change: PullRequest, options: RunOptions, progress: Progress = stderr_progress) -> Judgement:
+    """The gate's verdict on ``change``: the yardstick as of its base, the code under test from
+    the workspace (``options``: a candidate run, the runs folder, where reports go)."""
+    warnings: list[str] = list(change.warnings)
+    overlay = Path(tempfile.mkdtemp(prefix="retrieval-gate-yardstick-"))
+    try:
+        yard = load_yardstick(change.config_path, change.base, overlay, change.changed)
+        config = yard.config
+        if yard.warning:
+            warnings.append(yard.warning)
+        baseline_source = _archived_baseline(config, change, warnings)
+        warnings.extend(_undeclared_inputs(yard, change.changed))
+        policy = config.policy
+        unjudged = None
+        if change.base_problem is not None:
+            # The default policy, not the change's own: its config is what cannot be checked.
+            policy = Policy()
+            verdict = inconclusive("base_unavailable", change.base_problem, policy)
+            report = _not_run(config, verdict)
+        elif _skips(change.changed, yard.watch):
+            assert change.changed is not None
+            verdict = skipped(len(change.changed), policy, change.changed)
+            report = _not_run(config, verdict)
+        else:
+            outcome = run_gate(config, dataclasses.replace(options, base=change.base), progress)
+            report, verdict, unjudged = outcome.report, outcome.verdict, _unjudged(outcome)
+    finally:
+        shutil.rmtree(overlay, ignore_errors=True)
+    report["goalposts"] = list(yard.goalposts)
+    verdict = goalposts_changed(verdict, yard.goalposts, policy)
+    verdict, accepted = accept(verdict, change.labels, change.body, policy)
+    if accepted:
+        report["accepted"] = accepted
+    report["warnings"] = list(report.get("warnings", [])) + warnings
+    report["yardstick"] = {"source": yard.source, "baseline_source": baseline_source}
+    report["verdict"] = verdict.to_dict()
+    if change.event is not None:
+        report["event"] = dict(change.event)
+    reproduce = reproduce_command(change.config_shown, change.base)
+    # The headline and the command go into report.json: comment.md and a later `retrieval-gate
+    # comment` of this report read the same first line and command.
+    record = headlined(report_record(report), reproduce)
+    return Judgement(Result(record, verdict, "run.md.j2", unjudged, reproduce), yard)
+
+
+def judge_workspace(config_path: Path, config_shown: str, options: RunOptions,
+                    progress: Progress = stderr_progress) -> Result:
+    """The gate on the workspace as it is, with no base to hold it to: the workspace's own
+    yardstick (``run`` without ``--base``)."""
+    outcome = run_gate(load_config(config_path), options, progress)
+    reproduce = reproduce_command(config_shown, None)
+    return Result(headlined(report_record(outcome.report), reproduce), outcome.verdict, "run.md.j2",
+                  _unjudged(outcome), reproduce)
+
+
+def _unjudged(outcome: GateOutcome) -> Sequence[Any] | None:
+    """The candidate's unjudged top-k documents (unjudged.tsv), where the judged-share check ran."""
+    validity = outcome.extras.get("validity")
+    return validity.judged.unjudged_rows if validity is not None and validity.judged is not None else None
+
+
+def _skips(changed: Sequence[str] | None, watch: Sequence[str]) -> bool:
+    """A change that touches no watched file cannot move the runs: it is skipped, not judged."""
+    return changed is not None and not any(matches(path, watch) for path in changed)
+
+
+def _undeclared_inputs(yard: Yardstick, changed: Sequence[str] | None) -> list[str]:
+    """Loud when a change is judged only because runner.inputs is not declared."""
+    declared = [glob for glob in yard.watch if glob != EVERYTHING]
+    if not changed or EVERYTHING not in yard.watch or any(matches(path, declared) for path in changed):
+        return []
+    names = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    return [f"runner.inputs is not declared, so every file is code under test: this change ({names}) is judged. "
+            "Declare runner.inputs (the globs of the code the runs depend on) to skip changes that cannot move "
+            "them"]
+
+
+def _archived_baseline(config: Config, change: PullRequest, warnings: list[str]) -> str | None:
+    """The base's archived baseline from the baselines branch when the checkout has none, and the
+    commit it was archived on (its code replays it). Returns where the baseline came from."""
+    manifest = config.resolve(config.manifest)
+    source = None
+    # A clone with no remote at all (a local experiment) has no baselines branch to fetch: not a warning.
+    reachable = change.fetch.remote_url is not None or _has_origin(config.workspace_root)
+    if change.base is not None and not manifest.exists() and reachable:
+        source = baseline_from_branch(config.workspace_root, change.base, manifest.parent, token=change.fetch.token,
+                                      remote_url=change.fetch.remote_url, warnings=warnings)
+    fetch_archived_commit(config.workspace_root, manifest, token=change.fetch.token,
+                          remote_url=change.fetch.remote_url, warnings=warnings)
+    return source
+
+
+def _has_origin(workspace: Path) -> bool:
+    try:
+        return git.run(workspace, "remote", "get-url", "origin").returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _not_run(config: Config, verdict: Verdict) -> dict[str, Any]:
+    """The report of a change the stack did not run on (skipped, or no base to judge against)."""
+    return {"schema_version": SCHEMA_VERSION, "command": "run", "suite": config.suite, "metric": config.metric,
+            "inputs": {}, "tool": {"name": "retrieval-gate", "version": __version__},
+            "baseline": {"resolution": None, "description": "not run"}, "verdict": verdict.to_dict()}
+
+
+def run(config_path: str | Path, *, base: str | None = None, runs_dir: str | Path | None = None,
+        candidate_run: str | Path | None = None, progress: Progress = stderr_progress,
+        out: str | Path | None = None, changed: Sequence[str] | None = None) -> Result:
+    """``retrieval-gate run`` as a function (``gate.run``): the gate on the config at
+    ``config_path``; with ``base`` (a commit), the change in the working tree judged as the Action
+    judges a PR (see :func:`judge_pull_request`). ``changed``: the files the change touches
+    (default: the working tree against ``base``). Returns a :class:`Result` (the typed report,
+    the verdict, the candidate's unjudged documents) that writes and renders itself."""
+    options = RunOptions(candidate_run=Path(candidate_run) if candidate_run is not None else None,
+                         runs_dir=Path(runs_dir) if runs_dir is not None else None, base=base,
+                         out=Path(out) if out is not None else None)
+    if base is None:
+        return judge_workspace(Path(config_path), str(config_path), options, progress)
+    workspace = load_config(config_path)
+    check_base(workspace, base)
+    if changed is None:
+        found = git.changed_since(workspace.workspace_root, base)
+        changed = None if found is None else tuple(found)
+    # From origin, without credentials: a developer's clone (the Action fetches with its token).
+    change = PullRequest(Path(config_path), str(config_path), base, None if changed is None else tuple(changed))
+    return judge_pull_request(change, options, progress).result
