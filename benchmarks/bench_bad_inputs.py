@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{c.name:70} {c.category:40} {c.command()[:120]}")
         print(f"{len(cases)} cases")
         return 0
-    print(f"retrieval-gate: {' '.join(CLI_ARGV)}; real data: {REALDATA if realdata_available() else 'absent (cases skipped)'}")
+    print(f"retrieval-gate: {' '.join(CLI_ARGV)}; "
+          f"real data: {REALDATA if realdata_available() else 'absent (cases skipped)'}")
     print(f"{len(cases)} cases, {args.jobs} at a time", flush=True)
 
     done = [0]
@@ -78,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"met expectation                   {sum(1 for o in ran if o.ok)}")
     print(f"clean exit 2 (one line, names it) {clean2}")
     print("exits by code                     " + ", ".join(f"{k if k is not None else 'killed'}: {v}"
-                                                           for k, v in sorted(exits.items(), key=lambda kv: str(kv[0]))))
+                                                           for k, v in sorted(exits.items(),
+                                                                              key=lambda kv: str(kv[0]))))
     print(f"tracebacks / internal errors      {kinds['traceback']}")
     print(f"hangs                             {kinds['hang']}")
     print(f"silent acceptances                {kinds['silent']}")
@@ -102,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    note: {o.case.note}")
     if args.json:
         rows = [{"name": o.case.name, "category": o.case.category, "command": o.case.command(), "kind": o.kind,
-                 "ok": o.ok, "exit": o.exit_code, "seconds": round(o.seconds, 3), "peak_rss_mb": round(o.peak_rss_mb, 1),
+                 "ok": o.ok, "exit": o.exit_code, "seconds": round(o.seconds, 3),
+                 "peak_rss_mb": round(o.peak_rss_mb, 1),
                  "problem": o.problem, "stderr_tail": o.stderr_tail, "traceback_tail": o.traceback_tail,
                  "note": o.case.note, "expect": {"exits": list(o.case.expect.exits), "names": o.case.expect.names,
                                                  "line": o.case.expect.line}} for o in outcomes]

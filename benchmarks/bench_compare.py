@@ -39,7 +39,7 @@ def generate(folder: Path, queries: int, docs: int, seed: int = 1) -> tuple[Path
         qid = str(1000 + q)
         pool = rng.choice(docs * 5, size=60, replace=False)
         labels = rng.choice([0, 0, 0, 1, 2, 3], size=60)
-        qrels_lines.extend(f"{qid} 0 D{d} {l}" for d, l in zip(pool, labels))
+        qrels_lines.extend(f"{qid} 0 D{d} {label}" for d, label in zip(pool, labels))
         for name in runs:
             ids = rng.choice(docs * 5, size=docs, replace=False)
             scores = np.round(rng.normal(size=docs), 4)  # rounding makes real ties
@@ -92,7 +92,8 @@ def read(path, run):
             else:
                 out.setdefault(parts[0], {{}})[parts[2]] = int(parts[3])
     return out
-evaluator = pytrec_eval.RelevanceEvaluator(read({qrels!r}, False), {{"ndcg_cut.10", "map", "recip_rank", "recall.100", "P.10"}})
+evaluator = pytrec_eval.RelevanceEvaluator(read({qrels!r}, False),
+                                           {{"ndcg_cut.10", "map", "recip_rank", "recall.100", "P.10"}})
 for path in ({a!r}, {b!r}):
     evaluator.evaluate(read(path, True))
 """
@@ -192,7 +193,8 @@ def main() -> None:
                 raise SystemExit("per-query values differ from ir_measures")
         gate_time = statistics.median(t for t, _ in measured["gate"])
         gate_mem = statistics.median(m for _, m in measured["gate"])
-        labels = {"gate": "retrieval-gate compare (everything, B=10000)", "pytrec_eval": "pytrec_eval (evaluation only)",
+        labels = {"gate": "retrieval-gate compare (everything, B=10000)",
+                  "pytrec_eval": "pytrec_eval (evaluation only)",
                   "ir_measures": "ir_measures iter_calc (evaluation only)", "trec_eval": "trec_eval -c -q, one per run"}
         for name in chosen:
             took = statistics.median(t for t, _ in measured[name])

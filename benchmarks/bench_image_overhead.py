@@ -150,7 +150,8 @@ def main() -> int:
             fresh.remove_every_image()
             pulls.append(fresh.timed("pull", "--quiet", f"{image_ref}@{digest}"))
             print(f"  (b) pull  {i + 1}: {pulls[-1]:6.1f} s", flush=True)
-        size = json.loads(fresh.docker("image", "inspect", "--format", "{{json .Size}}", f"{image_ref}@{digest}").stdout)
+        size = json.loads(fresh.docker("image", "inspect", "--format", "{{json .Size}}",
+                                       f"{image_ref}@{digest}").stdout)
         image_bytes = compressed_size(registry.host, "octo-org/retrieval-gate", digest)
         base_bytes = compressed_size(registry.host, "library/python-stand-in", base_digest)
 

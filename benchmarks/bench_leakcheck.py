@@ -85,7 +85,8 @@ def synthetic_vocabulary(size: int, rng: np.random.Generator) -> list[str]:
     while len(words) < size:
         rank = len(words)
         syllables = 1 + min(3, int(rng.integers(0, 2 + int(np.log10(rank + 1)))))
-        w = "".join(CONSONANTS[rng.integers(len(CONSONANTS))] + VOWELS[rng.integers(len(VOWELS))] for _ in range(syllables))
+        w = "".join(CONSONANTS[rng.integers(len(CONSONANTS))] + VOWELS[rng.integers(len(VOWELS))]
+                    for _ in range(syllables))
         if rng.random() < 0.4:
             w += CONSONANTS[rng.integers(len(CONSONANTS))]
         if w not in seen:
@@ -243,7 +244,8 @@ json.dump(out, sys.stdout)
 
 
 def scan(folder: Path, mode: str) -> dict:
-    script = SCAN_SCRIPT.format(repo=str(REPO), queries=str(folder / "queries.tsv"), corpus=str(folder / "corpus.tsv"), mode=mode)
+    script = SCAN_SCRIPT.format(repo=str(REPO), queries=str(folder / "queries.tsv"), corpus=str(folder / "corpus.tsv"),
+                                mode=mode)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
 
@@ -299,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
             for mode in ["read", *modes]:
                 r = scan(folder, mode)
                 results[mode] = r
-                rows.append((f"leakcheck {mode}" if mode != "read" else "read corpus only", r["seconds"], r["peak_mib"]))
+                rows.append((f"leakcheck {mode}" if mode != "read" else "read corpus only", r["seconds"],
+                             r["peak_mib"]))
             g = grep(folder)
             rows.append(("grep -c -F -w -f (normalized)", g["seconds"], g["peak_mib"]))
         cli_runs = {}
@@ -329,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"exact matched {len(results['exact']['matched']):,} queries")
         if "exact" in cli_runs and g is not None:
             print(f"retrieval-gate leakcheck --mode exact on JSONL / grep time: "
-                  f"{cli_runs['exact']['seconds'] / g['seconds']:.2f}x (reading, JSON validation, normalization included)")
+                  f"{cli_runs['exact']['seconds'] / g['seconds']:.2f}x "
+                  "(reading, JSON validation, normalization included)")
         if "exact" in results and "trigram-jaccard" in results:
             print(f"trigram / exact time: {results['trigram-jaccard']['seconds'] / results['exact']['seconds']:.2f}x; "
                   f"trigram matched {len(results['trigram-jaccard']['matched']):,} queries")

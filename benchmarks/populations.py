@@ -267,7 +267,8 @@ def families(pools: dict[str, dict[str, np.ndarray]]) -> list[Family]:
                    (lambda v: (lambda mu: _shifted(v, mu)))(nd[kind]), (43, 140)),
         ]
     new = [
-        Family("sparse10-tilt", "10% movers from DL19 nDCG@10 deltas (both ways), weights tilted: rare losses stay rare",
+        Family("sparse10-tilt",
+               "10% movers from DL19 nDCG@10 deltas (both ways), weights tilted: rare losses stay rare",
                tilt(nd["sym"], 0.10), ALL_N),
         Family("sparse20-tilt", "20% movers, the same", tilt(nd["sym"], 0.20), ALL_N),
         Family("ndcg-tilt", "DL19 nDCG@10 deltas (both ways), tilted", tilt(nd["sym"]), ALL_N),

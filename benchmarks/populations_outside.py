@@ -109,7 +109,7 @@ def fp16_jitter_noise(tau: float = 3e-4, pairs: int = 200, seed: int = 16) -> np
         gains = np.array([qrels[q].get(d, 0) for _, _, d in lst], dtype=np.float64)
         ideal = _ideal(qrels[q])
 
-        def one() -> float:
+        def one(s=s, gains=gains, ideal=ideal) -> float:
             noisy = s * (1.0 + tau * rng.standard_normal(s.size))
             order = np.lexsort((rng.random(s.size), -noisy))
             return _dcg(gains[order]) / ideal
@@ -283,7 +283,8 @@ def diagnose(replications: int = 2000) -> None:
         m = methods(X, n)
         none_big = np.count_nonzero(X <= -0.3, axis=1) == 0
         print(f"  {fam:<15} n={n:>3}: " + ", ".join(f"{k} {v.mean():.3f}" for k, v in m.items())
-              + f"; P(no loss <= -0.3) {none_big.mean():.3f}, gate passes among them {np.mean(m['gate'] & none_big):.3f}")
+              + f"; P(no loss <= -0.3) {none_big.mean():.3f}, "
+              f"gate passes among them {np.mean(m['gate'] & none_big):.3f}")
     print("3. power line at the fixed point of the stated regression (regression mode, gate)")
     for fam in ("fp16-jitter-aa", "ann-aa", "typeshift-bimodal"):
         for n in (20, 43, 140, 500):

@@ -78,7 +78,7 @@ def reach_table(threshold: float = 0.85) -> str:
             inflected.append(window_score(text, " ".join(words[:j] + [words[j] + "s"] + words[j + 1:])))
             bound.append(one_changed_word_score(text))
         n = len(bucket)
-        share = lambda values: f"{sum(v >= threshold for v in values) / n:.0%}" if n else "-"  # noqa: E731
+        share = lambda values, n=n: f"{sum(v >= threshold for v in values) / n:.0%}" if n else "-"  # noqa: E731
         label = f"{low}" if low == high else f"{low}+" if high == 99 else f"{low}-{high}"
         rows.append(f"| {label} | {n} | {share(changed)} | {statistics.median(changed):.2f} | {share(inflected)} "
                     f"| {share(bound)} |")

@@ -43,7 +43,8 @@ SHARED_FIXTURES = {"demo": "demo", "demo_world": "demo-world"}
 
 def pytest_addoption(parser):
     parser.addoption("--full", action="store_true", default=False,
-                     help=f"run the full tier too (the tests marked full: {', '.join('tests/' + d for d in FULL_DIRS)}, "
+                     help="run the full tier too (the tests marked full: "
+                          f"{', '.join('tests/' + d for d in FULL_DIRS)}, "
                           f"the demo's world and run in tests/{DEMO_DIR}, slow single tests); {FULL_COMMAND} passes it")
 
 
@@ -142,7 +143,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 def world(tmp_path):
     """A checkout with a base commit and an archived baseline (tests.support.action_world),
     and a local server playing GitHub: ``(checkout, fake, tmp_path)``."""
-    from tests.github.fake_github import FakeGitHub
+    from tests.publishing.github.fake_github import FakeGitHub
     from tests.support.action_world import TOKEN, Checkout
 
     checkout = Checkout(tmp_path / "repo")

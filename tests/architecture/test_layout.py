@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 GATE = REPO / "gate"
 STAGES = ["common", "inputs", "runs", "evaluation", "checks", "statistics", "verdict", "report", "rendering",
           "publishing", "pipeline"]
@@ -62,12 +62,28 @@ def test_gate_top_level_holds_only_the_face_and_the_two_shells():
     assert top == {"__init__.py", "__main__.py", "cli.py", "action.py"}
 
 
-def test_no_two_modules_share_a_name():
+#: The commands: one module in gate/pipeline per verb, named after it (a verb may share its name
+#: with the stage module it drives: gate.pipeline.noise measures what gate.statistics.noise defines).
+VERBS = {"archive", "replay", "plan", "run", "compare", "noise", "calibrate", "sweep", "factorial", "leakcheck", "lift"}
+
+
+def test_no_two_modules_share_a_name_but_a_verb_and_the_stage_module_it_drives():
     names: dict[str, list[str]] = {}
     for path in GATE.rglob("*.py"):
         if path.name not in ("__init__.py", "__main__.py"):
             names.setdefault(path.name, []).append(str(path.relative_to(GATE)))
-    assert {n: p for n, p in names.items() if len(p) > 1} == {}
+    shared = {n: p for n, p in names.items() if len(p) > 1}
+    assert {n: p for n, p in shared.items()
+            if not (n[:-3] in VERBS and len(p) == 2 and f"pipeline/{n}" in p)} == {}
+
+
+def test_every_command_is_a_verb_module_of_the_pipeline():
+    from gate.cli import build_parser
+
+    parser = build_parser()
+    commands = set(next(a for a in parser._actions if a.dest == "command").choices)
+    assert VERBS <= commands
+    assert {name for name in VERBS if not (GATE / "pipeline" / f"{name}.py").is_file()} == set()
 
 
 def _imports(path: Path) -> set[str]:

@@ -48,7 +48,9 @@ if not CLI.exists():
     CLI = REPO / ".venv" / "bin" / "retrieval-gate"
 # RETRIEVAL_GATE_CLI="python -m gate" (with PYTHONPATH=<a snapshot>) runs the battery against other code.
 CLI_ARGV = tuple(os.environ["RETRIEVAL_GATE_CLI"].split()) if os.environ.get("RETRIEVAL_GATE_CLI") else (str(CLI),)
-RUNNER = REPO / "tests" / "runners" / "overlap_runner.py"
+RUNNER = REPO / "tests" / "support" / "runners" / "overlap_runner.py"
+RUNNER_COMMAND = (f"{sys.executable} {RUNNER} --config {{config}} --queries {{queries}} --corpus {{corpus}} "
+                  "--output {run} --seed {seed}")
 DL19 = REALDATA / "runs" / "trec-dl-2019-passage"
 
 MB = 1 << 20
@@ -85,7 +87,8 @@ class Data(Content):
 
 @dataclass(frozen=True)
 class Special(Content):
-    """``dir``, ``fifo``, ``missing``, ``devzero`` / ``devnull`` / ``dirlink`` (symlinks), ``devnode`` (/dev/null itself)."""
+    """``dir``, ``fifo``, ``missing``, ``devzero`` / ``devnull`` / ``dirlink`` (symlinks), ``devnode``
+    (/dev/null itself)."""
 
     kind: str
 
@@ -349,7 +352,7 @@ retrieval:
   config: retrieval/cmd.yml
 runner:
   type: command
-  command: "{sys.executable} {RUNNER} --config {{config}} --queries {{queries}} --corpus {{corpus}} --output {{run}} --seed {{seed}}"
+  command: "{RUNNER_COMMAND}"
   timeout: 30
 statistics:
   samples: 200
@@ -877,7 +880,8 @@ CONFIG_BAD_VALUES = {
 # values a reasonable reader may accept: the case passes on a clean 2 or on the good world's exit
 CONFIG_DEBATABLE = {("max_unjudged", "2"), ("max_damaged_traffic", "1.5"), ("rel", "99999999999999999999"),
                     ("rel", "-99999999999999999999"), ("max_leaked", "99999999999999999999"),
-                    ("base_seed", "99999999999999999999999999999999999999999"), ("shares", "{nav: 0.6, tail: 0.4, ghost: 0.0}")}
+                    ("base_seed", "99999999999999999999999999999999999999999"),
+                    ("shares", "{nav: 0.6, tail: 0.4, ghost: 0.0}")}
 # Keys whose line is where the error belongs (strata shares line for shares).
 GATE_RUN_EXIT = 0  # the good world passes the gate
 
@@ -957,7 +961,8 @@ def _gate_config_cases() -> list[Case]:
                                 None),
     }
     for name, (text, line) in structural.items():
-        cases.append(Case(f"gate-config/{name}", "config structure", argv, Expect(names=".retrieval-gate.yml", line=line),
+        cases.append(Case(f"gate-config/{name}", "config structure", argv,
+                          Expect(names=".retrieval-gate.yml", line=line),
                           files=((".retrieval-gate.yml", Data(text.encode())),), setup=ARCHIVE_SETUP))
     for mut, cat, content, expect, note in _yaml_generic(".retrieval-gate.yml", good(".retrieval-gate.yml"), argv):
         if mut in ("duplicate-key", "complex-key"):
@@ -1015,7 +1020,8 @@ def _retrieval_config_cases() -> list[Case]:
     jpath = "retrieval/config.json"
     cfg = GATE_CONFIG.replace("config: retrieval/config.yml", "config: retrieval/config.json").encode()
     for label, text in (("invalid", b'{"a": '), ("nan", b'{"bm25": {"k1": NaN}}'), ("deep-100000", deep_json(100_000)),
-                        ("lone-surrogate", b'{"model": "\\ud800"}'), ("int-5000-digits", b'{"k": ' + b"9" * 5000 + b"}"),
+                        ("lone-surrogate", b'{"model": "\\ud800"}'),
+                        ("int-5000-digits", b'{"k": ' + b"9" * 5000 + b"}"),
                         ("list", b"[1, 2]"), ("invalid-utf8", b'{"a": "\xff"}'), ("bom", b'\xef\xbb\xbf{"a": 1}'),
                         ("duplicate-key", b'{"a": 1, "a": 2}')):
         # A leading BOM is ignored by every reader (documented): '{"a": 1}' is then a valid config.
@@ -1040,8 +1046,10 @@ def _manifest_cases() -> list[Case]:
             ("empty", "empty file", MANIFEST, Data(b""), MANIFEST),
             ("a-list", "wrong shape", MANIFEST, Data(b"- 1\n"), MANIFEST),
             ("invalid-yaml", "invalid YAML", MANIFEST, Patch(b"suite: battery", b"suite: [unclosed"), MANIFEST),
-            ("schema-9", "wrong version", MANIFEST, Patch(b"schema_version: '1.0'", b"schema_version: '9.0'"), MANIFEST),
-            ("schema-number", "wrong version", MANIFEST, Patch(b"schema_version: '1.0'", b"schema_version: 1.0"), MANIFEST),
+            ("schema-9", "wrong version", MANIFEST, Patch(b"schema_version: '1.0'", b"schema_version: '9.0'"),
+             MANIFEST),
+            ("schema-number", "wrong version", MANIFEST, Patch(b"schema_version: '1.0'", b"schema_version: 1.0"),
+             MANIFEST),
             ("run-is-number", "wrong shape", MANIFEST, Patch(b"\nrun:\n", b"\nrun: 5\nxrun:\n"), MANIFEST),
             ("queries-count-text", "wrong shape", MANIFEST, Patch(b"  count: 12\n  id: eval/queries",
                                                                    b"  count: twelve\n  id: eval/queries"), MANIFEST),
@@ -1109,7 +1117,8 @@ def _comment_cases() -> list[Case]:
         ("lone-surrogate-headline", "lone surrogates in JSON", Patch(b'"metric": "nDCG@10"', b'"metric": "\\udfff"')),
         ("nan-delta", "floats like 1e400 / nan / inf", Patch(b'"delta": {', b'"delta": {"mean": NaN, "x": ')),
         ("inf-delta", "floats like 1e400 / nan / inf", Patch(b'"delta": {', b'"delta": {"mean": 1e400, "x": ')),
-        ("int-5000-digits", "integers of thousands of digits", Patch(b'"query_count": ', b'"query_count": 9' + b"9" * 5000 + b', "x": ')),
+        ("int-5000-digits", "integers of thousands of digits",
+         Patch(b'"query_count": ', b'"query_count": 9' + b"9" * 5000 + b', "x": ')),
         ("verdict-string", "wrong shape", Patch(b'"verdict": {', b'"verdict": "pass", "x": {')),
         ("per-query-dict", "wrong shape", Patch(b'"per_query": [', b'"per_query": {}, "x": [')),
         ("delta-list", "wrong shape", Patch(b'"delta": {', b'"delta": [], "x": {')),
@@ -1149,7 +1158,8 @@ def _option_cases() -> list[Case]:
         opt(f"compare-metric-{metric.encode().hex()[:24]}", compare_with(metric=metric),
             Expect(names=None, contains=None), cat="absurd measure cutoffs / wrong measure names")
     for also in ("nDCG@0", "AP@99999999999999999999", "bogus", ",,,RR@0"):
-        opt(f"compare-also-{also.encode().hex()[:20]}", compare_with(also=also), cat="absurd measure cutoffs / wrong measure names")
+        opt(f"compare-also-{also.encode().hex()[:20]}", compare_with(also=also),
+            cat="absurd measure cutoffs / wrong measure names")
     for rel in ("-5", "99999999999999999999", "nan", "1.5"):
         opt(f"compare-rel-{rel}", compare_with(rel=rel))
     for samples in ("0", "-1", "99999999999999999999", "1e4", "nan"):
@@ -1193,7 +1203,8 @@ def _option_cases() -> list[Case]:
             opt(f"lift{flag}-{value}", lift + (flag, value))
     opt("lift-rel-99999999999999999999", lift + ("--rel", "99999999999999999999"))
     opt("lift-default-qrels-not-cached", ("lift", "--baseline", "runs/base.run", "--candidate", "runs/cand.run",
-                                          "--out", "liftout"), Expect(), cat="irds ids unknown or not cached", timeout=30)
+                                          "--out", "liftout"), Expect(), cat="irds ids unknown or not cached",
+        timeout=30)
     opt("lift-out-is-a-file", lift[:-1] + ("runs/base.run",), Expect(names="runs/base.run"))
     fact = ("factorial", "--factor", "m", "--qrels", "eval/qrels.txt", "--samples", "200")
     for name, cells in (
@@ -1209,7 +1220,8 @@ def _option_cases() -> list[Case]:
         argv = list(fact)
         for cell in cells:
             argv += ["--cell", cell]
-        exp = Expect(names="runs/none.run") if name == "cell-run-missing" else Expect(names="runs") if name == "cell-run-is-dir" else Expect()
+        exp = (Expect(names="runs/none.run") if name == "cell-run-missing"
+               else Expect(names="runs") if name == "cell-run-is-dir" else Expect())
         opt(f"factorial-{name}", argv, exp)
     opt("factorial-factor-twice", ("factorial", "--factor", "m", "--factor", "m", "--cell", "m=old=runs/base.run",
                                    "--cell", "m=new=runs/cand.run", "--qrels", "eval/qrels.txt"))
@@ -1227,7 +1239,8 @@ def _option_cases() -> list[Case]:
     opt("noise-from-runs-qrels-missing", noise + ("runs/base.run", "runs/cand.run", "--qrels", "eval/none.txt"),
         Expect(names="eval/none.txt"))
     opt("noise-from-runs-bad-metric", noise + ("runs/base.run", "runs/cand.run", "--qrels", "eval/qrels.txt",
-                                               "--metric", "nDCG@0"), cat="absurd measure cutoffs / wrong measure names")
+                                               "--metric", "nDCG@0"),
+        cat="absurd measure cutoffs / wrong measure names")
     opt("noise-out-is-dir", noise + ("runs/base.run", "runs/cand.run", "--qrels", "eval/qrels.txt", "--out", "runs"),
         Expect(names="runs"))
     for value in ("0", "-1", "1", "99999999999999999999"):
@@ -1244,7 +1257,8 @@ def _option_cases() -> list[Case]:
             opt(f"{cmd[0]}-runs-dir-{label}", cmd + ("--config", "gate-cmd.yml", "--runs-dir", where),
                 Expect(names=where), cat="--runs-dir that does not exist", setup=setup,
                 note="a command runner is configured: a --runs-dir that is not a folder must not be silently ignored")
-    opt("archive-run-file-no-run", ("archive",), Expect(names=None), note="run-file runner, no --run: nothing to archive")
+    opt("archive-run-file-no-run", ("archive",), Expect(names=None),
+        note="run-file runner, no --run: nothing to archive")
     opt("plan-runs-dir-missing", ("plan", "--runs-dir", "nowhere"), Expect(exits=(0,)), cat="control",
         note="plan names where runs WILL be written: a missing folder is normal", setup=ARCHIVE_SETUP)
     opt("run-candidate-run-missing", ("run", "--candidate-run", "runs/none.run"), Expect(names="runs/none.run"),
@@ -1342,14 +1356,14 @@ def _real_cases() -> list[Case]:
     base = "runs/trec-dl-2019-passage/official_nist/input.bm25base_p.gz"
     cand = str(DL19 / "official_nist" / "input.p_bert.gz")
     qrels = str(DL19 / "qrels" / "qrels.dl19-passage.txt")
-    topics = str(DL19 / "topics" / "topics.dl19-passage.txt")
     run_lines = 200_000
     argv_run = ("compare", "--baseline", "base.run", "--candidate", cand, "--qrels", qrels, "--samples", "200")
 
     def add(name, cat, argv, expect, files, **kw):
         cases.append(Case(f"realdata/{name}", cat, tuple(argv), expect, files=tuple(files), needs_realdata=True, **kw))
 
-    ops = [("flip-ff", "invalid UTF-8", None), ("nul", "NUL bytes", None), ("bom", "byte-order mark in the middle", None),
+    ops = [("flip-ff", "invalid UTF-8", None), ("nul", "NUL bytes", None),
+           ("bom", "byte-order mark in the middle", None),
            ("set-field:nan", "non-finite score", 4), ("set-field:1e400", "non-finite score", 4),
            ("set-field:Q1", "column 2 not Q0", 1), ("drop-field", "wrong column count", None),
            ("duplicate", "duplicates", None), ("splice-dup", "duplicates", None)]
@@ -1379,10 +1393,14 @@ def _real_cases() -> list[Case]:
         [("base.run.gz", Lazy(_real_gz_mutation, (base, "garbage", 0)))])
     # qrels
     qrel_rel = "runs/trec-dl-2019-passage/qrels/qrels.dl19-passage.txt"
-    argv_q = ("compare", "--baseline", str(REALDATA / base), "--candidate", cand, "--qrels", "q.txt", "--samples", "200")
-    for op, cat in (("set-field:1.5", "label not an integer"), ("set-field:99999999999999999999", "labels beyond int64"),
-                    ("set-field:" + "9" * 5000, "integers of thousands of digits"), ("drop-field", "wrong column count"),
-                    ("duplicate", "duplicates"), ("flip-ff", "invalid UTF-8"), ("bom", "byte-order mark in the middle")):
+    argv_q = ("compare", "--baseline", str(REALDATA / base), "--candidate", cand, "--qrels", "q.txt", "--samples",
+              "200")
+    for op, cat in (("set-field:1.5", "label not an integer"),
+                    ("set-field:99999999999999999999", "labels beyond int64"),
+                    ("set-field:" + "9" * 5000, "integers of thousands of digits"),
+                    ("drop-field", "wrong column count"),
+                    ("duplicate", "duplicates"), ("flip-ff", "invalid UTF-8"),
+                    ("bom", "byte-order mark in the middle")):
         for _ in range(3):
             n = rng.randrange(5, 9250)
             add(f"dl19-qrels-{op[:24]}-line{n}", cat, argv_q,
@@ -1714,11 +1732,12 @@ def _judge(o: Outcome, err: bytes, out: bytes, root: Path) -> None:
 
 
 class github_server:
-    """The fake GitHub of tests/github (127.0.0.1), with PR #7 whose head is HEAD_SHA; ``None`` url if unavailable."""
+    """The fake GitHub of tests/publishing/github (127.0.0.1), with PR #7 whose head is HEAD_SHA; ``None`` url if
+    unavailable."""
 
     def __enter__(self) -> str | None:
         try:
-            from tests.github.fake_github import FakeGitHub
+            from tests.publishing.github.fake_github import FakeGitHub
         except Exception:  # noqa: BLE001 - without it the comment cases report setup failures
             self.fake = None
             return None

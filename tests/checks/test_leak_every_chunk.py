@@ -75,6 +75,6 @@ def test_cranfield_query_172_names_all_three_documents(tmp_path):
                            "irds:cranfield"], env=env, capture_output=True, text=True, timeout=600)
     out = done.stdout
     assert done.returncode == 1, done.stderr
-    line = next(l for l in out.splitlines() if l.lstrip().startswith("172 "))
+    line = next(candidate for candidate in out.splitlines() if candidate.lstrip().startswith("172 "))
     assert "-> 320, 321, 322 (exact, 3 chunks)" in line
     assert "320 (1 match), 321 (1 match), 322 (1 match)" in out

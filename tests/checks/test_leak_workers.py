@@ -9,6 +9,7 @@ interrupted scan leaves no worker running; the workers get no token and never ru
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -198,8 +199,8 @@ def test_random_cases_through_the_workers_match_the_definition(monkeypatch, work
         queries, chunks, threshold, min_tokens, modes = random_case(rng)
         while "trigram-jaccard" not in modes or len(chunks) < 4:
             queries, chunks, threshold, min_tokens, modes = random_case(rng)
-        got = watchdog(lambda: L.find_leaks(queries, iter(chunks), modes=modes, threshold=threshold,
-                                            min_tokens=min_tokens, workers=2))
+        got = watchdog(functools.partial(L.find_leaks, queries, iter(chunks), modes=modes, threshold=threshold,
+                                         min_tokens=min_tokens, workers=2))
         assert as_table(got) == brute_force(queries, chunks, threshold, min_tokens, modes)
     assert workers["answers"] > 0 and all_ended(workers["procs"])
 

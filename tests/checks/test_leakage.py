@@ -73,7 +73,8 @@ def random_case(rng: random.Random):
     chunks = []
     for j in range(rng.randint(1, 15)):
         n = rng.randint(0, rng.choice([8, 40, 300]))
-        chunks.append(Chunk(f"d{j % 3}#{j}", rng.choice([None, "", f"d{j % 3}"]), " ".join(rng.choice(vocab) for _ in range(n))))
+        chunks.append(Chunk(f"d{j % 3}#{j}", rng.choice([None, "", f"d{j % 3}"]),
+                            " ".join(rng.choice(vocab) for _ in range(n))))
     threshold = rng.choice([0.5, 0.7, 0.85, 1.0])
     min_tokens = rng.choice([1, 2, 3])
     modes = rng.choice([("exact",), ("trigram-jaccard",), ("exact", "trigram-jaccard")])
@@ -93,7 +94,8 @@ CONFIGS = {
 @pytest.mark.parametrize("config", sorted(CONFIGS))
 def test_matches_brute_force_reference(config, monkeypatch):
     for name, value in CONFIGS[config].items():
-        target = leakage._TrigramFilter if name in ("LUT_LIMIT", "DENSE_LIMIT", "GROUP_TABLE", "PROBES", "QBITS_LIMIT") else leakage
+        target = leakage._TrigramFilter if name in ("LUT_LIMIT", "DENSE_LIMIT", "GROUP_TABLE", "PROBES",
+                                                    "QBITS_LIMIT") else leakage
         monkeypatch.setattr(target, name, value)
     rng = random.Random(f"leak-{config}")
     for _ in range(120):
@@ -241,11 +243,13 @@ def planted():
     # below threshold. (Merely reordering the words is NOT one: the trigram sets
     # differ only at word boundaries, and such copies score about 0.9.)
     para = {}
-    others = [q.query_id for q in queries if len(q.text.split()) >= 6 and q.query_id not in verbatim and q.query_id not in near]
+    others = [q.query_id for q in queries if len(q.text.split()) >= 6 and q.query_id not in verbatim
+              and q.query_id not in near]
     for k, qid in enumerate(others[:4]):
         toks = by_id[qid].text.split()
         if k % 2 == 0:
-            text = " ".join(t if i % 2 else "".join(rng.choice(SYLLABLES) for _ in range(3)) for i, t in enumerate(toks))
+            text = " ".join(t if i % 2 else "".join(rng.choice(SYLLABLES) for _ in range(3))
+                            for i, t in enumerate(toks))
         else:
             text = " ".join(toks[1:-1])
         index = 400 + 333 * k
@@ -371,7 +375,8 @@ def test_chunks_matched_best_chunk_and_ties():
 
 
 def test_matches_are_ordered_by_query_id_bytes_and_doc_id_falls_back_to_chunk_id():
-    queries = [Query("b", "alpha beta gamma"), Query("B", "alpha beta gamma"), Query("a10", "delta epsilon zeta"), Query("a9", "delta epsilon zeta")]
+    queries = [Query("b", "alpha beta gamma"), Query("B", "alpha beta gamma"), Query("a10", "delta epsilon zeta"),
+               Query("a9", "delta epsilon zeta")]
     chunks = [Chunk("faq/x#q1", None, "alpha beta gamma"), Chunk("faq/y#q2", "", "delta epsilon zeta")]
     result = find_leaks(queries, chunks)
     assert [m.query_id for m in result.matched] == ["B", "a10", "a9", "b"]
@@ -436,7 +441,8 @@ def test_empty_inputs():
 
 def test_unicode_queries():
     queries = [Query("de", "Größe der Datei ändern"), Query("ja", "日本語 の 検索 テスト")]
-    chunks = [Chunk("c1", "d", "Wie kann ich die GRÖSSE DER DATEI ÄNDERN?"), Chunk("c2", "d", "これは 日本語 の 検索 テスト です")]
+    chunks = [Chunk("c1", "d", "Wie kann ich die GRÖSSE DER DATEI ÄNDERN?"),
+              Chunk("c2", "d", "これは 日本語 の 検索 テスト です")]
     result = find_leaks(queries, chunks)
     assert {(m.query_id, m.chunk_id, m.mode) for m in result.matched} == {("de", "c1", "exact"), ("ja", "c2", "exact")}
 
@@ -538,5 +544,6 @@ def test_find_text_in_lines():
     ]
     result = find_text_in_lines(queries, lines)
     got = {(m.query_id, m.chunk_id, m.doc_id) for m in result.matched}
-    assert got == {("q1", "prompts/system.txt:3", "prompts/system.txt"), ("q2", "prompts/fewshot.md:12", "prompts/fewshot.md")}
+    assert got == {("q1", "prompts/system.txt:3", "prompts/system.txt"),
+                   ("q2", "prompts/fewshot.md:12", "prompts/fewshot.md")}
     assert result.modes == ("exact",)

@@ -32,7 +32,8 @@ class Chunk(NamedTuple):
 def cranfield():
     folder = need(REALDATA / "cranfield")
     queries = []
-    for number, block in enumerate(re.split(r"^\.I \d+\s*$", (folder / "cran.qry").read_text(), flags=re.M)[1:], start=1):
+    for number, block in enumerate(re.split(r"^\.I \d+\s*$", (folder / "cran.qry").read_text(), flags=re.M)[1:],
+                                   start=1):
         queries.append(Query(str(number), block.split(".W", 1)[1].strip()))
     docs = []
     for block in re.split(r"^(?=\.I \d+\s*$)", (folder / "cran.all.1400").read_text(), flags=re.M):
@@ -48,7 +49,8 @@ def cranfield():
 def vaswani():
     folder = need(REALDATA / "vaswani")
     text = (folder / "query-text.trec").read_text()
-    queries = [Query(n, t.strip()) for n, t in re.findall(r"<num>\s*(\d+)\s*</num>\s*<title>(.*?)</title>", text, flags=re.S)]
+    queries = [Query(n, t.strip())
+               for n, t in re.findall(r"<num>\s*(\d+)\s*</num>\s*<title>(.*?)</title>", text, flags=re.S)]
     text = (folder / "doc-text.trec").read_text()
     docs = [Chunk(n, n, t.strip()) for n, t in re.findall(r"<DOCNO>\s*(\d+)\s*</DOCNO>(.*?)</DOC>", text, flags=re.S)]
     assert len(queries) == 93 and len(docs) == 11429
@@ -57,7 +59,8 @@ def vaswani():
 
 def scifact():
     folder = need(REALDATA / "scifact")
-    with gzip.open(folder / "beir_test_qrels_topics" / "topics.beir-v1.0.0-scifact.test.tsv.gz", "rt", encoding="utf-8") as f:
+    with gzip.open(folder / "beir_test_qrels_topics" / "topics.beir-v1.0.0-scifact.test.tsv.gz", "rt",
+                   encoding="utf-8") as f:
         queries = [Query(*line.rstrip("\n").split("\t", 1)) for line in f if line.strip()]
 
     def docs():

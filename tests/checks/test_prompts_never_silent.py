@@ -16,7 +16,8 @@ from gate.checks.tuning import looks_tunable, tuning_check
 from gate.inputs.config import load_config
 from gate.inputs.readers.records import Qrels, Query
 from gate.inputs.retrieval_config import ABSENT
-from gate.pipeline.run import archive, run_gate
+from gate.pipeline.archive import archive
+from gate.pipeline.run import run_gate
 from gate.rendering import comment as rendering
 from gate.report.spine import Report
 from gate.verdict.rules import MIN_QUERIES, Findings, Policy, decide
@@ -76,11 +77,11 @@ def test_the_comment_groups_every_quote_per_query_with_counts_and_and_n_more(tmp
     assert prompts["count"] == 10 and prompts["by_query"][0] == {
         "kind": "query_text", "id": "q_0000", "count": 9, "files": 2, "first": "prompts/more.txt:1"}
     body = _comment(outcome.report)
-    line = next(l for l in body.splitlines() if l.startswith("  - query q"))
+    line = next(candidate for candidate in body.splitlines() if candidate.startswith("  - query q"))
     assert "9 times in 2 files" in line and line.endswith("and 4 more")
     assert "prompts/more.txt:1, prompts/shots.txt:1, prompts/shots.txt:2" in line
     assert "- **Prompts**: 3 prompt files scanned; the golden set is quoted in 10 places:" in body
-    groups = [l for l in body.splitlines() if l.startswith("  - query q")]  # each group a line of its own
+    groups = [group for group in body.splitlines() if group.startswith("  - query q")]  # each group a line of its own
     assert len(groups) == 2 and groups[1] == "  - query q\\_0001, once: prompts/other.txt:1"
     warning = next(r.message for r in outcome.verdict.reasons if r.message.startswith("prompt files quote"))
     assert warning.startswith("prompt files quote the golden set in 10 places: query q_0000 9 times "
@@ -118,7 +119,8 @@ def test_a_passage_with_newline_escapes_in_a_json_string_is_found(tmp_path):
 
 
 def test_a_json_string_quoting_a_query_with_an_escape_is_found(tmp_path):
-    (tmp_path / "p.jsonl").write_text(json.dumps({"messages": [{"role": "user", "content": QUERY.replace(" with", "\nwith")}]})
+    (tmp_path / "p.jsonl").write_text(json.dumps({"messages": [{"role": "user",
+                                                                "content": QUERY.replace(" with", "\nwith")}]})
                                       + "\n" + json.dumps({"messages": []}) + "\n")
     check = _scan(tmp_path, ["*.jsonl"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
     assert _where(check) == [("p.jsonl", 1, "q1")]
@@ -161,11 +163,13 @@ def test_numbers_that_happen_to_be_relevant_doc_ids_are_not_flagged_outside_an_i
 
 @pytest.mark.parametrize("name, text, expected", [
     ("doc.yaml", "doc: 6138\n", [("doc.yaml", 1, "6138")]),
-    ("doc.yaml", "examples:\n  - passage_id: 1729\n    docId: '6138'\n", [("doc.yaml", 2, "1729"), ("doc.yaml", 3, "6138")]),
+    ("doc.yaml", "examples:\n  - passage_id: 1729\n    docId: '6138'\n",
+     [("doc.yaml", 2, "1729"), ("doc.yaml", 3, "6138")]),
     ("doc.yaml", "relevant: [7067032, 7067034]\n", [("doc.yaml", 1, "7067032")]),  # 7067034 is judged, not relevant
     ("doc.yaml", "positives:\n  6138: first\n  1729: second\n", [("doc.yaml", 2, "6138"), ("doc.yaml", 3, "1729")]),
     ("ids.json", '{"pids": [6138, 1729]}', [("ids.json", 1, "1729"), ("ids.json", 1, "6138")]),
-    ("p.txt", "see https://example.org/passages/6138 and corpus/1729.txt\n", [("p.txt", 1, "1729"), ("p.txt", 1, "6138")]),
+    ("p.txt", "see https://example.org/passages/6138 and corpus/1729.txt\n",
+     [("p.txt", 1, "1729"), ("p.txt", 1, "6138")]),
     ("p.txt", "Answer from doc 6138. Also passage_id=1729, [pid: 7067032], docid:8000001\n",
      [("p.txt", 1, "1729"), ("p.txt", 1, "6138"), ("p.txt", 1, "7067032"), ("p.txt", 1, "8000001")]),
     ("p.txt", "relevant: 6138, 7067034, 1729\n", [("p.txt", 1, "1729"), ("p.txt", 1, "6138")]),
@@ -310,7 +314,7 @@ def _dl19():
     for line in (DL19 / "qrels" / "qrels.dl19-passage.txt").read_text().splitlines():
         qid, _, doc, label = line.split()
         judgments.setdefault(qid, {})[doc] = int(label)
-    queries = [Query(qid, text) for qid, text in (l.split("\t", 1) for l in topics.read_text().splitlines())
+    queries = [Query(qid, text) for qid, text in (line.split("\t", 1) for line in topics.read_text().splitlines())
                if qid in judgments]
     return queries, judgments
 
@@ -414,7 +418,7 @@ def test_a_long_file_is_scanned_in_segments_and_every_quote_found_at_its_line(tm
     (tmp_path / "long.txt").write_text("\n".join(lines) + "\n")
     check = _scan(tmp_path, ["long.txt"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
     got = [line for _, line, _ in _where(check)]
-    starts = [i + 1 for i, l in enumerate(lines) if l.startswith(("see ", "x "))]
+    starts = [i + 1 for i, line in enumerate(lines) if line.startswith(("see ", "x "))]
     assert got == starts and len(got) == len(expected)
     assert 7 * 400 > 10 * prompts.SEGMENT  # the file spans many segments
 
@@ -449,7 +453,7 @@ def test_checks_that_cannot_run_are_named_in_the_comment_as_warnings_or_under_st
     body = _comment(outcome.report)
     for words in named:
         assert any(w.startswith(words) for w in warned), words
-        assert any(l.startswith("- ⚠️ ") and words in l.replace("\\", "") for l in body.splitlines()), words
+        assert any(line.startswith("- ⚠️ ") and words in line.replace("\\", "") for line in body.splitlines()), words
 
     path.write_text(path.read_text() + "policy: {strict_validity: true}\n")
     strict = run_gate(load_config(path), progress=_silent)
@@ -459,7 +463,7 @@ def test_checks_that_cannot_run_are_named_in_the_comment_as_warnings_or_under_st
     body = _comment(strict.report)
     assert body.startswith("### ❌ fail")
     for words in named:
-        assert any(l.startswith("- ❌ ") and words in l.replace("\\", "") for l in body.splitlines()), words
+        assert any(line.startswith("- ❌ ") and words in line.replace("\\", "") for line in body.splitlines()), words
 
 
 def test_dl19_three_held_out_queries_decide_nothing_where_all_43_decide():
@@ -548,7 +552,7 @@ def test_queries_too_short_to_attribute_are_counted_and_named_in_the_comment(tmp
                   {"q1": {"d1": 1}})
     data = check.to_dict()
     assert data["too_short"] == ["1106007"] and data["too_short_count"] == 1 and data["min_tokens"] == 3
-    from tests.test_comment_render import full_report
+    from tests.rendering.test_comment_render import full_report
 
     report = full_report()
     report["prompts"] = data
@@ -649,7 +653,7 @@ def test_a_file_that_cannot_be_read_says_why(tmp_path, monkeypatch):
 
 
 def test_reports_written_under_out_are_not_prompts_on_the_next_run(tmp_path):
-    from gate.pipeline.run import RunOptions
+    from gate.pipeline.stack import RunOptions
 
     path = _world(tmp_path, leak_in_new=True, extra_config="prompts: ['**/*.json', '**/*.md']\n")
     archive(load_config(path), progress=_silent)

@@ -145,7 +145,8 @@ def test_compare_on_dl19_tells_rank_scores_from_minus_rank_scores(tmp_path, caps
     scores = json.loads((tmp_path / "out" / "report.json").read_text())["run_scores"]
     assert scores["baseline"]["minus_rank"] == 43 and scores["baseline"]["warning"] is None
     assert scores["candidate"]["rank_as_score"] == 43
-    assert "scores each document with its rank (1, 2, 3 ...) in 43 of 43 judged queries" in scores["candidate"]["warning"]
+    warning = scores["candidate"]["warning"]
+    assert "scores each document with its rank (1, 2, 3 ...) in 43 of 43 judged queries" in warning
 
 
 def test_run_on_dl19_says_it_in_the_reasons_the_report_and_the_comment(tmp_path, capsys, monkeypatch):

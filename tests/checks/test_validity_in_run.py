@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from gate.inputs.config import load_config
-from gate.pipeline.run import archive, run_gate
+from gate.pipeline.archive import archive
+from gate.pipeline.run import run_gate
 from tests.support.small_world import small_world as _world
 
 

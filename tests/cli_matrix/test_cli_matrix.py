@@ -212,7 +212,8 @@ def run_case(case: Case, ctx: dict[str, Any], env: dict[str, str] | None = None)
         try:
             ctx["_stdout_json"] = json.loads(result.out)
         except json.JSONDecodeError as error:
-            raise AssertionError(f"--format json stdout is not JSON ({error})" + info + "\n" + result.out[:500])
+            message = f"--format json stdout is not JSON ({error})" + info + "\n" + result.out[:500]
+            raise AssertionError(message) from error
     for rel, kind in case.files.items():
         path = Path(rel.format(**ctx))
         if not path.is_absolute():
@@ -911,7 +912,7 @@ COMMENT_CASES = [
 
 @pytest.mark.parametrize("case", [c.param() for c in COMMENT_CASES])
 def test_comment(case, saved_reports, tmp_path):
-    from tests.github.fake_github import FakeGitHub
+    from tests.publishing.github.fake_github import FakeGitHub
 
     with FakeGitHub(token=TOKEN) as fake:
         fake.add_pull(5, HEAD_SHA, files=["retrieval/config.yml"])
@@ -928,7 +929,7 @@ def test_comment(case, saved_reports, tmp_path):
 
 
 def test_comment_update_twice_keeps_one_comment_and_new_adds_one(saved_reports, tmp_path):
-    from tests.github.fake_github import FakeGitHub
+    from tests.publishing.github.fake_github import FakeGitHub
 
     with FakeGitHub(token=TOKEN) as fake:
         fake.add_pull(5, HEAD_SHA, files=["retrieval/config.yml"])
@@ -952,7 +953,7 @@ def test_comment_update_twice_keeps_one_comment_and_new_adds_one(saved_reports, 
 ])
 def test_comment_failures_of_the_world_are_one_line_and_a_documented_code(problem, code, said, saved_reports,
                                                                           tmp_path):
-    from tests.github.fake_github import FakeGitHub
+    from tests.publishing.github.fake_github import FakeGitHub
 
     with FakeGitHub(token=TOKEN) as fake:
         fake.add_pull(5, HEAD_SHA, files=["retrieval/config.yml"])

@@ -13,7 +13,7 @@ Two builders:
   ``noise --from-runs`` and ``factorial``.
 * :func:`build_repo` - a git repository with ``.retrieval-gate.yml``, a
   retrieval config, a corpus per ingestion parser, a ``command`` runner
-  (tests/runners/overlap_runner.py), an archived baseline on the base commit
+  (tests/support/runners/overlap_runner.py), an archived baseline on the base commit
   and a PR commit changing the retrieval config - for ``archive``, ``replay``,
   ``plan``, ``run``, ``noise --repeats``. A second config in the same
   repository uses ``runner.type: run-file``.
@@ -29,7 +29,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-RUNNER = Path(__file__).resolve().parents[1] / "runners" / "overlap_runner.py"
+RUNNER = Path(__file__).resolve().parents[1] / "support" / "runners" / "overlap_runner.py"
 
 STRATA = ("navigational", "error_string", "entity_attribute", "migration", "how_to", "tail")
 SHARES = {"navigational": 0.22, "error_string": 0.18, "entity_attribute": 0.15, "migration": 0.06,
@@ -143,7 +143,8 @@ def build_files(root: Path, seed: int = 11, n_run_queries: int = 160, judge_ever
         root=root, qrels=root / "qrels.txt", qrels3=root / "qrels-3col.txt", queries_tsv=root / "topics.tsv",
         queries_jsonl=root / "golden.jsonl", strata_yml=root / "shares.yml", strata_block_yml=root / "strata.yml",
         strata_tsv=root / "strata.tsv", queries_judged=root / "golden-judged.jsonl",
-        qrels_wrong=root / "qrels-other-collection.txt", corpus=root / "corpus.jsonl", corpus_leaky=root / "corpus-leaky.jsonl",
+        qrels_wrong=root / "qrels-other-collection.txt", corpus=root / "corpus.jsonl",
+        corpus_leaky=root / "corpus-leaky.jsonl",
         corpus_tsv=root / "corpus.tsv", baseline=root / "baseline.run", candidate=root / "candidate.run.gz",
         candidate_plain=root / "candidate.run", noise_runs=[], cells={}, cell_missing=root / "cell-new-new-missing.run",
         run_ids=run_ids, judged_ids=[_qid(i) for i in judged], own={_qid(i): own[i] for i in own},
@@ -254,7 +255,7 @@ def _produce(root: Path, retrieval_text: str, corpus: Path, queries: Path, out: 
 def build_repo(root: Path, files: Files) -> Repo:
     """A repository whose base commit has an archived baseline and whose HEAD is a PR."""
     from gate.inputs.config import load_config
-    from gate.pipeline.run import archive
+    from gate.pipeline.archive import archive
 
     root.mkdir(parents=True, exist_ok=True)
     (root / "eval").mkdir(exist_ok=True)

@@ -23,7 +23,7 @@ import pytest
 
 from gate.common import fixed_order as F
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _dispatched(*names: str) -> str:
@@ -209,7 +209,8 @@ def test_the_sweeps_resampled_estimates_are_the_same_under_every_kernel():
     # `counts @ values.T` through BLAS moved the sweep's optimism interval in the last bits.
     code = ("import numpy as np, hashlib; from gate.statistics.sweep import choice_bootstrap; "
             "rng = np.random.default_rng(2); v = rng.random((6, 300)); fold = np.arange(300) % 5; "
-            "cv, mx = choice_bootstrap(v, fold, 5, 400, 7); print(hashlib.sha1(cv.tobytes() + mx.tobytes()).hexdigest())")
+            "cv, mx = choice_bootstrap(v, fold, 5, 400, 7); "
+            "print(hashlib.sha1(cv.tobytes() + mx.tobytes()).hexdigest())")
     here = _in_machine({}, code)
     for name, env in MACHINES.items():
         assert _in_machine(env, code) == here, name

@@ -38,7 +38,7 @@ def image() -> str:
 
 @pytest.fixture()
 def github():
-    from tests.github.fake_github import FakeGitHub
+    from tests.publishing.github.fake_github import FakeGitHub
 
     with FakeGitHub(token=TOKEN) as fake:
         yield fake

@@ -92,7 +92,8 @@ class LocalRegistry:
         config = self._folder / "config.yml"
         config.write_text("version: 0.1\n"
                           "log: {level: warn, accesslog: {disabled: true}}\n"
-                          f"storage: {{filesystem: {{rootdirectory: {self._folder / 'blobs'}}}, delete: {{enabled: true}}}}\n"
+                          f"storage: {{filesystem: {{rootdirectory: {self._folder / 'blobs'}}}, "
+                          "delete: {enabled: true}}\n"
                           f"http: {{addr: '{self.host}'}}\n")
         logfile = open(self._folder / "registry.log", "wb")
         self._process = subprocess.Popen([self.binary, "serve", str(config)], stdout=logfile,

@@ -19,7 +19,7 @@ from tests.container.conftest import TOKEN
 from tests.container.github_runner import ID_TOKEN, RUNTIME_TOKEN, Runner, owners
 from tests.container.team_repo import BAD, GOOD, TeamRepo, git
 from tests.container.workflows import comment_job, gate_job_steps
-from tests.github.payloads import pull_request_event
+from tests.publishing.github.payloads import pull_request_event
 
 
 def _pr_event(repo: TeamRepo, pr, github) -> dict:
@@ -194,7 +194,7 @@ def test_two_concurrent_runs_leave_exactly_one_current_comment(world, tmp_path):
     runner (its own workspace), racing on the API only, as on GitHub."""
     import threading
 
-    from tests.github.client_markers import current_comments
+    from tests.publishing.github.client_markers import current_comments
 
     repo, _, image, github, remote = world
     pr = repo.pull_request(12, {"retrieval.yml": GOOD})
@@ -291,14 +291,15 @@ def test_a_depth_1_checkout_fetches_its_base_and_is_judged_against_it(world):
 
 
 def test_a_comment_deleted_between_list_and_edit_is_posted_anew(world):
-    from tests.github.client_markers import current_comments
+    from tests.publishing.github.client_markers import current_comments
 
     repo, runner, image, github, remote = world
     url = remote.url(f"{repo.name}.git")
     pr = repo.pull_request(16, {"retrieval.yml": GOOD})
     github.add_pull(16, pr.head, files=pr.files, base_sha=pr.base)
     event = _pr_event(repo, pr, github)
-    gate_job_steps(runner, image, url, event, "pull_request", github, merge_sha=pr.merge, inputs={"comment-mode": "update"})
+    gate_job_steps(runner, image, url, event, "pull_request", github, merge_sha=pr.merge,
+                   inputs={"comment-mode": "update"})
     assert len(github.comments(16)) == 1
     github.script_error("/repos/{owner}/{repo}/issues/comments/{comment_id}", 404, method="PATCH", times=1)
     steps = gate_job_steps(runner, image, url, event, "pull_request", github, merge_sha=pr.merge,

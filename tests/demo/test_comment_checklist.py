@@ -37,7 +37,7 @@ def test_the_headline_the_table_and_the_report_give_the_same_delta(demo):
     delta = report["delta"]
     expected = f"{report['metric']} {signed(delta['mean'])} [{signed(delta['ci_low'])}, {signed(delta['ci_high'])}]"
     assert expected in _plain(lines[0])
-    row = next(l for l in lines if l.startswith(f"| **{report['metric']}** |"))
+    row = next(line for line in lines if line.startswith(f"| **{report['metric']}** |"))
     cells = [c.strip() for c in _plain(row).strip("|").split("|")]
     assert cells[3:5] == [signed(delta["mean"]), f"[{signed(delta['ci_low'])}, {signed(delta['ci_high'])}]"]
     assert cells[1:3] == [f"{report['baseline']['mean']:.3f}", f"{report['candidate']['mean']:.3f}"]
@@ -47,7 +47,7 @@ def test_the_reasons_listed_are_the_verdicts_and_agree_with_it(demo):
     verdict = demo.report["verdict"]
     # A finding in the change's favour inside a verdict that is not a pass ("no regression shown"
     # under a fail) is a plain bullet, not a check mark.
-    bullets = [l for l in demo.comment.splitlines() if re.match(r"- (❌|✅|⚠️|☑️|•) ", l)]
+    bullets = [line for line in demo.comment.splitlines() if re.match(r"- (❌|✅|⚠️|☑️|•) ", line)]
     assert [_plain(b.split(" ", 2)[2]) for b in bullets] == [r["message"] for r in verdict["reasons"]]
     failing = [b for b in bullets if b.startswith("- ❌")]
     assert (verdict["kind"] == "fail") == bool(failing)

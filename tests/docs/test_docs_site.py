@@ -4,6 +4,7 @@ resolve, placeholders are marked as such, and ``mkdocs build --strict`` passes."
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import re
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 README = (REPO / "README.md").read_text(encoding="utf-8")
 PAGES = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md"))
@@ -88,8 +89,10 @@ def test_the_decision_battery_writer_finds_its_markers_in_its_page():
     docs/benchmarks.md; writing back the summary that is there gives the page unchanged."""
     source = (REPO / "benchmarks" / "bench_decision.py").read_text(encoding="utf-8")
     assert 'SUMMARY_PAGE = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"' in source
-    start = re.search(r'^SUMMARY_START = "(.*)"$', source, re.M).group(1)
-    end = re.search(r'^SUMMARY_END = "(.*)"$', source, re.M).group(1)
+    markers = {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(source).body
+               if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+               and node.targets[0].id in ("SUMMARY_START", "SUMMARY_END")}
+    start, end = markers["SUMMARY_START"], markers["SUMMARY_END"]
     text = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
     assert text.count(start) == 1 and text.count(end) == 1
     before, rest = text.split(start, 1)

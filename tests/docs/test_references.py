@@ -1,7 +1,7 @@
 """What users read about the commands and the config cannot drift from what the code does.
 
 The docs site's command reference (docs/commands.md) and config table (docs/configuration.md)
-are generated (gate.rendering.command_reference, with gate.inputs.config_reference); these tests
+are generated (tools.command_reference, with gate.inputs.config_reference); these tests
 fail when an option or a config key lacks documentation, when a page holds anything but the
 generated text, and when the environment a command or the Action reads is not the environment
 the docs (docs/action.md) and ``--help`` list. The example outputs the docs show are run again.
@@ -19,9 +19,9 @@ import pytest
 from gate import cli
 from gate.common.generated import replaced, section
 from gate.inputs import config_reference
-from gate.rendering.command_reference import END, PAGES, START, reference, undocumented, write
+from tools.command_reference import END, PAGES, START, reference, undocumented, write
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 
 
@@ -32,7 +32,7 @@ def page(name: str) -> str:
 
 COMMANDS = page("commands.md")  # the generated command reference
 CONFIGURATION = page("configuration.md")  # the generated config table
-WRITE = "run: python -m gate.rendering.command_reference --write"
+WRITE = "run: python tools/command_reference.py --write"
 
 
 def test_every_option_of_every_command_has_help_that_gives_its_default():
@@ -99,7 +99,7 @@ def test_write_puts_each_section_where_its_markers_are_and_refuses_a_section_no_
 
 
 def test_the_reference_escapes_angle_brackets_outside_code_spans():
-    from gate.rendering.command_reference import _cell
+    from tools.command_reference import _cell
 
     assert _cell("a BEIR folder or irds:<id>") == "a BEIR folder or irds:&lt;id&gt;"
     assert _cell("`irds:<id>` or a|b") == "`irds:<id>` or a\\|b"
@@ -166,7 +166,8 @@ def test_the_docs_sweep_example_is_what_sweep_prints_on_trec_dl_2019(capsys, mon
     from tests.shared_data import REALDATA, need
 
     folder = need(REALDATA / "runs" / "trec-dl-2019-passage")
-    block = page("sweep.md").split("$ retrieval-gate sweep --cell base=input.bm25base_p.gz", 1)[1].split("\n...\n", 1)[0]
+    command = "$ retrieval-gate sweep --cell base=input.bm25base_p.gz"
+    block = page("sweep.md").split(command, 1)[1].split("\n...\n", 1)[0]
     shown = block.splitlines()[3:]  # after the command's three lines
     monkeypatch.chdir(folder / "official_nist")
     cells = [f"{name}=input.{run}.gz" for name, run in (("base", "bm25base_p"), ("base+rm3", "bm25base_rm3_p"),

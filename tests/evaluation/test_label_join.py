@@ -46,7 +46,7 @@ def _case(seed: int, alphabet: str = "abcdé7\u4e2d", queries: int = 40, depth: 
         judgments[qid] = {str(d): int(rng.integers(-1, 4)) for d in chosen}
     judgments["not-in-run"] = {"x": 1}
     docs, lens = [], []
-    for qid in qids:
+    for _qid in qids:
         n = int(rng.integers(0, depth + 1))
         picked = rng.choice(space, size=min(n, len(space)), replace=False)
         docs.extend(str(d) for d in picked)

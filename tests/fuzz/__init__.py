@@ -16,7 +16,7 @@ on every shrink step); it stops at the first failing example of a test.
 
 The profiles are applied per test with :data:`FUZZ` (``@FUZZ``) rather than
 ``settings.load_profile``: loading a profile is global and would change the
-settings of the other hypothesis tests in the session (tests/stats).
+settings of the other hypothesis tests in the session (tests/statistics).
 """
 
 from __future__ import annotations

@@ -255,7 +255,8 @@ ids = st.one_of(_NUMERIC_ID, _ASCII_ID, _UNICODE_ID)
 UNICODE_SPACES = ["\xa0", "\u2028", "\u2029", "\u3000", "\u2003", "\u202f", "\x85", "\u1680"]
 
 # Free text: anything printable-ish without newlines (tabs allowed where the format allows).
-_TEXT_CHARS = st.characters(blacklist_categories=("Cs", "Cc", "Co", "Cn"), blacklist_characters="\n\r\x85\u2028\u2029\ufeff")
+_TEXT_CHARS = st.characters(blacklist_categories=("Cs", "Cc", "Co", "Cn"),
+                            blacklist_characters="\n\r\x85\u2028\u2029\ufeff")
 
 
 def free_text(min_size: int = 1, max_size: int = 24) -> st.SearchStrategy[str]:
@@ -557,9 +558,9 @@ def query_models(draw, jsonl: bool, max_size: int = 8) -> tuple[QueryModel, ...]
         text = draw(free_text()).strip()
         if jsonl:
             stratum = draw(st.one_of(st.none(), ids))
-            md = draw(st.dictionaries(st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=5).filter(lambda k: k not in ("text", "stratum", "metadata",
-                                                                                     "query_id", "_id", "qid")),
-                                      _METADATA_VALUES, max_size=2))
+            keys = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=5).filter(
+                lambda k: k not in ("text", "stratum", "metadata", "query_id", "_id", "qid"))
+            md = draw(st.dictionaries(keys, _METADATA_VALUES, max_size=2))
             out.append(QueryModel(q, text, stratum, tuple(md.items())))
         else:
             out.append(QueryModel(q, text, None, ()))
@@ -866,7 +867,8 @@ def nest_dotted(values: dict[str, Any]) -> dict[str, Any]:
 # =========================================================================== retrieval config
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(1 << 63), (1 << 63) - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none() | st.booleans() | st.integers(-(1 << 63), (1 << 63) - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
     max_leaves=12,

@@ -212,7 +212,7 @@ def check_config(data: bytes, folder: Path, via_text: bool = False):
     try:
         again.write_text(config_to_yaml(nest_dotted(config.as_dotted())), encoding="utf-8")
     except Exception as exc:  # noqa: BLE001
-        raise AssertionError(f"the loaded config cannot be written back as YAML: {type(exc).__name__}: {exc}")
+        raise AssertionError(f"the loaded config cannot be written back as YAML: {type(exc).__name__}: {exc}") from exc
     back = outcome_of(lambda: load_config(again))
     assert back.crash is None and back.error is None and not back.hang, (
         f"written-back config does not read: {back.error or back.crash}")
@@ -318,11 +318,13 @@ def check_retrieval(data: bytes, folder: Path, suffix: str):
         return out
     rc: RetrievalConfig = out.value
     sha = outcome_of(lambda: rc.sha256)
-    assert sha.violation(len(data)) is None and sha.error is None, f"fingerprint of a loaded config: {sha.violation(len(data)) or sha.error}"
+    assert sha.violation(len(data)) is None and sha.error is None, \
+        f"fingerprint of a loaded config: {sha.violation(len(data)) or sha.error}"
     try:
         text = rc.to_text()
     except Exception as exc:  # noqa: BLE001
-        raise AssertionError(f"RetrievalConfig.to_text() failed on a loaded config: {type(exc).__name__}: {exc}")
+        raise AssertionError(f"RetrievalConfig.to_text() failed on a loaded config: {type(exc).__name__}: {exc}") \
+            from exc
     again = folder / f"again{suffix}"
     again.write_text(text, encoding="utf-8")
     back = outcome_of(lambda: load_retrieval_config(again))
@@ -383,7 +385,8 @@ def test_retrieval_config_fingerprint_is_deterministic_for_sets(tmp_path):
 
     path = tmp_path / "r.yml"
     path.write_text("a: !!set {alpha, beta, gamma, delta, epsilon}\n")
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from gate.inputs.retrieval_config import load_retrieval_config;"
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from gate.inputs.retrieval_config import load_retrieval_config;"
             "print(load_retrieval_config(sys.argv[2]).sha256)")
     repo = str(Path(__file__).resolve().parents[2])
     shas = set()
@@ -450,7 +453,7 @@ def check_manifest(data: bytes, folder: Path):
         d = manifest.to_dict()
         buffer = config_to_yaml(d)
     except Exception as exc:  # noqa: BLE001
-        raise AssertionError(f"a loaded manifest cannot be written back: {type(exc).__name__}: {exc}")
+        raise AssertionError(f"a loaded manifest cannot be written back: {type(exc).__name__}: {exc}") from exc
     again = folder / "b" / "again.yml"
     again.write_text(buffer, encoding="utf-8")
     back = outcome_of(lambda: load_manifest(again))
@@ -498,7 +501,8 @@ KNOWN_MANIFESTS = {
     "count-not-int": lambda b: b.replace(b"count: 2", b"count: many"),
     "count-list": lambda b: b.replace(b"count: 2", b"count: [1]"),
     "config-file-int": lambda b: b.replace(b"file: config-", b"file: 7\n    x: config-", 1),
-    "config-file-is-manifest": lambda b: __import__("re").sub(rb"file: config-[0-9a-f]+\.json", b"file: manifest.yml", b),
+    "config-file-is-manifest":
+        lambda b: __import__("re").sub(rb"file: config-[0-9a-f]+\.json", b"file: manifest.yml", b),
     "measures-int": lambda b: b.replace(b"measures:", b"measures: 5\nold_measures:"),
     "rel-text": lambda b: b.replace(b"rel: 1", b"rel: one"),
     "deep": lambda b: b + b"deep: " + b"[" * 3000 + b"]" * 3000 + b"\n",

@@ -69,7 +69,8 @@ def mutate(rng: random.Random, data: bytes, gzipped: bool) -> tuple[str, bytes]:
         cut = rng.randrange(10, len(z) - 1)
         return f"gzip cut at {cut}/{len(z)}", z[:cut]
     if kind == "gzip_garbage":
-        junk = rng.choice([b"x", b"garbage\n", b"\x1f\x8b", b"\x1f\x8b\x08\x00", bytes(rng.randrange(256) for _ in range(17))])
+        junk = rng.choice([b"x", b"garbage\n", b"\x1f\x8b", b"\x1f\x8b\x08\x00",
+                           bytes(rng.randrange(256) for _ in range(17))])
         return f"gzip + {junk[:8]!r}", z + junk
     if kind == "gzip_flip":
         b = bytearray(z)
@@ -208,10 +209,11 @@ def test_truncated_gzip_of_a_real_run_at_many_cuts(tmp_path):
     for cut in sorted(rng.sample(range(10, len(z) - 1), 25)) + [len(z) - 1, len(z) - 4, len(z) - 8]:
         path = tmp_path / "run.txt.gz"
         path.write_bytes(z[:cut])
-        out = outcome_of(lambda: read_run(path))
+        out = outcome_of(lambda path=path: read_run(path))
         assert out.violation(len(base)) is None, out.violation(len(base))
         rows = base.count(b"\n")
-        assert out.error is not None, f"gzip cut at {cut}/{len(z)} parsed to {len(out.value)} rows of {rows}: dropped silently"
+        assert out.error is not None, \
+            f"gzip cut at {cut}/{len(z)} parsed to {len(out.value)} rows of {rows}: dropped silently"
         check_error(out.error, path)
 
 
@@ -247,7 +249,8 @@ def test_mutated_scifact_beir_folder(tmp_path):
             f.write_bytes(originals[f])
         target.write_bytes(mutant)
         out = outcome_of(lambda: read_beir(folder))
-        assert out.violation(len(mutant) + len(decompress_prefix(mutant))) is None, f"'{desc}' on {target.name}: {out.violation(len(mutant))}"
+        assert out.violation(len(mutant) + len(decompress_prefix(mutant))) is None, \
+            f"'{desc}' on {target.name}: {out.violation(len(mutant))}"
         if out.error is not None:
             check_error(out.error, files)
             assert out.error.path == str(target), f"'{desc}' on {target.name}: error names {out.error.path}"

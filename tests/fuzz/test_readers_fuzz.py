@@ -500,13 +500,15 @@ def test_beir_folder(tmp_path, files, mutate, data):
         assert mutate != "none", f"rejected a well-formed BEIR folder: {out.error}"
         return
     beir = out.value
-    if is_gzip(qfile) and strict_decompress(qfile) is None or is_gzip(qrels_file) and strict_decompress(qrels_file) is None:
+    if (is_gzip(qfile) and strict_decompress(qfile) is None
+            or is_gzip(qrels_file) and strict_decompress(qrels_file) is None):
         raise AssertionError("read_beir parsed a corrupt gzip member file: data silently dropped")
     again = tmp_path / "again"
     qrels_text = ("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{r}\n" for q, d, r in beir.qrels)).encode()
     _write_beir(again, queries_to_text(beir.queries, True), qrels_text, None)
     back = outcome_of(lambda: read_beir(again))
-    assert back.error is None and back.crash is None, f"written-back BEIR folder does not read: {back.error or back.crash}"
+    assert back.error is None and back.crash is None, \
+        f"written-back BEIR folder does not read: {back.error or back.crash}"
     assert queries_summary(back.value.queries) == queries_summary(beir.queries)
     assert qrels_summary(back.value.qrels) == qrels_summary(beir.qrels)
 

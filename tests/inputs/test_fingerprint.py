@@ -29,7 +29,8 @@ def test_queries_fingerprint_ignores_order_and_whitespace(tmp_path):
 def test_config_diff_lists_dotted_paths_and_canonical_sha_ignores_key_order():
     old = parse_retrieval_config("embedding:\n  model: a\n  dim: 384\nfusion: {k: 60}\n", "old")
     same = parse_retrieval_config("fusion: {k: 60}\nembedding:\n  dim: 384\n  model: a\n", "same")
-    new = parse_retrieval_config("embedding:\n  model: b\n  dim: 384\ningestion: {parser: v2}\nfusion: {k: 60}\n", "new")
+    new = parse_retrieval_config("embedding:\n  model: b\n  dim: 384\ningestion: {parser: v2}\nfusion: {k: 60}\n",
+                                 "new")
     assert old.sha256 == same.sha256
     assert [(c.path, c.old, c.new) for c in config_diff(old, new)] == [
         ("embedding.model", "a", "b"),

@@ -14,7 +14,7 @@ from gate.common.errors import InputError
 from gate.inputs.config import load_config
 from gate.inputs.fingerprint import corpus_fingerprint
 from gate.inputs.readers.corpus import is_file_tree, iter_corpus
-from gate.pipeline.run import archive
+from gate.pipeline.archive import archive
 from tests.support.small_world import small_world
 
 
@@ -34,7 +34,8 @@ def test_run_with_a_folder_corpus_finds_the_leak_in_the_new_folder(tmp_path, cap
     path = small_world(tmp_path, leak_in_new=True)
     for version in ("v1", "v2"):
         _as_folder(tmp_path / f"corpus-{version}.jsonl")
-    path.write_text(path.read_text().replace("corpus: corpus-{ingestion.parser}.jsonl", "corpus: corpus-{ingestion.parser}"))
+    path.write_text(path.read_text().replace("corpus: corpus-{ingestion.parser}.jsonl",
+                                             "corpus: corpus-{ingestion.parser}"))
     assert is_file_tree(tmp_path / "corpus-v2")
     archive(load_config(path), progress=lambda m: None)
     (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v2}\nboost: 1.0\n")

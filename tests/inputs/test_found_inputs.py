@@ -41,7 +41,7 @@ from gate.inputs.readers.records import Qrels, QuerySet, Run
 from gate.inputs.readers.runs import read_run
 from gate.inputs.readers.textlines import binary_format, read_text_file
 from gate.inputs.universe import require_overlap
-from gate.pipeline.run import archive
+from gate.pipeline.archive import archive
 from tests.shared_data import REALDATA, need
 from tests.support.small_world import small_world
 
@@ -126,6 +126,8 @@ def test_a_message_about_a_yardstick_file_names_the_path_the_config_wrote(tmp_pa
     repo = tmp_path / "repo"
     config = _tuned_world(repo, "q_0000\nq_0001 q_0002\n")
     base = _git(repo, "rev-parse", "HEAD")
+    # A change the gate judges (one that touches no watched file is skipped before any file is read).
+    (repo / "retrieval.yml").write_text("ingestion: {parser: v1}\nboost: 1.5\n")
     assert main(["run", "--config", str(config), "--base", "HEAD", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     line = err.strip().splitlines()[-1]  # after the progress lines
@@ -170,7 +172,8 @@ def _forms(text: str) -> dict[str, tuple[bytes, str]]:
     data = text.encode()
     return {
         "utf16-le": (text.encode("utf-16"), "is UTF-16 text (byte-order mark FF FE): save it as UTF-8"),
-        "utf16-be": (b"\xfe\xff" + text.encode("utf-16-be"), "is UTF-16 text (byte-order mark FE FF): save it as UTF-8"),
+        "utf16-be": (b"\xfe\xff" + text.encode("utf-16-be"),
+                     "is UTF-16 text (byte-order mark FE FF): save it as UTF-8"),
         "utf16-no-mark": (text.encode("utf-16-le"), "is UTF-16 text (little-endian, no byte-order mark)"),
         "utf32": (text.encode("utf-32"), "is UTF-32 text (byte-order mark FF FE 00 00)"),
         "zip": (_zip("x.txt", data), "is a ZIP archive"),
@@ -195,7 +198,8 @@ def test_a_file_in_another_format_is_named_by_every_reader(tmp_path, reader, for
     path.write_bytes(data)
     message = _error(read, str(path))
     assert message.startswith(f"{path}: {said}"), message
-    assert "control character" not in message and message.endswith("the gate reads UTF-8 text, plain or gzip-compressed")
+    assert "control character" not in message
+    assert message.endswith("the gate reads UTF-8 text, plain or gzip-compressed")
 
 
 def test_a_corpus_in_another_format_is_named(tmp_path, capsys):
@@ -203,7 +207,8 @@ def test_a_corpus_in_another_format_is_named(tmp_path, capsys):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_bytes('{"id": "d1", "text": "a gate"}\n'.encode("utf-16"))
     assert main(["leakcheck", "--queries", str(tmp_path / "q.tsv"), "--corpus", str(corpus)]) == 2
-    assert capsys.readouterr().err.startswith(f"retrieval-gate: error: {corpus}: is UTF-16 text (byte-order mark FF FE)")
+    assert capsys.readouterr().err.startswith(
+        f"retrieval-gate: error: {corpus}: is UTF-16 text (byte-order mark FF FE)")
 
 
 def test_a_config_in_another_format_is_named(tmp_path):
@@ -275,7 +280,8 @@ def test_a_file_whose_name_holds_a_hash_is_still_a_file(tmp_path):
     (tmp_path / "qrels#split=dev").write_text(QRELS)
     assert len(load_qrels(str(tmp_path / "qrels#split=dev"))) == 3
     (tmp_path / "qrels.txt").write_text(QRELS)
-    assert "picks qrels/<split>.tsv of a BEIR folder, and this is a file" in _error(load_qrels, str(tmp_path / "qrels.txt"), "dev")
+    assert "picks qrels/<split>.tsv of a BEIR folder, and this is a file" in \
+        _error(load_qrels, str(tmp_path / "qrels.txt"), "dev")
 
 
 def _config(folder: Path, golden: str) -> Path:
@@ -332,7 +338,8 @@ def test_an_empty_query_or_qrels_file_says_so(tmp_path, content, why):
 
 def test_qrels_with_only_the_beir_header_say_so(tmp_path):
     (tmp_path / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")
-    assert _error(load_qrels, str(tmp_path / "test.tsv")) == f"{tmp_path / 'test.tsv'}: no judgments (the file holds only a header line)"
+    assert _error(load_qrels, str(tmp_path / "test.tsv")) == \
+        f"{tmp_path / 'test.tsv'}: no judgments (the file holds only a header line)"
     (tmp_path / "q.jsonl").write_text("")
     assert _error(load_queries, str(tmp_path / "q.jsonl")) == f"{tmp_path / 'q.jsonl'}: no queries (the file is empty)"
 

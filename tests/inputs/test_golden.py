@@ -12,7 +12,8 @@ def test_corpus_placeholders_pick_the_snapshot_each_config_indexes(tmp_path):
     (tmp_path / "q.tsv").write_text("1\thow many webhooks per project\n")
     (tmp_path / "qrels.txt").write_text("1 0 a#c1 1\n")
     (tmp_path / "corpus-v1.jsonl").write_text('{"id": "a#c1", "text": "webhooks"}\n')
-    (tmp_path / "corpus-v2.jsonl").write_text('{"id": "a#c1", "text": "webhooks"}\n{"id": "a#c2", "text": "limit | 10"}\n')
+    (tmp_path / "corpus-v2.jsonl").write_text('{"id": "a#c1", "text": "webhooks"}\n'
+                                              '{"id": "a#c2", "text": "limit | 10"}\n')
     (tmp_path / "r.yml").write_text("ingestion: {parser: v1}\n")
     (tmp_path / "gate.yml").write_text(
         "golden: {queries: q.tsv, qrels: qrels.txt}\ncorpus: corpus-{ingestion.parser}.jsonl\n"

@@ -16,7 +16,7 @@ from gate.inputs.config import load_config
 from gate.inputs.readers.qrels import load_qrels
 from gate.inputs.readers.queries import read_queries
 from gate.inputs.readers.records import Qrels
-from gate.pipeline.run import archive
+from gate.pipeline.archive import archive
 from gate.verdict.rules import Findings, Policy, failures_of, percentages
 from tests.shared_data import REALDATA, need
 from tests.support.small_world import small_world

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gate.inputs.config import load_config
 from gate.inputs.yardstick import baseline_from_branch, load_yardstick
-from gate.pipeline.run import archive
+from gate.pipeline.archive import archive
 from tests.support.small_world import small_world
 
 

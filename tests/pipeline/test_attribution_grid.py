@@ -6,7 +6,8 @@ import json
 
 from gate.cli import main
 from gate.inputs.config import load_config
-from gate.pipeline.run import archive, run_gate
+from gate.pipeline.archive import archive
+from gate.pipeline.run import run_gate
 from tests.shared_data import REALDATA, need
 from tests.support.small_world import small_world
 

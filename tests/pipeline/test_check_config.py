@@ -1,4 +1,4 @@
-"""What every config command checks first (gate.pipeline.run.check_config), each at file:line + key.
+"""What every config command checks first (gate.pipeline.stack.check_config), each at file:line + key.
 
 `plan`, `run`, `archive`, `replay` and `noise` call the same check, so a config one refuses
 is refused by all of them, with the same line.
@@ -49,9 +49,11 @@ def _config(repo, extra: str = "", replace: tuple[str, str] | None = None):
     ("", ("metric: nDCG@10", "metric: nDCG@99999999999999999999"), 5,
      "key 'metric': measure nDCG: cutoff 99999999999999999999 is above the largest supported, 100,000"),
     ("policy:\n  max_regression: .nan\n", None, 12, "key 'policy.max_regression': expected a finite number, got nan"),
-    ("policy:\n  max_unjudged: -0.1\n", None, 12, "key 'policy.max_unjudged': expected a value at least 0 and at most 1"),
+    ("policy:\n  max_unjudged: -0.1\n", None, 12,
+     "key 'policy.max_unjudged': expected a value at least 0 and at most 1"),
     ("statistics:\n  seed: -1\n", None, 12, "key 'statistics.seed': expected a value at least 0"),
-    ("attribution:\n  factors:\n    '': [bm25]\n", None, 12, "key 'attribution.factors': factor name '' must be non-empty"),
+    ("attribution:\n  factors:\n    '': [bm25]\n", None, 12,
+     "key 'attribution.factors': factor name '' must be non-empty"),
     ("attribution:\n  factors:\n    a: [bm25]\n    b: [bm25.k1, model]\n", None, 12,
      "key 'attribution.factors': 'bm25.k1' (factor 'b') overlaps 'bm25' (factor 'a'): a path belongs to one factor"),
     ("attribution:\n  factors:\n    a×b: [bm25]\n", None, 12, "factor name 'a×b' must be non-empty, without spaces"),
@@ -81,7 +83,7 @@ def test_a_declared_factor_named_like_an_unclaimed_change_is_refused(repo, tmp_p
     from gate.common.errors import InputError
     from gate.inputs.config import load_config
     from gate.inputs.retrieval_config import config_diff, parse_retrieval_config
-    from gate.pipeline.run import grid_factors
+    from gate.pipeline.attribute import grid_factors
 
     path = _config(repo, "attribution:\n  factors:\n    bm25: [model]\n")
     config = load_config(path)
@@ -90,4 +92,5 @@ def test_a_declared_factor_named_like_an_unclaimed_change_is_refused(repo, tmp_p
     with pytest.raises(InputError) as caught:
         grid_factors(config, config_diff(old, new))
     assert caught.value.line == 12
-    assert "the change to 'bm25.k1' is in no declared factor, and its group 'bm25' is the name of one" in str(caught.value)
+    assert "the change to 'bm25.k1' is in no declared factor, and its group 'bm25' is the name of one" \
+        in str(caught.value)

@@ -28,7 +28,7 @@ import yaml
 
 from gate.cli import main
 from gate.rendering.comment import HEADLINE_LIMIT
-from tests.github.fake_github import FakeGitHub
+from tests.publishing.github.fake_github import FakeGitHub
 from tests.support.small_world import small_world
 
 TOKEN = "ghs_sections0123456789abcdefghijklmnopqrstu"

@@ -15,7 +15,7 @@ from gate.cli import main
 from gate.common.errors import UsageError
 from gate.demo.example_files import write_example_files
 from gate.inputs.config import load_config
-from gate.pipeline.run import archive
+from gate.pipeline.archive import archive
 from gate.report.spine import Report
 from tests.support.small_world import small_world
 

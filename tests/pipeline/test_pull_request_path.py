@@ -92,7 +92,7 @@ def test_a_goalposts_pr_fails_the_same_way_in_both(world):
 def test_an_accepted_failure_is_decided_on_the_same_path(world, labels):
     """The Action reads the PR's labels and body; the judgement that applies them is the shared one."""
     from gate.pipeline.pull_request import PullRequest, judge_pull_request
-    from gate.pipeline.run import RunOptions
+    from gate.pipeline.stack import RunOptions
 
     checkout, _, tmp = world
     config = (checkout.root / ".retrieval-gate.yml").read_text()

@@ -4,7 +4,7 @@ The archived baseline is TREC DL 2019's official `bm25base_p` run. The golden
 set grows in two steps, as in the seed: first the qrels grow from 30 judged
 topics to all 43 (re-score: the archived lists cover them), then new queries
 arrive that the archived lists never saw (replay: a command runner - a small
-real script in tests/runners - runs the archived config against today's set).
+real script in tests/support/runners - runs the archived config against today's set).
 """
 
 from __future__ import annotations
@@ -21,17 +21,22 @@ import pytest
 from gate.cli import main
 from gate.common.errors import InputError
 from gate.inputs.config import load_config
-from gate.pipeline.run import RunOptions, archive, replay, run_gate
+from gate.pipeline.archive import archive
+from gate.pipeline.replay import replay
+from gate.pipeline.run import run_gate
+from gate.pipeline.stack import RunOptions
 from tests.shared_data import REALDATA
 
-RUNNER = Path(__file__).resolve().parent / "runners" / "overlap_runner.py"
+RUNNER = Path(__file__).resolve().parents[1] / "support" / "runners" / "overlap_runner.py"
 NEW_QUERIES = {
     "q_new_1": "webhook signature verification failed",
     "q_new_2": "rate limit exceeded retry after header",
 }
 NEW_DOCS = [
-    {"id": "doc_a", "title": "Webhook signatures", "text": "verify the webhook signature with your secret; a failed verification returns ERR_WEBHOOK_SIGNATURE"},
-    {"id": "doc_b", "title": "Rate limits", "text": "when the rate limit is exceeded the API answers 429 with a retry after header"},
+    {"id": "doc_a", "title": "Webhook signatures",
+     "text": "verify the webhook signature with your secret; a failed verification returns ERR_WEBHOOK_SIGNATURE"},
+    {"id": "doc_b", "title": "Rate limits",
+     "text": "when the rate limit is exceeded the API answers 429 with a retry after header"},
     {"id": "doc_c", "title": "Pagination", "text": "use the cursor parameter to page through results"},
     {"id": "doc_d", "title": "Errors", "text": "error responses carry a code and a message; retry after a delay"},
 ]
@@ -234,7 +239,8 @@ def test_runner_subprocess_never_sees_the_github_token(tmp_path, monkeypatch):
     dump = tmp_path / "env.json"
     config_path = _write_world(tmp_path, judged_topics=30, with_new_queries=False,
                                runner_config={"env_dump": str(dump)})
-    text = config_path.read_text().replace("  timeout: 600\n", "  timeout: 600\n  env_passthrough: [EMBEDDING_API_KEY]\n")
+    text = config_path.read_text().replace("  timeout: 600\n",
+                                           "  timeout: 600\n  env_passthrough: [EMBEDDING_API_KEY]\n")
     config_path.write_text(text)
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_secret_value_1")
     monkeypatch.setenv("INPUT_TOKEN", "ghs_secret_value_2")

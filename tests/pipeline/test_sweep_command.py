@@ -220,7 +220,7 @@ def test_a_cell_path_may_hold_an_equals_sign_and_a_name_no_control_characters(tm
 
 def test_the_config_as_it_stands_is_found_whether_it_writes_1_or_1_0():
     from gate.inputs.retrieval_config import RetrievalConfig
-    from gate.pipeline.grid import reference_cell, sweep_cells
+    from gate.pipeline.sweep import reference_cell, sweep_cells
 
     cells = sweep_cells({"boost": (0.5, 1, 2)}, RetrievalConfig("r", {"boost": 1.0}, ".yml"))
     assert reference_cell(cells, RetrievalConfig("r", {"boost": 1.0}, ".yml")) == "boost=1"

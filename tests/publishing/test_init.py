@@ -19,8 +19,9 @@ from gate.publishing.scaffold import WORKFLOWS, render_workflow, workflow_templa
 from tests.shared_data import REALDATA, need
 from tests.support.small_world import RUNNER, small_world
 
-REPO = Path(__file__).resolve().parents[1]
-COMMAND = f"{sys.executable} search/run.py --config {{config}} --queries {{queries}} --corpus {{corpus}} --output {{run}}"
+REPO = Path(__file__).resolve().parents[2]
+COMMAND = (f"{sys.executable} search/run.py --config {{config}} --queries {{queries}} --corpus {{corpus}} "
+           "--output {run}")
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -167,7 +168,8 @@ def test_init_in_a_subfolder_writes_the_workflows_at_the_top(tmp_path, capsys):
     assert code == 0, out
     top = tmp_path / "repo"
     assert (top / ".github" / "workflows" / "retrieval-gate.yml").is_file()
-    assert "config-path: services/search/.retrieval-gate.yml" in (top / ".github/workflows/retrieval-gate.yml").read_text()
+    workflow = (top / ".github/workflows/retrieval-gate.yml").read_text()
+    assert "config-path: services/search/.retrieval-gate.yml" in workflow
     assert "services/search/.retrieval-gate/out/" in (top / ".gitignore").read_text()
     assert "retrieval-gate archive --config=services/search/.retrieval-gate.yml" in out
     cwd = os.getcwd()
@@ -244,14 +246,15 @@ def test_relevance_only_qrels_get_the_setting_that_keeps_the_judged_check_meanin
 
 
 def test_the_comment_job_reads_the_suite_from_the_config(tmp_path, capsys):
-    from tests.github.fake_github import FakeGitHub
+    from tests.publishing.github.fake_github import FakeGitHub
 
     where = _team_repo(tmp_path / "repo")
     assert _init(where, capsys, "--command", COMMAND, "--suite", "docs-search")[0] == 0
     _archive_then_gate_a_pr(where)
     report = where / ".retrieval-gate" / "out" / "report.json"
     other = tmp_path / "other.yml"
-    other.write_text((where / ".retrieval-gate.yml").read_text().replace('suite: "docs-search"', 'suite: "another-suite"'))
+    other.write_text((where / ".retrieval-gate.yml").read_text().replace('suite: "docs-search"',
+                                                                         'suite: "another-suite"'))
     head = _git(where, "rev-parse", "HEAD")
     with FakeGitHub(token="t0ken") as fake:
         fake.add_pull(5, head, files=["search/retrieval.yml"])

@@ -26,7 +26,8 @@ from gate.report.document import _SCHEMA_PATH, read_report, validate_report
 from tests.cli_matrix.world import build_files, build_repo
 
 SCHEMA = json.loads(_SCHEMA_PATH.read_text())
-PAYLOAD = ("\x01# Approved x-@octocat x)@2pac GH-12 <img src=x onerror=alert(1)> a|b `tick` [link](https://evil.example) <!-- c --> "
+PAYLOAD = ("\x01# Approved x-@octocat x)@2pac GH-12 <img src=x onerror=alert(1)> a|b `tick` "
+           "[link](https://evil.example) <!-- c --> "
            "*bold* see #1 www.evil.example \u202eevil\n# heading\n::error::forged ")
 
 
@@ -225,7 +226,8 @@ def test_a_report_the_gate_writes_is_one_its_comment_job_reads(tmp_path):
     config = repo.root / "retrieval" / "config.yml"
     # YAML's own escape: the file is clean text, the value holds DEL.
     config.write_text(config.read_text() + 'note: "a\\x7fb"\ndeep: ' + "[" * 60 + "1" + "]" * 60 + "\n")
-    assert main(["run", "--config", str(repo.root / ".retrieval-gate.yml"), "--out", str(tmp_path / "run")]) in (0, 1, 3)
+    assert main(["run", "--config", str(repo.root / ".retrieval-gate.yml"),
+                 "--out", str(tmp_path / "run")]) in (0, 1, 3)
     report = _load_saved_report(str(tmp_path / "run" / "report.json"))
     changed = {c.path: c.new for c in report.config_diff}
     assert changed["note"] == "a\x7fb"

@@ -137,7 +137,8 @@ def full_report(**overrides):
             "differences": [{"input": "queries", "archived": "golden-v4.jsonl (80 queries)",
                              "current": "golden-v5.jsonl (140 queries)"}],
             "unattributed_changes": [{"input": "requirements.lock", "archived": "aaa", "current": "bbb"}],
-            "description": "archived 0.610 on golden-v4 (80 q, qrels-v3) -> replayed 0.598 on golden-v5 (140 q, qrels-v5)",
+            "description": "archived 0.610 on golden-v4 (80 q, qrels-v3) -> "
+                           "replayed 0.598 on golden-v5 (140 q, qrels-v5)",
             "config_sha256": "f" * 64, "notes": [],
         },
         "candidate": {"mean": 0.598, "source": "runner"},
@@ -161,7 +162,8 @@ def full_report(**overrides):
         "tuning": {"declared": True, "applies": False},
         "prompts": {"files_scanned": 2, "count": 1, "matches": [{"file": "prompts/rewrite.txt", "line": 2,
                                                                  "kind": "query_text", "query_id": "q_00001"}]},
-        "reporting_set": {"name": "golden queries, without 1 leaked", "query_count": 140, "excluded_leaked": ["q_00014"],
+        "reporting_set": {"name": "golden queries, without 1 leaked", "query_count": 140,
+                          "excluded_leaked": ["q_00014"],
                           "held_out_only": False},
         "warnings": ["a tunable parameter changed with no tuning split declared"],
         "decision": {"rule": "calibrated", "margin": 0.02},
@@ -195,7 +197,8 @@ def full_report(**overrides):
                                  "message": "40% of traffic damaged (navigational, error_string); limit 20%"},
                                 {"code": "non_inferior",
                                  "message": "non-inferior: nDCG@10 -0.012 [-0.031, +0.008] (margin -0.02), 140 q"},
-                                {"code": "warning", "message": "a tunable parameter changed with no tuning split declared"}],
+                                {"code": "warning",
+                                 "message": "a tunable parameter changed with no tuning split declared"}],
                     "improvement_shown": False, "exit_code": 1,
                     "reporting_set": {"name": "golden queries, without 1 leaked", "query_count": 140}},
     }
@@ -246,7 +249,8 @@ def assert_tables_well_formed(markdown: str) -> None:
     for start, rows in found:
         width = len(_split_row(rows[0]))
         for offset, row in enumerate(rows):
-            assert len(_split_row(row)) == width, f"table at line {start}: row {offset} has a different cell count: {row!r}"
+            assert len(_split_row(row)) == width, \
+                f"table at line {start}: row {offset} has a different cell count: {row!r}"
     return found
 
 
@@ -296,7 +300,8 @@ def test_first_line_shortens_a_statistical_rule_that_repeats_the_interval():
     # |delta| above the band while the interval crosses zero: nothing is shown to exceed the noise
     assert headline(report).startswith("❌ fail — regression shown — nDCG@10 −0.012 [−0.031, +0.008], noise ±0.013 —")
     report["delta"] = dict(report["delta"], ci_high=-0.004)
-    assert headline(report).startswith("❌ fail — regression shown — nDCG@10 −0.012 [−0.031, −0.004], exceeds noise ±0.013")
+    assert headline(report).startswith("❌ fail — regression shown — nDCG@10 −0.012 [−0.031, −0.004], "
+                                       "exceeds noise ±0.013")
     report["noise_band"] = dict(report["noise_band"], threshold=None, state="absent", sentence="no usable noise band")
     assert ", no noise band — 140 q" in headline(report)
 
@@ -369,7 +374,8 @@ def test_commensurability_sentence_and_differences():
 
 
 def test_full_comment_has_every_section_in_order_and_well_formed_tables():
-    body = render_comment(full_report(), reproduce_command="retrieval-gate run --config .retrieval-gate.yml --base abc123")
+    body = render_comment(full_report(),
+                          reproduce_command="retrieval-gate run --config .retrieval-gate.yml --base abc123")
     order = ["### ❌ fail", "| **nDCG@10** | 0.610 | 0.598 | −0.012 | [−0.031, +0.008] |", "#### Commensurability",
              "#### What this PR changed", "| embedding ↓ · ingestion → |", "#### Validity", "#### Strata and traffic",
              "#### Movement buckets", "Biggest losses and wins", "Attribution in full", "#### Reproduce"]
@@ -622,7 +628,8 @@ def test_sparse_nested_values_render():
 
 def test_a_real_run_report_renders(tmp_path):
     from gate.inputs.config import load_config
-    from gate.pipeline.run import archive, run_gate
+    from gate.pipeline.archive import archive
+    from gate.pipeline.run import run_gate
     from tests.support.small_world import small_world
 
     path = small_world(tmp_path, leak_in_new=True,
@@ -632,7 +639,8 @@ def test_a_real_run_report_renders(tmp_path):
     report = json.loads(json.dumps(run_gate(load_config(path), progress=lambda m: None).report))
     body = render_comment(report, reproduce_command="retrieval-gate run --config gate.yml --base HEAD~1")
     first = body.split("\n", 1)[0]
-    assert first.startswith("### ❌ fail — 3 golden queries newly appear in the candidate's corpus (faq/common-questions) — nDCG@10 −")
+    assert first.startswith("### ❌ fail — 3 golden queries newly appear in the candidate's corpus "
+                            "(faq/common-questions) — nDCG@10 −")
     assert first.endswith("— 17 q")
     assert "| boost ↓ · ingestion → |" in body and "#### Strata and traffic" in body
     assert_tables_well_formed(body)
@@ -677,14 +685,15 @@ def test_an_integer_written_as_a_float_reads_as_the_integer():
         record(report)
 
 
-def test_a_report_without_a_decision_block_keeps_its_margin_from_the_reason():
-    # Reports of schema 1.0-1.2 have no decision block: the margin is read from the reason.
+def test_the_headline_reads_the_margin_from_the_decision_never_from_a_reasons_text():
+    # Reports of schema 1.0-1.2 have no decision block: their headline names no margin (the
+    # reason, listed in full below it, has it); a message is never parsed for a number.
     report = full_report(judged=None)
     report.pop("decision")
     report["verdict"] = {"kind": "pass", "reasons": [{"code": "non_inferior", "message":
                          "non-inferior within -0.015 (nDCG@10 -0.012 [-0.031, +0.008], 140 q)"}],
                          "improvement_shown": False, "exit_code": 0}
-    assert "non-inferior (margin −0.015)" in headline(report)
+    assert "— non-inferior —" in headline(report) and "0.015" not in headline(report)
     report["decision"] = {"rule": "calibrated", "margin": 0.02}
     assert "non-inferior (margin −0.02)" in headline(report)
 
@@ -764,7 +773,7 @@ def test_the_power_line_is_on_the_first_screen_escaped():
                        "margin": 0.02, "queries_for_margin": 196,
                        "sentence": "140 queries: a -0.024 regression is caught 80% of the time; <b>x</b>"}
     body = render_comment(report)
-    line = next(l for l in body.splitlines() if l.startswith("**What this set can catch:**"))
+    line = next(candidate for candidate in body.splitlines() if candidate.startswith("**What this set can catch:**"))
     assert "140 queries: a −0.024 regression is caught 80% of the time" in line
     assert "<b>" not in line
     assert body.index(line) < body.index("| measure")

@@ -11,17 +11,17 @@ import pytest
 
 from gate.cli import main
 from gate.inputs.config import load_config
-from gate.pipeline.run import archive
+from gate.pipeline.archive import archive
 from gate.rendering.comment import HEADLINE_LIMIT, _gist, headline, render_comment, typographic_minus
 from gate.rendering.markdown import md_text
 from gate.report.spine import Report
+from tests.rendering.test_comment_render import full_report
 from tests.support.small_world import small_world
-from tests.test_comment_render import full_report
 
 LONG = "navigational_queries_from_the_enterprise_customer_support_portal_in_the_emea_region_and_apac_"
 ADVICE = ("; these qrels judge only relevant documents, so most of any ranking is unjudged by design: for this qrels "
-          "style set judged.qrels_style: relevance-only (or raise policy.max_unjudged and policy.max_judged_drop, up to "
-          "1.0), or judge the top documents (unjudged.tsv lists them)")
+          "style set judged.qrels_style: relevance-only (or raise policy.max_unjudged and policy.max_judged_drop, "
+          "up to 1.0), or judge the top documents (unjudged.tsv lists them)")
 
 
 def _record(report):
@@ -46,7 +46,8 @@ LONGEST = {
           for i in range(6)]]),
     "inconclusive-long-reasons": _with_reasons("inconclusive", [
         ("too_few_movers", "only 3 of 140 queries moved ([-0.031, +0.008]): too few to tell a change from noise; "
-                           "a PR that moves so few queries needs " + "more judged queries in the strata it moves, " * 6),
+                           "a PR that moves so few queries needs "
+                           + "more judged queries in the strata it moves, " * 6),
         ("underpowered", "the set cannot detect the margin " + "and more " * 60)]),
     "one-word-reason": _with_reasons("inconclusive", [("runner_failed", "x" * 600)]),
     "escapes-expand-in-markdown": _with_reasons("fail", [("new_leaked_queries",

@@ -15,7 +15,7 @@ from gate.rendering.jinja import render
 from gate.rendering.terminal import config_value, summary_lines, terminal_text
 from gate.report.spine import Report
 from gate.verdict.rules import Findings, GuardedRegression, Policy, decide_delta, failures_of
-from tests.test_comment_render import full_report
+from tests.rendering.test_comment_render import full_report
 
 
 def _record(report) -> Report:
@@ -28,16 +28,17 @@ def test_the_judged_share_says_rise_or_drop_as_it_moved_and_on_which_queries(dro
     report = full_report()
     report["judged"].update(drop=drop, query_count=140)
     body = rendering.render_comment(_record(report))
-    line = next(l for l in body.splitlines() if l.startswith("- **Judged@10**"))
+    line = next(candidate for candidate in body.splitlines() if candidate.startswith("- **Judged@10**"))
     assert line.startswith("- **Judged@10** on all 140 judged golden queries:") and f"({word})" in line
     markdown = render("run.md.j2", report=_record(report))
-    line = next(l for l in markdown.splitlines() if l.startswith("**Judged@10**"))
+    line = next(candidate for candidate in markdown.splitlines() if candidate.startswith("**Judged@10**"))
     assert "on all 140 judged golden queries" in line and f"({word})" in line
     assert "drop -" not in body + markdown and "drop +" not in markdown
 
 
 def test_no_negative_zero_in_prose_intervals_or_tables():
-    assert signed(-0.0004) == "0.000" and signed(0.0) == "0.000" and fixed(-0.0004) == "0.000" and signed(-0.0006) == "-0.001"
+    assert signed(-0.0004) == "0.000" and signed(0.0) == "0.000" and fixed(-0.0004) == "0.000"
+    assert signed(-0.0006) == "-0.001"
     g = GuardedRegression("nav", -0.0004, -0.0002, 0.0003, 0.01)
     findings = Findings(metric="nDCG@10", query_count=30, delta=-0.0004, ci_low=-0.0004, ci_high=0.003,
                         guarded_regressions=(g,))
@@ -85,10 +86,10 @@ def test_a_guarded_stratum_shows_its_holm_p():
     row = next(s for s in report["strata"] if s.get("n"))
     row.update(guarded=True, p_holm=0.122, direction="untouched")
     body = rendering.render_comment(_record(report))
-    line = next(l for l in body.splitlines() if l.startswith(f"| {row['stratum']} (guarded)"))
+    line = next(candidate for candidate in body.splitlines() if candidate.startswith(f"| {row['stratum']} (guarded)"))
     assert line.rstrip(" |").endswith("Holm p 0.122")
     markdown = render("run.md.j2", report=_record(report))
-    assert any("(guarded)" in l and "Holm p 0.122" in l for l in markdown.splitlines())
+    assert any("(guarded)" in line and "Holm p 0.122" in line for line in markdown.splitlines())
 
 
 @pytest.mark.parametrize("with_queries, words", [(False, "in the runs but not judged"),
@@ -160,7 +161,7 @@ def test_run_names_run_queries_left_out_of_the_evaluation():
     lines = run_summary_lines(_record(report))
     assert any(line.startswith("queries: 3 in the runs but not") for line in lines)
     body = rendering.render_comment(_record(report))
-    line = next(l for l in body.splitlines() if l.startswith("- **Reporting set**"))
+    line = next(candidate for candidate in body.splitlines() if candidate.startswith("- **Reporting set**"))
     assert line.endswith("queries; the runs also answer 3 queries outside the judged golden set, left out.")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gate.statistics.band import BandStatus, band_sentence
 from gate.statistics.noise import NoiseBand, spread
-from tests.test_comment_render import (
+from tests.rendering.test_comment_render import (
     full_report,  # noqa: E402
     headline,
     render_comment,

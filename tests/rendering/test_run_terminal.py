@@ -9,7 +9,7 @@ import pytest
 
 from gate.cli import main
 from gate.inputs.config import load_config
-from gate.pipeline.run import archive
+from gate.pipeline.archive import archive
 from gate.rendering.markdown import fixed, signed
 from tests.support.small_world import small_world
 

@@ -14,7 +14,7 @@ from gate.rendering import comment as rendering
 from gate.rendering.jinja import render
 from gate.report.spine import Report
 from gate.statistics.movement import strata_section
-from tests.test_comment_render import assert_inert, assert_tables_well_formed, full_report
+from tests.rendering.test_comment_render import assert_inert, assert_tables_well_formed, full_report
 
 
 def per_query(qids, values, metric="nDCG@10"):

@@ -11,7 +11,7 @@ import pytest
 from gate.report.spine import Report
 from gate.report.typed import ABSENT, ANY, BOOL, INT, NUM, STR, InvalidRecord, ListOf, MapOf, Nullable, RecordOf
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((REPO / "gate" / "report" / "report.schema.json").read_text())
 PINNED = REPO / "tests" / "regression" / "pinned"
 _SCALARS = {"string": STR, "integer": INT, "number": NUM, "boolean": BOOL}

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from gate.inputs.config import load_config
-from gate.pipeline.run import RunOptions, archive, run_gate
+from gate.pipeline.archive import archive
+from gate.pipeline.run import run_gate
+from gate.pipeline.stack import RunOptions
 from gate.runs.code import commit_tree, declared_inputs, working_tree
 
 SEARCH = """\
@@ -394,7 +396,7 @@ def test_a_change_to_the_retrieval_config_alone_is_not_a_change_of_code(repo):
     """The config diff names it; in the code's tree too, a config-only PR read as an unattributed
     code change. Git refuses to drop a file from a temporary index holding a third version of it
     (neither the file nor HEAD's) unless forced: the commit's tree must still leave it out."""
-    from gate.pipeline.run import code_under_test, commit_code
+    from gate.pipeline.stack import code_under_test, commit_code
 
     root, _ = repo
     base = _git(root, "rev-parse", "HEAD")

@@ -37,10 +37,10 @@ def test_every_input_default_is_accepted_by_the_entrypoint():
 
 def test_dockerfile_starts_python_directly_with_no_user_or_workdir():
     text = (REPO / "Dockerfile").read_text()
-    lines = [l for l in text.splitlines() if l.strip() and not l.lstrip().startswith("#")]
+    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     # The base is an ARG so the container suite can hand in its Debian stand-in; the default is
     # the official image.
     assert lines[0].startswith("ARG BASE_IMAGE=python:3.11-slim") and lines[1] == "FROM ${BASE_IMAGE}"
     assert 'ENTRYPOINT ["python", "/app/entrypoint.py"]' in lines
-    assert not any(re.match(r"\s*(USER|WORKDIR)\b", l) for l in lines)
-    assert any("git" in l and "apt-get install" in l for l in lines)
+    assert not any(re.match(r"\s*(USER|WORKDIR)\b", line) for line in lines)
+    assert any("git" in line and "apt-get install" in line for line in lines)

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from tests.github.fake_github import FakeGitHub
+from tests.publishing.github.fake_github import FakeGitHub
 from tests.shared_data import REPO
 from tests.support.action_world import GOOD, LEAKY, TOKEN, Checkout, _outputs, _payload, run_entrypoint
 

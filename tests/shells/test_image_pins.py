@@ -26,7 +26,8 @@ WATCHED = REPO / "docker" / "base-image.Dockerfile"
 RELEASE = REPO / ".github" / "workflows" / "release.yml"
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 DIGEST = "sha256:" + "0123456789abcdef" * 4
-ENTRY = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^\s;\\]+)(?P<hashes>(?:\s+--hash=sha256:[0-9a-f]{64})+)")
+ENTRY = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^\s;\\]+)"
+                   r"(?P<hashes>(?:\s+--hash=sha256:[0-9a-f]{64})+)")
 
 
 def load_yaml(path: Path) -> dict:
@@ -263,5 +264,6 @@ def test_release_workflow_logs_in_from_stdin_and_pins_action_yml_by_the_pushed_d
     assert not any("set -x" in run for run in runs)
     release = "\n".join(step.get("run", "") for step in wf["jobs"]["release"]["steps"])
     assert 'tools/pin-action-image "$image@$DIGEST"' in release
-    assert 'git push origin "refs/tags/v$VERSION"' in release and 'git push --force origin "refs/tags/$major"' in release
+    assert 'git push origin "refs/tags/v$VERSION"' in release
+    assert 'git push --force origin "refs/tags/$major"' in release
     assert wf["jobs"]["release"]["steps"][1]["env"]["DIGEST"] == "${{ needs.publish.outputs.digest }}"

@@ -396,7 +396,8 @@ def test_a_base_whose_yardstick_leads_out_of_the_repository_does_not_block_the_p
     assert proc.returncode in (0, 1, 3), proc.stdout[-3000:]
     report = json.loads((root / ".retrieval-gate" / "out" / "report.json").read_text())
     assert report["yardstick"]["source"] == "workspace"
-    assert any("its qrels.txt is a symlink that leads out of the repository" in w for w in report["warnings"]), report["warnings"]
+    assert any("its qrels.txt is a symlink that leads out of the repository" in w
+               for w in report["warnings"]), report["warnings"]
     # The PR touched a yardstick file of the head it is now judged by: it cannot pass on it.
     assert {"path": "qrels.txt", "change": "modified"} in report["goalposts"]
     assert report["verdict"]["kind"] != "pass"

@@ -399,7 +399,8 @@ def test_corpus_mismatch_refused_before_reading_runs(tmp_path, tiny):
 
 @pytest.mark.parametrize("text, message", [
     ("model=new,index=old", "--cell 'model=new,index=old': unknown factor 'index'"),
-    ("model=newer,corpus=old", "--cell 'model=newer,corpus=old': level 'newer' of factor 'model' must be 'old' or 'new'"),
+    ("model=newer,corpus=old",
+     "--cell 'model=newer,corpus=old': level 'newer' of factor 'model' must be 'old' or 'new'"),
     ("model=new", "--cell 'model=new': no level for factor(s) corpus"),
     ("model=new,model=old", "--cell 'model=new,model=old': factor 'model' is given twice"),
     ("model=new,,corpus=old", "--cell 'model=new,,corpus=old': empty entry"),
@@ -486,8 +487,10 @@ def test_three_factor_grid():
     assert e["model|corpus=new,reranker=old"].estimate == pytest.approx(
         cell("new", "new", "old") - cell("old", "new", "old"), abs=1e-12)
     # two-way interaction of model and corpus with reranker old
-    ab_old = (cell("new", "new", "old") - cell("old", "new", "old")) - (cell("new", "old", "old") - cell("old", "old", "old"))
-    ab_new = (cell("new", "new", "new") - cell("old", "new", "new")) - (cell("new", "old", "new") - cell("old", "old", "new"))
+    ab_old = ((cell("new", "new", "old") - cell("old", "new", "old"))
+              - (cell("new", "old", "old") - cell("old", "old", "old")))
+    ab_new = ((cell("new", "new", "new") - cell("old", "new", "new"))
+              - (cell("new", "old", "new") - cell("old", "old", "new")))
     assert e["model×corpus|reranker=old"].estimate == pytest.approx(ab_old, abs=1e-12)
     assert e["model×corpus|reranker=new"].estimate == pytest.approx(ab_new, abs=1e-12)
     assert e["model×corpus|reranker=old"].label == "two-way interaction"

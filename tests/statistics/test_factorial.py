@@ -103,8 +103,10 @@ def test_three_factor_grid_math():
             want = coef[key] + coef["ABC"] * x
             # the two-way interaction at a level of the third factor is a difference of simple effects
             f1, f2 = t.factors
-            s_new = g.contrast(Term((f1,), tuple(sorted({**given, f2: "new"}.items(), key=lambda kv: FACTORS3.index(kv[0])))))
-            s_old = g.contrast(Term((f1,), tuple(sorted({**given, f2: "old"}.items(), key=lambda kv: FACTORS3.index(kv[0])))))
+            s_new = g.contrast(Term((f1,),
+                                    tuple(sorted({**given, f2: "new"}.items(), key=lambda kv: FACTORS3.index(kv[0])))))
+            s_old = g.contrast(Term((f1,),
+                                    tuple(sorted({**given, f2: "old"}.items(), key=lambda kv: FACTORS3.index(kv[0])))))
             np.testing.assert_allclose(g.contrast(t), s_new - s_old, atol=1e-15)
         else:
             want = coef["ABC"]

@@ -217,7 +217,8 @@ def test_write_lift_writes_four_files(tmp_path):
 
     md = (out / "retrieval_lift.md").read_text()
     assert md.startswith(f"# Retrieval lift: {md_text('before.run')} (bm25) → {md_text('after.run')} (rerank)\n")
-    assert "| bucket | meaning | queries | share | mean ΔRR@10 | mean rank movement | mean ΔR@100 | tie-sensitive |" in md
+    assert ("| bucket | meaning | queries | share | mean ΔRR@10 | mean rank movement | mean ΔR@100 "
+            "| tie-sensitive |") in md
     assert "| promoted | first relevant document stayed in the window and moved up | 2 | 22.2% |" in md
     assert "| no relevant document | not bucketed | 1 |" in md
     assert "**In short:** 3 queries gained (2 promoted, 1 new hit), 3 lost ground (1 demoted, 2 lost hits)" in md

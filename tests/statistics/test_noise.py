@@ -13,7 +13,8 @@ from gate.cli import main
 from gate.inputs.config import load_config
 from gate.inputs.manifest import load_manifest
 from gate.inputs.readers.records import Qrels, Run
-from gate.pipeline.run import archive, run_gate
+from gate.pipeline.archive import archive
+from gate.pipeline.run import run_gate
 from gate.statistics.band import tie_floor
 from gate.statistics.noise import noise_band, spread
 from tests.support.small_world import small_world
@@ -88,7 +89,7 @@ def test_a_band_stored_with_the_manifest_is_used_rescored_or_stale(tmp_path):
 
     # Fewer judged queries: the stored repeat runs cover them, so the band is re-scored.
     qrels = (tmp_path / "qrels.txt").read_text().splitlines()
-    (tmp_path / "qrels.txt").write_text("\n".join(l for l in qrels if not l.startswith("q_0019")) + "\n")
+    (tmp_path / "qrels.txt").write_text("\n".join(line for line in qrels if not line.startswith("q_0019")) + "\n")
     report = run_gate(load_config(path), progress=_silent).report
     assert report["noise_band"]["state"] == "rescored"
 
@@ -125,7 +126,8 @@ def test_tie_floor_counts_queries_whose_value_depends_on_docno_order():
     qrels = Qrels("q", {"1": {"a": 1}, "2": {"c": 1}})
     # Query 1: a and b tie at rank 1 (b wins by docno descending); query 2 has no ties.
     run = Run.from_rankings("r", {"1": {"a": 1.0, "b": 1.0}, "2": {"c": 2.0, "d": 1.0}})
-    floor = tie_floor(run, qrels, __import__("gate.evaluation.measures", fromlist=["x"]).parse_measure("RR@1"), ["1", "2"], 1)
+    floor = tie_floor(run, qrels, __import__("gate.evaluation.measures", fromlist=["x"]).parse_measure("RR@1"),
+                      ["1", "2"], 1)
     assert floor.count == 1 and floor.queries == ("1",)
     assert floor.span == 1.0 and floor.mean_shift == 0.5
 

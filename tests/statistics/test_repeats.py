@@ -13,7 +13,9 @@ import pytest
 
 from gate.cli import main
 from gate.inputs.config import load_config
-from gate.pipeline.run import archive, plan, run_gate
+from gate.pipeline.archive import archive
+from gate.pipeline.plan import plan
+from gate.pipeline.run import run_gate
 from gate.report.document import check_own_report
 from gate.statistics import repeats as rep
 from gate.statistics.evidence import ALPHA, evidence
@@ -163,7 +165,7 @@ def test_no_rerun_is_possible_and_the_first_look_takes_the_whole_alpha(tmp_path,
     if setup == "run file":
         run = tmp_path / "candidate.run"
         run.write_text("".join(f"q{i:03d} Q0 q{i:03d}/rel 1 1 file\n" for i in range(60)))
-        from gate.pipeline.run import RunOptions
+        from gate.pipeline.stack import RunOptions
 
         options = {"options": RunOptions(candidate_run=run)}
     outcome = run_gate(load_config(path), progress=_silent, **options)
@@ -286,7 +288,7 @@ def test_a_rerun_missing_from_the_runs_folder_is_a_missing_run(tmp_path):
     import subprocess
     import sys
 
-    from gate.pipeline.run import RunOptions
+    from gate.pipeline.stack import RunOptions
     from tests.support.noisy_world import RUNNER
 
     path = _world(tmp_path, mode="non-inferiority", candidate="build: b\nnoise: 0.15\n", runs=3, queries=60,

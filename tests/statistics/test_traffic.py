@@ -14,7 +14,7 @@ from gate.statistics.bootstrap import stratified_bootstrap_weighted
 from gate.statistics.movement import strata_section
 from gate.statistics.strata import stratum_table
 from gate.statistics.traffic import round_percentages, traffic_account, traffic_sentence, wins_sentence
-from tests.stats.test_strata import SHARES, seed_arrays
+from tests.statistics.test_strata import SHARES, seed_arrays
 
 SAMPLES = 2000
 SEED_SENTENCE = ("40% of traffic damaged (navigational, error_string), "
@@ -95,7 +95,8 @@ def test_sentences_and_rounding():
     assert traffic_sentence({"damaged": 10, "improved": 0, "untouched": 0, "unclear": 82, "unmeasured": 8},
                             {"damaged": ("a",), "unclear": ("b",), "unmeasured": ("c",)}) == \
         "10% of traffic damaged (a), 0% improved, 0% untouched, 82% unclear, 8% not measured (c)"
-    assert wins_sentence(61, 79, 0, -0.01) == "61 of 140 queries improved although the mean fell (79 worse, 0 unchanged)"
+    assert wins_sentence(61, 79, 0, -0.01) == \
+        "61 of 140 queries improved although the mean fell (79 worse, 0 unchanged)"
     assert wins_sentence(3, 1, 0, 0.2).startswith("3 of 4 queries improved and the mean rose")
     assert wins_sentence(1, 0, 0, 0.1).startswith("1 of 1 query improved")
     assert "did not move" in wins_sentence(1, 1, 0, 0.0)

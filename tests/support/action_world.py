@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.github.fake_github import FakeGitHub
-from tests.github.payloads import pull_request_event
+from tests.publishing.github.fake_github import FakeGitHub
+from tests.publishing.github.payloads import pull_request_event
 from tests.shared_data import REPO
 from tests.support.small_world import small_world as _world
 
@@ -45,7 +45,7 @@ class Checkout:
         (root / ".gitignore").write_text(".retrieval-gate/cache/\n.retrieval-gate/work/\n.retrieval-gate/out/\n")
         _git(root, "init", "-q", "-b", "main")
         from gate.inputs.config import load_config
-        from gate.pipeline.run import archive
+        from gate.pipeline.archive import archive
 
         archive(load_config(root / ".retrieval-gate.yml"), progress=lambda m: None)
         _git(root, "add", "-A")

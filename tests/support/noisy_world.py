@@ -1,5 +1,5 @@
 """A golden set over a stack whose every build ranks a little differently
-(tests/runners/noisy_runner.py): one relevant document per query, pushed down by the build's
+(tests/support/runners/noisy_runner.py): one relevant document per query, pushed down by the build's
 draws; the qrels judge only it, so the judged-share limits are lifted."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-RUNNER = Path(__file__).resolve().parents[1] / "runners" / "noisy_runner.py"
+RUNNER = Path(__file__).resolve().parent / "runners" / "noisy_runner.py"
 
 
 def noisy_world(tmp: Path, *, queries: int = 200, base: str = "build: a\nnoise: 0.15\n", extra: str = "") -> Path:

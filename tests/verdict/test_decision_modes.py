@@ -13,8 +13,8 @@ import gate
 from gate.cli import main
 from gate.common.errors import InputError, UsageError
 from gate.inputs.config import load_config
+from tests.inputs.test_config import GOOD, write
 from tests.shared_data import REALDATA, need
-from tests.test_config import GOOD, write
 
 
 def test_policy_mode_is_read_from_the_config_and_a_bad_one_is_one_line(tmp_path, capsys):
@@ -122,10 +122,11 @@ def test_close_dl19_pairs_pass_both_ways_in_regression_mode(dl19_values):
 
 def test_the_docs_power_line_is_what_compare_prints(capsys):
     """The power line docs/verdict.md quotes, printed again by compare on the same runs."""
-    from tests.test_references import page
+    from tests.docs.test_references import page
 
     runs, qrels = _dl19()
-    quoted = page("verdict.md").split('from the PR\'s own per-query spread: "', 1)[1].split('" (DL19, p_bert against TUA1-1)', 1)[0]
+    after = page("verdict.md").split('from the PR\'s own per-query spread: "', 1)[1]
+    quoted = after.split('" (DL19, p_bert against TUA1-1)', 1)[0]
     assert main(["compare", "--baseline", str(runs / "input.p_bert.gz"), "--candidate", str(runs / "input.TUA1-1.gz"),
                  "--qrels", str(qrels), "--samples", "2000"]) == 0
     assert f"what this set can catch: {' '.join(quoted.split())}" in capsys.readouterr().out

@@ -30,7 +30,7 @@ from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.records import Qrels
 from gate.inputs.readers.runs import read_run
 from gate.inputs.universe import query_universe
-from tests.measures.realdata import four_decimals_match, ours
+from tests.evaluation.measures.realdata import four_decimals_match, ours
 from tests.shared_data import REALDATA, need
 
 YEARS = {
@@ -50,7 +50,8 @@ CONVENTIONS = {
 def _nist(year: str) -> dict[tuple[str, str, str], str]:
     folder, _ = YEARS[year]
     with open(need(folder / "nist_metadata/nist_summary_scores.tsv"), encoding="utf-8", newline="") as f:
-        return {(r["run_id"], r["evaluator"], r["measure"]): r["value"] for r in csv.DictReader(f, delimiter="\t") if r["query"] == "all"}
+        return {(r["run_id"], r["evaluator"], r["measure"]): r["value"] for r in csv.DictReader(f, delimiter="\t")
+                if r["query"] == "all"}
 
 
 @cache

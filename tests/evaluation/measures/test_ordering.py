@@ -80,7 +80,8 @@ def test_duplicate_rows_sort_together():
     docs = np.array(["a", "b", "a", "c", "a"])
     scores = np.array([1.0, 1.0, 1.0, 2.0, 0.5])
     perm = trec_order(starts, scores, docs)
-    assert [(str(docs[i]), float(scores[i])) for i in perm] == [("c", 2.0), ("b", 1.0), ("a", 1.0), ("a", 1.0), ("a", 0.5)]
+    assert [(str(docs[i]), float(scores[i])) for i in perm] == [("c", 2.0), ("b", 1.0), ("a", 1.0), ("a", 1.0),
+                                                                ("a", 0.5)]
 
 
 def test_many_queries_use_the_general_sort():

@@ -17,7 +17,7 @@ from gate.evaluation.evaluate import evaluate
 from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.runs import read_run
 from gate.inputs.universe import query_universe
-from tests.measures.realdata import cut_run, oracle_qrels, oracle_run
+from tests.evaluation.measures.realdata import cut_run, oracle_qrels, oracle_run
 from tests.shared_data import REALDATA
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -65,7 +65,8 @@ def test_per_query_values_equal_pytrec_eval(year, path: Path):
     assert set(universe.query_ids) == set(oracle_q)
     for rel, pairs in PAIRS.items():
         pq = evaluate(run, qrels, list(pairs), universe.query_ids, rel=rel)
-        full = pytrec_eval.RelevanceEvaluator(oracle_q, {"ndcg_cut.10", "map", "recall.100", "P.10"}, relevance_level=rel)
+        full = pytrec_eval.RelevanceEvaluator(oracle_q, {"ndcg_cut.10", "map", "recall.100", "P.10"},
+                                              relevance_level=rel)
         cut = pytrec_eval.RelevanceEvaluator(oracle_q, {"recip_rank"}, relevance_level=rel)
         expected = {"": full.evaluate(oracle_r), "cut10:": cut.evaluate(top10)}
         evaluated = set(expected[""])

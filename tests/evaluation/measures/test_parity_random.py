@@ -13,7 +13,7 @@ import pytest
 from gate.evaluation.evaluate import evaluate
 from gate.inputs.readers.records import Qrels, Run
 from gate.inputs.universe import query_universe
-from tests.measures.realdata import cut_run
+from tests.evaluation.measures.realdata import cut_run
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -67,7 +67,8 @@ def test_random_runs_match_pytrec_eval(seed, rel):
     pq = evaluate(run, qrels, measures, universe.query_ids, rel=rel)
     params = {"ndcg_cut.5,10", "ndcg", "map", "map_cut.20", "recip_rank", "recall.10,100", "P.5,10", "success.1,10"}
     full = pytrec_eval.RelevanceEvaluator(judgments, params, relevance_level=rel).evaluate(rankings)
-    cut10 = pytrec_eval.RelevanceEvaluator(judgments, {"recip_rank"}, relevance_level=rel).evaluate(cut_run(rankings, 10))
+    cut10 = pytrec_eval.RelevanceEvaluator(judgments, {"recip_rank"},
+                                           relevance_level=rel).evaluate(cut_run(rankings, 10))
     assert set(full) == set(universe.query_ids) - set(pq.missing)
     assert pq.missing and pq.extra  # the case does exercise both
     for name in measures:
@@ -89,9 +90,11 @@ def test_judged_matches_ir_measures_when_negatives_are_judged():
     theirs_run = [ir_measures.ScoredDoc(q, d, -r) for q, docs in ordered.items() for r, d in enumerate(docs)]
     theirs = {
         (str(m.measure), m.query_id): m.value
-        for m in ir_measures.iter_calc([ir_measures.parse_measure("Judged@10"), ir_measures.parse_measure("Judged@50")], theirs_qrels, theirs_run)
+        for m in ir_measures.iter_calc([ir_measures.parse_measure("Judged@10"), ir_measures.parse_measure("Judged@50")],
+                                       theirs_qrels, theirs_run)
     }
-    as_judged = evaluate(run, Qrels("random", judgments, negative_is_judged=True), ["Judged@10", "Judged@50"], universe.query_ids)
+    as_judged = evaluate(run, Qrels("random", judgments, negative_is_judged=True), ["Judged@10", "Judged@50"],
+                         universe.query_ids)
     as_unjudged = evaluate(run, Qrels("random", judgments), ["Judged@10", "Judged@50"], universe.query_ids)
     differs = 0
     for name in ("Judged@10", "Judged@50"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gate.common.errors import InputError
@@ -93,7 +95,7 @@ def test_threshold_defaults_to_one():
 
 def test_measures_are_frozen_and_hashable():
     m = parse_measure("nDCG@10")
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         m.cutoff = 5  # type: ignore[misc]
     assert len({parse_measure("AP"), parse_measure("AP"), parse_measure("AP@10")}) == 2
 

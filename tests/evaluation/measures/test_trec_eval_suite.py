@@ -22,7 +22,7 @@ from gate.evaluation.evaluate import evaluate
 from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.runs import read_run
 from gate.inputs.universe import query_universe
-from tests.measures.realdata import (
+from tests.evaluation.measures.realdata import (
     cut_run,
     four_decimals_match,
     oracle_run,
@@ -67,7 +67,8 @@ def _check(version: str, out_name: str, qrels_name: str, results_name: str, comp
                 value = float(np.mean(values[averaged]))
             else:
                 value = float(values[pq.query_ids.index(qid)])
-            assert four_decimals_match(value, printed), f"{version}/{out_name} {trec_name} {qid}: {value:.6f} vs {printed}"
+            assert four_decimals_match(value, printed), \
+                f"{version}/{out_name} {trec_name} {qid}: {value:.6f} vs {printed}"
             checked += 1
     if "num_q" in expected:
         assert int(expected["num_q"]["all"]) == len(averaged)
@@ -95,7 +96,8 @@ def test_the_suite_exercises_the_measures_and_conventions_it_should():
     # results.trunc has no topic 302: with -c it scores 0 and still counts in "all".
     aqc = read_trec_eval_output(folder / "out.test.aqc")
     assert set(aqc["map"]) == {"301", "303", "all"} and aqc["num_q"]["all"] == "3"
-    assert {"P_7", "recall_2000", "ndcg_cut_23", "success_2"} <= set(read_trec_eval_output(folder / "out.test.meas_params"))
+    printed = set(read_trec_eval_output(folder / "out.test.meas_params"))
+    assert {"P_7", "recall_2000", "ndcg_cut_23", "success_2"} <= printed
 
 
 def test_negative_labels_in_the_qrels_are_unjudged_like_trec_eval():

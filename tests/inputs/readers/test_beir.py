@@ -11,7 +11,7 @@ from gate.inputs.readers.beir import beir_corpus, read_beir
 from gate.inputs.readers.corpus import iter_corpus
 from gate.inputs.readers.qrels import load_qrels
 from gate.inputs.readers.queries import load_queries
-from tests.io.helpers import expect_error, write
+from tests.inputs.readers.helpers import expect_error, write
 from tests.shared_data import REALDATA, need
 
 
@@ -20,7 +20,8 @@ def make_beir(folder, gz=False):
     write(
         folder,
         "queries.jsonl" + (".gz" if gz else ""),
-        "".join(json.dumps(o) + "\n" for o in ({"_id": "1", "text": "one", "metadata": {}}, {"_id": "2", "text": "two"})),
+        "".join(json.dumps(o) + "\n"
+                for o in ({"_id": "1", "text": "one", "metadata": {}}, {"_id": "2", "text": "two"})),
         gz=gz,
     )
     write(folder, "qrels/test.tsv", "query-id\tcorpus-id\tscore\n1\td1\t1\n")
@@ -50,7 +51,8 @@ def test_missing_split_lists_available_ones(tmp_path):
     folder = make_beir(tmp_path / "ds")
     with pytest.raises(Exception) as info:
         read_beir(folder, split="train")
-    assert str(info.value) == f"{folder / 'qrels' / 'train.tsv'}: no such file in BEIR folder (available splits: dev, test)"
+    assert str(info.value) == \
+        f"{folder / 'qrels' / 'train.tsv'}: no such file in BEIR folder (available splits: dev, test)"
 
 
 def test_missing_queries_and_folder(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from gate.common.errors import InputError
 from gate.inputs.readers.corpus import iter_corpus
 from gate.inputs.readers.records import Chunk
-from tests.io.helpers import expect_error, write
+from tests.inputs.readers.helpers import expect_error, write
 
 
 def read(path, **kw):
@@ -46,7 +46,7 @@ def test_streaming_is_lazy(tmp_path):
     path = write(tmp_path, "c.jsonl", jsonl({"id": "a", "text": "x"}) + "not json\n")
     it = iter_corpus(path)
     assert next(it) == Chunk("a", "a", "x")
-    with pytest.raises(Exception):
+    with pytest.raises(InputError, match="invalid JSON"):
         next(it)
 
 
@@ -107,7 +107,8 @@ def test_at_end_duplicate_check_finds_a_repeat_after_the_stream_and_names_both_l
     with pytest.raises(InputError) as caught:
         next(stream)
     assert str(caught.value) == f"{path}:4: duplicate chunk id 'b' (first at line 2)"
-    path.write_text(path.read_text().replace("b\tagain", "e\tagain").replace('"b", "text": "again"', '"e", "text": "again"'))
+    path.write_text(path.read_text().replace("b\tagain", "e\tagain").replace('"b", "text": "again"',
+                                                                             '"e", "text": "again"'))
     assert [c.chunk_id for c in iter_corpus(path, check_duplicates="at-end")] == ["a", "b", "c", "e", "d"]
 
 

@@ -124,7 +124,8 @@ def test_cranfield_qrels_equal_the_cranqrel_file(irds):
 
 def test_vaswani(irds):
     q = irds["queries vaswani"]
-    assert q["count"] == 93 and q["first"] == ["1", "MEASUREMENT OF DIELECTRIC CONSTANT OF LIQUIDS BY THE USE OF MICROWAVE TECHNIQUES"]
+    assert q["count"] == 93
+    assert q["first"] == ["1", "MEASUREMENT OF DIELECTRIC CONSTANT OF LIQUIDS BY THE USE OF MICROWAVE TECHNIQUES"]
     r = irds["qrels vaswani"]
     assert (r["topics"], r["count"], r["negative_is_judged"]) == (93, 2083, False)
     assert irds["docs vaswani"]["count"] == 11429

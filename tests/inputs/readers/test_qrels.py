@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gate.inputs.readers.qrels import load_qrels, read_qrels
-from tests.io.helpers import expect_error, write
+from tests.inputs.readers.helpers import expect_error, write
 
 TREC = "q1 0 d1 1\nq1 0 d2 0\n# c\n\nq2 0 d1 2\nq1 0 d3 -1\n"
 

@@ -26,7 +26,7 @@ from gate.common import limits
 from gate.common.errors import InputError
 from gate.inputs.readers import qrels as qrels_module
 from gate.inputs.readers.qrels import BEIR_QRELS_HEADER, _Irregular, _read_qrels_blocks, _read_qrels_lines, read_qrels
-from tests.io.helpers import expect_error, write
+from tests.inputs.readers.helpers import expect_error, write
 from tests.shared_data import REALDATA, need
 
 # A few bytes (most lines cross a block end), a few lines, the real size.

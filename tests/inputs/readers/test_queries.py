@@ -8,7 +8,7 @@ import pytest
 
 from gate.inputs.readers.queries import load_queries, read_queries
 from gate.inputs.readers.records import Query
-from tests.io.helpers import expect_error, write
+from tests.inputs.readers.helpers import expect_error, write
 
 
 def test_tsv_splits_on_first_tab(tmp_path):
@@ -25,7 +25,8 @@ def test_tsv_for_other_extensions(tmp_path, name):
 
 
 def test_tsv_missing_tab(tmp_path):
-    expect_error(read_queries, write(tmp_path, "q.tsv", "1\tok\n2 no tab here\n"), 2, "expected 'qid<TAB>text', found no tab")
+    expect_error(read_queries, write(tmp_path, "q.tsv", "1\tok\n2 no tab here\n"), 2,
+                 "expected 'qid<TAB>text', found no tab")
 
 
 def test_tsv_empty_text_and_id(tmp_path):

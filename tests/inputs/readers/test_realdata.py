@@ -22,36 +22,66 @@ DL20 = REALDATA / "runs" / "trec-dl-2020-passage"
 
 # file: (rows, topics, score sum, first line qid / docno / score, tag)
 RUNS = {
-    "trec-dl-2019-passage/official_nist/input.ICT-BERT2.gz": (4000, 200, -5398.044995, ("11096", "8296001", 2.8280456), "ICT-BERT2"),
-    "trec-dl-2019-passage/official_nist/input.TUA1-1.gz": (189877, 200, 447193.767608, ("11096", "8606623", 11.9913863055408), "TUA1-1"),
-    "trec-dl-2019-passage/official_nist/input.bm25base_p.gz": (200000, 200, 1472280.835540, ("11096", "8296001", 20.091299), "bm25base_p"),
-    "trec-dl-2019-passage/official_nist/input.bm25base_rm3_p.gz": (200000, 200, 351298.170412, ("11096", "8606620", 3.266), "bm25base_rm3_p"),
-    "trec-dl-2019-passage/official_nist/input.bm25tuned_p.gz": (200000, 200, 1515069.092095, ("11096", "8296001", 20.9014), "bm25tuned_p"),
-    "trec-dl-2019-passage/official_nist/input.bm25tuned_rm3_p.gz": (200000, 200, 360588.217293, ("11096", "8606620", 3.1513), "bm25tuned_rm3_p"),
-    "trec-dl-2019-passage/official_nist/input.idst_bert_p1.gz": (200000, 200, 8746.442338, ("11096", "4394897", 0.9041545316576958), "idst_bert_p1"),
-    "trec-dl-2019-passage/official_nist/input.ms_duet_passage.gz": (189877, 200, 1926375.504939, ("11096", "8296001", 108.61088562011719), "ms_duet_passage"),
-    "trec-dl-2019-passage/official_nist/input.p_bert.gz": (200000, 200, -1922624.373577, ("11096", "8606623", -0.008667142), "p_bert"),
-    "trec-dl-2019-passage/official_nist/input.p_exp_rm3_bert.gz": (200000, 200, -1888781.294647, ("11096", "8606623", -0.008667142), "p_exp_rm3_bert"),
-    "trec-dl-2019-passage/official_nist/input.runid3.gz": (189877, 200, -2536902.110451, ("11096", "5228130", 13.691676139831543), "runid3"),
-    "trec-dl-2019-passage/official_nist/input.srchvrs_ps_run2.gz": (95645, 200, 51530.382099, ("11096", "8296001", 0.93933), "srchvrs_ps_run2"),
-    "trec-dl-2019-passage/unpooled_runs/colbert_rankzephyr_msmarco-passage-trec-dl-2019-judged.run.gz": (4300, 43, 217150.0, ("1037798", "8760866", 100.0), "rank"),
-    "trec-dl-2019-passage/unpooled_runs/maik-froebe-colbert-run.txt.gz": (42005, 43, 591433.590495, ("19335", "2304005", 26.53536033630371), "colbert"),
-    "trec-dl-2019-passage/unpooled_runs/maik-froebe-mono-t5-base-run.txt.gz": (42005, 43, -311476.067537, ("19335", "8412682", -0.012248889543116093), "castorini/monot5-base-msmarco-10k"),
-    "trec-dl-2019-passage/unpooled_runs/maik-froebe-splade-run.txt.gz": (42005, 43, 425489.935526, ("19335", "8412682", 21.09049401187872), "my-system-name"),
-    "trec-dl-2019-passage/unpooled_runs/tirex_monoelectra-base_msmarco-passage-trec-dl-2019-judged.run.gz": (4205, 43, -6464.722827, ("1037798", "8760871", 5.5585938), "mono-electra"),
-    "trec-dl-2020-passage/official_nist/input.CoRT-electra.gz": (200000, 200, 8105.859030, ("3505", "4786599", 0.98357), "CoRT-electra"),
-    "trec-dl-2020-passage/official_nist/input.bigIR-T5-R.gz": (190699, 200, 1466.750953, ("3505", "329745", 1.0), "bigIR-T5-R"),
-    "trec-dl-2020-passage/official_nist/input.indri-sdm.gz": (192785, 200, -1788017.164990, ("3505", "8285658", -5.74947), "indri-sdm"),
-    "trec-dl-2020-passage/official_nist/input.p_bm25.gz": (200000, 200, 1527020.140612, ("3505", "3859340", 14.4013), "p_bm25"),
-    "trec-dl-2020-passage/official_nist/input.p_bm25rm3.gz": (200000, 200, 343289.006109, ("3505", "3859340", 2.895), "p_bm25rm3"),
-    "trec-dl-2020-passage/official_nist/input.p_d2q_bm25.gz": (200000, 200, 1886668.032715, ("3505", "4711746", 13.1037), "p_d2q_bm25"),
-    "trec-dl-2020-passage/official_nist/input.p_d2q_bm25_duo.gz": (200000, 200, 495093.215979, ("3505", "8285654", 80.9092320659888), "p_d2q_bm25_duo"),
-    "trec-dl-2020-passage/official_nist/input.terrier-BM25.gz": (192786, 200, 3652343.592523, ("3505", "1030851", 31.292958826336076), "terrier-BM25"),
-    "trec-dl-2020-passage/unpooled_runs/colbert_rankzephyr_msmarco-passage-trec-dl-2020-judged.run.gz": (5400, 54, 272700.0, ("1030303", "8726437", 100.0), "rank"),
-    "trec-dl-2020-passage/unpooled_runs/maik-froebe-colbert-run.txt.gz": (51575, 54, 733607.395629, ("23849", "8010558", 24.228214263916016), "colbert"),
-    "trec-dl-2020-passage/unpooled_runs/maik-froebe-mono-t5-base-run.txt.gz": (51575, 54, -395995.050577, ("23849", "2647769", -0.009369449689984322), "castorini/monot5-base-msmarco-10k"),
-    "trec-dl-2020-passage/unpooled_runs/maik-froebe-splade-run.txt.gz": (51575, 54, 530496.712429, ("23849", "8010561", 22.246007644311558), "my-system-name"),
-    "trec-dl-2020-passage/unpooled_runs/tirex_monoelectra-base_msmarco-passage-trec-dl-2020-judged.run.gz": (5329, 54, -9622.791892, ("1030303", "8726437", 8.0859375), "mono-electra"),
+    "trec-dl-2019-passage/official_nist/input.ICT-BERT2.gz":
+        (4000, 200, -5398.044995, ("11096", "8296001", 2.8280456), "ICT-BERT2"),
+    "trec-dl-2019-passage/official_nist/input.TUA1-1.gz":
+        (189877, 200, 447193.767608, ("11096", "8606623", 11.9913863055408), "TUA1-1"),
+    "trec-dl-2019-passage/official_nist/input.bm25base_p.gz":
+        (200000, 200, 1472280.835540, ("11096", "8296001", 20.091299), "bm25base_p"),
+    "trec-dl-2019-passage/official_nist/input.bm25base_rm3_p.gz":
+        (200000, 200, 351298.170412, ("11096", "8606620", 3.266), "bm25base_rm3_p"),
+    "trec-dl-2019-passage/official_nist/input.bm25tuned_p.gz":
+        (200000, 200, 1515069.092095, ("11096", "8296001", 20.9014), "bm25tuned_p"),
+    "trec-dl-2019-passage/official_nist/input.bm25tuned_rm3_p.gz":
+        (200000, 200, 360588.217293, ("11096", "8606620", 3.1513), "bm25tuned_rm3_p"),
+    "trec-dl-2019-passage/official_nist/input.idst_bert_p1.gz":
+        (200000, 200, 8746.442338, ("11096", "4394897", 0.9041545316576958), "idst_bert_p1"),
+    "trec-dl-2019-passage/official_nist/input.ms_duet_passage.gz":
+        (189877, 200, 1926375.504939, ("11096", "8296001", 108.61088562011719), "ms_duet_passage"),
+    "trec-dl-2019-passage/official_nist/input.p_bert.gz":
+        (200000, 200, -1922624.373577, ("11096", "8606623", -0.008667142), "p_bert"),
+    "trec-dl-2019-passage/official_nist/input.p_exp_rm3_bert.gz":
+        (200000, 200, -1888781.294647, ("11096", "8606623", -0.008667142), "p_exp_rm3_bert"),
+    "trec-dl-2019-passage/official_nist/input.runid3.gz":
+        (189877, 200, -2536902.110451, ("11096", "5228130", 13.691676139831543), "runid3"),
+    "trec-dl-2019-passage/official_nist/input.srchvrs_ps_run2.gz":
+        (95645, 200, 51530.382099, ("11096", "8296001", 0.93933), "srchvrs_ps_run2"),
+    "trec-dl-2019-passage/unpooled_runs/colbert_rankzephyr_msmarco-passage-trec-dl-2019-judged.run.gz":
+        (4300, 43, 217150.0, ("1037798", "8760866", 100.0), "rank"),
+    "trec-dl-2019-passage/unpooled_runs/maik-froebe-colbert-run.txt.gz":
+        (42005, 43, 591433.590495, ("19335", "2304005", 26.53536033630371), "colbert"),
+    "trec-dl-2019-passage/unpooled_runs/maik-froebe-mono-t5-base-run.txt.gz":
+        (42005, 43, -311476.067537, ("19335", "8412682", -0.012248889543116093), "castorini/monot5-base-msmarco-10k"),
+    "trec-dl-2019-passage/unpooled_runs/maik-froebe-splade-run.txt.gz":
+        (42005, 43, 425489.935526, ("19335", "8412682", 21.09049401187872), "my-system-name"),
+    "trec-dl-2019-passage/unpooled_runs/tirex_monoelectra-base_msmarco-passage-trec-dl-2019-judged.run.gz":
+        (4205, 43, -6464.722827, ("1037798", "8760871", 5.5585938), "mono-electra"),
+    "trec-dl-2020-passage/official_nist/input.CoRT-electra.gz":
+        (200000, 200, 8105.859030, ("3505", "4786599", 0.98357), "CoRT-electra"),
+    "trec-dl-2020-passage/official_nist/input.bigIR-T5-R.gz":
+        (190699, 200, 1466.750953, ("3505", "329745", 1.0), "bigIR-T5-R"),
+    "trec-dl-2020-passage/official_nist/input.indri-sdm.gz":
+        (192785, 200, -1788017.164990, ("3505", "8285658", -5.74947), "indri-sdm"),
+    "trec-dl-2020-passage/official_nist/input.p_bm25.gz":
+        (200000, 200, 1527020.140612, ("3505", "3859340", 14.4013), "p_bm25"),
+    "trec-dl-2020-passage/official_nist/input.p_bm25rm3.gz":
+        (200000, 200, 343289.006109, ("3505", "3859340", 2.895), "p_bm25rm3"),
+    "trec-dl-2020-passage/official_nist/input.p_d2q_bm25.gz":
+        (200000, 200, 1886668.032715, ("3505", "4711746", 13.1037), "p_d2q_bm25"),
+    "trec-dl-2020-passage/official_nist/input.p_d2q_bm25_duo.gz":
+        (200000, 200, 495093.215979, ("3505", "8285654", 80.9092320659888), "p_d2q_bm25_duo"),
+    "trec-dl-2020-passage/official_nist/input.terrier-BM25.gz":
+        (192786, 200, 3652343.592523, ("3505", "1030851", 31.292958826336076), "terrier-BM25"),
+    "trec-dl-2020-passage/unpooled_runs/colbert_rankzephyr_msmarco-passage-trec-dl-2020-judged.run.gz":
+        (5400, 54, 272700.0, ("1030303", "8726437", 100.0), "rank"),
+    "trec-dl-2020-passage/unpooled_runs/maik-froebe-colbert-run.txt.gz":
+        (51575, 54, 733607.395629, ("23849", "8010558", 24.228214263916016), "colbert"),
+    "trec-dl-2020-passage/unpooled_runs/maik-froebe-mono-t5-base-run.txt.gz":
+        (51575, 54, -395995.050577, ("23849", "2647769", -0.009369449689984322), "castorini/monot5-base-msmarco-10k"),
+    "trec-dl-2020-passage/unpooled_runs/maik-froebe-splade-run.txt.gz":
+        (51575, 54, 530496.712429, ("23849", "8010561", 22.246007644311558), "my-system-name"),
+    "trec-dl-2020-passage/unpooled_runs/tirex_monoelectra-base_msmarco-passage-trec-dl-2020-judged.run.gz":
+        (5329, 54, -9622.791892, ("1030303", "8726437", 8.0859375), "mono-electra"),
 }
 
 

@@ -22,7 +22,7 @@ from gate.inputs.readers.runs import read_run
 
 needs_scanner = pytest.mark.skipif(native.SCANNER is None, reason="this install has no compiled run scanner")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _read_both(path: Path, monkeypatch, block_size: int = 1 << 12):

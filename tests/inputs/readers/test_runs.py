@@ -10,7 +10,7 @@ import pytest
 
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.runs import FIELDS_MESSAGE, _Bytes, _parse_scores, parse_decimal, read_run
-from tests.io.helpers import error_of, expect_error, write
+from tests.inputs.readers.helpers import error_of, expect_error, write
 
 RUN = """\
 q2 Q0 d1 1 3.5 sysA
@@ -170,13 +170,15 @@ def test_bad_column_two(tmp_path, value):
 
 @pytest.mark.parametrize("value", ["abc", "1,5", "1_000", "--1", "1e", ".", "-", "0x10", "1.2.3", "٣"])
 def test_score_not_a_number(tmp_path, value):
-    path = write(tmp_path, "run.txt", f"q Q0 d1 1 1 t\nq Q0 d2 2 2 t\nq Q0 d3 3 3 t\nq Q0 d4 4 4 t\nq Q0 d5 5 {value} t\n")
+    path = write(tmp_path, "run.txt",
+                 f"q Q0 d1 1 1 t\nq Q0 d2 2 2 t\nq Q0 d3 3 3 t\nq Q0 d4 4 4 t\nq Q0 d5 5 {value} t\n")
     expect_error(read_run, path, 5, f"score '{value}' is not a number")
 
 
 @pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-Infinity", "1e400", "-1e309"])
 def test_score_not_finite(tmp_path, value):
-    path = write(tmp_path, "run.txt", f"q Q0 d1 1 1 t\nq Q0 d2 2 2 t\nq Q0 d3 3 3 t\nq Q0 d4 4 4 t\nq Q0 d5 5 {value} t\n")
+    path = write(tmp_path, "run.txt",
+                 f"q Q0 d1 1 1 t\nq Q0 d2 2 2 t\nq Q0 d3 3 3 t\nq Q0 d4 4 4 t\nq Q0 d5 5 {value} t\n")
     expect_error(read_run, path, 5, f"score '{value}' is not finite")
 
 
@@ -200,7 +202,8 @@ def test_duplicate_document_names_both_lines(tmp_path, block_size):
 
 def test_first_duplicate_in_file_order_is_reported(tmp_path):
     text = "a Q0 x 1 1 t\nb Q0 y 1 1 t\nb Q0 y 2 1 t\na Q0 x 2 1 t\n"
-    expect_error(read_run, write(tmp_path, "run.txt", text), 3, "duplicate document 'y' for query 'b' (first at line 2)")
+    expect_error(read_run, write(tmp_path, "run.txt", text), 3,
+                 "duplicate document 'y' for query 'b' (first at line 2)")
 
 
 def test_same_document_in_two_queries_is_fine(tmp_path):
@@ -281,7 +284,8 @@ def test_vectorised_scores_are_bit_identical_to_float():
 
 def test_real_run_scores_match_float(tmp_path):
     rng = random.Random(5)
-    rows = [(f"q{i // 100}", f"d{i}", rng.choice([repr(rng.random()), f"{rng.gauss(0, 5):.4f}", f"{rng.random():.17g}"])) for i in range(3000)]
+    rows = [(f"q{i // 100}", f"d{i}",
+             rng.choice([repr(rng.random()), f"{rng.gauss(0, 5):.4f}", f"{rng.random():.17g}"])) for i in range(3000)]
     text = "".join(f"{q} Q0 {d} 1 {s} t\n" for q, d, s in rows)
     run = read_run(write(tmp_path, "run.txt", text), block_size=2048)
     got = {(q, d): s for q, docs in as_dict(run).items() for d, s in docs}
@@ -352,5 +356,6 @@ def test_a_repeated_long_docno_is_a_duplicate_and_a_near_one_is_not(tmp_path):
     assert message.startswith(f"{path}:102: duplicate document 'LLL")
     assert len(message) < len(str(path)) + 200  # the id is shortened in the message
     assert message.endswith("for query 'q0' (first at line 101)")
-    path = write(tmp_path, "near.run", "\n".join([*rows, f"q0 Q0 {long}a 101 0.5 t", f"q0 Q0 {long}b 102 0.1 t"]) + "\n")
+    path = write(tmp_path, "near.run",
+                 "\n".join([*rows, f"q0 Q0 {long}a 101 0.5 t", f"q0 Q0 {long}b 102 0.1 t"]) + "\n")
     assert len(read_run(path)) == 102

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gate.inputs.readers.textlines import iter_all_lines, iter_blocks, iter_lines, strip_gz
-from tests.io.helpers import expect_error, write
+from tests.inputs.readers.helpers import expect_error, write
 
 
 def lines(path):

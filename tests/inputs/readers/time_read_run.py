@@ -1,6 +1,6 @@
 """Local timing check for the run reader (not a unit test: timings vary by machine).
 
-    python tests/io/time_read_run.py [--queries 1000] [--docs 1000] [--gzip]
+    python tests/inputs/readers/time_read_run.py [--queries 1000] [--docs 1000] [--gzip]
 
 Writes a TREC run of queries x docs lines in the style of
 benchmarks/bench_compare.py, then reads it in a fresh subprocess (so the peak
@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 MAKE = """
 import gzip, sys

@@ -10,7 +10,7 @@ can be scripted to answer with errors.
 
 API::
 
-    from tests.github.fake_github import FakeGitHub
+    from tests.publishing.github.fake_github import FakeGitHub
 
     fake = FakeGitHub(owner="octo-org", repo="octo-repo", token="ghs_x")  # all optional
     fake.start()                    # -> fake; binds 127.0.0.1, port 0, daemon thread
@@ -70,7 +70,7 @@ from urllib.parse import parse_qs, urlsplit
 try:  # the tests' helper; absent when the module is vendored elsewhere
     from tests.shared_data import GITHUB as _GITHUB_SHARED
 except Exception:  # pragma: no cover
-    _GITHUB_SHARED = Path(__file__).resolve().parents[3] / "shared" / "github"
+    _GITHUB_SHARED = Path(__file__).resolve().parents[4] / "shared" / "github"
 
 SPEC_PATH = _GITHUB_SHARED / "openapi_subset_needed_endpoints.json"
 INTEGRATION_MESSAGE = "Resource not accessible by integration"
@@ -391,7 +391,8 @@ class FakeGitHub:
 
     def requests_to(self, method: str | None, path: str) -> list[Recorded]:
         pattern = _template_regex(path)
-        return [r for r in list(self.requests) if (method is None or r.method == method.upper()) and pattern.fullmatch(r.path)]
+        return [r for r in list(self.requests) if (method is None or r.method == method.upper())
+                and pattern.fullmatch(r.path)]
 
     def assert_valid(self) -> None:
         if self.validation_errors:
@@ -418,7 +419,8 @@ class FakeGitHub:
                                          dict(headers or {}), body, int(times)))
 
     def script_rate_limit(self, path: str, *, method: str | None = None, times: int = 1,
-                          retry_after: float | None = None, reset_in: float | None = None, status: int | None = None) -> None:
+                          retry_after: float | None = None, reset_in: float | None = None,
+                          status: int | None = None) -> None:
         """429 with ``retry-after`` (default), or 403 with x-ratelimit-remaining 0 and reset ``now + reset_in``."""
         headers: dict[str, str] = {}
         if reset_in is not None:
@@ -432,7 +434,8 @@ class FakeGitHub:
             message = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
         self.script_error(path, code, method=method, times=times, headers=headers, message=message)
 
-    def script_secondary_limit(self, path: str, *, method: str | None = None, times: int = 1, status: int = 403) -> None:
+    def script_secondary_limit(self, path: str, *, method: str | None = None, times: int = 1,
+                               status: int = 403) -> None:
         self.script_error(path, status, method=method, times=times, message=(
             "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
             "If you reach out to GitHub Support for help, please include the request ID."))
@@ -450,7 +453,8 @@ class FakeGitHub:
     def _take_script(self, method: str, path: str) -> _Script | None:
         with self._lock:
             for script in self._scripts:
-                if script.remaining > 0 and (script.method is None or script.method == method) and script.pattern.fullmatch(path):
+                if script.remaining > 0 and (script.method is None or script.method == method) \
+                        and script.pattern.fullmatch(path):
                     script.remaining -= 1
                     return script
         return None
@@ -526,8 +530,10 @@ class FakeGitHub:
         template, op, path_params = found
         params = self._spec.parameters(op)
         for p in params:
-            if p.get("in") == "path" and p["name"] in path_params and not _type_ok(path_params[p["name"]], p.get("schema", {})):
-                self._reject(handler, record, 404, f"path parameter {p['name']}={path_params[p['name']]!r} is not {p['schema'].get('type')}")
+            if p.get("in") == "path" and p["name"] in path_params \
+                    and not _type_ok(path_params[p["name"]], p.get("schema", {})):
+                self._reject(handler, record, 404,
+                             f"path parameter {p['name']}={path_params[p['name']]!r} is not {p['schema'].get('type')}")
                 return False
         declared = {p["name"]: p for p in params if p.get("in") == "query"}
         for name, values in record.query.items():
@@ -536,7 +542,8 @@ class FakeGitHub:
                 return False
             for value in values:
                 if not _type_ok(value, declared[name].get("schema", {})):
-                    self._reject(handler, record, 422, f"query parameter {name}={value!r} is not {declared[name]['schema'].get('type')}")
+                    self._reject(handler, record, 422,
+                                 f"query parameter {name}={value!r} is not {declared[name]['schema'].get('type')}")
                     return False
         for name, p in declared.items():
             if p.get("required") and name not in record.query:
@@ -822,7 +829,8 @@ class FakeGitHub:
 
     def _rate_limit(self, handler, record):  # type: ignore[no-untyped-def]
         core = {"limit": 5000, "used": 1, "remaining": 4999, "reset": int(self.now + 3600)}
-        self._send(handler, record, 200, {"resources": {"core": core, "search": dict(core, limit=30, remaining=30, used=0)},
+        self._send(handler, record, 200,
+                   {"resources": {"core": core, "search": dict(core, limit=30, remaining=30, used=0)},
                                           "rate": core})
 
     def _user(self, handler, record):  # type: ignore[no-untyped-def]

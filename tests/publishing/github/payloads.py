@@ -13,7 +13,7 @@ from tests.shared_data import GITHUB
 
 SYNCHRONIZE = "webhook_example_pull_request_synchronize.payload.json"
 
-# The fields of a pull_request event the gate reads (gate.action.read_event), as GitHub sends them.
+# The fields of a pull_request event the gate reads (gate.inputs.github_event.read_event), as GitHub sends them.
 _MINIMAL: dict[str, Any] = {
     "action": "synchronize", "number": 0,
     "pull_request": {"number": 0, "state": "open", "title": "a retrieval change", "body": None, "labels": [],

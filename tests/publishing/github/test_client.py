@@ -1,4 +1,4 @@
-"""GitHubClient, publish_comment and fit_comment against the fake GitHub (tests/github/fake_github.py).
+"""GitHubClient, publish_comment and fit_comment against the fake GitHub (tests/publishing/github/fake_github.py).
 
 Every wait is simulated: the client gets a fake sleep/clock/now, so retry
 tests record the waits instead of sleeping.
@@ -22,7 +22,7 @@ from gate.publishing.github.client import (
 )
 from gate.publishing.github.sticky_comment import CommentResult, comment_marker, parse_marker, publish_comment
 from gate.rendering.markdown_cut import COMMENT_LIMIT, fit_comment
-from tests.github.fake_github import FakeGitHub, _Spec
+from tests.publishing.github.fake_github import FakeGitHub, _Spec
 from tests.shared_data import GITHUB, need
 
 TOKEN = "ghs_TopSecretToken1234567890abcdef"
@@ -468,7 +468,7 @@ def table(rows: int, tag: str) -> str:
 def assert_tables_whole(text: str) -> None:
     """Every table in ``text`` ends with a complete last row and is followed by a blank line or the end."""
     lines = text.splitlines()
-    for i, line in enumerate(lines):
+    for line in lines:
         if line.startswith("|"):
             assert line.endswith("|"), f"row cut: {line!r}"
 
@@ -529,9 +529,11 @@ def test_fake_rejects_requests_github_would_reject(fake):
     import requests
 
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    r = requests.post(f"{fake.url}/repos/{fake.repository}/issues/{PR}/comments", json={"bdy": "x"}, headers=headers, timeout=5)
+    r = requests.post(f"{fake.url}/repos/{fake.repository}/issues/{PR}/comments", json={"bdy": "x"}, headers=headers,
+                      timeout=5)
     assert r.status_code == 422
-    r = requests.post(f"{fake.url}/repos/{fake.repository}/statuses/{SHA1}", json={"state": "green"}, headers=headers, timeout=5)
+    r = requests.post(f"{fake.url}/repos/{fake.repository}/statuses/{SHA1}", json={"state": "green"}, headers=headers,
+                      timeout=5)
     assert r.status_code == 422
     r = requests.get(f"{fake.url}/repos/{fake.repository}/pulls/abc", headers=headers, timeout=5)
     assert r.status_code == 404
@@ -546,7 +548,8 @@ def test_fake_rejects_requests_github_would_reject(fake):
 def test_fake_requires_the_token(fake):
     import requests
 
-    r = requests.get(f"{fake.url}/repos/{fake.repository}/pulls/{PR}", headers={"Authorization": "Bearer wrong"}, timeout=5)
+    r = requests.get(f"{fake.url}/repos/{fake.repository}/pulls/{PR}", headers={"Authorization": "Bearer wrong"},
+                     timeout=5)
     assert r.status_code == 401
 
 
@@ -587,7 +590,8 @@ def test_fake_routes_and_answers_match_the_openapi_description(fake, client):
         ("/rate_limit", "get", "200", client.rate_limit()),
     ]
     for template, method, code, payload in checks:
-        schema = spec.to_jsonschema(spec.doc["paths"][template][method]["responses"][code]["content"]["application/json"]["schema"])
+        response = spec.doc["paths"][template][method]["responses"][code]
+        schema = spec.to_jsonschema(response["content"]["application/json"]["schema"])
         errors = list(jsonschema.Draft7Validator(schema).iter_errors(payload))
         assert not errors, (template, [e.message for e in errors[:3]])
 

@@ -14,7 +14,7 @@ from ruamel.yaml import YAML
 
 from tests.shared_data import GITHUB, need
 
-WORKFLOWS = Path(__file__).resolve().parents[2] / "examples" / "workflows"
+WORKFLOWS = Path(__file__).resolve().parents[3] / "examples" / "workflows"
 FILES = sorted(WORKFLOWS.glob("*.yml"))
 NAMES = [p.name for p in FILES]
 # This project's own CI workflow is checked with the examples.

@@ -154,7 +154,8 @@ def main():
                 terms = tokens(text)
                 ranked = []
                 for doc_id, title, body in docs:
-                    score = sum(math.log(1 + len(docs) / df[t]) * (body[t] + boost * title[t]) for t in terms if t in df)
+                    score = sum(math.log(1 + len(docs) / df[t]) * (body[t] + boost * title[t]) for t in terms
+                                if t in df)
                     if score > 0:
                         ranked.append((doc_id, score))
             if config.get("shuffle_ties"):
