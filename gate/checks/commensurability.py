@@ -25,10 +25,11 @@ import numpy as np
 
 from gate.evaluation.evaluate import PerQuery, evaluate
 from gate.evaluation.measures import Measure
+from gate.inputs import git
 from gate.inputs.golden import Golden
 from gate.inputs.manifest import Manifest
 from gate.inputs.readers.records import Run
-from gate.inputs.retrieval_config import RetrievalConfig
+from gate.inputs.retrieval_config import RetrievalConfig, parse_retrieval_config
 from gate.runs.produce import RunProducer, missing_queries
 from gate.runs.request import ProducedRun, RunnerFailed, RunRequest
 
@@ -84,7 +85,8 @@ def input_differences(manifest: Manifest, golden: Golden, rel: int) -> list[Diff
     """What differs between the archive and today, for the archived config (its corpus included)."""
     out = []
     if manifest.queries.sha256 != golden.queries_record.sha256:
-        out.append(Difference("queries", manifest.queries.describe("queries"), golden.queries_record.describe("queries")))
+        out.append(Difference("queries", manifest.queries.describe("queries"),
+                              golden.queries_record.describe("queries")))
     if manifest.qrels.sha256 != golden.qrels_record.sha256:
         out.append(Difference("qrels", manifest.qrels.describe("judgments"), golden.qrels_record.describe("judgments")))
     archived_corpus = manifest.corpus
@@ -258,9 +260,6 @@ def code_difference(baseline_code, candidate_code) -> tuple[Difference, ...]:
 
 
 def base_config_from_git(workspace: Path, base_ref: str, config_file: Path) -> RetrievalConfig | None:
-    from gate.inputs import git
-    from gate.inputs.retrieval_config import parse_retrieval_config
-
     content = git.show_file(workspace, base_ref, config_file)
     if content is None:
         return None

@@ -144,7 +144,7 @@ class JudgedCheck:
     sensitivity: Sensitivity | None
     unjudged_rows: tuple[tuple[str, str, int, str], ...]  # (qid, docno, rank, run) of the candidate
     failures: tuple[str, ...] = ()
-    limits: Mapping[str, float] = field(default_factory=dict)
+    limits: Mapping[str, float | None] = field(default_factory=dict)
     # The qrels judge only relevant documents on these queries (no judged label below rel), as
     # Vaswani's and many legacy collections' do: most of any ranking is unjudged by design.
     relevance_only: bool = False

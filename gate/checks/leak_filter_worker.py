@@ -36,15 +36,21 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
-from collections.abc import Sequence
+import time
+import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, Protocol
 
 import numpy as np
+
+from gate.common.environment import scrubbed_environment
 
 __all__ = ["WorkerPool", "WorkerError", "main", "WORKER_TIMEOUT", "PER_WORKER"]
 
@@ -53,13 +59,26 @@ __all__ = ["WorkerPool", "WorkerError", "main", "WORKER_TIMEOUT", "PER_WORKER"]
 WORKER_TIMEOUT = 300.0
 PER_WORKER = 2  # batches in flight per worker: one being scanned, one waiting in its pipe
 _HEADER = struct.Struct("<cQ")
-_SETTINGS = ("SEGMENT_TOKENS", "BATCH_CHARS")
-_FILTER_SETTINGS = ("PROBES", "GROUP_TABLE", "LUT_LIMIT", "DENSE_LIMIT", "QBITS_LIMIT")
 
 # The worker's start: the gate imported from where this process imported it, never from the
-# working directory (see gate.checks.leak_stream: ``-c`` puts it first on sys.path).
+# working directory (see gate.checks.leak_stream: ``-c`` puts it first on sys.path). The scan
+# itself is gate.checks.leakage's, handed to main (this module never imports leakage, which
+# imports it).
 _CHILD = ("import sys; sys.path[:] = [{root!r}] + [p for p in sys.path if p not in ('', '.')]; "
-          "from gate.checks.leak_filter_worker import main; raise SystemExit(main(sys.argv[1:]))")
+          "from gate.checks.leakage import worker_scanner; from gate.checks.leak_filter_worker import main; "
+          "raise SystemExit(main(sys.argv[1:], worker_scanner))")
+
+BatchResult = tuple[list[int], list[int], list[int], list[int], list[float]]
+
+
+class BatchScanner(Protocol):
+    """What a worker runs on each batch (gate.checks.leakage's scan, built from the parent's settings)."""
+
+    def scan(self, texts: Sequence[str]) -> BatchResult: ...
+
+
+#: (normalized queries, threshold, the scan's settings, learned corpus trigram frequencies) -> the scanner.
+ScannerFactory = Callable[[list[str], float, dict[str, Any], np.ndarray], BatchScanner]
 
 
 def _clock_ticks() -> int:
@@ -85,21 +104,22 @@ def _cpu_seconds(pid: int) -> float | None:
 
 def _cpu_total(pids: Sequence[int]) -> float | None:
     used = [_cpu_seconds(pid) for pid in pids]
-    return None if any(u is None for u in used) else sum(used)  # type: ignore[misc]
+    known = [u for u in used if u is not None]
+    return None if len(known) < len(used) else sum(known)
 
 
 class WorkerError(RuntimeError):
     """A worker died, reported an error, sent something unreadable or did not answer in time."""
 
 
-def _write_frame(out: BinaryIO, kind: bytes, *parts: bytes) -> None:
+def _write_frame(out: IO[bytes], kind: bytes, *parts: bytes) -> None:
     out.write(_HEADER.pack(kind, sum(len(p) for p in parts)))
     for part in parts:
         out.write(part)
     out.flush()
 
 
-def _read_frame(inp: BinaryIO) -> tuple[bytes, bytes] | None:
+def _read_frame(inp: IO[bytes]) -> tuple[bytes, bytes] | None:
     """(kind, payload), or None at the end of the stream (a frame cut short raises)."""
     head = inp.read(_HEADER.size)
     if not head:
@@ -128,7 +148,7 @@ def decode_batch(payload: bytes) -> list[str]:
     return [text[a:b] for a, b in zip([0] + ends[:-1], ends)]
 
 
-def encode_result(result: tuple[list[int], list[int], list[int], list[int], list[float]]) -> bytes:
+def encode_result(result: BatchResult) -> bytes:
     ex_owner, ex_query, tri_owner, tri_query, tri_score = result
     return b"".join((struct.pack("<QQ", len(ex_owner), len(tri_owner)),
                      np.asarray(ex_owner, dtype="<i8").tobytes(), np.asarray(ex_query, dtype="<i8").tobytes(),
@@ -136,7 +156,7 @@ def encode_result(result: tuple[list[int], list[int], list[int], list[int], list
                      np.asarray(tri_score, dtype="<f8").tobytes()))
 
 
-def decode_result(payload: bytes) -> tuple[list[int], list[int], list[int], list[int], list[float]]:
+def decode_result(payload: bytes) -> BatchResult:
     n_ex, n_tri = struct.unpack_from("<QQ", payload)
     if len(payload) != 16 + 16 * n_ex + 24 * n_tri:
         raise ValueError("a result of the wrong size")
@@ -148,12 +168,7 @@ def decode_result(payload: bytes) -> tuple[list[int], list[int], list[int], list
     return tuple(arrays)  # type: ignore[return-value]
 
 
-def _init_payload(qnorms: Sequence[str], threshold: float, corpus_cf: np.ndarray) -> bytes:
-    from gate.checks import leakage
-
-    settings = {name: getattr(leakage, name) for name in _SETTINGS}
-    settings.update({name: getattr(leakage._TrigramFilter, name) for name in _FILTER_SETTINGS})
-    settings["ahocorasick"] = leakage._ahocorasick is not None
+def _init_payload(qnorms: Sequence[str], threshold: float, corpus_cf: np.ndarray, settings: dict[str, Any]) -> bytes:
     head = json.dumps({"queries": list(qnorms), "threshold": threshold, "settings": settings}).encode("ascii")
     return struct.pack("<Q", len(head)) + head + np.asarray(corpus_cf, dtype="<i8").tobytes()
 
@@ -163,10 +178,6 @@ def _init_payload(qnorms: Sequence[str], threshold: float, corpus_cf: np.ndarray
 
 class _Worker:
     def __init__(self, index: int, init: bytes, results: queue.Queue[Any]):
-        import tempfile
-
-        from gate.common.environment import scrubbed_environment
-
         root = str(Path(__file__).resolve().parents[2])
         # stderr to a file, not a pipe: nothing reads it until the worker has ended.
         self.err_file = tempfile.TemporaryFile()
@@ -271,10 +282,12 @@ class _Worker:
 
 
 class WorkerPool:
-    """Worker processes, each given the queries and the learned frequencies, then batches of texts."""
+    """Worker processes, each given the queries, the learned frequencies and the scan's settings
+    (gate.checks.leakage's, as its worker_scanner reads them), then batches of texts."""
 
-    def __init__(self, n: int, qnorms: Sequence[str], threshold: float, corpus_cf: np.ndarray):
-        init = _init_payload(qnorms, threshold, corpus_cf)
+    def __init__(self, n: int, qnorms: Sequence[str], threshold: float, corpus_cf: np.ndarray,
+                 settings: dict[str, Any]):
+        init = _init_payload(qnorms, threshold, corpus_cf, settings)
         self.workers: list[_Worker] = []
         self._error: WorkerError | None = None
         try:
@@ -298,8 +311,6 @@ class WorkerPool:
     def wait_ready(self, timeout: float) -> None:
         """Until some worker is ready (tests: so that the batches surely go to the workers); a
         WorkerError when none is and none used any CPU time in the last ``timeout`` seconds."""
-        import time
-
         pids = [w.proc.pid for w in self.workers]
         used = _cpu_total(pids)
         deadline = time.monotonic() + timeout
@@ -325,7 +336,7 @@ class WorkerPool:
         worker.outbox.put(encode_batch(texts))
         return worker.index
 
-    def result(self, ticket: int) -> tuple[list[int], list[int], list[int], list[int], list[float]]:
+    def result(self, ticket: int) -> BatchResult:
         """The answer to the oldest batch in flight of that worker (batches are taken in submission order)."""
         worker = self.workers[ticket]
         used = _cpu_seconds(worker.proc.pid)
@@ -360,11 +371,9 @@ class WorkerPool:
 # --------------------------------------------------------------------------- the worker
 
 
-def main(argv: list[str]) -> int:
-    """The worker: frames from stdin, answers to stdout (see the module's docstring)."""
-    import signal
-    import traceback
-
+def main(argv: list[str], make_scanner: ScannerFactory) -> int:
+    """The worker: frames from stdin, answers to stdout (see the module's docstring); the scan of
+    each batch is ``make_scanner``'s (gate.checks.leakage.worker_scanner)."""
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except (ValueError, OSError):
@@ -378,7 +387,7 @@ def main(argv: list[str]) -> int:
         kind, payload = frame
         if kind != b"I":
             raise ValueError(f"expected the queries first, got a frame {kind!r}")
-        scanner = _scanner(payload)
+        scanner = _scanner(payload, make_scanner)
         _write_frame(out, b"K")
         while True:
             frame = _read_frame(inp)
@@ -396,29 +405,9 @@ def main(argv: list[str]) -> int:
         return 1
 
 
-def _scanner(payload: bytes):
-    """The scan of gate.checks.leakage with the parent's queries, settings and learned frequencies."""
-    from gate.checks import leakage
-
+def _scanner(payload: bytes, make_scanner: ScannerFactory) -> BatchScanner:
+    """The scanner ``make_scanner`` builds from the parent's queries, settings and learned frequencies."""
     (size,) = struct.unpack_from("<Q", payload)
     head = json.loads(payload[8 : 8 + size].decode("ascii"))
-    settings = head["settings"]
-    for name in _SETTINGS:
-        setattr(leakage, name, settings[name])
-    for name in _FILTER_SETTINGS:
-        setattr(leakage._TrigramFilter, name, settings[name])
-    if not settings["ahocorasick"]:
-        leakage._ahocorasick = None
-    scanner = leakage._Scanner(head["queries"], float(head["threshold"]))
-    filt = scanner.filt
     cf = np.frombuffer(payload, dtype="<i8", offset=8 + size)
-    if len(cf) != len(filt.corpus_cf):
-        raise ValueError("corpus frequencies of another length than the queries' trigrams")
-    filt.corpus_cf[:] = cf
-    filt.learning = False
-    filt.build()
-    return scanner
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    return make_scanner(head["queries"], float(head["threshold"]), head["settings"], cf)

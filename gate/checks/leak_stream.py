@@ -22,12 +22,21 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from gate.checks.normalize import normalize
+from gate.common.environment import scrubbed_environment
 from gate.common.errors import InputError
+from gate.inputs.readers.beir import beir_corpus
+from gate.inputs.readers.corpus import iter_corpus
+
+try:  # a Unix: the pipe from the child can be widened (see _widen_pipe)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: the pipe keeps its size
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["NormalizedChunk", "iter_normalized", "CHILD_MIN_BYTES"]
 
@@ -49,8 +58,6 @@ def _corpus_file(spec: str) -> Path | None:
     path = Path(spec)
     try:
         if path.is_dir():
-            from gate.inputs.readers.beir import beir_corpus
-
             path = beir_corpus(path)
         return path if path.is_file() and not path.is_symlink() else None
     except (OSError, InputError):
@@ -62,8 +69,6 @@ def iter_normalized(spec: str, *, child: bool | None = None) -> Iterator[Normali
 
     ``child``: read in a child process (True), here (False), or by size (None, the default).
     """
-    from gate.inputs.readers.corpus import iter_corpus
-
     spec = os.fspath(spec)
     if child is None:
         path = _corpus_file(spec)
@@ -83,10 +88,6 @@ _CHILD = ("import sys; sys.path[:] = [{root!r}] + [p for p in sys.path if p not 
 
 
 def _from_child(spec: str) -> Iterator[NormalizedChunk]:
-    import tempfile
-
-    from gate.common.environment import scrubbed_environment
-
     root = str(Path(__file__).resolve().parents[2])
     # stderr to a file, not a pipe: a child that writes more than a pipe holds there before it
     # closes stdout would otherwise wait on this process while this one waits on its stdout.
@@ -122,11 +123,11 @@ def _from_child(spec: str) -> Iterator[NormalizedChunk]:
 
 def _widen_pipe(fd: int) -> None:
     """A 1 MiB pipe instead of 64 KiB (Linux): the reader runs ahead instead of waiting on every few chunks."""
+    if fcntl is None:
+        return
     try:
-        import fcntl
-
         fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-    except (ImportError, OSError):
+    except OSError:
         pass  # another platform, or a lower /proc/sys/fs/pipe-max-size: only slower
 
 

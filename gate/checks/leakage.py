@@ -53,6 +53,7 @@ from __future__ import annotations
 import heapq
 import math
 import os
+import warnings
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from gate.checks import leak_filter_worker
 from gate.checks.normalize import normalize, shingles, trigrams
 from gate.common.errors import InputError
 from gate.common.numbers import counted
@@ -183,7 +185,8 @@ class LeakageResult:
         if rest:
             n_docs, n_matches = len(rest), sum(n for _, n in rest)
             text += (
-                f" {'At least ' if partial else ''}{n_docs} more {'document holds' if n_docs == 1 else 'documents hold'}"
+                f" {'At least ' if partial else ''}{n_docs} more "
+                f"{'document holds' if n_docs == 1 else 'documents hold'}"
                 f" {n_matches} {'match' if n_matches == 1 else 'matches'}."
             )
         if partial:
@@ -234,7 +237,7 @@ class _TokenIndexMatcher:
             if len(toks) == 1:
                 self._single[toks[0]] = tuple(ids)
             else:
-                self._index.setdefault(toks[:2], []).append((toks, tuple(ids)))
+                self._index.setdefault((toks[0], toks[1]), []).append((toks, tuple(ids)))
 
     def find(self, norm: str) -> set[int]:
         found: set[int] = set()
@@ -478,9 +481,9 @@ class _TrigramFilter:
         T = self._tids(codes)
         valid = np.flatnonzero(T < U)
         if self.learning:
-            first = not self.corpus_cf.any()
+            untrained = not self.corpus_cf.any()
             self.corpus_cf += np.bincount(T[valid], minlength=U + 1)[:U]
-            if first:
+            if untrained:
                 self.build()
         if not len(valid):
             return nothing
@@ -580,7 +583,8 @@ class _TrigramFilter:
             sizes = self.sizes[q_pair]
             q_off = np.cumsum(sizes) - sizes
             qflat = np.repeat(self.qptr[q_pair] - q_off, sizes) + np.arange(int(sizes.sum()), dtype=np.int64)
-            inq = self._membership(np.repeat(np.arange(k, dtype=np.int64), sizes), self.qtid[qflat], k, pos_pair, T[pos])
+            inq = self._membership(np.repeat(np.arange(k, dtype=np.int64), sizes), self.qtid[qflat], k, pos_pair,
+                                   T[pos])
         cum = np.zeros(total + 1, dtype=np.int64)
         np.cumsum(inq, out=cum[1:])
 
@@ -766,6 +770,38 @@ class _Scanner:
                 found[key] = score
 
 
+#: The filter's settings a worker process takes from this one, with SEGMENT_TOKENS and BATCH_CHARS (tests
+#: change them).
+_FILTER_SETTINGS = ("PROBES", "GROUP_TABLE", "LUT_LIMIT", "DENSE_LIMIT", "QBITS_LIMIT")
+
+
+def _worker_settings() -> dict[str, Any]:
+    """This process's scan settings, for the workers (:func:`worker_scanner` applies them)."""
+    settings: dict[str, Any] = {"SEGMENT_TOKENS": SEGMENT_TOKENS, "BATCH_CHARS": BATCH_CHARS}
+    settings.update({name: getattr(_TrigramFilter, name) for name in _FILTER_SETTINGS})
+    settings["ahocorasick"] = _ahocorasick is not None
+    return settings
+
+
+def worker_scanner(qnorms: list[str], threshold: float, settings: dict[str, Any], corpus_cf: np.ndarray) -> _Scanner:
+    """In a worker process (gate.checks.leak_filter_worker): the parent's settings applied here,
+    then its scanner, past the learning phase with the parent's learned frequencies."""
+    global SEGMENT_TOKENS, BATCH_CHARS, _ahocorasick
+    SEGMENT_TOKENS, BATCH_CHARS = settings["SEGMENT_TOKENS"], settings["BATCH_CHARS"]
+    for name in _FILTER_SETTINGS:
+        setattr(_TrigramFilter, name, settings[name])
+    if not settings["ahocorasick"]:
+        _ahocorasick = None
+    scanner = _Scanner(qnorms, threshold)
+    filt = scanner.filt
+    if len(corpus_cf) != len(filt.corpus_cf):
+        raise ValueError("corpus frequencies of another length than the queries' trigrams")
+    filt.corpus_cf[:] = corpus_cf
+    filt.learning = False
+    filt.build()
+    return scanner
+
+
 def _worker_count() -> int:
     try:
         cores = len(os.sched_getaffinity(0))
@@ -801,13 +837,49 @@ def find_leaks(
     threshold = float(threshold)
     exact_on = "exact" in modes
     trigram_on = "trigram-jaccard" in modes
+    golden = _golden_queries(queries, min_tokens)
+    n_q = len(golden.ids)
+    best = _BestChunks.empty(golden.ids, on_match)
 
+    if not (trigram_on and n_q):
+        # Exact hits are searched in both modes: an exact occurrence is a window of Jaccard 1.0,
+        # found faster by the automaton than through the trigram filter (and the only way a
+        # query under 3 characters can reach 1.0).
+        scanned = _scan_exact(golden.norms, chunks, progress, best.record, exact_on)
+    else:
+        scanned = _scan_batches(_Scanner(golden.norms, threshold), golden.norms, threshold, chunks, progress,
+                                best.record, exact_on, _worker_count() if workers is None else workers)
+    if progress is not None:
+        progress(scanned)
+
+    matched = best.matches(golden.texts)
+    matched.sort(key=lambda m: _byte_key(m.query_id))
+    return LeakageResult(
+        queries_checked=n_q,
+        count=len(matched),
+        matched=tuple(matched),
+        skipped_short=tuple(sorted(golden.skipped, key=_byte_key)),
+        modes=modes,
+        threshold=threshold,
+        chunks_scanned=scanned,
+    )
+
+
+@dataclass(frozen=True)
+class _GoldenQueries:
+    """The queries long enough to attribute, in the order given (ids, texts as given, normalized
+    texts), and the ids of those too short."""
+
+    ids: list[str]
+    texts: list[str]
+    norms: list[str]
+    skipped: list[str]
+
+
+def _golden_queries(queries: Iterable[Query], min_tokens: int) -> _GoldenQueries:
     if hasattr(queries, "queries") and not hasattr(queries, "__iter__"):
         queries = queries.queries  # a QuerySet
-    qids: list[str] = []
-    qtexts: list[str] = []
-    qnorms: list[str] = []
-    skipped: list[str] = []
+    golden = _GoldenQueries([], [], [], [])
     seen: set[str] = set()
     for q in queries:
         qid = str(q.query_id)
@@ -817,97 +889,100 @@ def find_leaks(
         text = q.text or ""
         norm = normalize(text)
         if len(norm.split()) < min_tokens:
-            skipped.append(qid)
+            golden.skipped.append(qid)
             continue
-        qids.append(qid)
-        qtexts.append(text)
-        qnorms.append(norm)
-    n_q = len(qids)
+        golden.ids.append(qid)
+        golden.texts.append(text)
+        golden.norms.append(norm)
+    return golden
 
-    best_exact = [False] * n_q
-    best_score = [0.0] * n_q
-    best_seq = [0] * n_q
-    best_chunk: list[tuple[str, str] | None] = [None] * n_q
-    n_matched = [0] * n_q
+
+@dataclass(frozen=True)
+class _BestChunks:
+    """Per query (by number): the chunks it matched (counted), the first CHUNKS_KEPT of them in
+    corpus order, and its best one; filled by :meth:`record` in any order of calls."""
+
+    qids: list[str]
+    on_match: Callable[[str, str, str, bool, float], None] | None
+    exact: list[bool]
+    score: list[float]
+    seq: list[int]
+    chunk: list[tuple[str, str] | None]
+    n_matched: list[int]
     # The first CHUNKS_KEPT matched chunks in corpus order, as a heap of (-seq, chunk, doc): the
     # latest kept is dropped first, so any order of calls (worker batches) keeps the same ones.
-    kept: list[list[tuple[int, str, str]]] = [[] for _ in range(n_q)]
+    kept: list[list[tuple[int, str, str]]]
 
-    def record(qi: int, seq: int, chunk_id: str, doc_id: str, is_exact: bool, score: float) -> None:
+    @classmethod
+    def empty(cls, qids: list[str], on_match: Callable[[str, str, str, bool, float], None] | None) -> _BestChunks:
+        n_q = len(qids)
+        return cls(qids, on_match, [False] * n_q, [0.0] * n_q, [0] * n_q, [None] * n_q, [0] * n_q,
+                   [[] for _ in range(n_q)])
+
+    def record(self, qi: int, seq: int, chunk_id: str, doc_id: str, is_exact: bool, score: float) -> None:
         # The best chunk is the greatest (exact, score, -seq): any order of calls gives the same.
-        n_matched[qi] += 1
-        if on_match is not None:
-            on_match(qids[qi], chunk_id, doc_id, is_exact, score)
+        self.n_matched[qi] += 1
+        if self.on_match is not None:
+            self.on_match(self.qids[qi], chunk_id, doc_id, is_exact, score)
+        kept = self.kept[qi]
         entry = (-seq, chunk_id, doc_id)
-        if len(kept[qi]) < CHUNKS_KEPT:
-            heapq.heappush(kept[qi], entry)
-        elif entry > kept[qi][0]:
-            heapq.heapreplace(kept[qi], entry)
-        current = best_chunk[qi]
-        if current is not None:
-            if (is_exact, score) < (best_exact[qi], best_score[qi]):
+        if len(kept) < CHUNKS_KEPT:
+            heapq.heappush(kept, entry)
+        elif entry > kept[0]:
+            heapq.heapreplace(kept, entry)
+        if self.chunk[qi] is not None:
+            if (is_exact, score) < (self.exact[qi], self.score[qi]):
                 return
-            if (is_exact, score) == (best_exact[qi], best_score[qi]) and seq > best_seq[qi]:
+            if (is_exact, score) == (self.exact[qi], self.score[qi]) and seq > self.seq[qi]:
                 return
-        best_exact[qi], best_score[qi], best_seq[qi] = is_exact, score, seq
-        best_chunk[qi] = (chunk_id, doc_id)
+        self.exact[qi], self.score[qi], self.seq[qi] = is_exact, score, seq
+        self.chunk[qi] = (chunk_id, doc_id)
 
-    scanned = 0
-    if not (trigram_on and n_q):
-        # Exact hits are searched in both modes: an exact occurrence is a window of Jaccard 1.0,
-        # found faster by the automaton than through the trigram filter (and the only way a
-        # query under 3 characters can reach 1.0).
-        exact = _exact_matcher(_patterns(qnorms))
-        for chunk in chunks:
-            seq = scanned
-            scanned += 1
-            if progress is not None and scanned % PROGRESS_EVERY == 0:
-                progress(scanned)
-            if not n_q:
+    def matches(self, qtexts: Sequence[str]) -> list[LeakMatch]:
+        """A LeakMatch per query that matched a chunk, in query order (``qtexts``: their texts as given)."""
+        matched = []
+        for qi, where in enumerate(self.chunk):
+            if where is None:
                 continue
-            text = chunk.text
-            # (gate.checks.leak_stream hands over chunks normalized in its reader process)
-            norm = text if getattr(chunk, "normalized", False) else normalize(text) if text else ""
-            if not norm:
-                continue
-            hits = exact.find(norm)
-            if hits:
-                chunk_id, doc_id = _ids(chunk.chunk_id, chunk.doc_id)
-                for qi in hits:
-                    record(qi, seq, chunk_id, doc_id, exact_on, 1.0)
-    else:
-        scanned = _scan_batches(_Scanner(qnorms, threshold), qnorms, threshold, chunks, progress, record, exact_on,
-                                _worker_count() if workers is None else workers)
-    if progress is not None:
-        progress(scanned)
-
-    matched = []
-    for qi in range(n_q):
-        where = best_chunk[qi]
-        if where is None:
-            continue
-        matched.append(
-            LeakMatch(
-                query_id=qids[qi],
-                text=qtexts[qi],
-                chunk_id=where[0],
-                doc_id=where[1],
-                mode="exact" if best_exact[qi] else "trigram-jaccard",
-                score=1.0 if best_exact[qi] else best_score[qi],
-                chunks_matched=n_matched[qi],
-                chunks=tuple((chunk, doc) for _, chunk, doc in sorted(kept[qi], reverse=True)),
+            matched.append(
+                LeakMatch(
+                    query_id=self.qids[qi],
+                    text=qtexts[qi],
+                    chunk_id=where[0],
+                    doc_id=where[1],
+                    mode="exact" if self.exact[qi] else "trigram-jaccard",
+                    score=1.0 if self.exact[qi] else self.score[qi],
+                    chunks_matched=self.n_matched[qi],
+                    chunks=tuple((chunk, doc) for _, chunk, doc in sorted(self.kept[qi], reverse=True)),
+                )
             )
-        )
-    matched.sort(key=lambda m: _byte_key(m.query_id))
-    return LeakageResult(
-        queries_checked=n_q,
-        count=len(matched),
-        matched=tuple(matched),
-        skipped_short=tuple(sorted(skipped, key=_byte_key)),
-        modes=modes,
-        threshold=threshold,
-        chunks_scanned=scanned,
-    )
+        return matched
+
+
+def _scan_exact(qnorms: Sequence[str], chunks: Iterable[Any], progress: Callable[[int], None] | None,
+                record: Callable[..., None], exact_on: bool) -> int:
+    """The scan by the exact matcher alone (no trigram mode, or no query to look for); the number of chunks."""
+    n_q = len(qnorms)
+    exact = _exact_matcher(_patterns(qnorms))
+    scanned = 0
+    for chunk in chunks:
+        seq = scanned
+        scanned += 1
+        if progress is not None and scanned % PROGRESS_EVERY == 0:
+            progress(scanned)
+        if not n_q:
+            continue
+        text = chunk.text
+        # (gate.checks.leak_stream hands over chunks normalized in its reader process)
+        norm = text if getattr(chunk, "normalized", False) else normalize(text) if text else ""
+        if not norm:
+            continue
+        hits = exact.find(norm)
+        if hits:
+            chunk_id, doc_id = _ids(chunk.chunk_id, chunk.doc_id)
+            for qi in hits:
+                record(qi, seq, chunk_id, doc_id, exact_on, 1.0)
+    return scanned
 
 
 def _ids(chunk_id: Any, doc_id: Any) -> tuple[str, str]:
@@ -927,8 +1002,6 @@ def _scan_batches(scanner: _Scanner, qnorms: Sequence[str], threshold: float, ch
     (dies, errs or stops answering), batches are scanned here, those in flight included.
     Results are taken in corpus order, and `record` gives the same answer in any order.
     """
-    from gate.checks import leak_filter_worker
-
     filt = scanner.filt
     texts: list[str] = []
     metas: list[tuple[int, Any, Any]] = []  # (seq, chunk id, doc id) of each text, as given
@@ -948,8 +1021,6 @@ def _scan_batches(scanner: _Scanner, qnorms: Sequence[str], threshold: float, ch
 
     def fail(error: Exception) -> None:
         nonlocal pool, pool_failed
-        import warnings
-
         if pool is not None:
             pool.close(kill=True)
         pool, pool_failed = None, True
@@ -983,7 +1054,7 @@ def _scan_batches(scanner: _Scanner, qnorms: Sequence[str], threshold: float, ch
             return
         if pool is None and not pool_failed and scanned >= WORKERS_AFTER_CHUNKS:
             try:
-                pool = leak_filter_worker.WorkerPool(workers, qnorms, threshold, filt.corpus_cf)
+                pool = leak_filter_worker.WorkerPool(workers, qnorms, threshold, filt.corpus_cf, _worker_settings())
             except (OSError, leak_filter_worker.WorkerError) as error:
                 fail(error)
         if pool is not None and WAIT_FOR_WORKERS:

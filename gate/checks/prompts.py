@@ -44,6 +44,7 @@ Short queries
 from __future__ import annotations
 
 import bisect
+import io
 import json
 import os
 import re
@@ -51,8 +52,13 @@ import sys
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from json.decoder import scanstring  # type: ignore[attr-defined]  # the json module's own, not in its stubs
 from pathlib import Path
 from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from gate.checks.leakage import DEFAULT_MIN_TOKENS, find_leaks
 from gate.checks.normalize import normalize, trigrams
@@ -143,20 +149,12 @@ def prompt_files(root: Path, globs: Sequence[str], problems: list[str] | None = 
         matched: list[Path | None] = []
         left_out = 0
         for path in sorted(root.glob(pattern)):
-            # realpath, not resolve(): a symlink loop is a file to name, not a RuntimeError
-            target = Path(os.path.realpath(path))
-            in_git = ".git" in path.relative_to(root).parts or (
-                target.is_relative_to(real_root) and ".git" in target.relative_to(real_root).parts)
-            if in_git or any(target.is_relative_to(f) for f in skipped):
+            why = _not_scanned(path, root, real_root, skipped)
+            if why == _LEFT_OUT:
                 left_out += 1
                 continue
-            why = None
-            if path.is_symlink() and not os.path.exists(target):
-                why = "is a symlink to a missing file (or a loop)"
-            elif not target.is_relative_to(real_root):
-                if os.path.isdir(target):
-                    continue  # a folder: its files are matched (and named) one by one under **
-                why = "leads out of the repository (a symlink)"
+            if why == _FOLDER_OUTSIDE:
+                continue  # a folder: its files are matched (and named) one by one under **
             if why is not None:
                 if problems is not None:
                     problems.append(f"the prompt file {_display(path, root)} {why}: not scanned")
@@ -165,13 +163,41 @@ def prompt_files(root: Path, globs: Sequence[str], problems: list[str] | None = 
             if path.is_file():
                 matched.append(path)
         if not matched and problems is not None:
-            problems.append(f"the prompts glob '{pattern}' matches no file"
-                            + (f" but {counted(left_out, 'file', 'files')} in .git or the gate's own folders, "
-                               "which are never prompts" if left_out else "") + ": nothing was scanned for it")
-        for path in matched:
-            if path is not None:
-                found[path] = None
+            problems.append(_no_file_problem(pattern, left_out))
+        for scanned in matched:
+            if scanned is not None:
+                found[scanned] = None
     return list(found)
+
+
+#: What _not_scanned says of a path in .git or in an excluded folder (counted, never named).
+_LEFT_OUT = "in .git or the gate's own folders"
+#: What _not_scanned says of a folder outside the repository (skipped silently).
+_FOLDER_OUTSIDE = "a folder outside the repository"
+
+
+def _not_scanned(path: Path, root: Path, real_root: Path, skipped: Sequence[Path]) -> str | None:
+    """Why a path a prompts glob matched is not scanned: _LEFT_OUT, _FOLDER_OUTSIDE, or the problem
+    to name; None when it is scanned (if it is a file)."""
+    # realpath, not resolve(): a symlink loop is a file to name, not a RuntimeError
+    target = Path(os.path.realpath(path))
+    in_git = ".git" in path.relative_to(root).parts or (
+        target.is_relative_to(real_root) and ".git" in target.relative_to(real_root).parts)
+    if in_git or any(target.is_relative_to(f) for f in skipped):
+        return _LEFT_OUT
+    if path.is_symlink() and not os.path.exists(target):
+        return "is a symlink to a missing file (or a loop)"
+    if not target.is_relative_to(real_root):
+        if os.path.isdir(target):
+            return _FOLDER_OUTSIDE
+        return "leads out of the repository (a symlink)"
+    return None
+
+
+def _no_file_problem(pattern: str, left_out: int) -> str:
+    return (f"the prompts glob '{pattern}' matches no file"
+            + (f" but {counted(left_out, 'file', 'files')} in .git or the gate's own folders, "
+               "which are never prompts" if left_out else "") + ": nothing was scanned for it")
 
 
 _BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xef\xbb\xbf", "utf-8-sig"),
@@ -264,21 +290,11 @@ def _source_pieces(node: Any, source: Sequence[str]) -> tuple[tuple[int, str], .
 
 def _walk(node: Any, key: str | None, judged: frozenset[str], out: list[Scalar], seen: set[int],
           in_list: bool = False, source: Sequence[str] = ()) -> None:
-    from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
-
     if id(node) in seen:  # an alias: its node is scanned once
         return
     seen.add(id(node))
     if isinstance(node, ScalarNode):
-        if node.tag.endswith((":null", ":bool")):
-            return
-        line = node.start_mark.line + 1
-        if node.style in ("|", ">"):  # a block scalar's text starts below its indicator
-            line += 1
-        pieces = _source_pieces(node, source) if source else ()
-        if pieces:
-            line = next((n for n, text in pieces if normalize(text).strip()), line)
-        out.append(Scalar(line, str(node.value), key, in_list, pieces))
+        _walk_scalar(node, key, out, in_list, source)
     elif isinstance(node, SequenceNode):
         items = node.value
         ids = len({str(item.value).strip() for item in items
@@ -286,17 +302,34 @@ def _walk(node: Any, key: str | None, judged: frozenset[str], out: list[Scalar],
         for item in items:
             _walk(item, key, judged, out, seen, ids >= 2, source)
     elif isinstance(node, MappingNode):
-        # A mapping keyed by doc ids ({7067032: "...", 7067034: "..."}) lists them as its keys.
-        keyed = len({str(k.value).strip() for k, _ in node.value
-                     if isinstance(k, ScalarNode) and str(k.value).strip() in judged}) >= 2
-        for k, v in node.value:
-            name_id = str(k.value).strip() if isinstance(k, ScalarNode) else ""
-            if name_id in judged and (keyed or not name_id.isdigit()):  # a letter id counts anywhere
-                out.append(Scalar(k.start_mark.line + 1, str(k.value), None, keyed))
-            name = str(k.value) if isinstance(k, ScalarNode) else None
-            if isinstance(k, ScalarNode) and len(name or "") > LONG_KEY:
-                out.append(Scalar(k.start_mark.line + 1, str(k.value)))  # a long key is text too
-            _walk(v, name, judged, out, seen, False, source)
+        _walk_mapping(node, judged, out, seen, source)
+
+
+def _walk_scalar(node: Any, key: str | None, out: list[Scalar], in_list: bool, source: Sequence[str]) -> None:
+    if node.tag.endswith((":null", ":bool")):
+        return
+    line = node.start_mark.line + 1
+    if node.style in ("|", ">"):  # a block scalar's text starts below its indicator
+        line += 1
+    pieces = _source_pieces(node, source) if source else ()
+    if pieces:
+        line = next((n for n, text in pieces if normalize(text).strip()), line)
+    out.append(Scalar(line, str(node.value), key, in_list, pieces))
+
+
+def _walk_mapping(node: Any, judged: frozenset[str], out: list[Scalar], seen: set[int],
+                  source: Sequence[str]) -> None:
+    # A mapping keyed by doc ids ({7067032: "...", 7067034: "..."}) lists them as its keys.
+    keyed = len({str(k.value).strip() for k, _ in node.value
+                 if isinstance(k, ScalarNode) and str(k.value).strip() in judged}) >= 2
+    for k, v in node.value:
+        name_id = str(k.value).strip() if isinstance(k, ScalarNode) else ""
+        if name_id in judged and (keyed or not name_id.isdigit()):  # a letter id counts anywhere
+            out.append(Scalar(k.start_mark.line + 1, str(k.value), None, keyed))
+        name = str(k.value) if isinstance(k, ScalarNode) else None
+        if isinstance(k, ScalarNode) and len(name or "") > LONG_KEY:
+            out.append(Scalar(k.start_mark.line + 1, str(k.value)))  # a long key is text too
+        _walk(v, name, judged, out, seen, False, source)
 
 
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
@@ -309,8 +342,6 @@ def _json_scalars(text: str, judged: frozenset[str], first_line: int = 1) -> lis
     """The scalars of a JSON document with the line each starts on; ValueError naming the line it
     fails on. Validated by the json module, then walked by one pass over the text with the json
     module's own string scanner (the YAML parser would take seconds a megabyte)."""
-    from json.decoder import scanstring
-
     try:
         json.loads(text, parse_int=str, parse_float=str, parse_constant=str)  # any size of number is JSON
     except json.JSONDecodeError as error:
@@ -324,7 +355,9 @@ def _json_scalars(text: str, judged: frozenset[str], first_line: int = 1) -> lis
     expecting_key = False
     i, n = 0, len(text)
     while True:
-        i = _JSON_SPACE.match(text, i).end()
+        space = _JSON_SPACE.match(text, i)
+        assert space is not None  # it matches the empty string
+        i = space.end()
         if i >= n:
             break
         c = text[i]
@@ -334,13 +367,7 @@ def _json_scalars(text: str, judged: frozenset[str], first_line: int = 1) -> lis
             expecting_key = c == "{"
             i += 1
         elif c in "}]":
-            kind, key, items, ids = stack.pop()
-            keyed = len(ids) >= 2
-            if kind == "[":
-                out.extend(Scalar(line, value, key, keyed) for line, value in items)
-            else:  # a mapping's keys that are judged ids: all when it is keyed by them, else letter ids
-                out.extend(Scalar(line, value, None, keyed) for line, value in items
-                           if keyed or not value.strip().isdigit())
+            _close_json_frame(stack.pop(), out)
             expecting_key = False
             i += 1
         elif c == ",":
@@ -354,25 +381,45 @@ def _json_scalars(text: str, judged: frozenset[str], first_line: int = 1) -> lis
                 value, i = scanstring(text, i + 1)
             else:
                 literal = _JSON_LITERAL.match(text, i)
+                assert literal is not None  # the text is valid JSON: a literal stands here
                 value, i = literal.group(), literal.end()
                 if value in ("true", "false", "null"):
                     continue
-            frame = stack[-1] if stack else None
-            if frame is not None and frame[0] == "{" and expecting_key:
-                frame[1] = value
+            if _json_value(stack[-1] if stack else None, expecting_key, line, value, judged, out):
                 expecting_key = False
-                if len(value) > LONG_KEY:
-                    out.append(Scalar(line, value))
-                if value.strip() in judged:  # a mapping keyed by doc ids lists them as its keys
-                    frame[3].add(value.strip())
-                    frame[2].append((line, value))
-            elif frame is not None and frame[0] == "[":
-                if value.strip() in judged:
-                    frame[3].add(value.strip())
-                frame[2].append((line, value))
-            else:
-                out.append(Scalar(line, value, frame[1] if frame is not None else None))
     return out
+
+
+def _close_json_frame(frame: list[Any], out: list[Scalar]) -> None:
+    """A list's or a mapping's buffered items, once it ends (when it is known whether it lists ids)."""
+    kind, key, items, ids = frame
+    keyed = len(ids) >= 2
+    if kind == "[":
+        out.extend(Scalar(line, value, key, keyed) for line, value in items)
+    else:  # a mapping's keys that are judged ids: all when it is keyed by them, else letter ids
+        out.extend(Scalar(line, value, None, keyed) for line, value in items
+                   if keyed or not value.strip().isdigit())
+
+
+def _json_value(frame: list[Any] | None, expecting_key: bool, line: int, value: str, judged: frozenset[str],
+                out: list[Scalar]) -> bool:
+    """A string or a number of a JSON document, in its frame (None: the document's top); whether it
+    was a mapping's key."""
+    if frame is not None and frame[0] == "{" and expecting_key:
+        frame[1] = value
+        if len(value) > LONG_KEY:
+            out.append(Scalar(line, value))
+        if value.strip() in judged:  # a mapping keyed by doc ids lists them as its keys
+            frame[3].add(value.strip())
+            frame[2].append((line, value))
+        return True
+    if frame is not None and frame[0] == "[":
+        if value.strip() in judged:
+            frame[3].add(value.strip())
+        frame[2].append((line, value))
+    else:
+        out.append(Scalar(line, value, frame[1] if frame is not None else None))
+    return False
 
 
 _YAML_BREAK = re.compile("\r\n|[\n\r]")  # where the YAML parser counts a new line (not at U+2028, NEL)
@@ -380,11 +427,6 @@ _YAML_BREAK = re.compile("\r\n|[\n\r]")  # where the YAML parser counts a new li
 
 def _parsed(text: str, kind: str, judged: frozenset[str]) -> list[Scalar]:
     """The scalars of a YAML or JSON document; ValueError naming the line it fails on."""
-    import io
-
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
     if kind == "JSON":
         return _json_scalars(text, judged)
     out: list[Scalar] = []
@@ -419,26 +461,38 @@ def read_prompt_file(path: Path, name: str, judged: frozenset[str] = frozenset()
     note = None
     if kind == "YAML" and len(text) > MAX_YAML_BYTES:
         note = f"{name} is over {MAX_YAML_BYTES // 2**20} MiB: scanned as plain text, not parsed as YAML"
-    elif kind is not None:
+    elif kind is not None or suffix in JSON_LINES:
+        parsed = (_structured_file(text, kind, name, judged) if kind is not None
+                  else _json_lines_file(text, name, judged))
+        if isinstance(parsed, PromptFile):
+            return parsed
+        note = parsed
+    return _plain_text_file(text, name, judged, note)
+
+
+def _structured_file(text: str, kind: str, name: str, judged: frozenset[str]) -> PromptFile | str:
+    """A YAML or JSON file as its parser reads it, or the note saying why it is read as plain text."""
+    try:
+        scalars = _parsed(text, kind, judged)
+    except ValueError as error:
+        return f"{name} is not valid {kind} ({error}): scanned as plain text"
+    return PromptFile(name, tuple(scalars), tuple(_passage(name, s.pieces or [(s.line, s.text)]) for s in scalars))
+
+
+def _json_lines_file(text: str, name: str, judged: frozenset[str]) -> PromptFile | str:
+    """A JSON document per line, or the note saying why the file is read as plain text."""
+    scalars = []
+    for number, line in enumerate(_lines(text), start=1):
+        if not line.strip():
+            continue
         try:
-            scalars = _parsed(text, kind, judged)
+            scalars.extend(_json_scalars(line, judged, number))
         except ValueError as error:
-            note = f"{name} is not valid {kind} ({error}): scanned as plain text"
-        else:
-            return PromptFile(name, tuple(scalars),
-                              tuple(_passage(name, s.pieces or [(s.line, s.text)]) for s in scalars))
-    elif suffix in JSON_LINES:
-        scalars = []
-        for number, line in enumerate(_lines(text), start=1):
-            if not line.strip():
-                continue
-            try:
-                scalars.extend(_json_scalars(line, judged, number))
-            except ValueError as error:
-                note = f"{name} line {number} is not JSON ({str(error).partition(': ')[2]}): scanned as plain text"
-                break
-        else:
-            return PromptFile(name, tuple(scalars), tuple(_passage(name, [(s.line, s.text)]) for s in scalars))
+            return f"{name} line {number} is not JSON ({str(error).partition(': ')[2]}): scanned as plain text"
+    return PromptFile(name, tuple(scalars), tuple(_passage(name, [(s.line, s.text)]) for s in scalars))
+
+
+def _plain_text_file(text: str, name: str, judged: frozenset[str], note: str | None) -> PromptFile:
     raw = _lines(text)
     # Lines that are each a judged doc id alone, two or more in a row, are a list of ids.
     alone = [line.strip() if line.strip() in judged else None for line in raw]
@@ -735,10 +789,44 @@ def scan_prompts(
     queries = list(queries)
     problems: list[str] = []
     notes: list[str] = []
-    rare = rare_ids(doc for docs in qrels.judgments.values() for doc in docs)
-    relevant = frozenset(doc for docs in qrels.judgments.values() for doc, label in docs.items() if label >= rel)
-    words = sorted((d for d in relevant if not d.isdigit()), key=len, reverse=True)
-    pattern = re.compile("|".join(re.escape(d) for d in words)) if words else None
+    ids = _JudgedIds.of(qrels, rel)
+    read = _read_prompt_files(root, globs, ids.rare, exclude, problems, notes)
+    passages = [p for f in read for p in f.passages if p.tokens]
+    matches: list[PromptMatch] = []
+    if passages and queries:
+        matches += _query_matches(queries, passages, threshold, min_tokens)
+    if ids.relevant:
+        for f in read:
+            matches += _id_matches(f, ids.relevant, ids.rare, ids.pattern)
+    if relevant_texts and passages:
+        matches += _text_matches(passages, relevant_texts)
+    matches.sort(key=lambda m: (m.file, m.line, m.kind, m.query_id or m.doc_id or ""))
+    unchecked = tuple(q.query_id for q in queries if len(normalize(q.text or "").split()) < min_tokens)
+    return PromptsCheck(tuple(f.name for f in read), tuple(matches), tuple(problems), tuple(notes),
+                        short_queries(queries, threshold, min_tokens), threshold, unchecked, min_tokens)
+
+
+@dataclass(frozen=True)
+class _JudgedIds:
+    """The doc ids of the golden qrels a prompt must not name."""
+
+    rare: frozenset[str]  # judged ids a number may stand for (rare_ids)
+    relevant: frozenset[str]  # judged relevant (label >= rel)
+    pattern: re.Pattern[str] | None  # the relevant ids that are not numbers, longest first
+
+    @classmethod
+    def of(cls, qrels: Qrels, rel: int) -> _JudgedIds:
+        rare = rare_ids(doc for docs in qrels.judgments.values() for doc in docs)
+        relevant = frozenset(doc for docs in qrels.judgments.values() for doc, label in docs.items() if label >= rel)
+        words = sorted((d for d in relevant if not d.isdigit()), key=len, reverse=True)
+        pattern = re.compile("|".join(re.escape(d) for d in words)) if words else None
+        return cls(rare, relevant, pattern)
+
+
+def _read_prompt_files(root: Path, globs: Sequence[str], rare: frozenset[str], exclude: Sequence[Path],
+                       problems: list[str], notes: list[str]) -> list[PromptFile]:
+    """The prompt files the globs match, read; those that cannot be named in ``problems``, how a
+    file was read when not as its suffix says in ``notes``."""
     read: list[PromptFile] = []
     for path in prompt_files(root, globs, problems, exclude):
         display = _display(path, root)
@@ -753,18 +841,4 @@ def scan_prompts(
         read.append(prompt_file)
         if prompt_file.note:
             notes.append(prompt_file.note)
-    passages = [p for f in read for p in f.passages if p.tokens]
-    matches: list[PromptMatch] = []
-    if passages and queries:
-        matches += _query_matches(queries, passages, threshold, min_tokens)
-    if relevant:
-        for f in read:
-            matches += _id_matches(f, relevant, rare, pattern)
-    if relevant_texts and passages:
-        matches += _text_matches(passages, relevant_texts)
-    matches.sort(key=lambda m: (m.file, m.line, m.kind, m.query_id or m.doc_id or ""))
-    unchecked = tuple(q.query_id for q in queries if len(normalize(q.text or "").split()) < min_tokens)
-    return PromptsCheck(tuple(f.name for f in read), tuple(matches), tuple(problems), tuple(notes),
-                        short_queries(queries, threshold, min_tokens), threshold, unchecked, min_tokens)
-
-
+    return read

@@ -31,6 +31,8 @@ import numpy as np
 from gate.common.numbers import counted, listed
 from gate.evaluation.measures.ordering import compared_scores
 from gate.inputs.readers.records import Run
+from gate.inputs.readers.run_chunks import RunNotGrouped, iter_run_chunks
+from gate.inputs.readers.runs import read_run
 
 __all__ = ["ScoreOrder", "score_order", "score_order_of_file", "EXAMPLES"]
 
@@ -58,13 +60,15 @@ class ScoreOrder:
         if self.constant:
             said.append(
                 f"gives every document the same score in {self.constant} of "
-                f"{counted(self.queries, 'judged query', 'judged queries')} ({_examples(self.constant_examples, self.constant)}): "
+                f"{counted(self.queries, 'judged query', 'judged queries')} "
+                f"({_examples(self.constant_examples, self.constant)}): "
                 "tied documents are ranked by docno (trec_eval's rule; the rank column is ignored), so "
                 "those queries are scored on an order nobody chose")
         if self.rank_as_score:
             said.append(
                 f"scores each document with its rank (1, 2, 3 ...) in {self.rank_as_score} of "
-                f"{counted(self.queries, 'judged query', 'judged queries')} ({_examples(self.rank_examples, self.rank_as_score)}): "
+                f"{counted(self.queries, 'judged query', 'judged queries')} "
+                f"({_examples(self.rank_examples, self.rank_as_score)}): "
                 "ranked by score, highest first, each list is read in reverse")
         if not said:
             return None
@@ -175,9 +179,6 @@ def score_order(run: Run, query_ids: Iterable[str] | None, side: str) -> ScoreOr
 def score_order_of_file(path: str, query_ids: Iterable[str] | None, side: str, loaded: Run | None = None) -> ScoreOrder:
     """The check on a run file, read again a few whole queries at a time (or ``loaded``, the run
     when it is already in memory); a file whose queries are not grouped is read whole."""
-    from gate.inputs.readers.run_chunks import RunNotGrouped, iter_run_chunks
-    from gate.inputs.readers.runs import read_run
-
     wanted = None if query_ids is None else set(query_ids)
     if loaded is not None:
         return score_order(loaded, wanted, side)

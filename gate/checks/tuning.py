@@ -182,15 +182,21 @@ def _tuning_check(universe, changed_paths, params, tuning_ids, holdout_ids) -> T
         one = len(unknown) == 1
         problems.append(f"{counted(len(unknown), 'id', 'ids')} in the tuning split {'is' if one else 'are'} no "
                         f"judged golden query and {'was' if one else 'were'} left out: {_listed(unknown)}")
-    if holdout_ids is None:
-        holdout = tuple(q for q in universe if q not in tuned)
-        overlap: tuple[str, ...] = ()
-    else:
-        chosen = set(holdout_ids)
-        holdout = tuple(q for q in universe if q in chosen)
-        overlap = tuple(sorted(tuned & chosen & in_universe, key=lambda q: q.encode()))
-        if not holdout:
-            problems.append(f"tuning.holdout names no judged golden query ({_listed(list(holdout_ids)) or 'none'}): "
-                            "there is nothing to report on")
+    holdout, overlap = _holdout(universe, tuned, in_universe, holdout_ids, problems)
     return TuningCheck(True, tuple(params), changed, bool(changed), holdout, len(tuned & in_universe), overlap, None,
                        unknown, tuple(problems))
+
+
+def _holdout(universe: Sequence[str], tuned: set[str], in_universe: set[str], holdout_ids: Iterable[str] | None,
+             problems: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The held-out queries (those of the universe not tuned on, or the declared holdout's) and the
+    tuning queries also in the declared holdout; a holdout naming no judged query is a problem."""
+    if holdout_ids is None:
+        return tuple(q for q in universe if q not in tuned), ()
+    chosen = set(holdout_ids)
+    holdout = tuple(q for q in universe if q in chosen)
+    overlap = tuple(sorted(tuned & chosen & in_universe, key=lambda q: q.encode()))
+    if not holdout:
+        problems.append(f"tuning.holdout names no judged golden query ({_listed(list(holdout_ids)) or 'none'}): "
+                        "there is nothing to report on")
+    return holdout, overlap

@@ -108,7 +108,7 @@ def reporting_set(universe: Sequence[str], leakage: LeakageComparison | None, tu
     ids = list(universe)
     # A split with no tuning query among the judged ones holds nothing out: not "held-out" queries.
     held_out = bool(tuning and tuning.applies and tuning.tuning_count)
-    if held_out:
+    if held_out and tuning is not None:
         keep = set(tuning.holdout)
         ids = [q for q in ids if q in keep]
     leaked = leakage.ids() if leakage is not None else set()

@@ -3,9 +3,10 @@
 Reading and evaluating a run piece by piece (:func:`gate.evaluation.streaming.digest_run`) is
 mostly Python work per row, which holds the GIL: two threads give two large runs about 7% over
 one after the other, a second process nearly 2x. :func:`start` launches
-``python -c ...main()`` with the run's path, the qrels spec (the child loads the same qrels
-itself: the same file gives the same judgments), the query list and the settings on stdin as
-JSON; :meth:`DigestChild.result` returns its :class:`RunDigest`, pickled on stdout.
+``python -c ...main()`` (:mod:`gate.evaluation.digest_child_main`) with the run's path, the
+qrels spec (the child loads the same qrels itself: the same file gives the same judgments), the
+query list and the settings on stdin as JSON; :meth:`DigestChild.result` returns its
+:class:`RunDigest`, pickled on stdout.
 
 The child gets a scrubbed environment (no token, no ``ACTIONS_*``: it reads two files) and
 imports the gate from where this process did, never from the working directory (a checked-out
@@ -23,28 +24,36 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO, Any
 
+from gate.common.environment import scrubbed_environment
 from gate.common.errors import InputError
 
-__all__ = ["DigestChild", "start", "main"]
+__all__ = ["DigestChild", "start"]
 
 _CHILD = ("import sys; sys.path[:] = [{root!r}] + [p for p in sys.path if p not in ('', '.')]; "
-          "from gate.evaluation.digest_child import main; raise SystemExit(main())")
+          "from gate.evaluation.digest_child_main import main; raise SystemExit(main())")
 
 
 class DigestChild:
     """A child process digesting one run; :meth:`result` waits for it."""
 
-    def __init__(self, proc: subprocess.Popen, err_file):
+    def __init__(self, proc: subprocess.Popen[bytes], err_file: IO[bytes]):
         self.proc = proc
         self.err_file = err_file
 
-    def result(self):
+    @property
+    def _stdout(self) -> IO[bytes]:
+        stdout = self.proc.stdout
+        assert stdout is not None  # started with stdout=PIPE
+        return stdout
+
+    def result(self) -> Any:
         """The child's :class:`gate.evaluation.streaming.RunDigest`; raises its InputError."""
         try:
-            data = self.proc.stdout.read()
+            data = self._stdout.read()
         finally:
-            self.proc.stdout.close()
+            self._stdout.close()
             code = self.proc.wait()
         err = self._stderr()
         if code == 0:
@@ -63,7 +72,7 @@ class DigestChild:
         """Kill the child (the other run failed: its answer is no longer wanted)."""
         if self.proc.poll() is None:
             self.proc.kill()
-        self.proc.stdout.close()
+        self._stdout.close()
         self.proc.wait()
         self._stderr()
 
@@ -81,10 +90,9 @@ def start(path: str | os.PathLike, qrels_spec: str, measures: Sequence[str], que
           rel: int, k_rank: int, k_recall: int, sha256: bool, queries_spec: str | None = None) -> DigestChild:
     """Start digesting the run at ``path`` in a child process, on ``query_ids``; None: on the
     universe of the qrels and ``queries_spec`` (:func:`gate.inputs.universe.query_universe`)."""
-    from gate.common.environment import scrubbed_environment
-
     root = str(Path(__file__).resolve().parents[2])
-    payload = json.dumps({"path": os.fspath(path), "qrels": os.fspath(qrels_spec), "measures": [str(m) for m in measures],
+    payload = json.dumps({"path": os.fspath(path), "qrels": os.fspath(qrels_spec),
+                          "measures": [str(m) for m in measures],
                           "query_ids": None if query_ids is None else list(query_ids),
                           "queries": None if queries_spec is None else os.fspath(queries_spec),
                           "rel": rel, "k_rank": k_rank, "k_recall": k_recall, "sha256": sha256}).encode("utf-8")
@@ -93,36 +101,12 @@ def start(path: str | os.PathLike, qrels_spec: str, measures: Sequence[str], que
     err_file = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-c", _CHILD.format(root=root)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=err_file, env=scrubbed_environment())
+    stdin = proc.stdin
+    assert stdin is not None  # started with stdin=PIPE
     try:
-        proc.stdin.write(payload)
-        proc.stdin.close()
+        stdin.write(payload)
+        stdin.close()
     except BrokenPipeError:  # it died at start-up: result() says why
         pass
     return DigestChild(proc, err_file)
 
-
-def main() -> int:
-    """The child: the request on stdin, the digest pickled on stdout; bad input one JSON line, exit 2."""
-    from dataclasses import replace
-
-    from gate.evaluation.streaming import digest_run
-    from gate.inputs.named import load_qrels_spec, load_queries_spec
-    from gate.inputs.universe import query_universe
-
-    request = json.loads(sys.stdin.buffer.read())
-    try:
-        qrels = load_qrels_spec(request["qrels"])
-        query_ids = request["query_ids"]
-        if query_ids is None:
-            queries = load_queries_spec(request["queries"]) if request["queries"] is not None else None
-            query_ids = query_universe(qrels, queries).query_ids
-        digest = digest_run(request["path"], qrels, request["measures"], query_ids, rel=request["rel"],
-                            k_rank=request["k_rank"], k_recall=request["k_recall"], sha256=request["sha256"])
-    except InputError as error:
-        print(json.dumps({"file": error.path, "line": error.line, "message": error.message}), file=sys.stderr)
-        return 2
-    # A run read whole (not grouped) is not sent back: the parent re-reads the file if it needs it.
-    digest = replace(digest, loaded=None)
-    sys.stdout.buffer.write(pickle.dumps(digest, protocol=pickle.HIGHEST_PROTOCOL))
-    sys.stdout.buffer.flush()
-    return 0

@@ -141,11 +141,13 @@ def evaluate_ordered(run: Run, qrels: Qrels, measures: Sequence[Measure | str], 
                      rel: int = 1) -> tuple[PerQuery, OrderedLabels]:
     """:func:`evaluate`, and the labels it joined in trec_eval order (for the movement lookups,
     which then need no second join)."""
-    return _evaluate(run, qrels, measures, query_ids, rel, keep=True)
+    per_query, ordered = _evaluate(run, qrels, measures, query_ids, rel, keep=True)
+    assert ordered is not None  # keep=True
+    return per_query, ordered
 
 
-def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_ids: Sequence[str], rel: int,
-              keep: bool) -> tuple[PerQuery, OrderedLabels | None]:
+def _resolved(measures: Sequence[Measure | str], rel: int) -> tuple[int, dict[str, Measure]]:
+    """``rel`` checked, and the measures parsed with it as their default, each name once."""
     if isinstance(rel, bool) or not isinstance(rel, (int, np.integer)) or rel < 1:
         raise ValueError(f"rel must be a positive integer, got {rel!r}")
     rel = int(rel)
@@ -153,10 +155,23 @@ def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_i
     for m in measures:
         measure = parse_measure(m).with_default_rel(rel)
         resolved.setdefault(str(measure), measure)
+    return rel, resolved
 
-    qids = tuple(query_ids)
-    if len(set(qids)) != len(qids):
-        raise ValueError("query_ids has duplicates")
+
+@dataclass(frozen=True)
+class _UniverseRows:
+    """The run's rows of the universe's queries, grouped in universe order (a missing query: none)."""
+
+    missing: tuple[str, ...]  # universe queries the run lacks
+    extra: tuple[str, ...]  # run queries outside the universe
+    retrieved: np.ndarray  # rows per universe query
+    starts: np.ndarray  # where each query's rows start (n + 1)
+    own_rows: bool  # the run's rows in the run's order (its trec order is the run's)
+    scores: np.ndarray  # float64
+    doc_ids: np.ndarray
+
+
+def _universe_rows(run: Run, qids: tuple[str, ...]) -> _UniverseRows:
     n = len(qids)
     universe = set(qids)
     run_index = run.index()
@@ -178,9 +193,29 @@ def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_i
         rows = concatenated_ranges(run_starts[where[present]], retrieved[present])
         scores, doc_ids = run.scores[rows], run.doc_ids[rows]
     scores = np.asarray(scores, dtype=np.float64)
+    return _UniverseRows(missing, extra, retrieved, starts, bool(own_rows), scores, doc_ids)
 
-    perm = trec_order(starts, scores, doc_ids)
-    ordered_scores = compared_scores(scores)[perm]
+
+def _depth(resolved: dict[str, Measure]) -> int | None:
+    """The deepest rank a measure reads; None: every row (a measure without a cutoff)."""
+    cutoffs = [m.cutoff for m in resolved.values()]
+    if any(c is None for c in cutoffs):
+        return None
+    return max((c for c in cutoffs if c is not None), default=0)
+
+
+def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_ids: Sequence[str], rel: int,
+              keep: bool) -> tuple[PerQuery, OrderedLabels | None]:
+    rel, resolved = _resolved(measures, rel)
+    qids = tuple(query_ids)
+    if len(set(qids)) != len(qids):
+        raise ValueError("query_ids has duplicates")
+    n = len(qids)
+    rows = _universe_rows(run, qids)
+    retrieved, starts, doc_ids = rows.retrieved, rows.starts, rows.doc_ids
+
+    perm = trec_order(starts, rows.scores, doc_ids)
+    ordered_scores = compared_scores(rows.scores)[perm]
 
     ties: dict[str, np.ndarray] = {}
     for name, measure in resolved.items():
@@ -190,8 +225,7 @@ def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_i
         del ordered_scores  # a float per row, no longer needed while the labels are joined
 
     # Only the rows some measure looks at are joined with the qrels.
-    cutoffs = [m.cutoff for m in resolved.values()]
-    depth = None if any(c is None for c in cutoffs) else max(cutoffs, default=0)
+    depth = _depth(resolved)
     if depth is None:
         kept_lens = retrieved
         kept = perm
@@ -223,8 +257,8 @@ def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_i
     per_query = PerQuery(
         query_ids=qids,
         values=values,
-        missing=missing,
-        extra=extra,
+        missing=rows.missing,
+        extra=rows.extra,
         no_relevant=no_relevant,
         ties=ties,
         rel=rel,
@@ -233,4 +267,4 @@ def _evaluate(run: Run, qrels: Qrels, measures: Sequence[Measure | str], query_i
         return per_query, None
     kept_scores = ordered_scores if depth is None else ordered_scores[concatenated_ranges(starts[:-1], kept_lens)]
     return per_query, OrderedLabels(qids, retrieved, kept_lens, kept_starts, labels, kept_scores,
-                                    perm if own_rows else None)
+                                    perm if rows.own_rows else None)

@@ -118,7 +118,8 @@ def relevant_sets(judgments: Mapping[str, Mapping[str, int]], query_ids, rel_thr
 
 
 def _first_hits(run: Run, perm: np.ndarray, qids: list[str], relevant: Mapping[str, set[str]],
-                which: np.ndarray, offset: np.ndarray, count: np.ndarray, k_recall: int) -> tuple[np.ndarray, np.ndarray]:
+                which: np.ndarray, offset: np.ndarray, count: np.ndarray,
+                k_recall: int) -> tuple[np.ndarray, np.ndarray]:
     """For each query ``qids[k]``: the trec_eval position of its first relevant document among
     slots ``offset[k] : offset[k] + count[k]`` (-1 when none) and how many of those slots below
     ``k_recall`` hold a relevant document."""
@@ -212,6 +213,7 @@ def _answers(run: Run, qids, chosen, first: np.ndarray, found: np.ndarray, slow:
     for k in chosen:
         qid = qids[k]
         if slow[k]:
+            assert lookup is not None  # made when any is slow
             out[qid] = lookup.look(qid, relevant[qid], k_rank, k_recall)
         elif first[k] < 0:
             out[qid] = (None, 0, False)

@@ -232,6 +232,7 @@ def _join_block(table: _JudgmentTable, qids: Sequence[str], block: np.ndarray, d
         return True
     # Judgments of the block's queries, keyed with the query's position in the block.
     g = groups[judged]
+    assert table.hashes is not None  # the Python join's table (the compiled join's has none)
     sizes = table.starts[g + 1] - table.starts[g]
     rows_j = concatenated_ranges(table.starts[g], sizes)
     local = np.repeat(np.flatnonzero(judged), sizes)

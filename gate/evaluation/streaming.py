@@ -18,14 +18,18 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from gate.common.errors import InputError
+from gate.evaluation import digest_child
 from gate.evaluation.evaluate import PerQuery, evaluate, evaluate_ordered
 from gate.evaluation.first_relevant import Look, Looked, look_all, looks_from_labels, relevant_sets
 from gate.evaluation.measures import Measure
 from gate.evaluation.measures.ordering import trec_order
+from gate.inputs.fingerprint import file_sha256
 from gate.inputs.readers.records import Qrels, Run
 from gate.inputs.readers.run_chunks import CHUNK_BYTES, PIECE_BLOCK_SIZE, RunNotGrouped, iter_run_chunks
 from gate.inputs.readers.runs import read_run
@@ -112,10 +116,10 @@ def _docno_hashes(doc_ids: np.ndarray, lane: np.uint64) -> np.ndarray:
     # Python strings (a piece with a few very long docnos): the same hash, one by one.
     lane_int, out = int(lane), np.empty(n, dtype=np.uint64)
     for i, doc in enumerate(doc_ids.tolist()):
-        h = lane_int
+        hashed = lane_int
         for point in map(ord, str(doc)):
-            h = (_mix_int(h ^ point) + lane_int) & _MASK
-        out[i] = h
+            hashed = (_mix_int(hashed ^ point) + lane_int) & _MASK
+        out[i] = hashed
     return out
 
 
@@ -260,7 +264,8 @@ def digest_run(path: str | os.PathLike, qrels: Qrels, measures: Sequence[Measure
     if block_size is None:
         block_size = piece_block_bytes(_size(path))
     try:
-        for piece, tag in iter_run_chunks(path, chunk_bytes, block_size):
+        for piece, piece_tag in iter_run_chunks(path, chunk_bytes, block_size):
+            tag = piece_tag
             digester.add(piece)
     except (RunNotGrouped, InputError):
         # Not grouped: only a whole read groups it. Bad input: the whole read names the problem
@@ -270,9 +275,7 @@ def digest_run(path: str | os.PathLike, qrels: Qrels, measures: Sequence[Measure
     else:
         digest = replace(digester.finish(str(path), tag), chunk_bytes=chunk_bytes)
     if sha256:
-        from gate.inputs.fingerprint import file_sha256
-
-        digest = replace(digest, sha256=file_sha256(path))
+        digest = replace(digest, sha256=file_sha256(Path(path)))
     return digest
 
 
@@ -299,8 +302,6 @@ def start_side_digest(paths: Sequence[str | os.PathLike], qrels_spec: str, queri
     if this process fails before that, ``stop()`` it."""
     if len(paths) != 2 or sum(_size(path) for path in paths) < SIDE_BY_SIDE_BYTES:
         return None
-    from gate.evaluation import digest_child
-
     return digest_child.start(paths[1], qrels_spec, [str(m) for m in measures], None, queries_spec=queries_spec,
                               rel=rel, k_rank=k_rank, k_recall=k_recall, sha256=sha256)
 
@@ -320,7 +321,7 @@ def digest_runs(paths: Sequence[str | os.PathLike], qrels: Qrels, measures: Sequ
     the first is read without one. Smaller runs are read in turn here (a second process costs
     ~50 MiB and 0.3 s to start). ``meanwhile`` is called once this process has read its run,
     while the child may still be reading the other (work that needs neither digest)."""
-    options = dict(rel=rel, k_rank=k_rank, k_recall=k_recall, sha256=sha256)
+    options: dict[str, Any] = dict(rel=rel, k_rank=k_rank, k_recall=k_recall, sha256=sha256)
     child = side
     if child is None:
         if len(paths) != 2 or qrels_spec is None or sum(_size(path) for path in paths) < SIDE_BY_SIDE_BYTES:
@@ -328,8 +329,6 @@ def digest_runs(paths: Sequence[str | os.PathLike], qrels: Qrels, measures: Sequ
             if meanwhile is not None:
                 meanwhile()
             return digests
-        from gate.evaluation import digest_child
-
         child = digest_child.start(paths[1], qrels_spec, [str(m) for m in measures], query_ids, **options)
     try:
         first = digest_run(paths[0], qrels, measures, query_ids, **options)

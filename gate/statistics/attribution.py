@@ -45,9 +45,14 @@ import numpy as np
 
 from gate.common.errors import InputError, UsageError
 from gate.common.numbers import signed
+from gate.evaluation.evaluate import evaluate
 from gate.evaluation.measures import parse_measure
 from gate.inputs.fingerprint import Fingerprint, qrels_fingerprint, queries_fingerprint, query_ids_fingerprint
+from gate.inputs.readers.qrels import load_qrels
+from gate.inputs.readers.queries import load_queries
 from gate.inputs.readers.records import Qrels, QuerySet
+from gate.inputs.readers.runs import read_run
+from gate.inputs.universe import Universe, query_universe, require_overlap
 from gate.statistics.bootstrap import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
@@ -227,7 +232,8 @@ def parse_cells(
     if absent:
         need = 2 ** len(names)
         raise UsageError(
-            f"--cell: {len(absent)} of the {need} cells of the {len(names)}-factor grid are missing: {'; '.join(absent)}"
+            f"--cell: {len(absent)} of the {need} cells of the {len(names)}-factor grid are missing: "
+            f"{'; '.join(absent)}"
         )
     return out
 
@@ -336,10 +342,11 @@ def verify_grid(
         for level in LEVELS:
             sub = {c: p.corpus_sha256 for c, p in cells.items() if c[i] == level}
             corpus[level] = _check_shared(names, sub, "corpus", f" at {corpus_factor}={level}")
-        if corpus[OLD] is not None and corpus[OLD] == corpus[NEW]:
+        old_corpus = corpus[OLD]
+        if old_corpus is not None and old_corpus == corpus[NEW]:
             notes.append(
                 f"the corpus factor '{corpus_factor}' leaves the corpus fingerprint unchanged "
-                f"({corpus[OLD][:12]} at both levels)"
+                f"({old_corpus[:12]} at both levels)"
             )
         if corpus[OLD] is None and corpus[NEW] is None:
             corpus = None
@@ -624,27 +631,9 @@ def analyze_grid(
     verification["query_ids_sha256"] = query_ids_fingerprint(qids).sha256
     verification["queries"] = len(qids)
 
-    # Cells.
     means = grid.means()
-    cell_records = []
-    for cell in grid.cells:
-        record: dict[str, Any] = {
-            "name": format_levels(names, cell),
-            "levels": dict(zip(names, cell)),
-            "role": "baseline" if set(cell) == {OLD} else "candidate" if set(cell) == {NEW} else "",
-            "mean": means[cell],
-            "seconds": None if seconds.get(cell) is None else float(seconds[cell]),
-        }
-        record.update(info.get(cell, {}))
-        cell_records.append(record)
-    known = [r["seconds"] for r in cell_records if r["seconds"] is not None]
-    cells_total = float(sum(known)) if len(known) == len(cell_records) else None
-    cost = {
-        "cell_seconds": {r["name"]: r["seconds"] for r in cell_records},
-        "cells_total_seconds": cells_total,
-        "grid_seconds": float(grid_seconds) if grid_seconds is not None else cells_total,
-        "runs": len(cell_records),
-    }
+    cell_records = _cell_records(names, grid, means, seconds, info)
+    cost = _cost(cell_records, grid_seconds)
 
     # Effects: one stacked bootstrap (shared indices), one sign-flip test each, Holm across all.
     # Every statistic uses the settled contrasts: a query whose contrast is a rounding residue
@@ -653,136 +642,27 @@ def analyze_grid(
     # construction then has estimate 0 and the interval 0 to 0, not one excluding zero).
     all_terms = terms(names)
     contrasts = [grid.settled(t) for t in all_terms]
-    resampled = bootstrap_means(np.vstack(contrasts), samples, seed)
-    raw: list[tuple[Term, float, float, float, float, str, dict[str, float]]] = []
-    checks: list[dict[str, Any]] = []
-    for t, d, boot in zip(all_terms, contrasts, resampled):
-        lo, hi = confidence_interval(d, boot, ci_method)
-        p, kind = sign_flip_p(d, samples, seed)
-        ways: dict[str, float] = {}
-        if t.order > 1:
-            per_way = grid.ways(t)
-            ways = {f: float(v.mean()) for f, v in per_way.items()}
-            spread = max(ways.values()) - min(ways.values())
-            raw_d = grid.contrast(t)  # the ways are compared unsettled: this checks the arithmetic
-            per_query = max(float(np.max(np.abs(v - raw_d))) for v in per_way.values())
-            checks.append({
-                "term": t.name,
-                "given": t.given_dict(),
-                "ways": dict(ways),
-                "abs_diff": float(spread),
-                "max_query_abs_diff": per_query,
-                "agree": bool(spread <= INTERACTION_TOLERANCE),
-            })
-        raw.append((t, float(d.mean()), lo, hi, float(p), kind, ways))
-    adjusted = holm([r[4] for r in raw])
-    effects = [
-        Effect(term=t, estimate=est, ci_low=lo, ci_high=hi, p=p, p_kind=kind, p_holm=float(ph),
-               label=_label(t, k), ways=ways)
-        for (t, est, lo, hi, p, kind, ways), ph in zip(raw, adjusted)
-    ]
+    effects, checks = _effects(grid, all_terms, contrasts, k, samples, seed, ci_method)
     by_id = {e.id: e for e in effects}
     contrast_by_id = {t.id: d for t, d in zip(all_terms, contrasts)}
-
-    interaction_check = None
-    if checks:
-        top = checks[-1]  # the highest-order interaction (all factors)
-        interaction_check = {"term": top["term"], "given": top["given"]}
-        for i, f in enumerate(names):
-            interaction_check[f"{chr(ord('a') + i)}_way"] = top["ways"][f]
-        interaction_check.update({
-            "ways": dict(top["ways"]),
-            "agree": all(c["agree"] for c in checks),
-            "abs_diff": max(c["abs_diff"] for c in checks),
-            "tolerance": INTERACTION_TOLERANCE,
-            "terms": checks,
-        })
-
-    # Concentration of every effect.
-    conc_records = []
-    conc_sentences: dict[str, str] = {}
-    for e in effects:
-        c = concentration(contrast_by_id[e.id], qids, share, redistribution_ratio)
-        subject = _subject(e.term, k)
-        subject = subject[0].upper() + subject[1:] + f" ({signed(e.estimate)})"
-        sentence = c.sentence(subject)
-        conc_sentences[e.id] = sentence
-        record = {"id": e.id, "term": e.term.name, "given": e.term.given_dict(), "label": e.label,
-                  "estimate": e.estimate}
-        record.update(c.to_dict())
-        record["sentence"] = sentence
-        conc_records.append(record)
-
-    # Headline: each factor's effect with every other factor at its new level.
-    production = [e for e in effects if e.term.order == 1 and e.label == "in production"]
-    parts = []
-    for i, e in enumerate(production):
-        verb = f"moves {metric} by" if i == 0 else "moves it by"
-        parts.append(f"switching {e.term.factors[0]} {verb} {signed(e.estimate)} ({_ci_text(e)})")
-    if k == 1:
-        headline_text = parts[0][0].upper() + parts[0][1:] + "."
-    else:
-        headline_text = "In production (every other change at its new level), " + "; ".join(parts) + "."
-    headline = {
-        "text": headline_text,
-        "effects": [e.id for e in production],
-        "estimates": {e.term.factors[0]: e.estimate for e in production},
-    }
+    interaction_check = _interaction_check(names, checks)
+    conc_records, conc_sentences = _concentrations(effects, contrast_by_id, qids, k, share, redistribution_ratio)
+    headline = _headline(effects, metric, k)
+    headline_text = headline["text"]
 
     readings: dict[str, Any] = {"headline": headline_text, "additivity": None, "interactions": [],
                                 "check": None, "concentration": [], "notes": []}
     grid_table = None
     if k == 2:
-        a, b = names
-        m = {cell: means[cell] for cell in grid.cells}
-        base, cand = m[(OLD, OLD)], m[(NEW, NEW)]
-        additive = base + by_id[f"{a}|{b}={OLD}"].estimate + by_id[f"{b}|{a}={OLD}"].estimate
-        inter = by_id[f"{a}×{b}"]
-        readings["additivity"] = (
-            f"If the two changes added up, switching both would score {additive:.3f}; it scores {cand:.3f}, "
-            f"an interaction of {signed(inter.estimate)}."
-        )
-        grid_table = {
-            "rows": a,
-            "columns": b,
-            "means": [[m[(OLD, OLD)], m[(OLD, NEW)]], [m[(NEW, OLD)], m[(NEW, NEW)]]],
-            # b's effect within each row (a old, a new); a's effect within each column (b old, b new)
-            "row_effects": [by_id[f"{b}|{a}={OLD}"].estimate, by_id[f"{b}|{a}={NEW}"].estimate],
-            "column_effects": [by_id[f"{a}|{b}={OLD}"].estimate, by_id[f"{a}|{b}={NEW}"].estimate],
-            "interaction": inter.estimate,
-        }
-    for e in effects:
-        if e.term.order > 1:
-            # k = 2: read both ways (they are the same statement); larger grids: one reading per term.
-            for f in e.term.factors if k == 2 else e.term.factors[:1]:
-                readings["interactions"].append(_interaction_sentence(e.term, e.ways, f))
+        readings["additivity"], grid_table = _two_factor_reading(names, grid, means, by_id)
+    readings["interactions"] = _interaction_readings(effects, k)
     if interaction_check is not None:
-        if interaction_check["agree"]:
-            readings["check"] = (
-                f"Every interaction computed from each of its factors' simple effects gives the same value "
-                f"(largest difference {interaction_check['abs_diff']:.1e}, tolerance {INTERACTION_TOLERANCE:g})."
-            )
-        else:
-            readings["check"] = (
-                f"Warning: an interaction computed from different factors' simple effects differs by "
-                f"{interaction_check['abs_diff']:.1e}, more than floating-point precision explains."
-            )
+        readings["check"] = _check_reading(interaction_check)
     shown = [e for e in effects if e.term.order == 1 and (k <= 2 or e.label == "in production")]
     readings["concentration"] = [conc_sentences[e.id] for e in shown]
-    all_notes = list(notes) + list(verification.get("notes", []))
-    unverified = [w for w, key in (("query set", "queries_sha256"), ("qrels", "qrels_sha256"),
-                                   ("corpus", "corpus_sha256")) if verification.get(key) is None]
-    if unverified:
-        all_notes.append(f"not verified (no fingerprint supplied): {', '.join(unverified)}")
+    all_notes = _grid_notes(notes, verification)
     readings["notes"] = [n[0].upper() + n[1:] + ("" if n.endswith(".") else ".") for n in all_notes]
-    sentences = [headline_text]
-    if readings["additivity"]:
-        sentences.append(readings["additivity"])
-    sentences.extend(readings["interactions"])
-    if readings["check"]:
-        sentences.append(readings["check"])
-    sentences.extend(readings["concentration"])
-    sentences.extend(readings["notes"])
+    sentences = _grid_sentences(headline_text, readings)
 
     return AttributionResult(
         factors=names,
@@ -805,6 +685,197 @@ def analyze_grid(
         notes=all_notes,
         contrasts=contrast_by_id,
     )
+
+
+def _cell_records(names: tuple[str, ...], grid: FactorialGrid, means: Mapping[Cell, float],
+                  seconds: Mapping[Cell, Any], info: Mapping[Cell, Any]) -> list[dict[str, Any]]:
+    """Each cell's record: its name, levels, role, mean and wall time, with the caller's fields."""
+    cell_records = []
+    for cell in grid.cells:
+        record: dict[str, Any] = {
+            "name": format_levels(names, cell),
+            "levels": dict(zip(names, cell)),
+            "role": "baseline" if set(cell) == {OLD} else "candidate" if set(cell) == {NEW} else "",
+            "mean": means[cell],
+            "seconds": None if seconds.get(cell) is None else float(seconds[cell]),
+        }
+        record.update(info.get(cell, {}))
+        cell_records.append(record)
+    return cell_records
+
+
+def _cost(cell_records: Sequence[Mapping[str, Any]], grid_seconds: float | None) -> dict[str, Any]:
+    known = [r["seconds"] for r in cell_records if r["seconds"] is not None]
+    cells_total = float(sum(known)) if len(known) == len(cell_records) else None
+    return {
+        "cell_seconds": {r["name"]: r["seconds"] for r in cell_records},
+        "cells_total_seconds": cells_total,
+        "grid_seconds": float(grid_seconds) if grid_seconds is not None else cells_total,
+        "runs": len(cell_records),
+    }
+
+
+def _effects(grid: FactorialGrid, all_terms: Sequence[Term], contrasts: Sequence[np.ndarray], k: int, samples: int,
+             seed: int, ci_method: str) -> tuple[list[Effect], list[dict[str, Any]]]:
+    """Every term's effect (estimate, interval, p-value, Holm-adjusted across all) and, for each
+    interaction, the check that its factors' ways agree."""
+    resampled = bootstrap_means(np.vstack(contrasts), samples, seed)
+    raw: list[tuple[Term, float, float, float, float, str, dict[str, float]]] = []
+    checks: list[dict[str, Any]] = []
+    for t, d, boot in zip(all_terms, contrasts, resampled):
+        lo, hi = confidence_interval(d, boot, ci_method)
+        p, kind = sign_flip_p(d, samples, seed)
+        ways: dict[str, float] = {}
+        if t.order > 1:
+            ways, check = _ways_check(grid, t)
+            checks.append(check)
+        raw.append((t, float(d.mean()), lo, hi, float(p), kind, ways))
+    adjusted = holm([r[4] for r in raw])
+    effects = [
+        Effect(term=t, estimate=est, ci_low=lo, ci_high=hi, p=p, p_kind=kind, p_holm=float(ph),
+               label=_label(t, k), ways=ways)
+        for (t, est, lo, hi, p, kind, ways), ph in zip(raw, adjusted)
+    ]
+    return effects, checks
+
+
+def _ways_check(grid: FactorialGrid, t: Term) -> tuple[dict[str, float], dict[str, Any]]:
+    """An interaction's value computed from each of its factors' simple effects, and whether they agree."""
+    per_way = grid.ways(t)
+    ways = {f: float(v.mean()) for f, v in per_way.items()}
+    spread = max(ways.values()) - min(ways.values())
+    raw_d = grid.contrast(t)  # the ways are compared unsettled: this checks the arithmetic
+    per_query = max(float(np.max(np.abs(v - raw_d))) for v in per_way.values())
+    return ways, {
+        "term": t.name,
+        "given": t.given_dict(),
+        "ways": dict(ways),
+        "abs_diff": float(spread),
+        "max_query_abs_diff": per_query,
+        "agree": bool(spread <= INTERACTION_TOLERANCE),
+    }
+
+
+def _interaction_check(names: tuple[str, ...], checks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not checks:
+        return None
+    top = checks[-1]  # the highest-order interaction (all factors)
+    interaction_check = {"term": top["term"], "given": top["given"]}
+    for i, f in enumerate(names):
+        interaction_check[f"{chr(ord('a') + i)}_way"] = top["ways"][f]
+    interaction_check.update({
+        "ways": dict(top["ways"]),
+        "agree": all(c["agree"] for c in checks),
+        "abs_diff": max(c["abs_diff"] for c in checks),
+        "tolerance": INTERACTION_TOLERANCE,
+        "terms": checks,
+    })
+    return interaction_check
+
+
+def _concentrations(effects: Sequence[Effect], contrast_by_id: Mapping[str, np.ndarray], qids: tuple[str, ...],
+                    k: int, share: float, redistribution_ratio: float) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The concentration of every effect: its records, and its sentence by effect id."""
+    conc_records = []
+    conc_sentences: dict[str, str] = {}
+    for e in effects:
+        c = concentration(contrast_by_id[e.id], qids, share, redistribution_ratio)
+        subject = _subject(e.term, k)
+        subject = subject[0].upper() + subject[1:] + f" ({signed(e.estimate)})"
+        sentence = c.sentence(subject)
+        conc_sentences[e.id] = sentence
+        record = {"id": e.id, "term": e.term.name, "given": e.term.given_dict(), "label": e.label,
+                  "estimate": e.estimate}
+        record.update(c.to_dict())
+        record["sentence"] = sentence
+        conc_records.append(record)
+    return conc_records, conc_sentences
+
+
+def _headline(effects: Sequence[Effect], metric: str, k: int) -> dict[str, Any]:
+    """Each factor's effect with every other factor at its new level."""
+    production = [e for e in effects if e.term.order == 1 and e.label == "in production"]
+    parts = []
+    for i, e in enumerate(production):
+        verb = f"moves {metric} by" if i == 0 else "moves it by"
+        parts.append(f"switching {e.term.factors[0]} {verb} {signed(e.estimate)} ({_ci_text(e)})")
+    if k == 1:
+        headline_text = parts[0][0].upper() + parts[0][1:] + "."
+    else:
+        headline_text = "In production (every other change at its new level), " + "; ".join(parts) + "."
+    return {
+        "text": headline_text,
+        "effects": [e.id for e in production],
+        "estimates": {e.term.factors[0]: e.estimate for e in production},
+    }
+
+
+def _two_factor_reading(names: tuple[str, ...], grid: FactorialGrid, means: Mapping[Cell, float],
+                        by_id: Mapping[str, Effect]) -> tuple[str, dict[str, Any]]:
+    """A 2x2 grid: the additivity sentence and the table of means and effects."""
+    a, b = names
+    m = {cell: means[cell] for cell in grid.cells}
+    base, cand = m[(OLD, OLD)], m[(NEW, NEW)]
+    additive = base + by_id[f"{a}|{b}={OLD}"].estimate + by_id[f"{b}|{a}={OLD}"].estimate
+    inter = by_id[f"{a}×{b}"]
+    additivity = (
+        f"If the two changes added up, switching both would score {additive:.3f}; it scores {cand:.3f}, "
+        f"an interaction of {signed(inter.estimate)}."
+    )
+    grid_table = {
+        "rows": a,
+        "columns": b,
+        "means": [[m[(OLD, OLD)], m[(OLD, NEW)]], [m[(NEW, OLD)], m[(NEW, NEW)]]],
+        # b's effect within each row (a old, a new); a's effect within each column (b old, b new)
+        "row_effects": [by_id[f"{b}|{a}={OLD}"].estimate, by_id[f"{b}|{a}={NEW}"].estimate],
+        "column_effects": [by_id[f"{a}|{b}={OLD}"].estimate, by_id[f"{a}|{b}={NEW}"].estimate],
+        "interaction": inter.estimate,
+    }
+    return additivity, grid_table
+
+
+def _interaction_readings(effects: Sequence[Effect], k: int) -> list[str]:
+    readings = []
+    for e in effects:
+        if e.term.order > 1:
+            # k = 2: read both ways (they are the same statement); larger grids: one reading per term.
+            for f in e.term.factors if k == 2 else e.term.factors[:1]:
+                readings.append(_interaction_sentence(e.term, e.ways, f))
+    return readings
+
+
+def _check_reading(interaction_check: Mapping[str, Any]) -> str:
+    if interaction_check["agree"]:
+        return (
+            f"Every interaction computed from each of its factors' simple effects gives the same value "
+            f"(largest difference {interaction_check['abs_diff']:.1e}, tolerance {INTERACTION_TOLERANCE:g})."
+        )
+    return (
+        f"Warning: an interaction computed from different factors' simple effects differs by "
+        f"{interaction_check['abs_diff']:.1e}, more than floating-point precision explains."
+    )
+
+
+def _grid_notes(notes: Sequence[str], verification: Mapping[str, Any]) -> list[str]:
+    """The caller's notes, the verification's, and what could not be verified."""
+    all_notes = list(notes) + list(verification.get("notes", []))
+    unverified = [w for w, key in (("query set", "queries_sha256"), ("qrels", "qrels_sha256"),
+                                   ("corpus", "corpus_sha256")) if verification.get(key) is None]
+    if unverified:
+        all_notes.append(f"not verified (no fingerprint supplied): {', '.join(unverified)}")
+    return all_notes
+
+
+def _grid_sentences(headline_text: str, readings: Mapping[str, Any]) -> list[str]:
+    sentences = [headline_text]
+    if readings["additivity"]:
+        sentences.append(readings["additivity"])
+    sentences.extend(readings["interactions"])
+    if readings["check"]:
+        sentences.append(readings["check"])
+    sentences.extend(readings["concentration"])
+    sentences.extend(readings["notes"])
+    return sentences
 
 
 # --------------------------------------------------------------------------- #
@@ -843,12 +914,6 @@ def factorial_from_runs(
 
     Bad ``--factor`` / ``--cell`` values raise :class:`UsageError`.
     """
-    from gate.evaluation.evaluate import evaluate
-    from gate.inputs.readers.qrels import load_qrels
-    from gate.inputs.readers.queries import load_queries
-    from gate.inputs.readers.runs import read_run
-    from gate.inputs.universe import query_universe, require_overlap
-
     names = parse_factors(factors)
     if corpus_factor is not None and corpus_factor not in names:
         raise UsageError(f"corpus factor '{corpus_factor}' is not one of the factors ({', '.join(names)})")
@@ -865,12 +930,7 @@ def factorial_from_runs(
     measure = parse_measure(metric).with_default_rel(rel)
     metric_name = str(measure)
 
-    qrels_obj = qrels if isinstance(qrels, Qrels) else load_qrels(qrels)
-    queries_obj = queries if isinstance(queries, QuerySet) or queries is None else load_queries(queries)
-    universe = query_universe(qrels_obj, queries_obj)
-    if not universe.query_ids:
-        raise InputError(qrels_obj.source, None, "no query has both a golden entry and a qrels judgment: "
-                         "nothing to compare")
+    qrels_obj, queries_obj, universe = _golden_universe(qrels, queries)
     queries_sha = (queries_fingerprint(queries_obj) if queries_obj is not None
                    else query_ids_fingerprint(universe.query_ids)).sha256
     qrels_sha = qrels_fingerprint(qrels_obj).sha256
@@ -882,26 +942,8 @@ def factorial_from_runs(
     runs = {cell: read_run(path) for cell, (_, path) in parsed.items()}
     for run in runs.values():
         require_overlap(run, universe.query_ids, qrels_obj, queries_obj)
-    missing: dict[Cell, list[str]] = {}
-    for cell, run in runs.items():
-        have = set(run.query_ids)
-        gone = [q for q in universe.query_ids if q not in have]
-        if gone:
-            missing[cell] = gone
-    n = len(universe.query_ids)
-    notes: list[str] = []
-    if missing:
-        parts = [
-            f"{parsed[cell][0]} ({parsed[cell][1]}) misses {len(gone)} of {n} golden queries "
-            f"(e.g. {', '.join(gone[:EXAMPLES])})"
-            for cell, gone in missing.items()
-        ]
-        if not allow_missing:
-            raise GridRefused(
-                "; ".join(parts) + ": a query missing from one cell scores 0 there only and would "
-                "masquerade as an effect (allow missing queries to score them 0 anyway)"
-            )
-        notes.extend(f"{p}, scored 0 (missing queries allowed)" for p in parts)
+    missing = _missing_queries(runs, universe.query_ids)
+    notes = _missing_notes(parsed, missing, len(universe.query_ids), allow_missing)
 
     values = {}
     info: dict[Cell, dict[str, Any]] = {}
@@ -925,6 +967,48 @@ def factorial_from_runs(
         cell_info=info,
         notes=notes,
     )
+
+
+def _golden_universe(qrels: str | os.PathLike | Qrels, queries: str | os.PathLike | QuerySet | None
+                     ) -> tuple[Qrels, QuerySet | None, Universe]:
+    """The qrels and golden queries (read when given as paths) and the queries to evaluate: those with both."""
+    qrels_obj = qrels if isinstance(qrels, Qrels) else load_qrels(qrels)
+    queries_obj = queries if isinstance(queries, QuerySet) or queries is None else load_queries(queries)
+    universe = query_universe(qrels_obj, queries_obj)
+    if not universe.query_ids:
+        raise InputError(qrels_obj.source, None, "no query has both a golden entry and a qrels judgment: "
+                         "nothing to compare")
+    return qrels_obj, queries_obj, universe
+
+
+def _missing_queries(runs: Mapping[Cell, Any], query_ids: Sequence[str]) -> dict[Cell, list[str]]:
+    """The golden queries each cell's run misses (cells missing none left out)."""
+    missing: dict[Cell, list[str]] = {}
+    for cell, run in runs.items():
+        have = set(run.query_ids)
+        gone = [q for q in query_ids if q not in have]
+        if gone:
+            missing[cell] = gone
+    return missing
+
+
+def _missing_notes(parsed: Mapping[Cell, tuple[str, Any]], missing: Mapping[Cell, list[str]], n: int,
+                   allow_missing: bool) -> list[str]:
+    """The notes saying which runs miss queries, scored 0; :class:`GridRefused` unless ``allow_missing``."""
+    notes: list[str] = []
+    if missing:
+        parts = [
+            f"{parsed[cell][0]} ({parsed[cell][1]}) misses {len(gone)} of {n} golden queries "
+            f"(e.g. {', '.join(gone[:EXAMPLES])})"
+            for cell, gone in missing.items()
+        ]
+        if not allow_missing:
+            raise GridRefused(
+                "; ".join(parts) + ": a query missing from one cell scores 0 there only and would "
+                "masquerade as an effect (allow missing queries to score them 0 anyway)"
+            )
+        notes.extend(f"{p}, scored 0 (missing queries allowed)" for p in parts)
+    return notes
 
 
 # --------------------------------------------------------------------------- #

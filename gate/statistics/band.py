@@ -227,7 +227,8 @@ def tie_floor(run: Run, qrels: Qrels, measure: Measure, query_ids: Sequence[str]
     flipped = Run(run.source, run.query_ids, run.starts,
                   np.array([rename[str(d)] for d in run.doc_ids], dtype=str) if len(run.doc_ids) else run.doc_ids,
                   run.scores, run.tag)
-    flipped_qrels = Qrels(qrels.source, {q: {rename[d]: v for d, v in docs.items()} for q, docs in qrels.judgments.items()},
+    flipped_qrels = Qrels(qrels.source,
+                          {q: {rename[d]: v for d, v in docs.items()} for q, docs in qrels.judgments.items()},
                           qrels.negative_is_judged)
     after = evaluate(flipped, flipped_qrels, [measure], query_ids, rel=rel)
     diff = after.values[metric] - before.values[metric]

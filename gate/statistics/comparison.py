@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gate.common.errors import UsageError
+from gate.common.limits import MAX_SAMPLES, MAX_SEED
 from gate.evaluation.evaluate import PerQuery, evaluate
 from gate.evaluation.measures import Measure, parse_measure
 from gate.inputs.readers.records import Qrels, QuerySet, Run
@@ -29,9 +31,6 @@ class CompareSettings:
 
     def __post_init__(self) -> None:
         # The library's callers get the CLI's checks (argparse makes them for the command).
-        from gate.common.errors import UsageError
-        from gate.common.limits import MAX_SAMPLES, MAX_SEED
-
         if isinstance(self.also, str):  # "AP,RR@10" as the command line takes it
             object.__setattr__(self, "also", tuple(m.strip() for m in self.also.split(",") if m.strip()))
         for name, value, low, high in (("samples", self.samples, 1, MAX_SAMPLES), ("seed", self.seed, 0, MAX_SEED),

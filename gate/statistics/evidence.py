@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -230,6 +231,7 @@ def _one_sided_monte_carlo(d: np.ndarray, ys: np.ndarray, observed: np.ndarray, 
         with np.errstate(all="ignore"):
             a_y = float(np.sum(np.abs(ys[k]))) * (1.0 + 2.0 * gamma)
             gamma_y = 0.0 if _sums_are_exact(ys[k], a_y) else gamma
+            shifted: np.ndarray | float
             if mu != 0.0:
                 q = sums - mu * balance
                 abs_q = np.abs(q)
@@ -422,9 +424,13 @@ def evidence(d, margin: float, samples: int = DEFAULT_SAMPLES, seed: int = DEFAU
         lambda: sign_sums(d, samples, seed, True, chunk_rows, keep=True) if need_sums else None,
         parallel=need_moments and need_sums and n * samples >= PARALLEL_MIN_DRAWS,
     )
-    low, high = setup if moments is None else _hall_from_moments(n, *setup, *moments, alpha=alpha)
-    t_low, t_high = setup[:2] if moments is None else _hall_from_moments(n, setup[0], setup[1], 0.0, moments[0],
-                                                                         moments[1], None, alpha)
+    if moments is None:
+        low, high = setup[0], setup[1]
+        t_low, t_high = setup[0], setup[1]
+    else:
+        mean, se, gamma_hat = cast(tuple[float, float, float], setup)  # three when moments were needed
+        low, high = _hall_from_moments(n, mean, se, gamma_hat, moments[0], moments[1], moments[2], alpha=alpha)
+        t_low, t_high = _hall_from_moments(n, mean, se, 0.0, moments[0], moments[1], None, alpha)
     # A resample without spread counts as infinitely far (_HUGE): the interval's end is then
     # ~1e7 or infinite. The mean of differences of [0, 1] measures lies in [-1, 1]: no end of a
     # useful interval is beyond it, and clipping there changes no decision (0 and -margin are inside).

@@ -48,12 +48,16 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from gate.evaluation.first_relevant import looked_of, relevant_sets
+from gate.evaluation.first_relevant import Looked, looked_of, relevant_sets
 from gate.inputs.readers.records import Qrels, QuerySet, Run
+from gate.inputs.universe import query_universe, require_overlap
+from gate.statistics.paired import paired_differences
+from gate.statistics.strata import stratum_table
+from gate.statistics.traffic import traffic_account, wins_sentence
 
 if TYPE_CHECKING:  # annotations only: no import cycle at run time
     from gate.evaluation.evaluate import PerQuery
@@ -131,8 +135,8 @@ class QueryMovement:
     @property
     def rank_movement(self) -> int | None:
         """``before_rank - after_rank`` for hits (both in the window), else ``None``."""
-        if self.bucket in HIT_BUCKETS:
-            return int(self.before_rank) - int(self.after_rank)
+        if self.bucket in HIT_BUCKETS:  # both ranks are set (in the window)
+            return int(cast(int, self.before_rank)) - int(cast(int, self.after_rank))
         return None
 
     def example(self) -> dict[str, Any]:
@@ -261,7 +265,7 @@ class LiftResult:
 
     def examples(self, per_bucket: int = EXAMPLES_PER_BUCKET) -> list[dict[str, Any]]:
         """Up to ``per_bucket`` queries per bucket: largest |rr_delta| first, then |recall_delta|, then id."""
-        out = []
+        out: list[dict[str, Any]] = []
         for bucket in BUCKETS:
             members = [m for m in self.movements if m.bucket == bucket]
             members.sort(key=lambda m: (-abs(m.rr_delta), -abs(m.recall_delta), m.query_id.encode("utf-8")))
@@ -307,6 +311,7 @@ def _bucket(before: int | None, after: int | None, k: int) -> str:
     hit_before = before is not None and before <= k
     hit_after = after is not None and after <= k
     if hit_before and hit_after:
+        assert before is not None and after is not None  # hits are ranked
         if after < before:
             return PROMOTED
         if after > before:
@@ -351,21 +356,11 @@ def compute_lift(
     no rows, or a run none of whose queries is judged (wrong qrels, or ids
     that do not match).
     """
-    from gate.inputs.universe import query_universe, require_overlap
-
     rel_threshold = _check_positive("rel_threshold", rel_threshold)
     k_rank = _check_positive("k_rank", k_rank)
     k_recall = _check_positive("k_recall", k_recall)
     judgments = qrels.judgments
-    if query_ids is not None:
-        universe = list(dict.fromkeys(query_ids))
-        unjudged_golden: tuple[str, ...] = ()
-    else:
-        judged = query_universe(qrels, queries)
-        universe = list(judged.query_ids)
-        unjudged_golden = judged.unjudged
-        for run in (before, after):
-            require_overlap(run, universe, qrels, queries)
+    universe, unjudged_golden = _lift_universe(before, after, qrels, queries, query_ids)
     universe = _byte_order(universe)
     in_universe = set(universe)
     unjudged_run = _byte_order((set(before.query_ids) | set(after.query_ids)) - in_universe)
@@ -384,21 +379,8 @@ def compute_lift(
         if not relevant:
             no_relevant.append(qid)
             continue
-        b_rank, b_found, b_tie = ordered_before.look(qid, relevant, k_rank, k_recall)
-        a_rank, a_found, a_tie = ordered_after.look(qid, relevant, k_rank, k_recall)
-        movements.append(QueryMovement(
-            query_id=qid,
-            bucket=_bucket(b_rank, a_rank, k_rank),
-            before_rank=b_rank,
-            after_rank=a_rank,
-            rr_before=1.0 / b_rank if b_rank is not None and b_rank <= k_rank else 0.0,
-            rr_after=1.0 / a_rank if a_rank is not None and a_rank <= k_rank else 0.0,
-            recall_before=b_found / len(relevant),
-            recall_after=a_found / len(relevant),
-            tie_sensitive=b_tie or a_tie,
-            stratum=stratum_of.get(qid),
-            text=texts.get(qid),
-        ))
+        movements.append(_movement(qid, relevant, ordered_before, ordered_after, k_rank, k_recall,
+                                   stratum_of.get(qid), texts.get(qid)))
     return LiftResult(
         movements=tuple(movements),
         no_relevant=tuple(no_relevant),
@@ -415,6 +397,39 @@ def compute_lift(
         unjudged_run_queries=tuple(unjudged_run),
         unjudged_golden=unjudged_golden,
         strata={q: stratum_of.get(q) for q in universe},
+    )
+
+
+def _lift_universe(before: Run, after: Run, qrels: Qrels, queries: QuerySet | None,
+                   query_ids: Sequence[str] | None) -> tuple[list[str], tuple[str, ...]]:
+    """The queries to bucket (``query_ids``, or the judged golden queries, each run required to
+    rank some) and the golden queries without a judgment."""
+    if query_ids is not None:
+        return list(dict.fromkeys(query_ids)), ()
+    judged = query_universe(qrels, queries)
+    universe = list(judged.query_ids)
+    for run in (before, after):
+        require_overlap(run, universe, qrels, queries)
+    return universe, judged.unjudged
+
+
+def _movement(qid: str, relevant: set[str], ordered_before: Looked, ordered_after: Looked, k_rank: int,
+              k_recall: int, stratum: str | None, text: str | None) -> QueryMovement:
+    """One judged query's movement: where its first relevant document sits before and after."""
+    b_rank, b_found, b_tie = ordered_before.look(qid, relevant, k_rank, k_recall)
+    a_rank, a_found, a_tie = ordered_after.look(qid, relevant, k_rank, k_recall)
+    return QueryMovement(
+        query_id=qid,
+        bucket=_bucket(b_rank, a_rank, k_rank),
+        before_rank=b_rank,
+        after_rank=a_rank,
+        rr_before=1.0 / b_rank if b_rank is not None and b_rank <= k_rank else 0.0,
+        rr_after=1.0 / a_rank if a_rank is not None and a_rank <= k_rank else 0.0,
+        recall_before=b_found / len(relevant),
+        recall_after=a_found / len(relevant),
+        tie_sensitive=b_tie or a_tie,
+        stratum=stratum,
+        text=text,
     )
 
 
@@ -461,10 +476,6 @@ def strata_section(
     "wins_sentence": str, "unassigned": int}``. A query whose stratum has no
     share in ``spec`` is an :class:`InputError` on the shares file.
     """
-    from gate.statistics.paired import paired_differences
-    from gate.statistics.strata import stratum_table
-    from gate.statistics.traffic import traffic_account, wins_sentence
-
     if tuple(baseline.query_ids) != tuple(candidate.query_ids):
         raise ValueError("baseline and candidate were evaluated on different queries")
     key = baseline.key(metric)
@@ -473,12 +484,7 @@ def strata_section(
     labels = [strata_by_query.get(q) or None for q in baseline.query_ids]
     shares = spec.shares if spec is not None else None
     if spec is not None:
-        counts: dict[str, int] = {}
-        for lab in labels:
-            if lab is not None and lab not in spec.shares:
-                counts[lab] = counts.get(lab, 0) + 1
-        for stratum in sorted(counts):
-            raise spec.error(None, f"stratum '{stratum}' has {counts[stratum]} queries but no share")
+        _check_every_stratum_has_a_share(spec, labels)
 
     section: dict[str, Any] = {"strata": [], "traffic": None, "lift": None, "wins_sentence": None,
                                "unassigned": sum(1 for lab in labels if lab is None)}
@@ -487,11 +493,11 @@ def strata_section(
         section["wins_sentence"] = wins_sentence(int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum()),
                                                  float(d.mean()))
         if shares is not None or any(lab is not None for lab in labels):
+            table_alpha: dict[str, Any] = {} if alpha is None else {"alpha": alpha}
             results = stratum_table(base, cand, labels, shares=shares,
                                     guarded=spec.guarded if spec is not None else (),
                                     noise_threshold=noise_threshold, min_effect=min_effect, margin=margin,
-                                    samples=samples, seed=seed, method=method,
-                                    **({} if alpha is None else {"alpha": alpha}))
+                                    samples=samples, seed=seed, method=method, **table_alpha)
             section["strata"] = [r.to_dict() for r in results]
             if shares is not None:
                 section["traffic"] = traffic_account(results, d, labels, samples=samples, seed=seed).to_dict()
@@ -501,3 +507,13 @@ def strata_section(
                             query_ids=baseline.query_ids)
         section["lift"] = lift.to_dict()
     return section
+
+
+def _check_every_stratum_has_a_share(spec: StrataSpec, labels: Sequence[str | None]) -> None:
+    """The shares file's InputError for the first stratum (byte order) with queries but no share."""
+    counts: dict[str, int] = {}
+    for lab in labels:
+        if lab is not None and lab not in spec.shares:
+            counts[lab] = counts.get(lab, 0) + 1
+    for stratum in sorted(counts):
+        raise spec.error(None, f"stratum '{stratum}' has {counts[stratum]} queries but no share")

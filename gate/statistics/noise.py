@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from gate.common.errors import InputError
+
 
 @dataclass(frozen=True)
 class Spread:
@@ -41,7 +43,7 @@ class Spread:
         }
 
 
-def spread(means: Sequence[float]) -> Spread:
+def spread(means: Sequence[float] | np.ndarray) -> Spread:
     """The seed's rule on a list of per-run means. Identical runs give zeros, never NaN."""
     values = np.asarray(means, dtype=np.float64)
     if len(values) == 0:
@@ -144,45 +146,54 @@ def noise_band(
 def check_band_dict(data: Any, source: str) -> Mapping[str, Any]:
     """A stored band (noise.json, or the manifest's ``noise_band``) is checked before it is
     read: each value the band needs, of the type :meth:`NoiseBand.to_dict` writes."""
-    from gate.common.errors import InputError
-
-    def fail(message: str) -> InputError:
-        return InputError(source, None, f"not a noise band: {message}")
-
-    def numbers(value: Any, key: str, least: int = 1) -> None:
-        if (not isinstance(value, list) or len(value) < least
-                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                           for v in value)):
-            raise fail(f"'{key}' must be a list of at least {least} finite numbers")
-
     if not isinstance(data, Mapping):
-        raise fail("expected a JSON object")
+        raise _not_a_band(source, "expected a JSON object")
     if not isinstance(data.get("metric"), str):
-        raise fail("'metric' must be text")
-    numbers(data.get("means"), "means", 2)
+        raise _not_a_band(source, "'metric' must be text")
+    _check_numbers(source, data.get("means"), "means", 2)
     strata = data.get("strata") or {}
     if not isinstance(strata, Mapping) or not all(isinstance(v, Mapping) for v in strata.values()):
-        raise fail("'strata' must map each stratum to its means")
+        raise _not_a_band(source, "'strata' must map each stratum to its means")
     for name, item in strata.items():
-        numbers(item.get("means"), f"strata.{name}.means", 2)
-    unstable = data.get("unstable_queries") or []
+        _check_numbers(source, item.get("means"), f"strata.{name}.means", 2)
+    _check_unstable(source, data.get("unstable_queries") or [])
+    _check_counts_and_lists(source, data)
+    return data
+
+
+def _not_a_band(source: str, message: str) -> InputError:
+    return InputError(source, None, f"not a noise band: {message}")
+
+
+def _check_numbers(source: str, value: Any, key: str, least: int = 1) -> None:
+    if (not isinstance(value, list) or len(value) < least
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                       for v in value)):
+        raise _not_a_band(source, f"'{key}' must be a list of at least {least} finite numbers")
+
+
+def _check_unstable(source: str, unstable: Any) -> None:
     if not isinstance(unstable, list):
-        raise fail("'unstable_queries' must be a list")
+        raise _not_a_band(source, "'unstable_queries' must be a list")
     for item in unstable:
         if not isinstance(item, Mapping) or not isinstance(item.get("query_id"), str):
-            raise fail("each unstable query needs a 'query_id'")
-        numbers([item.get("low"), item.get("high"), item.get("range")], "unstable_queries[].low/high/range", 3)
+            raise _not_a_band(source, "each unstable query needs a 'query_id'")
+        _check_numbers(source, [item.get("low"), item.get("high"), item.get("range")],
+                       "unstable_queries[].low/high/range", 3)
+
+
+def _check_counts_and_lists(source: str, data: Mapping[str, Any]) -> None:
+    """The run and query counts, the fingerprints, the run files and the seeds."""
     for key in ("runs", "query_count"):
         value = data.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise fail(f"'{key}' must be a non-negative integer")
+            raise _not_a_band(source, f"'{key}' must be a non-negative integer")
     if not isinstance(data.get("fingerprints") or {}, Mapping):
-        raise fail("'fingerprints' must be an object")
+        raise _not_a_band(source, "'fingerprints' must be an object")
     if not all(isinstance(f, str) for f in data.get("run_files") or ()):
-        raise fail("'run_files' must be a list of file names")
+        raise _not_a_band(source, "'run_files' must be a list of file names")
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in data.get("seeds") or ()):
-        raise fail("'seeds' must be a list of integers")
-    return data
+        raise _not_a_band(source, "'seeds' must be a list of integers")
 
 
 def band_from_dict(data: Mapping[str, Any]) -> NoiseBand:

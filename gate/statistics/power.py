@@ -16,8 +16,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import cast
 
 import numpy as np
+
+from gate.common.numbers import counted
 
 from .bootstrap import as_differences
 from .evidence import ALPHA as EVIDENCE_ALPHA
@@ -126,7 +129,9 @@ def queries_needed(sd: float, target: float, band: float | None = None, limit: i
     if not sd > 1e-12 or not math.isfinite(sd) or target <= (band or 0.0):
         return None
     # detectable_regression falls as n grows: the fewest n that reaches the target
-    return _fewest(lambda n: detectable_regression(sd, n, band, alpha) <= target + 1e-12, MOVERS_TO_SHOW, limit)
+    # (a known spread: detectable_regression gives a number)
+    return _fewest(lambda n: cast(float, detectable_regression(sd, n, band, alpha)) <= target + 1e-12,
+                   MOVERS_TO_SHOW, limit)
 
 
 @dataclass(frozen=True)
@@ -148,8 +153,6 @@ class Detectable:
 
     @property
     def sentence(self) -> str:
-        from gate.common.numbers import counted
-
         queries = counted(self.n, "query", "queries")
         if self.regression_80 is None:
             why = ("one query has no spread" if self.n < 2 else "no query moved" if self.movers == 0
@@ -280,8 +283,6 @@ class SetupCheck:
 
     @property
     def sentence(self) -> str:
-        from gate.common.numbers import counted
-
         queries = counted(self.n, "query", "queries")
         margin = f"-{self.margin:g}"
         if self.noise_sd is None:
@@ -344,14 +345,14 @@ def setup_check(n: int, margin: float, mode: str, noise_sd: float | None = None,
     ``mover_share`` the share of queries an A/A pair moves (non-inferiority needs 5 movers)."""
     needed: int | None = None
     supports: bool | None = None
-    known = noise_sd is not None and math.isfinite(noise_sd)
-    if known and float(noise_sd) <= 0.0:
+    known_sd = noise_sd if noise_sd is not None and math.isfinite(noise_sd) else None
+    if known_sd is not None and float(known_sd) <= 0.0:
         # identical runs: every no-op PR is unchanged, a pass in either mode
         needed, supports = None, True
-    elif known and margin <= 0.0:
+    elif known_sd is not None and margin <= 0.0:
         needed, supports = None, mode != "non-inferiority"
-    elif known:
-        sd = max(float(noise_sd), 0.0)
+    elif known_sd is not None:
+        sd = max(float(known_sd), 0.0)
         if mode == "non-inferiority":
             if margin > 0.0:
                 share = 1.0 if mover_share is None else float(mover_share)
@@ -359,7 +360,8 @@ def setup_check(n: int, margin: float, mode: str, noise_sd: float | None = None,
         elif margin > (band or 0.0):
             needed = queries_needed(sd, margin, band) if sd > 1e-12 else MOVERS_TO_SHOW
         supports = needed is not None and n >= needed
-    return SetupCheck(n=n, margin=float(margin), mode=mode, noise_sd=float(noise_sd) if known else None, band=band,
+    return SetupCheck(n=n, margin=float(margin), mode=mode,
+                      noise_sd=float(known_sd) if known_sd is not None else None, band=band,
                       unseen_share=unseen_share(n), any_shape_queries=any_shape_queries(margin),
                       mover_share=None if mover_share is None else float(mover_share),
                       queries_needed=needed, supports=supports)

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .evidence import ALPHA
+from .power import setup_check
 
 #: Reruns only when run-to-run noise is at least this share of the variance of the per-query
 #: differences: below it, averaging it away cannot move the interval much (a quarter of the
@@ -84,9 +85,7 @@ def undecided_by_noise(mode: str, codes: Sequence[str], evidence: Any, margin: f
     is a reason to rerun, as is one shown inside the band or one of the margin not ruled out."""
     if band is None or band <= 0.0 or evidence is None:
         return None
-    if (("no_regression_shown" in codes or "non_inferior" in codes) and evidence.mean < 0
-            and evidence.p_regression <= ALPHA and evidence.alpha < ALPHA
-            and not (evidence.t_high < 0 and evidence.p_regression <= evidence.alpha)):
+    if _shown_only_at_alpha(codes, evidence):
         # whatever the noise's share: a look at ALPHA / 2 must not pass, without looking again,
         # what one look at ALPHA fails (the means may still not show it: adaptive's price)
         return (f"a regression the sign-flip test shows at {ALPHA:g} but not at this look's {evidence.alpha:g}, "
@@ -99,6 +98,19 @@ def undecided_by_noise(mode: str, codes: Sequence[str], evidence: Any, margin: f
     if share < NOISE_SHARE_TO_RERUN:
         return None
     noise = f"run-to-run noise is {share:.0%} of the per-query spread"
+    return _rerun_for_noise(mode, codes, evidence, margin, band, noise)
+
+
+def _shown_only_at_alpha(codes: Sequence[str], evidence: Any) -> bool:
+    """A regression the sign-flip test shows at ALPHA but a look at a stricter level does not."""
+    return (("no_regression_shown" in codes or "non_inferior" in codes) and evidence.mean < 0
+            and evidence.p_regression <= ALPHA and evidence.alpha < ALPHA
+            and not (evidence.t_high < 0 and evidence.p_regression <= evidence.alpha))
+
+
+def _rerun_for_noise(mode: str, codes: Sequence[str], evidence: Any, margin: float, band: float,
+                     noise: str) -> str | None:
+    """Why a rerun can decide what this look did not, once the noise is a large share of the spread."""
     if "improvement_required" in codes and evidence.mean > 0:
         return f"an improvement not shown, and {noise}"
     if mode == "non-inferiority":
@@ -161,8 +173,6 @@ def setup_with_repeats(setup: dict[str, Any], candidate_runs: int, rerun: str = 
     when no repeats are at hand to put the rule itself through simulated PRs
     (:func:`gate.verdict.calibration.setup_for_repeats` does). None when there is no noise to
     average (unknown or deterministic) or no reruns are configured."""
-    from .power import setup_check
-
     sd = setup.get("noise_sd")
     if candidate_runs <= 1 or not isinstance(sd, (int, float)) or not sd > 0:
         return None

@@ -305,6 +305,43 @@ def _underpowered(n: int, mde: float | None, threshold: float | None, min_effect
     return bool(reasons), tuple(reasons)
 
 
+def _check_table(base: np.ndarray, cand: np.ndarray, labels: Sequence[Hashable | None], margin: float) -> None:
+    """ValueError for misaligned or non-finite scores, or a margin that is negative or not finite."""
+    if base.ndim != 1 or base.shape != cand.shape:
+        raise ValueError(f"baseline and candidate must be aligned 1-D arrays, got {base.shape} and {cand.shape}")
+    if len(labels) != base.size:
+        raise ValueError(f"strata_labels has {len(labels)} entries but there are {base.size} queries")
+    if not (np.all(np.isfinite(base)) and np.all(np.isfinite(cand))):
+        raise ValueError("per-query scores must be finite")
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin < 0:
+        raise ValueError(f"margin must be a finite number, 0 or more, got {margin!r}")
+
+
+def _members(labels: Sequence[Hashable | None]) -> dict[str, list[int]]:
+    """The queries (positions) of each stratum; a query without one (None, "") is in none."""
+    members: dict[str, list[int]] = {}
+    for i, lab in enumerate(labels):
+        if lab is None or lab == "":
+            continue
+        members.setdefault(str(lab), []).append(i)
+    return members
+
+
+def _stratum_statistics(b: np.ndarray, c: np.ndarray, samples: int, seed: int, method: str,
+                        alpha: float) -> dict[str, Any]:
+    """A measured stratum's row fields: means, bootstrap interval, sign-flip and bounded-mean tests,
+    wins/losses/ties and the minimum detectable effect."""
+    d = c - b
+    boot = paired_bootstrap(d, samples, seed, method)
+    p, kind = sign_flip_p(d, samples, seed)
+    bounded = bounded_mean_test(d, samples, seed, alpha)
+    wlt = wins_losses_ties(d)
+    return dict(baseline=float(b.mean()), candidate=float(c.mean()), delta=boot.mean,
+                ci_low=boot.ci_low, ci_high=boot.ci_high, p_randomization=float(p), randomization=kind,
+                p_bound=bounded.p_value, bound_low=bounded.low, bound_high=bounded.high,
+                wins=wlt.wins, losses=wlt.losses, ties=wlt.ties, mde=minimum_detectable_effect(d))
+
+
 def stratum_table(
     baseline,
     candidate,
@@ -333,21 +370,10 @@ def stratum_table(
     base = np.asarray(baseline, dtype=np.float64)
     cand = np.asarray(candidate, dtype=np.float64)
     labels = list(strata_labels)
-    if base.ndim != 1 or base.shape != cand.shape:
-        raise ValueError(f"baseline and candidate must be aligned 1-D arrays, got {base.shape} and {cand.shape}")
-    if len(labels) != base.size:
-        raise ValueError(f"strata_labels has {len(labels)} entries but there are {base.size} queries")
-    if not (np.all(np.isfinite(base)) and np.all(np.isfinite(cand))):
-        raise ValueError("per-query scores must be finite")
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin) or margin < 0:
-        raise ValueError(f"margin must be a finite number, 0 or more, got {margin!r}")
+    _check_table(base, cand, labels, margin)
     margin = float(margin)
 
-    members: dict[str, list[int]] = {}
-    for i, lab in enumerate(labels):
-        if lab is None or lab == "":
-            continue
-        members.setdefault(str(lab), []).append(i)
+    members = _members(labels)
     order = list(shares) if shares is not None else []
     order += sorted(s for s in members if s not in order)
     guarded_set = {str(g) for g in guarded}
@@ -365,16 +391,7 @@ def stratum_table(
                        p_randomization=None, randomization=None, p_bound=None, bound_low=None, bound_high=None,
                        wins=0, losses=0, ties=0, mde=None)
         else:
-            b, c = base[idx], cand[idx]
-            d = c - b
-            boot = paired_bootstrap(d, samples, seed, method)
-            p, kind = sign_flip_p(d, samples, seed)
-            bounded = bounded_mean_test(d, samples, seed, alpha)
-            wlt = wins_losses_ties(d)
-            row.update(baseline=float(b.mean()), candidate=float(c.mean()), delta=boot.mean,
-                       ci_low=boot.ci_low, ci_high=boot.ci_high, p_randomization=float(p), randomization=kind,
-                       p_bound=bounded.p_value, bound_low=bounded.low, bound_high=bounded.high,
-                       wins=wlt.wins, losses=wlt.losses, ties=wlt.ties, mde=minimum_detectable_effect(d))
+            row.update(_stratum_statistics(base[idx], cand[idx], samples, seed, method, alpha))
         flag, reasons = _underpowered(n, row["mde"], threshold, min_effect, min_n)
         row.update(underpowered=flag, underpowered_reasons=reasons, p_holm=None)
         rows.append(row)

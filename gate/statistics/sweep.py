@@ -301,23 +301,8 @@ def analyze_sweep(
     values = np.asarray(values, dtype=np.float64)
     names = tuple(str(name) for name in cell_names)
     ids = tuple(str(q) for q in query_ids)
-    if values.ndim != 2 or values.shape != (len(names), len(ids)):
-        raise ValueError(f"values must be (cells, queries) = ({len(names)}, {len(ids)}), got {values.shape}")
-    if len(names) < 2:
-        raise ValueError("a sweep needs at least 2 cells")
-    if len(set(names)) != len(names):
-        raise ValueError("cell names must be distinct")
-    if not np.all(np.isfinite(values)):
-        raise ValueError("per-query values must be finite")
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise ValueError(f"folds must be an integer of at least 2, got {folds!r}")
+    _check_sweep(values, names, ids, folds, strata, reference)
     n = len(ids)
-    if n < folds:
-        raise ValueError(f"{folds} folds need at least {folds} queries, got {n}")
-    if strata is not None and len(strata) != n:
-        raise ValueError("strata must give one label per query")
-    if reference is not None and reference not in names:
-        raise ValueError(f"the reference {reference!r} is not a cell")
     samples, seed = check_samples(samples), check_seed(seed)
 
     fold_of = folds_of(n, folds, seed, strata)
@@ -345,6 +330,43 @@ def analyze_sweep(
     cv = Estimate(float(honest.mean()), float(cv_low), float(cv_high), n)
     gap_low, gap_high = np.percentile(max_means - cv_means, [2.5, 97.5])
     gap = Estimate(float(values[top].mean() - honest.mean()), float(gap_low), float(gap_high), n)
+    against = _against_reference(values, names, reference, samples, seed, method)
+    cells = tuple(SweepCell(name, estimates[i], int(picked[i]), tuple(params[i]) if params is not None else (),
+                            against[i]) for i, name in enumerate(names))
+    expected, expected_high = expected_optimism(values, samples, seed)
+    held, note = _held_out(values, names, ids, tuning, holdout, samples, seed, method)
+
+    return SweepResult(metric, cells, names[top], cv, tuple(names[i] for i in choices), folds,
+                       strata is not None and any(s is not None for s in strata), gap, expected,
+                       expected_high, held, reference, samples, seed, ids, honest, values, note)
+
+
+def _check_sweep(values: np.ndarray, names: tuple[str, ...], ids: tuple[str, ...], folds: int,
+                 strata: Sequence[str | None] | None, reference: str | None) -> None:
+    """ValueError for arguments a sweep cannot be read from."""
+    if values.ndim != 2 or values.shape != (len(names), len(ids)):
+        raise ValueError(f"values must be (cells, queries) = ({len(names)}, {len(ids)}), got {values.shape}")
+    if len(names) < 2:
+        raise ValueError("a sweep needs at least 2 cells")
+    if len(set(names)) != len(names):
+        raise ValueError("cell names must be distinct")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("per-query values must be finite")
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise ValueError(f"folds must be an integer of at least 2, got {folds!r}")
+    n = len(ids)
+    if n < folds:
+        raise ValueError(f"{folds} folds need at least {folds} queries, got {n}")
+    if strata is not None and len(strata) != n:
+        raise ValueError("strata must give one label per query")
+    if reference is not None and reference not in names:
+        raise ValueError(f"the reference {reference!r} is not a cell")
+
+
+def _against_reference(values: np.ndarray, names: tuple[str, ...], reference: str | None, samples: int, seed: int,
+                       method: str) -> list[Estimate | None]:
+    """Each cell minus the reference cell (None without a reference)."""
+    n = values.shape[1]
     against: list[Estimate | None] = [None] * len(names)
     if reference is not None:
         # Paired over queries, on the same resamples as the cells: what switching to each cell
@@ -353,10 +375,12 @@ def analyze_sweep(
         for i, (row, means) in enumerate(zip(differences, bootstrap_means(differences, samples, seed))):
             low, high = confidence_interval(row, means, method)
             against[i] = Estimate(float(row.mean()), float(low), float(high), n)
-    cells = tuple(SweepCell(name, estimates[i], int(picked[i]), tuple(params[i]) if params is not None else (),
-                            against[i]) for i, name in enumerate(names))
-    expected, expected_high = expected_optimism(values, samples, seed)
+    return against
 
+
+def _held_out(values: np.ndarray, names: tuple[str, ...], ids: tuple[str, ...], tuning: Sequence[str] | None,
+              holdout: Sequence[str] | None, samples: int, seed: int, method: str) -> tuple[HeldOut | None, str | None]:
+    """The held-out estimate of a tuning split, and the note on it (why there is none, or its overlap)."""
     held, note = None, None
     if tuning is not None:
         tuned = set(tuning)
@@ -368,7 +392,8 @@ def analyze_sweep(
         if not len(tune_cols):
             note = "the tuning split names no judged golden query, so there is no held-out estimate"
         elif len(hold_cols) < MIN_HELD_OUT:
-            note = (f"the tuning split leaves {counted(len(hold_cols), 'held-out judged query', 'held-out judged queries')}"
+            note = (f"the tuning split leaves "
+                    f"{counted(len(hold_cols), 'held-out judged query', 'held-out judged queries')}"
                     f"{f' ({overlap} of the held-out queries are also tuning queries)' if overlap else ''}: too few "
                     "for a held-out estimate")
         else:
@@ -377,7 +402,4 @@ def analyze_sweep(
                            _estimate(values[chosen, hold_cols], samples, seed, method))
             if overlap:
                 note = f"{overlap} held-out queries are also tuning queries: left out of the held-out estimate"
-
-    return SweepResult(metric, cells, names[top], cv, tuple(names[i] for i in choices), folds,
-                       strata is not None and any(s is not None for s in strata), gap, expected,
-                       expected_high, held, reference, samples, seed, ids, honest, values, note)
+    return held, note

@@ -182,40 +182,15 @@ def traffic_account(
     labels = [None if lab is None or lab == "" else str(lab) for lab in strata_labels]
     if d.ndim != 1 or len(labels) != d.size:
         raise ValueError(f"d has shape {d.shape} but there are {len(labels)} strata labels")
-    shares: dict[str, float] = {}
-    for r in results:
-        if r.share is None:
-            raise ValueError(f"stratum {r.stratum!r} has no traffic share")
-        shares[r.stratum] = float(r.share)
-    if abs(math.fsum(shares.values()) - 1.0) > 1e-6:
-        raise ValueError(f"traffic shares sum to {math.fsum(shares.values()):.4f}, not 1")
-    unknown = sorted({lab for lab in labels if lab is not None and lab not in shares})
-    if unknown:
-        raise ValueError(f"queries in strata without a share: {', '.join(unknown)}")
+    shares = _checked_shares(results, labels)
 
-    parts: dict[str, list[float]] = {part: [] for part in PARTS}
-    names: dict[str, list[str]] = {part: [] for part in PARTS}
-    counts = {IMPROVED: 0, DAMAGED: 0, UNTOUCHED: 0, UNCLEAR: 0}
-    for r in results:
-        part = UNMEASURED if r.direction == NOT_MEASURED else r.direction
-        parts[part].append(float(r.share))
-        names[part].append(r.stratum)
-        if part in counts:
-            counts[part] += r.n
-    fractions = {k: math.fsum(v) for k, v in parts.items()}
+    fractions, names, counts = _parts(results)
     counts["total"] = int(d.size)
     unassigned = sum(1 for lab in labels if lab is None)
     if unassigned:
         counts["unassigned"] = unassigned
 
-    keep = [i for i, lab in enumerate(labels) if lab is not None]
-    weighted = lo = hi = None
-    if keep:
-        est = stratified_bootstrap_weighted(d[keep], [labels[i] for i in keep], shares, samples, seed)
-        weighted, lo, hi = est.estimate, est.ci_low, est.ci_high
-    unweighted = float(d[keep].mean()) if keep else None
-
-    sub = d[keep] if keep else d[:0]
+    weighted, lo, hi, unweighted, sub = _deltas(d, labels, shares, samples, seed)
     wins = int(np.count_nonzero(sub > 0))
     losses = int(np.count_nonzero(sub < 0))
     ties = int(np.count_nonzero(sub == 0))
@@ -243,3 +218,50 @@ def traffic_account(
         seed=seed,
         percents=percents,
     )
+
+
+def _deltas(d: np.ndarray, labels: Sequence[str | None], shares: Mapping[Hashable, float], samples: int,
+            seed: int) -> tuple[float | None, float | None, float | None, float | None, np.ndarray]:
+    """Over the queries with a stratum: the traffic-weighted delta with its interval (stratified
+    bootstrap), the unweighted delta, and their per-query deltas."""
+    keep = [i for i, lab in enumerate(labels) if lab is not None]
+    weighted = lo = hi = None
+    if keep:
+        est = stratified_bootstrap_weighted(d[keep], [labels[i] for i in keep], shares, samples, seed)
+        weighted, lo, hi = est.estimate, est.ci_low, est.ci_high
+    unweighted = float(d[keep].mean()) if keep else None
+    sub = d[keep] if keep else d[:0]
+    return weighted, lo, hi, unweighted, sub
+
+
+def _checked_shares(results: Sequence[StratumResult], labels: Sequence[str | None]) -> dict[Hashable, float]:
+    """Each stratum's traffic share; ValueError when one has none, they do not sum to 1, or a
+    query's stratum has none."""
+    shares: dict[Hashable, float] = {}
+    for r in results:
+        if r.share is None:
+            raise ValueError(f"stratum {r.stratum!r} has no traffic share")
+        shares[r.stratum] = float(r.share)
+    if abs(math.fsum(shares.values()) - 1.0) > 1e-6:
+        raise ValueError(f"traffic shares sum to {math.fsum(shares.values()):.4f}, not 1")
+    unknown = sorted({lab for lab in labels if lab is not None and lab not in shares})
+    if unknown:
+        raise ValueError(f"queries in strata without a share: {', '.join(unknown)}")
+    return shares
+
+
+def _parts(results: Sequence[StratumResult]) -> tuple[dict[str, float], dict[str, list[str]], dict[str, int]]:
+    """The traffic share of each part (improved, damaged, ...), its strata, and the queries in each."""
+    parts: dict[str, list[float]] = {part: [] for part in PARTS}
+    names: dict[str, list[str]] = {part: [] for part in PARTS}
+    counts = {IMPROVED: 0, DAMAGED: 0, UNTOUCHED: 0, UNCLEAR: 0}
+    for r in results:
+        part = UNMEASURED if r.direction == NOT_MEASURED else r.direction
+        share = r.share
+        assert share is not None  # every result has one (_checked_shares)
+        parts[part].append(float(share))
+        names[part].append(r.stratum)
+        if part in counts:
+            counts[part] += r.n
+    fractions = {k: math.fsum(v) for k, v in parts.items()}
+    return fractions, names, counts

@@ -89,9 +89,11 @@ class Measure:
         if self.rel is not None:
             if not self.TAKES_REL:
                 raise InputError(
-                    None, None, f"measure {name} takes no rel (it is not a binary-relevance measure): drop '(rel={self.rel})'"
+                    None, None,
+                    f"measure {name} takes no rel (it is not a binary-relevance measure): drop '(rel={self.rel})'"
                 )
-            if isinstance(self.rel, bool) or not isinstance(self.rel, (int, np.integer)) or not 1 <= self.rel <= 1 << 31:
+            if (isinstance(self.rel, bool) or not isinstance(self.rel, (int, np.integer))
+                    or not 1 <= self.rel <= 1 << 31):
                 raise InputError(None, None, f"measure {name}: rel must be a positive integer, got {self.rel!r}")
             object.__setattr__(self, "rel", int(self.rel))
 
@@ -188,13 +190,7 @@ def parse_measure(text: str | Measure) -> Measure:
     """
     if isinstance(text, Measure):
         return text
-    if not isinstance(text, str):
-        raise InputError(None, None, f"a measure name must be a string, got {text!r}")
-    if not text.isprintable():
-        raise InputError(None, None, f"unknown measure {text[:40]!r} (a control character is in the name)")
-    if len(text) > 100:
-        raise InputError(None, None, f"unknown measure '{text[:40]}...' (a measure name is short: nDCG@10, "
-                         "RR(rel=2)@10)")
+    _check_measure_text(text)
     stripped = text.strip()
     match = _SYNTAX.match(stripped)
     trec_eval = _TREC_EVAL_CUT.match(stripped)
@@ -202,34 +198,54 @@ def parse_measure(text: str | Measure) -> Measure:
         family = _suggest_family(trec_eval.group("family"))
         raise _unknown(text, None if family is None else f"{family}@{int(trec_eval.group('cutoff'))}")
     if match is None:
-        # Try to say which family was meant even when the decoration is broken.
-        head = re.match(r"[A-Za-z_]+", stripped)
-        suggestion = None
-        if head is not None:
-            family = _suggest_family(head.group(0)) if head.group(0) not in REGISTRY else head.group(0)
-            tail = re.search(r"@\s*([0-9]+)", stripped)
-            if family is not None:
-                suggestion = family + (f"@{int(tail.group(1))}" if tail else "")
-        raise _unknown(text, suggestion)
+        raise _unknown(text, _broken_syntax_suggestion(stripped))
     name, rel_a, cutoff, rel_b = match.group("name", "rel", "cutoff", "rel2")
     if rel_a is not None and rel_b is not None:
         raise _unknown(text, None)
     rel_text = rel_a if rel_a is not None else rel_b
     cls = REGISTRY.get(name)
     if cls is None:
-        family = _suggest_family(name)
-        suggestion = None
-        if family is not None:
-            suggestion = family
-            if rel_text is not None and REGISTRY[family].TAKES_REL:
-                suggestion += f"(rel={int(rel_text)})"
-            if cutoff is not None:
-                suggestion += f"@{int(cutoff)}"
-        raise _unknown(text, suggestion)
+        raise _unknown(text, _unknown_name_suggestion(name, rel_text, cutoff))
     return cls(
         cutoff=None if cutoff is None else int(cutoff),
         rel=None if rel_text is None else int(rel_text),
     )
+
+
+def _check_measure_text(text: object) -> None:
+    """A measure name is a short printable string."""
+    if not isinstance(text, str):
+        raise InputError(None, None, f"a measure name must be a string, got {text!r}")
+    if not text.isprintable():
+        raise InputError(None, None, f"unknown measure {text[:40]!r} (a control character is in the name)")
+    if len(text) > 100:
+        raise InputError(None, None, f"unknown measure '{text[:40]}...' (a measure name is short: nDCG@10, "
+                         "RR(rel=2)@10)")
+
+
+def _broken_syntax_suggestion(stripped: str) -> str | None:
+    """Which family was meant (with its cutoff) when the decoration is broken, if that can be said."""
+    head = re.match(r"[A-Za-z_]+", stripped)
+    suggestion = None
+    if head is not None:
+        family = _suggest_family(head.group(0)) if head.group(0) not in REGISTRY else head.group(0)
+        tail = re.search(r"@\s*([0-9]+)", stripped)
+        if family is not None:
+            suggestion = family + (f"@{int(tail.group(1))}" if tail else "")
+    return suggestion
+
+
+def _unknown_name_suggestion(name: str, rel_text: str | None, cutoff: str | None) -> str | None:
+    """The close family of an unknown name, with the rel (when it takes one) and the cutoff given."""
+    family = _suggest_family(name)
+    suggestion = None
+    if family is not None:
+        suggestion = family
+        if rel_text is not None and REGISTRY[family].TAKES_REL:
+            suggestion += f"(rel={int(rel_text)})"
+        if cutoff is not None:
+            suggestion += f"@{int(cutoff)}"
+    return suggestion
 
 
 def parse_measures(texts) -> list[Measure]:
