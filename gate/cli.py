@@ -16,7 +16,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gate import __version__
 from gate.common import limits
@@ -24,6 +24,9 @@ from gate.common.errors import InputError, UsageError
 from gate.common.jsontext import json_text
 from gate.common.numbers import counted
 from gate.publishing.scaffold import ACTION_PLACEHOLDER
+
+if TYPE_CHECKING:
+    from gate.pipeline.result import GridReport
 
 EXIT_OK, EXIT_FAIL, EXIT_INPUT, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 
@@ -502,7 +505,7 @@ def _runs_dir(value: str | None) -> Path | None:
 
 def _cmd_archive(args: argparse.Namespace) -> int:
     from gate.inputs import manifest as manifest_module
-    from gate.pipeline.run import archive
+    from gate.pipeline.archive import archive
 
     config = _load_config(args)
     folder = config.resolve(config.manifest).parent
@@ -527,7 +530,7 @@ def _cmd_archive(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from gate.pipeline.run import replay
+    from gate.pipeline.replay import replay
 
     config = _load_config(args)
     result = replay(config, _runs_dir(args.runs_dir), args.base, progress=_progress)
@@ -550,7 +553,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from gate.pipeline.run import plan
+    from gate.pipeline.plan import plan
 
     base = args.base
     # Only a pull request or a merge group is judged against a base; a push plans the commit
@@ -560,7 +563,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if base is None and os.environ.get("GITHUB_ACTIONS") == "true" and judged:
         # As the Action: the base of this job's event (HEAD^1 of GitHub's merge commit,
         # merge_group.base_sha), so every planned key is the one the gate will look for.
-        from gate.action import event_base
+        from gate.inputs.github_event import event_base
 
         base, how = event_base(os.environ, Path(args.config).resolve().parent)
         if base is not None:
@@ -569,7 +572,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         else:
             print(f"retrieval-gate: warning: plan without --base: {how}", file=sys.stderr)
     if base is not None:
-        from gate.pipeline.run import plan_pull_request
+        from gate.pipeline.plan import plan_pull_request
 
         planned = plan_pull_request(Path(args.config), _path(args.runs_dir), base, noise_repeats=args.noise_repeats,
                                     sweep=args.sweep)
@@ -621,69 +624,166 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_noise(args: argparse.Namespace) -> int:
     from gate.common.atomic import write_text_atomic
+    from gate.pipeline.noise import noise_from_config, noise_from_run_files
+    from gate.runs.request import RunnerFailed
 
     if args.from_runs:
-        from gate.evaluation.measures import parse_measure
-        from gate.inputs.fingerprint import qrels_fingerprint, queries_fingerprint
-        from gate.inputs.readers.qrels import load_qrels
-        from gate.inputs.readers.queries import load_queries
-        from gate.inputs.universe import query_universe
-        from gate.statistics.band import noise_from_runs
-
         if not args.qrels:
             raise UsageError("noise --from-runs needs --qrels")
-        if len(args.from_runs) < 2:
-            raise UsageError("noise --from-runs needs at least two runs of the same configuration")
         if args.repeats is not None:
             raise UsageError("--repeats runs the config's runner; with --from-runs the runs are given")
-        from gate.inputs.fingerprint import file_sha256 as _sha256
-
-        seen: dict[str, str] = {}
-        for path in args.from_runs:
-            digest = _sha256(path) if os.path.isfile(path) else path
-            if digest in seen:
-                raise UsageError(f"--from-runs: {path} is the same file as {seen[digest]}: a band needs distinct "
-                                 "runs (the same one twice shows no spread)")
-            seen[digest] = path
-        args.metric = "nDCG@10" if args.metric is None else args.metric
-        args.rel = 1 if args.rel is None else args.rel
-        _check_measures(args.metric)
-        qrels = load_qrels(args.qrels)
-        queries = load_queries(args.queries) if args.queries else None
-        universe = query_universe(qrels, queries)
-        if not universe.query_ids:
-            raise InputError(args.qrels, None, "no query has both a golden entry and a qrels judgment: "
-                             "nothing to measure")
-        measure = parse_measure(args.metric).with_default_rel(args.rel)
-        strata = {q.query_id: q.stratum for q in queries.queries} if queries else None
-        fingerprints = {"queries": queries_fingerprint(queries).sha256 if queries else None,
-                        "qrels": qrels_fingerprint(qrels).sha256, "corpus": None, "config": None}
-        band = noise_from_runs(args.from_runs, qrels, universe.query_ids, measure, args.rel, strata, fingerprints)
+        metric = "nDCG@10" if args.metric is None else args.metric
+        _check_measures(metric)
+        band = noise_from_run_files(args.from_runs, args.qrels, args.queries, metric,
+                                    1 if args.rel is None else args.rel)
     else:
-        from gate.inputs.golden import load_golden
-        from gate.inputs.retrieval_config import load_retrieval_config
-        from gate.pipeline.run import check_config, code_under_test, make_producer, measures_of, runner_queries_path
-        from gate.runs.request import RunnerFailed
-        from gate.statistics.band import measure_noise
-
         for option in ("qrels", "queries"):
             if getattr(args, option):
                 raise UsageError(f"--{option} goes with --from-runs; without it the config's golden files are used")
         for option, key in (("metric", "metric"), ("rel", "golden.rel")):
             if getattr(args, option) is not None:
                 raise UsageError(f"--{option} goes with --from-runs; without it the config's {key} is used")
-        config = _load_config(args)
-        check_config(config)
-        primary, _ = measures_of(config)
-        golden = load_golden(config)
-        retrieval = load_retrieval_config(config.here(config.retrieval_config))
-        producer = make_producer(config, _runs_dir(args.runs_dir), _progress)
-        repeats = args.repeats or config.noise.repeats
         try:
-            band = measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
-                                 repeats, config.golden.rel, config.noise.invalidate_on,
-                                 config.noise.base_seed, _progress,
-                                 code=code_under_test(config, _runs_dir(args.runs_dir))).band
+            band = noise_from_config(args.config, _runs_dir(args.runs_dir), args.repeats, _progress)
+        except RunnerFailed as failure:
+            print(f"retrieval-gate: inconclusive: no noise band, {args.out} not written: {failure}", file=sys.stderr)
+            if failure.log_tail:
+                print(failure.log_tail, file=sys.stderr)
+            return EXIT_INCONCLUSIVE
+    write_text_atomic(args.out, json_text(band.to_dict(), ascii=True))
+    o = band.overall
+    print(f"{band.metric} over {band.runs} identical runs: mean {o.mean:.5f}  sd {o.sd:.5f}  range {o.range:.4f}")
+    print(f"noise band threshold max(3 x sd, range) = {o.threshold:.4f}  (sd of a difference of two runs "
+          f"{o.delta_sd:.5f}); {len(band.unstable)} of {counted(band.query_count, 'query', 'queries')} move across runs")
+    print(f"wrote {args.out}")
+    return EXIT_OK
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from gate.pipeline.calibrate import CalibrationSettings, calibrate_config, calibrate_run_files
+
+    settings = CalibrationSettings(metric=args.metric, rel=args.rel, samples=args.samples, seed=args.seed,
+                                   max_regression=args.max_regression, mode=args.mode)
+    if args.from_runs:
+        if not args.qrels:
+            raise UsageError("calibrate --from-runs needs --qrels")
+        _check_measures(args.metric or "nDCG@10")
+        result = calibrate_run_files(args.from_runs, args.qrels, args.queries, settings, _progress)
+    else:
+        if args.metric is not None:
+            _check_measures(args.metric)
+        result = calibrate_config(args.config, settings, _progress)
+    data = result.to_dict()
+    if args.out:
+        from gate.common.atomic import write_text_atomic
+
+        write_text_atomic(Path(args.out) / "replay.json", json_text(data, ascii=True))
+    if args.format == "json":
+        sys.stdout.write(json_text(data, ascii=True))
+    elif result.baseline is not None:
+        print(result.baseline.description)
+        for d in result.baseline.differences:
+            print(f"  {d.input}: {d.archived} -> {d.current}")
+        for d in result.baseline.unattributed:
+            print(f"  unattributed change {d.input}: {d.archived} -> {d.current}")
+    else:
+        print(f"inconclusive: {result.problem.message}")
+    return EXIT_OK if result.baseline is not None else EXIT_INCONCLUSIVE
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from gate.pipeline.plan import plan
+
+    base = args.base
+    # Only a pull request or a merge group is judged against a base; a push plans the commit
+    # itself (what archive --noise-repeats measures after a merge).
+    event = os.environ.get("GITHUB_EVENT_NAME", "")
+    judged = event.startswith("pull_request") or event == "merge_group"
+    if base is None and os.environ.get("GITHUB_ACTIONS") == "true" and judged:
+        # As the Action: the base of this job's event (HEAD^1 of GitHub's merge commit,
+        # merge_group.base_sha), so every planned key is the one the gate will look for.
+        from gate.inputs.github_event import event_base
+
+        base, how = event_base(os.environ, Path(args.config).resolve().parent)
+        if base is not None:
+            print(f"retrieval-gate: plan --base {base[:12]} ({how}, as the Action judges the change)",
+                  file=sys.stderr)
+        else:
+            print(f"retrieval-gate: warning: plan without --base: {how}", file=sys.stderr)
+    if base is not None:
+        from gate.pipeline.plan import plan_pull_request
+
+        planned = plan_pull_request(Path(args.config), _path(args.runs_dir), base, noise_repeats=args.noise_repeats,
+                                    sweep=args.sweep)
+    else:
+        planned = plan(_load_config(args), _path(args.runs_dir), base, noise_repeats=args.noise_repeats,
+                       sweep=args.sweep)
+    if args.format == "github-matrix":
+        from gate.publishing.matrix import github_matrix
+
+        sys.stdout.write(json_text(github_matrix(planned, args.parts), indent=None, ascii=True))
+        return EXIT_OK
+    if args.parts != 1:
+        raise UsageError("--parts splits a github-matrix plan: pass --format github-matrix")
+    if args.format == "json":
+        sys.stdout.write(json_text([p.to_dict() for p in planned], ascii=True))
+        return EXIT_OK
+    for item in planned:
+        state = "needed" if item.needed else "skip"
+        print(f"{item.purpose:<24} {state:<6} key {item.key}")
+        print(f"    config  {item.config_file}\n    queries {item.queries}\n    corpus  {item.corpus}\n"
+              f"    write   {item.output}   ({item.why})")
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from gate.pipeline.pull_request import run
+    from gate.rendering.terminal import config_value, run_summary_lines, terminal_safe
+
+    result = run(args.config, base=args.base, runs_dir=_runs_dir(args.runs_dir),
+                 candidate_run=_path(args.candidate_run), progress=_progress, out=Path(args.out))
+    out = Path(args.out)
+    written = result.write(out)
+    if args.format == "json":
+        sys.stdout.write(result.to_json())
+    else:
+        report = result.report
+        for line in run_summary_lines(report):
+            print(line)
+        if report.baseline and report.baseline.description:
+            print(terminal_safe(f"baseline: {report.baseline.description}", lines=False))
+        for change in report.config_diff or ():
+            print(f"  changed {config_value(change.path)}: {config_value(change.old)} -> {config_value(change.new)}")
+        for goalpost in report.goalposts or ():
+            print(terminal_safe(f"  goalposts: this change edits the yardstick file {goalpost.path}", lines=False))
+        print(f"wrote {', '.join(str(path) for path in written)}")
+        print(f"the PR comment, as the Action would post it: {out / 'comment.md'}")
+    return result.verdict.exit_code
+
+
+def _cmd_noise(args: argparse.Namespace) -> int:
+    from gate.common.atomic import write_text_atomic
+    from gate.pipeline.noise import noise_from_config, noise_from_run_files
+    from gate.runs.request import RunnerFailed
+
+    if args.from_runs:
+        if not args.qrels:
+            raise UsageError("noise --from-runs needs --qrels")
+        if args.repeats is not None:
+            raise UsageError("--repeats runs the config's runner; with --from-runs the runs are given")
+        metric = "nDCG@10" if args.metric is None else args.metric
+        _check_measures(metric)
+        band = noise_from_run_files(args.from_runs, args.qrels, args.queries, metric,
+                                    1 if args.rel is None else args.rel)
+    else:
+        for option in ("qrels", "queries"):
+            if getattr(args, option):
+                raise UsageError(f"--{option} goes with --from-runs; without it the config's golden files are used")
+        for option, key in (("metric", "metric"), ("rel", "golden.rel")):
+            if getattr(args, option) is not None:
+                raise UsageError(f"--{option} goes with --from-runs; without it the config's {key} is used")
+        try:
+            band = noise_from_config(args.config, _runs_dir(args.runs_dir), args.repeats, _progress)
         except RunnerFailed as failure:
             print(f"retrieval-gate: inconclusive: no noise band, {args.out} not written: {failure}", file=sys.stderr)
             if failure.log_tail:
@@ -745,7 +845,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     else:
         from gate.inputs.golden import load_golden
         from gate.inputs.manifest import load_manifest
-        from gate.pipeline.run import check_config, measures_of, stored_band
+        from gate.pipeline.repeat_runs import stored_band
+        from gate.pipeline.stack import check_config, measures_of
 
         config = _load_config(args)
         check_config(config)
@@ -910,34 +1011,25 @@ def _cmd_comment(args: argparse.Namespace) -> int:
 
 
 def _cmd_factorial(args: argparse.Namespace) -> int:
-    from gate.rendering.sections import render_attribution
-    from gate.statistics.attribution import GridRefused, factorial_from_runs
+    from gate.pipeline.factorial import cell_arguments, factorial
+    from gate.statistics.attribution import GridRefused
 
-    cells = []
-    for item in args.cell:
-        levels, sep, path = item.rpartition("=")
-        if not sep or not levels or not path:
-            raise UsageError(f"--cell '{item}': expected LEVELS=RUN, e.g. model=new,corpus=old=cell.run")
-        cells.append((levels, path))
+    cells = cell_arguments(args.cell)
     _check_measures(args.metric)
     try:
-        result = factorial_from_runs(args.factor, cells, args.qrels, args.queries, metric=args.metric,
-                                     allow_missing=args.allow_missing, samples=args.samples, seed=args.seed,
-                                     rel=args.rel)
+        report = factorial(args.factor, cells, args.qrels, args.queries, metric=args.metric, rel=args.rel,
+                           samples=args.samples, seed=args.seed, allow_missing=args.allow_missing,
+                           record_inputs=bool(args.out))
     except GridRefused as refused:
         print(f"retrieval-gate: error: grid refused: {refused.reason}", file=sys.stderr)
         return EXIT_INPUT
-    inputs = _file_inputs({f"cell {levels}": path for levels, path in cells} | {"qrels": args.qrels}
-                          | ({"queries": args.queries} if args.queries else {})) if args.out else {}
-    return _emit_grid_report(args, "factorial", result.metric, "attribution", result.to_dict(), inputs,
-                             render_attribution(result))
+    return _emit_grid_report(args, report)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from gate.pipeline.grid import sweep_from_config, sweep_from_runs
-    from gate.statistics.sweep import DEFAULT_FOLDS
+    from gate.pipeline.sweep import sweep_config, sweep_run_files
+    from gate.runs.request import RunnerFailed
 
-    progress = _progress
     if args.cell:
         if args.config is not None or args.runs_dir is not None:
             raise UsageError("--cell gives the runs: --config and --runs-dir go with the config's sweep.params grid")
@@ -948,55 +1040,25 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         cells = [_sweep_cell(item) for item in args.cell]
         metric = args.metric or "nDCG@10"
         _check_measures(metric)
-        samples = 10_000 if args.samples is None else args.samples
-        seed = 7 if args.seed is None else args.seed
-        result = sweep_from_runs(cells, args.qrels, args.queries, metric, rel=1 if args.rel is None else args.rel,
-                                 folds=args.folds or DEFAULT_FOLDS, samples=samples, seed=seed,
-                                 tuning_spec=args.tuning, reference=args.reference, allow_missing=args.allow_missing,
-                                 progress=progress)
-        inputs = _file_inputs({f"cell {name}": path for name, path in cells} | {"qrels": args.qrels}
-                              | ({"queries": args.queries} if args.queries else {})
-                              | ({"tuning": args.tuning} if args.tuning else {}))
-    else:
-        for option in ("qrels", "queries", "metric", "rel", "tuning", "reference"):
-            if getattr(args, option) is not None:
-                raise UsageError(f"--{option} goes with --cell; the config's grid uses the config's own")
-        if args.allow_missing:
-            raise UsageError("--allow-missing goes with --cell; the config's runner must produce every query")
-        from gate.inputs.config import load_config
-        from gate.inputs.golden import load_golden
-        from gate.inputs.retrieval_config import load_retrieval_config
-        from gate.pipeline.run import check_config, code_under_test, make_producer, runner_queries_path
-
-        config = load_config(args.config or ".retrieval-gate.yml")
-        check_config(config)
-        if args.folds is not None:
-            import dataclasses
-
-            config = dataclasses.replace(config, sweep=dataclasses.replace(config.sweep, folds=args.folds))
-        golden = load_golden(config)
-        retrieval = load_retrieval_config(config.here(config.retrieval_config))
-        from gate.runs.request import RunnerFailed
-
-        producer = make_producer(config, _path(args.runs_dir), progress)
-        try:
-            result = sweep_from_config(config, golden, retrieval, producer,
-                                       runner_queries_path(golden, producer.work_dir),
-                                       code_under_test(config, _path(args.runs_dir)), progress,
-                                       samples=config.statistics.samples if args.samples is None else args.samples,
-                                       seed=config.statistics.seed if args.seed is None else args.seed)
-        except RunnerFailed as failure:
-            print(f"retrieval-gate: inconclusive: no sweep, a cell could not be run: {failure}", file=sys.stderr)
-            if failure.log_tail:
-                print(failure.log_tail, file=sys.stderr)
-            return EXIT_INCONCLUSIVE
-        inputs = {}
-    from gate.rendering.jinja import render
-    from gate.report.spine import Sweep
-
-    data = result.to_dict()
-    return _emit_grid_report(args, "sweep", result.metric, "sweep", data, inputs,
-                             render("sweep.md.j2", sweep=Sweep.from_dict(data, "sweep")))
+        report = sweep_run_files(cells, args.qrels, args.queries, metric, rel=1 if args.rel is None else args.rel,
+                                 folds=args.folds, samples=10_000 if args.samples is None else args.samples,
+                                 seed=7 if args.seed is None else args.seed, tuning=args.tuning,
+                                 reference=args.reference, allow_missing=args.allow_missing, progress=_progress)
+        return _emit_grid_report(args, report)
+    for option in ("qrels", "queries", "metric", "rel", "tuning", "reference"):
+        if getattr(args, option) is not None:
+            raise UsageError(f"--{option} goes with --cell; the config's grid uses the config's own")
+    if args.allow_missing:
+        raise UsageError("--allow-missing goes with --cell; the config's runner must produce every query")
+    try:
+        report = sweep_config(args.config or ".retrieval-gate.yml", _path(args.runs_dir), folds=args.folds,
+                              samples=args.samples, seed=args.seed, progress=_progress)
+    except RunnerFailed as failure:
+        print(f"retrieval-gate: inconclusive: no sweep, a cell could not be run: {failure}", file=sys.stderr)
+        if failure.log_tail:
+            print(failure.log_tail, file=sys.stderr)
+        return EXIT_INCONCLUSIVE
+    return _emit_grid_report(args, report)
 
 
 def _sweep_cell(item: str) -> tuple[str, str]:
@@ -1018,97 +1080,39 @@ def _sweep_cell(item: str) -> tuple[str, str]:
     return name, path
 
 
-def _file_inputs(named: dict[str, str]) -> dict[str, dict[str, Any]]:
-    from gate.inputs.fingerprint import file_sha256
+def _emit_grid_report(args: argparse.Namespace, report: GridReport) -> int:
+    """factorial and sweep: report.json and report.md into --out, then the text or the JSON of the
+    section to stdout."""
+    from gate.rendering.terminal import terminal_text
 
-    return {name: {"path": path, "sha256": file_sha256(path) if Path(path).is_file() else "", "canonical": False}
-            | ({"unit": "rows"} if name.startswith("cell ") else {}) for name, path in named.items()}
-
-
-def _emit_grid_report(args: argparse.Namespace, command: str, metric: str, section: str, data: dict[str, Any],
-                      inputs: dict[str, Any], markdown: str) -> int:
-    """factorial and sweep: report.json (checked against the schema) and report.md into --out,
-    then the text or the JSON of the section to stdout."""
-    from gate import __version__
-    from gate.report.document import SCHEMA_VERSION, check_own_report, report_json
-
-    report = {"schema_version": SCHEMA_VERSION, "command": command, "metric": metric, section: data,
-              "inputs": inputs, "tool": {"name": "retrieval-gate", "version": __version__}}
-    check_own_report(report)
     if args.out:
-        from gate.common.atomic import write_text_atomic
-
-        write_text_atomic(Path(args.out) / "report.json", report_json(report))
-        write_text_atomic(Path(args.out) / "report.md", markdown)
+        report.write(args.out)
     if args.format == "json":
-        sys.stdout.write(json_text(data, ascii=True))
+        sys.stdout.write(json_text(report.data, ascii=True))
     else:
-        from gate.rendering.terminal import terminal_text
-
-        print(terminal_text(markdown))
+        print(terminal_text(report.markdown))
     return EXIT_OK
 
 
 def _cmd_leakcheck(args: argparse.Namespace) -> int:
-    from gate.checks.leak_stream import iter_normalized
-    from gate.checks.leakage import MODES, find_leaks, render_text
-    from gate.inputs.readers.queries import load_queries
+    from gate.checks.leakage import render_text
+    from gate.pipeline.leakcheck import leakcheck
+    from gate.rendering.terminal import terminal_safe
 
-    for mode in args.mode:
-        if mode not in MODES:
-            raise UsageError(f"--mode {mode[:40]!r}: not one of {', '.join(MODES)}")
-    if not args.mode:
-        raise UsageError(f"--mode: choose one or more of {', '.join(MODES)}")
-    queries = load_queries(args.queries)
-    if not len(queries):
-        raise InputError(args.queries, None, "holds no queries: nothing to look for")
-    counter = {"next": 100_000}
-
-    def progress(scanned: int) -> None:
-        if scanned >= counter["next"]:
-            _progress(f"leakcheck: {scanned:,} chunks scanned")
-            counter["next"] += 100_000
-
-    scanned = {"chunks": 0}
-
-    def counted():
-        # A large corpus is read and normalized by a child process while this one scans.
-        for chunk in iter_normalized(args.corpus):
-            scanned["chunks"] += 1
-            yield chunk
-
-    result = find_leaks(queries.queries, counted(), modes=args.mode, threshold=args.threshold,
-                        min_tokens=args.min_tokens, progress=progress)
-    if not scanned["chunks"]:
-        from gate.inputs.readers.corpus import is_file_tree
-
-        shown = args.corpus
-        if os.path.isdir(args.corpus) and not is_file_tree(args.corpus):
-            from gate.inputs.readers.beir import beir_corpus
-
-            shown = str(beir_corpus(args.corpus))
-        raise InputError(shown, None, "holds no chunks: nothing to scan")
+    result = leakcheck(args.queries, args.corpus, args.mode, threshold=args.threshold, min_tokens=args.min_tokens,
+                       progress=_progress)
     if args.format == "json":
         sys.stdout.write(json_text({**result.to_dict(), "recommendation": result.recommendation()}))
     else:
-        from gate.rendering.terminal import terminal_safe
-
         print(terminal_safe(render_text(result)))
     return EXIT_FAIL if result.count else EXIT_OK
 
 
 def _cmd_lift(args: argparse.Namespace) -> int:
-    from gate.inputs.named import check_rel, default_qrels
-    from gate.inputs.readers.qrels import load_qrels
-    from gate.inputs.readers.queries import load_queries
-    from gate.inputs.readers.runs import read_run
-    from gate.publishing.lift_files import write_lift
+    from gate.pipeline.lift import lift
 
-    qrels = load_qrels(args.qrels) if args.qrels else default_qrels()
-    check_rel(qrels, args.rel, "--rel-threshold")
-    queries = load_queries(args.queries) if args.queries else None
-    result = write_lift(read_run(args.before), read_run(args.after), qrels, args.out, rel_threshold=args.rel,
-                        k_rank=args.k_rank, k_recall=args.k_recall, queries=queries)
+    result = lift(args.before, args.after, args.qrels, args.out, rel=args.rel, k_rank=args.k_rank,
+                  k_recall=args.k_recall, queries=args.queries)
     counts = ", ".join(f"{n} {bucket}" for bucket, n in result.counts().items())
     print(f"lift on {len(result.movements) + len(result.no_relevant)} judged queries "
           f"(label >= {result.rel_threshold}, top {result.k_rank}): {counts}")
@@ -1129,7 +1133,7 @@ def _cmd_lift(args: argparse.Namespace) -> int:
 
 def _cmd_init(args: argparse.Namespace) -> int:
     from gate.inputs.config import load_config
-    from gate.pipeline.run import check_config
+    from gate.pipeline.stack import check_config
     from gate.publishing.scaffold import InitOptions, init_repository
 
     def as_plan_reads_it(path: Path, text: str) -> None:

@@ -18,6 +18,7 @@ comment is posted; the comment is printed and written beside the report.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -27,9 +28,22 @@ from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
 
+from gate.action import main as action_main
+from gate.common.environment import scrubbed_environment
 from gate.common.errors import InputError
 from gate.common.jsontext import json_text
-from gate.demo.world import World, build_world
+from gate.demo.world import RETRIEVAL_NEW, RETRIEVAL_OLD, World, build_world
+from gate.inputs.config import NoiseConfig, load_config
+from gate.inputs.golden import load_golden
+from gate.inputs.manifest import run_to_trec_gz
+from gate.inputs.readers.qrels import read_qrels
+from gate.inputs.readers.queries import read_queries
+from gate.inputs.retrieval_config import load_retrieval_config
+from gate.pipeline.archive import archive
+from gate.pipeline.stack import make_producer, measures_of, runner_queries_path
+from gate.runs.reference import clear_caches, prefetch, retrieve, settings_from_config, snapshot_path
+from gate.statistics.band import measure_noise
+from gate.verdict.calibration import calibrate
 
 Progress = Callable[[str], None]
 
@@ -46,7 +60,6 @@ class DemoResult:
 
 
 def _git(repo: Path, *args: str) -> str:
-    from gate.common.environment import scrubbed_environment
 
     # Fixed dates: the same seed makes the same commits, so the same report.
     env = scrubbed_environment(extra={"GIT_AUTHOR_DATE": "2024-09-14T12:00:00Z",
@@ -103,10 +116,6 @@ def pool_judgments(qrels_path: Path, queries_path: Path, corpus_dir: Path, confi
     not grade yet is judged, as TREC pools are. The world's qrels already grade every chunk that
     answers a query, so a pooled chunk outside them is judged 0 (not relevant). Returns how many
     judgments were added."""
-    from gate.inputs.readers.qrels import read_qrels
-    from gate.inputs.readers.queries import read_queries
-    from gate.inputs.retrieval_config import load_retrieval_config
-    from gate.runs.reference import retrieve, settings_from_config, snapshot_path
 
     qrels = read_qrels(qrels_path)
     queries = [(q.query_id, q.text) for q in read_queries(queries_path).queries]
@@ -132,11 +141,7 @@ def prefetch_indexes(world: World, repeats: int):
     """Start building, on the machine's other core, the HNSW index of every run the demo makes,
     in the order it makes them (:func:`gate.runs.reference.prefetch`: the numbers do not change,
     each index is the same bytes whichever thread builds it). Returns the future of the builds."""
-    import os
 
-    from gate.demo.world import RETRIEVAL_NEW, RETRIEVAL_OLD
-    from gate.inputs.config import NoiseConfig
-    from gate.runs.reference import prefetch, settings_from_config, snapshot_path
 
     def run(config: dict, parser: str, seed: int):
         settings = settings_from_config({**config, "ingestion": {"parser": parser}}, "demo")
@@ -151,13 +156,6 @@ def prefetch_indexes(world: World, repeats: int):
 
 def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 5, samples: int = 10_000,
              progress: Progress = lambda message: print(f"[demo] {message}", file=sys.stderr, flush=True)) -> DemoResult:
-    from gate.action import main as action_main
-    from gate.inputs.config import load_config
-    from gate.inputs.golden import load_golden
-    from gate.inputs.retrieval_config import load_retrieval_config
-    from gate.pipeline.run import archive, make_producer, measures_of, runner_queries_path
-    from gate.runs.reference import clear_caches
-    from gate.statistics.band import measure_noise
 
     started = time.monotonic()
     try:
@@ -208,8 +206,6 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     band = measured.band
     # The gate's false-alarm rate on this stack: every pair of the identical runs through the
     # decision (retrieval-gate calibrate --from-runs on the repeats kept beside the band).
-    from gate.inputs.manifest import run_to_trec_gz
-    from gate.verdict.calibration import calibrate
 
     calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary), config.golden.rel,
                             policy=config.policy, samples=config.statistics.samples,

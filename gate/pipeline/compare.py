@@ -12,8 +12,22 @@ import math
 
 import numpy as np
 
+from gate.checks.judged_share import relevance_only
+from gate.checks.score_order import score_order_of_file
+from gate.common.errors import UsageError
 from gate.evaluation.measures import parse_measure
+from gate.evaluation.streaming import RunDigest, digest_runs, start_side_digest
+from gate.inputs.named import check_rel, describe_inputs, load_qrels_spec, load_queries_spec
+from gate.inputs.readers.records import same_rankings
+from gate.inputs.traffic_shares import assign_strata, load_strata_spec, validate_against
+from gate.inputs.universe import query_universe, require_overlap
+from gate.pipeline.result import Result
+from gate.report.document import ComparisonReport
 from gate.statistics.comparison import CompareSettings, Comparison, compare, compare_evaluated
+from gate.statistics.evidence import evidence
+from gate.statistics.movement import strata_section
+from gate.statistics.power import detectable
+from gate.verdict.rules import ALPHA, MIN_MOVERS, MODES, Findings, Policy, decide, traffic_findings
 
 __all__ = ["CompareSettings", "Comparison", "compare", "compare_files", "decide_comparison"]
 
@@ -25,11 +39,6 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None, ru
     (``unchanged``; :class:`gate.evaluation.streaming.RunDigest` pairs too). Returns ``(verdict, evidence)``. ``policy``:
     :class:`gate.verdict.rules.Policy` (default: the gate's defaults, an improvement not needing a
     band: compare has none)."""
-    from gate.evaluation.streaming import RunDigest
-    from gate.inputs.readers.records import same_rankings
-    from gate.statistics.evidence import evidence
-    from gate.statistics.power import detectable
-    from gate.verdict.rules import Findings, Policy, decide, traffic_findings
 
     policy = policy or Policy(improvement_needs_band=False)
     paired = comparison.paired
@@ -79,15 +88,6 @@ def compare_files(
     Returns a :class:`gate.pipeline.result.Result`: the typed report (paired statistics,
     every measure, the strata table with traffic shares and movement buckets when ``strata``
     is given, and the decision run's rules make on the two runs) and its verdict."""
-    from gate.common.errors import UsageError
-    from gate.evaluation.streaming import digest_runs, start_side_digest
-    from gate.inputs.named import check_rel, describe_inputs, load_qrels_spec, load_queries_spec
-    from gate.inputs.traffic_shares import assign_strata, load_strata_spec, validate_against
-    from gate.inputs.universe import query_universe, require_overlap
-    from gate.pipeline.result import Result
-    from gate.report.document import ComparisonReport
-    from gate.statistics.movement import strata_section
-    from gate.verdict.rules import ALPHA, MIN_MOVERS, MODES, Policy
 
     if isinstance(max_regression, bool) or not isinstance(max_regression, (int, float)) \
             or not math.isfinite(max_regression) or max_regression < 0:
@@ -151,15 +151,12 @@ def compare_files(
     policy = Policy(max_regression=max_regression, require_improvement=require_improvement, mode=mode,
                     improvement_needs_band=False)
     verdict, weighed = decide_comparison(comparison, policy, strata_block, runs=(baseline_run, candidate_run))
-    from gate.statistics.power import detectable
 
     report.data["power"] = detectable(comparison.per_query_delta(), policy.max_regression).to_dict()
     report.data["decision"] = {"kind": verdict.kind, "reasons": [r.to_dict() for r in verdict.reasons],
                                "exit_code": verdict.exit_code, "rule": policy.decision, "mode": policy.mode,
                                **weighed.to_dict(),
                                "alpha": ALPHA, "min_movers": MIN_MOVERS}
-    from gate.checks.judged_share import relevance_only
-    from gate.checks.score_order import score_order_of_file
 
     # Scores that do not order the documents (all equal, or the ranks as numbers): each run is
     # read again for it (its evaluation kept only per-query numbers); the measures keep

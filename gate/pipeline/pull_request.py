@@ -31,7 +31,8 @@ from gate.inputs.yardstick import (
     matches,
 )
 from gate.pipeline.result import Result
-from gate.pipeline.run import GateOutcome, Progress, RunOptions, check_base, run_gate, stderr_progress
+from gate.pipeline.run import GateOutcome, run_gate
+from gate.pipeline.stack import Progress, RunOptions, check_base, stderr_progress
 from gate.rendering.comment import headlined, reproduce_command
 from gate.report.document import SCHEMA_VERSION, report_record
 from gate.verdict.rules import Policy, Verdict, accept, goalposts_changed, inconclusive, skipped

@@ -1,4 +1,5 @@
-"""What a verb returns: the typed report with its verdict, which writes and renders itself."""
+"""What a verb returns: the typed report with its verdict (or a grid's report), which writes and
+renders itself."""
 
 from __future__ import annotations
 
@@ -7,9 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate import __version__
+from gate.checks.judged_share import write_unjudged
 from gate.common.atomic import write_text_atomic
+from gate.rendering.comment import render_comment
 from gate.rendering.jinja import render
-from gate.report.document import report_json
+from gate.rendering.markdown_cut import COMMENT_LIMIT
+from gate.inputs.fingerprint import file_sha256
+from gate.report.document import SCHEMA_VERSION, check_own_report, report_json
 from gate.report.spine import Report
 from gate.verdict.rules import Verdict
 
@@ -43,8 +49,6 @@ class Result:
 
     def to_comment(self) -> str:
         """The PR comment the Action would post for this report (without its hidden marker line)."""
-        from gate.rendering.comment import render_comment
-        from gate.rendering.markdown_cut import COMMENT_LIMIT
 
         return render_comment(self.report, reproduce_command=self.reproduce_command, limit=COMMENT_LIMIT - 200)
 
@@ -59,7 +63,6 @@ class Result:
             written.append(out / "comment.md")
             write_text_atomic(written[-1], self.to_comment())
         if self.unjudged_rows is not None:
-            from gate.checks.judged_share import write_unjudged
 
             written.append(out / "unjudged.tsv")
             write_unjudged(written[-1], self.unjudged_rows)
@@ -67,3 +70,37 @@ class Result:
             # A run without a judged-share check: an earlier run's list would read as this one's.
             (out / "unjudged.tsv").unlink(missing_ok=True)
         return written
+
+
+@dataclass(frozen=True)
+class GridReport:
+    """What ``factorial`` and ``sweep`` return: their section, the report that holds it (checked
+    against the schema when made) and its Markdown."""
+
+    command: str  # factorial | sweep
+    metric: str
+    section: str  # the report's key for data: attribution | sweep
+    data: dict[str, Any]
+    inputs: dict[str, Any]
+    markdown: str
+
+    def __post_init__(self) -> None:
+        check_own_report(self.to_dict())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": SCHEMA_VERSION, "command": self.command, "metric": self.metric,
+                self.section: self.data, "inputs": self.inputs,
+                "tool": {"name": "retrieval-gate", "version": __version__}}
+
+    def write(self, folder: str | Path) -> list[Path]:
+        """report.json and report.md into ``folder``, atomically."""
+        written = [Path(folder) / "report.json", Path(folder) / "report.md"]
+        write_text_atomic(written[0], report_json(self.to_dict()))
+        write_text_atomic(written[1], self.markdown)
+        return written
+
+
+def file_inputs(named: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """A grid report's inputs: each named file with its sha256 (cells are counted in rows)."""
+    return {name: {"path": path, "sha256": file_sha256(path) if Path(path).is_file() else "", "canonical": False}
+            | ({"unit": "rows"} if name.startswith("cell ") else {}) for name, path in named.items()}

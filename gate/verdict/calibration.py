@@ -17,11 +17,25 @@ from, and the pairs are decided without one.
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gate.inputs.readers.records import Qrels, Run
+import numpy as np
+
+from gate.evaluation.evaluate import evaluate
+from gate.evaluation.measures import parse_measure
+from gate.inputs.readers.records import Qrels, Run, same_rankings
+from gate.statistics.bootstrap import as_differences
+from gate.statistics.evidence import clopper_pearson_upper, evidence
+from gate.statistics.noise import spread
+from gate.statistics.paired import compare_paired
+from gate.statistics.power import aa_noise, detectable, setup_check
+from gate.statistics.repeats import look_alpha, looks
+from gate.verdict.rules import Findings, Policy, decide, decide_delta
 
 #: Ordered pairs put through the decision at most: beyond it (N > 45 runs), a seeded sample
 #: of them (the disjoint pairs always among them). Each pair costs two bootstraps.
@@ -98,7 +112,6 @@ class Calibration:
 def _pairs(n: int, seed: int, limit: int) -> list[tuple[int, int]]:
     """Every ordered pair of n runs, or a seeded sample of ``limit`` of them that holds the
     disjoint pairs (0, 1), (2, 3), ... the bounds are computed on."""
-    import numpy as np
 
     disjoint = [(2 * k, 2 * k + 1) for k in range(n // 2)]
     every = [(i, j) for i in range(n) for j in range(n) if i != j]
@@ -117,17 +130,8 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
     """Ordered pairs of ``runs`` through the decision; ``query_ids`` is the universe. Each pair
     meets the band of the other runs (four runs or more); ``noise_threshold`` is the band a PR
     will meet (the stored one), used by the setup check."""
-    import time
 
-    import numpy as np
 
-    from gate.evaluation.evaluate import evaluate
-    from gate.evaluation.measures import parse_measure
-    from gate.inputs.readers.records import same_rankings
-    from gate.statistics.evidence import clopper_pearson_upper, evidence
-    from gate.statistics.paired import compare_paired
-    from gate.statistics.power import detectable
-    from gate.verdict.rules import Findings, Policy, decide
 
     if len(runs) < 2:
         raise ValueError("calibration needs at least two runs of the same configuration")
@@ -141,7 +145,6 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
     independent_fail = independent_blocking = independent_improvement = 0
     failed: list[tuple[int, int]] = []
     last = time.monotonic()
-    from gate.statistics.noise import spread
 
     means = [float(v.mean()) if v.size else 0.0 for v in values]
     others = len(values) >= 4
@@ -171,7 +174,6 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
     blocking = fail + (inconclusive if policy.inconclusive_blocks else 0)
     m = len(disjoint)
     identical = all(np.array_equal(values[0], v) for v in values[1:])
-    from gate.statistics.power import aa_noise, setup_check
 
     noise_sd, mover_share = aa_noise(values)
     setup = setup_check(len(query_ids), policy.max_regression, policy.mode, noise_sd, noise_threshold, mover_share)
@@ -179,7 +181,6 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
         # The formula is the normal one; the rule also asks Hall's interval and five movers, which
         # sparse heavy-tailed noise trips far more often: the rule itself decides, on no-op PRs
         # drawn from these very A/A differences.
-        import dataclasses
 
 
         pool = np.concatenate([values[j] - values[i] for i in range(len(values)) for j in range(len(values))
@@ -224,11 +225,7 @@ def simulated_no_op_blocking(aa_differences, n: int, policy, prs: int = SIMULATE
     stack's A/A differences ``aa_differences`` and is decided by
     :func:`gate.verdict.rules.decide_delta` on :func:`gate.statistics.evidence.evidence` (seeded:
     the same share on every machine)."""
-    import numpy as np
 
-    from gate.statistics.bootstrap import as_differences
-    from gate.statistics.evidence import evidence
-    from gate.verdict.rules import decide_delta
 
     pool = as_differences(aa_differences)
     rng = np.random.default_rng(seed)
@@ -251,13 +248,8 @@ def setup_for_repeats(n: int, policy, noise_sd: float | None, band: float | None
     set supports the margin, the rule itself decides, on no-op PRs drawn from the stack's A/A
     differences scaled by ``1 / sqrt(R)`` (the sd of a mean of R; its shape kept, which errs on
     the heavy-tailed side). None without noise to average or without reruns."""
-    import dataclasses
-    import math
 
-    import numpy as np
 
-    from gate.statistics.power import setup_check
-    from gate.statistics.repeats import look_alpha, looks
 
     if candidate_runs <= 1 or noise_sd is None or not noise_sd > 0:
         return None

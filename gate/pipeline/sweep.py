@@ -15,29 +15,42 @@ would read as that cell being worse.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gate.checks.commensurability import run_request
 from gate.common.errors import InputError, UsageError
-from gate.common.numbers import counted
+from gate.common.limits import MAX_SWEEP_CELLS
+from gate.common.numbers import counted, fixed
 from gate.evaluation.evaluate import evaluate
 from gate.evaluation.measures import parse_measure
-from gate.inputs.config import Config
-from gate.inputs.golden import Golden
+from gate.inputs.config import Config, load_config
+from gate.inputs.golden import Golden, load_golden
+from gate.inputs.query_ids import tuning_split
+from gate.inputs.readers.qrels import load_qrels
+from gate.inputs.readers.queries import load_queries, load_query_ids
 from gate.inputs.readers.records import Qrels, QuerySet, Run
-from gate.inputs.retrieval_config import RetrievalConfig, flatten
+from gate.inputs.readers.runs import read_run
+from gate.inputs.retrieval_config import RetrievalConfig, flatten, load_retrieval_config
+from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config
+from gate.inputs.universe import query_universe
+from gate.pipeline.result import GridReport, file_inputs
+from gate.pipeline.stack import Progress, check_config, code_under_test, make_producer, runner_queries_path
+from gate.rendering.jinja import render
+from gate.report.spine import Sweep as SweepRecord
 from gate.statistics.sweep import DEFAULT_FOLDS, SweepResult, analyze_sweep
 
 __all__ = ["SweepCellSpec", "sweep_cells", "cell_label", "reference_cell", "score_cells", "sweep_from_config",
            "sweep_from_runs", "swept_changes", "gate_sweep"]
 
-Progress = Callable[[str], None]
+
 
 
 @dataclass(frozen=True)
@@ -116,7 +129,6 @@ def sweep_from_config(config: Config, golden: Golden, retrieval: RetrievalConfig
                       code, progress: Progress, *, samples: int, seed: int) -> SweepResult:
     """Run every cell of ``sweep.params`` (through the producer: cache, runs folder, runner) and
     analyse the grid on the judged golden queries."""
-    from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config
 
     grid = config.sweep.params
     if not grid:
@@ -139,7 +151,7 @@ def sweep_from_config(config: Config, golden: Golden, retrieval: RetrievalConfig
         runs.append((cell.label, run))
     values = score_cells(runs, golden.qrels, metric, universe, config.golden.rel)
     strata = assign_strata(golden.queries, strata_spec_from_config(config))
-    tuning, holdout = _split(config)
+    tuning, holdout = tuning_split(config)
     return analyze_sweep(values, [cell.label for cell in cells], universe, metric,
                          strata=[strata.get(q) for q in universe], tuning=tuning, holdout=holdout,
                          folds=config.sweep.folds, samples=samples, seed=seed, method=config.statistics.ci_method,
@@ -163,7 +175,6 @@ def gate_sweep(config: Config, golden: Golden, retrieval: RetrievalConfig, produ
     """The sweep for a PR that changes a swept or tunable key: report.json's ``sweep`` section
     (the grid around the PR's config, with the cell a sweep tuned on the reporting queries would
     pick) and, when the PR's values are that cell, the warning that its number is the optimistic one."""
-    from gate.common.numbers import fixed
 
     result = sweep_from_config(config, golden, retrieval, producer, queries_path, code, progress, samples=samples,
                                seed=seed)
@@ -185,23 +196,12 @@ def gate_sweep(config: Config, golden: Golden, retrieval: RetrievalConfig, produ
     return data, warning
 
 
-def _split(config: Config) -> tuple[list[str] | None, list[str] | None]:
-    from gate.pipeline.run import _id_list
-
-    return (_id_list(config.tuning.queries, config, "tuning.queries"),
-            _id_list(config.tuning.holdout, config, "tuning.holdout"))
-
-
 def sweep_from_runs(cells: Sequence[tuple[str, str]], qrels_spec: str, queries_spec: str | None, metric: str, *,
                     rel: int = 1, folds: int = DEFAULT_FOLDS, samples: int, seed: int, tuning_spec: str | None = None,
                     reference: str | None = None, allow_missing: bool = False,
                     progress: Progress = lambda message: None) -> SweepResult:
     """A sweep of precomputed runs (``NAME=RUN``) scored against one qrels (and, when given, the
     golden query file, whose strata stratify the folds)."""
-    from gate.inputs.readers.qrels import load_qrels
-    from gate.inputs.readers.queries import load_queries, load_query_ids
-    from gate.inputs.readers.runs import read_run
-    from gate.inputs.universe import query_universe
 
     names = [name for name, _ in cells]
     if len(cells) < 2:
@@ -229,3 +229,42 @@ def sweep_from_runs(cells: Sequence[tuple[str, str]], qrels_spec: str, queries_s
     tuning = load_query_ids(tuning_spec) if tuning_spec is not None else None
     return analyze_sweep(values, names, universe, metric, strata=strata, tuning=tuning, folds=folds,
                          samples=samples, seed=seed, reference=reference)
+
+
+def sweep_config(config_path: str | Path, runs_dir: Path | None = None, *, folds: int | None = None,
+                 samples: int | None = None, seed: int | None = None,
+                 progress: Progress = lambda message: None) -> GridReport:
+    """``retrieval-gate sweep`` on the config's ``sweep.params`` grid, its cells run by the
+    config's runner (a cell that fails raises :class:`gate.runs.request.RunnerFailed`)."""
+    config = load_config(config_path)
+    check_config(config)
+    if folds is not None:
+        config = dataclasses.replace(config, sweep=dataclasses.replace(config.sweep, folds=folds))
+    golden = load_golden(config)
+    retrieval = load_retrieval_config(config.here(config.retrieval_config))
+    producer = make_producer(config, runs_dir, progress)
+    result = sweep_from_config(config, golden, retrieval, producer, runner_queries_path(golden, producer.work_dir),
+                               code_under_test(config, runs_dir), progress,
+                               samples=config.statistics.samples if samples is None else samples,
+                               seed=config.statistics.seed if seed is None else seed)
+    return sweep_report(result, {})
+
+
+def sweep_run_files(cells: Sequence[tuple[str, str]], qrels: str, queries: str | None, metric: str, *, rel: int,
+                    folds: int | None, samples: int, seed: int, tuning: str | None, reference: str | None,
+                    allow_missing: bool, progress: Progress = lambda message: None) -> GridReport:
+    """``retrieval-gate sweep --cell NAME=RUN ...``: a sweep of precomputed runs."""
+    if len(cells) > MAX_SWEEP_CELLS:
+        raise UsageError(f"--cell given {len(cells)} times: a sweep takes at most {MAX_SWEEP_CELLS} cells")
+    result = sweep_from_runs(cells, qrels, queries, metric, rel=rel, folds=folds or DEFAULT_FOLDS, samples=samples,
+                             seed=seed, tuning_spec=tuning, reference=reference, allow_missing=allow_missing,
+                             progress=progress)
+    inputs = file_inputs({f"cell {name}": path for name, path in cells} | {"qrels": qrels}
+                         | ({"queries": queries} if queries else {}) | ({"tuning": tuning} if tuning else {}))
+    return sweep_report(result, inputs)
+
+
+def sweep_report(result: SweepResult, inputs: dict[str, Any]) -> GridReport:
+    data = result.to_dict()
+    return GridReport("sweep", result.metric, "sweep", data, inputs,
+                      render("sweep.md.j2", sweep=SweepRecord.from_dict(data, "sweep")))

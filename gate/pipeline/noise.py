@@ -1,0 +1,68 @@
+"""``retrieval-gate noise``: the run-to-run noise band, from the config's runner (identical runs
+of the baseline's config) or from runs a user made (``--from-runs``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from gate.common.errors import InputError, UsageError
+from gate.evaluation.measures import parse_measure
+from gate.inputs.config import load_config
+from gate.inputs.fingerprint import file_sha256, qrels_fingerprint, queries_fingerprint
+from gate.inputs.golden import load_golden
+from gate.inputs.readers.qrels import load_qrels
+from gate.inputs.readers.queries import load_queries
+from gate.inputs.retrieval_config import load_retrieval_config
+from gate.inputs.universe import query_universe
+from gate.pipeline.stack import (
+    Progress,
+    check_config,
+    code_under_test,
+    make_producer,
+    measures_of,
+    runner_queries_path,
+    stderr_progress,
+)
+from gate.statistics.band import measure_noise, noise_from_runs
+from gate.statistics.noise import NoiseBand
+
+
+def noise_from_run_files(run_paths: Sequence[str], qrels_path: str, queries_path: str | None, metric: str,
+                         rel: int) -> NoiseBand:
+    """The band of runs of one configuration a user made (at least two distinct files)."""
+    if len(run_paths) < 2:
+        raise UsageError("noise --from-runs needs at least two runs of the same configuration")
+    seen: dict[str, str] = {}
+    for path in run_paths:
+        digest = file_sha256(path) if os.path.isfile(path) else path
+        if digest in seen:
+            raise UsageError(f"--from-runs: {path} is the same file as {seen[digest]}: a band needs distinct "
+                             "runs (the same one twice shows no spread)")
+        seen[digest] = path
+    qrels = load_qrels(qrels_path)
+    queries = load_queries(queries_path) if queries_path else None
+    universe = query_universe(qrels, queries)
+    if not universe.query_ids:
+        raise InputError(qrels_path, None, "no query has both a golden entry and a qrels judgment: nothing to measure")
+    measure = parse_measure(metric).with_default_rel(rel)
+    strata = {q.query_id: q.stratum for q in queries.queries} if queries else None
+    fingerprints = {"queries": queries_fingerprint(queries).sha256 if queries else None,
+                    "qrels": qrels_fingerprint(qrels).sha256, "corpus": None, "config": None}
+    return noise_from_runs(list(run_paths), qrels, universe.query_ids, measure, rel, strata, fingerprints)
+
+
+def noise_from_config(config_path: str | Path, runs_dir: Path | None = None, repeats: int | None = None,
+                      progress: Progress = stderr_progress) -> NoiseBand:
+    """The band of ``repeats`` (default ``noise.repeats``) identical runs of the config's retrieval
+    config by its runner. A run that fails raises :class:`gate.runs.request.RunnerFailed`."""
+    config = load_config(config_path)
+    check_config(config)
+    primary, _ = measures_of(config)
+    golden = load_golden(config)
+    retrieval = load_retrieval_config(config.here(config.retrieval_config))
+    producer = make_producer(config, runs_dir, progress)
+    return measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
+                         repeats or config.noise.repeats, config.golden.rel, config.noise.invalidate_on,
+                         config.noise.base_seed, progress, code=code_under_test(config, runs_dir)).band

@@ -1,0 +1,171 @@
+"""``retrieval-gate plan``: every run the gate will ask for, for a stack that produces its own runs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gate.checks.commensurability import (
+    base_config_from_git,
+    input_differences,
+    run_request,
+)
+from gate.common.errors import InputError
+from gate.inputs import git
+from gate.inputs.config import Config, load_config
+from gate.inputs.golden import load_golden
+from gate.inputs.manifest import load_manifest
+from gate.inputs.retrieval_config import RetrievalConfig, config_diff, load_retrieval_config
+from gate.inputs.yardstick import baseline_from_branch, fetch_archived_commit, load_yardstick
+from gate.pipeline.attribute import attribution_applies, grid_cells, grid_factors
+from gate.pipeline.sweep import sweep_cells, swept_changes
+from gate.pipeline.repeat_runs import planned_candidate_runs
+from gate.pipeline.stack import (
+    check_base,
+    check_config,
+    code_under_test,
+    commit_code,
+    make_producer,
+    runner_queries_path,
+    work_dir_of,
+)
+from gate.runs.code import CodeIdentity
+from gate.runs.produce import missing_queries
+
+
+def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
+                      env: Mapping[str, str] | None = None, noise_repeats: int = 0,
+                      sweep: bool = False) -> list[PlannedRun]:
+    """``plan`` as the gate will judge the PR: the yardstick (gate config, runner, golden set,
+    manifest) as of ``base``, and the base's archived baseline looked up on the baselines branch
+    when the checkout has none - so every key is the one the gate step will ask for. The base's
+    golden files go to the work folder (the step that produces the runs reads them there)."""
+
+
+    env = os.environ if env is None else env
+    workspace = load_config(config_path)
+    check_base(workspace, base)
+    changed = git.changed_since(workspace.workspace_root, base)
+    overlay = work_dir_of(workspace) / "yardstick"
+    if overlay.exists():
+
+        shutil.rmtree(overlay)
+    overlay.mkdir(parents=True)
+    yard = load_yardstick(Path(config_path), base, overlay, changed)
+    config = yard.config
+    manifest = config.resolve(config.manifest)
+    if not manifest.exists():
+        baseline_from_branch(config.workspace_root, git.rev_parse(config.workspace_root, base) or base, manifest.parent,
+                             token=env.get("GITHUB_TOKEN"), remote_url=git.repository_url(env))
+    fetch_archived_commit(config.workspace_root, manifest, token=env.get("GITHUB_TOKEN"),
+                          remote_url=git.repository_url(env))
+    return plan(config, runs_dir, base, noise_repeats, sweep)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    purpose: str
+    key: str
+    config_file: str
+    queries: str
+    corpus: str | None
+    output: str
+    needed: bool
+    why: str
+    # The commit whose code must produce the run (a baseline replayed or reconstructed is
+    # measured with the baseline's code); None: the workspace, the PR's code.
+    code_commit: str | None = None
+    repeat: int = 0  # a noise repeat's number (1..N), 0 for every other run
+    seed: int = 0  # the seed the runner is given for it ({seed}, RETRIEVAL_GATE_SEED)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,
+         noise_repeats: int = 0, sweep: bool = False) -> list[PlannedRun]:
+    """Every run the gate needs for this PR, with the key an earlier step must name it by; with
+    ``noise_repeats`` N, also the N identical runs of the config that ``archive --noise-repeats N``
+    (or ``noise --repeats N``) measures the noise band from; with ``sweep``, every cell of the
+    config's ``sweep.params`` grid (``retrieval-gate sweep`` then finds them in the runs folder).
+    A run two purposes share (a sweep cell that is the candidate's config) is listed once."""
+    check_config(config)
+    check_base(config, base)
+    golden = load_golden(config)
+    producer = make_producer(config, runs_dir, lambda message: None)
+    queries_path = runner_queries_path(golden, producer.work_dir)
+    runs_folder = runs_dir or Path(".retrieval-gate/runs")
+    try:
+        runs_folder.mkdir(parents=True, exist_ok=True)  # ready for the step that produces them
+    except OSError as error:
+        raise InputError(str(runs_folder), None, f"cannot create the runs folder: {error.strerror or error}") from None
+    planned: list[PlannedRun] = []
+
+    code = code_under_test(config, runs_dir)
+
+    def add(purpose: str, retrieval: RetrievalConfig, needed: bool, why: str, code: CodeIdentity | None,
+            repeat: int = 0, seed: int = 0) -> None:
+        request = run_request(purpose, retrieval, golden, queries_path, code=code, repeat=repeat, seed=seed)
+        key = producer.key(request)
+        if any(entry.key == key for entry in planned):
+            return
+        if code is not None and code.commit is not None and code.known:
+            why += f"; from the code of commit {code.commit[:12]}"
+        commit = code.commit if code is not None and code.root is None else None
+        planned.append(PlannedRun(purpose, key, str(producer.config_file(request, key)), queries_path,
+                                  request.corpus, str(runs_folder / f"{key}.run"), needed, why, commit,
+                                  repeat, seed))
+
+    manifest_path = config.resolve(config.manifest)
+    manifest = load_manifest(manifest_path) if manifest_path.exists() else None
+    base_config = base_config_from_git(config.workspace_root, base, config.here(config.retrieval_config)) if base else None
+    baseline_config = None
+    baseline_manifest = None
+    if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
+        differences = {d.input for d in input_differences(manifest, golden, config.golden.rel)}
+
+        covered = not missing_queries(manifest.load_run(), golden.universe.query_ids)
+        needed = "corpus" in differences or not covered
+        why = ("the corpus changed" if "corpus" in differences else
+               "current queries are missing from the archived lists" if not covered else
+               "not needed: the archived lists are reused or re-scored")
+        add("baseline replay", manifest.config, needed, why, commit_code(config, manifest.git_commit, runs_dir))
+        baseline_config = manifest.config
+        baseline_manifest = manifest  # its stored repeats are the baseline's
+    elif base_config is not None:
+        add("baseline reconstruction", base_config, True, "no usable archived manifest",
+            commit_code(config, base, runs_dir))
+        baseline_config = base_config
+    candidate = load_retrieval_config(config.here(config.retrieval_config))
+    add("candidate", candidate, True, "the PR's config", code)
+    total = planned_candidate_runs(config, baseline_manifest)
+    for number in range(2, total + 1):  # the requests run_gate's reruns make (same purpose, repeat, seed)
+        add(f"candidate repeat {number}/{total}", candidate, True,
+            "a rerun of the candidate, read when run-to-run noise leaves the first look undecided "
+            "(noise.candidate_runs)" if config.noise.rerun == "adaptive" else "a run of the candidate, averaged "
+            "per query (noise.candidate_runs, noise.rerun always)", code, repeat=number,
+            seed=config.noise.base_seed + number)
+    if baseline_config is not None:
+        factors = grid_factors(config, config_diff(baseline_config, candidate))
+        if attribution_applies(config, factors):
+            for levels, label, cell_config in grid_cells(config, baseline_config, candidate, factors):
+                if len(set(levels)) > 1:  # the corners are the baseline and the candidate
+                    add(f"grid cell {label}", cell_config, True, "attribution of the bundled change", code)
+
+    if sweep and not config.sweep.params:
+        raise config.key_error("sweep.params", "plan --sweep: no sweep grid configured")
+    changed_swept = swept_changes(config, [c.path for c in config_diff(baseline_config, candidate)]) \
+        if baseline_config is not None else ()
+    if sweep or changed_swept:
+        why = ("a cell of the sweep grid" if not changed_swept
+               else f"a cell of the sweep grid (this PR changes {', '.join(changed_swept)})")
+        for cell in sweep_cells(config.sweep.params, candidate, config):
+            add(f"sweep cell {cell.label}", cell.config, True, why, code)
+    for repeat in range(1, noise_repeats + 1):  # the seeds measure_noise gives each repeat
+        add(f"noise repeat {repeat}/{noise_repeats}", candidate, True, "an identical run for the noise band", code,
+            repeat=repeat, seed=config.noise.base_seed + repeat)
+    return planned
