@@ -14,7 +14,7 @@ up to R runs in all (``noise.candidate_runs``). Noise shapes:
   to build (nDCG 1, 0.63, 0.5 with probabilities 0.7, 0.2, 0.1): discrete, heavy noise.
 
 Every PR goes through the gate's own code - :func:`gate.statistics.evidence.evidence`,
-:func:`gate.verdict.rules.decide_delta` and :func:`gate.statistics.repeats.undecided_by_noise` -
+:func:`gate.verdict.rules.decide_delta` and :func:`gate.verdict.reruns.undecided_by_noise` -
 in three settings: ``off`` (one run, one look at 2.5%), ``adaptive`` (a second look on means
 when the first is undecided by noise, each look at 1.25%) and ``always`` (R runs up front, one
 look at 2.5%). Rates carry 95% Wilson intervals. The goals are issue 31's: a no-op PR blocked at
@@ -47,6 +47,7 @@ from gate.statistics.evidence import ALPHA, evidence  # noqa: E402
 from gate.statistics.noise import spread  # noqa: E402
 from gate.statistics.power import aa_noise, setup_check  # noqa: E402
 from gate.verdict.calibration import setup_for_repeats, simulated_no_op_blocking  # noqa: E402
+from gate.verdict.reruns import undecided_by_noise  # noqa: E402
 from gate.verdict.rules import decide_delta  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -161,7 +162,7 @@ def _decide_three(counts, single, means, threshold, scaled, share, runs) -> None
         counts[("off", mode)][verdict.kind] += 1
         counts[("off", mode)]["runs"] += 1
         verdict, e = decide(single, threshold, mode, ALPHA / 2)
-        why = rep.undecided_by_noise(mode, [r.code for r in verdict.reasons], e, MARGIN, threshold, share)
+        why = undecided_by_noise(mode, [r.code for r in verdict.reasons], e, MARGIN, threshold, share)
         used = 1
         if why is not None:
             verdict, _ = decide(means, scaled, mode, ALPHA / 2)

@@ -59,7 +59,9 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
                                 max_judged_drop=config.policy.max_judged_drop)
     if notice is not None:  # said now, not on the first PR the judged-share check fails
         progress(notice)
-    retrieval = load_retrieval_config(config.here(config.retrieval_config))
+    retrieval_path = config.here(config.retrieval_config)
+    assert retrieval_path is not None  # here() of a str is a Path
+    retrieval = load_retrieval_config(retrieval_path)
     code = code_under_test(config, runs_dir)
     if run_path is None and config.runner.type == "run-file" and config.runner.baseline_run:
         run_path = config.here(config.runner.baseline_run)
@@ -105,6 +107,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
                                 noise_threshold=measured.band.overall.threshold,
                                 candidate_runs=config.noise.candidate_runs, rerun=config.noise.rerun)
         progress(f"calibration: {calibration.sentence}")
+        assert calibration.setup is not None  # calibrate() always runs the setup check
         progress(f"setup ({config.policy.mode} mode): {calibration.setup['sentence']}")
         if calibration.setup_repeats:
             progress(f"setup ({config.policy.mode} mode), {calibration.setup_repeats['sentence']}")
@@ -118,6 +121,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
 
         # The kept band's calibration measured the stack's A/A spread; the policy may have changed since.
         stored = ((kept[0].get("calibration") or {}).get("setup") or {}) if kept is not None else {}
+        setup: dict[str, Any]
         if (stored.get("mode") == config.policy.mode and stored.get("margin") == config.policy.max_regression
                 and stored.get("n") == len(golden.universe.query_ids) and isinstance(stored.get("sentence"), str)):
             setup = stored  # measured with the band, the rule's own simulation included
@@ -128,8 +132,8 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
             setup = setup_check(len(golden.universe.query_ids), config.policy.max_regression, config.policy.mode,
                                 noise_sd, band if isinstance(band, (int, float)) else None, movers).to_dict()
             if setup.get("mode") == "non-inferiority" and setup.get("supports"):
-                setup["sentence"] += ("; the formula's word only: retrieval-gate calibrate puts the rule itself "
-                                      "through simulated no-op PRs")
+                setup["sentence"] = (f"{setup['sentence']}; the formula's word only: retrieval-gate calibrate puts "
+                                     "the rule itself through simulated no-op PRs")
         progress(f"setup ({config.policy.mode} mode): {setup['sentence']}")
         again = ((kept[0].get("calibration") or {}).get("setup_repeats") or {}) if kept is not None else {}
         if (again.get("candidate_runs") == min(config.noise.candidate_runs, again.get("candidate_runs") or 0)
@@ -158,17 +162,20 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
                     if not _touched(uncommitted, [name])]  # a recorded file is named once, above
     if changed_code and head is not None:
         progress(f"warning: the code under test has changes not in commit {head[:12]} ({listed(changed_code, 5)}): "
-                 "the archived run was produced by them, but a replay at that commit, which the manifest records, runs the "
-                 "committed code; commit them and archive again")
+                 "the archived run was produced by them, but a replay at that commit, which the manifest records, "
+                 "runs the committed code; commit them and archive again")
     per_query = {
         name: {qid: float(v) for qid, v in zip(values.query_ids, array)} for name, array in values.values.items()
     }
+    manifest_path = config.resolve(config.manifest)
+    assert manifest_path is not None  # resolve() of a str is a Path
+    snapshot = golden.corpus(retrieval)
     manifest = write_manifest(
-        config.resolve(config.manifest).parent,
+        manifest_path.parent,
         suite=config.suite,
         config_path=config.retrieval_config,
         config=retrieval,
-        corpus=None if golden.corpus(retrieval) is None else golden.corpus(retrieval).record,
+        corpus=None if snapshot is None else snapshot.record,
         queries=golden.queries_record,
         qrels=golden.qrels_record,
         metric=str(primary),
@@ -204,9 +211,9 @@ def _recorded_paths(config: Config, golden: Golden, retrieval: RetrievalConfig, 
 
 def _touched(paths: Sequence[str], changed: Sequence[str]) -> list[str]:
     """The ``paths`` that are, or (a folder corpus) hold, one of ``changed``."""
-    changed = set(changed)
+    changed_names = set(changed)
     return [path for path in paths
-            if path in changed or any(name.startswith(path.rstrip("/") + "/") for name in changed)]
+            if path in changed_names or any(name.startswith(path.rstrip("/") + "/") for name in changed_names)]
 
 
 def uncommitted_recorded_files(config: Config, golden: Golden, retrieval: RetrievalConfig) -> list[str]:

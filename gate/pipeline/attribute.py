@@ -73,7 +73,7 @@ def grid_cells(config: Config, baseline_config: RetrievalConfig, retrieval: Retr
     for levels in itertools.product(("old", "new"), repeat=len(names)):
         switched = {path: candidate_flat.get(path, ABSENT)
                     for name, level in zip(names, levels) if level == "new" for path in factors[name]}
-        label = ",".join(f"{n}={l}" for n, l in zip(names, levels))
+        label = ",".join(f"{name}={level}" for name, level in zip(names, levels))
         cells.append((levels, label, baseline_config.with_values(switched) if switched else baseline_config))
     return cells
 

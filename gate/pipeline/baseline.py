@@ -38,12 +38,12 @@ def resolve_baseline(
     (replayed, reconstructed) runs from a checkout of its own commit: its code, not the PR's."""
     queries_path = runner_queries_path(golden, producer.work_dir)
     manifest_path = config.resolve(config.manifest)
+    retrieval_path = config.here(config.retrieval_config)
+    assert manifest_path is not None and retrieval_path is not None  # here() and resolve() of a str are Paths
     manifest = load_manifest(manifest_path) if manifest_path.exists() else None
     base_config = None
-    base_readable = False
     if base is not None:
-        base_config = base_config_from_git(config.workspace_root, base, config.here(config.retrieval_config))
-        base_readable = base_config is not None
+        base_config = base_config_from_git(config.workspace_root, base, retrieval_path)
     if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
         return resolve_from_manifest(manifest, golden, measures, primary, config.golden.rel, producer,
                                      queries_path, environment_files(config),
@@ -52,12 +52,13 @@ def resolve_baseline(
     if manifest is None:
         reason = f"no archived manifest at {config.manifest}"
     else:
+        assert base_config is not None  # the manifest went unused: the base commit's config is not its config
         reason = (f"the archived manifest's retrieval config ({manifest.config_sha256[:12]}) is not the base "
                   f"commit's ({base_config.sha256[:12]})")
     if base is None:
         raise Incommensurable("no_baseline", f"no baseline: {reason}, and no base commit was given to "
                                              "reconstruct one from (run --base REF)")
-    if not base_readable:
+    if base_config is None:  # the base commit, or its retrieval config, cannot be read
         raise Incommensurable("no_baseline", f"no baseline: {reason}, and the base commit {base} (or its "
                                              f"{config.retrieval_config}) cannot be read")
     return reconstruct(base_config, base, golden, measures, primary, config.golden.rel, producer, queries_path,

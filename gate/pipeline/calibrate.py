@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gate.common.errors import InputError, UsageError
-from gate.inputs.config import load_config
+from gate.inputs.config import Policy, load_config
 from gate.inputs.golden import load_golden
 from gate.inputs.manifest import load_manifest
 from gate.inputs.readers.qrels import load_qrels
@@ -20,7 +20,6 @@ from gate.inputs.universe import query_universe, require_overlap
 from gate.pipeline.repeat_runs import stored_band
 from gate.pipeline.stack import Progress, check_config, measures_of, stderr_progress
 from gate.verdict.calibration import Calibration, calibrate
-from gate.verdict.rules import Policy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +78,7 @@ def calibrate_config(config_path: str | Path, settings: CalibrationSettings = Ca
     check_config(config)
     golden = load_golden(config)
     manifest_path = config.resolve(config.manifest)
+    assert manifest_path is not None  # resolve() of a str is a Path
     manifest = load_manifest(manifest_path) if manifest_path.exists() else None
     band, runs = stored_band(config, manifest)
     if not runs:

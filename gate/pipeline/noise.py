@@ -61,7 +61,9 @@ def noise_from_config(config_path: str | Path, runs_dir: Path | None = None, rep
     check_config(config)
     primary, _ = measures_of(config)
     golden = load_golden(config)
-    retrieval = load_retrieval_config(config.here(config.retrieval_config))
+    retrieval_path = config.here(config.retrieval_config)
+    assert retrieval_path is not None  # here() of a str is a Path
+    retrieval = load_retrieval_config(retrieval_path)
     producer = make_producer(config, runs_dir, progress)
     return measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
                          repeats or config.noise.repeats, config.golden.rel, config.noise.invalidate_on,

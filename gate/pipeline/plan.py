@@ -22,7 +22,6 @@ from gate.inputs.manifest import load_manifest
 from gate.inputs.retrieval_config import RetrievalConfig, config_diff, load_retrieval_config
 from gate.inputs.yardstick import baseline_from_branch, fetch_archived_commit, load_yardstick
 from gate.pipeline.attribute import attribution_applies, grid_cells, grid_factors
-from gate.pipeline.sweep import sweep_cells, swept_changes
 from gate.pipeline.repeat_runs import planned_candidate_runs
 from gate.pipeline.stack import (
     check_base,
@@ -33,6 +32,7 @@ from gate.pipeline.stack import (
     runner_queries_path,
     work_dir_of,
 )
+from gate.pipeline.sweep import sweep_cells, swept_changes
 from gate.runs.code import CodeIdentity
 from gate.runs.produce import missing_queries
 
@@ -58,6 +58,7 @@ def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
     yard = load_yardstick(Path(config_path), base, overlay, changed)
     config = yard.config
     manifest = config.resolve(config.manifest)
+    assert manifest is not None  # resolve() of a str is a Path
     if not manifest.exists():
         baseline_from_branch(config.workspace_root, git.rev_parse(config.workspace_root, base) or base, manifest.parent,
                              token=env.get("GITHUB_TOKEN"), remote_url=git.repository_url(env))
@@ -121,8 +122,10 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,
                                   repeat, seed))
 
     manifest_path = config.resolve(config.manifest)
+    retrieval_path = config.here(config.retrieval_config)
+    assert manifest_path is not None and retrieval_path is not None  # here() and resolve() of a str are Paths
     manifest = load_manifest(manifest_path) if manifest_path.exists() else None
-    base_config = base_config_from_git(config.workspace_root, base, config.here(config.retrieval_config)) if base else None
+    base_config = base_config_from_git(config.workspace_root, base, retrieval_path) if base else None
     baseline_config = None
     baseline_manifest = None
     if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
@@ -140,7 +143,7 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,
         add("baseline reconstruction", base_config, True, "no usable archived manifest",
             commit_code(config, base, runs_dir))
         baseline_config = base_config
-    candidate = load_retrieval_config(config.here(config.retrieval_config))
+    candidate = load_retrieval_config(retrieval_path)
     add("candidate", candidate, True, "the PR's config", code)
     total = planned_candidate_runs(config, baseline_manifest)
     for number in range(2, total + 1):  # the requests run_gate's reruns make (same purpose, repeat, seed)

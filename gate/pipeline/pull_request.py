@@ -21,7 +21,7 @@ from typing import Any
 
 from gate import __version__
 from gate.inputs import git
-from gate.inputs.config import Config, load_config
+from gate.inputs.config import Config, Policy, load_config
 from gate.inputs.yardstick import (
     EVERYTHING,
     Yardstick,
@@ -35,7 +35,7 @@ from gate.pipeline.run import GateOutcome, run_gate
 from gate.pipeline.stack import Progress, RunOptions, check_base, stderr_progress
 from gate.rendering.comment import headlined, reproduce_command
 from gate.report.document import SCHEMA_VERSION, report_record
-from gate.verdict.rules import Policy, Verdict, accept, goalposts_changed, inconclusive, skipped
+from gate.verdict.rules import Verdict, accept, goalposts_changed, inconclusive, skipped
 
 
 @dataclass(frozen=True)
@@ -161,6 +161,7 @@ def _archived_baseline(config: Config, change: PullRequest, warnings: list[str])
     """The base's archived baseline from the baselines branch when the checkout has none, and the
     commit it was archived on (its code replays it). Returns where the baseline came from."""
     manifest = config.resolve(config.manifest)
+    assert manifest is not None  # resolve() of a str is a Path
     source = None
     # A clone with no remote at all (a local experiment) has no baselines branch to fetch: not a warning.
     reachable = change.fetch.remote_url is not None or _has_origin(config.workspace_root)

@@ -28,7 +28,8 @@ from gate.pipeline.stack import Progress, RunOptions, evaluate_all
 from gate.runs.produce import missing_queries
 from gate.statistics.band import BandStatus, applicable_band
 from gate.statistics.noise import check_band_dict
-from gate.statistics.repeats import look_alpha, looks, setup_with_repeats
+from gate.verdict.levels import look_alpha, looks
+from gate.verdict.reruns import setup_with_repeats
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class RepeatPlan:
 
 def repeat_plan(config: Config, options: RunOptions, status: BandStatus, golden: Golden,
                 baseline: ResolvedBaseline, measures: Sequence[Measure],
-                stored: tuple[dict | None, list[Run] | None]) -> RepeatPlan:
+                stored: tuple[Mapping[str, Any] | None, list[Run] | None]) -> RepeatPlan:
     """Decided before the first look, from the setting, the runner and the stored band alone,
     so that the level each look is tested at never depends on what the first look saw."""
 
@@ -92,7 +93,9 @@ def planned_candidate_runs(config: Config, manifest: Manifest | None) -> int:
     the repeats stored with the baseline ``manifest`` (as many as ``run_gate`` can use), and
     one when the stored band has no repeat runs of that baseline's config or is zero."""
     wanted = config.noise.candidate_runs
-    band = (manifest.extra.get("noise_band") if manifest is not None else None) or {}
+    if manifest is None:
+        return 1  # no baseline, no repeats stored with it
+    band = manifest.extra.get("noise_band") or {}
     names = band.get("runs_files") or []
     fingerprint = (band.get("fingerprints") or {}).get("config") if isinstance(band, dict) else None
     threshold = band.get("threshold") if isinstance(band, dict) else None
@@ -119,7 +122,7 @@ def setup_check_with_repeats(config: Config, setup: Mapping[str, Any] | None, pr
         progress(f"setup ({config.policy.mode} mode), {more}")
 
 
-def stored_band(config: Config, manifest: Manifest | None) -> tuple[dict | None, list[Run] | None]:
+def stored_band(config: Config, manifest: Manifest | None) -> tuple[Mapping[str, Any] | None, list[Run] | None]:
     """The band stored with the manifest (and its repeat runs), else the config's noise.file."""
 
     if manifest is not None and manifest.extra.get("noise_band") is not None:
@@ -132,7 +135,8 @@ def stored_band(config: Config, manifest: Manifest | None) -> tuple[dict | None,
         return data, [read_run(manifest.folder / name) for name in names]
     path = config.resolve(config.noise.file) if config.noise.file else None
     if path is not None and path.exists():
-        return check_band_dict(parse_json_document(str(path), read_text_file(path, "a noise band", limit=MAX_RECORD_FILE_BYTES)), str(path)), None
+        text = read_text_file(path, "a noise band", limit=MAX_RECORD_FILE_BYTES)
+        return check_band_dict(parse_json_document(str(path), text), str(path)), None
     return None, None
 
 
@@ -143,6 +147,7 @@ def still_valid_band(config: Config, golden: Golden, retrieval, primary: Measure
     qrels), repeat runs included; a band that no longer applies is dropped, and said so."""
 
     path = config.resolve(config.manifest)
+    assert path is not None  # resolve() of a str is a Path
     if not path.exists():
         return None
     try:
@@ -169,7 +174,7 @@ def still_valid_band(config: Config, golden: Golden, retrieval, primary: Measure
 
 def noise_status(config: Config, golden: Golden, baseline: ResolvedBaseline, metric: str,
                  measures: Sequence[Measure],
-                 stored: tuple[dict | None, list[Run] | None]) -> tuple[BandStatus, dict | None]:
+                 stored: tuple[Mapping[str, Any] | None, list[Run] | None]) -> tuple[BandStatus, dict | None]:
     """The band that applies (``stored``: :func:`stored_band`'s), and the A/A calibration stored
     with it (when current)."""
     data, runs = stored

@@ -11,10 +11,10 @@ from typing import Any
 from gate import __version__
 from gate.checks.judged_share import write_unjudged
 from gate.common.atomic import write_text_atomic
+from gate.inputs.fingerprint import file_sha256
 from gate.rendering.comment import render_comment
 from gate.rendering.jinja import render
 from gate.rendering.markdown_cut import COMMENT_LIMIT
-from gate.inputs.fingerprint import file_sha256
 from gate.report.document import SCHEMA_VERSION, check_own_report, report_json
 from gate.report.spine import Report
 from gate.verdict.rules import Verdict

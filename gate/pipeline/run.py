@@ -25,7 +25,6 @@ from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config, v
 from gate.inputs.universe import Universe
 from gate.pipeline.attribute import attribute
 from gate.pipeline.baseline import resolve_baseline
-from gate.pipeline.sweep import gate_sweep, swept_changes
 from gate.pipeline.repeat_runs import mean_values, noise_status, repeat_plan, stored_band
 from gate.pipeline.stack import (
     Progress,
@@ -44,6 +43,7 @@ from gate.pipeline.stack import (
     stderr_progress,
     tool_record,
 )
+from gate.pipeline.sweep import gate_sweep, swept_changes
 from gate.pipeline.validity_checks import check_validity, score_orders, validity_findings, validity_section
 from gate.report.document import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
 from gate.report.document import check_own_report, paired_section
@@ -57,8 +57,9 @@ from gate.statistics.evidence import evidence as decision_evidence
 from gate.statistics.movement import strata_section
 from gate.statistics.paired import compare_paired
 from gate.statistics.power import detectable
-from gate.statistics.strata import ALPHA as STRATA_ALPHA
-from gate.verdict.rules import MIN_MOVERS, Findings, Verdict, decide, failures_of, inconclusive, traffic_findings
+from gate.verdict.levels import MIN_MOVERS, NOISE_SHARE_TO_RERUN, STRATA_ALPHA, look_alpha
+from gate.verdict.reruns import undecided_by_noise
+from gate.verdict.rules import Findings, Verdict, decide, failures_of, inconclusive, traffic_findings
 
 
 @dataclass
@@ -311,7 +312,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     if plan.looks == 1 and plan.possible and config.noise.rerun == "always":
         progress(f"noise.rerun always: running the candidate {counted(plan.candidate_runs - 1, 'more time', 'more times')}")
         rerun(plan.candidate_runs - 1)
-    first = look(rep.look_alpha(plan.looks))
+    first = look(look_alpha(plan.looks))
     attribution = None
     missing: RunMissing | None = None
     try:
@@ -376,7 +377,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
     if plan.looks == 2:
         share = rep.noise_share(first["d"], rep.noise_variance(
             [pq.subset(reporting.query_ids).values[metric] for pq in (baseline.values, *plan.baseline_repeats)]))
-        undecided = rep.undecided_by_noise(policy.mode, [r.code for r in verdict.reasons], first["evidence"],
+        undecided = undecided_by_noise(policy.mode, [r.code for r in verdict.reasons], first["evidence"],
                                            policy.max_regression, first["band"], share)
         if failures_of(findings, policy):
             why = "not rerun: the verdict fails on its validity or traffic checks, which a rerun cannot change"
@@ -384,7 +385,7 @@ def run_gate(config: Config, options: RunOptions = RunOptions(), progress: Progr
             why = "not rerun: the candidate ranks every query as the baseline does"
         elif undecided is None:
             why = (f"not rerun: the first look decided (run-to-run noise is {share:.0%} of the per-query spread; "
-                   f"reruns need {rep.NOISE_SHARE_TO_RERUN:.0%} and an undecided verdict)")
+                   f"reruns need {NOISE_SHARE_TO_RERUN:.0%} and an undecided verdict)")
         else:
             more = plan.candidate_runs - 1
             progress(f"first look undecided ({undecided}): running the candidate "

@@ -73,16 +73,20 @@ def check_config(config: Config) -> None:
         value = config.value(key)
         if value is None or is_spec(str(value)):
             continue
-        _require_file(config, key, config.resolve(value) if side == "yardstick" else config.here(value),
-                      folder_ok=key.startswith("golden."))  # a BEIR folder
+        path = config.resolve(value) if side == "yardstick" else config.here(value)
+        assert path is not None  # value is not None
+        _require_file(config, key, path, folder_ok=key.startswith("golden."))  # a BEIR folder
     corpus = config.corpus
     if corpus is not None and not is_spec(corpus) and "{" not in corpus:
-        path = config.here(corpus)
-        if not path.exists():
-            raise config.key_error("corpus", f"no such file or folder '{corpus}' ({path})")
+        corpus_path = config.here(corpus)
+        assert corpus_path is not None  # corpus is not None
+        if not corpus_path.exists():
+            raise config.key_error("corpus", f"no such file or folder '{corpus}' ({corpus_path})")
     tuning = config.tuning.queries
     if isinstance(tuning, str) and not is_spec(tuning):
-        _require_file(config, "tuning.queries", config.resolve(tuning))
+        tuning_path = config.resolve(tuning)
+        assert tuning_path is not None  # tuning is a str
+        _require_file(config, "tuning.queries", tuning_path)
     for key in ("tuning.queries", "tuning.holdout"):
         value = config.value(key)
         if value is not None and not isinstance(value, (str, list)):
@@ -103,7 +107,9 @@ def check_config(config: Config) -> None:
     if config.noise.file:
         # Missing is a state, not a mistake: noise.file names where `retrieval-gate noise` writes the
         # band, and a baseline is archived before it is measured (the report says "absent").
-        _require_file(config, "noise.file", config.resolve(config.noise.file), missing_ok=True)
+        band_path = config.resolve(config.noise.file)
+        assert band_path is not None  # noise.file is set
+        _require_file(config, "noise.file", band_path, missing_ok=True)
     strata_spec_from_config(config)
 
 
@@ -118,7 +124,8 @@ def check_base(config: Config, base: str | None) -> None:
     if root is None:
         raise InputError(None, None, f"--base {base}: {config.workspace_root} is not in a git repository")
     if git.rev_parse(root, base) is None:
-        raise InputError(None, None, f"--base {base}: no such commit in {root}{git.missing_revision_advice(root, base)}")
+        raise InputError(None, None,
+                         f"--base {base}: no such commit in {root}{git.missing_revision_advice(root, base)}")
 
 
 def _check_globs(config: Config, key: str) -> None:
@@ -183,8 +190,9 @@ def make_producer(config: Config, runs_dir: Path | None, progress: Progress) -> 
 def gate_folders(config: Config, runs_dir: Path | None = None) -> list[Path]:
     """What the gate itself writes in the workspace: never part of the code under test (or the
     key of a run would change with the runs, the cache and the reports it produced)."""
-    folders = [config.here(".retrieval-gate"), config.here(config.cache_dir), work_dir_of(config),
-               config.here(config.manifest).parent]
+    own, cache, manifest = config.here(".retrieval-gate"), config.here(config.cache_dir), config.here(config.manifest)
+    assert own is not None and cache is not None and manifest is not None  # here() of a str is a Path
+    folders = [own, cache, work_dir_of(config), manifest.parent]
     return folders + ([runs_dir] if runs_dir is not None else [])
 
 
@@ -192,7 +200,9 @@ def not_code(config: Config, runs_dir: Path | None = None) -> list[Path]:
     """What the code under test leaves out: the gate's own folders, and the retrieval config, whose
     every change the config diff names (in the code's tree too, a config-only PR would also read
     as an unattributed code change)."""
-    return [*gate_folders(config, runs_dir), config.here(config.retrieval_config)]
+    retrieval_config = config.here(config.retrieval_config)
+    assert retrieval_config is not None  # here() of a str is a Path
+    return [*gate_folders(config, runs_dir), retrieval_config]
 
 
 def code_under_test(config: Config, runs_dir: Path | None = None) -> CodeIdentity | None:

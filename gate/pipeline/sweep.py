@@ -118,7 +118,8 @@ def score_cells(runs: Sequence[tuple[str, Run]], qrels: Qrels, metric: str, quer
         missing = expected - set(run.query_ids) if not allow_missing else set()
         if missing:
             example = sorted(missing, key=lambda q: q.encode())[0]
-            raise InputError(run.source, None, f"cell {name!r} misses {counted(len(missing), 'golden query', 'golden queries')}"
+            raise InputError(run.source, None,
+                             f"cell {name!r} misses {counted(len(missing), 'golden query', 'golden queries')}"
                              f" (e.g. {example!r}): scored 0 it would read as a worse cell; produce every query, or "
                              "pass --allow-missing")
         rows.append(evaluate(run, qrels, [metric], query_ids, rel=rel).values[metric])
@@ -183,13 +184,14 @@ def gate_sweep(config: Config, golden: Golden, retrieval: RetrievalConfig, produ
     # no query) was not picked by the reporting queries over them.
     flagged = result.reference is not None and best == (result.reference,)
     data = {**result.to_dict(), "changed_params": list(changed), "reporting_maximum": best[0] if best else None,
-            "reporting_maximum_tied": list(best), "reporting_query_count": len(set(reporting_ids) & set(result.query_ids)),
+            "reporting_maximum_tied": list(best),
+            "reporting_query_count": len(set(reporting_ids) & set(result.query_ids)),
             "candidate_is_reporting_maximum": flagged}
     warning = None
     if flagged:
         cv = result.cross_validated
-        warning = (f"this PR's values ({result.reference}) are the best of the sweep's {len(result.cells)} cells on the "
-                   f"reporting queries: its {result.metric}"
+        warning = (f"this PR's values ({result.reference}) are the best of the sweep's {len(result.cells)} cells on "
+                   f"the reporting queries: its {result.metric}"
                    + (f" of {fixed(metric_value)}" if metric_value is not None else "")
                    + f" is the optimistic number; the grid's cross-validated estimate is {fixed(cv.mean)} "
                      f"[{fixed(cv.ci_low)}, {fixed(cv.ci_high)}]")
@@ -241,7 +243,9 @@ def sweep_config(config_path: str | Path, runs_dir: Path | None = None, *, folds
     if folds is not None:
         config = dataclasses.replace(config, sweep=dataclasses.replace(config.sweep, folds=folds))
     golden = load_golden(config)
-    retrieval = load_retrieval_config(config.here(config.retrieval_config))
+    retrieval_path = config.here(config.retrieval_config)
+    assert retrieval_path is not None  # here() of a str is a Path
+    retrieval = load_retrieval_config(retrieval_path)
     producer = make_producer(config, runs_dir, progress)
     result = sweep_from_config(config, golden, retrieval, producer, runner_queries_path(golden, producer.work_dir),
                                code_under_test(config, runs_dir), progress,

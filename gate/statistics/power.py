@@ -68,10 +68,10 @@ def minimum_detectable_effect(d, alpha: float = 0.05, power: float = 0.8) -> flo
 # --------------------------------------------------------------------------- what the set can catch
 
 #: Power of the line every verdict states; the one-sided level of a regression claim is the
-#: rule's (gate.statistics.evidence.ALPHA, gate.verdict.rules.ALPHA).
+#: rule's (gate.statistics.evidence.ALPHA, gate.verdict.levels.ALPHA).
 POWER = 0.8
 ONE_SIDED_ALPHA = EVIDENCE_ALPHA
-#: A regression claim also needs this many moving queries: gate.verdict.rules.MIN_MOVERS, which
+#: A regression claim also needs this many moving queries: gate.verdict.levels.MIN_MOVERS, which
 #: this stage cannot import (a later stage; tests/stats/test_power_line.py keeps the two equal) ...
 MIN_MOVERS = 5
 #: ... and one more in practice: with k movers the one-sided sign-flip p-value is at least 2^-k,

@@ -34,7 +34,7 @@ from gate.statistics.evidence import clopper_pearson_upper, evidence
 from gate.statistics.noise import spread
 from gate.statistics.paired import compare_paired
 from gate.statistics.power import aa_noise, detectable, setup_check
-from gate.statistics.repeats import look_alpha, looks
+from gate.verdict.levels import look_alpha, looks
 from gate.verdict.rules import Findings, Policy, decide, decide_delta
 
 #: Ordered pairs put through the decision at most: beyond it (N > 45 runs), a seeded sample

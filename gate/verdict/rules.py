@@ -14,6 +14,7 @@ from gate.common.numbers import counted, signed
 
 # The policy is the config's ``policy:`` block, its defaults declared once (gate.inputs.config).
 from gate.inputs.config import Policy
+from gate.verdict.levels import ALPHA, GUARDED_ALPHA, MAX_QUERY_LOSS, MIN_MOVERS, MIN_QUERIES
 
 STATISTICAL = {"regression_shown", "improvement_required", "improvement_shown", "non_inferior", "underpowered",
                "too_few_movers", "unchanged", "held_out_too_small", "no_regression_shown"}
@@ -23,18 +24,6 @@ STATISTICAL = {"regression_shown", "improvement_required", "improvement_shown", 
 MODES = ("regression", "non-inferiority")
 EXIT_BY_KIND = {"pass": 0, "skipped": 0, "accepted": 0, "fail": 1, "inconclusive": 3}
 
-#: The calibrated rule's constants (benchmarks/bench_decision.py measures what they buy).
-#: Each one-sided claim is made at this level (the ends of a two-sided 95% interval).
-ALPHA = 0.025
-#: Below this many moving queries (d != 0) no interval or test is trusted: with 0-4 movers
-#: every sample-based interval is [0, 0]-like and "passes by construction" (the "np >= 5"
-#: rule of thumb; 4 gives 3.6% false passes on reciprocal-rank deltas at n = 30, 5 gives 2.4%).
-MIN_MOVERS = 5
-#: The fewest reporting queries any claim can rest on: a one-sided sign-flip test over n
-#: queries cannot reach ALPHA below n = 6 (its smallest p is 1/2**n), and MIN_MOVERS must move.
-MIN_QUERIES = next(n for n in range(MIN_MOVERS, 64) if 0.5 ** n <= ALPHA)
-#: The largest loss one query can have: measures are in [0, 1] (nDCG, AP, RR, R, P, Success).
-MAX_QUERY_LOSS = 1.0
 #: Decision rules: "calibrated" (default) or "interval", the seed's rule on the reported interval.
 DECISIONS = ("calibrated", "interval")
 
@@ -175,8 +164,6 @@ def decide_delta(
     return Verdict(kind, tuple(reasons), improvement, _exit(kind, policy), reporting_set or {})
 
 
-#: A guarded stratum fails the gate when its regression is shown at this Holm-adjusted level.
-GUARDED_ALPHA = 0.05
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from gate.pipeline.archive import archive
 from gate.pipeline.run import run_gate
 from gate.rendering import comment as rendering
 from gate.report.spine import Report
-from gate.verdict.rules import MIN_QUERIES, Findings, Policy, decide
+from gate.verdict.levels import MIN_QUERIES
+from gate.verdict.rules import Findings, Policy, decide
 from tests.shared_data import REALDATA, need
 from tests.support.small_world import small_world as _world
 

@@ -158,7 +158,7 @@ def test_the_setup_check_per_mode():
 def test_the_power_lines_constants_are_the_rules():
     """gate.statistics cannot import gate.verdict: the copies are kept equal here."""
     from gate.statistics import power
-    from gate.verdict import rules
+    from gate.verdict import levels
 
-    assert power.MIN_MOVERS == rules.MIN_MOVERS and power.MOVERS_TO_SHOW == rules.MIN_QUERIES
-    assert power.ONE_SIDED_ALPHA == rules.ALPHA
+    assert power.MIN_MOVERS == levels.MIN_MOVERS and power.MOVERS_TO_SHOW == levels.MIN_QUERIES
+    assert power.ONE_SIDED_ALPHA == levels.ALPHA

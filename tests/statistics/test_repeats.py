@@ -19,6 +19,7 @@ from gate.pipeline.run import run_gate
 from gate.report.document import check_own_report
 from gate.statistics import repeats as rep
 from gate.statistics.evidence import ALPHA, evidence
+from gate.verdict import levels, reruns
 from tests.support.noisy_world import noisy_world
 
 LIMITS = "max_unjudged: 1.0, max_judged_drop: 1.0"
@@ -46,8 +47,8 @@ def test_the_band_of_a_difference_of_means_shrinks_with_the_runs():
     assert rep.scaled_threshold(0.04, 1, 1) == pytest.approx(0.04)
     # one run's noise variance v: a single-run difference has 2v, means over 8 and 9 runs 1/8 + 1/9 of v
     assert rep.scaled_threshold(0.04, 8, 9) == pytest.approx(0.04 * math.sqrt((1 / 8 + 1 / 9) / 2))
-    assert rep.looks(1, "adaptive") == 1 and rep.looks(5, "always") == 1 and rep.looks(5, "adaptive") == 2
-    assert rep.look_alpha(2) == pytest.approx(ALPHA / 2) and rep.look_alpha(1) == ALPHA
+    assert levels.looks(1, "adaptive") == 1 and levels.looks(5, "always") == 1 and levels.looks(5, "adaptive") == 2
+    assert levels.look_alpha(2) == pytest.approx(ALPHA / 2) and levels.look_alpha(1) == ALPHA
 
 
 def test_the_noise_share_is_the_noise_variance_of_a_single_run_difference_over_the_spread():
@@ -87,7 +88,7 @@ def _evidence(values: list[float], alpha: float = ALPHA / 2):
      "shows at 0.025 but not"),
 ])
 def test_when_noise_leaves_a_look_undecided(mode, codes, values, band, share, expected):
-    why = rep.undecided_by_noise(mode, codes, _evidence(values), 0.02, band, share)
+    why = reruns.undecided_by_noise(mode, codes, _evidence(values), 0.02, band, share)
     if expected is None:
         assert why is None
     else:
@@ -224,16 +225,16 @@ def test_the_setup_check_says_what_the_reruns_would_support(tmp_path, capsys):
     from gate.statistics.power import setup_check
 
     once = setup_check(60, 0.02, "non-inferiority", 0.1, None, 0.5)
-    again = rep.setup_with_repeats(once.to_dict(), 4, "adaptive")
+    again = reruns.setup_with_repeats(once.to_dict(), 4, "adaptive")
     assert not once.supports and "with noise.candidate_runs 4" in again and "each look at 0.0125" in again
     # the sd halves with four runs each side, and the deciding look is at 1.25%
     fewer = setup_check(60, 0.02, "non-inferiority", 0.05, None, 0.5, alpha=ALPHA / 2).queries_needed
     assert f"{fewer:,} queries would support it" in again and fewer < once.queries_needed / 2
-    always = rep.setup_with_repeats(once.to_dict(), 4)  # the default: every run up front
+    always = reruns.setup_with_repeats(once.to_dict(), 4)  # the default: every run up front
     quarter = setup_check(60, 0.02, "non-inferiority", 0.05, None, 0.5).queries_needed
     assert "one look at 0.025" in always and f"{quarter:,} queries would support it" in always and quarter < fewer
-    assert rep.setup_with_repeats(once.to_dict(), 1) is None
-    assert rep.setup_with_repeats(setup_check(60, 0.02, "non-inferiority", 0.0).to_dict(), 4) is None
+    assert reruns.setup_with_repeats(once.to_dict(), 1) is None
+    assert reruns.setup_with_repeats(setup_check(60, 0.02, "non-inferiority", 0.0).to_dict(), 4) is None
 
     path = noisy_world(tmp_path, queries=60, extra=f"noise: {{candidate_runs: 5}}\npolicy: {{mode: non-inferiority, "
                                                    f"{LIMITS}}}\n")
@@ -277,7 +278,7 @@ def test_repeats_never_pass_without_a_rerun_what_one_look_at_full_alpha_fails(tm
 
 def test_require_improvement_reruns_in_non_inferiority_mode_too():
     e = _evidence([0.05, -0.04] * 10)
-    assert "an improvement not shown" in rep.undecided_by_noise("non-inferiority", ["improvement_required"], e,
+    assert "an improvement not shown" in reruns.undecided_by_noise("non-inferiority", ["improvement_required"], e,
                                                                 0.02, 0.03, 0.9)
 
 
