@@ -28,6 +28,7 @@ import numpy as np
 
 from gate.evaluation.evaluate import evaluate
 from gate.evaluation.measures import parse_measure
+from gate.inputs.config import Policy
 from gate.inputs.readers.records import Qrels, Run, same_rankings
 from gate.statistics.bootstrap import as_differences
 from gate.statistics.evidence import clopper_pearson_upper, evidence
@@ -35,7 +36,7 @@ from gate.statistics.noise import spread
 from gate.statistics.paired import compare_paired
 from gate.statistics.power import aa_noise, detectable, setup_check
 from gate.verdict.levels import look_alpha, looks
-from gate.verdict.rules import Findings, Policy, decide, decide_delta
+from gate.verdict.rules import Findings, decide, decide_delta
 
 #: Ordered pairs put through the decision at most: beyond it (N > 45 runs), a seeded sample
 #: of them (the disjoint pairs always among them). Each pair costs two bootstraps.
@@ -124,7 +125,7 @@ def _pairs(n: int, seed: int, limit: int) -> list[tuple[int, int]]:
 
 
 def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metric: str, rel: int = 1, *,
-              policy=None, samples: int = 10_000, seed: int = 7, noise_threshold: float | None = None,
+              policy: Policy | None = None, samples: int = 10_000, seed: int = 7, noise_threshold: float | None = None,
               max_pairs: int = MAX_PAIRS, progress: Callable[[str], None] | None = None,
               candidate_runs: int = 1, rerun: str = "always") -> Calibration:
     """Ordered pairs of ``runs`` through the decision; ``query_ids`` is the universe. Each pair
@@ -217,7 +218,8 @@ SIMULATION_SAMPLES = 2_000
 SIMULATION_SEED = 20_261_203
 
 
-def simulated_no_op_blocking(aa_differences, n: int, policy, prs: int = SIMULATED_PRS,
+def simulated_no_op_blocking(aa_differences: Sequence[float] | np.ndarray, n: int, policy: Policy,
+                             prs: int = SIMULATED_PRS,
                              samples: int = SIMULATION_SAMPLES, seed: int = SIMULATION_SEED,
                              noise_threshold: float | None = None, alpha: float | None = None) -> float:
     """The share of ``prs`` no-op PRs of ``n`` queries the gate's rule blocks in
@@ -240,8 +242,8 @@ def simulated_no_op_blocking(aa_differences, n: int, policy, prs: int = SIMULATE
     return blocked / prs
 
 
-def setup_for_repeats(n: int, policy, noise_sd: float | None, band: float | None, mover_share: float | None,
-                      aa_differences, candidate_runs: int, rerun: str = "always") -> dict[str, Any] | None:
+def setup_for_repeats(n: int, policy: Policy, noise_sd: float | None, band: float | None, mover_share: float | None,
+                      aa_differences: Sequence[float] | np.ndarray, candidate_runs: int, rerun: str = "always") -> dict[str, Any] | None:
     """The setup check for a PR decided on means of ``candidate_runs`` runs each side
     (``noise.candidate_runs``): the noise sd and the band shrink by ``sqrt(R)``, and with adaptive
     reruns the deciding look is at ALPHA / 2. In non-inferiority mode, where the formula says the

@@ -7,6 +7,7 @@ Every verdict carries the reasons that decided it, each with a stable code.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -314,7 +315,8 @@ def unchanged(query_count: int, policy: Policy, reporting_set: dict[str, Any] | 
     return Verdict("pass", (Reason("unchanged", message),), False, _exit("pass", policy), reporting_set or {})
 
 
-def combine(failures, warnings, statistical: Verdict, policy: Policy) -> Verdict:
+def combine(failures: Iterable[tuple[str, str]], warnings: Iterable[str], statistical: Verdict,
+            policy: Policy) -> Verdict:
     """Validity failures decide before statistics: a fail names them first."""
     reasons = [Reason(code, message) for code, message in failures]
     if not reasons:
@@ -361,7 +363,7 @@ def justification(body: str | None) -> str | None:
     return None
 
 
-def goalposts_changed(verdict: Verdict, goalposts, policy: Policy) -> Verdict:
+def goalposts_changed(verdict: Verdict, goalposts: Sequence[Mapping[str, str]], policy: Policy) -> Verdict:
     """A PR that edits its own yardstick cannot pass without the accept label."""
     if not goalposts or verdict.kind not in ("pass",):
         return verdict
@@ -372,7 +374,8 @@ def goalposts_changed(verdict: Verdict, goalposts, policy: Policy) -> Verdict:
                    verdict.reporting_set)
 
 
-def accept(verdict: Verdict, labels, body: str | None, policy: Policy) -> tuple[Verdict, dict | None]:
+def accept(verdict: Verdict, labels: Iterable[str] | None, body: str | None,
+           policy: Policy) -> tuple[Verdict, dict[str, Any] | None]:
     """A fail or a blocking inconclusive a maintainer accepts on purpose: the label plus a
     justification line (labels need triage rights, so a fork author cannot self-accept). An
     inconclusive needs a way out too: a refactor that moves no golden query is too_few_movers,
