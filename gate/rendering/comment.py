@@ -25,24 +25,26 @@ HTML or mention anyone. The hidden marker is added by
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
 import math
 import re
-from collections.abc import Sequence
+import shlex
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeGuard
 
 import jinja2
 
 from gate.common.numbers import counted
 from gate.rendering.jinja import ReportEnvironment, environment
-from gate.rendering.markdown import Inert, finalizer, inert, md_text, signed
+from gate.rendering.markdown import Inert, fence, finalizer, inert, md_text, signed
 from gate.rendering.markdown_cut import COMMENT_LIMIT, fit_comment, fit_sections
-from gate.rendering.terminal import means_note, repeats_sentence
+from gate.rendering.phrases import means_note, repeats_sentence, value_text
 from gate.report.spine import (
     Accepted,
     ArchivedBaseline,
+    AttributionGrid,
     AttributionReadings,
     Baseline,
     Candidate,
@@ -60,7 +62,7 @@ from gate.report.spine import (
     Verdict,
     VerdictReason,
 )
-from gate.report.typed import ABSENT, empty
+from gate.report.typed import ABSENT, Absent, empty
 
 __all__ = [
     "EMOJI",
@@ -126,24 +128,6 @@ def interval(low: float | None, high: float | None, digits: int = 3) -> str:
     return f"[{msigned(low, digits)}, {msigned(high, digits)}]"
 
 
-def value_text(value: Any) -> str:
-    """A config value as text (strings as they are, anything else as compact JSON); not yet escaped."""
-    if isinstance(value, str):
-        return value
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def fence(text: Any, info: str = "") -> str:
-    """A fenced code block that ``text`` cannot close (its fence is longer than any backtick run in it)."""
-    body = "" if text is None else str(text)
-    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
-    mark = "`" * max(3, longest + 1)
-    return f"{mark}{info}\n{body.rstrip()}\n{mark}"
-
-
 def bar(count: Any, top: Any, width: int = 16) -> str:
     """A text bar for a non-negative count, as an inert code span."""
     try:
@@ -156,7 +140,7 @@ def bar(count: Any, top: Any, width: int = 16) -> str:
     return "`" + "█" * cells + "`"
 
 
-def _fenced(markdown: str):
+def _fenced(markdown: str) -> Iterator[tuple[str, bool]]:
     """Each line with whether it is inside (or opens/closes) a code fence."""
     fence_mark = None
     for line in markdown.split("\n"):
@@ -174,7 +158,7 @@ def _fenced(markdown: str):
 
 def _demote(markdown: str, levels: int) -> str:
     """Push ATX headings down ``levels`` (outside code fences), so an included report nests under ours."""
-    out = []
+    out: list[str] = []
     for line, fenced in _fenced(markdown):
         if not fenced and re.match(r"^#{1,6} ", line):
             hashes = len(line) - len(line.lstrip("#"))
@@ -185,7 +169,8 @@ def _demote(markdown: str, levels: int) -> str:
 
 def _tidy(markdown: str) -> str:
     """Collapse runs of blank lines (outside code fences) left by optional template parts."""
-    out, blank = [], False
+    out: list[str] = []
+    blank = False
     for line, fenced in _fenced(markdown):
         if not fenced and not line.strip():
             if blank:
@@ -215,7 +200,7 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def _macros():
+def _macros() -> Any:
     return _env().get_template("comment.md.j2").module
 
 
@@ -272,93 +257,107 @@ def _noise_phrase(report: Report) -> str | None:
     return "no noise band"
 
 
+#: The headline's phrase for a statistical reason whose interval the headline shows beside it.
+_SHOWN = {"regression_shown": "regression shown", "improvement_shown": "improvement shown",
+          "improvement_required": "improvement required but not shown", "no_regression_shown": "no regression shown"}
+
+
 def _rule_phrase(report: Report, reason: VerdictReason | Reason, delta_shown: bool) -> str:
-    """The rule that decided, shortened where the headline already shows the interval."""
+    """The rule that decided, shortened where the headline already shows the interval; its
+    numbers come from the report's records (the decision, the reporting set, the power line),
+    never from the reason's message."""
     code = str(reason.code or "")
-    message = " ".join(str(reason.message or "").split())
     if code == "held_out_too_small":
-        # The list below gives the whole reason (how many more to hold out); the headline, its gist.
-        short = re.match(r"the reporting set \(([^)]*)\) has only ([^:]*?quer(?:y|ies))", message)
-        return (f"only {short.group(2)} to report on ({short.group(1)})" if short
-                else "the held-out set is too small") + ": too few to decide"
+        return _held_out_phrase(report)
     if delta_shown and code in _STATISTICAL:
-        if code == "regression_shown":
-            return "regression shown"
-        if code == "improvement_shown":
-            return "improvement shown"
-        if code == "improvement_required":
-            return "improvement required but not shown"
-        if code == "no_regression_shown":
-            return "no regression shown"
+        if code in _SHOWN:
+            return _SHOWN[code]
         if code == "non_inferior":
+            # (Reports of schema 1.0-1.2 carry no decision block: no margin is shown for them.)
             margin = _num(report.decision.margin) if report.decision else None
-            if margin is None:
-                # Reports of schema 1.0-1.2 carry no decision block: their margin is only in the
-                # reason's text ("non-inferior within -<margin> (...)").
-                found = re.search(r"(?:margin|within)\s+-?([0-9]+(?:\.[0-9]+)?)", message)
-                margin = float(found.group(1)) if found else None
             return f"non-inferior (margin −{margin:g})" if margin is not None else "non-inferior"
         if code == "too_few_movers":
-            moved = re.search(r"only (\d+) of (\d+) quer(?:y|ies) moved", message)
-            return (f"only {moved.group(1)} of {counted(int(moved.group(2)), 'query', 'queries')} moved" if moved
-                    else "too few queries moved")
-        # the power line's figure where there is one, so the headline and the line below agree
-        caught = _num(report.power.regression_80) if report.power else None
-        if caught is not None:
-            return f"neither a regression nor non-inferiority shown (a −{caught:.3f} regression is caught 80% of the time)"
-        mde = _num(report.delta.mde) if report.delta else None
-        return "neither a regression nor non-inferiority shown" + (
-            f" (minimum detectable effect {mde:.3f})" if mde is not None else " (minimum detectable effect not estimable)")
+            decision = report.decision
+            movers, n = (decision.movers, decision.n) if decision else (None, None)
+            return (f"only {movers} of {counted(n, 'query', 'queries')} moved"
+                    if isinstance(movers, int) and isinstance(n, int) else "too few queries moved")
+        return _neither_phrase(report)
     # "...; limit 20%" is in the reasons list below; the headline keeps the finding.
+    message = " ".join(str(reason.message or "").split())
     return typographic_minus(re.sub(r";\s*limit\s+[^;]*$", "", message))
+
+
+def _held_out_phrase(report: Report) -> str:
+    """The list below gives the whole reason (how many more to hold out); the headline, its
+    gist, from the reporting set the verdict was computed on."""
+    held_out = report.verdict.reporting_set if report.verdict else None
+    count = held_out.query_count if held_out else None
+    if not isinstance(count, int):
+        return "the held-out set is too small: too few to decide"
+    name = (held_out.name if held_out and isinstance(held_out.name, str) else None) or "held-out golden queries"
+    return f"only {counted(count, 'query', 'queries')} to report on ({name}): too few to decide"
+
+
+def _neither_phrase(report: Report) -> str:
+    """Neither claim shown: with the power line's figure where there is one, so the headline
+    and the line below agree."""
+    caught = _num(report.power.regression_80) if report.power else None
+    if caught is not None:
+        return (f"neither a regression nor non-inferiority shown (a −{caught:.3f} regression is caught 80% of the "
+                "time)")
+    mde = _num(report.delta.mde) if report.delta else None
+    return "neither a regression nor non-inferiority shown" + (
+        f" (minimum detectable effect {mde:.3f})" if mde is not None else " (minimum detectable effect not estimable)")
 
 
 def _headline_parts(report: Report) -> list[tuple[str, str]]:
     """(plain, markdown) pieces, joined by ' — '; in the markdown form every piece of data is escaped."""
     kind = _kind(report)
-    reasons = list(report.verdict.reasons or ()) if report.verdict else []
     delta = _shown_delta(report)
-    parts: list[tuple[str, str]] = []
+    parts: list[tuple[str, str]] = [_data_part(f"ℹ️ {kind or 'no verdict'}", 60) if kind not in EMOJI
+                                    else (f"{EMOJI[kind]} {kind}",) * 2]
+    rule = _rule_part(report, kind, delta is not None)
+    if rule is not None:
+        parts.append(_data_part(rule))
+    if delta is not None:
+        parts.append(_delta_part(report, delta))
+    elif kind != "skipped" and not _commensurable(report):  # a skipped change: the reason says why
+        parts.append(("no delta: the baseline is not commensurable",) * 2)
+    count = _query_count(report)
+    if count is not None and delta is not None:
+        parts.append((f"{count} q",) * 2)
+    return parts
 
-    def own(text: str) -> None:
-        parts.append((text, text))
 
-    def data(text: str, limit: int = 240) -> None:
-        plain = " ".join(str(text).split())
-        parts.append((plain, md(plain, limit)))
+def _data_part(text: str, limit: int = 240) -> tuple[str, str]:
+    """A headline piece that quotes data: plain, and escaped for Markdown."""
+    plain = " ".join(str(text).split())
+    return plain, md(plain, limit)
 
-    if kind in EMOJI:
-        own(f"{EMOJI[kind]} {kind}")
-    else:
-        data(f"ℹ️ {kind or 'no verdict'}", 60)
+
+def _rule_part(report: Report, kind: str | None, delta_shown: bool) -> str | None:
+    """The rule that decided; for an accepted change, the rule that failed and who accepted it."""
+    reasons = list(report.verdict.reasons or ()) if report.verdict else []
     if kind == "accepted":
         # The rule that failed, and who accepted it on purpose (the justification is quoted below).
         accepted = report.accepted or empty(Accepted)
         failed: list[Any] = list(accepted.failed_on or ())
         failed = failed or [r for r in reasons if not str(r.code or "").startswith("accept")]
-        phrase = _rule_phrase(report, failed[0], delta is not None) + ", accepted" if failed else "accepted"
-        if accepted.label:
-            phrase += f" ({accepted.label})"
-        data(phrase)
-    elif reasons:
-        data(_rule_phrase(report, reasons[0], delta is not None))
-    if delta is not None:
-        metric = " ".join(str(report.metric or "delta").split())
-        numbers = f" {msigned(delta.mean)} {interval(delta.ci_low, delta.ci_high)}"
-        extra = [p for p in (_noise_phrase(report),) if p]
-        if report.judged and report.judged.judgment_limited:
-            extra.append("judgment-limited")
-        tail = "".join(f", {e}" for e in extra)
-        shown_metric = metric if len(metric) <= 60 else metric[:59] + "…"
-        parts.append((shown_metric + numbers + tail, md(metric, 60) + numbers + tail))
-    elif kind == "skipped":
-        pass  # nothing was measured, and the reason says why
-    elif not _commensurable(report):
-        own("no delta: the baseline is not commensurable")
-    count = _query_count(report)
-    if count is not None and delta is not None:
-        own(f"{count} q")
-    return parts
+        phrase = _rule_phrase(report, failed[0], delta_shown) + ", accepted" if failed else "accepted"
+        return phrase + (f" ({accepted.label})" if accepted.label else "")
+    return _rule_phrase(report, reasons[0], delta_shown) if reasons else None
+
+
+def _delta_part(report: Report, delta: Any) -> tuple[str, str]:
+    """The metric, its delta and interval, and what qualifies them (the noise band, judgments)."""
+    metric = " ".join(str(report.metric or "delta").split())
+    numbers = f" {msigned(delta.mean)} {interval(delta.ci_low, delta.ci_high)}"
+    extra = [p for p in (_noise_phrase(report),) if p]
+    if report.judged and report.judged.judgment_limited:
+        extra.append("judgment-limited")
+    tail = "".join(f", {e}" for e in extra)
+    shown_metric = metric if len(metric) <= 60 else metric[:59] + "…"
+    return shown_metric + numbers + tail, md(metric, 60) + numbers + tail
 
 
 #: Characters of the comment's first line (``### `` and the Markdown headline) and of the plain
@@ -457,8 +456,6 @@ def headlined(report: Report, reproduce_command: str | None = None) -> Report:
     comment's first line says, kept in report.json (the Action's and ``run``'s alike); and with
     ``reproduce_command`` when given, so that a comment rendered later from report.json alone
     (``retrieval-gate comment`` in a fork-safe workflow) quotes the same command."""
-    import dataclasses
-
     if not isinstance(report, Report):
         raise TypeError(f"the headline renders a gate.report.spine.Report, not a {type(report).__name__}")
     if reproduce_command is not None:
@@ -472,8 +469,6 @@ def headlined(report: Report, reproduce_command: str | None = None) -> Report:
 def reproduce_command(config_path: str, base: str | None = None) -> str:
     """The shell command that reproduces a gate run: ``retrieval-gate run --config <path>
     [--base <ref>]``, each argument shell-quoted."""
-    import shlex
-
     return shlex.join(["retrieval-gate", "run", "--config", str(config_path), *(["--base", base] if base else [])])
 
 
@@ -482,8 +477,6 @@ def quoted_reproduce_command(report: Report) -> str | None:
     ``None`` otherwise. report.json may come from a fork's artifact, and a reviewer copies this
     line into a shell: anything but ``retrieval-gate run --config <path> [--base <ref>]`` with plain
     arguments (printable ASCII, none starting with '-', at most 1000 characters) is not quoted."""
-    import shlex
-
     text = report.reproduce_command
     if not isinstance(text, str) or not text:
         return None
@@ -549,25 +542,27 @@ def _measure_rows(report: Report) -> list[dict[str, Any]]:
 
 
 def _per_query_view(report: Report) -> dict[str, Any] | None:
-    rows = [r for r in report.per_query or () if _num(r.delta) is not None]
-    if not rows:
+    scored = [(row, delta) for row in report.per_query or () if (delta := _num(row.delta)) is not None]
+    if not scored:
         return None
-    losses = sorted((r for r in rows if r.delta < 0), key=lambda r: (r.delta, str(r.query_id)))
-    wins = sorted((r for r in rows if r.delta > 0), key=lambda r: (-r.delta, str(r.query_id)))
+    losses = [row for row, _ in sorted(((row, delta) for row, delta in scored if delta < 0),
+                                       key=lambda scored_row: (scored_row[1], str(scored_row[0].query_id)))]
+    wins = [row for row, _ in sorted(((row, delta) for row, delta in scored if delta > 0),
+                                     key=lambda scored_row: (-scored_row[1], str(scored_row[0].query_id)))]
     shown = wins[:TOP_QUERIES] + losses[:TOP_QUERIES]
     return {
         "wins": wins[:TOP_QUERIES],
         "losses": losses[:TOP_QUERIES],
         "n_wins": len(wins),
         "n_losses": len(losses),
-        "n_ties": len(rows) - len(wins) - len(losses),
-        "total": len(rows),
+        "n_ties": len(scored) - len(wins) - len(losses),
+        "total": len(scored),
         "has_stratum": any(r.stratum is not None for r in shown),
     }
 
 
 def _config_view(report: Report) -> dict[str, Any] | None:
-    if not report.has("config_diff"):
+    if isinstance(report.config_diff, Absent):
         return None
     rows = list(report.config_diff)
     return {"rows": rows, "shown": rows[:CONFIG_ROWS], "detail": rows[:CONFIG_DETAIL_ROWS],
@@ -578,26 +573,18 @@ def _attribution_view(report: Report) -> dict[str, Any] | None:
     a = report.attribution
     if not a:
         return None
-    if a.refused is not ABSENT and a.refused is not None:
+    if _given(a.refused):
         return {"kind": "refused", "text": a.refused}
-    if a.error is not ABSENT and a.error is not None:
+    if _given(a.error):
         return {"kind": "error", "text": a.error}
     if a.bundle:
         return {"kind": "bundle", "bundle": a.bundle}
-    grid = a.grid
-
-    def pair(value: Any) -> bool:
-        return isinstance(value, tuple) and len(value) == 2
-
-    ok_grid = (bool(grid) and grid.has("rows") and grid.has("columns") and pair(grid.means)
-               and all(pair(row) for row in grid.means) and pair(grid.row_effects)
-               and pair(grid.column_effects))
     readings = a.readings or empty(AttributionReadings)
     head = (a.headline.text if a.headline else None) or readings.headline or None
     return {
         "kind": "grid",
         "headline": typographic_minus(str(head)) if head else None,
-        "grid": grid if ok_grid else None,
+        "grid": _drawable_grid(a.grid),
         "additivity": typographic_minus(str(readings.additivity)) if readings.additivity else None,
         "interactions": [typographic_minus(str(s)) for s in readings.interactions or () if s][:2],
         "factors": [str(f) for f in a.factors or ()],
@@ -607,10 +594,31 @@ def _attribution_view(report: Report) -> dict[str, Any] | None:
     }
 
 
+def _given(value: object) -> bool:
+    """Whether the report gives the key a value (neither leaves it out nor writes null)."""
+    return value is not ABSENT and value is not None
+
+
+def _pair(value: object) -> TypeGuard[tuple[Any, Any]]:
+    return isinstance(value, tuple) and len(value) == 2
+
+
+def _drawable_grid(grid: AttributionGrid | Absent | None) -> AttributionGrid | None:
+    """The attribution's 2x2 grid when the comment can draw it (rows and columns named, two by two
+    means, two row and two column effects); else None."""
+    if not grid or not (grid.has("rows") and grid.has("columns")):
+        return None
+    means = grid.means
+    if not (_pair(means) and all(_pair(row) for row in means) and _pair(grid.row_effects)
+            and _pair(grid.column_effects)):
+        return None
+    return grid
+
+
 def _full_attribution(report: Report) -> str | None:
     """The whole attribution section (attribution.md.j2), headings nested under the comment's."""
     a = report.attribution
-    if not a or (a.refused is not ABSENT and a.refused is not None) or (a.error is not ABSENT and a.error is not None):
+    if not a or _given(a.refused) or _given(a.error):
         return None
     if not a.bundle and not a.effects:
         return None
@@ -665,24 +673,43 @@ def _baseline_description(baseline: Baseline) -> Any:
 
 
 def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
-    commensurable = _commensurable(report)
-    baseline = report.baseline or empty(Baseline)
+    """What the comment's sections (the macros of comment.md.j2) read, as ``c``."""
     verdict = report.verdict or empty(Verdict)
-    reporting = report.reporting_set or verdict.reporting_set or empty(ReportingSet)
-    candidate = report.candidate or empty(Candidate)
-    reason_messages = {str(r.message) for r in verdict.reasons or ()}
     context = {
+        **_verdict_context(report, verdict),
+        **_numbers_context(report, verdict),
+        **_baseline_context(report),
+        **_validity_context(report, verdict),
+        **_detail_context(report),
+        **_reproduce_context(report, reproduce_command),
+    }
+    if not context["commensurable"]:
+        # No difference between incommensurable numbers, anywhere in the comment.
+        context.update(strata=[], traffic=empty(Traffic), wins_sentence=None, lift=None, per_query=None, measures=[],
+                       all_queries=empty(DeltaAllQueries), attribution=None, power=None, repeats=None, means_note="")
+    return context
+
+
+def _verdict_context(report: Report, verdict: Verdict) -> dict[str, Any]:
+    """The headline, what the verdict was computed on, and its reasons."""
+    return {
         "r": report,
         "headline": Inert(headline(report)),  # escapes its data parts itself
         "kind": _kind(report),
         "suite": report.suite if report.suite is not ABSENT else None,
         "metric": report.metric,
         "query_count": _query_count(report),
-        "reporting": reporting,
+        "reporting": report.reporting_set or verdict.reporting_set or empty(ReportingSet),
         "reasons": _reason_rows(report),
         "accepted": report.accepted or empty(Accepted),
+    }
+
+
+def _numbers_context(report: Report, verdict: Verdict) -> dict[str, Any]:
+    """The delta and the measures, what the set can catch, and the noise band."""
+    return {
         "delta": _shown_delta(report),
-        "commensurable": commensurable,
+        "commensurable": _commensurable(report),
         "measures": _measure_rows(report) if _shown_delta(report) else [],
         "power": _power_sentence(report),
         "repeats": repeats_sentence(report),
@@ -693,10 +720,24 @@ def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
         else None,
         "noise": report.noise_band or empty(NoiseBand),
         "all_queries": report.delta_all_queries or empty(DeltaAllQueries),
+    }
+
+
+def _baseline_context(report: Report) -> dict[str, Any]:
+    """How the baseline was made commensurable."""
+    baseline = report.baseline or empty(Baseline)
+    return {
         "baseline": baseline,
         "archived": baseline.archived or empty(ArchivedBaseline),
         "resolution_words": _RESOLUTION_WORDS,
         "baseline_description": _baseline_description(baseline),
+    }
+
+
+def _validity_context(report: Report, verdict: Verdict) -> dict[str, Any]:
+    """What the PR changed, and the checks of the numbers' validity."""
+    reason_messages = {str(r.message) for r in verdict.reasons or ()}
+    return {
         "config": _config_view(report),
         "attribution": _attribution_view(report),
         "leakage": report.leakage if report.leakage is not ABSENT else None,  # {}: checked, none found
@@ -705,11 +746,24 @@ def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
         "prompts": report.prompts or empty(Prompts),
         "goalposts": list(report.goalposts or ()),
         "warnings": [str(w) for w in report.warnings or () if str(w) not in reason_messages],
+    }
+
+
+def _detail_context(report: Report) -> dict[str, Any]:
+    """The strata, the traffic, the movement buckets and the biggest wins and losses."""
+    return {
         "strata": list(report.strata or ()),
         "traffic": report.traffic or empty(Traffic),
         "wins_sentence": report.wins_sentence or None,
         "lift": _lift_view(report),
         "per_query": _per_query_view(report),
+    }
+
+
+def _reproduce_context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
+    """A failed candidate run's log, and what reproduces the report: inputs, tool, command."""
+    candidate = report.candidate or empty(Candidate)
+    return {
         "candidate_error": candidate.error or None,
         "log_tail": candidate.log_tail or None,
         "log": candidate.log or None,
@@ -718,11 +772,6 @@ def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
         "command": reproduce_command or quoted_reproduce_command(report) or DEFAULT_REPRODUCE_COMMAND,
         "candidate_config": report.candidate_config or empty(CandidateConfig),
     }
-    if not commensurable:
-        # No difference between incommensurable numbers, anywhere in the comment.
-        context.update(strata=[], traffic=empty(Traffic), wins_sentence=None, lift=None, per_query=None, measures=[],
-                       all_queries=empty(DeltaAllQueries), attribution=None, power=None, repeats=None, means_note="")
-    return context
 
 
 # --------------------------------------------------------------------------- public API

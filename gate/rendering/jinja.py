@@ -8,8 +8,9 @@ from typing import Any
 
 import jinja2
 
+from gate.checks.leakage import chunk_listing
 from gate.common.numbers import counted, drop_words
-from gate.rendering.markdown import finalizer, fixed, inert, md_text, signed
+from gate.rendering.markdown import fence, finalizer, fixed, inert, md_text, signed
 from gate.report.typed import ABSENT, Record
 
 
@@ -59,8 +60,6 @@ def given(value, default):
 def matched_chunks(match, shown: int = 3) -> str:
     """A leak's chunks as text (not yet escaped): its best chunk, then the others it matched, up
     to ``shown`` in all, then "and N more" (``chunks_matched`` counts every one)."""
-    from gate.checks.leakage import chunk_listing
-
     best = str(given(match.chunk_id, ""))
     chunks = [str(c.chunk_id) for c in (match.chunks or ())]
     total = match.chunks_matched if isinstance(match.chunks_matched, int) else 0  # no count: no "more"
@@ -80,15 +79,8 @@ def environment() -> jinja2.Environment:
     env.globals["forest"] = inert(forest)
     env.globals["forest_scale"] = forest_scale
     env.filters["chunks"] = matched_chunks  # not yet escaped: `m | chunks | md`
-    env.filters["fence"] = inert(fenced_block)  # data in a code block it cannot close (a runner's log)
+    env.filters["fence"] = inert(fence)  # data in a code block it cannot close (a runner's log)
     return env
-
-
-def fenced_block(text: Any) -> str:
-    """:func:`gate.rendering.comment.fence`: a fenced code block ``text`` cannot close."""
-    from gate.rendering.comment import fence
-
-    return fence(text)
 
 
 def forest(delta: float | None, low: float | None, high: float | None, scale: float, width: int = 21) -> str:

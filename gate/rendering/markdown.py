@@ -83,6 +83,10 @@ CONTROL_CHARACTERS = "\x00-\x08\x0b-\x1f\x7f-\x9f"  # a character class: C0 and 
 _CONTROLS = re.compile(f"[{CONTROL_CHARACTERS}]")
 
 
+# The characters md_text does anything to; every other one is printed as it is.
+_ESCAPED_CHARACTERS = frozenset("@#-:.") | frozenset(_ENTITIES) | _BACKSLASHED | _BIDI
+
+
 def md_text(value: object, limit: int | None = None) -> str:
     """Inert inline Markdown for any value (safe inside a table cell, and at a line's start).
 
@@ -91,6 +95,17 @@ def md_text(value: object, limit: int | None = None) -> str:
     (``#12``) get a zero-width space after their sign; ``://`` and ``www.`` are broken so a URL
     in data is text, not a link; bidirectional controls become U+FFFD; a value that would open
     a heading, list, rule or setext underline at a line's start has that character escaped."""
+    text = _folded(value, limit)
+    out = []
+    previous = ""
+    for index, ch in enumerate(text):
+        out.append(_escaped(text, index, previous) if ch in _ESCAPED_CHARACTERS else ch)
+        previous = ch
+    return _line_start_escaped("".join(out))
+
+
+def _folded(value: object, limit: int | None) -> str:
+    """``value`` as one line of text, at most ``limit`` characters (a cut one ends with "…")."""
     text = "" if value is None else str(value)
     # Controls first (a "\x01# x" must not become " # x", then "# x" at a line's start), then
     # newlines, tabs, U+2028/2029 and runs of spaces fold, leading and trailing ones dropped.
@@ -101,37 +116,49 @@ def md_text(value: object, limit: int | None = None) -> str:
         if space > len(cut) * 0.6:  # at a word's end when one is near: "or judge…", not "or judge t…"
             cut = cut[:space]
         text = cut + "…"
-    out = []
-    previous = ""
-    for index, ch in enumerate(text):
-        following = text[index + 1: index + 2]
-        if ch == "@":
-            # nDCG@10, P@5, RR(rel=2)@10: a cutoff, not a mention (an ASCII word character, or a
-            # measure's closing parenthesis before digits, cannot precede a mention).
-            digits = re.match(r"[0-9]+", text[index + 1:])
-            cutoff = (previous == ")" and digits is not None
-                      and not re.match(r"[A-Za-z0-9/-]", text[index + 1 + digits.end():]))  # @10, not @2pac
-            word = previous.isascii() and (previous.isalnum() or previous == "_")
-            out.append("@" if word or cutoff else "@" + _BREAK)
-        elif ch == "#" and following.isdigit():
-            out.append("#" + _BREAK)
-        elif ch == "-" and following.isdigit() and text[max(0, index - 2): index].lower() == "gh" \
-                and not text[max(0, index - 3): max(0, index - 2)].isalnum():
-            out.append(_BREAK + "-")  # GH-12, an issue reference too
-        elif ch == ":" and text[index + 1: index + 3] == "//":
-            out.append(":" + _BREAK)
-        elif ch == "." and text[max(0, index - 3): index].lower() == "www" and not text[max(0, index - 4): index - 3].isalnum():
-            out.append(_BREAK + ".")
-        elif ch in _ENTITIES:
-            out.append(_ENTITIES[ch])
-        elif ch in _BACKSLASHED:
-            out.append("\\" + ch)
-        elif ch in _BIDI:
-            out.append("\ufffd")
-        else:
-            out.append(ch)
-        previous = ch
-    result = "".join(out)
+    return text
+
+
+def _escaped(text: str, index: int, previous: str) -> str:
+    """``text[index]`` (one of :data:`_ESCAPED_CHARACTERS`) as inert Markdown, given the character
+    before it."""
+    ch = text[index]
+    following = text[index + 1: index + 2]
+    if ch == "@":
+        return _at_sign(text, index, previous)
+    if ch == "#" and following.isdigit():
+        return "#" + _BREAK
+    if ch == "-" and following.isdigit() and text[max(0, index - 2): index].lower() == "gh" \
+            and not text[max(0, index - 3): max(0, index - 2)].isalnum():
+        return _BREAK + "-"  # GH-12, an issue reference too
+    if ch == ":" and text[index + 1: index + 3] == "//":
+        return ":" + _BREAK
+    if ch == "." and text[max(0, index - 3): index].lower() == "www" \
+            and not text[max(0, index - 4): index - 3].isalnum():
+        return _BREAK + "."
+    if ch in _ENTITIES:
+        return _ENTITIES[ch]
+    if ch in _BACKSLASHED:
+        return "\\" + ch
+    if ch in _BIDI:
+        return "\ufffd"
+    return ch
+
+
+def _at_sign(text: str, index: int, previous: str) -> str:
+    """The "@" at ``text[index]``: as it is in a cutoff, with a zero-width space after it where it
+    would mention someone."""
+    # nDCG@10, P@5, RR(rel=2)@10: a cutoff, not a mention (an ASCII word character, or a
+    # measure's closing parenthesis before digits, cannot precede a mention).
+    digits = re.match(r"[0-9]+", text[index + 1:])
+    cutoff = (previous == ")" and digits is not None
+              and not re.match(r"[A-Za-z0-9/-]", text[index + 1 + digits.end():]))  # @10, not @2pac
+    word = previous.isascii() and (previous.isalnum() or previous == "_")
+    return "@" if word or cutoff else "@" + _BREAK
+
+
+def _line_start_escaped(result: str) -> str:
+    """``result`` with the character escaped that would open a block at a line's start."""
     start = _LINE_START.match(result)
     if start:
         # "# x", "- x", "+ x", "1. x", "===": escaped where they would open a block.
@@ -140,3 +167,9 @@ def md_text(value: object, limit: int | None = None) -> str:
     return result
 
 
+def fence(text: Any, info: str = "") -> str:
+    """A fenced code block that ``text`` cannot close (its fence is longer than any backtick run in it)."""
+    body = "" if text is None else str(text)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    mark = "`" * max(3, longest + 1)
+    return f"{mark}{info}\n{body.rstrip()}\n{mark}"

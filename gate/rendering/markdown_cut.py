@@ -30,14 +30,20 @@ _DETAILS_CLOSE = re.compile(r"</details\s*>", re.IGNORECASE)
 def _scan(lines: list[str]) -> tuple[list[bool], list[str | None], list[int]]:
     """For every cut point i (keep ``lines[:i]``): is it safe, which fence is open, how many <details> are open."""
     n = len(lines)
-    in_table = [False] * (n + 1)
+    fence_at, depth_at = _fences_and_details(lines)
+    in_table = _table_cuts(lines, fence_at)
+    safe = [not in_table[i] and fence_at[i] is None and depth_at[i] == 0 for i in range(n + 1)]
+    return safe, fence_at, depth_at
+
+
+def _fences_and_details(lines: list[str]) -> tuple[list[str | None], list[int]]:
+    """For every cut point i: the code fence open there (its opening run of backticks or tildes) and
+    how many <details> are open (outside fences)."""
+    n = len(lines)
     fence_at: list[str | None] = [None] * (n + 1)
     depth_at = [0] * (n + 1)
-
     fence: str | None = None
     depth = 0
-    i = 0
-    # fences and <details>
     for i, line in enumerate(lines):
         fence_at[i] = fence
         depth_at[i] = depth
@@ -48,27 +54,39 @@ def _scan(lines: list[str]) -> tuple[list[bool], list[str | None], list[int]]:
                 continue
             depth += len(_DETAILS_OPEN.findall(line)) - len(_DETAILS_CLOSE.findall(line))
             depth = max(depth, 0)
-        elif match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) and not line.strip()[len(match.group(1)):].strip():
+        elif match and _closes(fence, match.group(1), line):
             fence = None
     fence_at[n] = fence
     depth_at[n] = depth
+    return fence_at, depth_at
 
-    # tables: a header row with a pipe, a delimiter row, then every following non-blank line
+
+def _closes(fence: str, run: str, line: str) -> bool:
+    """Whether ``line``, starting with the fence run ``run``, closes the code block ``fence`` opened:
+    the same character, at least as many, and nothing after it."""
+    return run[0] == fence[0] and len(run) >= len(fence) and not line.strip()[len(run):].strip()
+
+
+def _table_cuts(lines: list[str], fence_at: list[str | None]) -> list[bool]:
+    """For every cut point i: whether it falls inside a table (a header row with a pipe, a
+    delimiter row, then every following non-blank line)."""
+    n = len(lines)
+    in_table = [False] * (n + 1)
     h = 0
     while h < n - 1:
         header, delimiter = lines[h], lines[h + 1]
-        if fence_at[h] is None and "|" in header and "|" in delimiter and _DELIMITER_ROW.match(delimiter.rstrip("\r\n")):
+        if (fence_at[h] is None and "|" in header and "|" in delimiter
+                and _DELIMITER_ROW.match(delimiter.rstrip("\r\n"))):
             end = h + 1
-            while end + 1 < n and lines[end + 1].strip() and fence_at[end + 1] is None and not _FENCE.match(lines[end + 1]):
+            while (end + 1 < n and lines[end + 1].strip() and fence_at[end + 1] is None
+                   and not _FENCE.match(lines[end + 1])):
                 end += 1
             for cut in range(h + 1, end + 1):
                 in_table[cut] = True
             h = end + 1
         else:
             h += 1
-
-    safe = [not in_table[i] and fence_at[i] is None and depth_at[i] == 0 for i in range(n + 1)]
-    return safe, fence_at, depth_at
+    return in_table
 
 
 def _closers(fence: str | None, depth: int) -> str:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Any
 
 from gate.common.numbers import counted
 from gate.rendering.markdown import BIDI_CONTROLS, CONTROL_CHARACTERS, fixed, signed
-from gate.report.spine import Report
-from gate.report.typed import ABSENT
+from gate.rendering.phrases import means_note, repeats_sentence, value_text
+from gate.report.spine import Delta, DeltaAllQueries, Report
+from gate.report.typed import Absent
 
 # What data must not bring to a terminal: control characters (an ANSI escape, a carriage return
 # that overwrites a line, a newline that forges one) and bidirectional overrides that reorder text.
@@ -39,26 +41,24 @@ def terminal_text(markdown: str) -> str:
     return html.unescape(text).replace("\u200b", "")
 
 
-def _fmt(value: float | None, signed_: bool = False) -> str:
-    if value is None or value is ABSENT:  # a key the report leaves out (no baseline, no delta)
+def _fmt(value: float | Absent | None, signed_: bool = False) -> str:
+    if value is None or isinstance(value, Absent):  # a key the report leaves out (no baseline, no delta)
         return "n/a"
     return signed(value, 4) if signed_ else fixed(value, 4)
 
 
-def _delta_line(delta, prefix: str = "delta") -> str:
+def _delta_line(delta: Delta | DeltaAllQueries, prefix: str = "delta") -> str:
     return (f"{prefix} {_fmt(delta.mean, signed_=True)}  95% CI [{_fmt(delta.ci_low, signed_=True)}, "
             f"{_fmt(delta.ci_high, signed_=True)}]")
 
 
-def config_value(value) -> str:
+def config_value(value: Any) -> str:
     """A config value as the comment shows it (JSON: ``false``, ``0.5``, ``["a"]``; strings as
     they are; ``absent`` for a key one side does not set), in plain text."""
-    from gate.rendering.comment import value_text
-
     return "absent" if value == "<absent>" else terminal_safe(value_text(value), lines=False)
 
 
-def _queries(count: int | None) -> str:
+def _queries(count: int | Absent | None) -> str:
     return counted(count, "query", "queries") if isinstance(count, int) else f"{count} queries"
 
 
@@ -67,15 +67,14 @@ def run_summary_lines(report: Report) -> list[str]:
     the delta and its interval (or why there is none), the delta over all judged queries when the
     reporting set is smaller, and every reason the verdict gives."""
     verdict = report.verdict
+    if isinstance(verdict, Absent):
+        raise ValueError("run_summary_lines summarises a run's report: one with a verdict")
     # The headline names the verdict itself (its icon and kind come first).
     lines = [verdict.headline or f"{verdict.kind}: {verdict.reasons[0].message if verdict.reasons else ''}"]
-    reporting = report.reporting_set
-    where = (f"{reporting.name} ({_queries(reporting.query_count)})" if reporting and reporting.name
-             else _queries(report.query_count) if report.query_count else "the golden queries")
     baseline = report.baseline.mean if report.baseline else None
     candidate = report.candidate.mean if report.candidate else None
-    lines.append(f"{report.metric} on {where}: baseline {_fmt(baseline)} -> candidate {_fmt(candidate)}"
-                 + means_note(report))
+    lines.append(f"{report.metric} on {_measured_on(report)}: baseline {_fmt(baseline)} -> candidate "
+                 f"{_fmt(candidate)}" + means_note(report))
     delta = report.delta
     if delta:
         lines.append(_delta_line(delta) + f" ({delta.method} bootstrap, B={delta.samples}, seed={delta.seed})")
@@ -95,6 +94,14 @@ def run_summary_lines(report: Report) -> list[str]:
     return [terminal_safe(line, lines=False) for line in lines]
 
 
+def _measured_on(report: Report) -> str:
+    """The queries the verdict was computed on: the reporting set by name, or how many there are."""
+    reporting = report.reporting_set
+    if reporting and reporting.name:
+        return f"{reporting.name} ({_queries(reporting.query_count)})"
+    return _queries(report.query_count) if report.query_count else "the golden queries"
+
+
 #: A failed run's log in the terminal: its last lines, each cut to this many characters.
 LOG_LINES = 20
 LOG_LINE_CHARACTERS = 300
@@ -105,7 +112,8 @@ def log_tail_lines(report: Report) -> list[str]:
     :data:`LOG_LINE_CHARACTERS` characters, made terminal-safe by the caller) under a line naming
     the log file; none when the run did not fail or left no log."""
     candidate = report.candidate
-    if not candidate or not candidate.error or not isinstance(candidate.log_tail, str) or not candidate.log_tail.strip():
+    if (not candidate or not candidate.error or not isinstance(candidate.log_tail, str)
+            or not candidate.log_tail.strip()):
         return []
     tail = candidate.log_tail.splitlines()[-LOG_LINES:]
     where = f" ({candidate.log})" if isinstance(candidate.log, str) and candidate.log else ""
@@ -151,9 +159,13 @@ def _query_notes(report: Report) -> list[str]:
 def summary_lines(report: Report) -> list[str]:
     """The primary measure's means, delta, interval and tests, the query bookkeeping, every
     other measure: a short plain-text summary of a compare report."""
-    delta = report.delta
+    baseline, candidate, delta, measures = report.baseline, report.candidate, report.delta, report.measures
+    if (isinstance(baseline, Absent) or isinstance(candidate, Absent) or isinstance(delta, Absent)
+            or isinstance(measures, Absent)):
+        raise ValueError("summary_lines summarises a comparison: a report with its baseline, candidate, delta "
+                         "and measures")
     lines = [
-        f"{report.metric}: baseline {_fmt(report.baseline.mean)} -> candidate {_fmt(report.candidate.mean)}"
+        f"{report.metric}: baseline {_fmt(baseline.mean)} -> candidate {_fmt(candidate.mean)}"
         f" on {_queries(report.query_count)}",
         _delta_line(delta) + f" ({delta.method} bootstrap, B={delta.samples}, seed={delta.seed})",
         f"p(delta<=0)={_fmt(delta.p_le_zero)}  sign-flip p={_fmt(delta.p_randomization)}"
@@ -162,35 +174,7 @@ def summary_lines(report: Report) -> list[str]:
     ]
     lines += _query_notes(report)
     lines += _power_lines(report)
-    for name, m in report.measures.items():
+    for name, m in measures.items():
         if name != report.metric:
             lines.append(f"  {name:<16} {_fmt(m.baseline)} -> {_fmt(m.candidate)} ({_fmt(m.delta, signed_=True)})")
     return lines
-
-
-def repeats_sentence(report: Report) -> str | None:
-    """What the candidate's repeats did (report.repeats), in one sentence; None without them."""
-    repeats = report.repeats
-    if not repeats or not isinstance(repeats.reason, str):
-        return None
-    looks = list(repeats.looks or ())
-    last = looks[-1] if looks else None
-    level = (f"; each look tested at α = {last.alpha:g} (the 2.5% split over {len(looks) if len(looks) > 1 else 2} "
-             "looks)" if last is not None and isinstance(last.alpha, (int, float)) and last.alpha < 0.025 else "")
-    if repeats.decided_on_means and last is not None:
-        if len(looks) > 1:
-            why = repeats.reason.removeprefix("rerun: ")
-            return (f"decided on per-query means of {last.candidate_runs} candidate and {last.baseline_runs} baseline "
-                    f"runs: the first look, on one run each, was undecided ({why}){level}")
-        return (f"decided on per-query means of {last.candidate_runs} candidate and {last.baseline_runs} baseline "
-                f"runs ({repeats.reason})")
-    return f"candidate runs {repeats.candidate_runs}, {repeats.rerun}: {repeats.reason}{level}"
-
-
-def means_note(report: Report) -> str:
-    """``" (means of R runs each)"`` when the report's numbers are per-query means of repeats."""
-    repeats = report.repeats
-    looks = list(repeats.looks or ()) if repeats else []
-    if not looks or not repeats.decided_on_means:
-        return ""
-    return f" (means of {looks[-1].candidate_runs} runs each)"

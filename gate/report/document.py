@@ -9,16 +9,27 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+
+import numpy as np
+from numpy.typing import NDArray
 
 from gate import __version__
+from gate.common.errors import InputError
 from gate.common.jsontext import json_text
+from gate.evaluation.evaluate import PerQuery
+from gate.inputs.universe import Universe
 from gate.report import spine
+from gate.report.typed import InvalidRecord
 from gate.statistics.comparison import Comparison
+from gate.statistics.paired import PairedComparison
 
 SCHEMA_VERSION = "1.8"
 
@@ -35,7 +46,8 @@ def comparison_section(comparison: Comparison) -> dict[str, Any]:
                           comparison.paired, comparison.strata)
 
 
-def paired_section(metric: str, universe, before, after, paired, strata: Mapping[str, Any]) -> dict[str, Any]:
+def paired_section(metric: str, universe: Universe, before: PerQuery, after: PerQuery, paired: PairedComparison,
+                   strata: Mapping[str, Any]) -> dict[str, Any]:
     base_values = before.values[metric]
     cand_values = after.values[metric]
     measures = {}
@@ -94,7 +106,7 @@ def paired_section(metric: str, universe, before, after, paired, strata: Mapping
     }
 
 
-def paired_mean(values) -> float:
+def paired_mean(values: NDArray[np.floating[Any]]) -> float:
     return float(values.mean()) if len(values) else 0.0
 
 
@@ -141,9 +153,6 @@ def report_record(data: Mapping[str, Any], what: str = "report.json") -> spine.R
 def read_report(data: Any, source: str) -> spine.Report:
     """An untrusted report (a fork's artifact) as its typed record: validated against the
     schema first (:class:`InputError` names the first key at fault), then built, once."""
-    from gate.common.errors import InputError
-    from gate.report.typed import InvalidRecord
-
     checked = validate_report(data, source)
     try:
         return spine.Report.from_dict(checked)
@@ -154,7 +163,7 @@ def read_report(data: Any, source: str) -> spine.Report:
 # --------------------------------------------------------------------------- reading a saved report
 
 _SCHEMA_PATH = Path(__file__).with_name("report.schema.json")
-_JSON_TYPES = {
+_JSON_TYPES: dict[str, type | tuple[type, ...]] = {
     "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
     "integer": int, "number": (int, float),
 }
@@ -174,14 +183,32 @@ class _Invalid(Exception):
 
 def _check(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any], where: str) -> None:
     """The JSON Schema subset report.schema.json uses: type, enum, const, pattern, minimum,
-    required, properties, additionalProperties, items, $ref, allOf, if/then."""
-    import re
-
+    required, properties, additionalProperties, items, $ref, allOf, if/then. The rules are
+    checked in this order (the first one broken is the one reported)."""
     if "$ref" in schema:
-        target: Any = root
-        for part in schema["$ref"].lstrip("#/").split("/"):
-            target = target[part]
-        _check(value, target, root, where)
+        _check(value, _referenced(schema["$ref"], root), root, where)
+    _check_value(value, schema, where)
+    for sub in schema.get("allOf", ()):
+        _check(value, sub, root, where)
+    if "if" in schema:
+        _check_conditional(value, schema, root, where)
+    if isinstance(value, dict):
+        _check_object(value, schema, root, where)
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            _check(item, schema["items"], root, f"{where}[{i}]")
+
+
+def _referenced(ref: str, root: Mapping[str, Any]) -> Any:
+    """The schema node a ``$ref`` (``#/definitions/...``) points to."""
+    target: Any = root
+    for part in ref.lstrip("#/").split("/"):
+        target = target[part]
+    return target
+
+
+def _check_value(value: Any, schema: Mapping[str, Any], where: str) -> None:
+    """The rules on the value itself: type, enum, const, pattern, minimum."""
     kinds = schema.get("type")
     if kinds is not None:
         kinds = [kinds] if isinstance(kinds, str) else kinds
@@ -195,44 +222,42 @@ def _check(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any], where
         raise _Invalid(f"{where} does not match {schema['pattern']}")
     if "minimum" in schema and _is_type(value, "number") and value < schema["minimum"]:
         raise _Invalid(f"{where} must be at least {schema['minimum']}")
-    for sub in schema.get("allOf", ()):
-        _check(value, sub, root, where)
-    if "if" in schema:
-        try:
-            _check(value, schema["if"], root, where)
-        except _Invalid:
-            pass
-        else:
-            _check(value, schema.get("then", {}), root, where)
-    if isinstance(value, dict):
-        for key in schema.get("required", ()):
-            if key not in value:
-                raise _Invalid(f"{where + '.' if where else ''}{key} is missing")
-        props = schema.get("properties", {})
-        extra = schema.get("additionalProperties", True)
-        for key, sub in value.items():
-            path = f"{where}.{key}" if where else str(key)
-            if key in props:
-                _check(sub, props[key], root, path)
-            elif isinstance(extra, dict):
-                _check(sub, extra, root, path)
-            elif extra is False:
-                raise _Invalid(f"{path} is not a report key")
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for i, item in enumerate(value):
-            _check(item, schema["items"], root, f"{where}[{i}]")
+
+
+def _check_conditional(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any], where: str) -> None:
+    """if/then: ``then`` holds wherever ``if`` does."""
+    try:
+        _check(value, schema["if"], root, where)
+    except _Invalid:
+        return
+    _check(value, schema.get("then", {}), root, where)
+
+
+def _check_object(value: dict[str, Any], schema: Mapping[str, Any], root: Mapping[str, Any], where: str) -> None:
+    """An object's rules: required, then each key against properties or additionalProperties."""
+    for key in schema.get("required", ()):
+        if key not in value:
+            raise _Invalid(f"{where + '.' if where else ''}{key} is missing")
+    props = schema.get("properties", {})
+    extra = schema.get("additionalProperties", True)
+    for key, sub in value.items():
+        path = f"{where}.{key}" if where else str(key)
+        if key in props:
+            _check(sub, props[key], root, path)
+        elif isinstance(extra, dict):
+            _check(sub, extra, root, path)
+        elif extra is False:
+            raise _Invalid(f"{path} is not a report key")
 
 
 @lru_cache(maxsize=1)
 def _schema() -> Mapping[str, Any]:
-    return json.loads(_SCHEMA_PATH.read_text(encoding="utf-8"))
+    return cast(Mapping[str, Any], json.loads(_SCHEMA_PATH.read_text(encoding="utf-8")))
 
 
 def validate_report(data: Any, source: str) -> dict[str, Any]:
     """``data`` checked against gate/report/report.schema.json (the subset of JSON Schema it
     uses, without the jsonschema package); :class:`InputError` names the first key at fault."""
-    from gate.common.errors import InputError
-
     schema = _schema()
     try:
         _check(data, schema, schema, "")
@@ -240,10 +265,12 @@ def validate_report(data: Any, source: str) -> dict[str, Any]:
         raise InputError(source, None, f"not a report this version can read: {problem}") from None
     except RecursionError:
         raise InputError(source, None, "not a report this version can read: nested too deeply") from None
-    return data
+    return cast(dict[str, Any], data)  # the schema's root is an object: a report that passed is a dict
 
 
-_PLAIN_TYPES = {"string": (str,), "null": (type(None),), "number": (int, float), "boolean": (bool,)}
+_PLAIN_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "null": (type(None),), "number": (int, float), "boolean": (bool,),
+}
 
 
 def _plain_record_rules(node: Mapping[str, Any]) -> tuple[frozenset[str], dict[str, tuple[type, ...]]] | None:
@@ -294,10 +321,7 @@ def _problems(data: Any, schema: Mapping[str, Any]) -> list[str]:
             return
         target = node
         while "$ref" in target:
-            ref: Any = schema
-            for part in target["$ref"].lstrip("#/").split("/"):
-                ref = ref[part]
-            target = ref
+            target = _referenced(target["$ref"], schema)
         if isinstance(value, dict):
             props = target.get("properties", {})
             extra = target.get("additionalProperties", True)
@@ -331,9 +355,6 @@ def check_own_report(report: Mapping[str, Any], what: str = "report.json", *, as
     ``RETRIEVAL_GATE_REPORT_CHECK=raise`` (the test suite) it is an AssertionError instead;
     ``log:<path>`` appends each problem to that file. ``as_json``: the report already through
     ``json.loads(json.dumps(...))`` (it is checked as it will be read)."""
-    import os
-    import sys
-
     schema = _schema()
     try:
         problems = _problems(as_json if as_json is not None else json.loads(json.dumps(report, allow_nan=False)),

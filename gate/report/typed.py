@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 
 class InvalidRecord(ValueError):
@@ -29,7 +29,8 @@ class Absent:
             cls._instance = super().__new__(cls)
         return cls._instance
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> Literal[False]:
+        # Literal[False]: a type checker drops Absent from a value that tested true (`if report.delta:`).
         return False
 
     def __repr__(self) -> str:
@@ -89,12 +90,12 @@ class Nullable:
 class ListOf:
     inner: Any
 
-    def load(self, value: Any, where: str) -> tuple:
+    def load(self, value: Any, where: str) -> tuple[Any, ...]:
         if not isinstance(value, list):
             raise InvalidRecord(f"{where} must be an array")
         return tuple(self.inner.load(item, f"{where}[{i}]") for i, item in enumerate(value))
 
-    def dump(self, value: Any) -> list:
+    def dump(self, value: Any) -> list[Any]:
         return [self.inner.dump(item) for item in value]
 
 
@@ -102,23 +103,23 @@ class ListOf:
 class MapOf:
     inner: Any
 
-    def load(self, value: Any, where: str) -> dict:
+    def load(self, value: Any, where: str) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise InvalidRecord(f"{where} must be an object")
         return {key: self.inner.load(item, f"{where}.{key}") for key, item in value.items()}
 
-    def dump(self, value: Any) -> dict:
+    def dump(self, value: Any) -> dict[str, Any]:
         return {key: self.inner.dump(item) for key, item in value.items()}
 
 
 @dataclass(frozen=True)
 class RecordOf:
-    kind: type  # a Record subclass
+    kind: type[Record]
 
     def load(self, value: Any, where: str) -> Record:
         return self.kind.from_dict(value, where)
 
-    def dump(self, value: Record) -> dict:
+    def dump(self, value: Record) -> dict[str, Any]:
         return value.to_dict()
 
 
@@ -140,7 +141,7 @@ class Record:
         return tuple(f for f in fields(cls) if "kind" in f.metadata)  # type: ignore[arg-type]
 
     @classmethod
-    def from_dict(cls, data: Any, where: str = "report") -> Any:
+    def from_dict(cls: type[RecordT], data: Any, where: str = "report") -> RecordT:
         """The record of ``data``; an unknown key, a missing required key or a value of the
         wrong kind is :class:`InvalidRecord`, naming its path."""
         if not isinstance(data, Mapping):
@@ -175,10 +176,13 @@ class Record:
         return any(getattr(self, f.name) is not ABSENT for f in self.keys())
 
 
-def empty(kind: type) -> Any:
+RecordT = TypeVar("RecordT", bound=Record)
+
+
+def empty(kind: type[RecordT]) -> RecordT:
     """A record of ``kind`` with every key absent (falsy): what a missing or null section reads
     as where the code wants one shape for both."""
-    record = object.__new__(kind)
+    record: RecordT = object.__new__(kind)
     for f in kind.keys():
         object.__setattr__(record, f.name, ABSENT)
     return record
