@@ -28,8 +28,10 @@ class ExampleFiles:
 def write_example_files(out: str | Path, seed: int = 7, queries: int = 120, docs: int = 400) -> ExampleFiles:
     rng = np.random.default_rng(seed)
     out = Path(out)
-    query_lines, qrels_lines = [], []
-    base_lines, cand_lines = [], []
+    query_lines: list[str] = []
+    qrels_lines: list[str] = []
+    base_lines: list[str] = []
+    cand_lines: list[str] = []
     for i in range(queries):
         qid = f"q_{i + 1:04d}"
         stratum = STRATA[i % len(STRATA)]

@@ -12,7 +12,7 @@ pilot would read exactly the same things; anything else, another seed, scale,
 an edited retriever, runs the pilot.
 
 The package ships the entry of the default demo (seed 7, scale 1.0), written by
-``python -m gate.demo.pilot_cache``; ``tests/demo/test_pilot_cache.py`` checks
+``python -m gate.demo.pilot_refresh``; ``tests/demo/test_pilot_cache.py`` checks
 that it is current and that a fresh pilot reproduces it. The library versions
 it was computed with are recorded beside it (the key does not include them: a
 newer faiss on a user's machine keeps the demo's story rather than recalibrating
@@ -38,9 +38,8 @@ CACHE_FILE = Path(__file__).with_name("pilot_scores.json")
 _FORMAT = "retrieval-gate demo pilot 1"
 _GATE = Path(__file__).resolve().parents[1]
 # The code a pilot's numbers depend on beyond its data: retrieval, run records, scoring.
-_CODE = ("runs/reference.py", "common/fixed_order.py", "inputs/readers/records.py", "evaluation/evaluate.py", "evaluation/label_join.py",
-         "evaluation/labeljoin.c",
-         "evaluation/measures")
+_CODE = ("runs/reference.py", "common/fixed_order.py", "inputs/readers/records.py", "evaluation/evaluate.py",
+         "evaluation/label_join.py", "evaluation/labeljoin.c", "evaluation/measures")
 _LIBRARIES = ("numpy", "scipy", "faiss-cpu", "bm25s")
 
 
@@ -115,7 +114,7 @@ def lookup(key: str, cells: Sequence[tuple[str, str]], size: int,
 def store(key: str, scores: Mapping[tuple[str, str], np.ndarray], path: Path = CACHE_FILE, *,
           label: str = "") -> None:
     """Record ``scores`` under ``key`` (replacing an entry of the same label or key), atomically."""
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in _LIBRARIES:
         try:
             versions[name] = metadata.version(name)
@@ -129,17 +128,7 @@ def store(key: str, scores: Mapping[tuple[str, str], np.ndarray], path: Path = C
     write_text_atomic(path, text + "\n")
 
 
-def main() -> int:
-    """Recompute the shipped entry: the pilot of the default demo world (seed 7, scale 1.0)."""
-    import tempfile
-
-    from gate.demo import world as W
-
-    with tempfile.TemporaryDirectory() as tmp:
-        W.build_world(tmp, seed=7, scale=1.0, pilot_cache="refresh")
-    print(f"wrote {CACHE_FILE}")
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # The refresh builds the demo world, and the world reads this cache: the command lives
+    # beside it, in gate.demo.pilot_refresh, so that the two modules do not import each other.
+    raise SystemExit("the pilot cache is refreshed by: python -m gate.demo.pilot_refresh")

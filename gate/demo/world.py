@@ -94,9 +94,13 @@ from typing import Any
 
 import numpy as np
 
+from gate.checks.leakage import find_leaks
 from gate.common.atomic import write_text_atomic
 from gate.demo import text as T
-from gate.inputs.readers.records import Query
+from gate.demo.pilot_cache import lookup, pilot_key, store
+from gate.evaluation.evaluate import evaluate
+from gate.inputs.readers.records import Chunk, Qrels, Query, Run
+from gate.runs.reference import retrieve, settings_from_config
 
 __all__ = [
     "STRATA",
@@ -406,7 +410,7 @@ def _named_error_page(r: _Res, g: _Gen, cond: tuple[str, str, str, str], status:
         Section("c2", "Common causes", [f"Usually {cause.format(**f)}. " + _prose(r, g, 1)]),
         Section("c3", "How to fix it", [f"To resolve it, {fix.format(**f)}. " + _prose(r, g, 1)]),
         Section("c4", "Example response", ["The error body carries the code, a message and a request id."],
-                code='{"error": {"code": "%s", "status": %d}}' % (code, status)),
+                code=f'{{"error": {{"code": "{code}", "status": {status:d}}}}}'),
         Section("c5", "Related", [_prose(r, g, 2)]),
     ]
     return Page(f"errors/{code.lower().replace('_', '-')}", code, "error", secs, r.index)
@@ -420,7 +424,7 @@ def _numeric_error_page(r: _Res, g: _Gen, code: str, meaning: str) -> Page:
         Section("c3", "How to fix it", [
             f"Check the {g.pick(r.topics)} of the {r.s} and send the request again. " + _prose(r, g, 1)]),
         Section("c4", "Example response", ["The body repeats the code next to a human readable message."],
-                code='{"error": {"code": "%s"}}' % code),
+                code=f'{{"error": {{"code": "{code}"}}}}'),
         Section("c5", "Related", [_prose(r, g, 2)]),
     ]
     return Page(f"errors/{code.lower()}", f"Error {code}", "error", secs, r.index)
@@ -536,55 +540,32 @@ class _Site:
         return [r for r in self.res if not r.trap] or self.res
 
 
+@dataclass
+class _SiteParts:
+    """The site's pages and ground-truth rows as :func:`_build_site` makes them, resource by resource."""
+    pages: list[Page] = field(default_factory=list)
+    limits_rows: list[tuple[int, str, str, int]] = field(default_factory=list)
+    pricing_rows: list[tuple[int, str, str, int]] = field(default_factory=list)
+    named_errors: list[tuple[int, str, str]] = field(default_factory=list)
+    numeric_errors: list[tuple[int, str, str]] = field(default_factory=list)
+    guides: list[tuple[int, int, str]] = field(default_factory=list)
+    used_codes: set[str] = field(default_factory=set)  # generated error codes, each used once
+
+
 def _build_site(g: _Gen) -> _Site:
     all_res = [_Res(i, e) for i, e in enumerate(T.RESOURCES)]
     n_res = min(len(all_res), max(16, int(round(len(all_res) * g.scale))))
     res = sorted(g.sample(all_res, n_res), key=lambda x: x.index) if n_res < len(all_res) else all_res
-    pages: list[Page] = []
-    limits_rows, pricing_rows = [], []
-    named_errors, numeric_errors, guides = [], [], []
+    parts = _SiteParts()
     n_tasks = min(len(T.HOWTO_TASKS), g.count(len(T.HOWTO_TASKS), 5))
     n_named = min(len(T.ERROR_CONDITIONS), g.count(11, 4))
     n_numeric = g.count(6, 2)
     n_langs = min(len(T.SDK_LANGS), g.count(8, 2))
-    used_codes: set[str] = set()
     for r in res:
-        pages.append(_reference_page(r, g))
-        order = [int(i) for i in g.rng.permutation(len(T.LIMIT_ATTRIBUTES))]
-        rate = [i for i in order if T.LIMIT_ATTRIBUTES[i][0] in ("api rate limit", "hourly request limit")]
-        plain = [i for i in order if i not in rate][:2]
-        lp = _limits_page(r, g, plain, rate)
-        pages.append(lp)
-        limits_rows += [(r.index, lp.slug, "c2", i) for i in plain] + [(r.index, lp.slug, "c4", i) for i in rate]
-        if r.family in T.PRICED_FAMILIES:
-            attrs = sorted(g.sample(list(range(len(T.PRICING_ATTRIBUTES))), 3))
-            pp = _pricing_page(r, g, attrs)
-            pages.append(pp)
-            pricing_rows += [(r.index, pp.slug, "c2", i) for i in attrs]
-        pages.append(_concept_page(r, g))
-        pages.append(_migration_page(r, g))
-        for ti in sorted(g.sample(list(range(len(T.HOWTO_TASKS))), n_tasks)):
-            gp = _guide_page(r, g, T.HOWTO_TASKS[ti])
-            pages.append(gp)
-            guides.append((r.index, ti, gp.slug))
-        for cond in g.sample(T.ERROR_CONDITIONS, n_named):
-            ep = _named_error_page(r, g, cond, g.pick((400, 404, 409, 413, 422, 429)))
-            pages.append(ep)
-            named_errors.append((r.index, ep.title, ep.slug))
-        fam = g.pick(T.NUMERIC_FAMILIES)
-        for _ in range(n_numeric):
-            while True:
-                code = f"E{fam}{int(g.rng.integers(10, 100))}"
-                if code not in used_codes:
-                    break
-            used_codes.add(code)
-            ep = _numeric_error_page(r, g, code, g.pick(T.NUMERIC_MEANINGS))
-            pages.append(ep)
-            numeric_errors.append((r.index, code, ep.slug))
-        for lang in T.SDK_LANGS[:n_langs]:
-            pages.append(_sdk_page(r, lang, g))
-    for code, reason, meaning in T.HTTP_ERRORS:
-        pages.append(_http_error_page(code, reason, meaning, g, res))
+        _add_resource_pages(r, g, parts, n_tasks=n_tasks, n_named=n_named, n_numeric=n_numeric, n_langs=n_langs)
+    pages = parts.pages
+    for status, reason, meaning in T.HTTP_ERRORS:
+        pages.append(_http_error_page(status, reason, meaning, g, res))
     changelogs = []
     for day in sorted(g.sample(list(range(336 * 3)), g.count(600, 10))):
         cp = _changelog_page(day, g, res)
@@ -598,7 +579,48 @@ def _build_site(g: _Gen) -> _Site:
         stems = {w[:5] for w in r.s.split()}
         r.trap = any(x is not r and stems & {w[:5] for w in x.s.split()} for x in res)
     by_slug = {p.slug: p for p in pages}
-    return _Site(res, pages, by_slug, limits_rows, pricing_rows, named_errors, numeric_errors, guides, changelogs)
+    return _Site(res, pages, by_slug, parts.limits_rows, parts.pricing_rows, parts.named_errors,
+                 parts.numeric_errors, parts.guides, changelogs)
+
+
+def _add_resource_pages(r: _Res, g: _Gen, parts: _SiteParts, *, n_tasks: int, n_named: int, n_numeric: int,
+                        n_langs: int) -> None:
+    """A resource's pages, in the order the generator draws them: reference, limits (and pricing),
+    concept, migration, guides, named and numeric error pages, SDK pages."""
+    parts.pages.append(_reference_page(r, g))
+    order = [int(i) for i in g.rng.permutation(len(T.LIMIT_ATTRIBUTES))]
+    rate = [i for i in order if T.LIMIT_ATTRIBUTES[i][0] in ("api rate limit", "hourly request limit")]
+    plain = [i for i in order if i not in rate][:2]
+    lp = _limits_page(r, g, plain, rate)
+    parts.pages.append(lp)
+    parts.limits_rows += [(r.index, lp.slug, "c2", i) for i in plain] + [(r.index, lp.slug, "c4", i) for i in rate]
+    if r.family in T.PRICED_FAMILIES:
+        attrs = sorted(g.sample(list(range(len(T.PRICING_ATTRIBUTES))), 3))
+        pp = _pricing_page(r, g, attrs)
+        parts.pages.append(pp)
+        parts.pricing_rows += [(r.index, pp.slug, "c2", i) for i in attrs]
+    parts.pages.append(_concept_page(r, g))
+    parts.pages.append(_migration_page(r, g))
+    for ti in sorted(g.sample(list(range(len(T.HOWTO_TASKS))), n_tasks)):
+        gp = _guide_page(r, g, T.HOWTO_TASKS[ti])
+        parts.pages.append(gp)
+        parts.guides.append((r.index, ti, gp.slug))
+    for cond in g.sample(T.ERROR_CONDITIONS, n_named):
+        ep = _named_error_page(r, g, cond, g.pick((400, 404, 409, 413, 422, 429)))
+        parts.pages.append(ep)
+        parts.named_errors.append((r.index, ep.title, ep.slug))
+    fam = g.pick(T.NUMERIC_FAMILIES)
+    for _ in range(n_numeric):
+        while True:
+            code = f"E{fam}{int(g.rng.integers(10, 100))}"
+            if code not in parts.used_codes:
+                break
+        parts.used_codes.add(code)
+        ep = _numeric_error_page(r, g, code, g.pick(T.NUMERIC_MEANINGS))
+        parts.pages.append(ep)
+        parts.numeric_errors.append((r.index, code, ep.slug))
+    for lang in T.SDK_LANGS[:n_langs]:
+        parts.pages.append(_sdk_page(r, lang, g))
 
 
 # --------------------------------------------------------------------------- queries
@@ -655,43 +677,55 @@ _DOING = ("creating {p}", "listing {p}", "updating {a} {s}", "sending {p} in a l
 
 def _error_string(site: _Site, g: _Gen) -> GoldenQuery:
     kind = g.pick(("named", "numeric", "numeric", "http", "http"))
-    if kind == "named":
-        ri, code, slug = g.pick([e for e in site.named_errors if site.res_by_index[e[0]].trap] or site.named_errors)
-        r = site.res_by_index[ri]
-        tpl = g.pick(_NAMED_ERROR_QUERIES)
-        doing = _fill(g.pick(_DOING), r, g)
-        text = tpl.format(code=code, doing=doing, p=r.p, s=r.s)
-        page = site.by_slug[slug]
-        grades = {page.chunk("c1"): 3, page.chunk("c2"): 2, page.chunk("c3"): 2, page.chunk("c4"): 1}
-        sibs = [s for _, c, s in site.named_errors if c.startswith(r.code) and s != slug]
-        for s in g.sample(sibs, 2):
-            grades.setdefault(site.by_slug[s].chunk("c1"), 0)
-        leakable = tpl.startswith("what does")
-    elif kind == "numeric":
-        ri, code, slug = g.pick(site.numeric_errors)
-        r = site.res_by_index[ri]
-        tpl = g.pick(_NUMERIC_ERROR_QUERIES)
-        text = tpl.format(code=code, p=r.p, s=r.s)
-        page = site.by_slug[slug]
-        grades = {page.chunk("c1"): 3, page.chunk("c3"): 2, page.chunk("c2"): 1}
-        sibs = [s for _, c, s in site.numeric_errors if c[:3] == code[:3] and s != slug]
-        for s in g.sample(sibs, 2):
-            grades.setdefault(site.by_slug[s].chunk("c1"), 0)
-        leakable = tpl.startswith("what is")
-    else:
-        often = [e for e in T.HTTP_ERRORS if e[0] == 429] * 2  # the status people search for most
-        code, reason, _ = g.pick([e for e in T.HTTP_ERRORS if e[0] in (401, 403, 409, 413, 503)] + often)
-        r = g.pick(site.res)
-        tpl = g.pick(_HTTP_ERROR_QUERIES)
-        doing = _fill(g.pick(_DOING), r, g)
-        text = tpl.format(status=f"{code} {reason}", doing=doing, p=r.p)
-        page = site.by_slug[f"errors/http-{code}"]
-        grades = {page.chunk("c1"): 3, page.chunk("c2"): 2, page.chunk("c3"): 1}
-        if code == 429:
-            grades[f"reference/{r.slug}-limits#c3"] = 2
-        leakable = code == 429
+    make = {"named": _named_error_query, "numeric": _numeric_error_query, "http": _http_error_query}[kind]
+    text, grades, leakable = make(site, g)
     v4 = {k: v for k, v in grades.items() if v >= 2}
     return GoldenQuery("error_string", text, grades, v4, leakable=leakable, kind=f"err-{kind}")
+
+
+def _named_error_query(site: _Site, g: _Gen) -> tuple[str, dict[str, int], bool]:
+    """A query carrying a named error code (``ERR_WEBHOOK_SIGNATURE``-style): its text, grades and
+    whether an FAQ page would carry it."""
+    ri, code, slug = g.pick([e for e in site.named_errors if site.res_by_index[e[0]].trap] or site.named_errors)
+    r = site.res_by_index[ri]
+    tpl = g.pick(_NAMED_ERROR_QUERIES)
+    doing = _fill(g.pick(_DOING), r, g)
+    text = tpl.format(code=code, doing=doing, p=r.p, s=r.s)
+    page = site.by_slug[slug]
+    grades = {page.chunk("c1"): 3, page.chunk("c2"): 2, page.chunk("c3"): 2, page.chunk("c4"): 1}
+    sibs = [s for _, c, s in site.named_errors if c.startswith(r.code) and s != slug]
+    for s in g.sample(sibs, 2):
+        grades.setdefault(site.by_slug[s].chunk("c1"), 0)
+    return text, grades, tpl.startswith("what does")
+
+
+def _numeric_error_query(site: _Site, g: _Gen) -> tuple[str, dict[str, int], bool]:
+    """A query carrying a generated error code (``E4127``), as :func:`_named_error_query`."""
+    ri, code, slug = g.pick(site.numeric_errors)
+    r = site.res_by_index[ri]
+    tpl = g.pick(_NUMERIC_ERROR_QUERIES)
+    text = tpl.format(code=code, p=r.p, s=r.s)
+    page = site.by_slug[slug]
+    grades = {page.chunk("c1"): 3, page.chunk("c3"): 2, page.chunk("c2"): 1}
+    sibs = [s for _, c, s in site.numeric_errors if c[:3] == code[:3] and s != slug]
+    for s in g.sample(sibs, 2):
+        grades.setdefault(site.by_slug[s].chunk("c1"), 0)
+    return text, grades, tpl.startswith("what is")
+
+
+def _http_error_query(site: _Site, g: _Gen) -> tuple[str, dict[str, int], bool]:
+    """A query carrying an HTTP status (``429 Too Many Requests``), as :func:`_named_error_query`."""
+    often = [e for e in T.HTTP_ERRORS if e[0] == 429] * 2  # the status people search for most
+    code, reason, _ = g.pick([e for e in T.HTTP_ERRORS if e[0] in (401, 403, 409, 413, 503)] + often)
+    r = g.pick(site.res)
+    tpl = g.pick(_HTTP_ERROR_QUERIES)
+    doing = _fill(g.pick(_DOING), r, g)
+    text = tpl.format(status=f"{code} {reason}", doing=doing, p=r.p)
+    page = site.by_slug[f"errors/http-{code}"]
+    grades = {page.chunk("c1"): 3, page.chunk("c2"): 2, page.chunk("c3"): 1}
+    if code == 429:
+        grades[f"reference/{r.slug}-limits#c3"] = 2
+    return text, grades, code == 429
 
 
 _COUNT_QUERIES = ("how many {label} on the {plan} plan", "{label} on the {plan} tier", "{label} {plan} plan")
@@ -979,9 +1013,6 @@ def _candidates(site: _Site, g: _Gen) -> list[GoldenQuery]:
     "Nearly verbatim" is what the gate's own leakage check says (exact and
     trigram-Jaccard modes, default threshold): only the FAQ page may leak.
     """
-    from gate.checks.leakage import find_leaks
-    from gate.inputs.readers.records import Chunk
-
     pool: list[GoldenQuery] = []
     texts: set[str] = set()
     for stratum in STRATA:
@@ -1027,10 +1058,6 @@ def _pilot(pool: list[GoldenQuery], corpora: Mapping[str, Path]) -> dict[tuple[s
     The settings of :data:`RETRIEVAL_OLD` / :data:`RETRIEVAL_NEW`, judged with
     the candidates' v5 judgments, averaged over :data:`PILOT_SEEDS`.
     """
-    from gate.evaluation.evaluate import evaluate
-    from gate.inputs.readers.records import Qrels, Run
-    from gate.runs.reference import retrieve, settings_from_config
-
     ids = [q.query_id for q in pool]
     qrels = Qrels("pilot", {q.query_id: dict(q.v5) for q in pool})
     queries = [(q.query_id, q.text) for q in pool]
@@ -1055,17 +1082,15 @@ def _calibration(pool: list[GoldenQuery], corpora: Mapping[str, Path],
                  cache: str) -> tuple[dict[tuple[str, str], np.ndarray], str]:
     """The pilot's scores: from :mod:`gate.demo.pilot_cache` when its fingerprint of these inputs matches
     (``cache="use"``), else computed; ``cache="refresh"`` computes and stores them, ``"off"`` only computes."""
-    from gate.demo import pilot_cache
-
-    key = pilot_cache.pilot_key([(q.query_id, q.text, q.v5) for q in pool], corpora,
-                                {"old": RETRIEVAL_OLD, "new": RETRIEVAL_NEW}, PILOT_SEEDS)
+    key = pilot_key([(q.query_id, q.text, q.v5) for q in pool], corpora,
+                    {"old": RETRIEVAL_OLD, "new": RETRIEVAL_NEW}, PILOT_SEEDS)
     if cache == "use":
-        found = pilot_cache.lookup(key, _pilot_cells(), len(pool))
+        found = lookup(key, _pilot_cells(), len(pool))
         if found is not None:
             return found, "cached"
     scores = _pilot(pool, corpora)
     if cache == "refresh":
-        pilot_cache.store(key, scores, label="default demo world")
+        store(key, scores, label="default demo world")
     return scores, "computed"
 
 
@@ -1086,34 +1111,102 @@ def _select(pool: list[GoldenQuery], forced: list[GoldenQuery], scores: dict[tup
         if scores is None:
             chosen += must + start
             continue
-        rows = np.array([index[q.query_id] for q in members])
-        d1 = (scores[("new", "v1")] - scores[("old", "v1")])[rows]
-        d2 = (scores[("new", "v2")] - scores[("old", "v2")])[rows]
-        level = scores[("old", "v2")][rows]
-        t1, t2 = STORY_TARGETS[stratum]
-        pos = {q.query_id: k for k, q in enumerate(members)}
-        current = [pos[q.query_id] for q in start]
-        others = [pos[q.query_id] for q in free if q not in start]
-
-        def cost(sel: list[int]) -> float:
-            # The leaked queries are in the set but not in the aim: the gate reports without them.
-            return ((d1[sel].mean() - t1) ** 2 + (d2[sel].mean() - t2) ** 2
-                    + LEVEL_WEIGHT * (level[sel].mean() - LEVELS[stratum]) ** 2)
-
-        best = cost(current)
-        improved = True
-        while improved:
-            improved = False
-            for i in range(len(current)):
-                for j in range(len(others)):
-                    trial = current[:i] + [others[j]] + current[i + 1:]
-                    c = cost(trial)
-                    if c < best - 1e-12:
-                        current[i], others[j] = others[j], current[i]
-                        best, improved = c, True
-        chosen += must + [members[k] for k in sorted(current)]
-        reached[stratum] = (float(d1[current].mean()), float(d2[current].mean()))
+        picked, reached[stratum] = _closest_to_story(stratum, members, free, start, scores, index)
+        chosen += must + picked
     return chosen
+
+
+def _closest_to_story(stratum: str, members: list[GoldenQuery], free: list[GoldenQuery], start: list[GoldenQuery],
+                      scores: dict[tuple[str, str], np.ndarray],
+                      index: Mapping[str, int]) -> tuple[list[GoldenQuery], tuple[float, float]]:
+    """The stratum's free candidates, from ``start``, swapped one for another while the distance of
+    their mean model effects to :data:`STORY_TARGETS` falls; with the mean effects (v1, v2) reached."""
+    rows = np.array([index[q.query_id] for q in members])
+    d1 = (scores[("new", "v1")] - scores[("old", "v1")])[rows]
+    d2 = (scores[("new", "v2")] - scores[("old", "v2")])[rows]
+    level = scores[("old", "v2")][rows]
+    t1, t2 = STORY_TARGETS[stratum]
+    pos = {q.query_id: k for k, q in enumerate(members)}
+    current = [pos[q.query_id] for q in start]
+    others = [pos[q.query_id] for q in free if q not in start]
+
+    def cost(sel: list[int]) -> float:
+        # The leaked queries are in the set but not in the aim: the gate reports without them.
+        return ((d1[sel].mean() - t1) ** 2 + (d2[sel].mean() - t2) ** 2
+                + LEVEL_WEIGHT * (level[sel].mean() - LEVELS[stratum]) ** 2)
+
+    best = cost(current)
+    improved = True
+    while improved:
+        improved = False
+        for i in range(len(current)):
+            for j in range(len(others)):
+                trial = current[:i] + [others[j]] + current[i + 1:]
+                c = cost(trial)
+                if c < best - 1e-12:
+                    current[i], others[j] = others[j], current[i]
+                    best, improved = c, True
+    return [members[k] for k in sorted(current)], (float(d1[current].mean()), float(d2[current].mean()))
+
+
+def _leak(pool: list[GoldenQuery], g: _Gen, site: _Site) -> tuple[list[GoldenQuery], Page]:
+    """The nine leaked candidates (one per :data:`_LEAK_STRATA` entry, phrased as an FAQ would
+    when one is) and the FAQ page that holds them verbatim, each judged useful (grade 2) there."""
+    leaked: list[GoldenQuery] = []
+    for stratum in _LEAK_STRATA:
+        options = [q for q in pool if q.stratum == stratum and q.leakable and q not in leaked]
+        if not options:
+            options = [q for q in pool if q.stratum == stratum and q not in leaked]
+        leaked.append(g.pick(options))
+    for q in leaked:
+        q.answer = _faq_answer(q, site)
+    faq, where = _faq_page(leaked, g, site)
+    for q in leaked:
+        q.v5[where[q.query_id]] = 2
+    return leaked, faq
+
+
+def _write_site(out: Path, pages: list[Page]) -> tuple[dict[str, int], int]:
+    """``site.jsonl`` and the two corpus snapshots; the chunks of each snapshot and the v2 chunks
+    that hold table rows."""
+    sources = [(p, render_page(p)) for p in pages]
+    _write_jsonl(out / "site.jsonl", [{"slug": p.slug, "title": p.title, "kind": p.kind, "html": src}
+                                      for p, src in sources])
+    counts = {}
+    table_chunks = 0
+    for parser in PARSERS:
+        rows = []
+        for p, src in sources:
+            if parser == "v1" and p.slug == FAQ_SLUG:
+                continue  # published after the old snapshot was taken
+            title, chunks = parse_page(src, parser)
+            for sid, text in chunks:
+                rows.append({"id": f"{p.slug}#{sid}", "doc_id": p.slug, "title": title, "text": text})
+                if parser == "v2" and " | " in text:
+                    table_chunks += 1
+        _write_jsonl(out / f"corpus-{parser}.jsonl", rows)
+        counts[parser] = len(rows)
+    return counts, table_chunks
+
+
+def _query_rows(items: list[GoldenQuery]) -> list[dict[str, Any]]:
+    return [{"query_id": q.query_id, "text": q.text, "stratum": q.stratum} for q in items]
+
+
+def _write_golden_sets(out: Path, v4: list[GoldenQuery], v5: list[GoldenQuery]) -> tuple[str, str]:
+    """Both golden sets and their qrels (returned as written: v4's, v5's), the strata block and
+    the two retrieval configs."""
+    _write_jsonl(out / "golden-v4.jsonl", _query_rows(v4))
+    _write_jsonl(out / "golden-v5.jsonl", _query_rows(v5))
+    qrels_v4, qrels_v5 = _qrels_text(v4, "v4"), _qrels_text(v5, "v5")
+    write_text_atomic(out / "qrels-v4.txt", qrels_v4)
+    write_text_atomic(out / "qrels-v5.txt", qrels_v5)
+    strata_lines = ["strata:", "  shares:"] + [f"    {s}: {SHARES[s]}" for s in STRATA]
+    strata_lines.append("  guarded: [" + ", ".join(GUARDED) + "]")
+    write_text_atomic(out / "strata.yml", "\n".join(strata_lines) + "\n")
+    write_text_atomic(out / "retrieval-old.yml", _yaml(RETRIEVAL_OLD))
+    write_text_atomic(out / "retrieval-new.yml", _yaml(RETRIEVAL_NEW))
+    return qrels_v4, qrels_v5
 
 
 def build_world(out_dir: str | Path, seed: int = 7, scale: float = 1.0, *, calibrate: bool = True,
@@ -1140,21 +1233,8 @@ def build_world(out_dir: str | Path, seed: int = 7, scale: float = 1.0, *, calib
     pool = _candidates(site, g)
 
     # The leak: nine candidates (they will be golden queries), copied into the FAQ page.
-    leaked: list[GoldenQuery] = []
-    for stratum in _LEAK_STRATA:
-        options = [q for q in pool if q.stratum == stratum and q.leakable and q not in leaked]
-        if not options:
-            options = [q for q in pool if q.stratum == stratum and q not in leaked]
-        leaked.append(g.pick(options))
-    for q in leaked:
-        q.answer = _faq_answer(q, site)
-    faq, where = _faq_page(leaked, g, site)
-    for q in leaked:
-        q.v5[where[q.query_id]] = 2
+    leaked, faq = _leak(pool, g, site)
     # No other candidate may (nearly) match the FAQ page: the leak is exactly these nine.
-    from gate.checks.leakage import find_leaks
-    from gate.inputs.readers.records import Chunk
-
     faq_chunks = [Chunk(faq.chunk(sid), faq.slug, f"{title} {text}")
                   for title, parsed in [parse_page(render_page(faq), "v2")] for sid, text in parsed]
     near = find_leaks([Query(q.query_id, q.text) for q in pool if q not in leaked], faq_chunks).matched_ids()
@@ -1162,23 +1242,7 @@ def build_world(out_dir: str | Path, seed: int = 7, scale: float = 1.0, *, calib
 
     # Files: the site and its two snapshots.
     pages = site.pages + [faq]
-    sources = [(p, render_page(p)) for p in pages]
-    _write_jsonl(out / "site.jsonl", [{"slug": p.slug, "title": p.title, "kind": p.kind, "html": src}
-                                      for p, src in sources])
-    counts = {}
-    table_chunks = 0
-    for parser in PARSERS:
-        rows = []
-        for p, src in sources:
-            if parser == "v1" and p.slug == FAQ_SLUG:
-                continue  # published after the old snapshot was taken
-            title, chunks = parse_page(src, parser)
-            for sid, text in chunks:
-                rows.append({"id": f"{p.slug}#{sid}", "doc_id": p.slug, "title": title, "text": text})
-                if parser == "v2" and " | " in text:
-                    table_chunks += 1
-        _write_jsonl(out / f"corpus-{parser}.jsonl", rows)
-        counts[parser] = len(rows)
+    counts, table_chunks = _write_site(out, pages)
     corpora = {parser: out / f"corpus-{parser}.jsonl" for parser in PARSERS}
 
     # The golden set: chosen from the pool, then numbered in a seeded order.
@@ -1190,20 +1254,8 @@ def build_world(out_dir: str | Path, seed: int = 7, scale: float = 1.0, *, calib
         q.query_id = f"q_{i + 1:04d}"
     leaked.sort(key=lambda q: q.query_id)
 
-    def query_rows(items: list[GoldenQuery]) -> list[dict[str, Any]]:
-        return [{"query_id": q.query_id, "text": q.text, "stratum": q.stratum} for q in items]
-
     v4 = sorted(queries[:V4_QUERIES], key=lambda q: q.query_id)
-    _write_jsonl(out / "golden-v4.jsonl", query_rows(v4))
-    _write_jsonl(out / "golden-v5.jsonl", query_rows(queries))
-    qrels_v4, qrels_v5 = _qrels_text(v4, "v4"), _qrels_text(queries, "v5")
-    write_text_atomic(out / "qrels-v4.txt", qrels_v4)
-    write_text_atomic(out / "qrels-v5.txt", qrels_v5)
-    strata_lines = ["strata:", "  shares:"] + [f"    {s}: {SHARES[s]}" for s in STRATA]
-    strata_lines.append("  guarded: [" + ", ".join(GUARDED) + "]")
-    write_text_atomic(out / "strata.yml", "\n".join(strata_lines) + "\n")
-    write_text_atomic(out / "retrieval-old.yml", _yaml(RETRIEVAL_OLD))
-    write_text_atomic(out / "retrieval-new.yml", _yaml(RETRIEVAL_NEW))
+    qrels_v4, qrels_v5 = _write_golden_sets(out, v4, queries)
     return World(
         root=out,
         seed=seed,

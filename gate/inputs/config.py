@@ -10,20 +10,23 @@ Paths are relative to the config file's folder.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from gate.common import limits
 from gate.common.errors import InputError
+from gate.inputs.readers.beir_folder import check_split_name
 from gate.inputs.readers.textlines import read_text_file
 from gate.inputs.readers.yaml_source import load_yaml
 
 DEFAULT_PATH = ".retrieval-gate.yml"
+_Number = TypeVar("_Number", int, float)
 
 
 # --------------------------------------------------------------------------- schema
@@ -72,32 +75,32 @@ def integer(value: Any, where: _Where) -> int:
 
 
 def positive_integer(value: Any, where: _Where) -> int:
-    value = integer(value, where)
-    if value < 1:
-        raise where.error(f"expected a positive integer, got {value}")
-    return value
+    count = integer(value, where)
+    if count < 1:
+        raise where.error(f"expected a positive integer, got {count}")
+    return count
 
 
 def number(value: Any, where: _Where) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise where.error(f"expected a number, got {_type_name(value)}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise where.error(f"expected a finite number, got {value}")
-    return value
+    result = float(value)
+    if not math.isfinite(result):
+        raise where.error(f"expected a finite number, got {result}")
+    return result
 
 
-def in_range(checker: Callable[[Any, _Where], Any], low: float | None = None, high: float | None = None,
-             *, low_open: bool = False) -> Callable[[Any, _Where], Any]:
+def in_range(checker: Callable[[Any, _Where], _Number], low: float | None = None, high: float | None = None,
+             *, low_open: bool = False) -> Callable[[Any, _Where], _Number]:
     """``checker``, then ``low <= value <= high`` (``low < value`` with ``low_open``)."""
-    def check(value: Any, where: _Where) -> Any:
-        value = checker(value, where)
-        too_low = low is not None and (value <= low if low_open else value < low)
-        if too_low or (high is not None and value > high):
+    def check(value: Any, where: _Where) -> _Number:
+        checked = checker(value, where)
+        too_low = low is not None and (checked <= low if low_open else checked < low)
+        if too_low or (high is not None and checked > high):
             lo = "" if low is None else (f"above {low:g}" if low_open else f"at least {low:g}")
             hi = "" if high is None else f"at most {high:g}"
-            raise where.error(f"expected a value {' and '.join(p for p in (lo, hi) if p)}, got {value:g}")
-        return value
+            raise where.error(f"expected a value {' and '.join(p for p in (lo, hi) if p)}, got {checked:g}")
+        return checked
 
     return check
 
@@ -125,12 +128,12 @@ def text_list(value: Any, where: _Where) -> tuple[str, ...]:
 
 def one_of(*choices: str) -> Callable[[Any, _Where], str]:
     def check(value: Any, where: _Where) -> str:
-        value = text(value, where)
-        if value not in choices:
-            hint = difflib.get_close_matches(value, choices, n=1)
+        choice = text(value, where)
+        if choice not in choices:
+            hint = difflib.get_close_matches(choice, choices, n=1)
             extra = f" (did you mean '{hint[0]}'?)" if hint else ""
-            raise where.error(f"'{value}' is not one of {', '.join(choices)}{extra}")
-        return value
+            raise where.error(f"'{choice}' is not one of {', '.join(choices)}{extra}")
+        return choice
 
     return check
 
@@ -150,18 +153,19 @@ def list_of(*choices: str) -> Callable[[Any, _Where], tuple[str, ...]]:
 
 def suite_name(value: Any, where: _Where) -> str:
     """The suite names the comment (its hidden marker) and the status: short and plain."""
-    value = text(value, where)
-    if not value.strip() or len(value) > 100 or any(c in value for c in "\n\r\t<>`|") or not value.isprintable():
+    name = text(value, where)
+    if not name.strip() or len(name) > 100 or any(c in name for c in "\n\r\t<>`|") or not name.isprintable():
         raise where.error(f"expected a short plain name (letters, digits, '-', '_', spaces; at most 100), got "
-                          f"{value[:40]!r}")
-    return value
+                          f"{name[:40]!r}")
+    return name
 
 
 def mapping(value: Any, where: _Where) -> dict[str, Any]:
     """A free-form mapping (values kept as plain Python data)."""
     if not isinstance(value, (dict, CommentedMap)):
         raise where.error(f"expected a mapping, got {_type_name(value)}")
-    return _plain(value)
+    plain: dict[str, Any] = _plain(value)
+    return plain
 
 
 def anything(value: Any, where: _Where) -> Any:
@@ -197,18 +201,16 @@ def golden_file(value: Any, where: _Where) -> str:
     """A golden file, BEIR folder or ``irds:`` id. A BEIR folder's split is ``golden.split``, not the
     ``DIR#split=<name>`` of the command line: the config's paths are files the yardstick copies
     from the base commit and the watch list globs, and a suffix would name none."""
-    value = text(value, where)
-    if not is_spec(value) and "#split=" in value:
-        folder, _, split = value.rpartition("#split=")
-        raise where.error(f"'{limits.shorten(value, 80)}': in the config the split is a key of its own: golden.qrels: "
+    spec = text(value, where)
+    if not is_spec(spec) and "#split=" in spec:
+        folder, _, split = spec.rpartition("#split=")
+        raise where.error(f"'{limits.shorten(spec, 80)}': in the config the split is a key of its own: golden.qrels: "
                           f"{limits.shorten(folder, 60)} and golden.split: {limits.shorten(split, 20)}")
-    return value
+    return spec
 
 
 def beir_split(value: Any, where: _Where) -> str:
     """A BEIR split's name (``dev``, ``test``, ``train``...): the file name of its qrels, never a path."""
-    from gate.inputs.readers.beir import check_split_name
-
     value = text(value, where)
     try:
         return check_split_name(value, where.path)
@@ -301,38 +303,47 @@ class TuningConfig:
 def sweep_grid(value: Any, where: _Where) -> Mapping[str, tuple[Any, ...]]:
     """``{dotted.key: [value, ...]}``: each key a retrieval-config path, each list at least one
     distinct plain value (text, number, boolean or null); at most MAX_SWEEP_CELLS combinations."""
-    import json
-
     grid = mapping(value, where)
     out: dict[str, tuple[Any, ...]] = {}
     cells = 1
     for key, values in grid.items():
-        if (not key or key != key.strip() or any(c.isspace() for c in key) or key.startswith(".")
-                or key.endswith(".") or ".." in key):
-            raise where.error(f"'{limits.shorten(key, 60)}' is not a dotted config key (e.g. fusion.rrf_k)")
-        if not isinstance(values, list) or not values:
-            raise where.error(f"'{key}': expected a non-empty list of values, got {_type_name(values)}")
-        for other in out:
-            if key.startswith(other + ".") or other.startswith(key + "."):
-                raise where.error(f"'{key}' and '{other}': one is inside the other, so a cell would set both")
-        seen: set[str] = set()
-        for item in values:
-            if isinstance(item, (dict, list)):
-                raise where.error(f"'{key}': each value must be text, a number, true/false or null, got "
-                                  f"{_type_name(item)}")
-            if isinstance(item, float) and not math.isfinite(item):
-                raise where.error(f"'{key}': {item} is not a finite number")
-            # 1 and 1.0 are one value (YAML and the runner's config read them alike)
-            canonical = json.dumps(float(item) if isinstance(item, (int, float)) and not isinstance(item, bool)
-                                   else item)
-            if canonical in seen:
-                raise where.error(f"'{key}': the value {canonical} is listed twice")
-            seen.add(canonical)
+        _check_sweep_key(key, values, out, where)
+        _check_sweep_values(key, values, where)
         out[key] = tuple(values)
         cells *= len(values)
     if cells > limits.MAX_SWEEP_CELLS:
         raise where.error(f"the grid has {cells} cells (each a run); at most {limits.MAX_SWEEP_CELLS}")
     return out
+
+
+def _check_sweep_key(key: str, values: Any, earlier: Mapping[str, Any], where: _Where) -> None:
+    """One key of the grid: a dotted config key holding a non-empty list, inside no ``earlier`` key
+    and holding none (a cell would set both)."""
+    if (not key or key != key.strip() or any(c.isspace() for c in key) or key.startswith(".")
+            or key.endswith(".") or ".." in key):
+        raise where.error(f"'{limits.shorten(key, 60)}' is not a dotted config key (e.g. fusion.rrf_k)")
+    if not isinstance(values, list) or not values:
+        raise where.error(f"'{key}': expected a non-empty list of values, got {_type_name(values)}")
+    for other in earlier:
+        if key.startswith(other + ".") or other.startswith(key + "."):
+            raise where.error(f"'{key}' and '{other}': one is inside the other, so a cell would set both")
+
+
+def _check_sweep_values(key: str, values: list[Any], where: _Where) -> None:
+    """The values of one key: plain (text, a finite number, a boolean or null), none listed twice."""
+    seen: set[str] = set()
+    for item in values:
+        if isinstance(item, (dict, list)):
+            raise where.error(f"'{key}': each value must be text, a number, true/false or null, got "
+                              f"{_type_name(item)}")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise where.error(f"'{key}': {item} is not a finite number")
+        # 1 and 1.0 are one value (YAML and the runner's config read them alike)
+        canonical = json.dumps(float(item) if isinstance(item, (int, float)) and not isinstance(item, bool)
+                               else item)
+        if canonical in seen:
+            raise where.error(f"'{key}': the value {canonical} is listed twice")
+        seen.add(canonical)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -567,17 +578,19 @@ def _plain(value: Any) -> Any:
 def yaml_key_line(node: Any, key: Any) -> int | None:
     """1-based line of ``key`` in a ruamel.yaml mapping, or None (plain dicts have no positions)."""
     try:
-        return node.lc.key(key)[0] + 1
+        line: int = node.lc.key(key)[0] + 1
     except Exception:  # noqa: BLE001 - plain dicts (tests) have no positions
         return None
+    return line
 
 
 def yaml_node_line(node: Any) -> int | None:
     """1-based line where a ruamel.yaml node starts, or None."""
     try:
-        return node.lc.line + 1
+        line: int = node.lc.line + 1
     except Exception:  # noqa: BLE001
         return None
+    return line
 
 
 def _check_block(node: Any, kind: type, path: str, prefix: str, lines: dict[str, int | None],

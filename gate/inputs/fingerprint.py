@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from gate.inputs.readers.corpus import corpus_files, is_file_tree, iter_corpus
 from gate.inputs.readers.records import Qrels, QuerySet
 
 _SPACE = re.compile(r"\s+")
@@ -97,8 +98,6 @@ def corpus_fingerprint(spec: str | Path) -> Fingerprint:
     A folder that is not a BEIR folder is fingerprinted as a tree of files
     (relative path + content hash each), for snapshots stored as many files.
     """
-    from gate.inputs.readers.corpus import corpus_files, is_file_tree, iter_corpus  # late: the slow import
-
     path = Path(str(spec))
     if is_file_tree(path):
         digests = []

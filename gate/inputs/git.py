@@ -10,11 +10,16 @@ nothing is written to the user's git config, and nothing shows in a process list
 
 from __future__ import annotations
 
+import base64
 import os
+import re
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from gate.common.environment import scrubbed_environment
 from gate.common.errors import InputError
 
 
@@ -38,8 +43,6 @@ _NO_GRAFTS = "/nonexistent/retrieval-gate/no-grafts"
 def environment(cwd: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a git child: credentials scrubbed, the repository of ``cwd`` safe,
     hooks off, replace refs and grafts ignored."""
-    from gate.common.environment import scrubbed_environment
-
     env = scrubbed_environment()
     try:
         count = int(env.get("GIT_CONFIG_COUNT", "0"))
@@ -86,9 +89,6 @@ def fetch(cwd: Path, *refspecs: str, token: str | None = None, url: str | None =
         args.append(f"--depth={depth}")
     if not (token and url):
         return run(cwd, *args, url or "origin", *refspecs, timeout=timeout)
-    import base64
-    import tempfile
-
     scheme, sep, rest = url.partition("://")
     if not (sep and rest):
         return run(cwd, *args, url, *refspecs, timeout=timeout)
@@ -123,8 +123,6 @@ def fetch(cwd: Path, *refspecs: str, token: str | None = None, url: str | None =
 def repository_url(env: Mapping[str, str]) -> str | None:
     """The repository's own git address, from the runner's environment (GITHUB_SERVER_URL and
     GITHUB_REPOSITORY), never from the checkout's config; None outside GitHub Actions."""
-    import re
-
     repository = env.get("GITHUB_REPOSITORY")
     if not repository or not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repository):
         return None
@@ -267,6 +265,7 @@ def show_file(cwd: Path, ref: str, path: Path) -> bytes | None:
     if blob is None:
         return None
     root = repo_root(cwd)
+    assert root is not None  # blob_at found the blob: cwd is in a repository
     try:
         proc = _git(root, "cat-file", "blob", blob)
     except (OSError, subprocess.TimeoutExpired):
@@ -341,6 +340,7 @@ def export_file(cwd: Path, ref: str, path: Path, target: Path) -> bool:
     if blob is None:
         return False
     root = repo_root(cwd)
+    assert root is not None  # blob_at found the blob: cwd is in a repository
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".part")
     try:
@@ -360,8 +360,6 @@ def export_tree(cwd: Path, ref: str, folder: Path, target: Path) -> bool:
     """Write every file of ``folder`` as of ``ref`` below ``target`` (a corpus stored as a folder
     of files), each as :func:`export_file` writes one. False when the commit or the folder is not
     there, or a file cannot be written; ``target`` then holds nothing of it."""
-    import shutil
-
     root = repo_root(cwd)
     if root is None or not _is_revision(ref):
         return False

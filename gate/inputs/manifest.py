@@ -35,7 +35,11 @@ from gate import __version__
 from gate.common import limits
 from gate.common.atomic import write_bytes_atomic, write_text_atomic
 from gate.common.errors import InputError
+from gate.inputs.readers.fields import check_json_value, parse_json_document
 from gate.inputs.readers.records import Run
+from gate.inputs.readers.runs import read_run
+from gate.inputs.readers.textlines import open_regular, read_text_file
+from gate.inputs.readers.yaml_source import load_yaml
 from gate.inputs.retrieval_config import RetrievalConfig, canonical_json
 
 MANIFEST_SCHEMA_VERSION = "1.0"
@@ -102,9 +106,6 @@ class Manifest:
 
     def per_query_values(self) -> dict[str, dict[str, float]]:
         """``{measure: {query_id: value}}`` as archived."""
-        from gate.inputs.readers.fields import parse_json_document
-        from gate.inputs.readers.textlines import read_text_file
-
         path = self.folder / self.per_query_file
         text = read_text_file(path, "archived per-query values", limit=256 << 20)
         if hashlib.sha256(text.encode("utf-8")).hexdigest() != self.per_query_sha256:
@@ -112,8 +113,6 @@ class Manifest:
         return parse_json_document(str(path), text)
 
     def load_run(self) -> Run:
-        from gate.inputs.readers.runs import read_run
-
         path = self.run_path()
         if _file_sha256(path) != self.run_sha256:
             raise InputError(str(path), None, "archived run does not match its sha256 in manifest.yml")
@@ -145,8 +144,6 @@ class Manifest:
 
 
 def _file_sha256(path: Path) -> str:
-    from gate.inputs.readers.textlines import open_regular
-
     digest = hashlib.sha256()
     with open_regular(path) as handle:
         while block := handle.read(1 << 20):
@@ -156,7 +153,7 @@ def _file_sha256(path: Path) -> str:
 
 def environment_record(files: Mapping[str, str | None] | None = None) -> dict[str, Any]:
     """Python and package versions, plus the sha256 of each file listed under ``environment:``."""
-    packages = {}
+    packages: dict[str, str | None] = {}
     for name in ("retrieval-gate", "numpy", "ruamel.yaml", "jinja2", "requests", "ir_datasets"):
         try:
             packages[name] = metadata.version(name)
@@ -294,14 +291,9 @@ def _data_file(data: Mapping[str, Any], key: str, path: str, where: str) -> str:
     return name
 
 
-def load_manifest(path: str | Path) -> Manifest:
-    """Read a manifest (strictly); its data files are checked when they are used."""
-    from gate.inputs.readers.fields import check_json_value, parse_json_document
-    from gate.inputs.readers.textlines import read_text_file
-    from gate.inputs.readers.yaml_source import load_yaml
-
-    path = Path(path)
-    display = str(path)
+def _manifest_data(path: Path, display: str) -> tuple[dict[str, Any], str]:
+    """The manifest's mapping, checked to hold only JSON's types, and its schema version (one
+    this version reads)."""
     try:
         text = read_text_file(path, "a baseline manifest", limit=limits.MAX_RECORD_FILE_BYTES)
     except InputError as error:
@@ -317,9 +309,14 @@ def load_manifest(path: str | Path) -> Manifest:
         raise InputError(display, None, f"manifest key 'schema_version' must be text (as archive writes it, "
                          f"'{MANIFEST_SCHEMA_VERSION}'), got {type(version).__name__}")
     if version.split(".")[0] != MANIFEST_SCHEMA_VERSION.split(".")[0]:
-        raise InputError(display, None, f"manifest schema {version} is not readable by this version (wants {MANIFEST_SCHEMA_VERSION})")
-    folder = path.parent
-    rc = _need(data, "retrieval_config", display, (dict,))
+        raise InputError(display, None, f"manifest schema {version} is not readable by this version "
+                                        f"(wants {MANIFEST_SCHEMA_VERSION})")
+    return data, version
+
+
+def _archived_config(rc: Mapping[str, Any], folder: Path, display: str) -> tuple[str, RetrievalConfig]:
+    """The archived retrieval config ``retrieval_config:`` names (its path in the repository, and
+    the config read from its data file), checked against its sha256."""
     config_file = folder / _data_file(rc, "file", display, "retrieval_config.")
     try:
         config_data = parse_json_document(str(config_file), read_text_file(config_file, "an archived retrieval config"))
@@ -333,30 +330,52 @@ def load_manifest(path: str | Path) -> Manifest:
     config = RetrievalConfig(f"{display}:{config_path}", config_data, Path(config_path).suffix or ".yml")
     if config.sha256 != rc.get("sha256"):
         raise InputError(str(config_file), None, "archived retrieval config does not match its sha256")
+    return config_path, config
 
-    def record(key: str) -> InputRecord:
-        item = _need(data, key, display, (dict,))
-        return InputRecord(_text(item, "id", display, where=f"{key}."), _text(item, "sha256", display, where=f"{key}."),
-                           _count(item, "count", display, f"{key}."))
 
+def _corpus_record(data: Mapping[str, Any], display: str) -> CorpusRecord | None:
+    """``corpus:``, optional."""
     corpus_data = data.get("corpus")
-    corpus = None
-    if corpus_data is not None:
-        if not isinstance(corpus_data, dict):
-            raise InputError(display, None, "manifest key 'corpus' has the wrong type")
-        location = corpus_data.get("location")
-        corpus = CorpusRecord(_text(corpus_data, "id", display, where="corpus."),
-                              _text(corpus_data, "sha256", display, where="corpus."),
-                              _count(corpus_data, "count", display, "corpus."),
-                              None if location is None else _text(corpus_data, "location", display, where="corpus."))
-    run = _need(data, "run", display, (dict,))
-    per_query = _need(data, "per_query", display, (dict,))
+    if corpus_data is None:
+        return None
+    if not isinstance(corpus_data, dict):
+        raise InputError(display, None, "manifest key 'corpus' has the wrong type")
+    location = corpus_data.get("location")
+    return CorpusRecord(_text(corpus_data, "id", display, where="corpus."),
+                        _text(corpus_data, "sha256", display, where="corpus."),
+                        _count(corpus_data, "count", display, "corpus."),
+                        None if location is None else _text(corpus_data, "location", display, where="corpus."))
+
+
+def _check_lists_and_mappings(data: Mapping[str, Any], display: str) -> list[Any]:
+    """``measures:`` (a list, returned) and ``runner:`` / ``environment:`` (mappings when set)."""
     measures = data.get("measures", [])
     if not isinstance(measures, list):
         raise InputError(display, None, "manifest key 'measures' must be a list")
     for key in ("runner", "environment"):
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise InputError(display, None, f"manifest key '{key}' must be a mapping")
+    return measures
+
+
+def load_manifest(path: str | Path) -> Manifest:
+    """Read a manifest (strictly); its data files are checked when they are used."""
+    path = Path(path)
+    display = str(path)
+    data, version = _manifest_data(path, display)
+    folder = path.parent
+    rc = _need(data, "retrieval_config", display, (dict,))
+    config_path, config = _archived_config(rc, folder, display)
+
+    def record(key: str) -> InputRecord:
+        item = _need(data, key, display, (dict,))
+        return InputRecord(_text(item, "id", display, where=f"{key}."), _text(item, "sha256", display, where=f"{key}."),
+                           _count(item, "count", display, f"{key}."))
+
+    corpus = _corpus_record(data, display)
+    run = _need(data, "run", display, (dict,))
+    per_query = _need(data, "per_query", display, (dict,))
+    measures = _check_lists_and_mappings(data, display)
     git_commit = data.get("git_commit")
     known = {"schema_version", "created", "git_commit", "suite", "retrieval_config", "corpus", "queries",
              "qrels", "metric", "measures", "rel", "runner", "run", "per_query", "environment"}

@@ -8,6 +8,7 @@ from typing import Any
 
 from gate.common.errors import InputError, UsageError
 from gate.inputs.fingerprint import file_sha256, qrels_fingerprint, queries_fingerprint
+from gate.inputs.readers.irds import load_irds_qrels, quiet_irds
 from gate.inputs.readers.qrels import load_qrels
 from gate.inputs.readers.queries import load_queries
 from gate.inputs.readers.records import Qrels, QuerySet, Run
@@ -56,8 +57,6 @@ def describe_inputs(**named: tuple[str, Any] | None) -> dict[str, dict[str, Any]
 
 def _irds_qrels_path(dataset_id: str) -> Path | None:
     """Where ir_datasets keeps ``dataset_id``'s qrels once downloaded (None if it cannot tell)."""
-    from gate.inputs.readers.irds import quiet_irds
-
     try:
         import ir_datasets  # noqa: WPS433 - heavy: imported on first use
     except ImportError:
@@ -78,8 +77,6 @@ def default_qrels() -> Qrels:
     ir_datasets cache (``IR_DATASETS_HOME``, default ``~/.ir_datasets``) this
     raises a one-line :class:`InputError` saying which ``--qrels`` to pass.
     """
-    from gate.inputs.readers.irds import load_irds_qrels
-
     path = _irds_qrels_path(DEFAULT_QRELS.split(":", 1)[1])
     if path is None or not path.is_file():
         home = os.environ.get("IR_DATASETS_HOME", str(Path.home() / ".ir_datasets"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from gate.common.errors import InputError
+from gate.common.limits import shorten
 from gate.inputs.readers.fields import parse_json_document
 from gate.inputs.readers.textlines import read_text_file
 from gate.inputs.readers.yaml_source import load_yaml
@@ -88,8 +90,6 @@ def parse_retrieval_config(text: str, source: str, suffix: str = ".yml") -> Retr
 def _check_values(data: Any, source: str) -> None:
     """Values the report can carry (its ``config_diff``) and a hash can be taken of: JSON's
     types only. A YAML timestamp, ``!!binary`` or ``!!set`` (or a NaN) has no JSON form."""
-    import math
-
     stack: list[tuple[Any, str]] = [(data, "")]
     while stack:
         value, where = stack.pop()
@@ -171,8 +171,6 @@ def _reportable(value: Any) -> Any:
     can be read back - its compact JSON text, shortened."""
     if _depth(value) <= _REPORT_DEPTH:
         return value
-    from gate.common.limits import shorten
-
     return shorten(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str), 200)
 
 

@@ -145,7 +145,8 @@ def parse_shares(node: Any, source: str, line: int | None = None) -> tuple[dict[
         if not math.isfinite(share) or share < 0:
             raise InputError(source, at, f"share of stratum '{name}' must be a fraction >= 0, got {value}")
         if share > 1:
-            raise InputError(source, at, f"share of stratum '{name}' is {value}: shares are fractions of 1, not percent")
+            raise InputError(source, at, f"share of stratum '{name}' is {value}: shares are fractions of 1, "
+                                         "not percent")
         shares[name] = share
         if at is not None:
             lines[name] = at
@@ -185,15 +186,7 @@ def spec_from_node(node: Any, source: str, base_dir: str | Path | None = None) -
     if not isinstance(node, (dict, CommentedMap)):
         raise InputError(source, yaml_node_line(node) or 1,
                          f"expected a mapping of stratum to share (or a 'shares:' block), got {_describe(node)}")
-    block_line = None
-    if "strata" in node and isinstance(node["strata"], (dict, CommentedMap)):
-        block_line = yaml_key_line(node, "strata")
-        node = node["strata"]
-        if not _is_block(node):
-            if "shares" in node:
-                raise InputError(source, yaml_key_line(node, "shares"),
-                                 f"'shares' must be a mapping of stratum to share, got {_describe(node['shares'])}")
-            raise InputError(source, block_line, "the 'strata' block has no 'shares' mapping")
+    node, block_line = _unwrap_strata_block(node, source)
     if not _is_block(node):
         if "shares" in node:  # a reserved word, never a stratum name
             raise InputError(source, yaml_key_line(node, "shares"),
@@ -209,20 +202,7 @@ def spec_from_node(node: Any, source: str, base_dir: str | Path | None = None) -
     shares_line = yaml_key_line(node, "shares") or block_line
     shares, lines = parse_shares(node["shares"], source, shares_line)
     guarded = _guarded(node.get("guarded"), yaml_key_line(node, "guarded") or shares_line, source, shares)
-
-    assignments = None
-    assignments_source = None
-    assignment_lines: dict[str, int] = {}
-    raw = node.get("assignments")
-    if raw is not None:
-        if not isinstance(raw, str) or not raw.strip():
-            raise InputError(source, yaml_key_line(node, "assignments"),
-                             f"'assignments' must name a strata.tsv file, got {_describe(raw)}")
-        path = Path(raw)
-        if not path.is_absolute():
-            path = base / path
-        assignments_source = str(path)
-        assignments, assignment_lines = read_assignments(path)
+    assignments, assignments_source, assignment_lines = _assignments_of_block(node, base, source)
     return StrataSpec(
         shares=shares,
         guarded=guarded,
@@ -233,6 +213,38 @@ def spec_from_node(node: Any, source: str, base_dir: str | Path | None = None) -
         assignments_source=assignments_source,
         assignment_lines=assignment_lines,
     )
+
+
+def _unwrap_strata_block(node: Any, source: str) -> tuple[Any, int | None]:
+    """The block under a config's ``strata:`` key (and that key's line), or ``node`` itself (and None)
+    when it holds no such mapping."""
+    if "strata" in node and isinstance(node["strata"], (dict, CommentedMap)):
+        block_line = yaml_key_line(node, "strata")
+        block = node["strata"]
+        if not _is_block(block):
+            if "shares" in block:
+                raise InputError(source, yaml_key_line(block, "shares"),
+                                 f"'shares' must be a mapping of stratum to share, got {_describe(block['shares'])}")
+            raise InputError(source, block_line, "the 'strata' block has no 'shares' mapping")
+        return block, block_line
+    return node, None
+
+
+def _assignments_of_block(node: Any, base: Path, source: str) -> tuple[dict[str, str] | None, str | None,
+                                                                        dict[str, int]]:
+    """The block's ``assignments:`` file read (``base`` resolves a relative path): the assignments,
+    the file's path and each query's line; (None, None, {}) when the block names none."""
+    raw = node.get("assignments")
+    if raw is None:
+        return None, None, {}
+    if not isinstance(raw, str) or not raw.strip():
+        raise InputError(source, yaml_key_line(node, "assignments"),
+                         f"'assignments' must name a strata.tsv file, got {_describe(raw)}")
+    path = Path(raw)
+    if not path.is_absolute():
+        path = base / path
+    assignments, assignment_lines = read_assignments(path)
+    return assignments, str(path), assignment_lines
 
 
 def load_strata_spec(path: str | Path) -> StrataSpec:
@@ -280,7 +292,8 @@ def read_assignments(path: str | Path) -> tuple[dict[str, str], dict[str, int]]:
             continue
         first = False
         if len(fields) != 2:
-            raise InputError(display, number, f"expected 'query_id<TAB>stratum', got {len(fields)} tab-separated fields")
+            raise InputError(display, number,
+                             f"expected 'query_id<TAB>stratum', got {len(fields)} tab-separated fields")
         qid, stratum = fields[0].strip(), fields[1].strip()
         if not qid or not stratum:
             raise InputError(display, number, "empty query id or stratum")
@@ -317,7 +330,7 @@ def assign_strata(queries: QuerySet | Iterable[str], spec: StrataSpec | None = N
     assigned = spec.assignments if spec is not None and spec.assignments is not None else None
     for qid in ids:
         from_field = fields.get(qid) or None
-        if assigned is not None and qid in assigned:
+        if spec is not None and assigned is not None and qid in assigned:
             stratum = assigned[qid]
             if from_field is not None and from_field != stratum:
                 raise InputError(spec.assignments_source, spec.assignment_lines.get(qid),

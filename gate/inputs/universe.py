@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gate.common.errors import InputError
 from gate.inputs.readers.records import Qrels, QuerySet, Run
 
 
@@ -53,8 +54,6 @@ def require_overlap(run: Run, query_ids: Sequence[str], qrels: Qrels, queries: Q
     universe would give "0.0000 -> 0.0000" - a number that means "wrong file",
     not "no change". Partial coverage is fine: missing queries score 0.
     """
-    from gate.common.errors import InputError
-
     if len(run) == 0:
         raise InputError(run.source, None, "the run has no rows: nothing to compare")
     if not query_ids:

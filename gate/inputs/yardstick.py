@@ -22,9 +22,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate.common.errors import name_copies_by_origin
+from gate.common.errors import InputError, name_copies_by_origin
 from gate.inputs import git
 from gate.inputs.config import Config, is_spec, load_config
+from gate.inputs.manifest import load_manifest
 
 BASELINES_BRANCH = "retrieval-gate-baselines"
 #: The watch glob of a command runner without runner.inputs: its whole working tree is its code.
@@ -68,7 +69,8 @@ def outside_links(config: Config) -> list[tuple[str, str]]:
     if root is None:
         return []
     top = Path(os.path.realpath(root))
-    named = [("golden.queries", config.resolve(config.golden.queries)), ("golden.qrels", config.resolve(config.golden.qrels)),
+    named = [("golden.queries", config.resolve(config.golden.queries)),
+             ("golden.qrels", config.resolve(config.golden.qrels)),
              ("retrieval.config", config.here(config.retrieval_config)), ("config", Path(config.path).absolute())]
     if config.corpus and not is_spec(config.corpus) and "{" not in config.corpus:
         named.append(("corpus", config.here(config.corpus)))
@@ -269,8 +271,6 @@ def load_yardstick(config_path: Path, base: str | None, overlay: Path,
                          tuple(watched(workspace_config)))
     rel_config = repository_path(root, Path(config_path).absolute())
     if rel_config is None:
-        from gate.common.errors import InputError
-
         raise InputError(str(config_path), None, "the gate config is outside the repository being gated")
     try:
         return _base_yardstick(workspace_config, root, rel_config, base, overlay, changed)
@@ -279,9 +279,9 @@ def load_yardstick(config_path: Path, base: str | None, overlay: Path,
         # own files still pass check_config (an outside link there is exit 2), and every
         # yardstick file the PR touches is a goalpost: it cannot pass by editing them.
         where = (problem.path or "").split(":", 1)[-1]
-        warning = (f"the base commit {base[:12]} cannot state its yardstick: its {where} {problem.message.split(':')[0]}; "
-                   "the yardstick is read from the PR head, and any yardstick file this PR changes counts as moving "
-                   "the goalposts")
+        warning = (f"the base commit {base[:12]} cannot state its yardstick: its {where} "
+                   f"{problem.message.split(':')[0]}; the yardstick is read from the PR head, and any yardstick file "
+                   "this PR changes counts as moving the goalposts")
         yard = yardstick_paths(workspace_config)
         goalposts = _goalposts(changed, yard)
         return Yardstick(workspace_config, "workspace", warning, goalposts, tuple(watched(workspace_config)))
@@ -316,12 +316,12 @@ def _base_yardstick(workspace_config: Config, root: Path, rel_config: str, base:
             if data is not None:
                 _write(overlay, rel, data)
     for key, value in (("golden.queries", base_config.golden.queries), ("golden.qrels", base_config.golden.qrels)):
-        rel = _relative(probe, value) if isinstance(value, str) else None
-        if rel is not None and not (overlay / rel).exists():
+        golden_rel = _relative(probe, value) if isinstance(value, str) else None
+        if golden_rel is not None and not (overlay / golden_rel).exists():
             # A golden file the base commit names but does not hold (deleted, or a symlink to
             # nothing): the base cannot state its yardstick, as with a link out of the repository.
-            raise git.UnreadableAtCommit(f"{base}:{rel}", f"({key}) is not in the commit: missing, or a symlink "
-                                                          "to nothing")
+            raise git.UnreadableAtCommit(f"{base}:{golden_rel}", f"({key}) is not in the commit: missing, or a "
+                                                                 "symlink to nothing")
     config = dataclasses.replace(base_config, workspace=(root / rel_config).parent.resolve())
     yard = [p for p in yardstick_paths(probe)]
     goalposts = _goalposts(changed, yard)
@@ -343,6 +343,24 @@ def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, 
     if root is None:
         return None
     notes = warnings if warnings is not None else []
+    ref = _baselines_ref(root, branch, token, remote_url, notes)
+    if ref is None:
+        return None
+    if git.rev_parse(root, f"{base_sha}^") is None and git.rev_parse(root, base_sha) is not None:
+        try:  # a shallow checkout: the base's ancestors, to find the newest one with a baseline
+            git.fetch(root, base_sha, token=token, url=remote_url, depth=max_ancestors, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    for sha in _ancestors(root, base_sha, max_ancestors):
+        if _copy_baseline(root, ref, f"baselines/{sha}/", manifest_folder):
+            return f"{branch}:baselines/{sha}" + ("" if sha == base_sha else f" (newest ancestor of {base_sha[:12]})")
+    return None
+
+
+def _baselines_ref(root: Path, branch: str, token: str | None, remote_url: str | None,
+                   notes: list[str]) -> str | None:
+    """The ref of the baselines branch, fetched when the checkout lacks it; None (and why in
+    ``notes``, unless the branch does not exist) when it cannot be had."""
     refs = [f"refs/remotes/origin/{branch}", f"refs/heads/{branch}"]
     # With the repository's own address (the Action, plan in a workflow) the branch is always
     # fetched from there, into a ref of the gate's own: a branch already in the checkout may have
@@ -350,44 +368,48 @@ def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, 
     ref = None if remote_url else next((r for r in refs if git.rev_parse(root, r) is not None), None)
     if remote_url:
         refs = [f"refs/retrieval-gate/{branch}"]
-    if ref is None:
-        try:
-            done = git.fetch(root, f"+refs/heads/{branch}:{refs[0]}", token=token,
-                             url=remote_url, depth=1, timeout=60)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            notes.append(f"the {branch} branch could not be fetched ({type(error).__name__}): the baseline is "
-                         "reconstructed from the base commit instead of the archived one")
-            return None
-        ref = refs[0] if git.rev_parse(root, refs[0]) is not None else None
-        if ref is None:
-            why = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-            missing = any("couldn't find remote ref" in line for line in why)
-            if not missing:
-                notes.append(f"the {branch} branch could not be fetched ({(why or ['no reason given'])[-1][:200]}): "
-                             "the baseline is reconstructed instead of the archived one. A private repository "
-                             "needs the action's token (input `token`, with `contents: read`)")
-            return None
-    if git.rev_parse(root, f"{base_sha}^") is None and git.rev_parse(root, base_sha) is not None:
-        try:  # a shallow checkout: the base's ancestors, to find the newest one with a baseline
-            git.fetch(root, base_sha, token=token, url=remote_url, depth=max_ancestors, timeout=120)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+    if ref is not None:
+        return ref
+    try:
+        done = git.fetch(root, f"+refs/heads/{branch}:{refs[0]}", token=token,
+                         url=remote_url, depth=1, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        notes.append(f"the {branch} branch could not be fetched ({type(error).__name__}): the baseline is "
+                     "reconstructed from the base commit instead of the archived one")
+        return None
+    if git.rev_parse(root, refs[0]) is not None:
+        return refs[0]
+    why = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+    missing = any("couldn't find remote ref" in line for line in why)
+    if not missing:
+        notes.append(f"the {branch} branch could not be fetched ({(why or ['no reason given'])[-1][:200]}): "
+                     "the baseline is reconstructed instead of the archived one. A private repository "
+                     "needs the action's token (input `token`, with `contents: read`)")
+    return None
+
+
+def _ancestors(root: Path, base_sha: str, max_ancestors: int) -> list[str]:
+    """The base commit and its ancestors, newest first (the base alone when git cannot list them)."""
     try:
         proc = git.run(root, "rev-list", f"--max-count={max_ancestors}", base_sha)
-        ancestors = proc.stdout.decode().split() if proc.returncode == 0 else [base_sha]
+        return proc.stdout.decode().split() if proc.returncode == 0 else [base_sha]
     except (OSError, subprocess.TimeoutExpired):
-        ancestors = [base_sha]
-    for sha in ancestors:
-        files = _ls_tree(root, ref, f"baselines/{sha}/")
-        if any(f.endswith("/manifest.yml") for f in files):
-            for item in files:
-                data = git.show_file(root, ref, root / item)
-                if data is not None:
-                    target = manifest_folder / item[len(f"baselines/{sha}/"):]
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(data)
-            return f"{branch}:baselines/{sha}" + ("" if sha == base_sha else f" (newest ancestor of {base_sha[:12]})")
-    return None
+        return [base_sha]
+
+
+def _copy_baseline(root: Path, ref: str, folder: str, manifest_folder: Path) -> bool:
+    """Copy the files below ``folder`` of ``ref`` into ``manifest_folder`` when it holds a manifest;
+    False (nothing copied) when it does not."""
+    files = _ls_tree(root, ref, folder)
+    if not any(f.endswith("/manifest.yml") for f in files):
+        return False
+    for item in files:
+        data = git.show_file(root, ref, root / item)
+        if data is not None:
+            target = manifest_folder / item[len(folder):]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    return True
 
 
 def fetch_archived_commit(workspace: Path, manifest_path: Path, *, token: str | None = None,
@@ -398,9 +420,6 @@ def fetch_archived_commit(workspace: Path, manifest_path: Path, *, token: str | 
     A baseline that must be re-run (a replay on changed queries or corpus) is run with that
     commit's code; in a shallow checkout it is usually not there (the archive is older than
     HEAD^1), and without it the baseline's code cannot be told from the PR's."""
-    from gate.common.errors import InputError
-    from gate.inputs.manifest import load_manifest
-
     if not manifest_path.exists():
         return
     try:

@@ -43,7 +43,7 @@ def workspace_path(path: str, root: Path) -> str:
 
 
 def matrix_entry(run: Any, root: Path) -> dict[str, Any]:
-    """One job of the matrix (``run``: a :class:`gate.pipeline.run.PlannedRun`); its paths are
+    """One job of the matrix (``run``: a :class:`gate.pipeline.plan.PlannedRun`); its paths are
     relative to ``root`` where they lie below it."""
     return {
         "key": run.key,

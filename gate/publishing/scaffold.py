@@ -20,16 +20,28 @@ the Action's reference filled in.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import re
 import shlex
 import subprocess
+import unicodedata
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path, PurePosixPath
 
+from gate.checks.judged_share import judges_only_relevant
 from gate.common.atomic import write_text_atomic
 from gate.common.errors import InputError
+from gate.inputs.readers.corpus import iter_corpus
+from gate.inputs.readers.qrels import load_qrels
+from gate.inputs.readers.queries import load_queries
+from gate.inputs.readers.records import Qrels
+from gate.inputs.retrieval_config import load_retrieval_config
+from gate.runs.command import CommandRunner
 
 __all__ = ["InitOptions", "Found", "InitResult", "discover", "init_repository", "WORKFLOWS", "ACTION_PLACEHOLDER"]
 
@@ -92,8 +104,6 @@ class InitResult:
 def _walk(root: Path) -> list[PurePosixPath]:
     """Files below ``root``, shallow folders first (breadth-first), at most :data:`_MAX_FILES`: a
     deep, crowded folder cannot hide ``eval/golden.jsonl``. Symlinked folders are not followed."""
-    from collections import deque
-
     out: list[PurePosixPath] = []
     queue = deque([PurePosixPath()])
     while queue:
@@ -139,9 +149,7 @@ def _reads(reader: Callable[[str], object], path: Path) -> bool:
     return True
 
 
-def _relevance_only(qrels: object) -> bool:
-    from gate.checks.judged_share import judges_only_relevant
-
+def _relevance_only(qrels: Qrels) -> bool:
     return bool(judges_only_relevant(qrels))
 
 
@@ -157,8 +165,6 @@ def _inside(path: Path, top: Path) -> bool:
 
 def _judged_share(ids: list[str], qrels: Path) -> float:
     """The share of the golden query ``ids`` the qrels judge (0 when they do not read)."""
-    from gate.inputs.readers.qrels import load_qrels
-
     try:
         judged = set(load_qrels(str(qrels)).judgments)
     except (InputError, OSError, ValueError):
@@ -168,10 +174,6 @@ def _judged_share(ids: list[str], qrels: Path) -> float:
 
 def _reads_corpus(path: Path) -> bool:
     """Whether the first chunks of ``path`` read as a corpus (the whole file is read by the gate later)."""
-    from itertools import islice
-
-    from gate.inputs.readers.corpus import iter_corpus
-
     try:
         return len(list(islice(iter_corpus(str(path), check_duplicates=False), 100))) > 0
     except (InputError, OSError, ValueError):
@@ -179,8 +181,6 @@ def _reads_corpus(path: Path) -> bool:
 
 
 def _reads_retrieval_config(path: Path) -> bool:
-    from gate.inputs.retrieval_config import load_retrieval_config
-
     return path.is_file() and _reads(load_retrieval_config, path)
 
 
@@ -188,48 +188,73 @@ def discover(root: Path, top: Path | None = None) -> Found:
     """Golden queries, qrels, corpus and retrieval config found under ``root`` (each read to be sure;
     nothing outside the repository ``top``): the qrels that judge most of the golden queries, a corpus
     that reads, a retrieval config that reads."""
-    from gate.inputs.readers.qrels import load_qrels
-    from gate.inputs.readers.queries import load_queries
-
     top = top or root
     paths = [p for p in _walk(root) if _inside(root / p, top)]
     notes: list[str] = []
-    queries = qrels = corpus = retrieval = None
+    queries = qrels = corpus = _find_beir_folder(root, paths, notes)
+    prefer = ("eval", "evaluation", "golden", "gold", "benchmark", "relevance")
+    if queries is None:
+        queries = _find_queries(root, paths, prefer)
+    if qrels is None:
+        qrels = _find_qrels(root, paths, prefer, queries)
+    if corpus is None:
+        corpus = _find_corpus(root, paths, (queries, qrels))
+    retrieval = _find_retrieval_config(root, paths)
+    return Found(queries, qrels, corpus, retrieval, False, tuple(notes))
+
+
+def _find_beir_folder(root: Path, paths: list[PurePosixPath], notes: list[str]) -> str | None:
+    """The shallowest BEIR folder, when its queries and qrels read (it is then all three inputs)."""
     beir = _beir_folders(root, paths)
     if beir:
         folder = beir[0]
         if _reads(load_queries, root / folder) and _reads(load_qrels, root / folder):
-            queries = qrels = corpus = folder.as_posix()
             notes.append(f"a BEIR folder: {folder.as_posix()} (queries, qrels/test.tsv, corpus)")
-    prefer = ("eval", "evaluation", "golden", "gold", "benchmark", "relevance")
-    if queries is None:
-        for candidate in _rank(paths, _QUERY_FILE, prefer):
-            if _QRELS_FILE.search(candidate.name):
-                continue
-            if _reads(load_queries, root / candidate):
-                queries = candidate.as_posix()
-                break
-    if qrels is None:
-        best = 0.0
-        ids = load_queries(str(root / queries)).ids() if queries else []  # read once, not per candidate
-        for candidate in _rank(paths, _QRELS_FILE, prefer)[:50]:
-            share = _judged_share(ids, root / candidate) if queries else float(_reads(load_qrels, root / candidate))
-            if share > best:  # ties keep the better-ranked (preferred folder, shallower) file
-                qrels, best = candidate.as_posix(), share
-            if best == 1.0:
-                break
-    if corpus is None:
-        for candidate in _rank(paths, _CORPUS_FILE, ("corpus", "data"))[:50]:
-            if candidate.as_posix() not in (queries, qrels) and _reads_corpus(root / candidate):
-                corpus = candidate.as_posix()
-                break
+            return folder.as_posix()
+    return None
+
+
+def _find_queries(root: Path, paths: list[PurePosixPath], prefer: tuple[str, ...]) -> str | None:
+    """The best-ranked golden query file that reads (a qrels file's name is never one)."""
+    for candidate in _rank(paths, _QUERY_FILE, prefer):
+        if _QRELS_FILE.search(candidate.name):
+            continue
+        if _reads(load_queries, root / candidate):
+            return candidate.as_posix()
+    return None
+
+
+def _find_qrels(root: Path, paths: list[PurePosixPath], prefer: tuple[str, ...], queries: str | None) -> str | None:
+    """The qrels that judge the largest share of the golden ``queries`` (without them: the first that
+    reads), among the 50 best-ranked candidates."""
+    qrels = None
+    best = 0.0
+    ids = load_queries(str(root / queries)).ids() if queries else []  # read once, not per candidate
+    for candidate in _rank(paths, _QRELS_FILE, prefer)[:50]:
+        share = _judged_share(ids, root / candidate) if queries else float(_reads(load_qrels, root / candidate))
+        if share > best:  # ties keep the better-ranked (preferred folder, shallower) file
+            qrels, best = candidate.as_posix(), share
+        if best == 1.0:
+            break
+    return qrels
+
+
+def _find_corpus(root: Path, paths: list[PurePosixPath], taken: tuple[str | None, str | None]) -> str | None:
+    """The best-ranked corpus that reads, among 50 candidates (neither of the ``taken`` files)."""
+    for candidate in _rank(paths, _CORPUS_FILE, ("corpus", "data"))[:50]:
+        if candidate.as_posix() not in taken and _reads_corpus(root / candidate):
+            return candidate.as_posix()
+    return None
+
+
+def _find_retrieval_config(root: Path, paths: list[PurePosixPath]) -> str | None:
+    """The best-ranked retrieval config that reads (never the gate's config nor a workflow)."""
     for candidate in _rank(paths, _RETRIEVAL_FILE, ("retrieval", "search", "rag", "retriever", "config", "configs")):
         if candidate.name == CONFIG_NAME or ".github" in candidate.parts:
             continue
         if _reads_retrieval_config(root / candidate):
-            retrieval = candidate.as_posix()
-            break
-    return Found(queries, qrels, corpus, retrieval, False, tuple(notes))
+            return candidate.as_posix()
+    return None
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -265,15 +290,12 @@ def _git_top(root: Path) -> Path | None:
     return Path(done.stdout.strip()).resolve() if done.returncode == 0 and done.stdout.strip() else None
 
 
-def _yaml_text(value: str) -> str:
-    """``value`` as a YAML double-quoted scalar that reads back as exactly ``value``.
+def _yaml_text(value: str | None) -> str:
+    """``value`` as a YAML double-quoted scalar that reads back as exactly ``value`` (None: ``null``).
 
     JSON's escaping is YAML's, except for the characters YAML folds or refuses inside quotes
     (NEL, the line and paragraph separators, DEL, C1 controls, a byte-order mark): those are
     escaped as ``\\uXXXX`` too."""
-    import json
-    import unicodedata
-
     text = json.dumps(value, ensure_ascii=False)
     return "".join(f"\\u{ord(c):04x}" if (unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") and c not in "\n\t")
                    else c for c in text)
@@ -379,7 +401,7 @@ def render_workflow(name: str, *, config_path: str, baseline_dir: str, branch: s
     if config_path != CONFIG_NAME:  # at the top, the examples' pattern is the file's name already
         values[rf"(sparse-checkout: ){re.escape(CONFIG_NAME)}"] = _yaml_scalar(_ignore_pattern(config_path))
     for pattern, value in values.items():
-        text = re.sub(pattern, lambda m, v=value: m.group(1) + v + (m.group(2) if m.lastindex == 2 else ""), text)
+        text = re.sub(pattern, functools.partial(_filled, value), text)
     if action != ACTION_PLACEHOLDER:
         owner_repo, _, ref = action.partition("@")
         owner_repo = "/".join(owner_repo.split("/")[:2])  # OWNER/REPO/sub/path@REF: the repository is OWNER/REPO
@@ -387,6 +409,11 @@ def render_workflow(name: str, *, config_path: str, baseline_dir: str, branch: s
                             f"git+https://github.com/{owner_repo}@{ref}")
         text = text.replace(ACTION_PLACEHOLDER, action)
     return text
+
+
+def _filled(value: str, match: re.Match[str]) -> str:
+    """The text ``match`` found with ``value`` in place of the example's (between its groups)."""
+    return match.group(1) + value + (match.group(2) if match.lastindex == 2 else "")
 
 
 def _gitignore(top: Path, prefix: str) -> tuple[str, bool]:
@@ -414,7 +441,8 @@ def _planned_paths(top: Path, root: Path) -> None:
                                                                "(replace it with a real " + kind + ")")
         if path.exists() and (path.is_dir() != (kind == "folder")):
             raise InputError(str(path.relative_to(top)), None, f"is not a {kind}: init writes the workflows "
-                                                               "to .github/workflows/ and the ignore lines to .gitignore")
+                                                               "to .github/workflows/ and the ignore lines to "
+                                                               ".gitignore")
     if (root / CONFIG_NAME).is_dir():
         raise InputError(CONFIG_NAME, None, "is a folder: init writes the gate config there")
 
@@ -438,39 +466,38 @@ def _resolve_given(root: Path, top: Path, flag: str, value: str) -> str:
     return Path(os.path.relpath(absolute, Path(os.path.normpath(root.absolute())))).as_posix()
 
 
-def _check_given_reads(root: Path, values: dict[str, str | None], given: dict[str, str | None]) -> None:
+def _check_given_reads(root: Path, given: dict[str, str | None], queries: str, qrels: str, retrieval_config: str,
+                       corpus: str | None) -> None:
     """Every file named by option reads with the gate's readers (what ``plan`` would refuse, refused now)."""
-    from gate.inputs.readers.qrels import load_qrels
-    from gate.inputs.readers.queries import load_queries
-    from gate.inputs.retrieval_config import load_retrieval_config
-
-    def spec(value: str) -> str:
-        return value if value.startswith("irds:") else str(root / value)
-
     if given["queries"] is not None:
-        load_queries(spec(values["queries"]))
+        load_queries(_spec(root, queries))
     if given["qrels"] is not None:
-        load_qrels(spec(values["qrels"]))
+        load_qrels(_spec(root, qrels))
     if given["retrieval_config"] is not None:
-        if not (root / values["retrieval_config"]).is_file():
-            raise InputError(values["retrieval_config"], None, "is not a file (--retrieval-config names the YAML or "
-                                                               "JSON file a PR changes)")
-        load_retrieval_config(root / values["retrieval_config"])
-    if given["corpus"] is not None and not values["corpus"].startswith("irds:") and \
-            not _reads_corpus(root / values["corpus"]):
-        raise InputError(values["corpus"], None, "does not read as a corpus (JSONL with id and text, a TSV, a BEIR "
-                                                 "folder or a folder of text files) (--corpus)")
+        if not (root / retrieval_config).is_file():
+            raise InputError(retrieval_config, None, "is not a file (--retrieval-config names the YAML or "
+                                                     "JSON file a PR changes)")
+        load_retrieval_config(root / retrieval_config)
+    # A corpus given by option is the corpus value itself (never None then).
+    if given["corpus"] is not None and corpus is not None and not corpus.startswith("irds:") and \
+            not _reads_corpus(root / corpus):
+        raise InputError(corpus, None, "does not read as a corpus (JSONL with id and text, a TSV, a BEIR "
+                                       "folder or a folder of text files) (--corpus)")
 
 
-def init_repository(options: InitOptions, check: Callable[[Path, str], None] | None = None) -> InitResult:
-    """Write the config, the workflows and the .gitignore lines; see the module docstring.
+def _spec(root: Path, value: str) -> str:
+    """A path relative to ``root`` as the readers take it (an ``irds:`` id as it is)."""
+    return value if value.startswith("irds:") else str(root / value)
 
-    ``check(config_path, text)`` is called with the config's text before anything is written (the
-    CLI passes the check ``plan`` and ``run`` start with): a config they would refuse is never
-    written. Everything else that could fail is checked first too, so a refusal leaves the
-    repository as it was."""
-    from gate.runs.command import CommandRunner
 
+_FLAGS = {"queries": "--queries", "qrels": "--qrels", "corpus": "--corpus", "retrieval_config": "--retrieval-config"}
+_WHAT = {"queries": "golden query file (TSV or JSONL, or a BEIR folder)", "qrels": "qrels file",
+         "retrieval_config": "retrieval config (the YAML or JSON a PR changes)"}
+
+
+def _repository(options: InitOptions) -> tuple[Path, Path, str]:
+    """The folder the config goes in, the repository's top and the suite, checked with the Action's
+    reference."""
     _check_path_text(str(options.root), "--dir")
     root = options.root.resolve()
     if not root.is_dir():
@@ -485,7 +512,11 @@ def init_repository(options: InitOptions, check: Callable[[Path, str], None] | N
                                           "at most 64)")
     if not ACTION_REF.fullmatch(options.action):
         raise InputError("--action", None, f"{options.action[:80]!r} is not OWNER/REPO@REF")
-    warnings: list[str] = []
+    return root, top, suite
+
+
+def _branch(options: InitOptions, top: Path, warnings: list[str]) -> str:
+    """The branch the archive job runs on: ``--branch``, or the default branch (a guess is a warning)."""
     if options.branch:
         branch = options.branch
     else:
@@ -494,6 +525,89 @@ def init_repository(options: InitOptions, check: Callable[[Path, str], None] | N
             warnings.append(guess)
     if not BRANCH.fullmatch(branch):
         raise InputError("--branch", None, f"{branch[:80]!r} is not a branch name")
+    return branch
+
+
+def _inputs(options: InitOptions, root: Path, top: Path,
+            warnings: list[str]) -> tuple[dict[str, str | None], Found, Qrels]:
+    """The inputs the config names: each given by option (checked) or found (:func:`discover`);
+    the golden queries, qrels and retrieval config are required, whatever was given must read,
+    and the qrels (returned) must judge the golden queries."""
+    given = {"queries": options.queries, "qrels": options.qrels, "corpus": options.corpus,
+             "retrieval_config": options.retrieval_config}
+    resolved = {k: (_resolve_given(root, top, _FLAGS[k], v) if v is not None else None) for k, v in given.items()}
+    found = discover(root, top)
+    values = {k: (resolved[k] if resolved[k] is not None else getattr(found, k)) for k in given}
+    if given["queries"] is not None and given["qrels"] is None and values["qrels"] is not None:
+        values["qrels"] = found.qrels  # found for other queries: the pairing is checked below
+    required = []
+    for key in ("queries", "qrels", "retrieval_config"):
+        value = values[key]
+        if value is None:
+            raise InputError(str(root), None, f"no {_WHAT[key]} found here: pass {_FLAGS[key]} PATH")
+        required.append(value)
+    queries, qrels, retrieval_config = required
+    _check_given_reads(root, given, queries, qrels, retrieval_config, values["corpus"])
+    return values, found, _judged_queries(root, queries, qrels, warnings)
+
+
+def _judged_queries(root: Path, queries: str, qrels_spec: str, warnings: list[str]) -> Qrels:
+    """The qrels, refused when they judge none of the golden queries (a warning when only some)."""
+    query_ids = load_queries(_spec(root, queries)).ids()
+    qrels = load_qrels(_spec(root, qrels_spec))
+    judged = sum(1 for q in query_ids if q in qrels.judgments)
+    if judged == 0:
+        raise InputError(qrels_spec, None, f"judges none of the {len(query_ids)} queries of {queries}: "
+                                           "pass the qrels of that golden set with --qrels (or the queries with "
+                                           "--queries)")
+    if judged < len(query_ids):
+        warnings.append(f"{qrels_spec} judges {judged} of the {len(query_ids)} queries of {queries}: "
+                        "the others score 0 (trec_eval's rule)")
+    return qrels
+
+
+def _write_workflows(top: Path, planned: dict[str, str], force: bool, written: list[str], kept: list[str]) -> None:
+    """Each workflow into .github/workflows/; one that exists is kept unless ``force``."""
+    workflows = top / ".github" / "workflows"
+    workflows.mkdir(parents=True, exist_ok=True)
+    for name, workflow in planned.items():
+        target = workflows / name
+        rel = target.relative_to(top).as_posix()
+        if target.exists() and not force:
+            kept.append(rel)
+            continue
+        write_text_atomic(target, workflow)
+        written.append(rel)
+
+
+def _next_steps(options: InitOptions, config_rel: str, prefix: str, branch: str) -> list[str]:
+    steps = []
+    if not options.command:
+        steps.append(f"Set runner.command in {config_rel}: the command that runs your search with "
+                     "{config} {queries} {corpus} and writes a TREC run to {run} (docs/runners.md).")
+    if options.action == ACTION_PLACEHOLDER:
+        steps.append(f"Replace the placeholder {ACTION_PLACEHOLDER} in .github/workflows/ with the gate's "
+                     "repository and tag (OWNER/retrieval-gate@TAG).")
+    config_arg = "" if not prefix else " " + shlex.quote(f"--config={config_rel}")
+    steps.append(f"Archive main's baseline: retrieval-gate archive{config_arg}")
+    adds = " ".join(shlex.quote(p) for p in (config_rel, f"{prefix}.retrieval-gate/baseline", ".github/workflows",
+                                             ".gitignore"))
+    steps.append(f"Commit and push: git add -- {adds} && git commit -m 'Add retrieval-gate' && git push")
+    steps.append("In the repository's settings, require the status check 'retrieval-gate' on the branch "
+                 f"{branch}.")
+    return steps
+
+
+def init_repository(options: InitOptions, check: Callable[[Path, str], None] | None = None) -> InitResult:
+    """Write the config, the workflows and the .gitignore lines; see the module docstring.
+
+    ``check(config_path, text)`` is called with the config's text before anything is written (the
+    CLI passes the check ``plan`` and ``run`` start with): a config they would refuse is never
+    written. Everything else that could fail is checked first too, so a refusal leaves the
+    repository as it was."""
+    root, top, suite = _repository(options)
+    warnings: list[str] = []
+    branch = _branch(options, top, warnings)
     superproject = _git(top, "rev-parse", "--show-superproject-working-tree")
     if superproject:
         warnings.append(f"{top} is a submodule of {superproject}: GitHub runs the workflows written here only in the "
@@ -508,36 +622,7 @@ def init_repository(options: InitOptions, check: Callable[[Path, str], None] | N
     if options.command is not None:
         CommandRunner(options.command, source="--command")  # its placeholders, as plan reads them
 
-    given = {"queries": options.queries, "qrels": options.qrels, "corpus": options.corpus,
-             "retrieval_config": options.retrieval_config}
-    flags = {"queries": "--queries", "qrels": "--qrels", "corpus": "--corpus", "retrieval_config": "--retrieval-config"}
-    resolved = {k: (_resolve_given(root, top, flags[k], v) if v is not None else None) for k, v in given.items()}
-    found = discover(root, top)
-    values = {k: (resolved[k] if resolved[k] is not None else getattr(found, k)) for k in given}
-    if given["queries"] is not None and given["qrels"] is None and values["qrels"] is not None:
-        values["qrels"] = found.qrels  # found for other queries: the pairing is checked below
-    for key in ("queries", "qrels", "retrieval_config"):
-        if values[key] is None:
-            what = {"queries": "golden query file (TSV or JSONL, or a BEIR folder)", "qrels": "qrels file",
-                    "retrieval_config": "retrieval config (the YAML or JSON a PR changes)"}[key]
-            raise InputError(str(root), None, f"no {what} found here: pass {flags[key]} PATH")
-    _check_given_reads(root, values, given)
-    from gate.inputs.readers.qrels import load_qrels
-    from gate.inputs.readers.queries import load_queries
-
-    def spec(value: str) -> str:
-        return value if value.startswith("irds:") else str(root / value)
-
-    query_ids = load_queries(spec(values["queries"])).ids()
-    qrels = load_qrels(spec(values["qrels"]))
-    judged = sum(1 for q in query_ids if q in qrels.judgments)
-    if judged == 0:
-        raise InputError(values["qrels"], None, f"judges none of the {len(query_ids)} queries of {values['queries']}: "
-                                                "pass the qrels of that golden set with --qrels (or the queries with "
-                                                "--queries)")
-    if judged < len(query_ids):
-        warnings.append(f"{values['qrels']} judges {judged} of the {len(query_ids)} queries of {values['queries']}: "
-                        "the others score 0 (trec_eval's rule)")
+    values, found, qrels = _inputs(options, root, top, warnings)
     relevance_only = _relevance_only(qrels)
     found = Found(values["queries"], values["qrels"], values["corpus"], values["retrieval_config"], relevance_only,
                   found.notes)
@@ -553,7 +638,6 @@ def init_repository(options: InitOptions, check: Callable[[Path, str], None] | N
 
     prefix = "" if root == top else root.relative_to(top).as_posix() + "/"
     baseline_dir = f"{prefix}.retrieval-gate/baseline"
-    workflows = top / ".github" / "workflows"
     planned_workflows = {name: render_workflow(name, config_path=config_rel, baseline_dir=baseline_dir,
                                                branch=branch, action=options.action) for name in WORKFLOWS}
     ignore_text, ignore_changed = _gitignore(top, prefix)
@@ -561,30 +645,9 @@ def init_repository(options: InitOptions, check: Callable[[Path, str], None] | N
     kept: list[str] = []
     write_text_atomic(config_file, text)
     written.append(config_rel)
-    workflows.mkdir(parents=True, exist_ok=True)
-    for name, workflow in planned_workflows.items():
-        target = workflows / name
-        rel = target.relative_to(top).as_posix()
-        if target.exists() and not options.force:
-            kept.append(rel)
-            continue
-        write_text_atomic(target, workflow)
-        written.append(rel)
+    _write_workflows(top, planned_workflows, options.force, written, kept)
     if ignore_changed:
         write_text_atomic(top / ".gitignore", ignore_text)
         written.append(".gitignore")
-    steps = []
-    if not options.command:
-        steps.append(f"Set runner.command in {config_rel}: the command that runs your search with "
-                     "{config} {queries} {corpus} and writes a TREC run to {run} (docs/runners.md).")
-    if options.action == ACTION_PLACEHOLDER:
-        steps.append(f"Replace the placeholder {ACTION_PLACEHOLDER} in .github/workflows/ with the gate's "
-                     "repository and tag (OWNER/retrieval-gate@TAG).")
-    config_arg = "" if not prefix else " " + shlex.quote(f"--config={config_rel}")
-    steps.append(f"Archive main's baseline: retrieval-gate archive{config_arg}")
-    adds = " ".join(shlex.quote(p) for p in (config_rel, f"{prefix}.retrieval-gate/baseline", ".github/workflows",
-                                             ".gitignore"))
-    steps.append(f"Commit and push: git add -- {adds} && git commit -m 'Add retrieval-gate' && git push")
-    steps.append("In the repository's settings, require the status check 'retrieval-gate' on the branch "
-                 f"{branch}.")
+    steps = _next_steps(options, config_rel, prefix, branch)
     return InitResult(config_file, tuple(written), tuple(kept), found, suite, tuple(steps), tuple(warnings))

@@ -2,6 +2,8 @@
 
 Results are cached by fingerprint (:mod:`gate.runs.produce`)."""
 
+import importlib
+
 #: What ``pip install 'retrieval-gate[reference]'`` adds: the reference retriever's imports.
 REFERENCE_EXTRA_MODULES = ("scipy", "bm25s", "faiss")
 
@@ -9,8 +11,6 @@ REFERENCE_EXTRA_MODULES = ("scipy", "bm25s", "faiss")
 def missing_reference_modules() -> list[str]:
     """The reference extra's modules that do not import here (checked up front, so a missing
     extra is one line at the start, not a crash once the world is half built)."""
-    import importlib
-
     missing = []
     for name in REFERENCE_EXTRA_MODULES:
         try:

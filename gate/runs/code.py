@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -30,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.common.errors import InputError
+from gate.inputs import git
+from gate.inputs.fingerprint import file_sha256
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,6 @@ BUILTIN = CodeIdentity("builtin", "builtin", "the gate's own reference retriever
 
 
 def _git(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    from gate.inputs import git
-
     return git.run(root, *args, timeout=120, extra_env=env)
 
 
@@ -99,8 +100,6 @@ def _scratch_objects(top: Path, tmp: Path) -> dict[str, str]:
 def working_tree(root: Path, exclude: Sequence[Path] = ()) -> CodeIdentity:
     """The tree ``git add -A`` would record for the working folder ``root`` (a temporary index:
     the repository's own index and history are not touched)."""
-    from gate.inputs import git
-
     top = git.repo_root(root)
     if top is None:
         return CodeIdentity("unknown", None, f"{root} is not in a git repository and runner.inputs is not set",
@@ -126,7 +125,8 @@ def working_tree(root: Path, exclude: Sequence[Path] = ()) -> CodeIdentity:
         # Tracked files in an excluded folder leave the index too (-f: the temporary index may hold
         # another version of them than the file and HEAD, and git refuses that without it).
         if not _drop(top, exclude, env):
-            return CodeIdentity("unknown", None, f"cannot leave the gate's folders out of the tree of {top}", Path(root))
+            return CodeIdentity("unknown", None, f"cannot leave the gate's folders out of the tree of {top}",
+                                Path(root))
         tree = _git(top, "write-tree", env=env)
     if tree.returncode != 0:
         return CodeIdentity("unknown", None, f"git write-tree failed in {top}", Path(root))
@@ -136,8 +136,6 @@ def working_tree(root: Path, exclude: Sequence[Path] = ()) -> CodeIdentity:
 
 def commit_tree(root: Path, commit: str, exclude: Sequence[Path] = ()) -> CodeIdentity:
     """The tree of ``commit`` without the gate's own folders (what a baseline was produced from)."""
-    from gate.inputs import git
-
     top = git.repo_root(root)
     resolved = git.rev_parse(root, commit) if top is not None else None
     if top is None or resolved is None:
@@ -160,14 +158,11 @@ def commit_tree(root: Path, commit: str, exclude: Sequence[Path] = ()) -> CodeId
 def checkout(code: CodeIdentity, repo: Path, scratch: Path) -> Iterator[CodeIdentity]:
     """``code`` with ``root`` set to a fresh export of its commit (``git archive``: the repository,
     its index and worktree list stay as they are - another user may own them)."""
-    import shutil
-
     if code is None or code.root is not None or code.commit is None:
         yield code
         return
-    from gate.inputs import git
-
     top = git.repo_root(repo)
+    assert top is not None  # a code identity with a commit is made in a repository (commit_tree)
     scratch.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix=f"checkout-{code.commit[:12]}-", dir=scratch))
     try:
@@ -199,8 +194,6 @@ def _extract(tar: tarfile.TarFile, folder: Path) -> None:
 
 def declared_inputs(root: Path, globs: Sequence[str], source: str = "runner.inputs") -> CodeIdentity:
     """sha256 over (path, content sha256) of every file the globs match below ``root``."""
-    from gate.inputs.fingerprint import file_sha256
-
     files: dict[str, Path] = {}
     for pattern in globs:
         for path in sorted(Path(root).glob(pattern)):

@@ -46,14 +46,14 @@ class CommandRunner:
         try:
             tokens = shlex.split(template)
         except ValueError as error:
-            raise InputError(source, None, f"runner.command cannot be split: {error}")
+            raise InputError(source, None, f"runner.command cannot be split: {error}") from error
         for token in tokens:
             try:
                 token.format(**{name: "" for name in PLACEHOLDERS})
             except (KeyError, IndexError, ValueError) as error:
                 raise InputError(source, None, f"runner.command has an unknown placeholder {error} "
                                  f"(known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}; write a literal "
-                                 "brace doubled: {{ and }})")
+                                 "brace doubled: {{ and }})") from error
         self.tokens = tokens
 
     def identity(self) -> dict[str, Any]:
@@ -93,13 +93,14 @@ class CommandRunner:
                     stdin=subprocess.DEVNULL, start_new_session=True,
                 )
             except (OSError, ValueError) as error:
-                raise RunnerFailed(request.purpose, f"could not start the runner command: {error}", log_path)
+                raise RunnerFailed(request.purpose, f"could not start the runner command: {error}",
+                                   log_path) from error
             try:
                 code = proc.wait(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired as error:
                 _kill_group(proc)
                 raise RunnerFailed(request.purpose, f"runner command timed out after {self.timeout:g}s",
-                                   log_path, log_tail(log_path))
+                                   log_path, log_tail(log_path)) from error
             # What it left running in the background goes too: nothing of the code under test
             # outlives its run (the gate fetches from GitHub with credentials afterwards).
             _kill_group(proc, leader_exited=True)

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from gate import __version__
-from gate.common.atomic import write_bytes_atomic
+from gate.common.atomic import write_bytes_atomic, write_text_atomic
 from gate.common.errors import InputError
+from gate.inputs import git
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.runs import read_run
 from gate.runs.code import CheckoutFailed, checkout
@@ -74,8 +75,6 @@ class RunProducer:
         path = self.work_dir / "configs" / f"{key}{request.config.suffix}"
         text = request.config.to_text()
         if not (path.is_file() and not path.is_symlink() and path.read_text(encoding="utf-8") == text):
-            from gate.common.atomic import write_text_atomic
-
             if path.is_symlink() or path.is_dir():
                 raise RunnerFailed(request.purpose, f"{path} is {'a symlink' if path.is_symlink() else 'a folder'}, "
                                    "where the gate writes the run's retrieval config: remove it")
@@ -87,8 +86,6 @@ class RunProducer:
         started = time.monotonic()
         found = find_in_runs_dir(self.runs_dir, key)
         if found is not None:
-            from gate.inputs import git
-
             if git.is_tracked(found):
                 # Runs reach the runs folder from the steps that produce them, never from the
                 # repository: a committed file under a key the PR can predict (the baseline's)
@@ -110,11 +107,11 @@ class RunProducer:
         readable = cache_folder is not None and (request.code is None or request.code.kind != "commit")
         cached = find_in_runs_dir(cache_folder, key) if readable else None
         if cached is not None:
-            run = self._cached(cached, request.purpose, expected)
-            if run is not None:
+            cached_run = self._cached(cached, request.purpose, expected)
+            if cached_run is not None:
                 self.progress(f"{request.purpose}: cache hit {key}")
-                return run, ProducedRun(request.purpose, cached, key, "cache", time.monotonic() - started,
-                                        len(run.query_ids))
+                return cached_run, ProducedRun(request.purpose, cached, key, "cache", time.monotonic() - started,
+                                               len(cached_run.query_ids))
         if self.runs_dir is not None:
             # The runs were to be produced by an earlier step (plan -> produce -> gate): one it
             # did not write is named, never run here behind the team's back (their stack may
@@ -158,10 +155,10 @@ class RunProducer:
         except (OSError, InputError) as error:
             self.progress(f"{purpose}: the run is not cached ({str(error)[:200]})")
 
-    def _cache_folder(self) -> Path:
+    def _cache_folder(self) -> Path | None:
         # One folder per gate version: a run cached by another version was produced from the
         # config and query files that version wrote, and is not assumed to equal this one's.
-        return self.cache_dir / f"v{__version__}"
+        return None if self.cache_dir is None else self.cache_dir / f"v{__version__}"
 
     def _cached(self, path: Path, purpose: str, expected: Sequence[str]) -> Run | None:
         """The cached run, or None (with a progress line saying why) when it is not one the gate
@@ -184,7 +181,7 @@ class RunProducer:
         try:
             return read_run(path)
         except InputError as error:
-            raise RunnerFailed(purpose, f"the run {how} is not a valid TREC run: {error}", log_path)
+            raise RunnerFailed(purpose, f"the run {how} is not a valid TREC run: {error}", log_path) from error
 
 
 def untrusted_cache_entry(path: Path) -> str | None:
@@ -200,8 +197,6 @@ def untrusted_cache_entry(path: Path) -> str | None:
     real = Path(os.path.realpath(path))
     if real.parent != Path(os.path.realpath(path.parent)) or real.name != path.name:
         return "it is reached through a symlink"
-    from gate.inputs import git
-
     if git.is_tracked(path) or (real != path and git.is_tracked(real)) or _through_symlinked_folder(path):
         return "it is committed in the repository: a cached run is one the gate made, not a file a change can edit"
     return None
@@ -210,8 +205,6 @@ def untrusted_cache_entry(path: Path) -> str | None:
 def _through_symlinked_folder(path: Path) -> bool:
     """A folder on the way to ``path`` (below the repository's top) that is a symlink: a
     committed ``.retrieval-gate/cache -> ../fakecache`` makes every entry the PR's."""
-    from gate.inputs import git
-
     top = git.top_level(path.parent)
     lexical = Path(os.path.abspath(path))
     for folder in lexical.parents:

@@ -86,6 +86,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,8 @@ import scipy.sparse as sp
 
 from gate.common import fixed_order
 from gate.common.errors import InputError
+from gate.inputs.readers.corpus import iter_corpus
+from gate.inputs.readers.queries import load_queries
 from gate.runs.request import RunnerFailed, RunRequest
 
 __all__ = [
@@ -188,6 +191,11 @@ def _number(data: Mapping[str, Any], dotted: str, source: str, *, integer: bool 
     return int(value) if integer else float(value)
 
 
+def _integer(data: Mapping[str, Any], dotted: str, source: str, *, low: float | None = None) -> int:
+    """:func:`_number` of a key that must be an integer."""
+    return int(_number(data, dotted, source, integer=True, low=low))
+
+
 def settings_from_config(data: Mapping[str, Any], source: str = "retrieval config") -> RetrievalSettings:
     """Read and check the keys the reference runner understands (others are ignored)."""
     model = _get(data, "embedding.model")
@@ -212,8 +220,8 @@ def settings_from_config(data: Mapping[str, Any], source: str = "retrieval confi
         b=_number(data, "bm25.b", source, low=0.0, high=1.0),
         fusion_k=_number(data, "fusion.k", source, low=0.0),
         weight=_number(data, "fusion.weight", source, low=0.0, high=1.0),
-        ef_search=_number(data, "ann.ef_search", source, integer=True, low=1),
-        depth=_number(data, "retrieve.depth", source, integer=True, low=1),
+        ef_search=_integer(data, "ann.ef_search", source, low=1),
+        depth=_integer(data, "retrieve.depth", source, low=1),
     )
 
 
@@ -265,8 +273,6 @@ def _file_digest(path: str) -> str:
 
 
 def _load_corpus(path: str, digest: str) -> _Corpus:
-    from gate.inputs.readers.corpus import iter_corpus
-
     ids: list[str] = []
     vocab: dict[str, int] = {}
     token_ids: list[np.ndarray] = []
@@ -344,7 +350,9 @@ def _right_singular_vectors(matvec: Any, rmatvec: Any, features: int, rows: int,
     return (v * signs).astype(np.float32)
 
 
-def _l2_rows(x: sp.csr_matrix | np.ndarray) -> Any:
+def _l2_rows(x: Any) -> Any:
+    """Rows scaled to unit length: ``x`` a scipy sparse matrix or a numpy array (scipy has no
+    type information, so both are Any to mypy)."""
     if sp.issparse(x):
         norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
         norms[norms == 0] = 1
@@ -482,13 +490,15 @@ class _LRU:
 
     def get_or(self, key: Any, make: Any) -> Any:
         with self._lock:
-            slot = self._slots.get(key)
-            mine = slot is None
-            if mine:
-                slot = self._slots[key] = Future()
+            found = self._slots.get(key)
+            mine = found is None
+            if found is None:
+                slot: Future[Any] = Future()
+                self._slots[key] = slot
                 while len(self._slots) > self.size:
                     self._slots.popitem(last=False)
             else:
+                slot = found
                 self._slots.move_to_end(key)
         if not mine:
             return slot.result()
@@ -554,12 +564,12 @@ def _faiss() -> Any:
 
     config = getattr(faiss, "SIMDConfig", None)
     if config is None:
-        raise RunnerFailed(f"faiss {faiss.__version__} cannot pin its SIMD level (faiss.SIMDConfig): the reference "
-                           "retriever needs faiss-cpu >= 1.13 to give the same results on every CPU")
+        raise RunnerFailed("reference", f"faiss {faiss.__version__} cannot pin its SIMD level (faiss.SIMDConfig): "
+                           "the reference retriever needs faiss-cpu >= 1.13 to give the same results on every CPU")
     if config.get_level() != faiss.SIMDLevel_NONE:
         config.set_level(faiss.SIMDLevel_NONE)
         if config.get_level() != faiss.SIMDLevel_NONE:  # pragma: no cover - faiss refused the level
-            raise RunnerFailed("faiss refused the portable SIMD level: its results would depend on the CPU")
+            raise RunnerFailed("reference", "faiss refused the portable SIMD level: its results would depend on the CPU")
     return faiss
 
 
@@ -592,7 +602,8 @@ def _model_key(corpus: _Corpus, model: str, opts: Mapping[str, Any]) -> tuple:
 
 
 def _model_of(corpus: _Corpus, model: str, opts: Mapping[str, Any]) -> _Model:
-    return _MODELS.get_or(_model_key(corpus, model, opts), lambda: _fit_model(corpus, model, int(opts["svd_iterations"])))
+    return _MODELS.get_or(_model_key(corpus, model, opts),
+                          lambda: _fit_model(corpus, model, int(opts["svd_iterations"])))
 
 
 def _index_of(corpus: _Corpus, model: _Model, seed: int, opts: Mapping[str, Any]):
@@ -814,17 +825,13 @@ class ReferenceRunner:
         import faiss
 
         try:
-            from importlib.metadata import version
-
-            bm25s_version = version("bm25s")
+            bm25s_version = metadata.version("bm25s")
         except Exception:  # noqa: BLE001 - identity must not fail on metadata
             bm25s_version = "unknown"
         return {"type": "reference", "version": VERSION, "options": dict(sorted(self.options.items())),
                 "bm25s": bm25s_version, "faiss": faiss.__version__}
 
     def produce(self, request: RunRequest, config_file: Path, out_path: Path, log_path: Path) -> None:
-        from gate.inputs.readers.queries import load_queries
-
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "w", encoding="utf-8") as log:
             def say(message: str) -> None:

@@ -28,6 +28,9 @@ import time
 from collections.abc import Sequence
 
 from gate.common.errors import InputError
+from gate.inputs.readers.queries import load_queries
+from gate.inputs.retrieval_config import load_retrieval_config
+from gate.runs.reference import ReferenceRunner, retrieve, settings_from_config, snapshot_path, write_trec
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,10 +52,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     say = (lambda message: None) if args.quiet else (
         lambda message: print(f"[reference] {message}", file=sys.stderr, flush=True))
     try:
-        from gate.inputs.readers.queries import load_queries
-        from gate.inputs.retrieval_config import load_retrieval_config
-        from gate.runs.reference import ReferenceRunner, retrieve, settings_from_config, snapshot_path, write_trec
-
         try:
             options = json.loads(args.options)
         except json.JSONDecodeError as error:

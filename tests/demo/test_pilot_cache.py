@@ -22,7 +22,7 @@ def default_world(tmp_path_factory):
 
 def test_the_default_demo_world_finds_its_pilot_in_the_shipped_cache(default_world):
     # Fails when an edit to the retriever, the scoring or the world generator changed what the
-    # pilot reads: refresh the entry with `python -m gate.demo.pilot_cache` (the demo stays right
+    # pilot reads: refresh the entry with `python -m gate.demo.pilot_refresh` (the demo stays right
     # meanwhile, only slower).
     assert default_world.pilot_source == "cached"
 

@@ -34,8 +34,10 @@ import numpy as np
 from gate.common import limits
 from gate.common.errors import InputError
 from gate.common.limits import shorten
+from gate.inputs.readers.beir_folder import beir_corpus
 from gate.inputs.readers.fields import check_id, check_unicode, parse_json_line
 from gate.inputs.readers.format_hints import corpus_file_hint
+from gate.inputs.readers.irds import iter_irds_docs
 from gate.inputs.readers.records import Chunk
 from gate.inputs.readers.textlines import iter_lines, strip_gz
 
@@ -74,8 +76,6 @@ def iter_corpus(spec: str | os.PathLike, check_duplicates: bool | str = True) ->
         yield from _dedup(str(path), _iter_files(path), check_duplicates, lambda: _iter_files(path))
         return
     if path.is_dir():
-        from gate.inputs.readers.beir import beir_corpus
-
         path = beir_corpus(path)
     reader = _iter_jsonl if path.is_dir() or strip_gz(path).lower().endswith((".jsonl", ".json")) else _iter_tsv
     yield from _dedup(str(path), reader(path), check_duplicates, lambda: reader(path))
@@ -165,14 +165,14 @@ def _dedup(src: str, items: Iterator[tuple[int | None, Chunk]], check: bool | st
         if len(ordered) > 1 and bool((ordered[1:] == ordered[:-1]).any()) and again is not None:
             # Equal hashes: read once more and compare the ids themselves (a collision is not a repeat).
             suspects = set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
-            seen: dict[str, int | None] = {}
+            suspects_seen: dict[str, int | None] = {}
             for lineno, chunk in again():
                 if hash(chunk.chunk_id) in suspects:
-                    if chunk.chunk_id in seen:
-                        first = seen[chunk.chunk_id]
+                    if chunk.chunk_id in suspects_seen:
+                        first = suspects_seen[chunk.chunk_id]
                         where = f" (first at line {first})" if first is not None else ""
                         raise InputError(src, lineno, f"duplicate chunk id '{shorten(chunk.chunk_id)}'{where}")
-                    seen[chunk.chunk_id] = lineno
+                    suspects_seen[chunk.chunk_id] = lineno
         return
     seen: dict[str, int | None] = {}
     for lineno, chunk in items:
@@ -185,8 +185,6 @@ def _dedup(src: str, items: Iterator[tuple[int | None, Chunk]], check: bool | st
 
 
 def _iter_irds(spec: str, check: bool | str) -> Iterator[Chunk]:
-    from gate.inputs.readers.irds import iter_irds_docs
-
     def items() -> Iterator[tuple[int | None, Chunk]]:
         for doc_id, body in iter_irds_docs(spec):
             yield None, Chunk(doc_id, doc_id, body)

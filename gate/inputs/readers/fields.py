@@ -96,7 +96,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _DECODER = json.JSONDecoder(parse_constant=_no_constants, object_pairs_hook=_no_duplicates)
 
 
-_SCAN = _DECODER.scan_once
+# The decoder's scanner (set by JSONDecoder.__init__; typeshed does not declare it).
+_SCAN = _DECODER.scan_once  # type: ignore[attr-defined]
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _BRACKET = re.compile(r"[\[\]{}]")
 

@@ -75,7 +75,8 @@ def _hint(line: str, path: str | os.PathLike, forms: tuple) -> str:
             return (f"; this looks like {what}, which the gate does not read: convert it to {conversion} "
                     f"(ir_datasets does not serve {unserved}, so no irds: id can stand in for it)")
         if format_id or irds_id:
-            why = "the format is that collection's" if format_id else "the file's folder and name suggest that collection"
+            why = ("the format is that collection's" if format_id
+                   else "the file's folder and name suggest that collection")
             advice = f"give {format_id or irds_id} ({why})"
         else:
             advice = f"give the collection's irds:<id> if ir_datasets has it ({_EXAMPLES})"

@@ -16,8 +16,11 @@ a user cannot edit a packaged dataset; two different labels for the same
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import socket
+import sys
+import urllib.error
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -78,15 +81,11 @@ def _short(exc: BaseException) -> str:
 
 
 def _is_network_error(exc: BaseException) -> bool:
-    try:
-        import requests
-
-        if isinstance(exc, requests.exceptions.RequestException):
-            return True
-    except ImportError:  # pragma: no cover - requests ships with ir_datasets
-        pass
-    import urllib.error
-
+    # A requests exception exists only once ir_datasets has imported requests: looked up there
+    # rather than imported, which would cost every reader 0.1 s to test one exception's class.
+    requests = sys.modules.get("requests")
+    if requests is not None and isinstance(exc, requests.exceptions.RequestException):
+        return True
     if isinstance(exc, (ConnectionError, TimeoutError, socket.timeout, socket.gaierror, urllib.error.URLError)):
         return True
     # ir_datasets wraps failed mirrors in RuntimeError('All download sources failed', [...]).
@@ -106,8 +105,6 @@ def quiet_irds() -> Iterator[None]:
     only a process-wide ``logging.disable`` reaches them; the gate itself
     prints with ``print``, not logging.
     """
-    import logging
-
     previous = logging.root.manager.disable
     logging.disable(logging.CRITICAL)
     try:
@@ -173,7 +170,8 @@ def load_irds_queries(spec: str) -> QuerySet:
         raise InputError(spec, None, f"{s.dataset_id} has no queries")
     fields = tuple(getattr(ds.queries_cls(), "_fields", ()))
     if s.field is not None and fields and s.field not in fields:
-        raise InputError(spec, None, f"queries of {s.dataset_id} have no field '{s.field}' (fields: {', '.join(fields)})")
+        raise InputError(spec, None, f"queries of {s.dataset_id} have no field '{s.field}' "
+                                     f"(fields: {', '.join(fields)})")
     what = "the text" if s.field is None else f"field '{s.field}'"
     out: list[Query] = []
     seen: set[str] = set()
@@ -239,7 +237,8 @@ def iter_irds_docs(spec: str) -> Iterator[tuple[str, str]]:
         raise InputError(spec, None, f"{s.dataset_id} has no documents")
     fields = tuple(getattr(ds.docs_cls(), "_fields", ()))
     if s.field is not None and fields and s.field not in fields:
-        raise InputError(spec, None, f"documents of {s.dataset_id} have no field '{s.field}' (fields: {', '.join(fields)})")
+        raise InputError(spec, None, f"documents of {s.dataset_id} have no field '{s.field}' "
+                                     f"(fields: {', '.join(fields)})")
 
     def text_of(doc: Any) -> str:
         if s.field is None:

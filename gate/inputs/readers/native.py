@@ -66,8 +66,8 @@ def _load() -> ctypes.CDLL | None:
         return None
     scan = lib.rg_scan_run_block
     scan.restype = ctypes.c_int64
-    scan.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                     ctypes.c_int64, ctypes.c_int64] + [ctypes.c_void_p] * 11
+    scan.argtypes = (ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                     ctypes.c_int64, ctypes.c_int64) + (ctypes.c_void_p,) * 11
     lib.rg_hash_columns.restype = None
     lib.rg_hash_columns.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
                                     ctypes.c_void_p]

@@ -23,17 +23,20 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from itertools import chain, compress
 
 import numpy as np
 
 from gate.common import limits
 from gate.common.errors import InputError
+from gate.inputs.readers.beir_folder import DEFAULT_SPLIT, beir_file, beir_folder_of, check_split_name
 from gate.inputs.readers.fields import check_id, parse_int_label
+from gate.inputs.readers.irds import load_irds_qrels
 from gate.inputs.readers.records import Qrels
 from gate.inputs.readers.textlines import check_block, iter_blocks, iter_lines, why_no_data
 
-__all__ = ["load_qrels", "read_qrels", "BEIR_QRELS_HEADER"]
+__all__ = ["load_qrels", "read_qrels", "beir_qrels", "BEIR_QRELS_HEADER"]
 
 BEIR_QRELS_HEADER = "query-id\tcorpus-id\tscore"
 _SHORT_ID = limits.MAX_ID_BYTES // 4  # shorter than this in characters: within the byte limit
@@ -71,19 +74,10 @@ def _read_qrels_lines(path: str | os.PathLike) -> Qrels:
     src = str(path)
     judgments: dict[str, dict[str, int]] = {}
     lines = iter_lines(path, max_line=limits.MAX_TREC_LINE_BYTES, what="a qrels line")
-    head = next(lines, None)
-    if head is None:
+    layout = _layout(src, lines)
+    if layout is None:
         return Qrels(source=src, judgments=judgments)
-    tabs = head[0] == 1 and head[1].rstrip(" ") == BEIR_QRELS_HEADER
-    if tabs:
-        head = next(lines, None)
-        if head is None:
-            return Qrels(source=src, judgments=judgments)
-        width = 3
-    else:
-        width = len(_split(head[1]))
-        if width not in _SHAPES:
-            raise InputError(src, head[0], f"expected 4 fields {_SHAPES[4]} or 3 fields {_SHAPES[3]}, got {width}")
+    head, tabs, width = layout
     hint = " (BEIR qrels: tab separated)" if tabs else ", like the first line"
     shape = _SHAPES[width]
     for lineno, line in chain((head,), lines):
@@ -106,16 +100,40 @@ def _read_qrels_lines(path: str | os.PathLike) -> Qrels:
         n = len(docs)
         docs.setdefault(doc, rel)
         if len(docs) == n:
-            first, first_group = _first_line(path, tabs, qid, doc)
-            group = fields[1] if width == 4 else ""
-            extra = ""
-            if width == 4 and group != first_group:
-                extra = f"; column 2 differs ('{first_group}', '{group}'): multiple judgment groups are not supported"
-            raise InputError(
-                src, lineno, f"duplicate judgment of document '{limits.shorten(doc)}' for query "
-                             f"'{limits.shorten(qid)}' (first at line {first}){extra}"
-            )
+            raise _duplicate(path, lineno, tabs, fields, width)
     return Qrels(source=src, judgments=judgments)
+
+
+def _layout(src: str, lines: Iterator[tuple[int, str]]) -> tuple[tuple[int, str], bool, int] | None:
+    """The first data line, whether the file is BEIR qrels (tab separated, its header line
+    consumed) and the field count every line must have; None when the file holds no data line."""
+    head = next(lines, None)
+    if head is None:
+        return None
+    tabs = head[0] == 1 and head[1].rstrip(" ") == BEIR_QRELS_HEADER
+    if tabs:
+        head = next(lines, None)
+        if head is None:
+            return None
+        return head, tabs, 3
+    width = len(_split(head[1]))
+    if width not in _SHAPES:
+        raise InputError(src, head[0], f"expected 4 fields {_SHAPES[4]} or 3 fields {_SHAPES[3]}, got {width}")
+    return head, tabs, width
+
+
+def _duplicate(path: str | os.PathLike, lineno: int, tabs: bool, fields: list[str], width: int) -> InputError:
+    """The error for a (qid, docno) judged a second time at ``lineno``, naming the first line."""
+    qid, doc = fields[0], fields[-2]
+    first, first_group = _first_line(path, tabs, qid, doc)
+    group = fields[1] if width == 4 else ""
+    extra = ""
+    if width == 4 and group != first_group:
+        extra = f"; column 2 differs ('{first_group}', '{group}'): multiple judgment groups are not supported"
+    return InputError(
+        str(path), lineno, f"duplicate judgment of document '{limits.shorten(doc)}' for query "
+                           f"'{limits.shorten(qid)}' (first at line {first}){extra}"
+    )
 
 
 def _first_line(path: str | os.PathLike, tabs: bool, qid: str, doc: str) -> tuple[int | None, str]:
@@ -242,17 +260,18 @@ def _labels(labels: list[str]) -> list[int]:
         raise _Irregular from None
 
 
+def beir_qrels(folder: str | os.PathLike, split: str = DEFAULT_SPLIT) -> Qrels:
+    """The qrels of a BEIR folder's split, ``qrels/<split>.tsv``."""
+    return read_qrels(beir_file(folder, f"qrels/{check_split_name(split, str(folder))}.tsv"))
+
+
 def load_qrels(spec: str | os.PathLike, split: str | None = None) -> Qrels:
     """Qrels from a file, a BEIR folder (``qrels/<split>.tsv``: the ``split`` given, or the one
     ``DIR#split=<name>`` names, else ``test``), or ``irds:<id>``; qrels with no judgment are an
     :class:`InputError` that says why (an empty file, only comments, a BEIR header alone).
     A ``split`` given for anything but a BEIR folder is refused: it would pick nothing."""
-    from gate.inputs.readers.beir import DEFAULT_SPLIT, beir_folder_of, beir_qrels
-
     text = os.fspath(spec)
     if text.startswith("irds:"):
-        from gate.inputs.readers.irds import load_irds_qrels
-
         if split is not None:
             raise InputError(text, None, f"a split ('{split}') picks qrels/<split>.tsv of a BEIR folder; an irds: id "
                                          "names its split itself (e.g. irds:beir/scifact/test)")
@@ -264,7 +283,8 @@ def load_qrels(spec: str | os.PathLike, split: str | None = None) -> Qrels:
                                          "a file")
         if folder is not None and folder.split is not None and split is not None and folder.split != split:
             raise InputError(text, None, f"names split '{folder.split}', and split '{split}' is given too")
-        qrels = beir_qrels(folder.path, folder.split or split or DEFAULT_SPLIT) if folder is not None else read_qrels(text)
+        qrels = (beir_qrels(folder.path, folder.split or split or DEFAULT_SPLIT) if folder is not None
+                 else read_qrels(text))
     if not len(qrels):
         why = why_no_data(qrels.source)
         raise InputError(qrels.source, None, f"no judgments{f' ({why})' if why else ''}")

@@ -27,13 +27,15 @@ from typing import Any
 
 from gate.common import limits
 from gate.common.errors import InputError
+from gate.inputs.readers.beir_folder import beir_file, beir_folder_of
 from gate.inputs.readers.fields import check_id, check_json_value, check_text, parse_json_line
 from gate.inputs.readers.format_hints import query_file_hint
+from gate.inputs.readers.irds import load_irds_queries
 from gate.inputs.readers.records import Query, QuerySet
 from gate.inputs.readers.textlines import iter_lines, strip_gz, why_no_data
 
 __all__ = ["load_queries", "read_queries", "read_queries_tsv", "read_queries_jsonl", "is_jsonl", "ID_KEYS",
-           "read_query_ids", "load_query_ids"]
+           "read_query_ids", "load_query_ids", "beir_queries"]
 
 ID_KEYS = ("query_id", "_id", "qid")
 
@@ -73,7 +75,8 @@ def read_queries_tsv(path: str | os.PathLike) -> QuerySet:
             text = text.strip()
             if not text:
                 raise InputError(src, lineno, f"empty text for query '{qid}'")
-            check_text(src, lineno, text, f"the text of query '{limits.shorten(qid)}'", max_chars=limits.MAX_QUERY_CHARS)
+            check_text(src, lineno, text, f"the text of query '{limits.shorten(qid)}'",
+                       max_chars=limits.MAX_QUERY_CHARS)
             yield lineno, Query(qid, text)
 
     return _collect(src, items())
@@ -128,11 +131,17 @@ def read_queries_jsonl(path: str | os.PathLike) -> QuerySet:
                 obj = parse_json_line(src, lineno, line)
             except InputError:
                 if lineno == 1 and line.lstrip().startswith("[") and not line.rstrip().endswith("]"):
-                    raise InputError(src, lineno, "expected JSON Lines (one object per line), found a JSON array") from None
+                    raise InputError(src, lineno,
+                                     "expected JSON Lines (one object per line), found a JSON array") from None
                 raise
             yield lineno, query_from_json(src, lineno, obj)
 
     return _collect(src, items())
+
+
+def beir_queries(folder: str | os.PathLike) -> QuerySet:
+    """Every query of a BEIR folder, ``queries.jsonl``."""
+    return read_queries_jsonl(beir_file(folder, "queries.jsonl"))
 
 
 def load_queries(spec: str | os.PathLike) -> QuerySet:
@@ -141,12 +150,8 @@ def load_queries(spec: str | os.PathLike) -> QuerySet:
     an :class:`InputError` that says why."""
     text = os.fspath(spec)
     if text.startswith("irds:"):
-        from gate.inputs.readers.irds import load_irds_queries
-
         queries = load_irds_queries(text)
     else:
-        from gate.inputs.readers.beir import beir_folder_of, beir_queries
-
         folder = beir_folder_of(text)
         queries = beir_queries(folder.path) if folder is not None else read_queries(text)
     if not len(queries):
@@ -191,10 +196,6 @@ def load_query_ids(spec: str | os.PathLike) -> list[str]:
     """Query ids from a list of ids (:func:`read_query_ids`), a BEIR folder or an ``irds:`` id."""
     text = os.fspath(spec)
     if text.startswith("irds:"):
-        from gate.inputs.readers.irds import load_irds_queries
-
         return load_irds_queries(text).ids()
-    from gate.inputs.readers.beir import beir_folder_of, beir_queries
-
     folder = beir_folder_of(text)
     return beir_queries(folder.path).ids() if folder is not None else read_query_ids(text)

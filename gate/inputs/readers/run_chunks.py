@@ -4,8 +4,9 @@
 holding every line of the queries it names: the file is cut only where the query id changes,
 so a piece is what :func:`gate.inputs.readers.runs.read_run` would give for those queries (the
 same rules, one-line errors at the same line numbers, docnos checked for duplicates within each
-query). Comment and blank lines inside a query do not cut it, nor does an indent. Memory is one piece, not the run: the ``compare`` of two 10-million-line
-runs holds a few MiB of text at a time instead of two whole runs.
+query). Comment and blank lines inside a query do not cut it, nor does an indent. Memory is one
+piece, not the run: the ``compare`` of two 10-million-line runs holds a few MiB of text at a
+time instead of two whole runs.
 
 Nearly every run file gives each query's lines together (every TREC submission, every tool's
 writer). A file that does not - a query's lines in two places - cannot be cut this way: the

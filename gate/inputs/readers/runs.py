@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import numpy as np
 
@@ -33,7 +35,7 @@ from gate.common import limits
 from gate.common.errors import InputError
 from gate.inputs.readers import native
 from gate.inputs.readers.records import Run
-from gate.inputs.readers.textlines import UTF8_BOM, count_newlines, iter_blocks
+from gate.inputs.readers.textlines import UTF8_BOM, count_newlines, iter_blocks, undecodable_before
 
 __all__ = ["read_run", "FIELDS_MESSAGE"]
 
@@ -365,6 +367,54 @@ def _single_spaced_columns(buf: np.ndarray, nlines: int) -> Columns | None:
     return [(first, S[:, 0])] + [(S[:, j - 1] + 1, S[:, j]) for j in range(1, 6)]
 
 
+def _grouped_places(seg_keys: np.ndarray, seg_lens: np.ndarray, total: int) -> np.ndarray | None:
+    """Where each row goes once rows are grouped per query (stable: file order within a query);
+    None when they already are (the usual case: no permutation)."""
+    if len(seg_keys) > 1 and not bool((seg_keys[1:] >= seg_keys[:-1]).all()):
+        keys = np.repeat(seg_keys, seg_lens)
+        order = np.argsort(keys, kind="stable")
+        del keys
+        dest = np.empty(total, dtype=np.int64)
+        dest[order] = np.arange(total, dtype=np.int64)
+        return dest
+    return None
+
+
+def _decoded(b: _Block) -> np.ndarray:
+    """The decoded docnos of a non-ASCII block (set by :meth:`_Reader.finish` before they are read)."""
+    assert b.udocs is not None
+    return b.udocs
+
+
+def _fill_rows(blocks: list[_Block], dest: np.ndarray | None, chars: np.ndarray, scores: np.ndarray) -> None:
+    """Copy every block's docnos (as UCS-4 code points, zero padded to ``chars``' width) and scores
+    to their rows (``dest``: their grouped places; None: in order), emptying ``blocks`` as it goes
+    so that each block is released once copied."""
+    width = chars.shape[1]
+    pos = 0
+    blocks.reverse()
+    while blocks:  # release each block as the result fills up
+        b = blocks.pop()
+        m = len(b)
+        where = slice(pos, pos + m) if dest is None else dest[pos : pos + m]
+        if b.ascii:
+            w = b.docs.shape[0]
+            if dest is None:
+                for j in range(w):  # column by column: numpy is slow on short rows
+                    chars[where, j] = b.docs[j]
+            else:
+                chars[where, :w] = b.docs.T
+        else:
+            udocs = _decoded(b)
+            w = udocs.dtype.itemsize // 4
+            chars[where, :w] = udocs.view(np.uint32).reshape(m, w)
+        if w < width:
+            chars[where, w:] = 0
+        scores[where] = b.scores
+        pos += m
+        del b
+
+
 class _Reader:
     def __init__(self, path: str | os.PathLike):
         self.path = str(path)
@@ -428,41 +478,11 @@ class _Reader:
             self._native_block(block, buf, base, scanned)
             return
 
-        low = np.count_nonzero(buf < 32)
-        if low != nlines and low != nlines + block.count(b"\t") + block.count(b"\r"):
-            bad = int(np.flatnonzero((buf < 32) & (buf != 9) & (buf != 10) & (buf != 13))[0])
-            raise self.fail(base + block.count(b"\n", 0, bad), f"control character 0x{int(buf[bad]):02x} in line")
-        if b"\r" in block and block.count(b"\r") != block.count(b"\r\n"):
-            bad = next(i for i in range(len(block)) if block[i] == 13 and block[i + 1 : i + 2] != b"\n")
-            raise self.fail(base + block.count(b"\n", 0, bad),
-                            "carriage return inside a line (CR-only line ends?): lines must end in LF or CRLF")
-        if UTF8_BOM in block:
-            bad = block.index(UTF8_BOM)
-            raise self.fail(base + block.count(b"\n", 0, bad), "byte-order mark inside the file (files concatenated?)")
-        ascii_only = block.isascii()
-        if not ascii_only:
-            try:
-                block.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                line_start = block.rfind(b"\n", 0, exc.start) + 1
-                raise self.fail(
-                    base + block.count(b"\n", 0, exc.start),
-                    f"not valid UTF-8 (byte 0x{block[exc.start]:02x} at column {exc.start - line_start + 1})",
-                ) from None
-
+        ascii_only = self._check_block_text(block, buf, base, nlines)
         line_idx: np.ndarray | None = None
         col = _single_spaced_columns(buf, nlines)
         if len(block) > limits.MAX_TREC_LINE_BYTES:
-            # Line lengths from what the layout already found: the newline after field 6 on the
-            # common layout; the newlines themselves otherwise.
-            if col is not None:
-                lengths = col[5][1] - col[0][0]
-            else:
-                lengths = np.diff(np.flatnonzero(buf == 10), prepend=-1) - 1
-            if int(lengths.max()) > limits.MAX_TREC_LINE_BYTES:
-                raise self.fail(base + int(np.argmax(lengths > limits.MAX_TREC_LINE_BYTES)),
-                                f"line longer than {limits.describe_bytes(limits.MAX_TREC_LINE_BYTES)} "
-                                "(the limit for a run line)")
+            self._check_line_lengths(buf, base, col)
         if col is None:
             col, line_idx = self._general_columns(buf, base, nlines)
         rows = len(col[0][0])
@@ -476,6 +496,67 @@ class _Reader:
         starts = [np.ascontiguousarray(c[0]) for c in col]
         lens = [c[1] - c[0] for c in col]
         # Every column below becomes a (width x rows) matrix: check widths first.
+        self._check_widths(block, starts, lens, line_of)
+        self._check_q0(block, bb, starts[1], lens[1], line_of)
+        self._check_ranks(block, bb, starts[3], lens[3], line_of)
+
+        # score
+        s4, l4 = starts[4], lens[4]
+        scores, fallback = _parse_scores(bb, s4, l4)
+        self._scores_by_float(block, scores, fallback, s4, l4, line_of)
+
+        self._add_rows(block, bb, base, line_idx, ascii_only, scores, (starts[0], lens[0]), None,
+                       (starts[2], lens[2]), (starts[5], lens[5]))
+
+    def _check_block_text(self, block: bytes, buf: np.ndarray, base: int, nlines: int) -> bool:
+        """The block's bytes are text a run may hold: no control character, no CR inside a line,
+        no byte-order mark, valid UTF-8. True when it is all ASCII. The first bad line is the one
+        reported (a line that is not UTF-8 before a control character, say)."""
+        low = np.count_nonzero(buf < 32)
+        if low != nlines and low != nlines + block.count(b"\t") + block.count(b"\r"):
+            bad = int(np.flatnonzero((buf < 32) & (buf != 9) & (buf != 10) & (buf != 13))[0])
+            self._refuse_at(block, base, bad, f"control character 0x{int(buf[bad]):02x} in line")
+        if b"\r" in block and block.count(b"\r") != block.count(b"\r\n"):
+            bad = next(i for i in range(len(block)) if block[i] == 13 and block[i + 1 : i + 2] != b"\n")
+            self._refuse_at(block, base, bad,
+                            "carriage return inside a line (CR-only line ends?): lines must end in LF or CRLF")
+        if UTF8_BOM in block:
+            self._refuse_at(block, base, block.index(UTF8_BOM), "byte-order mark inside the file (files concatenated?)")
+        ascii_only = block.isascii()
+        if not ascii_only:
+            try:
+                block.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise self._not_utf8(block, base, exc) from None
+        return ascii_only
+
+    def _refuse_at(self, block: bytes, base: int, bad: int, message: str) -> NoReturn:
+        """Refuse the line holding offset ``bad``, or an earlier line that is not UTF-8."""
+        earlier = undecodable_before(block, bad)
+        if earlier is not None:
+            raise self._not_utf8(block, base, earlier)
+        raise self.fail(base + block.count(b"\n", 0, bad), message)
+
+    def _not_utf8(self, block: bytes, base: int, exc: UnicodeDecodeError) -> InputError:
+        line_start = block.rfind(b"\n", 0, exc.start) + 1
+        return self.fail(base + block.count(b"\n", 0, exc.start),
+                         f"not valid UTF-8 (byte 0x{block[exc.start]:02x} at column {exc.start - line_start + 1})")
+
+    def _check_line_lengths(self, buf: np.ndarray, base: int, col: Columns | None) -> None:
+        """No line longer than a run line may be. Line lengths from what the layout already found:
+        the newline after field 6 on the common layout; the newlines themselves otherwise."""
+        if col is not None:
+            lengths = col[5][1] - col[0][0]
+        else:
+            lengths = np.diff(np.flatnonzero(buf == 10), prepend=-1) - 1
+        if int(lengths.max()) > limits.MAX_TREC_LINE_BYTES:
+            raise self.fail(base + int(np.argmax(lengths > limits.MAX_TREC_LINE_BYTES)),
+                            f"line longer than {limits.describe_bytes(limits.MAX_TREC_LINE_BYTES)} "
+                            "(the limit for a run line)")
+
+    def _check_widths(self, block: bytes, starts: list[np.ndarray], lens: list[np.ndarray],
+                      line_of: Callable[[int], int]) -> None:
+        """Query ids, docnos, ranks and scores within their lengths."""
         for j, limit, what in ((0, limits.MAX_ID_BYTES, "query id"), (2, limits.MAX_ID_BYTES, "docno"),
                                (3, _MAX_RANK_CHARS, "rank"), (4, limits.MAX_NUMBER_CHARS, "score")):
             too_long = lens[j] > limit
@@ -486,8 +567,9 @@ class _Reader:
                 raise self.fail(line_of(r), f"{what} '{limits.shorten(tok)}' is longer than {unit} "
                                 f"({int(lens[j][r]):,} bytes)")
 
-        # column 2: Q0 / q0 / 0
-        s1, l1 = starts[1], lens[1]
+    def _check_q0(self, block: bytes, bb: _Bytes, s1: np.ndarray, l1: np.ndarray,
+                  line_of: Callable[[int], int]) -> None:
+        """Column 2: Q0 / q0 / 0."""
         c0, c1 = bb.column(s1, 0), bb.column(s1, 1)
         ok = ((l1 == 1) & (c0 == 48)) | ((l1 == 2) & ((c0 | np.uint8(0x20)) == 113) & (c1 == 48))
         if not ok.all():
@@ -495,8 +577,9 @@ class _Reader:
             tok = self.token(block, int(s1[r]), int(s1[r] + l1[r]))
             raise self.fail(line_of(r), f"column 2 is '{tok}', expected 'Q0' (or '0')")
 
-        # rank: [+-]digits
-        s3, l3 = starts[3], lens[3]
+    def _check_ranks(self, block: bytes, bb: _Bytes, s3: np.ndarray, l3: np.ndarray,
+                     line_of: Callable[[int], int]) -> None:
+        """Ranks: [+-]digits."""
         mt = bb.columns(s3, l3)
         sgn = (mt[0] == 43) | (mt[0] == 45)
         ok = (((mt - np.uint8(48)) <= 9).sum(axis=0, dtype=np.int64) + sgn == l3) & (l3 > sgn)
@@ -504,14 +587,6 @@ class _Reader:
             r = int(np.argmin(ok))
             tok = self.token(block, int(s3[r]), int(s3[r] + l3[r]))
             raise self.fail(line_of(r), f"rank '{tok}' is not an integer")
-
-        # score
-        s4, l4 = starts[4], lens[4]
-        scores, fallback = _parse_scores(bb, s4, l4)
-        self._scores_by_float(block, scores, fallback, s4, l4, line_of)
-
-        self._add_rows(block, bb, base, line_idx, ascii_only, scores, (starts[0], lens[0]), None,
-                       (starts[2], lens[2]), (starts[5], lens[5]))
 
     def _scores_by_float(self, block: bytes, scores: np.ndarray, fallback: np.ndarray, s4: np.ndarray,
                          l4: np.ndarray, line_of) -> None:
@@ -626,16 +701,7 @@ class _Reader:
         starts = np.zeros(nq + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
 
-        # Group rows per query (stable: file order within a query).  Already
-        # grouped and ordered files (the usual case) need no permutation.
-        dest: np.ndarray | None = None
-        if len(seg_keys) > 1 and not bool((seg_keys[1:] >= seg_keys[:-1]).all()):
-            keys = np.repeat(seg_keys, seg_lens)
-            order = np.argsort(keys, kind="stable")
-            del keys
-            dest = np.empty(total, dtype=np.int64)
-            dest[order] = np.arange(total, dtype=np.int64)
-            del order
+        dest = _grouped_places(seg_keys, seg_lens, total)
         del seg_keys, seg_lens
 
         if self._maybe_duplicates(qrank, counts, starts, dest):
@@ -648,31 +714,11 @@ class _Reader:
             if not b.ascii:
                 raw = np.ascontiguousarray(b.docs.T).view(f"S{b.docs.shape[0]}").ravel().tolist()
                 b.udocs = np.array([x.decode("utf-8") for x in raw], dtype=str)
-        width = max(max(b.docs.shape[0] if b.ascii else b.udocs.dtype.itemsize // 4 for b in blocks), 1)
+        width = max(max(b.docs.shape[0] if b.ascii else _decoded(b).dtype.itemsize // 4 for b in blocks), 1)
         chars = np.empty((total, width), dtype=np.uint32)
         scores = np.empty(total, dtype=np.float64)
-        pos = 0
         self.blocks = []
-        blocks.reverse()
-        while blocks:  # release each block as the result fills up
-            b = blocks.pop()
-            m = len(b)
-            where = slice(pos, pos + m) if dest is None else dest[pos : pos + m]
-            if b.ascii:
-                w = b.docs.shape[0]
-                if dest is None:
-                    for j in range(w):  # column by column: numpy is slow on short rows
-                        chars[where, j] = b.docs[j]
-                else:
-                    chars[where, :w] = b.docs.T
-            else:
-                w = b.udocs.dtype.itemsize // 4
-                chars[where, :w] = b.udocs.view(np.uint32).reshape(m, w)
-            if w < width:
-                chars[where, w:] = 0
-            scores[where] = b.scores
-            pos += m
-            del b
+        _fill_rows(blocks, dest, chars, scores)
         return Run(
             source=self.path,
             query_ids=query_ids,

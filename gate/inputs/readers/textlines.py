@@ -196,7 +196,8 @@ def binary_format(head: bytes) -> tuple[str, str] | None:
             return what, advice
     order = _utf16_without_mark(head[:HEAD_BYTES])
     if order is not None:
-        return f"UTF-16 text ({order}, no byte-order mark)", _TO_UTF8.format("UTF-16" + ("LE" if order[0] == "l" else "BE"))
+        encoding = "UTF-16" + ("LE" if order[0] == "l" else "BE")
+        return f"UTF-16 text ({order}, no byte-order mark)", _TO_UTF8.format(encoding)
     return None
 
 
@@ -286,31 +287,19 @@ def iter_blocks(path: PathLike, size: int = BLOCK_SIZE, count_lines: bool = True
     counted = count_lines or max_line is not None
     with open_binary(path) as f:
         while True:
-            try:
-                chunk = f.read(size)
-            except (OSError, EOFError, zlib.error) as exc:
-                raise _read_error(path, exc, line if counted else None) from None
+            chunk = _read_chunk(f, size, path, line if counted else None)
             if first:
                 first = False
-                while chunk and len(chunk) < len(UTF8_BOM) and UTF8_BOM.startswith(chunk):
-                    try:  # tiny blocks: the whole mark must be seen before it can be dropped
-                        more = f.read(size)
-                    except (OSError, EOFError, zlib.error) as exc:
-                        raise _read_error(path, exc, line) from None
-                    if not more:
-                        break
-                    chunk += more
-                if chunk.startswith(UTF8_BOM):
-                    chunk = chunk[len(UTF8_BOM) :]
-                    if not chunk:  # the file was the mark alone; more may follow in later reads
-                        continue
+                without_mark = _without_bom(f, size, path, chunk, line)
+                if without_mark is None:  # the file was the mark alone; more may follow in later reads
+                    continue
+                chunk = without_mark
             if not chunk:
                 break
             cut = chunk.rfind(b"\n") + 1
             if cut == 0:
                 carry += chunk  # a line longer than a block: keep reading
-                if max_line is not None and len(carry) > max_line:
-                    raise _line_too_long(path, line, max_line, what)
+                _check_carry(path, line, carry, max_line, what)
                 continue
             if carry:
                 carry += chunk[:cut]
@@ -323,12 +312,39 @@ def iter_blocks(path: PathLike, size: int = BLOCK_SIZE, count_lines: bool = True
             yield (line if counted else 1), block
             if counted:
                 line += count_newlines(block)
-            if max_line is not None and len(carry) > max_line:
-                raise _line_too_long(path, line, max_line, what)
+            _check_carry(path, line, carry, max_line, what)
     if carry:
-        if max_line is not None and len(carry) > max_line:
-            raise _line_too_long(path, line, max_line, what)
+        _check_carry(path, line, carry, max_line, what)
         yield (line if counted else 1), bytes(carry) + b"\n"
+
+
+def _read_chunk(f: BinaryIO, size: int, path: PathLike, line: int | None) -> bytes:
+    """The next ``size`` bytes (fewer at the end); a read error named with the line it stopped at."""
+    try:
+        return f.read(size)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _read_error(path, exc, line) from None
+
+
+def _without_bom(f: BinaryIO, size: int, path: PathLike, chunk: bytes, line: int) -> bytes | None:
+    """The file's first chunk without a leading UTF-8 byte-order mark (read on until the whole mark
+    can be seen); None when the chunk was the mark alone."""
+    while chunk and len(chunk) < len(UTF8_BOM) and UTF8_BOM.startswith(chunk):
+        more = _read_chunk(f, size, path, line)  # tiny blocks: the whole mark must be seen before it can be dropped
+        if not more:
+            break
+        chunk += more
+    if chunk.startswith(UTF8_BOM):
+        chunk = chunk[len(UTF8_BOM) :]
+        if not chunk:
+            return None
+    return chunk
+
+
+def _check_carry(path: PathLike, line: int, carry: bytearray, max_line: int | None, what: str) -> None:
+    """The unfinished line held between blocks is within ``max_line``."""
+    if max_line is not None and len(carry) > max_line:
+        raise _line_too_long(path, line, max_line, what)
 
 
 def _check_line_lengths(path: PathLike, first: int, block: bytes, max_line: int, what: str) -> None:
@@ -351,10 +367,22 @@ def _line_of(text: str, first: int, index: int) -> int:
     return first + text.count("\n", 0, index)
 
 
+def undecodable_before(block: bytes, at: int) -> UnicodeDecodeError | None:
+    """The first invalid UTF-8 in ``block`` before offset ``at`` (a character boundary: a control
+    byte or a byte-order mark), or None: a problem found at ``at`` is reported only when no
+    earlier line is broken, so the error names the first bad line."""
+    try:
+        block[:at].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc
+    return None
+
+
 def check_block(path: PathLike, block: bytes, first: int) -> None:
     """Refuse what decodes but is not text: NUL and other C0 controls (tab and line ends
     aside), DEL, a CR that ends no line (old Mac files: one giant line), and a byte-order
-    mark after the start (two files concatenated). Counted on the bytes, at memchr speed."""
+    mark after the start (two files concatenated). Counted on the bytes, at memchr speed. A line
+    before the refused one that is not UTF-8 is reported instead (the first problem first)."""
     buf = np.frombuffer(block, dtype=np.uint8)
     controls = int(np.count_nonzero(buf < 32)) + block.count(b"\x7f")
     crlf = block.count(b"\r\n")
@@ -364,14 +392,21 @@ def check_block(path: PathLike, block: bytes, first: int) -> None:
             c = block[i]
             if c in (9, 10) or (c == 13 and block[i + 1 : i + 2] == b"\n"):
                 continue
+            earlier = undecodable_before(block, i)
+            if earlier is not None:
+                raise _decode_error(path, block, first, earlier)
             line = first + block.count(b"\n", 0, i)
             if c == 13:
                 raise InputError(str(path), line,
                                  "carriage return inside a line (CR-only line ends?): lines must end in LF or CRLF")
             raise InputError(str(path), line, f"control character 0x{c:02x} in line")
     if UTF8_BOM in block:
-        raise InputError(str(path), first + block.count(b"\n", 0, block.index(UTF8_BOM)),
-                         "byte-order mark inside the file (files concatenated?)")
+        at = block.index(UTF8_BOM)
+        earlier = undecodable_before(block, at)
+        if earlier is not None:
+            raise _decode_error(path, block, first, earlier)
+        raise InputError(str(path), first + block.count(b"\n", 0, at), "byte-order mark inside the file (files "
+                         "concatenated?)")
 
 
 def iter_all_lines(path: PathLike, *, max_line: int = limits.MAX_QUERY_LINE_BYTES,

@@ -79,6 +79,23 @@ def _check_plain_scalar(display: str, line: int | None, value: str) -> None:
                          "(quote it if it is text)")
 
 
+def _check_node(display: str, event: NodeEvent) -> None:
+    """One node, on its own: no anchor, no tag but the plain one, a scalar that is a value."""
+    if event.anchor is not None:
+        raise InputError(display, _line(event), f"YAML anchor '&{event.anchor}' is not accepted: "
+                         "write the value out")
+    tag = getattr(event, "tag", None)
+    if tag is not None and str(tag) != "!":
+        raise InputError(display, _line(event), f"YAML tag '{limits.shorten(str(tag))}' is not "
+                         "accepted (quote the value to make it text)")
+    if isinstance(event, ScalarEvent):
+        if not event.style:
+            _check_plain_scalar(display, _line(event), event.value)
+        # "\ud800" in a double-quoted string is a lone surrogate: no file, hash or
+        # report can hold it as UTF-8.
+        check_unicode(display, _line(event), event.value, "a YAML value")
+
+
 def check_events(source: str, display: str) -> None:
     """Refuse aliases, anchors, odd tags, complex keys and deep nesting, by line."""
     depth = 0
@@ -96,19 +113,7 @@ def check_events(source: str, display: str) -> None:
                 raise InputError(display, _line(event), f"YAML alias '*{event.anchor}' is not accepted: "
                                  "write the value out")
             if isinstance(event, NodeEvent):
-                if event.anchor is not None:
-                    raise InputError(display, _line(event), f"YAML anchor '&{event.anchor}' is not accepted: "
-                                     "write the value out")
-                tag = getattr(event, "tag", None)
-                if tag is not None and str(tag) != "!":
-                    raise InputError(display, _line(event), f"YAML tag '{limits.shorten(str(tag))}' is not "
-                                     "accepted (quote the value to make it text)")
-                if isinstance(event, ScalarEvent):
-                    if not event.style:
-                        _check_plain_scalar(display, _line(event), event.value)
-                    # "\ud800" in a double-quoted string is a lone surrogate: no file, hash or
-                    # report can hold it as UTF-8.
-                    check_unicode(display, _line(event), event.value, "a YAML value")
+                _check_node(display, event)
                 is_key = bool(stack) and stack[-1][0] and stack[-1][1]
                 if stack and stack[-1][0]:
                     stack[-1][1] = not stack[-1][1]

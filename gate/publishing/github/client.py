@@ -34,6 +34,7 @@ The sticky comment built on it is :mod:`gate.publishing.github.sticky_comment`.
 from __future__ import annotations
 
 import email.utils
+import functools
 import logging
 import re
 import time
@@ -231,7 +232,8 @@ class GitHubClient:
             parts = urllib.parse.urlsplit(path_or_url)
             if (parts.scheme, parts.netloc.lower()) != self._origin:
                 # Never send the token to another host, whatever a Link header says.
-                raise GitHubError(self._scrub(f"refusing to follow {parts.scheme}://{parts.netloc}{parts.path}: not the API host"))
+                raise GitHubError(self._scrub(f"refusing to follow {parts.scheme}://{parts.netloc}{parts.path}: "
+                                              "not the API host"))
             return path_or_url
         return self.api_url + path_or_url
 
@@ -272,7 +274,8 @@ class GitHubClient:
             return message[:500], (str(doc) if doc else None)
         return str(data)[:300], None
 
-    def _rate_limit_delay(self, response: requests.Response, api_message: str, secondary_hits: int) -> tuple[float, str] | None:
+    def _rate_limit_delay(self, response: requests.Response, api_message: str,
+                          secondary_hits: int) -> tuple[float, str] | None:
         """Seconds to wait for a 403/429 that is a rate limit, or None when it is not one."""
         if response.status_code == 403 and INTEGRATION_MESSAGE.lower() in api_message.lower():
             return None
@@ -305,7 +308,8 @@ class GitHubClient:
         json: Any = None,
         idempotent: bool = True,
     ) -> requests.Response:
-        """One API call with the retry policy; ``path`` is relative to ``api_url`` (or an absolute URL on the same host).
+        """One API call with the retry policy; ``path`` is relative to ``api_url`` (or an absolute URL on
+        the same host).
 
         ``idempotent=False`` (creating a comment): a 5xx or a lost answer is not retried but
         raised as :class:`GitHubUncertainError`, since the request may have been applied.
@@ -357,7 +361,8 @@ class GitHubClient:
                         "been applied"), method=method, path=shown) from None
                 if transient > self.max_retries:
                     raise GitHubError(
-                        self._scrub(f"GitHub API {method} {shown}: {kind} ({type(exc).__name__}) after {transient} attempts"),
+                        self._scrub(f"GitHub API {method} {shown}: {kind} ({type(exc).__name__}) after {transient} "
+                                    "attempts"),
                         method=method,
                         path=shown,
                     ) from None
@@ -373,18 +378,8 @@ class GitHubClient:
             api_message, doc_url = self._error_fields(response)
             api_message = self._scrub(api_message)
 
-            def error(cls: type[GitHubError], extra: str = "") -> GitHubError:
-                text = f"GitHub API {method} {shown} answered {status}: {api_message or response.reason}{extra}"
-                if doc_url:
-                    text += f" ({doc_url})"
-                return cls(
-                    self._scrub(text),
-                    status=status,
-                    method=method,
-                    path=shown,
-                    api_message=api_message,
-                    documentation_url=doc_url,
-                )
+            error = functools.partial(self._status_error, method=method, shown=shown, status=status,
+                                      api_message=api_message, reason=response.reason, doc_url=doc_url)
 
             if status in (403, 429):
                 delay = self._rate_limit_delay(response, api_message, secondary_hits)
@@ -404,13 +399,31 @@ class GitHubClient:
                     raise error(GitHubUncertainError, " (it may or may not have been applied)")
                 if transient > self.max_retries:
                     raise error(GitHubError, f" (after {transient} attempts)")
-                seconds = _parse_retry_after(response.headers.get("retry-after", ""), self._now)
-                self._wait(seconds if seconds is not None else _backoff(transient), f"server error {status}", method, shown)
+                retry_after = _parse_retry_after(response.headers.get("retry-after", ""), self._now)
+                self._wait(retry_after if retry_after is not None else _backoff(transient), f"server error {status}",
+                           method, shown)
                 continue
             if status in (404, 410):
                 raise error(GitHubNotFoundError)
             raise error(GitHubError)
-        raise GitHubError(self._scrub(f"GitHub API {method} {shown}: gave up after {attempts} attempts"), method=method, path=shown)
+        raise GitHubError(self._scrub(f"GitHub API {method} {shown}: gave up after {attempts} attempts"),
+                          method=method, path=shown)
+
+    def _status_error(self, cls: type[GitHubError], extra: str = "", *, method: str, shown: str, status: int,
+                      api_message: str, reason: str, doc_url: str | None) -> GitHubError:
+        """The error for an answer of HTTP ``status``: GitHub's message (or the reason phrase) and
+        its documentation link, scrubbed of the token."""
+        text = f"GitHub API {method} {shown} answered {status}: {api_message or reason}{extra}"
+        if doc_url:
+            text += f" ({doc_url})"
+        return cls(
+            self._scrub(text),
+            status=status,
+            method=method,
+            path=shown,
+            api_message=api_message,
+            documentation_url=doc_url,
+        )
 
     def _read_body(self, response: requests.Response, method: str, shown: str) -> None:
         chunks: list[bytes] = []
@@ -445,9 +458,11 @@ class GitHubClient:
             return response.json()
         except ValueError:
             path = urllib.parse.urlsplit(response.url).path
-            raise GitHubError(f"GitHub API {path}: the answer is not JSON", status=response.status_code, path=path) from None
+            raise GitHubError(f"GitHub API {path}: the answer is not JSON", status=response.status_code,
+                              path=path) from None
 
-    def paginate(self, path: str, params: dict[str, Any] | None = None, *, max_pages: int = MAX_PAGES) -> Iterator[Any]:
+    def paginate(self, path: str, params: dict[str, Any] | None = None, *,
+                 max_pages: int = MAX_PAGES) -> Iterator[Any]:
         """Items of a list route, following ``Link: rel="next"`` (per_page=100), at most ``max_pages`` pages."""
         query: dict[str, Any] | None = {"per_page": 100, **(params or {})}
         target = path
@@ -455,7 +470,8 @@ class GitHubClient:
             response = self.request("GET", target, params=query)
             data = self._json(response)
             if not isinstance(data, list):
-                raise GitHubError(f"GitHub API GET {urllib.parse.urlsplit(response.url).path}: expected a list", status=response.status_code)
+                raise GitHubError(f"GitHub API GET {urllib.parse.urlsplit(response.url).path}: expected a list",
+                                  status=response.status_code)
             yield from data
             following = response.links.get("next", {}).get("url")
             if not following:
@@ -496,7 +512,8 @@ class GitHubClient:
 
     def update_comment(self, comment_id: int, body: str) -> dict[str, Any]:
         _check_body(body)
-        return self._json(self.request("PATCH", self._repo_path(f"/issues/comments/{int(comment_id)}"), json={"body": body}))
+        return self._json(self.request("PATCH", self._repo_path(f"/issues/comments/{int(comment_id)}"),
+                                       json={"body": body}))
 
     def delete_comment(self, comment_id: int) -> bool:
         """Delete a comment; False when it was already gone (404), so concurrent cleanups do not fail."""
@@ -573,7 +590,8 @@ def _check_body(body: str) -> None:
     if not isinstance(body, str):
         raise TypeError("a comment body must be a string")
     if len(body) > COMMENT_LIMIT:
-        raise ValueError(f"comment body is {len(body):,} characters; GitHub accepts at most {COMMENT_LIMIT:,} (use fit_comment)")
+        raise ValueError(f"comment body is {len(body):,} characters; GitHub accepts at most {COMMENT_LIMIT:,} "
+                         "(use fit_comment)")
 
 
 def truncate_description(text: str, limit: int = STATUS_DESCRIPTION_LIMIT) -> str:

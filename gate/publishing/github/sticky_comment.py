@@ -99,7 +99,8 @@ class CommentResult:
 
 
 def is_fork_pull(pull: dict[str, Any] | None) -> bool | None:
-    """True when the PR's head lives in another repository (head.repo null or a different full_name); None if unknown."""
+    """True when the PR's head lives in another repository (head.repo null or a different full_name);
+    None if unknown."""
     if not isinstance(pull, dict):
         return None
     head = pull.get("head") or {}
@@ -266,7 +267,7 @@ def publish_comment(
             return skip
         action = ""
         superseded: list[int] = []
-        if current and ((mode == "update" and current[-1][1].verdict == verdict_kind) or only_update):
+        if _edits_in_place(current, mode, verdict_kind, only_update):
             # only_update (a skipped PR) edits in place whatever the old verdict: nobody needs a
             # notification that the gate has nothing to say.
             keep, _ = current[-1]
@@ -281,14 +282,7 @@ def publish_comment(
             # Post first, then retire the old ones: a failure leaves the old result current.
             written = create(text)
             new_url = written.get("html_url")
-            retire = current[-1:] if mode == "update" else current
-            for old, old_marker in retire:
-                try:
-                    client.update_comment(int(old["id"]),
-                                          _superseded_body(str(old.get("body") or ""), old_marker, new_url))
-                    superseded.append(int(old["id"]))
-                except GitHubNotFoundError:
-                    pass
+            superseded = _retire(client, current[-1:] if mode == "update" else current, new_url)
             action = "replaced" if current else "created"
         written_id = int(written["id"])
         deleted = _settle(client, pr_number, written_id, head_sha, ours, stale)
@@ -298,6 +292,26 @@ def publish_comment(
         message = forbidden_help(pr_number, is_fork_pull(pull), exc)
         log.warning("%s", message)
         return CommentResult("forbidden", message=message)
+
+
+def _edits_in_place(current: list[tuple[dict[str, Any], Marker]], mode: str, verdict_kind: str,
+                    only_update: bool) -> bool:
+    """Whether the newest current comment is edited rather than replaced by a new one: the same
+    verdict in ``update`` mode, or any verdict when only refreshing."""
+    return bool(current) and ((mode == "update" and current[-1][1].verdict == verdict_kind) or only_update)
+
+
+def _retire(client: GitHubClient, retire: list[tuple[dict[str, Any], Marker]], new_url: str | None) -> list[int]:
+    """Mark the ``retire`` comments outdated, pointing at the new one; the ids of those marked (a
+    comment deleted meanwhile is left out)."""
+    superseded: list[int] = []
+    for old, old_marker in retire:
+        try:
+            client.update_comment(int(old["id"]), _superseded_body(str(old.get("body") or ""), old_marker, new_url))
+            superseded.append(int(old["id"]))
+        except GitHubNotFoundError:
+            pass
+    return superseded
 
 
 def _settle(client: GitHubClient, pr_number: int, written_id: int, head_sha: str, ours, stale) -> tuple[int, ...]:
