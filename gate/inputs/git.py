@@ -294,7 +294,8 @@ def changed_files(cwd: Path, base: str, head: str = "HEAD") -> list[str] | None:
     if not (_is_revision(base) and _is_revision(head)):
         return None
     try:
-        proc = _git(cwd, "diff", "--name-only", base, head)
+        # Both names of a renamed file: a file moved out of the watched globs is a change to them.
+        proc = _git(cwd, "diff", "--name-only", "--no-renames", base, head)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0:
@@ -304,11 +305,15 @@ def changed_files(cwd: Path, base: str, head: str = "HEAD") -> list[str] | None:
 
 def changed_since(cwd: Path, base: str) -> list[str] | None:
     """Files the working tree changes against ``base``: committed or not, tracked or new
-    (what a local ``run --base`` is judged on, as the Action's merge commit is against its base)."""
+    (what a local ``run --base`` is judged on, as the Action's merge commit is against its base).
+    Counted from where the branch left ``base`` (their merge base): what the base branch changed
+    since is not this change's (GitHub's merge commit does not list it either)."""
     if not _is_revision(base):
         return None
     try:
-        diff = _git(cwd, "diff", "--name-only", "--no-renames", base)
+        fork = _git(cwd, "merge-base", base, "HEAD")
+        since = fork.stdout.decode().strip() if fork.returncode == 0 and fork.stdout.strip() else base
+        diff = _git(cwd, "diff", "--name-only", "--no-renames", since)
         new = _git(cwd, "ls-files", "--others", "--exclude-standard", "--full-name")
     except (OSError, subprocess.TimeoutExpired):
         return None

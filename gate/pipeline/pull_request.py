@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from gate import __version__
 from gate.inputs import git
 from gate.inputs.config import Config, Policy, load_config
 from gate.inputs.yardstick import (
+    BASELINES_BRANCH,
     EVERYTHING,
     Yardstick,
     baseline_from_branch,
@@ -159,25 +159,29 @@ def _undeclared_inputs(yard: Yardstick, changed: Sequence[str] | None) -> list[s
 
 def _archived_baseline(config: Config, change: PullRequest, warnings: list[str]) -> str | None:
     """The base's archived baseline from the baselines branch when the checkout has none, and the
-    commit it was archived on (its code replays it). Returns where the baseline came from."""
+    commit it was archived on (its code replays it). Returns where the baseline came from.
+
+    The Action fetches both from the repository's own address; a developer's clone (no address
+    given) reads the branch only when it has it, and fetches nothing: an unreachable remote must
+    not stall a local run."""
     manifest = config.resolve(config.manifest)
     assert manifest is not None  # resolve() of a str is a Path
+    remote_url, token = change.fetch.remote_url, change.fetch.token
     source = None
-    # A clone with no remote at all (a local experiment) has no baselines branch to fetch: not a warning.
-    reachable = change.fetch.remote_url is not None or _has_origin(config.workspace_root)
-    if change.base is not None and not manifest.exists() and reachable:
-        source = baseline_from_branch(config.workspace_root, change.base, manifest.parent, token=change.fetch.token,
-                                      remote_url=change.fetch.remote_url, warnings=warnings)
-    fetch_archived_commit(config.workspace_root, manifest, token=change.fetch.token,
-                          remote_url=change.fetch.remote_url, warnings=warnings)
+    if change.base is not None and not manifest.exists() and (
+            remote_url is not None or _has_baselines_branch(config.workspace_root)):
+        source = baseline_from_branch(config.workspace_root, change.base, manifest.parent, token=token,
+                                      remote_url=remote_url, warnings=warnings)
+    if remote_url is not None:
+        fetch_archived_commit(config.workspace_root, manifest, token=token, remote_url=remote_url,
+                              warnings=warnings)
     return source
 
 
-def _has_origin(workspace: Path) -> bool:
-    try:
-        return git.run(workspace, "remote", "get-url", "origin").returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+def _has_baselines_branch(workspace: Path) -> bool:
+    """The clone has the baselines branch (fetched by the developer): reading it costs no fetch."""
+    return any(git.rev_parse(workspace, ref) is not None
+               for ref in (f"refs/remotes/origin/{BASELINES_BRANCH}", f"refs/heads/{BASELINES_BRANCH}"))
 
 
 def _not_run(config: Config, verdict: Verdict) -> dict[str, Any]:

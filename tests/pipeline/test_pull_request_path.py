@@ -88,6 +88,73 @@ def test_a_goalposts_pr_fails_the_same_way_in_both(world):
     _same(action, cli)
 
 
+def test_a_pr_that_renames_watched_code_out_of_the_globs_is_judged_by_both(world):
+    """git's rename detection would list only the new name (docs/util.py, unwatched): skipped. Both
+    names are changes; search/util.py is code under test."""
+    checkout, _, _ = world
+    root = checkout.root
+    _git(root, "checkout", "-q", "-B", "main", checkout.base)
+    (root / "search").mkdir(exist_ok=True)
+    (root / "search" / "util.py").write_text("def helper():\n    return 1\n")
+    _git(root, "add", "search/util.py")
+    _git(root, "commit", "-qm", "a helper the runs depend on")
+    checkout.base = _git(root, "rev-parse", "HEAD")
+    (root / "docs").mkdir(exist_ok=True)
+    _git(root, "checkout", "-q", "-B", "feature", checkout.base)
+    _git(root, "mv", "search/util.py", "docs/util.py")
+    _git(root, "commit", "-qm", "move the helper out")
+    head = _git(root, "rev-parse", "HEAD")
+    _git(root, "checkout", "-q", "--detach", checkout.base)
+    _git(root, "merge", "-q", "--no-ff", "-m", "merge", head)
+    _, fake, tmp = world
+    fake.add_pull(34, head, files=["docs/util.py"], base_sha=checkout.base)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 34, head, checkout.base)
+    proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
+    action = json.loads((root / ".retrieval-gate" / "out" / "report.json").read_text())
+    assert action["verdict"]["kind"] != "skipped", proc.stdout[-2000:]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        main(["run", "--config", ".retrieval-gate.yml", "--base", checkout.base, "--out", str(tmp / "cli-out")])
+    _same(action, json.loads((tmp / "cli-out" / "report.json").read_text()))
+
+
+def test_run_base_counts_changes_from_where_the_branch_left_the_base(world):
+    """The base branch moved on (it changed the qrels): those are not this change's files, so they
+    are no goalposts (the Action's merge commit does not list them either)."""
+    from gate.inputs import git
+
+    checkout, _, _ = world
+    root = checkout.root
+    _git(root, "checkout", "-q", "-B", "feature", checkout.base)
+    (root / "retrieval.yml").write_text(GOOD)
+    _git(root, "commit", "-qam", "the change")
+    _git(root, "checkout", "-q", "-B", "main", checkout.base)
+    (root / "qrels.txt").write_text((root / "qrels.txt").read_text() + "q_extra 0 d_extra 1\n")
+    _git(root, "commit", "-qam", "the base moves on")
+    _git(root, "checkout", "-q", "feature")
+    assert git.changed_since(root, "main") == ["retrieval.yml"]
+
+
+def test_a_local_run_base_fetches_nothing(world, monkeypatch):
+    """No manifest in the checkout and no baselines branch in the clone: a developer's run --base
+    reconstructs the baseline without touching the network (an unreachable origin stalled it)."""
+    from gate.inputs import git
+
+    checkout, _, tmp = world
+    root = checkout.root
+    fetched: list[tuple] = []
+    monkeypatch.setattr(git, "fetch", lambda *a, **k: fetched.append(a) or (_ for _ in ()).throw(OSError("no")))
+    _git(root, "rm", "-rq", ".retrieval-gate/baseline")
+    _git(root, "commit", "-qm", "no archived baseline in the checkout")
+    base = _git(root, "rev-parse", "HEAD")
+    _git(root, "remote", "add", "origin", "ssh://git@10.255.255.1/x.git")
+    (root / "retrieval.yml").write_text(GOOD)
+    main(["run", "--config", str(root / ".retrieval-gate.yml"), "--base", base, "--out", str(tmp / "o")])
+    report = json.loads((tmp / "o" / "report.json").read_text())
+    assert fetched == [] and report["yardstick"]["baseline_source"] is None
+    assert not any("could not be fetched" in w for w in report.get("warnings", []))
+
+
 @pytest.mark.parametrize("labels", [("retrieval-gate:accept",)])
 def test_an_accepted_failure_is_decided_on_the_same_path(world, labels):
     """The Action reads the PR's labels and body; the judgement that applies them is the shared one."""
