@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Literal, TextIO, overload
 
 from gate.common.errors import InputError
 from gate.common.numbers import fixed
@@ -40,6 +40,8 @@ from gate.publishing.workflow_commands import (
     write_outputs,
 )
 from gate.rendering.comment import render_summary
+from gate.report.spine import Report
+from gate.report.typed import Absent
 from gate.verdict.rules import commit_state
 
 COMMENT_MODES = ("update", "new", "off")
@@ -61,6 +63,12 @@ class Inputs:
     commit_status: bool
 
 
+@overload
+def _input(env: Mapping[str, str], name: str, default: str, required: bool = False) -> str: ...
+@overload
+def _input(env: Mapping[str, str], name: str, default: None = None, *, required: Literal[True]) -> str: ...
+@overload
+def _input(env: Mapping[str, str], name: str, default: None = None, required: bool = False) -> str | None: ...
 def _input(env: Mapping[str, str], name: str, default: str | None = None, required: bool = False) -> str | None:
     # The runner upper-cases the name and keeps hyphens: config-path -> INPUT_CONFIG-PATH.
     value = env.get(f"INPUT_{name.upper()}")
@@ -259,7 +267,7 @@ def _publish_on_github(client: GitHubClient, event: Event, inputs: Inputs, judge
     if inputs.commit_status and event.head_sha:
         try:
             client.create_status(event.head_sha, commit_state(verdict), f"retrieval-gate/{suite}",
-                                 truncate_description(record.verdict.headline))
+                                 truncate_description(_headline(record)))
         except Exception as error:  # noqa: BLE001 - as above
             _print(out, annotation("warning", f"commit status not written: {_describe(error)}"))
     return comment_url
@@ -273,9 +281,16 @@ def _log_verdict(result: Result, out: TextIO) -> None:
         # Untrusted text (reasons quote data) is printed with workflow commands switched off.
         for reason in verdict.to_dict()["reasons"]:
             _print(out, f"{reason['code']}: {reason['message']}")
-    _print(out, annotation(kind, record.verdict.headline[:1000], title=f"retrieval-gate {verdict.kind}"))
+    _print(out, annotation(kind, _headline(record)[:1000], title=f"retrieval-gate {verdict.kind}"))
+    assert not isinstance(record.warnings, Absent)  # judge_pull_request writes them, an empty list too
     for warning in record.warnings:
         _print(out, annotation("warning", warning[:1000], title="retrieval-gate"))
+
+
+def _headline(record: Report) -> str:
+    """The verdict's first line, which judge_pull_request's report always holds (``headlined``)."""
+    assert record.verdict and isinstance(record.verdict.headline, str)
+    return record.verdict.headline
 
 
 def _current_labels_and_body(event: Event, client: GitHubClient | None) -> tuple[tuple[str, ...], str | None]:

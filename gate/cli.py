@@ -16,7 +16,7 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from gate import __version__
 from gate.common import limits
@@ -126,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
                  "option.")
     p.add_argument("--dir", default=".", metavar="DIR",
                    help="the folder the config goes in: the repository's top level or a subfolder (default .)")
-    p.add_argument("--suite", metavar="NAME", help="the suite's name: the comment's and the status's (default retrieval)")
+    p.add_argument("--suite", metavar="NAME",
+                   help="the suite's name: the comment's and the status's (default retrieval)")
     p.add_argument("--queries", metavar="PATH", help="golden queries (TSV/JSONL, a BEIR folder or irds:<id>), "
                                                      "relative to --dir (default: found)")
     p.add_argument("--qrels", metavar="PATH", help="their qrels (default: found)")
@@ -148,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", required=True, metavar="RUN", help="baseline TREC run (.gz ok)")
     p.add_argument("--candidate", required=True, metavar="RUN", help="candidate TREC run (.gz ok)")
     p.add_argument("--qrels", required=True, help="qrels file (4- or 3-column), BEIR folder, or irds:<id>")
-    p.add_argument("--queries", help="golden queries (TSV/JSONL, BEIR folder or irds:<id>); default: the qrels' queries")
+    p.add_argument("--queries",
+                   help="golden queries (TSV/JSONL, BEIR folder or irds:<id>); default: the qrels' queries")
     p.add_argument("--metric", default="nDCG@10", help="primary measure, ir_measures syntax (default nDCG@10)")
     p.add_argument("--also", type=_csv, action=_Extend, default=["AP", "RR@10", "R@100", "Judged@10"],
                    help="more measures, comma separated or repeated (default AP,RR@10,R@100,Judged@10)")
@@ -419,7 +421,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(sub, "demo", "the whole gate on a generated docs-search world, offline",
                  "A fictional API documentation site, its golden set and two parser versions, through archive, "
                  "noise and run; deterministic from --seed.")
-    p.add_argument("--out", default="retrieval-gate-demo", metavar="DIR", help="output folder (default retrieval-gate-demo)")
+    p.add_argument("--out", default="retrieval-gate-demo", metavar="DIR",
+                   help="output folder (default retrieval-gate-demo)")
     p.add_argument("--seed", type=_seed, default=7, help="seed of the generated world (default 7)")
     p.add_argument("--scale", type=_float_range(0.0, 10.0, low_open=True), default=1.0,
                    help="size of the world (1.0: about 3,000 pages; at most 10) (default 1.0)")
@@ -548,6 +551,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         for d in result.baseline.unattributed:
             print(f"  unattributed change {d.input}: {d.archived} -> {d.current}")
     else:
+        assert result.problem is not None  # a replay without a baseline says why
         print(f"inconclusive: {result.problem.message}")
     return EXIT_OK if result.baseline is not None else EXIT_INCONCLUSIVE
 
@@ -654,7 +658,8 @@ def _cmd_noise(args: argparse.Namespace) -> int:
     o = band.overall
     print(f"{band.metric} over {band.runs} identical runs: mean {o.mean:.5f}  sd {o.sd:.5f}  range {o.range:.4f}")
     print(f"noise band threshold max(3 x sd, range) = {o.threshold:.4f}  (sd of a difference of two runs "
-          f"{o.delta_sd:.5f}); {len(band.unstable)} of {counted(band.query_count, 'query', 'queries')} move across runs")
+          f"{o.delta_sd:.5f}); {len(band.unstable)} of {counted(band.query_count, 'query', 'queries')} "
+          "move across runs")
     print(f"wrote {args.out}")
     return EXIT_OK
 
@@ -667,213 +672,15 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if args.from_runs:
         if not args.qrels:
             raise UsageError("calibrate --from-runs needs --qrels")
+        if len(args.from_runs) < 2:
+            raise UsageError("calibrate --from-runs needs at least two runs of the same configuration")
         _check_measures(args.metric or "nDCG@10")
         result = calibrate_run_files(args.from_runs, args.qrels, args.queries, settings, _progress)
     else:
+        # Measure names are checked before any file is read (the config's own is checked with it).
         if args.metric is not None:
             _check_measures(args.metric)
         result = calibrate_config(args.config, settings, _progress)
-    data = result.to_dict()
-    if args.out:
-        from gate.common.atomic import write_text_atomic
-
-        write_text_atomic(Path(args.out) / "replay.json", json_text(data, ascii=True))
-    if args.format == "json":
-        sys.stdout.write(json_text(data, ascii=True))
-    elif result.baseline is not None:
-        print(result.baseline.description)
-        for d in result.baseline.differences:
-            print(f"  {d.input}: {d.archived} -> {d.current}")
-        for d in result.baseline.unattributed:
-            print(f"  unattributed change {d.input}: {d.archived} -> {d.current}")
-    else:
-        print(f"inconclusive: {result.problem.message}")
-    return EXIT_OK if result.baseline is not None else EXIT_INCONCLUSIVE
-
-
-def _cmd_plan(args: argparse.Namespace) -> int:
-    from gate.pipeline.plan import plan
-
-    base = args.base
-    # Only a pull request or a merge group is judged against a base; a push plans the commit
-    # itself (what archive --noise-repeats measures after a merge).
-    event = os.environ.get("GITHUB_EVENT_NAME", "")
-    judged = event.startswith("pull_request") or event == "merge_group"
-    if base is None and os.environ.get("GITHUB_ACTIONS") == "true" and judged:
-        # As the Action: the base of this job's event (HEAD^1 of GitHub's merge commit,
-        # merge_group.base_sha), so every planned key is the one the gate will look for.
-        from gate.inputs.github_event import event_base
-
-        base, how = event_base(os.environ, Path(args.config).resolve().parent)
-        if base is not None:
-            print(f"retrieval-gate: plan --base {base[:12]} ({how}, as the Action judges the change)",
-                  file=sys.stderr)
-        else:
-            print(f"retrieval-gate: warning: plan without --base: {how}", file=sys.stderr)
-    if base is not None:
-        from gate.pipeline.plan import plan_pull_request
-
-        planned = plan_pull_request(Path(args.config), _path(args.runs_dir), base, noise_repeats=args.noise_repeats,
-                                    sweep=args.sweep)
-    else:
-        planned = plan(_load_config(args), _path(args.runs_dir), base, noise_repeats=args.noise_repeats,
-                       sweep=args.sweep)
-    if args.format == "github-matrix":
-        from gate.publishing.matrix import github_matrix
-
-        sys.stdout.write(json_text(github_matrix(planned, args.parts), indent=None, ascii=True))
-        return EXIT_OK
-    if args.parts != 1:
-        raise UsageError("--parts splits a github-matrix plan: pass --format github-matrix")
-    if args.format == "json":
-        sys.stdout.write(json_text([p.to_dict() for p in planned], ascii=True))
-        return EXIT_OK
-    for item in planned:
-        state = "needed" if item.needed else "skip"
-        print(f"{item.purpose:<24} {state:<6} key {item.key}")
-        print(f"    config  {item.config_file}\n    queries {item.queries}\n    corpus  {item.corpus}\n"
-              f"    write   {item.output}   ({item.why})")
-    return EXIT_OK
-
-
-def _cmd_run(args: argparse.Namespace) -> int:
-    from gate.pipeline.pull_request import run
-    from gate.rendering.terminal import config_value, run_summary_lines, terminal_safe
-
-    result = run(args.config, base=args.base, runs_dir=_runs_dir(args.runs_dir),
-                 candidate_run=_path(args.candidate_run), progress=_progress, out=Path(args.out))
-    out = Path(args.out)
-    written = result.write(out)
-    if args.format == "json":
-        sys.stdout.write(result.to_json())
-    else:
-        report = result.report
-        for line in run_summary_lines(report):
-            print(line)
-        if report.baseline and report.baseline.description:
-            print(terminal_safe(f"baseline: {report.baseline.description}", lines=False))
-        for change in report.config_diff or ():
-            print(f"  changed {config_value(change.path)}: {config_value(change.old)} -> {config_value(change.new)}")
-        for goalpost in report.goalposts or ():
-            print(terminal_safe(f"  goalposts: this change edits the yardstick file {goalpost.path}", lines=False))
-        print(f"wrote {', '.join(str(path) for path in written)}")
-        print(f"the PR comment, as the Action would post it: {out / 'comment.md'}")
-    return result.verdict.exit_code
-
-
-def _cmd_noise(args: argparse.Namespace) -> int:
-    from gate.common.atomic import write_text_atomic
-    from gate.pipeline.noise import noise_from_config, noise_from_run_files
-    from gate.runs.request import RunnerFailed
-
-    if args.from_runs:
-        if not args.qrels:
-            raise UsageError("noise --from-runs needs --qrels")
-        if args.repeats is not None:
-            raise UsageError("--repeats runs the config's runner; with --from-runs the runs are given")
-        metric = "nDCG@10" if args.metric is None else args.metric
-        _check_measures(metric)
-        band = noise_from_run_files(args.from_runs, args.qrels, args.queries, metric,
-                                    1 if args.rel is None else args.rel)
-    else:
-        for option in ("qrels", "queries"):
-            if getattr(args, option):
-                raise UsageError(f"--{option} goes with --from-runs; without it the config's golden files are used")
-        for option, key in (("metric", "metric"), ("rel", "golden.rel")):
-            if getattr(args, option) is not None:
-                raise UsageError(f"--{option} goes with --from-runs; without it the config's {key} is used")
-        try:
-            band = noise_from_config(args.config, _runs_dir(args.runs_dir), args.repeats, _progress)
-        except RunnerFailed as failure:
-            print(f"retrieval-gate: inconclusive: no noise band, {args.out} not written: {failure}", file=sys.stderr)
-            if failure.log_tail:
-                print(failure.log_tail, file=sys.stderr)
-            return EXIT_INCONCLUSIVE
-    write_text_atomic(args.out, json_text(band.to_dict(), ascii=True))
-    o = band.overall
-    print(f"{band.metric} over {band.runs} identical runs: mean {o.mean:.5f}  sd {o.sd:.5f}  range {o.range:.4f}")
-    print(f"noise band threshold max(3 x sd, range) = {o.threshold:.4f}  (sd of a difference of two runs "
-          f"{o.delta_sd:.5f}); {len(band.unstable)} of {counted(band.query_count, 'query', 'queries')} move across runs")
-    print(f"wrote {args.out}")
-    return EXIT_OK
-
-
-def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from gate.inputs.universe import query_universe, require_overlap
-    from gate.verdict.calibration import calibrate
-    from gate.verdict.rules import Policy
-
-    config = None
-    if args.from_runs:
-        from gate.inputs.readers.qrels import load_qrels
-        from gate.inputs.readers.queries import load_queries
-        from gate.inputs.readers.runs import read_run
-
-        if not args.qrels:
-            raise UsageError("calibrate --from-runs needs --qrels")
-        if len(args.from_runs) < 2:
-            raise UsageError("calibrate --from-runs needs at least two runs of the same configuration")
-        metric = args.metric or "nDCG@10"
-        _check_measures(metric)
-        qrels = load_qrels(args.qrels)
-        queries = load_queries(args.queries) if args.queries else None
-        universe = query_universe(qrels, queries)
-        seen: dict[tuple[int, int], str] = {}
-        for path in args.from_runs:
-            try:
-                info = os.stat(path)
-            except OSError:
-                continue  # read_run names the problem
-            if (info.st_dev, info.st_ino) in seen:
-                raise UsageError(f"--from-runs names {path} twice (as {seen[(info.st_dev, info.st_ino)]}): a run "
-                                 "compared with itself is not a repeat of the stack")
-            seen[(info.st_dev, info.st_ino)] = path
-        runs = [read_run(path) for path in args.from_runs]
-        for path, run in zip(args.from_runs, runs):
-            require_overlap(run, universe.query_ids, qrels, queries)
-            # Repeats of one stack rank every judged query; a run that skips some is not one.
-            present = set(run.query_ids)
-            missing = [q for q in universe.query_ids if q not in present]
-            if missing:
-                raise InputError(path, None, f"misses {len(missing)} of the {len(universe.query_ids)} judged queries "
-                                 f"(e.g. {', '.join(missing[:3])}): not a repeat of the same run")
-        rel, samples, seed = args.rel or 1, args.samples or 10_000, 7 if args.seed is None else args.seed
-        # No band here (as in compare): an improvement counts without one.
-        policy = Policy(max_regression=0.02 if args.max_regression is None else args.max_regression,
-                        mode=args.mode or "regression", improvement_needs_band=False)
-        threshold = None
-    else:
-        from gate.inputs.golden import load_golden
-        from gate.inputs.manifest import load_manifest
-        from gate.pipeline.repeat_runs import stored_band
-        from gate.pipeline.stack import check_config, measures_of
-
-        config = _load_config(args)
-        check_config(config)
-        golden = load_golden(config)
-        manifest_path = config.resolve(config.manifest)
-        manifest = load_manifest(manifest_path) if manifest_path.exists() else None
-        band, runs = stored_band(config, manifest)
-        if not runs:
-            raise UsageError(f"no stored noise repeats with the baseline ({manifest_path}): archive with "
-                             "--noise-repeats N, or pass --from-runs RUN1 RUN2 ... --qrels QRELS")
-        primary, _ = measures_of(config)
-        metric = str(primary) if args.metric is None else args.metric
-        _check_measures(metric)
-        qrels, universe = golden.qrels, golden.universe
-        rel = config.golden.rel if args.rel is None else args.rel
-        samples = config.statistics.samples if args.samples is None else args.samples
-        seed = config.statistics.seed if args.seed is None else args.seed
-        policy = config.policy
-        if args.max_regression is not None:
-            policy = Policy(**{**policy.__dict__, "max_regression": args.max_regression})
-        if args.mode is not None:
-            policy = Policy(**{**policy.__dict__, "mode": args.mode})
-        threshold = (band or {}).get("threshold")
-    result = calibrate(runs, qrels, universe.query_ids, metric, rel, policy=policy, samples=samples, seed=seed,
-                       noise_threshold=threshold, progress=_progress,
-                       candidate_runs=config.noise.candidate_runs if config is not None else 1,
-                       rerun=config.noise.rerun if config is not None else "always")
     data = result.to_dict()
     if args.out:
         from gate.common.atomic import write_text_atomic
@@ -883,8 +690,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         sys.stdout.write(json_text(data, ascii=True))
     else:
         print(result.sentence[0].upper() + result.sentence[1:])
-        print(f"{result.pairs} ordered pairs of {result.runs} runs on {counted(result.query_count, 'query', 'queries')} "
-              f"({result.metric}, "
+        print(f"{result.pairs} ordered pairs of {result.runs} runs on "
+              f"{counted(result.query_count, 'query', 'queries')} ({result.metric}, "
               f"margin {result.margin:g}): {result.fail} fail, {result.inconclusive} inconclusive, "
               f"{result.improvement_shown} claim an improvement; on "
               f"{counted(result.independent_pairs, 'independent pair', 'independent pairs')} "
@@ -924,6 +731,40 @@ def _load_saved_report(path: str):
     return read_report(report, path)
 
 
+def _comment_suite(args: argparse.Namespace, report: Any) -> str:
+    """The suite whose comment is replaced. The artifact is the PR job's and names a suite; the
+    workflow's --suite (or --config's suite) is trusted, and a report for another suite is not
+    this job's to post."""
+    reported_suite = report.suite if report.suite else "retrieval"
+    trusted = args.suite
+    source = "--suite"
+    if args.config is not None:
+        from gate.inputs.config import load_config
+
+        trusted = load_config(args.config).suite  # only the suite: the data files need not be there
+        source = f"the suite of {args.config}"
+    if trusted is not None and reported_suite != trusted:
+        raise InputError(args.report, None, f"is a report of suite {limits.shorten(str(reported_suite), 40)!r}, "
+                         f"not {trusted!r} ({source}): not posted")
+    return str(trusted if trusted is not None else reported_suite)
+
+
+def _comment_body(path: str, report: Any) -> str:
+    """The comment's Markdown, or one line refusing a report that does not render."""
+    import jinja2
+
+    from gate.rendering.comment import render_comment
+
+    try:
+        return render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError,
+            jinja2.TemplateError) as error:
+        # The report passed the schema and became a record, yet does not render: an artifact of
+        # another version, or edited. Refused in one line, never a traceback from this job.
+        raise InputError(path, None, f"cannot be rendered as a comment ({type(error).__name__}: "
+                         f"{limits.shorten(str(error), 80)}): not a report this version wrote") from None
+
+
 def _cmd_comment(args: argparse.Namespace) -> int:
     """Token from GITHUB_TOKEN (or INPUT_TOKEN), repository from GITHUB_REPOSITORY, API root from
     GITHUB_API_URL. The PR number comes from an artifact an untrusted job wrote, so it is only
@@ -934,8 +775,6 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     a report that is not one); 3 when GitHub cannot be reached or keeps failing (rerun later)."""
     import os
 
-    import jinja2
-
     from gate.publishing.github.client import (
         GitHubClient,
         GitHubError,
@@ -944,7 +783,6 @@ def _cmd_comment(args: argparse.Namespace) -> int:
         GitHubWaitCapError,
     )
     from gate.publishing.github.sticky_comment import publish_comment
-    from gate.rendering.comment import render_comment
 
     token = os.environ.get("GITHUB_TOKEN") or os.environ.get("INPUT_TOKEN")
     repository = os.environ.get("GITHUB_REPOSITORY")
@@ -952,28 +790,8 @@ def _cmd_comment(args: argparse.Namespace) -> int:
         raise UsageError("comment needs GITHUB_TOKEN and GITHUB_REPOSITORY in the environment")
     report = _load_saved_report(args.report)
     verdict = report.verdict.kind
-    # The artifact is the PR job's: it names the suite whose comment would be replaced. The
-    # workflow's --suite is trusted; a report for another suite is not this job's to post.
-    reported_suite = report.suite if report.suite else "retrieval"
-    trusted = args.suite
-    source = "--suite"
-    if args.config is not None:
-        from gate.inputs.config import load_config
-
-        trusted = load_config(args.config).suite  # only the suite: the data files need not be there
-        source = f"the suite of {args.config}"
-    suite = trusted if trusted is not None else reported_suite
-    if trusted is not None and reported_suite != trusted:
-        raise InputError(args.report, None, f"is a report of suite {limits.shorten(str(reported_suite), 40)!r}, "
-                         f"not {trusted!r} ({source}): not posted")
-    try:
-        body = render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError,
-            jinja2.TemplateError) as error:
-        # The report passed the schema and became a record, yet does not render: an artifact of
-        # another version, or edited. Refused in one line, never a traceback from this job.
-        raise InputError(args.report, None, f"cannot be rendered as a comment ({type(error).__name__}: "
-                         f"{limits.shorten(str(error), 80)}): not a report this version wrote") from None
+    suite = _comment_suite(args, report)
+    body = _comment_body(args.report, report)
     try:
         client = GitHubClient(os.environ.get("GITHUB_API_URL", "https://api.github.com"), token, repository,
                               max_wait=args.max_wait)
@@ -1036,7 +854,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         if not args.qrels:
             raise UsageError("sweep --cell needs --qrels")
         if len(args.cell) > limits.MAX_SWEEP_CELLS:
-            raise UsageError(f"--cell given {len(args.cell)} times: a sweep takes at most {limits.MAX_SWEEP_CELLS} cells")
+            raise UsageError(f"--cell given {len(args.cell)} times: a sweep takes at most "
+                             f"{limits.MAX_SWEEP_CELLS} cells")
         cells = [_sweep_cell(item) for item in args.cell]
         metric = args.metric or "nDCG@10"
         _check_measures(metric)
@@ -1197,13 +1016,14 @@ class _PipeSafe:
     stays as it is (ignored), so a GitHub socket that closes is still an error, not death.
     """
 
-    def __init__(self, stream):
+    def __init__(self, stream: TextIO | None) -> None:
         self._stream = stream
         self.broken = stream is None  # started with stdout closed (`>&-`)
         self.failed: OSError | None = None  # a write that failed otherwise (`> /dev/full`)
 
     def write(self, text: str) -> int:
         if not self.broken:
+            assert self._stream is not None  # no stream: broken from the start
             try:
                 return self._stream.write(text)
             except BrokenPipeError:
@@ -1215,6 +1035,7 @@ class _PipeSafe:
 
     def flush(self) -> None:
         if not self.broken:
+            assert self._stream is not None  # no stream: broken from the start
             try:
                 self._stream.flush()
             except BrokenPipeError:
@@ -1224,6 +1045,7 @@ class _PipeSafe:
                 self._silence()
 
     def _silence(self) -> None:
+        assert self._stream is not None  # silenced on a failed write or flush: there was a stream
         self.broken = True
         try:  # later flushes of the real stdout (at exit) must not raise either
             devnull = os.open(os.devnull, os.O_WRONLY)

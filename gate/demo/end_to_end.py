@@ -148,14 +148,19 @@ def prefetch_indexes(world: World, repeats: int):
         return settings, snapshot_path(str(world.corpus_v1), parser), seed
 
     base = NoiseConfig().base_seed  # the demo config keeps the default
-    runs = [run(RETRIEVAL_OLD, "v1", POOL_SEED), run(RETRIEVAL_NEW, "v2", POOL_SEED), run(RETRIEVAL_OLD, "v1", RUN_SEED)]
+    runs = [run(RETRIEVAL_OLD, "v1", POOL_SEED), run(RETRIEVAL_NEW, "v2", POOL_SEED),
+            run(RETRIEVAL_OLD, "v1", RUN_SEED)]
     runs += [run(RETRIEVAL_OLD, "v1", base + repeat) for repeat in range(1, repeats + 1)]
     runs += [run(RETRIEVAL_NEW, "v2", RUN_SEED), run(RETRIEVAL_OLD, "v2", RUN_SEED), run(RETRIEVAL_NEW, "v1", RUN_SEED)]
     return prefetch(runs, workers=min(2, os.cpu_count() or 1))
 
 
+def _stderr_progress(message: str) -> None:
+    print(f"[demo] {message}", file=sys.stderr, flush=True)
+
+
 def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 5, samples: int = 10_000,
-             progress: Progress = lambda message: print(f"[demo] {message}", file=sys.stderr, flush=True)) -> DemoResult:
+             progress: Progress = _stderr_progress) -> DemoResult:
 
     started = time.monotonic()
     try:
@@ -200,7 +205,9 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     golden = load_golden(config)
     primary, _ = measures_of(config)
     producer = make_producer(config, None, progress)
-    measured = measure_noise(load_retrieval_config(config.here(config.retrieval_config)), golden, primary, producer,
+    retrieval_path = config.here(config.retrieval_config)
+    assert retrieval_path is not None  # here() of a str is a Path
+    measured = measure_noise(load_retrieval_config(retrieval_path), golden, primary, producer,
                              runner_queries_path(golden, producer.work_dir), repeats, config.golden.rel,
                              config.noise.invalidate_on, config.noise.base_seed, progress)
     band = measured.band
@@ -211,6 +218,7 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
                             policy=config.policy, samples=config.statistics.samples,
                             seed=config.statistics.seed, noise_threshold=band.overall.threshold)
     progress(f"calibration: {calibration.sentence}")
+    assert calibration.setup is not None  # calibrate() always runs the setup check
     progress(f"setup ({config.policy.mode} mode): {calibration.setup['sentence']}")
     for k, repeat_run in enumerate(measured.runs, start=1):
         target = repo / ".retrieval-gate" / "noise-runs" / f"repeat-{k}.run.gz"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from gate.common.errors import InputError
 from gate.inputs.readers.records import Qrels, QuerySet, Run
@@ -47,7 +48,21 @@ def _examples(ids: Sequence[str], limit: int = 3) -> str:
     return shown + (", ..." if len(ids) > limit else "")
 
 
-def require_overlap(run: Run, query_ids: Sequence[str], qrels: Qrels, queries: QuerySet | None = None) -> None:
+class RankedQueries(Protocol):
+    """What :func:`require_overlap` reads of a run: a loaded :class:`Run` or a streamed digest
+    (gate.evaluation.streaming.RunDigest) alike."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def query_ids(self) -> Sequence[str]: ...
+
+    def __len__(self) -> int: ...
+
+
+def require_overlap(run: Run | RankedQueries, query_ids: Sequence[str], qrels: Qrels,
+                    queries: QuerySet | None = None) -> None:
     """Refuse a comparison that has nothing to compare, naming the input at fault.
 
     An empty run, an empty universe, or a run none of whose queries is in the

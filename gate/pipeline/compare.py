@@ -17,6 +17,7 @@ from gate.checks.score_order import score_order_of_file
 from gate.common.errors import UsageError
 from gate.evaluation.measures import parse_measure
 from gate.evaluation.streaming import RunDigest, digest_runs, start_side_digest
+from gate.inputs.config import Policy
 from gate.inputs.named import check_rel, describe_inputs, load_qrels_spec, load_queries_spec
 from gate.inputs.readers.records import same_rankings
 from gate.inputs.traffic_shares import assign_strata, load_strata_spec, validate_against
@@ -28,7 +29,7 @@ from gate.statistics.evidence import evidence
 from gate.statistics.movement import strata_section
 from gate.statistics.power import detectable
 from gate.verdict.levels import ALPHA, MIN_MOVERS, STRATA_ALPHA
-from gate.verdict.rules import MODES, Findings, Policy, decide, traffic_findings
+from gate.verdict.rules import MODES, Findings, decide, traffic_findings
 
 __all__ = ["CompareSettings", "Comparison", "compare", "compare_files", "decide_comparison"]
 
@@ -37,8 +38,8 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None, ru
     """The gate's decision on a comparison: ``run``'s statistics and traffic rules (damaged
     traffic, guarded strata, from ``strata_block``: the report's strata section), no validity
     checks and no noise band; ``runs`` (baseline, candidate) tells identical rankings apart
-    (``unchanged``; :class:`gate.evaluation.streaming.RunDigest` pairs too). Returns ``(verdict, evidence)``. ``policy``:
-    :class:`gate.verdict.rules.Policy` (default: the gate's defaults, an improvement not needing a
+    (``unchanged``; :class:`gate.evaluation.streaming.RunDigest` pairs too). Returns ``(verdict, evidence)``.
+    ``policy``: :class:`gate.inputs.config.Policy` (default: the gate's defaults, an improvement not needing a
     band: compare has none)."""
 
     policy = policy or Policy(improvement_needs_band=False)
@@ -70,6 +71,38 @@ RELEVANCE_ONLY_WARNING = (
     "check off for any qrels)")
 
 
+#: compare_files' settings when none are given (one instance: the settings are frozen).
+_DEFAULT_SETTINGS = CompareSettings()
+
+
+def _checked_arguments(max_regression: float, mode: str | None, strata: str | None, queries: str | None) -> str:
+    """The arguments a caller of the library can get wrong, refused before any file is read;
+    returns the mode (None: regression)."""
+    if isinstance(max_regression, bool) or not isinstance(max_regression, (int, float)) \
+            or not math.isfinite(max_regression) or max_regression < 0:
+        raise UsageError(f"max_regression {max_regression!r}: expected a finite number, 0 or more")
+    mode = "regression" if mode is None else mode
+    if mode not in MODES:
+        raise UsageError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
+    if strata and not queries:
+        raise UsageError("--strata needs --queries (the query file gives each query its stratum)")
+    return mode
+
+
+def _qrels_for(qrels: str, settings: CompareSettings, rel_option: str):
+    """The qrels, checked to hold a label at the relevance threshold each measure uses (the
+    option's, or one fixed in the measure's name: ``RR(rel=9)@10``)."""
+    loaded_qrels = load_qrels_spec(qrels)
+    names = (settings.metric, *settings.also)
+    if any(parse_measure(m).TAKES_REL and parse_measure(m).rel is None for m in names):
+        check_rel(loaded_qrels, settings.rel, rel_option)
+    for name in names:
+        measure = parse_measure(name)
+        if measure.TAKES_REL and measure.rel is not None:
+            check_rel(loaded_qrels, measure.rel, f"{name} asks for rel")
+    return loaded_qrels
+
+
 def compare_files(
     baseline: str,
     candidate: str,
@@ -77,7 +110,7 @@ def compare_files(
     queries: str | None = None,
     *,
     strata: str | None = None,
-    settings: CompareSettings = CompareSettings(),
+    settings: CompareSettings = _DEFAULT_SETTINGS,
     max_regression: float = 0.02,
     require_improvement: bool = False,
     mode: str | None = "regression",
@@ -90,14 +123,7 @@ def compare_files(
     every measure, the strata table with traffic shares and movement buckets when ``strata``
     is given, and the decision run's rules make on the two runs) and its verdict."""
 
-    if isinstance(max_regression, bool) or not isinstance(max_regression, (int, float)) \
-            or not math.isfinite(max_regression) or max_regression < 0:
-        raise UsageError(f"max_regression {max_regression!r}: expected a finite number, 0 or more")
-    mode = "regression" if mode is None else mode
-    if mode not in MODES:
-        raise UsageError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
-    if strata and not queries:
-        raise UsageError("--strata needs --queries (the query file gives each query its stratum)")
+    mode = _checked_arguments(max_regression, mode, strata, queries)
     spec = load_strata_spec(strata) if strata else None
     primary, others = settings.measures()
     # Two large runs: the candidate's child process starts now and loads the qrels and the
@@ -105,13 +131,7 @@ def compare_files(
     side = start_side_digest((baseline, candidate), qrels, queries or None, (primary, *others), rel=settings.rel,
                              sha256=True)
     try:
-        loaded_qrels = load_qrels_spec(qrels)
-        if any(parse_measure(m).TAKES_REL and parse_measure(m).rel is None for m in (settings.metric, *settings.also)):
-            check_rel(loaded_qrels, settings.rel, rel_option)
-        for name in (settings.metric, *settings.also):  # a rel fixed in the name: RR(rel=9)@10
-            measure = parse_measure(name)
-            if measure.TAKES_REL and measure.rel is not None:
-                check_rel(loaded_qrels, measure.rel, f"{name} asks for rel")
+        loaded_qrels = _qrels_for(qrels, settings, rel_option)
         loaded_queries = load_queries_spec(queries) if queries else None
         # Each run is evaluated a few queries at a time as it is read: only per-query numbers are
         # kept (gate.evaluation.streaming), so two runs of ten million rows never sit in memory.
@@ -125,7 +145,7 @@ def compare_files(
     def describe_judgments() -> None:  # needs no run: done while the candidate's child still reads
         described.update(describe_inputs(
             qrels=(qrels, loaded_qrels),
-            queries=(queries, loaded_queries) if loaded_queries is not None else None))
+            queries=(queries, loaded_queries) if queries is not None and loaded_queries is not None else None))
 
     baseline_run, candidate_run = digest_runs((baseline, candidate), loaded_qrels, (primary, *others),
                                               universe.query_ids, qrels_spec=qrels, rel=settings.rel, sha256=True,

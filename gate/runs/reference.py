@@ -569,7 +569,8 @@ def _faiss() -> Any:
     if config.get_level() != faiss.SIMDLevel_NONE:
         config.set_level(faiss.SIMDLevel_NONE)
         if config.get_level() != faiss.SIMDLevel_NONE:  # pragma: no cover - faiss refused the level
-            raise RunnerFailed("reference", "faiss refused the portable SIMD level: its results would depend on the CPU")
+            raise RunnerFailed("reference",
+                               "faiss refused the portable SIMD level: its results would depend on the CPU")
     return faiss
 
 

@@ -61,6 +61,7 @@ from gate.statistics.traffic import traffic_account, wins_sentence
 
 if TYPE_CHECKING:  # annotations only: no import cycle at run time
     from gate.evaluation.evaluate import PerQuery
+    from gate.evaluation.streaming import RunDigest
     from gate.inputs.traffic_shares import StrataSpec
 
 PROMOTED = "promoted"
@@ -331,8 +332,8 @@ def _check_positive(name: str, value: Any) -> int:
 
 
 def compute_lift(
-    before: Run,
-    after: Run,
+    before: Run | RunDigest,
+    after: Run | RunDigest,
     qrels: Qrels,
     rel_threshold: int = 1,
     k_rank: int = 10,
@@ -400,7 +401,7 @@ def compute_lift(
     )
 
 
-def _lift_universe(before: Run, after: Run, qrels: Qrels, queries: QuerySet | None,
+def _lift_universe(before: Run | RunDigest, after: Run | RunDigest, qrels: Qrels, queries: QuerySet | None,
                    query_ids: Sequence[str] | None) -> tuple[list[str], tuple[str, ...]]:
     """The queries to bucket (``query_ids``, or the judged golden queries, each run required to
     rank some) and the golden queries without a judgment."""
@@ -443,8 +444,8 @@ def strata_section(
     strata_by_query: Mapping[str, str | None],
     spec: StrataSpec | None = None,
     *,
-    baseline_run: Run | None = None,
-    candidate_run: Run | None = None,
+    baseline_run: Run | RunDigest | None = None,
+    candidate_run: Run | RunDigest | None = None,
     qrels: Qrels | None = None,
     queries: QuerySet | None = None,
     k_rank: int = 10,

@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 
-
 RERUN_MODES = ("adaptive", "always")
 
 

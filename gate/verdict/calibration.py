@@ -21,7 +21,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,9 +34,9 @@ from gate.statistics.bootstrap import as_differences
 from gate.statistics.evidence import clopper_pearson_upper, evidence
 from gate.statistics.noise import spread
 from gate.statistics.paired import compare_paired
-from gate.statistics.power import aa_noise, detectable, setup_check
+from gate.statistics.power import SetupCheck, aa_noise, detectable, setup_check
 from gate.verdict.levels import look_alpha, looks
-from gate.verdict.rules import Findings, decide, decide_delta
+from gate.verdict.rules import Findings, Verdict, decide, decide_delta
 
 #: Ordered pairs put through the decision at most: beyond it (N > 45 runs), a seeded sample
 #: of them (the disjoint pairs always among them). Each pair costs two bootstraps.
@@ -118,10 +118,76 @@ def _pairs(n: int, seed: int, limit: int) -> list[tuple[int, int]]:
     every = [(i, j) for i in range(n) for j in range(n) if i != j]
     if len(every) <= limit:
         return every
-    rest = [p for p in every if p not in set(disjoint)]
+    taken = set(disjoint)
+    rest = [p for p in every if p not in taken]
     rng = np.random.default_rng(seed)
     chosen = rng.choice(len(rest), size=max(0, limit - len(disjoint)), replace=False)
     return disjoint + sorted(rest[k] for k in chosen)
+
+
+@dataclass
+class _Tally:
+    """The pairs' verdicts, counted as calibrate goes (all pairs, and the independent ones)."""
+
+    fail: int = 0
+    improvement: int = 0
+    inconclusive: int = 0
+    independent_fail: int = 0
+    independent_blocking: int = 0
+    independent_improvement: int = 0
+    failed: list[tuple[int, int]] = field(default_factory=list)
+
+    def add(self, pair: tuple[int, int], verdict: Verdict, independent: bool) -> None:
+        if verdict.kind == "fail":
+            self.fail += 1
+            self.failed.append(pair)
+        elif verdict.kind == "inconclusive":
+            self.inconclusive += 1
+        self.improvement += verdict.improvement_shown
+        if independent:
+            self.independent_fail += verdict.kind == "fail"
+            self.independent_blocking += verdict.exit_code != 0
+            self.independent_improvement += verdict.improvement_shown
+
+
+def _others_band(means: Sequence[float], i: int, j: int) -> float:
+    """The band a pair meets: the spread of the other runs' means (as a PR meets the stored band)."""
+    return spread([m for k, m in enumerate(means) if k not in (i, j)]).threshold
+
+
+def _all_differences(values: Sequence[np.ndarray]) -> np.ndarray:
+    """Every ordered pair's per-query differences, one after another."""
+    return np.concatenate([values[j] - values[i] for i in range(len(values)) for j in range(len(values)) if i != j])
+
+
+def _decide_pair(base: np.ndarray, cand: np.ndarray, identical: bool, metric: str, query_count: int,
+                 policy: Policy, threshold: float | None, samples: int, seed: int) -> Verdict:
+    """The gate's decision on one ordered pair of identical runs, as on a PR."""
+    paired = compare_paired(base, cand, samples=samples, seed=seed)
+    weighed = evidence(cand - base, policy.max_regression, samples, seed)
+    return decide(Findings(metric=metric, query_count=query_count, delta=paired.mean,
+                           ci_low=paired.ci_low, ci_high=paired.ci_high,
+                           mde=detectable(cand - base, policy.max_regression, threshold).regression_80,
+                           noise_threshold=threshold, evidence=weighed, identical_rankings=identical), policy)
+
+
+def _setup_check(values: Sequence[np.ndarray], n: int, policy: Policy, noise_sd: float, band: float | None,
+                 mover_share: float, identical: bool, progress: Callable[[str], None] | None) -> SetupCheck:
+    """The setup check: the formula, and in non-inferiority mode where the formula says the set
+    supports the margin, the rule itself on simulated no-op PRs."""
+    setup = setup_check(n, policy.max_regression, policy.mode, noise_sd, band, mover_share)
+    if setup.mode == "non-inferiority" and setup.supports and not identical:
+        # The formula is the normal one; the rule also asks Hall's interval and five movers, which
+        # sparse heavy-tailed noise trips far more often: the rule itself decides, on no-op PRs
+        # drawn from these very A/A differences.
+        pool = _all_differences(values)
+        if progress is not None:
+            progress(f"setup check: {SIMULATED_PRS} simulated no-op PRs through the rule")
+        blocked = simulated_no_op_blocking(pool, n, dataclasses.replace(policy, inconclusive_blocks=True),
+                                           noise_threshold=band)
+        setup = dataclasses.replace(setup, simulated_blocked=blocked, simulated=SIMULATED_PRS,
+                                    supports=blocked <= 0.05)
+    return setup
 
 
 def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metric: str, rel: int = 1, *,
@@ -131,9 +197,6 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
     """Ordered pairs of ``runs`` through the decision; ``query_ids`` is the universe. Each pair
     meets the band of the other runs (four runs or more); ``noise_threshold`` is the band a PR
     will meet (the stored one), used by the setup check."""
-
-
-
     if len(runs) < 2:
         raise ValueError("calibration needs at least two runs of the same configuration")
     policy = policy or Policy()
@@ -142,56 +205,30 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
     values = [evaluate(run, qrels, [measure], query_ids, rel=rel).values[name] for run in runs]
     pairs = _pairs(len(values), seed, max_pairs)
     disjoint = {(2 * k, 2 * k + 1) for k in range(len(values) // 2)}
-    fail = improvement = inconclusive = 0
-    independent_fail = independent_blocking = independent_improvement = 0
-    failed: list[tuple[int, int]] = []
+    tally = _Tally()
     last = time.monotonic()
 
     means = [float(v.mean()) if v.size else 0.0 for v in values]
     others = len(values) >= 4
     for done, (i, j) in enumerate(pairs, 1):
-        base, cand = values[i], values[j]
-        pair_threshold = spread([m for k, m in enumerate(means) if k not in (i, j)]).threshold if others else None
-        paired = compare_paired(base, cand, samples=samples, seed=seed)
-        weighed = evidence(cand - base, policy.max_regression, samples, seed)
-        verdict = decide(Findings(metric=name, query_count=len(query_ids), delta=paired.mean,
-                                  ci_low=paired.ci_low, ci_high=paired.ci_high,
-                                  mde=detectable(cand - base, policy.max_regression, pair_threshold).regression_80,
-                                  noise_threshold=pair_threshold, evidence=weighed,
-                                  identical_rankings=same_rankings(runs[i], runs[j], query_ids)), policy)
-        if verdict.kind == "fail":
-            fail += 1
-            failed.append((i, j))
-        elif verdict.kind == "inconclusive":
-            inconclusive += 1
-        improvement += verdict.improvement_shown
-        if (i, j) in disjoint:
-            independent_fail += verdict.kind == "fail"
-            independent_blocking += verdict.exit_code != 0
-            independent_improvement += verdict.improvement_shown
+        pair_threshold = _others_band(means, i, j) if others else None
+        verdict = _decide_pair(values[i], values[j], same_rankings(runs[i], runs[j], query_ids), name,
+                               len(query_ids), policy, pair_threshold, samples, seed)
+        tally.add((i, j), verdict, (i, j) in disjoint)
         if progress is not None and (time.monotonic() - last > 10 or done == len(pairs)) and len(pairs) > 50:
             progress(f"calibration: {done} of {len(pairs)} pairs")
             last = time.monotonic()
+    fail, improvement, inconclusive, failed = tally.fail, tally.improvement, tally.inconclusive, tally.failed
+    independent_fail, independent_blocking = tally.independent_fail, tally.independent_blocking
+    independent_improvement = tally.independent_improvement
     blocking = fail + (inconclusive if policy.inconclusive_blocks else 0)
     m = len(disjoint)
     identical = all(np.array_equal(values[0], v) for v in values[1:])
-
     noise_sd, mover_share = aa_noise(values)
-    setup = setup_check(len(query_ids), policy.max_regression, policy.mode, noise_sd, noise_threshold, mover_share)
-    if setup.mode == "non-inferiority" and setup.supports and not identical:
-        # The formula is the normal one; the rule also asks Hall's interval and five movers, which
-        # sparse heavy-tailed noise trips far more often: the rule itself decides, on no-op PRs
-        # drawn from these very A/A differences.
-
-
-        pool = np.concatenate([values[j] - values[i] for i in range(len(values)) for j in range(len(values))
-                               if i != j])
-        if progress is not None:
-            progress(f"setup check: {SIMULATED_PRS} simulated no-op PRs through the rule")
-        blocked = simulated_no_op_blocking(pool, len(query_ids), dataclasses.replace(policy, inconclusive_blocks=True),
-                                           noise_threshold=noise_threshold)
-        setup = dataclasses.replace(setup, simulated_blocked=blocked, simulated=SIMULATED_PRS,
-                                    supports=blocked <= 0.05)
+    setup = _setup_check(values, len(query_ids), policy, noise_sd, noise_threshold, mover_share, identical, progress)
+    setup_repeats = None if identical else setup_for_repeats(
+        len(query_ids), policy, noise_sd, noise_threshold, mover_share, _all_differences(values),
+        min(candidate_runs, len(runs) + 1), rerun)
     return Calibration(
         pairs=len(pairs), fail=fail, improvement_shown=improvement, inconclusive=inconclusive, runs=len(runs),
         query_count=len(query_ids), metric=name,
@@ -203,10 +240,7 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
         blocking_rate_upper95=clopper_pearson_upper(independent_blocking, m, 0.05),
         pairs_possible=len(values) * (len(values) - 1), identical_runs=identical, mode=policy.mode,
         setup=setup.to_dict(), pair_band="others" if others else "none",
-        setup_repeats=None if identical else setup_for_repeats(
-            len(query_ids), policy, noise_sd, noise_threshold, mover_share,
-            np.concatenate([values[j] - values[i] for i in range(len(values)) for j in range(len(values)) if i != j]),
-            min(candidate_runs, len(runs) + 1), rerun),
+        setup_repeats=setup_repeats,
     )
 
 
@@ -243,7 +277,8 @@ def simulated_no_op_blocking(aa_differences: Sequence[float] | np.ndarray, n: in
 
 
 def setup_for_repeats(n: int, policy: Policy, noise_sd: float | None, band: float | None, mover_share: float | None,
-                      aa_differences: Sequence[float] | np.ndarray, candidate_runs: int, rerun: str = "always") -> dict[str, Any] | None:
+                      aa_differences: Sequence[float] | np.ndarray, candidate_runs: int,
+                      rerun: str = "always") -> dict[str, Any] | None:
     """The setup check for a PR decided on means of ``candidate_runs`` runs each side
     (``noise.candidate_runs``): the noise sd and the band shrink by ``sqrt(R)``, and with adaptive
     reruns the deciding look is at ALPHA / 2. In non-inferiority mode, where the formula says the

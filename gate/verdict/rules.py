@@ -105,64 +105,84 @@ def decide_delta(
     beyond_band = abs(delta) > band
     band_ok = noise_threshold is not None or not policy.improvement_needs_band
     if evidence is not None and policy.decision == "calibrated":
-        e = evidence
-        margin = policy.max_regression
-        enough = e.movers >= MIN_MOVERS
-        level = getattr(e, "alpha", ALPHA)  # ALPHA, or its share at one of several looks
-        regression = enough and e.t_high < 0 and e.p_regression <= level
-        worst_case = e.loss_share_upper * MAX_QUERY_LOSS < margin
-        # A false pass at the margin is the costly error of non-inferiority: a left-skewed loss
-        # (a few queries losing much) also has to clear Hall's skew-corrected interval.
-        non_inferior = (enough and min(e.t_low, e.hall_low) >= -margin and e.p_noninferior <= level) or worst_case
-        improvement = enough and e.t_low > 0 and e.p_improvement <= level and beyond_band and band_ok
-        # non-inferiority is decided on the lower of the two lower ends: the interval quoted is the one that decided
-        low = min(e.t_low, e.hall_low) if mode == "non-inferiority" else e.t_low
-        evidence_text = (f"{interval}, decision interval [{signed(low)}, {signed(e.t_high)}], "
-                         f"{e.movers} of {counted(query_count, 'query', 'queries')} moved")
+        claims = _calibrated_claims(evidence, policy, mode, interval, query_count, beyond_band, band_ok)
     else:
-        regression = ci_high < 0
-        non_inferior = ci_low >= -policy.max_regression
-        improvement = ci_low > 0 and beyond_band and band_ok
-        worst_case = enough = False
-        e = None
-        evidence_text = f"{interval}, {counted(query_count, 'query', 'queries')}"
-    reasons: list[Reason] = []
-    if regression and beyond_band:
-        reasons.append(Reason("regression_shown", f"regression shown ({evidence_text})"))
-        kind = "fail"
-    elif mode == "regression" or non_inferior:
-        if policy.require_improvement and not improvement:
-            why = "not shown"
-            if not band_ok and (e.t_low > 0 and e.p_improvement <= level and enough if e is not None
-                                else ci_low > 0):
-                why = "not counted: there is no noise band to exceed (retrieval-gate noise)"
-            reasons.append(Reason("improvement_required", f"improvement required but {why} ({evidence_text})"))
-            kind = "fail"
-        elif improvement:
-            reasons.append(Reason("improvement_shown", f"improvement shown ({evidence_text})"))
-            kind = "pass"
-        elif mode == "regression":
-            within = f"; within the run-to-run noise band ±{band:.3f}" if regression and not beyond_band else ""
-            reasons.append(Reason("no_regression_shown", f"no regression shown ({evidence_text}{within})"))
-            kind = "pass"
-        else:
-            how = (f"; {e.losses} of {counted(e.n, 'query', 'queries')} lost, at most {e.loss_share_upper:.1%} of all queries can"
-                   if e is not None and worst_case and not enough else "")
-            reasons.append(Reason("non_inferior", f"non-inferior within -{policy.max_regression:g} "
-                                                  f"({evidence_text}{how})"))
-            kind = "pass"
-    elif e is not None and not enough:
-        reasons.append(Reason("too_few_movers", f"only {e.movers} of {counted(e.n, 'query', 'queries')} moved ({interval}): too few to "
-                                                f"tell a change of less than {policy.max_regression:g} from one "
-                                                f"the sample missed (at least {MIN_MOVERS} needed, or more queries)"))
+        claims = _Claims(regression=ci_high < 0, non_inferior=ci_low >= -policy.max_regression,
+                         improvement=ci_low > 0 and beyond_band and band_ok, worst_case=False, enough=False,
+                         improvement_without_band=ci_low > 0, evidence=None,
+                         text=f"{interval}, {counted(query_count, 'query', 'queries')}")
+    if claims.regression and beyond_band:
+        reason, kind = Reason("regression_shown", f"regression shown ({claims.text})"), "fail"
+    elif mode == "regression" or claims.non_inferior:
+        reason, kind = _not_worse(claims, policy, mode, band, beyond_band, band_ok)
+    elif claims.evidence is not None and not claims.enough:
+        e = claims.evidence
+        reason = Reason("too_few_movers", f"only {e.movers} of {counted(e.n, 'query', 'queries')} moved ({interval}): "
+                                          f"too few to tell a change of less than {policy.max_regression:g} from one "
+                                          f"the sample missed (at least {MIN_MOVERS} needed, or more queries)")
         kind = "inconclusive"
     else:
         detectable = ("what this set catches is not estimable (no spread)" if mde is None
                       else f"this set catches a -{mde:.3f} regression 80% of the time")
-        reasons.append(Reason("underpowered",
-                              f"neither a regression nor non-inferiority is shown ({evidence_text}); {detectable}"))
+        reason = Reason("underpowered",
+                        f"neither a regression nor non-inferiority is shown ({claims.text}); {detectable}")
         kind = "inconclusive"
-    return Verdict(kind, tuple(reasons), improvement, _exit(kind, policy), reporting_set or {})
+    return Verdict(kind, (reason,), claims.improvement, _exit(kind, policy), reporting_set or {})
+
+
+@dataclass(frozen=True)
+class _Claims:
+    """What one look shows: each claim, and the evidence text its reason quotes."""
+
+    regression: bool
+    non_inferior: bool
+    improvement: bool  # shown, beyond the noise band, and counted (a band exists where one is needed)
+    worst_case: bool  # non-inferior distribution-free: few enough queries can lose
+    enough: bool  # at least MIN_MOVERS queries moved
+    improvement_without_band: bool  # shown, whether or not a band lets it count
+    evidence: Any
+    text: str
+
+
+def _calibrated_claims(e: Any, policy: Policy, mode: str, interval: str, query_count: int, beyond_band: bool,
+                       band_ok: bool) -> _Claims:
+    """The calibrated rule: the bootstrap-t interval and the one-sided sign-flip test agree, on
+    enough movers; non-inferiority also clears Hall's interval, or holds distribution-free."""
+    margin = policy.max_regression
+    enough = e.movers >= MIN_MOVERS
+    level = getattr(e, "alpha", ALPHA)  # ALPHA, or its share at one of several looks
+    worst_case = e.loss_share_upper * MAX_QUERY_LOSS < margin
+    # A false pass at the margin is the costly error of non-inferiority: a left-skewed loss
+    # (a few queries losing much) also has to clear Hall's skew-corrected interval.
+    non_inferior = (enough and min(e.t_low, e.hall_low) >= -margin and e.p_noninferior <= level) or worst_case
+    shown_improvement = e.t_low > 0 and e.p_improvement <= level and enough
+    # non-inferiority is decided on the lower of the two lower ends: the interval quoted is the one that decided
+    low = min(e.t_low, e.hall_low) if mode == "non-inferiority" else e.t_low
+    return _Claims(regression=enough and e.t_high < 0 and e.p_regression <= level, non_inferior=non_inferior,
+                   improvement=shown_improvement and beyond_band and band_ok, worst_case=worst_case, enough=enough,
+                   improvement_without_band=shown_improvement, evidence=e,
+                   text=(f"{interval}, decision interval [{signed(low)}, {signed(e.t_high)}], "
+                         f"{e.movers} of {counted(query_count, 'query', 'queries')} moved"))
+
+
+def _not_worse(claims: _Claims, policy: Policy, mode: str, band: float, beyond_band: bool,
+               band_ok: bool) -> tuple[Reason, str]:
+    """The reason and kind when no regression fails the change (regression mode), or it is shown
+    non-inferior: an improvement required, shown, or neither."""
+    if policy.require_improvement and not claims.improvement:
+        why = "not shown"
+        if not band_ok and claims.improvement_without_band:
+            why = "not counted: there is no noise band to exceed (retrieval-gate noise)"
+        return Reason("improvement_required", f"improvement required but {why} ({claims.text})"), "fail"
+    if claims.improvement:
+        return Reason("improvement_shown", f"improvement shown ({claims.text})"), "pass"
+    if mode == "regression":
+        within = f"; within the run-to-run noise band ±{band:.3f}" if claims.regression and not beyond_band else ""
+        return Reason("no_regression_shown", f"no regression shown ({claims.text}{within})"), "pass"
+    e = claims.evidence
+    how = (f"; {e.losses} of {counted(e.n, 'query', 'queries')} lost, at most {e.loss_share_upper:.1%} of all "
+           "queries can" if e is not None and claims.worst_case and not claims.enough else "")
+    return Reason("non_inferior", f"non-inferior within -{policy.max_regression:g} ({claims.text}{how})"), "pass"
 
 
 
@@ -293,11 +313,13 @@ def decide(findings: Findings, policy: Policy) -> Verdict:
 
 
 def held_out_too_small(f: Findings, policy: Policy) -> Verdict:
-    """A held-out reporting set (leaked queries left out too) too small for any claim, under either decision rule: with 3 queries the
+    """A held-out reporting set (leaked queries left out too) too small for any claim, under either
+    decision rule: with 3 queries the
     seed's interval rule would fail or pass on 3 values (a sign-flip p of 0.125 at best)."""
     more = MIN_QUERIES - f.query_count
     name = f.reporting_set.get("name") or "held-out golden queries"
-    message = (f"the reporting set ({name}) has only {counted(f.query_count, 'query', 'queries')}: too few to decide; no "
+    message = (f"the reporting set ({name}) has only {counted(f.query_count, 'query', 'queries')}: too few to "
+               "decide; no "
                f"claim rests on fewer than {MIN_QUERIES} (a sign-flip test over fewer cannot reach p ≤ {ALPHA:g}, "
                f"and {MIN_MOVERS} must move): hold out at least {counted(more, 'more query', 'more queries')} "
                "(tuning.holdout, or fewer ids in tuning.queries)")
@@ -349,8 +371,9 @@ def skipped(changed: int, policy: Policy, names: tuple[str, ...] = ()) -> Verdic
     if names:
         listed = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
         shown = f": {listed}"
-    return Verdict("skipped", (Reason("not_relevant", f"this PR changes none of the files the gate watches "
-                                                      f"({changed} file{'' if changed == 1 else 's'} changed{shown})"),), False, 0, {})
+    reason = Reason("not_relevant", f"this PR changes none of the files the gate watches "
+                                    f"({changed} file{'' if changed == 1 else 's'} changed{shown})")
+    return Verdict("skipped", (reason,), False, 0, {})
 
 
 def justification(body: str | None) -> str | None:
@@ -390,4 +413,5 @@ def accept(verdict: Verdict, labels: Iterable[str] | None, body: str | None,
                        verdict.reporting_set), None
     accepted = {"label": ACCEPT_LABEL, "justification": text, "failed_on": [r.to_dict() for r in verdict.reasons]}
     reason = Reason("accepted", f"accepted on purpose ({ACCEPT_LABEL}): {text}")
-    return Verdict("accepted", (reason,) + verdict.reasons, verdict.improvement_shown, 0, verdict.reporting_set), accepted
+    taken = Verdict("accepted", (reason,) + verdict.reasons, verdict.improvement_shown, 0, verdict.reporting_set)
+    return taken, accepted
