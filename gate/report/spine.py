@@ -1,7 +1,7 @@
 """The report's typed spine: one frozen record per object of report.json.
 
 Every record mirrors one object of ``gate/report/report.schema.json`` key for key
-(``tests/test_report_records.py`` holds the two in step); the gate builds a :class:`Report`,
+(``tests/report/test_report_records.py`` holds the two in step); the gate builds a :class:`Report`,
 writes it with ``to_dict()`` once, and the comment job reads the untrusted artifact back with
 :func:`gate.report.document.read_report`, which validates before it builds.
 """

@@ -72,7 +72,7 @@ def minimum_detectable_effect(d, alpha: float = 0.05, power: float = 0.8) -> flo
 POWER = 0.8
 ONE_SIDED_ALPHA = EVIDENCE_ALPHA
 #: A regression claim also needs this many moving queries: gate.verdict.levels.MIN_MOVERS, which
-#: this stage cannot import (a later stage; tests/stats/test_power_line.py keeps the two equal) ...
+#: this stage cannot import (a later stage; tests/statistics/test_power_line.py keeps the two equal) ...
 MIN_MOVERS = 5
 #: ... and one more in practice: with k movers the one-sided sign-flip p-value is at least 2^-k,
 #: which reaches 0.025 only from k = 6 (a regression on 5 queries, however large, is not shown).

@@ -318,7 +318,7 @@ def analyze_sweep(
     # One set of resample indices for every cell and for the procedure. The cross-validated
     # estimate's interval re-runs the choices on each resample: a bootstrap of the honest array
     # alone misses the noise of the choice (88% coverage of a 95% interval on 24 equally good
-    # cells, tests/stats/test_sweep.py).
+    # cells, tests/statistics/test_sweep.py).
     top = choose(values)
     resampled = bootstrap_means(values, samples, seed)
     estimates = []

@@ -4,7 +4,7 @@
 is installed and a C compiler is at hand; this module loads it with ctypes. Without it (no
 compiler: the container image, a bare Python + pip machine) or with ``RETRIEVAL_GATE_NATIVE=0``,
 :data:`SCANNER` is None and the numpy reader does all the work: the two give the same runs, the
-same errors and the same numbers (``tests/test_run_native.py`` holds them to it).
+same errors and the same numbers (``tests/inputs/readers/test_run_native.py`` holds them to it).
 
 The scanner takes a block only when every line is in the common layout and valid, and parses
 scores exactly (a value only when it equals ``float()`` of the token; otherwise the token is
