@@ -114,7 +114,8 @@ def reporting_set(universe: Sequence[str], leakage: LeakageComparison | None, tu
     leaked = leakage.ids() if leakage is not None else set()
     excluded = tuple(q for q in ids if q in leaked) if exclude_leaked else ()
     if excluded:
-        ids = [q for q in ids if q not in set(excluded)]
+        gone = set(excluded)
+        ids = [q for q in ids if q not in gone]
     parts = ["held-out golden queries" if held_out else "golden queries"]
     if excluded:
         parts.append(f"without {len(excluded)} leaked")

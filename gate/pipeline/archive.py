@@ -14,10 +14,12 @@ from gate.checks.commensurability import (
 from gate.checks.judged_share import qrels_style_notice
 from gate.common.errors import InputError
 from gate.common.numbers import listed
+from gate.evaluation.measures import Measure
 from gate.inputs import git
 from gate.inputs.config import Config, is_spec
 from gate.inputs.golden import Golden, load_golden
 from gate.inputs.manifest import Manifest, environment_record, run_to_trec_gz, write_manifest
+from gate.inputs.readers.records import Run
 from gate.inputs.readers.runs import read_run
 from gate.inputs.retrieval_config import RetrievalConfig, load_retrieval_config
 from gate.pipeline.repeat_runs import repeat_alpha, setup_check_with_repeats, still_valid_band
@@ -33,6 +35,7 @@ from gate.pipeline.stack import (
     runner_queries_path,
     stderr_progress,
 )
+from gate.runs.code import CodeIdentity
 from gate.runs.produce import check_coverage
 from gate.runs.request import RunnerFailed
 from gate.statistics.band import measure_noise
@@ -65,105 +68,18 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
     code = code_under_test(config, runs_dir)
     if run_path is None and config.runner.type == "run-file" and config.runner.baseline_run:
         run_path = config.here(config.runner.baseline_run)
-    if run_path is not None:
-        run = read_run(run_path)
-        try:
-            check_coverage(run, golden.universe.query_ids, "archive", str(run_path))
-        except RunnerFailed as failure:
-            raise InputError(str(run_path), None, failure.message) from None
-        source = "file"
-    else:
-        producer = make_producer(config, runs_dir, progress)
-        request = run_request("baseline archive", retrieval, golden, runner_queries_path(golden, producer.work_dir),
-                              code=code)
-        try:
-            run, produced = producer.produce(request, golden.universe.query_ids)
-        except RunnerFailed as failure:
-            if producer.runner is None and runs_dir is None:  # run-file: nothing was named to archive
-                raise config.key_error("runner.type", "'run-file' archives a run it is given: pass --run FILE, "
-                                       "set runner.baseline_run, or --runs-dir DIR (see plan)") from None
-            raise failure
-        source = produced.source
+    run, source = _baseline_run(config, golden, retrieval, code, run_path, runs_dir, progress)
     values = evaluate_all(run, golden, measures, config.golden.rel)
-    extra: dict[str, Any] = {}
-    extra_files: dict[str, bytes] = {}
     if noise_repeats:
-
-
-        producer = make_producer(config, runs_dir, progress)
-        measured = measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
-                                 noise_repeats, config.golden.rel, config.noise.invalidate_on,
-                                 config.noise.base_seed, progress, code=code)
-        names = []
-        for repeat_run in measured.runs:
-            data = run_to_trec_gz(repeat_run)
-            name = f"noise-run-{hashlib.sha256(data).hexdigest()[:16]}.trec.gz"
-            extra_files[name] = data
-            names.append(name)
-
-        calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary),
-                                config.golden.rel, policy=config.policy,
-                                samples=config.statistics.samples, seed=config.statistics.seed,
-                                noise_threshold=measured.band.overall.threshold,
-                                candidate_runs=config.noise.candidate_runs, rerun=config.noise.rerun)
-        progress(f"calibration: {calibration.sentence}")
-        assert calibration.setup is not None  # calibrate() always runs the setup check
-        progress(f"setup ({config.policy.mode} mode): {calibration.setup['sentence']}")
-        if calibration.setup_repeats:
-            progress(f"setup ({config.policy.mode} mode), {calibration.setup_repeats['sentence']}")
-        extra["noise_band"] = {**measured.band.to_dict(), "runs_files": names,
-                               "seconds": [round(x, 3) for x in measured.seconds],
-                               "calibration": calibration.to_dict()}
+        extra, extra_files = _measured_band(config, golden, retrieval, primary, code, runs_dir, progress,
+                                            noise_repeats)
     else:
-        kept = still_valid_band(config, golden, retrieval, primary, progress)
-        if kept is not None:
-            extra["noise_band"], extra_files = kept
-
-        # The kept band's calibration measured the stack's A/A spread; the policy may have changed since.
-        stored = ((kept[0].get("calibration") or {}).get("setup") or {}) if kept is not None else {}
-        setup: dict[str, Any]
-        if (stored.get("mode") == config.policy.mode and stored.get("margin") == config.policy.max_regression
-                and stored.get("n") == len(golden.universe.query_ids) and isinstance(stored.get("sentence"), str)):
-            setup = stored  # measured with the band, the rule's own simulation included
-        else:
-            noise_sd = stored.get("noise_sd") if isinstance(stored.get("noise_sd"), (int, float)) else None
-            movers = stored.get("mover_share") if isinstance(stored.get("mover_share"), (int, float)) else None
-            band = kept[0].get("threshold") if kept is not None and noise_sd is not None else None
-            setup = setup_check(len(golden.universe.query_ids), config.policy.max_regression, config.policy.mode,
-                                noise_sd, band if isinstance(band, (int, float)) else None, movers).to_dict()
-            if setup.get("mode") == "non-inferiority" and setup.get("supports"):
-                setup["sentence"] = (f"{setup['sentence']}; the formula's word only: retrieval-gate calibrate puts "
-                                     "the rule itself through simulated no-op PRs")
-        progress(f"setup ({config.policy.mode} mode): {setup['sentence']}")
-        again = ((kept[0].get("calibration") or {}).get("setup_repeats") or {}) if kept is not None else {}
-        if (again.get("candidate_runs") == min(config.noise.candidate_runs, again.get("candidate_runs") or 0)
-                and setup is stored and isinstance(again.get("sentence"), str)
-                and again.get("alpha") == repeat_alpha(config)):
-            progress(f"setup ({config.policy.mode} mode), {again['sentence']}")  # measured with the band
-        else:
-            stored_runs = len((kept[0].get("runs_files") or []) if kept is not None else [])
-            setup_check_with_repeats(config, setup, progress, 1 + stored_runs)
+        extra, extra_files = _kept_band(config, golden, retrieval, primary, progress)
     if code is not None:
         extra["code"] = code.to_dict()  # what the archived run was produced by (a replay runs the commit's)
     head = git.head_commit(config.workspace_root)
-    uncommitted = uncommitted_recorded_files(config, golden, retrieval)
-    if uncommitted and head is not None:
-        progress(f"warning: {', '.join(uncommitted)} differ{'s' if len(uncommitted) == 1 else ''} from commit "
-                 f"{head[:12]} (not committed): the manifest records that commit, but archives the files as they "
-                 "are now; commit them and archive again, or a replay at that commit will not be this baseline")
-    ignored = ignored_recorded_files(config, golden, retrieval)
-    if ignored and head is not None:
-        one = len(ignored) == 1 and " and " not in ignored[0] and ", " not in ignored[0]
-        progress(f"warning: {', '.join(ignored)} {'is' if one else 'are'} ignored by git: commit "
-                 f"{head[:12]}, which the manifest records, does not hold {'it' if one else 'them'}; "
-                 "a replay reads what the workspace holds then, and the sha256 the manifest records tells whether "
-                 "it is this copy (keep it where every checkout finds it, or commit it)")
-    changed_code = [name for name in (uncommitted_code(config, runs_dir) if run_path is None else [])
-                    if not _touched(uncommitted, [name])]  # a recorded file is named once, above
-    if changed_code and head is not None:
-        progress(f"warning: the code under test has changes not in commit {head[:12]} ({listed(changed_code, 5)}): "
-                 "the archived run was produced by them, but a replay at that commit, which the manifest records, "
-                 "runs the committed code; commit them and archive again")
+    if head is not None:
+        _warn_unrecorded(config, golden, retrieval, head, runs_dir, run_path is None, progress)
     per_query = {
         name: {qid: float(v) for qid, v in zip(values.query_ids, array)} for name, array in values.values.items()
     }
@@ -190,6 +106,128 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
         extra_files=extra_files,
     )
     return ArchiveResult(manifest, values.mean(str(primary)), len(values.query_ids), source)
+
+
+def _baseline_run(config: Config, golden: Golden, retrieval: RetrievalConfig, code: CodeIdentity | None,
+                  run_path: Path | None, runs_dir: Path | None, progress: Progress) -> tuple[Run, str]:
+    """The run to archive: the file given (it must cover the golden queries), or the stack's own
+    run of the config. Returns it and where it came from."""
+    if run_path is not None:
+        run = read_run(run_path)
+        try:
+            check_coverage(run, golden.universe.query_ids, "archive", str(run_path))
+        except RunnerFailed as failure:
+            raise InputError(str(run_path), None, failure.message) from None
+        return run, "file"
+    producer = make_producer(config, runs_dir, progress)
+    request = run_request("baseline archive", retrieval, golden, runner_queries_path(golden, producer.work_dir),
+                          code=code)
+    try:
+        run, produced = producer.produce(request, golden.universe.query_ids)
+    except RunnerFailed as failure:
+        if producer.runner is None and runs_dir is None:  # run-file: nothing was named to archive
+            raise config.key_error("runner.type", "'run-file' archives a run it is given: pass --run FILE, "
+                                   "set runner.baseline_run, or --runs-dir DIR (see plan)") from None
+        raise failure
+    return run, produced.source
+
+
+def _measured_band(config: Config, golden: Golden, retrieval: RetrievalConfig, primary: Measure,
+                   code: CodeIdentity | None, runs_dir: Path | None, progress: Progress,
+                   noise_repeats: int) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """``--noise-repeats N``: N identical runs measure the noise band, stored beside the manifest
+    with the rule's calibration on them. Returns the manifest's extra record and files."""
+    producer = make_producer(config, runs_dir, progress)
+    measured = measure_noise(retrieval, golden, primary, producer, runner_queries_path(golden, producer.work_dir),
+                             noise_repeats, config.golden.rel, config.noise.invalidate_on,
+                             config.noise.base_seed, progress, code=code)
+    extra_files: dict[str, bytes] = {}
+    names = []  # one per repeat: identical runs share a file, named once for each
+    for repeat_run in measured.runs:
+        data = run_to_trec_gz(repeat_run)
+        name = f"noise-run-{hashlib.sha256(data).hexdigest()[:16]}.trec.gz"
+        extra_files[name] = data
+        names.append(name)
+    calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary),
+                            config.golden.rel, policy=config.policy,
+                            samples=config.statistics.samples, seed=config.statistics.seed,
+                            noise_threshold=measured.band.overall.threshold,
+                            candidate_runs=config.noise.candidate_runs, rerun=config.noise.rerun)
+    progress(f"calibration: {calibration.sentence}")
+    assert calibration.setup is not None  # calibrate() always runs the setup check
+    progress(f"setup ({config.policy.mode} mode): {calibration.setup['sentence']}")
+    if calibration.setup_repeats:
+        progress(f"setup ({config.policy.mode} mode), {calibration.setup_repeats['sentence']}")
+    band = {**measured.band.to_dict(), "runs_files": names,
+            "seconds": [round(x, 3) for x in measured.seconds], "calibration": calibration.to_dict()}
+    return {"noise_band": band}, extra_files
+
+
+def _kept_band(config: Config, golden: Golden, retrieval: RetrievalConfig, primary: Measure,
+               progress: Progress) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """No new repeats: the stored band kept while it is still valid, and the setup check said
+    again (from the band's own calibration when the policy is the one it was measured under)."""
+    extra: dict[str, Any] = {}
+    extra_files: dict[str, bytes] = {}
+    kept = still_valid_band(config, golden, retrieval, primary, progress)
+    if kept is not None:
+        extra["noise_band"], extra_files = kept
+    # The kept band's calibration measured the stack's A/A spread; the policy may have changed since.
+    calibration = (kept[0].get("calibration") or {}) if kept is not None else {}
+    stored = calibration.get("setup") or {}
+    setup = _setup_said(config, golden, kept, stored)
+    progress(f"setup ({config.policy.mode} mode): {setup['sentence']}")
+    again = calibration.get("setup_repeats") or {}
+    if (again.get("candidate_runs") == min(config.noise.candidate_runs, again.get("candidate_runs") or 0)
+            and setup is stored and isinstance(again.get("sentence"), str)
+            and again.get("alpha") == repeat_alpha(config)):
+        progress(f"setup ({config.policy.mode} mode), {again['sentence']}")  # measured with the band
+    else:
+        stored_runs = len((kept[0].get("runs_files") or []) if kept is not None else [])
+        setup_check_with_repeats(config, setup, progress, 1 + stored_runs)
+    return extra, extra_files
+
+
+def _setup_said(config: Config, golden: Golden, kept: tuple[dict[str, Any], dict[str, bytes]] | None,
+                stored: dict[str, Any]) -> dict[str, Any]:
+    """The stored setup check when it was measured under this policy (the rule's own simulation
+    included), else the formula's, from the stored band's noise when there is one."""
+    if (stored.get("mode") == config.policy.mode and stored.get("margin") == config.policy.max_regression
+            and stored.get("n") == len(golden.universe.query_ids) and isinstance(stored.get("sentence"), str)):
+        return stored
+    noise_sd = stored.get("noise_sd") if isinstance(stored.get("noise_sd"), (int, float)) else None
+    movers = stored.get("mover_share") if isinstance(stored.get("mover_share"), (int, float)) else None
+    band = kept[0].get("threshold") if kept is not None and noise_sd is not None else None
+    setup = setup_check(len(golden.universe.query_ids), config.policy.max_regression, config.policy.mode,
+                        noise_sd, band if isinstance(band, (int, float)) else None, movers).to_dict()
+    if setup.get("mode") == "non-inferiority" and setup.get("supports"):
+        setup["sentence"] = (f"{setup['sentence']}; the formula's word only: retrieval-gate calibrate puts "
+                             "the rule itself through simulated no-op PRs")
+    return setup
+
+
+def _warn_unrecorded(config: Config, golden: Golden, retrieval: RetrievalConfig, head: str,
+                     runs_dir: Path | None, produced: bool, progress: Progress) -> None:
+    """Warnings for what the manifest's commit does not hold: recorded files changed since it or
+    ignored by git, and (when the stack produced the run) changed code under test."""
+    uncommitted = uncommitted_recorded_files(config, golden, retrieval)
+    if uncommitted:
+        progress(f"warning: {', '.join(uncommitted)} differ{'s' if len(uncommitted) == 1 else ''} from commit "
+                 f"{head[:12]} (not committed): the manifest records that commit, but archives the files as they "
+                 "are now; commit them and archive again, or a replay at that commit will not be this baseline")
+    ignored = ignored_recorded_files(config, golden, retrieval)
+    if ignored:
+        one = len(ignored) == 1 and " and " not in ignored[0] and ", " not in ignored[0]
+        progress(f"warning: {', '.join(ignored)} {'is' if one else 'are'} ignored by git: commit "
+                 f"{head[:12]}, which the manifest records, does not hold {'it' if one else 'them'}; "
+                 "a replay reads what the workspace holds then, and the sha256 the manifest records tells whether "
+                 "it is this copy (keep it where every checkout finds it, or commit it)")
+    changed_code = [name for name in (uncommitted_code(config, runs_dir) if produced else [])
+                    if not _touched(uncommitted, [name])]  # a recorded file is named once, above
+    if changed_code:
+        progress(f"warning: the code under test has changes not in commit {head[:12]} ({listed(changed_code, 5)}): "
+                 "the archived run was produced by them, but a replay at that commit, which the manifest records, "
+                 "runs the committed code; commit them and archive again")
 
 
 def _recorded_paths(config: Config, golden: Golden, retrieval: RetrievalConfig, root: Path) -> list[str]:

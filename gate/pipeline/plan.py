@@ -18,7 +18,7 @@ from gate.common.errors import InputError
 from gate.inputs import git
 from gate.inputs.config import Config, load_config
 from gate.inputs.golden import load_golden
-from gate.inputs.manifest import load_manifest
+from gate.inputs.manifest import Manifest, load_manifest
 from gate.inputs.retrieval_config import RetrievalConfig, config_diff, load_retrieval_config
 from gate.inputs.yardstick import baseline_from_branch, fetch_archived_commit, load_yardstick
 from gate.pipeline.attribute import attribution_applies, grid_cells, grid_factors
@@ -96,79 +96,106 @@ def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,
     A run two purposes share (a sweep cell that is the candidate's config) is listed once."""
     check_config(config)
     check_base(config, base)
-    golden = load_golden(config)
-    producer = make_producer(config, runs_dir, lambda message: None)
-    queries_path = runner_queries_path(golden, producer.work_dir)
-    runs_folder = runs_dir or Path(".retrieval-gate/runs")
-    try:
-        runs_folder.mkdir(parents=True, exist_ok=True)  # ready for the step that produces them
-    except OSError as error:
-        raise InputError(str(runs_folder), None, f"cannot create the runs folder: {error.strerror or error}") from None
-    planned: list[PlannedRun] = []
+    planner = _Planner(config, runs_dir)
+    retrieval_path = config.here(config.retrieval_config)
+    assert retrieval_path is not None  # here() of a str is a Path
+    baseline_config, baseline_manifest = planner.baseline(base, retrieval_path)
+    candidate = load_retrieval_config(retrieval_path)
+    planner.add("candidate", candidate, True, "the PR's config", planner.code)
+    planner.candidate_repeats(candidate, planned_candidate_runs(config, baseline_manifest))
+    if baseline_config is not None:
+        planner.grid(baseline_config, candidate)
+    planner.sweep(baseline_config, candidate, sweep)
+    for repeat in range(1, noise_repeats + 1):  # the seeds measure_noise gives each repeat
+        planner.add(f"noise repeat {repeat}/{noise_repeats}", candidate, True, "an identical run for the noise band",
+                    planner.code, repeat=repeat, seed=config.noise.base_seed + repeat)
+    return planner.planned
 
-    code = code_under_test(config, runs_dir)
 
-    def add(purpose: str, retrieval: RetrievalConfig, needed: bool, why: str, code: CodeIdentity | None,
+class _Planner:
+    """The runs planned so far, each key once, and how each purpose adds its runs."""
+
+    def __init__(self, config: Config, runs_dir: Path | None) -> None:
+        self.config = config
+        self.runs_dir = runs_dir
+        self.golden = load_golden(config)
+        self.producer = make_producer(config, runs_dir, lambda message: None)
+        self.queries_path = runner_queries_path(self.golden, self.producer.work_dir)
+        self.runs_folder = runs_dir or Path(".retrieval-gate/runs")
+        try:
+            self.runs_folder.mkdir(parents=True, exist_ok=True)  # ready for the step that produces them
+        except OSError as error:
+            raise InputError(str(self.runs_folder), None,
+                             f"cannot create the runs folder: {error.strerror or error}") from None
+        self.planned: list[PlannedRun] = []
+        self.code = code_under_test(config, runs_dir)
+
+    def add(self, purpose: str, retrieval: RetrievalConfig, needed: bool, why: str, code: CodeIdentity | None,
             repeat: int = 0, seed: int = 0) -> None:
-        request = run_request(purpose, retrieval, golden, queries_path, code=code, repeat=repeat, seed=seed)
-        key = producer.key(request)
-        if any(entry.key == key for entry in planned):
+        request = run_request(purpose, retrieval, self.golden, self.queries_path, code=code, repeat=repeat,
+                              seed=seed)
+        key = self.producer.key(request)
+        if any(entry.key == key for entry in self.planned):
             return
         if code is not None and code.commit is not None and code.known:
             why += f"; from the code of commit {code.commit[:12]}"
         commit = code.commit if code is not None and code.root is None else None
-        planned.append(PlannedRun(purpose, key, str(producer.config_file(request, key)), queries_path,
-                                  request.corpus, str(runs_folder / f"{key}.run"), needed, why, commit,
-                                  repeat, seed))
+        self.planned.append(PlannedRun(purpose, key, str(self.producer.config_file(request, key)),
+                                       self.queries_path, request.corpus, str(self.runs_folder / f"{key}.run"),
+                                       needed, why, commit, repeat, seed))
 
-    manifest_path = config.resolve(config.manifest)
-    retrieval_path = config.here(config.retrieval_config)
-    assert manifest_path is not None and retrieval_path is not None  # here() and resolve() of a str are Paths
-    manifest = load_manifest(manifest_path) if manifest_path.exists() else None
-    base_config = base_config_from_git(config.workspace_root, base, retrieval_path) if base else None
-    baseline_config = None
-    baseline_manifest = None
-    if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
-        differences = {d.input for d in input_differences(manifest, golden, config.golden.rel)}
+    def baseline(self, base: str | None, retrieval_path: Path) -> tuple[RetrievalConfig | None, Manifest | None]:
+        """The baseline's run: the archived one replayed (needed only when the corpus changed or
+        queries are missing), or the base's config reconstructed. Returns the baseline's config
+        and the manifest whose stored repeats are the baseline's."""
+        config = self.config
+        manifest_path = config.resolve(config.manifest)
+        assert manifest_path is not None  # resolve() of a str is a Path
+        manifest = load_manifest(manifest_path) if manifest_path.exists() else None
+        base_config = base_config_from_git(config.workspace_root, base, retrieval_path) if base else None
+        if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
+            differences = {d.input for d in input_differences(manifest, self.golden, config.golden.rel)}
+            covered = not missing_queries(manifest.load_run(), self.golden.universe.query_ids)
+            needed = "corpus" in differences or not covered
+            why = ("the corpus changed" if "corpus" in differences else
+                   "current queries are missing from the archived lists" if not covered else
+                   "not needed: the archived lists are reused or re-scored")
+            self.add("baseline replay", manifest.config, needed, why,
+                     commit_code(config, manifest.git_commit, self.runs_dir))
+            return manifest.config, manifest
+        if base_config is not None:
+            self.add("baseline reconstruction", base_config, True, "no usable archived manifest",
+                     commit_code(config, base, self.runs_dir))
+            return base_config, None
+        return None, None
 
-        covered = not missing_queries(manifest.load_run(), golden.universe.query_ids)
-        needed = "corpus" in differences or not covered
-        why = ("the corpus changed" if "corpus" in differences else
-               "current queries are missing from the archived lists" if not covered else
-               "not needed: the archived lists are reused or re-scored")
-        add("baseline replay", manifest.config, needed, why, commit_code(config, manifest.git_commit, runs_dir))
-        baseline_config = manifest.config
-        baseline_manifest = manifest  # its stored repeats are the baseline's
-    elif base_config is not None:
-        add("baseline reconstruction", base_config, True, "no usable archived manifest",
-            commit_code(config, base, runs_dir))
-        baseline_config = base_config
-    candidate = load_retrieval_config(retrieval_path)
-    add("candidate", candidate, True, "the PR's config", code)
-    total = planned_candidate_runs(config, baseline_manifest)
-    for number in range(2, total + 1):  # the requests run_gate's reruns make (same purpose, repeat, seed)
-        add(f"candidate repeat {number}/{total}", candidate, True,
-            "a rerun of the candidate, read when run-to-run noise leaves the first look undecided "
-            "(noise.candidate_runs)" if config.noise.rerun == "adaptive" else "a run of the candidate, averaged "
-            "per query (noise.candidate_runs, noise.rerun always)", code, repeat=number,
-            seed=config.noise.base_seed + number)
-    if baseline_config is not None:
-        factors = grid_factors(config, config_diff(baseline_config, candidate))
-        if attribution_applies(config, factors):
-            for levels, label, cell_config in grid_cells(config, baseline_config, candidate, factors):
-                if len(set(levels)) > 1:  # the corners are the baseline and the candidate
-                    add(f"grid cell {label}", cell_config, True, "attribution of the bundled change", code)
+    def candidate_repeats(self, candidate: RetrievalConfig, total: int) -> None:
+        """The requests run_gate's reruns make (same purpose, repeat and seed)."""
+        adaptive = self.config.noise.rerun == "adaptive"
+        why = ("a rerun of the candidate, read when run-to-run noise leaves the first look undecided "
+               "(noise.candidate_runs)" if adaptive else "a run of the candidate, averaged "
+               "per query (noise.candidate_runs, noise.rerun always)")
+        for number in range(2, total + 1):
+            self.add(f"candidate repeat {number}/{total}", candidate, True, why, self.code, repeat=number,
+                     seed=self.config.noise.base_seed + number)
 
-    if sweep and not config.sweep.params:
-        raise config.key_error("sweep.params", "plan --sweep: no sweep grid configured")
-    changed_swept = swept_changes(config, [c.path for c in config_diff(baseline_config, candidate)]) \
-        if baseline_config is not None else ()
-    if sweep or changed_swept:
-        why = ("a cell of the sweep grid" if not changed_swept
-               else f"a cell of the sweep grid (this PR changes {', '.join(changed_swept)})")
-        for cell in sweep_cells(config.sweep.params, candidate, config):
-            add(f"sweep cell {cell.label}", cell.config, True, why, code)
-    for repeat in range(1, noise_repeats + 1):  # the seeds measure_noise gives each repeat
-        add(f"noise repeat {repeat}/{noise_repeats}", candidate, True, "an identical run for the noise band", code,
-            repeat=repeat, seed=config.noise.base_seed + repeat)
-    return planned
+    def grid(self, baseline_config: RetrievalConfig, candidate: RetrievalConfig) -> None:
+        """The inner cells of the attribution grid (its corners are the baseline and the candidate)."""
+        factors = grid_factors(self.config, config_diff(baseline_config, candidate))
+        if attribution_applies(self.config, factors):
+            for levels, label, cell_config in grid_cells(self.config, baseline_config, candidate, factors):
+                if len(set(levels)) > 1:
+                    self.add(f"grid cell {label}", cell_config, True, "attribution of the bundled change", self.code)
+
+    def sweep(self, baseline_config: RetrievalConfig | None, candidate: RetrievalConfig, asked: bool) -> None:
+        """Every cell of the sweep grid, when asked for or when the PR changes a swept parameter."""
+        config = self.config
+        if asked and not config.sweep.params:
+            raise config.key_error("sweep.params", "plan --sweep: no sweep grid configured")
+        changed_swept = swept_changes(config, [c.path for c in config_diff(baseline_config, candidate)]) \
+            if baseline_config is not None else ()
+        if asked or changed_swept:
+            why = ("a cell of the sweep grid" if not changed_swept
+                   else f"a cell of the sweep grid (this PR changes {', '.join(changed_swept)})")
+            for cell in sweep_cells(config.sweep.params, candidate, config):
+                self.add(f"sweep cell {cell.label}", cell.config, True, why, self.code)

@@ -69,6 +69,31 @@ def check_config(config: Config) -> None:
     exactly what the others refuse.
     """
     measures_of(config)
+    _check_named_files(config)
+    for key, target in outside_links(config):
+        why = (f"is a symlink to {target}, outside the repository: a PR could change what it reads without the "
+               "diff showing it")
+        if key == "config":
+            raise InputError(str(config.path), None, f"the gate config {why}")
+        raise config.key_error(key, f"{config.value(key)!r} {why}")
+    declared_factors(config)
+    _check_globs(config, "prompts")
+    _check_globs(config, "watch")
+    for name in config.environment:
+        if not name or any(c in name for c in "*?["):
+            raise config.key_error("environment", f"{name!r}: name a file (globs are not expanded)")
+    if config.noise.file:
+        # Missing is a state, not a mistake: noise.file names where `retrieval-gate noise` writes the
+        # band, and a baseline is archived before it is measured (the report says "absent").
+        band_path = config.resolve(config.noise.file)
+        assert band_path is not None  # noise.file is set
+        _require_file(config, "noise.file", band_path, missing_ok=True)
+    strata_spec_from_config(config)
+
+
+def _check_named_files(config: Config) -> None:
+    """Every file the config names exists (a BEIR folder for the golden set), the corpus too
+    unless it is an ``irds:`` id or a pattern filled in per run."""
     for key, side in _FILE_KEYS:
         value = config.value(key)
         if value is None or is_spec(str(value)):
@@ -91,26 +116,6 @@ def check_config(config: Config) -> None:
         value = config.value(key)
         if value is not None and not isinstance(value, (str, list)):
             raise config.key_error(key, "expected a query file or a list of query ids")
-
-    for key, target in outside_links(config):
-        why = (f"is a symlink to {target}, outside the repository: a PR could change what it reads without the "
-               "diff showing it")
-        if key == "config":
-            raise InputError(str(config.path), None, f"the gate config {why}")
-        raise config.key_error(key, f"{config.value(key)!r} {why}")
-    declared_factors(config)
-    _check_globs(config, "prompts")
-    _check_globs(config, "watch")
-    for name in config.environment:
-        if not name or any(c in name for c in "*?["):
-            raise config.key_error("environment", f"{name!r}: name a file (globs are not expanded)")
-    if config.noise.file:
-        # Missing is a state, not a mistake: noise.file names where `retrieval-gate noise` writes the
-        # band, and a baseline is archived before it is measured (the report says "absent").
-        band_path = config.resolve(config.noise.file)
-        assert band_path is not None  # noise.file is set
-        _require_file(config, "noise.file", band_path, missing_ok=True)
-    strata_spec_from_config(config)
 
 
 def check_base(config: Config, base: str | None) -> None:
@@ -306,24 +311,36 @@ def declared_factors(config: Config) -> dict[str, list[str]]:
     owner: dict[str, str] = {}
     for name, paths in declared.items():
         name = str(name)
-        bad = next((ch for ch in name if ch in ",=|×" or ch.isspace() or not ch.isprintable()), None)
-        if not name or bad is not None:
-            raise config.key_error("attribution.factors", f"factor name {name[:40]!r} must be non-empty, without "
-                                   "spaces, ',', '=', '|' or '×'")
-        if isinstance(paths, str):
-            paths = [paths]
-        if (not isinstance(paths, list) or not paths
-                or not all(isinstance(p, str) and p.strip() and len(p) <= 256 for p in paths)):
-            raise config.key_error("attribution.factors", f"factor '{name}': expected a dotted path or a list of "
-                                   "them")
+        paths = _factor_paths(config, name, paths)
         for path in paths:
-            for other, by in owner.items():
-                if by != name and (path == other or path.startswith(other + ".") or other.startswith(path + ".")):
-                    raise config.key_error("attribution.factors", f"'{path}' (factor '{name}') overlaps '{other}' "
-                                           f"(factor '{by}'): a path belongs to one factor")
-            owner[path] = name
-        out[name] = list(paths)
+            _claim(config, owner, path, name)
+        out[name] = paths
     return out
+
+
+def _factor_paths(config: Config, name: str, paths: Any) -> list[str]:
+    """One factor's name and paths checked; a single path is a list of one."""
+    bad = next((ch for ch in name if ch in ",=|×" or ch.isspace() or not ch.isprintable()), None)
+    if not name or bad is not None:
+        raise config.key_error("attribution.factors", f"factor name {name[:40]!r} must be non-empty, without "
+                               "spaces, ',', '=', '|' or '×'")
+    if isinstance(paths, str):
+        paths = [paths]
+    if (not isinstance(paths, list) or not paths
+            or not all(isinstance(p, str) and p.strip() and len(p) <= 256 for p in paths)):
+        raise config.key_error("attribution.factors", f"factor '{name}': expected a dotted path or a list of "
+                               "them")
+    return list(paths)
+
+
+def _claim(config: Config, owner: dict[str, str], path: str, name: str) -> None:
+    """``path`` claimed for factor ``name``, refused when another factor holds it or a path
+    above or below it."""
+    for other, by in owner.items():
+        if by != name and (path == other or path.startswith(other + ".") or other.startswith(path + ".")):
+            raise config.key_error("attribution.factors", f"'{path}' (factor '{name}') overlaps '{other}' "
+                                   f"(factor '{by}'): a path belongs to one factor")
+    owner[path] = name
 
 
 def tool_record() -> dict[str, Any]:

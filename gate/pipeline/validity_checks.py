@@ -52,19 +52,10 @@ def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, c
                    strata: dict[str, str | None], progress: Progress, base: str | None = None,
                    not_prompts: Sequence[Path] = ()) -> Validity:
     universe = golden.universe.query_ids
-    leakage = None
     candidate_snapshot = golden.corpus(retrieval)
+    leakage = None
     if config.leakage.enabled and candidate_snapshot is not None:
-        base_path, base_sha, how = baseline_corpus(config, golden, baseline, base, progress)
-        progress(f"leakage: scanning {candidate_snapshot.record.id} ({candidate_snapshot.record.count} chunks)"
-                 + ("" if base_sha == candidate_snapshot.record.sha256 or base_path is None
-                    else f" and the baseline's corpus ({how})"))
-        golden_queries = [q for q in golden.queries.queries if q.query_id in set(universe)]
-        leakage = compare_leakage(
-            golden_queries, base_path, candidate_snapshot.path, base_sha, candidate_snapshot.record.sha256,
-            modes=config.leakage.modes, threshold=config.leakage.threshold, min_tokens=config.leakage.min_tokens,
-        )
-        leakage = dataclasses.replace(leakage, baseline_source=how)
+        leakage = _leakage(config, golden, baseline, candidate_snapshot, progress, base)
     judged = judged_check(baseline.run, candidate_run, baseline.values, candidate, golden.qrels, universe, metric,
                           strata, k=config.judged.k, rel=config.golden.rel, max_unjudged=config.policy.max_unjudged,
                           max_judged_drop=config.policy.max_judged_drop, qrels_style=config.judged.qrels_style)
@@ -74,23 +65,42 @@ def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, c
     if tuning_ids is not None or config.tuning.params or any(looks_tunable(*c) for c in changes):
         tuning = tuning_check(universe, [c.path for c in diff], config.tuning.params, tuning_ids,
                               configured_query_ids(config.tuning.holdout, config, "tuning.holdout"), changes)
-    prompts = None
-    if config.prompts:
-        relevant = {doc for docs in golden.qrels.judgments.values() for doc, label in docs.items()
-                    if label >= config.golden.rel}
-        texts: dict[str, str] = {}
-        if candidate_snapshot is not None and relevant:
-
-            for chunk in iter_corpus(candidate_snapshot.path, check_duplicates=False):
-                if chunk.chunk_id in relevant or chunk.doc_id in relevant:
-                    key = chunk.chunk_id if chunk.chunk_id in relevant else chunk.doc_id
-                    texts[key] = (texts.get(key, "") + " " + chunk.text).strip()
-        prompts = scan_prompts(config.workspace_root, config.prompts, golden.queries.queries, golden.qrels, texts,
-                               rel=config.golden.rel, threshold=config.leakage.threshold,
-                               min_tokens=config.leakage.min_tokens,
-                               exclude=[config.workspace_root / ".retrieval-gate", *not_prompts])
+    prompts = _prompts(config, golden, candidate_snapshot, not_prompts) if config.prompts else None
     reporting = reporting_set(universe, leakage, tuning, config.policy.exclude_leaked)
     return Validity(leakage, judged, tuning, prompts, reporting, tuple(validity_warnings(tuning, prompts)))
+
+
+def _leakage(config: Config, golden: Golden, baseline: ResolvedBaseline, candidate_snapshot,
+             progress: Progress, base: str | None):
+    """The golden queries looked for in the candidate's corpus and in the baseline's."""
+    base_path, base_sha, how = baseline_corpus(config, golden, baseline, base, progress)
+    progress(f"leakage: scanning {candidate_snapshot.record.id} ({candidate_snapshot.record.count} chunks)"
+             + ("" if base_sha == candidate_snapshot.record.sha256 or base_path is None
+                else f" and the baseline's corpus ({how})"))
+    in_universe = set(golden.universe.query_ids)
+    golden_queries = [q for q in golden.queries.queries if q.query_id in in_universe]
+    leakage = compare_leakage(
+        golden_queries, base_path, candidate_snapshot.path, base_sha, candidate_snapshot.record.sha256,
+        modes=config.leakage.modes, threshold=config.leakage.threshold, min_tokens=config.leakage.min_tokens,
+    )
+    return dataclasses.replace(leakage, baseline_source=how)
+
+
+def _prompts(config: Config, golden: Golden, candidate_snapshot, not_prompts: Sequence[Path]):
+    """The few-shot prompt files scanned for golden queries and the texts of their relevant
+    documents (read from the candidate's corpus)."""
+    relevant = {doc for docs in golden.qrels.judgments.values() for doc, label in docs.items()
+                if label >= config.golden.rel}
+    texts: dict[str, str] = {}
+    if candidate_snapshot is not None and relevant:
+        for chunk in iter_corpus(candidate_snapshot.path, check_duplicates=False):
+            if chunk.chunk_id in relevant or chunk.doc_id in relevant:
+                key = chunk.chunk_id if chunk.chunk_id in relevant else chunk.doc_id
+                texts[key] = (texts.get(key, "") + " " + chunk.text).strip()
+    return scan_prompts(config.workspace_root, config.prompts, golden.queries.queries, golden.qrels, texts,
+                        rel=config.golden.rel, threshold=config.leakage.threshold,
+                        min_tokens=config.leakage.min_tokens,
+                        exclude=[config.workspace_root / ".retrieval-gate", *not_prompts])
 
 
 def score_orders(baseline_run: Run | None, candidate_run: Run, query_ids: Sequence[str]) -> dict[str, Any]:

@@ -48,8 +48,10 @@ def test_the_full_demo_reproduces_its_pinned_report(full_demo):
 
 
 def _comparable(markdown: str) -> str:
-    """The comment without what differs from run to run: wall times, commit ids, the reproduce line."""
+    """The comment without what differs from run to run: wall times, dates (the baseline is
+    archived today), commit ids, the reproduce line."""
     text = re.sub(r"\b\d+(?:\.\d+)? s\b", "T s", markdown)
+    text = re.sub(r"\b\d{4}-\d{2}-\d{2}\b", "DATE", text)
     text = re.sub(r"\b[0-9a-f]{40}\b", "SHA", text)
     return re.sub(r"(retrieval-gate run --config \S+ --base) \S+", r"\1 BASE", text)
 
