@@ -28,7 +28,6 @@ from gate.runs import missing_reference_modules
 from gate.runs.code import CodeIdentity, commit_tree, declared_inputs, working_tree
 from gate.runs.command import CommandRunner
 from gate.runs.produce import RunProducer
-from gate.runs.reference import ReferenceRunner
 
 Progress = Callable[[str], None]
 
@@ -172,6 +171,10 @@ def make_runner(config: Config):
         if missing:
             raise config.key_error("runner.type", "'reference' needs the extra: pip install "
                                    f"'retrieval-gate[reference]' (missing: {', '.join(missing)})")
+
+        # Lazy: the reference runner needs the `reference` extra (scipy, bm25s, faiss), which the
+        # Action's image and a plain install do not have.
+        from gate.runs.reference import ReferenceRunner
 
         return ReferenceRunner(config.runner.options)
     return None  # run-file: runs come from files, the runs folder or the cache

@@ -22,6 +22,10 @@ SHELLS = {"gate.cli", "gate.action"}
 LAZY: dict[tuple[str, str], str] = {
     # The face: `import gate` (every module does, for __version__) must not load numpy and the readers.
     ("gate", "importlib"): "gate.__getattr__ loads a verb on first use: `import gate` stays 0.02 s",
+    # The reference runner is the `reference` extra's (scipy, bm25s, faiss): the Action's image and
+    # a plain `pip install retrieval-gate` lack it, and every verb imports the stack.
+    ("gate.pipeline.stack", "gate.runs.reference"): "optional: the reference extra "
+                                                    "(tests/architecture/test_optional_extras.py)",
 }
 
 #: Modules whose imports all wait for the command that needs them, and why.
