@@ -80,8 +80,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_decision import wilson  # noqa: E402  (one Wilson interval for every benchmark)
 
 from gate.statistics.strata import bounded_mean_test  # noqa: E402
+from gate.verdict.levels import STRATA_ALPHA as ALPHA  # noqa: E402
 
-ALPHA = 0.05
 MARGIN = 0.02
 SIZES = (5, 8, 12, 16, 25, 40, 60)
 EXACT_MAX_N = 16
@@ -266,7 +266,7 @@ def check_row(X: np.ndarray, samples: int, seed: int, rows: int = 20) -> int:
     nd, ni, _, _ = new_rule(X[:rows], draws)
     bad = 0
     for i in range(min(rows, X.shape[0])):
-        test = bounded_mean_test(X[i], samples, seed)
+        test = bounded_mean_test(X[i], samples, seed, alpha=ALPHA)
         mean = float(X[i].mean())
         shown = test.p_value < ALPHA and mean != 0
         bad += (shown and mean < 0) != bool(nd[i]) or (shown and mean > 0) != bool(ni[i])

@@ -28,7 +28,8 @@ from gate.statistics.comparison import CompareSettings, Comparison, compare, com
 from gate.statistics.evidence import evidence
 from gate.statistics.movement import strata_section
 from gate.statistics.power import detectable
-from gate.verdict.levels import ALPHA, MIN_MOVERS, STRATA_ALPHA
+from gate.verdict.directions import STRATA_DIRECTIONS
+from gate.verdict.levels import ALPHA, MIN_MOVERS
 from gate.verdict.rules import MODES, Findings, decide, traffic_findings
 
 __all__ = ["CompareSettings", "Comparison", "compare", "compare_files", "decide_comparison"]
@@ -165,7 +166,7 @@ def compare_files(
     strata_block = strata_section(
         comparison.baseline, comparison.candidate, comparison.metric, by_query, spec, baseline_run=baseline_run,
         candidate_run=candidate_run, qrels=loaded_qrels, queries=loaded_queries, margin=max_regression,
-        samples=settings.samples, seed=settings.seed, method=settings.ci_method, alpha=STRATA_ALPHA)
+        samples=settings.samples, seed=settings.seed, method=settings.ci_method, rule=STRATA_DIRECTIONS)
     report.data.update(strata_block)
     # The gate's own decision on the two runs (run's rules on the statistics and the traffic;
     # no validity checks, and no noise band, so an improvement does not need one).

@@ -61,7 +61,8 @@ from gate.statistics.evidence import evidence as decision_evidence
 from gate.statistics.movement import strata_section
 from gate.statistics.paired import PairedComparison, compare_paired
 from gate.statistics.power import Detectable, detectable
-from gate.verdict.levels import MIN_MOVERS, NOISE_SHARE_TO_RERUN, STRATA_ALPHA, look_alpha
+from gate.verdict.directions import STRATA_DIRECTIONS, StrataDirections
+from gate.verdict.levels import MIN_MOVERS, NOISE_SHARE_TO_RERUN, look_alpha
 from gate.verdict.reruns import undecided_by_noise
 from gate.verdict.rules import Findings, Verdict, decide, failures_of, inconclusive, traffic_findings
 
@@ -152,6 +153,7 @@ class _GateRun:
     floor: TieFloor
     stratum_noise: dict[str, float] | None
     plan: RepeatPlan
+    directions: StrataDirections
     identical: bool
 
     def __init__(self, config: Config, options: RunOptions, progress: Progress) -> None:
@@ -313,6 +315,8 @@ class _GateRun:
         if self.status.band is not None and self.status.band.strata:
             self.stratum_noise = {name: item.threshold for name, item in self.status.band.strata.items()}
         self.plan = repeat_plan(config, self.options, self.status, self.golden, self.baseline, self.measures, stored)
+        # The strata's directions at each look's share of their family-wise level.
+        self.directions = StrataDirections(alpha=STRATA_DIRECTIONS.alpha / self.plan.looks)
 
     def _rerun(self, count: int) -> None:
         """``count`` more runs of the candidate (cached like every run); a failure keeps what ran."""
@@ -367,7 +371,7 @@ class _GateRun:
                                candidate_run=self.candidate_run, qrels=self.golden.qrels,
                                queries=self.golden.queries, noise_threshold=noise,
                                min_effect=policy.min_effect, margin=policy.max_regression, samples=stats.samples,
-                               seed=stats.seed, method=stats.ci_method, alpha=STRATA_ALPHA / self.plan.looks)
+                               seed=stats.seed, method=stats.ci_method, rule=self.directions)
         if "lift" in block:
             block["lift"] = _lift_shown(block["lift"], self.config, self.options.out)
         d = cand_r.values[metric] - base_r.values[metric]

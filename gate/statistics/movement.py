@@ -56,7 +56,7 @@ from gate.evaluation.first_relevant import Looked, looked_of, relevant_sets
 from gate.inputs.readers.records import Qrels, QuerySet, Run
 from gate.inputs.universe import query_universe, require_overlap
 from gate.statistics.paired import paired_differences
-from gate.statistics.strata import stratum_table
+from gate.statistics.strata import DirectionRule, stratum_table
 from gate.statistics.traffic import traffic_account, wins_sentence
 
 if TYPE_CHECKING:  # annotations only: no import cycle at run time
@@ -456,7 +456,7 @@ def strata_section(
     samples: int = 10_000,
     seed: int = 7,
     method: str = "percentile",
-    alpha: float | None = None,
+    rule: DirectionRule,
 ) -> dict[str, Any]:
     """The strata + traffic + lift block of ``report.json``.
 
@@ -470,8 +470,9 @@ def strata_section(
     ``lift`` holds the movement buckets over the same queries at the
     PerQuery's rel; otherwise ``None``. ``margin`` (``policy.max_regression``) bounds the
     interval of a stratum labelled untouched (:func:`gate.statistics.strata.stratum_table`);
-    ``alpha`` the family-wise level of its directions (default the table's 0.05; a verdict that
-    may take two looks gives each half).
+    ``rule`` decides the directions at its family-wise level (the verdict's policy,
+    :class:`gate.verdict.directions.StrataDirections`; a verdict that may take two looks gives
+    each half).
 
     Returns ``{"strata": [...], "traffic": {...} | None, "lift": {...} | None,
     "wins_sentence": str, "unassigned": int}``. A query whose stratum has no
@@ -494,11 +495,10 @@ def strata_section(
         section["wins_sentence"] = wins_sentence(int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum()),
                                                  float(d.mean()))
         if shares is not None or any(lab is not None for lab in labels):
-            table_alpha: dict[str, Any] = {} if alpha is None else {"alpha": alpha}
             results = stratum_table(base, cand, labels, shares=shares,
                                     guarded=spec.guarded if spec is not None else (),
                                     noise_threshold=noise_threshold, min_effect=min_effect, margin=margin,
-                                    samples=samples, seed=seed, method=method, **table_alpha)
+                                    samples=samples, seed=seed, method=method, rule=rule)
             section["strata"] = [r.to_dict() for r in results]
             if shares is not None:
                 section["traffic"] = traffic_account(results, d, labels, samples=samples, seed=seed).to_dict()

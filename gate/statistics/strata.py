@@ -44,10 +44,10 @@ saw no large gain cannot rule out a population where ``q`` of the queries gain
 1. Every rule valid for all distributions on [-1, 1] has that limit; the
 benchmark prints the ceiling beside each power row.
 
-Directions (:func:`decide_direction`), on the Holm-adjusted ``p_bound`` across
+Directions (:func:`gate.verdict.directions.decide_direction`: policy), on the Holm-adjusted ``p_bound`` across
 the measured strata (family-wise error at most ``alpha`` over the table):
 
-* ``improved`` / ``damaged``: Holm-adjusted ``p_bound < alpha`` (0.05), the
+* ``improved`` / ``damaged``: Holm-adjusted ``p_bound < alpha`` (0.05, gate.verdict.levels), the
   side from the sign of the delta, and, when the stratum has a noise threshold
   (the run-to-run band, per stratum or global), ``|delta|`` above it;
 * ``untouched`` - earned, never a default: the bounded interval lies within
@@ -75,7 +75,7 @@ than the margin, or unclear because the shown change is within the band),
 strata), ``"neither shown"`` (unclear) or ``"none"`` (not measured).
 
 An ``underpowered`` flag travels beside the direction, never instead of it:
-set when ``n < min_n`` (25) or when the MDE exceeds the smallest effect that
+set when ``n < min_n`` (25, gate.verdict.levels) or when the MDE exceeds the smallest effect that
 would matter, ``max(noise threshold, min_effect)`` of those given.
 """
 
@@ -84,7 +84,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -101,10 +101,6 @@ UNCLEAR = "unclear"
 NOT_MEASURED = "not_measured"
 DIRECTIONS = (IMPROVED, DAMAGED, UNTOUCHED, UNCLEAR)
 
-#: Below this many queries a stratum is flagged underpowered.
-MIN_N = 25
-#: Level of the bounded-mean test (two-sided, family-wise with Holm) and of its interval (95%).
-ALPHA = 0.05
 #: ``policy.max_regression``'s default (gate.inputs.config): the equivalence margin of ``untouched``.
 DEFAULT_MARGIN = 0.02
 #: Every measure lies in [0, 1]: a per-query difference lies in [-1, 1].
@@ -115,6 +111,21 @@ MAX_BLOCK_DRAWS = 1_000_000
 NOT_MEASURED_LABEL = "n = 0, not measured"
 
 NoiseThreshold = Mapping[str, float] | float | None
+
+
+class DirectionRule(Protocol):
+    """What decides a stratum's direction (policy: :class:`gate.verdict.directions.StrataDirections`):
+    the family-wise level of the bounded-mean test, the fewest queries before a stratum is
+    flagged underpowered, and the rule on a stratum's statistics."""
+
+    @property
+    def alpha(self) -> float: ...
+
+    @property
+    def min_n(self) -> int: ...
+
+    def direction(self, n: int, delta: float, low: float, high: float, p_holm: float | None,
+                  threshold: float | None, margin: float, p_alone: float | None = None) -> tuple[str, str]: ...
 
 
 def threshold_for(stratum: str, noise_threshold: NoiseThreshold) -> float | None:
@@ -139,7 +150,7 @@ class BoundedMean:
     p_value: float  # two-sided: min(1, 2 * min(p_damaged, p_improved))
 
 
-def bounded_mean_test(d, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED, alpha: float = ALPHA,
+def bounded_mean_test(d, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED, *, alpha: float,
                       bounds: tuple[float, float] = BOUNDS) -> BoundedMean:
     """Gaffke's bound on the mean of a bounded variable (see the module docstring), both sides.
 
@@ -264,33 +275,6 @@ def _num(value: float | None) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def decide_direction(n: int, delta: float, low: float, high: float, p_holm: float | None,
-                     threshold: float | None = None, alpha: float = ALPHA, margin: float = DEFAULT_MARGIN,
-                     p_alone: float | None = None) -> tuple[str, str]:
-    """``(direction, decided_by)`` for one stratum; see the module docstring for the rules.
-
-    ``low``/``high``: the bounded-mean interval; ``p_holm``: its two-sided p, Holm-adjusted
-    across the measured strata; ``p_alone``: the same p unadjusted (only to say why a
-    stratum is unclear).
-    """
-    if n == 0:
-        return NOT_MEASURED, "none"
-    shown = p_holm is not None and p_holm < alpha and delta != 0
-    within_band = threshold is not None and not abs(delta) > threshold
-    if shown and not within_band:
-        return (IMPROVED if delta > 0 else DAMAGED), "bounded-mean test"
-    if -margin <= low and high <= margin:
-        return UNTOUCHED, "equivalence"
-    if threshold is not None and -threshold <= low and high <= threshold:
-        # Shown to stay within what the stack moves on its own, by an interval narrow enough.
-        return UNTOUCHED, "noise band"
-    if shown:  # a change is shown, but not one beyond the noise band
-        return UNCLEAR, "noise band"
-    if p_alone is not None and p_alone < alpha and delta != 0:
-        return UNCLEAR, "Holm-adjusted bounded-mean test"
-    return UNCLEAR, "neither shown"
-
-
 def _underpowered(n: int, mde: float | None, threshold: float | None, min_effect: float | None,
                   min_n: int) -> tuple[bool, tuple[str, ...]]:
     reasons: list[str] = []
@@ -334,7 +318,7 @@ def _stratum_statistics(b: np.ndarray, c: np.ndarray, samples: int, seed: int, m
     d = c - b
     boot = paired_bootstrap(d, samples, seed, method)
     p, kind = sign_flip_p(d, samples, seed)
-    bounded = bounded_mean_test(d, samples, seed, alpha)
+    bounded = bounded_mean_test(d, samples, seed, alpha=alpha)
     wlt = wins_losses_ties(d)
     return dict(baseline=float(b.mean()), candidate=float(c.mean()), delta=boot.mean,
                 ci_low=boot.ci_low, ci_high=boot.ci_high, p_randomization=float(p), randomization=kind,
@@ -355,8 +339,7 @@ def stratum_table(
     samples: int = DEFAULT_SAMPLES,
     seed: int = DEFAULT_SEED,
     method: str = "percentile",
-    alpha: float = ALPHA,
-    min_n: int = MIN_N,
+    rule: DirectionRule,
 ) -> list[StratumResult]:
     """Per-stratum comparison of aligned per-query arrays.
 
@@ -364,8 +347,8 @@ def stratum_table(
     out of the table). Rows come in ``shares`` order (strata with a share but
     no query here get an ``n = 0, not measured`` row), then any other strata
     present, sorted. ``margin`` (``policy.max_regression``) bounds an ``untouched``
-    stratum's interval. Raises ``ValueError`` for misaligned input or a margin
-    that is negative or not finite.
+    stratum's interval; ``rule`` decides each direction at its level (the verdict's policy).
+    Raises ``ValueError`` for misaligned input or a margin that is negative or not finite.
     """
     base = np.asarray(baseline, dtype=np.float64)
     cand = np.asarray(candidate, dtype=np.float64)
@@ -391,8 +374,8 @@ def stratum_table(
                        p_randomization=None, randomization=None, p_bound=None, bound_low=None, bound_high=None,
                        wins=0, losses=0, ties=0, mde=None)
         else:
-            row.update(_stratum_statistics(base[idx], cand[idx], samples, seed, method, alpha))
-        flag, reasons = _underpowered(n, row["mde"], threshold, min_effect, min_n)
+            row.update(_stratum_statistics(base[idx], cand[idx], samples, seed, method, rule.alpha))
+        flag, reasons = _underpowered(n, row["mde"], threshold, min_effect, rule.min_n)
         row.update(underpowered=flag, underpowered_reasons=reasons, p_holm=None)
         rows.append(row)
 
@@ -405,9 +388,9 @@ def stratum_table(
         r["p_holm"] = float(p)
     for r in rows:
         if r["n"] == 0:
-            r["direction"], r["decided_by"] = decide_direction(0, 0.0, 0.0, 0.0, None)
+            r["direction"], r["decided_by"] = rule.direction(0, 0.0, 0.0, 0.0, None, None, margin)
         else:
-            r["direction"], r["decided_by"] = decide_direction(
-                r["n"], r["delta"], r["bound_low"], r["bound_high"], r["p_holm"], r["noise_threshold"], alpha,
-                margin, p_alone=r["p_bound"])
+            r["direction"], r["decided_by"] = rule.direction(
+                r["n"], r["delta"], r["bound_low"], r["bound_high"], r["p_holm"], r["noise_threshold"], margin,
+                p_alone=r["p_bound"])
     return [StratumResult(**r) for r in rows]

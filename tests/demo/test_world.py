@@ -221,6 +221,7 @@ def test_the_guarded_targets_are_losses_the_strata_test_can_show():
     # (entity_attribute by the tables fix's +0.5), the guarded strata must be shown damaged with room
     # to spare: the measured strata are less even than that.
     from gate.statistics.strata import stratum_table
+    from gate.verdict.directions import STRATA_DIRECTIONS
 
     leaked = Counter(W._LEAK_STRATA)
     moves = {s: W.STORY_TARGETS[s][1] for s in W.STRATA} | {"entity_attribute": 0.5}
@@ -229,7 +230,7 @@ def test_the_guarded_targets_are_losses_the_strata_test_can_show():
     baseline = [0.8] * len(labels)
     candidate = [0.8 + moves[s] for s in labels]
     rows = {r.stratum: r for r in stratum_table(baseline, candidate, labels, shares=W.SHARES, guarded=W.GUARDED,
-                                                samples=2000, seed=7)}
+                                                samples=2000, seed=7, rule=STRATA_DIRECTIONS)}
     for stratum in W.GUARDED:
         assert rows[stratum].direction == "damaged" and rows[stratum].p_holm < 0.025, stratum
     assert rows["entity_attribute"].direction == "improved"

@@ -14,6 +14,7 @@ from gate.rendering import comment as rendering
 from gate.rendering.jinja import render
 from gate.report.spine import Report
 from gate.statistics.movement import strata_section
+from gate.verdict.directions import STRATA_DIRECTIONS
 from tests.rendering.test_comment_render import assert_inert, assert_tables_well_formed, full_report
 
 
@@ -33,7 +34,7 @@ def section():
     base = np.full(d.size, 0.5)
     spec = StrataSpec(shares={"navigational": 0.6, "how_to": 0.4}, source="SHARES.yml")
     block = strata_section(per_query(qids, base), per_query(qids, base + d), "nDCG@10", dict(zip(qids, labels)),
-                           spec, samples=2000)
+                           spec, samples=2000, rule=STRATA_DIRECTIONS)
     return json.loads(json.dumps(block, allow_nan=False))
 
 

@@ -20,6 +20,7 @@ from gate.inputs.readers.records import Qrels, Query, QuerySet, Run
 from gate.publishing.lift_files import FILES, write_lift
 from gate.rendering.markdown import md_text
 from gate.statistics.movement import BUCKETS, CSV_COLUMNS, compute_lift, strata_section
+from gate.verdict.directions import STRATA_DIRECTIONS
 from tests.shared_data import REALDATA, REPO, need
 
 DL19 = REALDATA / "runs" / "trec-dl-2019-passage"
@@ -340,7 +341,7 @@ def test_strata_section_includes_the_lift():
     a = evaluate(after, qrels, ["RR@10"], qids, rel=2)
     strata = {q: ("even" if int(q) % 2 == 0 else "odd") for q in qids}
     section = strata_section(b, a, "RR@10", strata, baseline_run=before, candidate_run=after, qrels=qrels,
-                             queries=topics, samples=500)
+                             queries=topics, samples=500, rule=STRATA_DIRECTIONS)
     lift = section["lift"]
     assert [x["bucket"] for x in lift["buckets"]] == list(BUCKETS)
     assert lift["no_relevant"] == 0 and lift["queries"] == 43

@@ -21,10 +21,11 @@ from gate.statistics.strata import (
     UNCLEAR,
     UNTOUCHED,
     bounded_mean_test,
-    decide_direction,
     stratum_table,
     threshold_for,
 )
+from gate.verdict.directions import STRATA_DIRECTIONS, decide_direction
+from gate.verdict.levels import STRATA_ALPHA
 
 # The seed's six strata and traffic shares (22/18/15/6/31/8). The strata are large enough for
 # the bounded-mean test (valid whatever the shape of the per-query changes) to show a consistent
@@ -58,7 +59,8 @@ SAMPLES = 2000
 
 def test_seed_strata_directions():
     base, cand, labels = seed_arrays()
-    rows = {r.stratum: r for r in stratum_table(base, cand, labels, shares=SHARES, samples=SAMPLES, seed=7)}
+    rows = {r.stratum: r for r in stratum_table(base, cand, labels, shares=SHARES, samples=SAMPLES, seed=7,
+                                                rule=STRATA_DIRECTIONS)}
     assert list(rows) == list(SHARES)
     assert {s: r.direction for s, r in rows.items()} == {
         "navigational": DAMAGED, "error_string": DAMAGED,
@@ -79,19 +81,19 @@ def test_seed_strata_directions():
 
 def test_stratum_numbers_are_the_within_stratum_paired_bootstrap():
     base, cand, labels = seed_arrays()
-    rows = stratum_table(base, cand, labels, shares=SHARES, samples=SAMPLES, seed=11)
+    rows = stratum_table(base, cand, labels, shares=SHARES, samples=SAMPLES, seed=11, rule=STRATA_DIRECTIONS)
     lab = np.asarray(labels)
     for r in rows:
         d = (cand - base)[lab == r.stratum]
         boot = paired_bootstrap(d, SAMPLES, 11)
         assert (r.delta, r.ci_low, r.ci_high) == (boot.mean, boot.ci_low, boot.ci_high)
         assert r.p_randomization == sign_flip_p(d, SAMPLES, 11)[0]
-        bounded = bounded_mean_test(d, SAMPLES, 11)
+        bounded = bounded_mean_test(d, SAMPLES, 11, alpha=STRATA_ALPHA)
         assert (r.p_bound, r.bound_low, r.bound_high) == (bounded.p_value, bounded.low, bounded.high)
         assert r.baseline == pytest.approx(base[lab == r.stratum].mean())
         assert r.wins + r.losses + r.ties == r.n
     # Seeded: the same call gives the same numbers.
-    again = stratum_table(base, cand, labels, shares=SHARES, samples=SAMPLES, seed=11)
+    again = stratum_table(base, cand, labels, shares=SHARES, samples=SAMPLES, seed=11, rule=STRATA_DIRECTIONS)
     assert [r.to_dict() for r in again] == [r.to_dict() for r in rows]
 
 
@@ -99,13 +101,15 @@ def test_small_strata_are_not_decided_by_the_sign_flip_test():
     # Six losses out of six: the exact sign-flip p is 2/64 < 0.05, which used to say "damaged".
     # It tests symmetry, not the mean: a population where a sixth of the queries gain a lot has
     # mean 0 and yields six losses a third of the time. Six queries show no direction.
-    six = stratum_table(np.zeros(6), np.full(6, -0.1), ["s"] * 6, samples=SAMPLES)[0]
+    six = stratum_table(np.zeros(6), np.full(6, -0.1), ["s"] * 6, samples=SAMPLES, rule=STRATA_DIRECTIONS)[0]
     assert six.p_randomization == pytest.approx(2 / 64) and six.randomization == "exact"
     assert six.direction == UNCLEAR and six.decided_by == "neither shown"
     assert six.bound_low < -0.1 < 0 < six.bound_high
     # 16 is still enumerated exactly, 17 is not (the reported sign-flip p).
-    assert stratum_table(np.zeros(16), np.full(16, 0.1), ["s"] * 16, samples=SAMPLES)[0].randomization == "exact"
-    assert stratum_table(np.zeros(17), np.full(17, 0.1), ["s"] * 17, samples=SAMPLES)[0].randomization \
+    assert stratum_table(np.zeros(16), np.full(16, 0.1), ["s"] * 16, samples=SAMPLES,
+                         rule=STRATA_DIRECTIONS)[0].randomization == "exact"
+    assert stratum_table(np.zeros(17), np.full(17, 0.1), ["s"] * 17, samples=SAMPLES,
+                         rule=STRATA_DIRECTIONS)[0].randomization \
         == "monte-carlo"
 
 
@@ -114,7 +118,7 @@ def test_direction_needs_evidence_not_just_a_sign():
     rng = np.random.default_rng(3)
     d = rng.normal(0.0, 0.05, 60)
     d = d - d.mean() + 0.002
-    row = stratum_table(np.zeros(60), d, ["s"] * 60, samples=SAMPLES)[0]
+    row = stratum_table(np.zeros(60), d, ["s"] * 60, samples=SAMPLES, rule=STRATA_DIRECTIONS)[0]
     assert row.delta > 0 and row.bound_low < 0 < row.bound_high
     assert row.direction == UNCLEAR
 
@@ -124,25 +128,26 @@ def test_noise_threshold_per_stratum():
     d = 0.1 + np.tile([0.001, -0.001], 100)
     base = np.full(200, 0.5)
     labels = ["a"] * 200
-    plain = stratum_table(base, base + d, labels, samples=SAMPLES)[0]
+    plain = stratum_table(base, base + d, labels, samples=SAMPLES, rule=STRATA_DIRECTIONS)[0]
     assert plain.direction == IMPROVED and plain.bound_low > 0
     # Inside a 0.15 band it did not move beyond the stack's own noise, and its interval is
     # narrow enough to say so: untouched.
-    banded = stratum_table(base, base + d, labels, noise_threshold=0.15, samples=SAMPLES)[0]
+    banded = stratum_table(base, base + d, labels, noise_threshold=0.15, samples=SAMPLES, rule=STRATA_DIRECTIONS)[0]
     assert banded.bound_high < 0.15
     assert banded.direction == UNTOUCHED and banded.decided_by == "noise band"
     assert banded.noise_threshold == 0.15
     # Inside a 0.105 band but with an interval reaching beyond it: shown to move, not beyond the
     # band, not shown to stay within it: unclear.
-    edge = stratum_table(base, base + d, labels, noise_threshold=0.105, samples=SAMPLES)[0]
+    edge = stratum_table(base, base + d, labels, noise_threshold=0.105, samples=SAMPLES, rule=STRATA_DIRECTIONS)[0]
     assert edge.bound_high > 0.105
     assert edge.direction == UNCLEAR and edge.decided_by == "noise band"
     # The band is per stratum: another stratum's band does not apply.
-    other = stratum_table(base, base + d, labels, noise_threshold={"b": 0.5}, samples=SAMPLES)[0]
+    other = stratum_table(base, base + d, labels, noise_threshold={"b": 0.5}, samples=SAMPLES,
+                          rule=STRATA_DIRECTIONS)[0]
     assert other.direction == IMPROVED and other.noise_threshold is None
     # Beyond the band and shown: improved.
     assert stratum_table(base, base + d, labels, noise_threshold={"a": 0.05},
-                         samples=SAMPLES)[0].direction == IMPROVED
+                         samples=SAMPLES, rule=STRATA_DIRECTIONS)[0].direction == IMPROVED
     assert threshold_for("x", {"x": 1}) == 1.0 and threshold_for("x", None) is None
 
 
@@ -172,28 +177,30 @@ def test_decide_direction_rules():
 def test_underpowered_flag():
     rng = np.random.default_rng(5)
     noisy = rng.normal(0.0, 0.2, 100)
-    row = stratum_table(np.zeros(100), noisy, ["s"] * 100, samples=SAMPLES)[0]
+    row = stratum_table(np.zeros(100), noisy, ["s"] * 100, samples=SAMPLES, rule=STRATA_DIRECTIONS)[0]
     assert not row.underpowered  # n >= 25 and no bar to compare the MDE with
-    flagged = stratum_table(np.zeros(100), noisy, ["s"] * 100, min_effect=0.01, samples=SAMPLES)[0]
+    flagged = stratum_table(np.zeros(100), noisy, ["s"] * 100, min_effect=0.01, samples=SAMPLES,
+                            rule=STRATA_DIRECTIONS)[0]
     assert row.mde > 0.01
     assert flagged.underpowered and flagged.underpowered_reasons[0].startswith("MDE ")
     # The larger of band and min_effect is the bar: an MDE below it is fine.
     fine = stratum_table(np.zeros(100), noisy, ["s"] * 100, min_effect=0.01, noise_threshold=1.0,
-                         samples=SAMPLES)[0]
+                         samples=SAMPLES, rule=STRATA_DIRECTIONS)[0]
     assert not fine.underpowered
     # The flag travels beside the direction: 24 queries of +0.1 are too few to show a change
     # of 0.1 whatever the shape (unclear), and flagged.
-    small = stratum_table(np.zeros(24), np.full(24, 0.1), ["s"] * 24, samples=SAMPLES)[0]
+    small = stratum_table(np.zeros(24), np.full(24, 0.1), ["s"] * 24, samples=SAMPLES, rule=STRATA_DIRECTIONS)[0]
     assert small.underpowered and small.underpowered_reasons == ("n = 24 < 25",)
     assert small.direction == UNCLEAR
-    bigger = stratum_table(np.zeros(60), np.full(60, 0.1), ["s"] * 60, samples=SAMPLES)[0]
+    bigger = stratum_table(np.zeros(60), np.full(60, 0.1), ["s"] * 60, samples=SAMPLES, rule=STRATA_DIRECTIONS)[0]
     assert bigger.direction == IMPROVED and not bigger.underpowered
 
 
 def test_empty_stratum_on_a_subset_is_not_measured():
     base, cand, labels = seed_arrays()
     keep = [i for i, s in enumerate(labels) if s != "tail"]
-    rows = stratum_table(base[keep], cand[keep], [labels[i] for i in keep], shares=SHARES, samples=SAMPLES)
+    rows = stratum_table(base[keep], cand[keep], [labels[i] for i in keep], shares=SHARES, samples=SAMPLES,
+                         rule=STRATA_DIRECTIONS)
     tail = rows[-1]
     assert tail.stratum == "tail" and tail.n == 0
     assert tail.direction == NOT_MEASURED and tail.label == "n = 0, not measured"
@@ -209,7 +216,8 @@ def test_holm_across_measured_strata():
     base = np.zeros(200 + 42 + 6)
     d = np.concatenate([np.full(200, 0.1), np.full(42, 0.1), [0.1, -0.1, 0.2, -0.2, 0.05, -0.04]])
     labels = ["a"] * 200 + ["b"] * 42 + ["c"] * 6
-    rows = stratum_table(base, d, labels, shares={"a": 0.3, "b": 0.3, "c": 0.2, "empty": 0.2}, samples=SAMPLES)
+    rows = stratum_table(base, d, labels, shares={"a": 0.3, "b": 0.3, "c": 0.2, "empty": 0.2}, samples=SAMPLES,
+                         rule=STRATA_DIRECTIONS)
     by = {r.stratum: r for r in rows}
     measured = [by[s].p_bound for s in "abc"]
     assert [by[s].p_holm for s in "abc"] == pytest.approx(list(holm(measured)))
@@ -224,16 +232,16 @@ def test_holm_across_measured_strata():
 
 
 def test_no_stratum_queries_are_left_out_and_misalignment_is_an_error():
-    rows = stratum_table([0.1, 0.2, 0.3], [0.2, 0.2, 0.1], ["a", None, "a"], samples=100)
+    rows = stratum_table([0.1, 0.2, 0.3], [0.2, 0.2, 0.1], ["a", None, "a"], samples=100, rule=STRATA_DIRECTIONS)
     assert [(r.stratum, r.n) for r in rows] == [("a", 2)]
     with pytest.raises(ValueError):
-        stratum_table([0.1, 0.2], [0.1], ["a", "a"])
+        stratum_table([0.1, 0.2], [0.1], ["a", "a"], rule=STRATA_DIRECTIONS)
     with pytest.raises(ValueError):
-        stratum_table([0.1, 0.2], [0.1, 0.3], ["a"])
+        stratum_table([0.1, 0.2], [0.1, 0.3], ["a"], rule=STRATA_DIRECTIONS)
     with pytest.raises(ValueError):
-        stratum_table([0.1, math.nan], [0.1, 0.3], ["a", "a"])
+        stratum_table([0.1, math.nan], [0.1, 0.3], ["a", "a"], rule=STRATA_DIRECTIONS)
     with pytest.raises(ValueError, match="margin"):
-        stratum_table([0.1, 0.2], [0.1, 0.3], ["a", "a"], margin=-0.01)
+        stratum_table([0.1, 0.2], [0.1, 0.3], ["a", "a"], margin=-0.01, rule=STRATA_DIRECTIONS)
 
 
 # --------------------------------------------------------------------------- shares files
@@ -387,7 +395,8 @@ def test_no_stratum_changing_labels_some_stratum_rarely_family_wise():
     labels = [f"s{i // 20}" for i in range(120)]
     for _ in range(reps):
         d = rng.choice([-1, 1], size=120) * rng.uniform(0.0, 0.3, size=120) * (rng.random(120) < 0.6)
-        rows = stratum_table(np.zeros(120), d, labels, samples=400, seed=int(rng.integers(1 << 30)))
+        rows = stratum_table(np.zeros(120), d, labels, samples=400, seed=int(rng.integers(1 << 30)),
+                             rule=STRATA_DIRECTIONS)
         labelled += any(r.direction in (IMPROVED, DAMAGED) for r in rows)
     rate = labelled / reps
     assert rate <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / reps), rate

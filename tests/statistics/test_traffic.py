@@ -14,6 +14,7 @@ from gate.statistics.bootstrap import stratified_bootstrap_weighted
 from gate.statistics.movement import strata_section
 from gate.statistics.strata import stratum_table
 from gate.statistics.traffic import round_percentages, traffic_account, traffic_sentence, wins_sentence
+from gate.verdict.directions import STRATA_DIRECTIONS
 from tests.statistics.test_strata import SHARES, seed_arrays
 
 SAMPLES = 2000
@@ -22,7 +23,7 @@ SEED_SENTENCE = ("40% of traffic damaged (navigational, error_string), "
 
 
 def account(base, cand, labels, shares=SHARES, **kw):
-    rows = stratum_table(base, cand, labels, shares=shares, samples=SAMPLES, seed=7, **kw)
+    rows = stratum_table(base, cand, labels, shares=shares, samples=SAMPLES, seed=7, **kw, rule=STRATA_DIRECTIONS)
     return rows, traffic_account(rows, cand - base, labels, samples=SAMPLES, seed=7)
 
 
@@ -112,10 +113,10 @@ def test_queries_without_a_stratum_are_counted_apart():
 
 def test_bad_input():
     base, cand, labels = seed_arrays()
-    rows = stratum_table(base, cand, labels, samples=100)  # no shares
+    rows = stratum_table(base, cand, labels, samples=100, rule=STRATA_DIRECTIONS)  # no shares
     with pytest.raises(ValueError, match="no traffic share"):
         traffic_account(rows, cand - base, labels)
-    rows = stratum_table(base, cand, labels, shares={**SHARES, "tail": 0.1}, samples=100)
+    rows = stratum_table(base, cand, labels, shares={**SHARES, "tail": 0.1}, samples=100, rule=STRATA_DIRECTIONS)
     with pytest.raises(ValueError, match="sum to"):
         traffic_account(rows, cand - base, labels)
 
@@ -133,7 +134,7 @@ def test_strata_section_api():
     qids = [f"q{i:03d}" for i in range(len(base))]
     spec = StrataSpec(shares=dict(SHARES), guarded=("navigational", "error_string"), source="SHARES.yml")
     section = strata_section(per_query(qids, base), per_query(qids, cand), "nDCG@10",
-                             dict(zip(qids, labels)), spec, samples=SAMPLES, seed=7)
+                             dict(zip(qids, labels)), spec, samples=SAMPLES, seed=7, rule=STRATA_DIRECTIONS)
     traffic = section["traffic"]
     for key in ("improved", "damaged", "untouched", "unclear", "unmeasured", "weighted_delta", "weighted_ci_low",
                 "weighted_ci_high", "sentence", "counts"):
@@ -157,7 +158,7 @@ def test_strata_section_subset_and_errors():
     keep = [i for i, s in enumerate(labels) if s not in ("tail", "migration")]
     sub = [qids[i] for i in keep]
     section = strata_section(per_query(sub, base[keep]), per_query(sub, cand[keep]), "nDCG@10",
-                             dict(zip(qids, labels)), spec, samples=SAMPLES)
+                             dict(zip(qids, labels)), spec, samples=SAMPLES, rule=STRATA_DIRECTIONS)
     empty = [s for s in section["strata"] if s["n"] == 0]
     assert [s["stratum"] for s in empty] == ["migration", "tail"]
     assert all(s["label"] == "n = 0, not measured" for s in empty)
@@ -167,10 +168,10 @@ def test_strata_section_subset_and_errors():
     # A query whose stratum has no share is an error on the shares file.
     with pytest.raises(InputError) as caught:
         strata_section(per_query(qids, base), per_query(qids, cand), "nDCG@10",
-                       {**dict(zip(qids, labels)), "q000": "other"}, spec, samples=100)
+                       {**dict(zip(qids, labels)), "q000": "other"}, spec, samples=100, rule=STRATA_DIRECTIONS)
     assert str(caught.value) == "SHARES.yml:1: stratum 'other' has 1 queries but no share"
     # Without shares: the table from the query file's strata, no traffic.
     plain = strata_section(per_query(qids, base), per_query(qids, cand), "nDCG@10",
-                           dict(zip(qids, labels)), samples=100)
+                           dict(zip(qids, labels)), samples=100, rule=STRATA_DIRECTIONS)
     assert plain["traffic"] is None and len(plain["strata"]) == 6
     assert all(s["share"] is None for s in plain["strata"])
