@@ -55,10 +55,10 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None, ru
             and runs[0].same_rankings_as(runs[1], comparison.query_ids)
     else:
         identical = same_rankings(runs[0], runs[1], comparison.query_ids)
-    weighed = evidence(comparison.per_query_delta(), policy.max_regression, paired.samples, paired.seed)
+    weighed = evidence(comparison.per_query_delta(), policy.max_regression, paired.samples, paired.seed, alpha=ALPHA)
     findings = Findings(metric=comparison.metric, query_count=len(comparison.query_ids), delta=paired.mean,
                         ci_low=paired.ci_low, ci_high=paired.ci_high,
-                        mde=detectable(comparison.per_query_delta(), policy.max_regression).regression_80,
+                        mde=detectable(comparison.per_query_delta(), policy.max_regression, alpha=ALPHA).regression_80,
                         evidence=weighed,
                         **traffic_findings(strata_block or {}),
                         identical_rankings=identical)
@@ -174,7 +174,7 @@ def compare_files(
                     improvement_needs_band=False)
     verdict, weighed = decide_comparison(comparison, policy, strata_block, runs=(baseline_run, candidate_run))
 
-    report.data["power"] = detectable(comparison.per_query_delta(), policy.max_regression).to_dict()
+    report.data["power"] = detectable(comparison.per_query_delta(), policy.max_regression, alpha=ALPHA).to_dict()
     report.data["decision"] = {"kind": verdict.kind, "reasons": [r.to_dict() for r in verdict.reasons],
                                "exit_code": verdict.exit_code, "rule": policy.decision, "mode": policy.mode,
                                **weighed.to_dict(),

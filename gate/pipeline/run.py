@@ -376,7 +376,7 @@ class _GateRun:
             block["lift"] = _lift_shown(block["lift"], self.config, self.options.out)
         d = cand_r.values[metric] - base_r.values[metric]
         weighed = decision_evidence(d, policy.max_regression, stats.samples, stats.seed, alpha=alpha)
-        power = detectable(d, policy.max_regression, band, alpha)
+        power = detectable(d, policy.max_regression, band, alpha=alpha)
         return _Look((runs_c, runs_b), alpha, base_r, cand_r, paired, everything, band, d, weighed, power, block,
                      self._noise_band(paired, band, runs_c, runs_b))
 
