@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["counted", "drop_words", "fixed", "listed", "signed"]
+__all__ = ["counted", "drop_words", "finite_or_none", "fixed", "listed", "signed"]
 
 
 def signed(value: float | None, digits: int = 3) -> str:
@@ -53,3 +53,9 @@ def listed(items, shown: int) -> str:
     """``a, b, c and 4 more``: the first ``shown`` items, then how many are left unnamed."""
     items = [str(item) for item in items]
     return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
+
+
+def finite_or_none(value: float) -> float | None:
+    """JSON has no NaN or infinity: a non-finite number is written as null (never silently 0)."""
+    value = float(value)
+    return value if math.isfinite(value) else None

@@ -23,13 +23,13 @@ from gate.inputs.readers.records import same_rankings
 from gate.inputs.traffic_shares import assign_strata, load_strata_spec, validate_against
 from gate.inputs.universe import query_universe, require_overlap
 from gate.pipeline.result import Result
-from gate.report.document import ComparisonReport
+from gate.report.build import CompareRun, build_compare_report
 from gate.statistics.comparison import CompareSettings, Comparison, compare, compare_evaluated
 from gate.statistics.evidence import evidence
 from gate.statistics.movement import strata_section
 from gate.statistics.power import detectable
 from gate.verdict.directions import STRATA_DIRECTIONS
-from gate.verdict.levels import ALPHA, MIN_MOVERS
+from gate.verdict.levels import ALPHA
 from gate.verdict.rules import MODES, Findings, decide, traffic_findings
 
 __all__ = ["CompareSettings", "Comparison", "compare", "compare_files", "decide_comparison"]
@@ -157,7 +157,6 @@ def compare_files(
                                    settings)
     inputs = {**describe_inputs(baseline=(baseline, baseline_run), candidate=(candidate, candidate_run)),
               **described}
-    report = ComparisonReport.from_comparison(comparison, inputs, command="compare")
     # Movement buckets and the wins sentence need only the runs and the qrels;
     # the strata table needs a query file that names each query's stratum.
     by_query = assign_strata(loaded_queries, spec) if loaded_queries is not None else {}
@@ -167,28 +166,21 @@ def compare_files(
         comparison.baseline, comparison.candidate, comparison.metric, by_query, spec, baseline_run=baseline_run,
         candidate_run=candidate_run, qrels=loaded_qrels, queries=loaded_queries, margin=max_regression,
         samples=settings.samples, seed=settings.seed, method=settings.ci_method, rule=STRATA_DIRECTIONS)
-    report.data.update(strata_block)
     # The gate's own decision on the two runs (run's rules on the statistics and the traffic;
     # no validity checks, and no noise band, so an improvement does not need one).
     policy = Policy(max_regression=max_regression, require_improvement=require_improvement, mode=mode,
                     improvement_needs_band=False)
     verdict, weighed = decide_comparison(comparison, policy, strata_block, runs=(baseline_run, candidate_run))
 
-    report.data["power"] = detectable(comparison.per_query_delta(), policy.max_regression, alpha=ALPHA).to_dict()
-    report.data["decision"] = {"kind": verdict.kind, "reasons": [r.to_dict() for r in verdict.reasons],
-                               "exit_code": verdict.exit_code, "rule": policy.decision, "mode": policy.mode,
-                               **weighed.to_dict(),
-                               "alpha": ALPHA, "min_movers": MIN_MOVERS}
-
     # Scores that do not order the documents (all equal, or the ranks as numbers): each run is
     # read again for it (its evaluation kept only per-query numbers); the measures keep
     # trec_eval's order, the warning says what that order is.
     orders = {side: score_order_of_file(path, universe.query_ids, side, loaded=digest.loaded)
               for side, path, digest in (("baseline", baseline, baseline_run), ("candidate", candidate, candidate_run))}
-    report.data["run_scores"] = {side: order.to_dict() for side, order in orders.items()}
     warnings = [order.warning for order in orders.values() if order.warning]
     if relevance_only(loaded_qrels, universe.query_ids, settings.rel):
         warnings.append(RELEVANCE_ONLY_WARNING)
-    if warnings:
-        report.data["warnings"] = warnings
-    return Result(report.record(), verdict, "report.md.j2")
+    found = CompareRun(comparison, inputs, strata_block,
+                       detectable(comparison.per_query_delta(), policy.max_regression, alpha=ALPHA), verdict, weighed,
+                       (policy.decision, policy.mode), orders, tuple(warnings))
+    return Result(build_compare_report(found), verdict, "report.md.j2")

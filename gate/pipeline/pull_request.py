@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate import __version__
 from gate.inputs import git
 from gate.inputs.config import Config, Policy, load_config
 from gate.inputs.yardstick import (
@@ -31,10 +30,10 @@ from gate.inputs.yardstick import (
     matches,
 )
 from gate.pipeline.result import Result
-from gate.pipeline.run import GateOutcome, run_gate
+from gate.pipeline.run import run_gate
 from gate.pipeline.stack import Progress, RunOptions, check_base, stderr_progress
 from gate.rendering.comment import headlined, reproduce_command
-from gate.report.document import SCHEMA_VERSION, report_record
+from gate.report.build import GateRun, Head, NoBaseline, PullRequestFacts, build_report, unjudged_rows
 from gate.verdict.rules import Verdict, accept, goalposts_changed, inconclusive, skipped
 
 
@@ -93,52 +92,36 @@ def judge_pull_request(change: PullRequest, options: RunOptions, progress: Progr
         baseline_source = _archived_baseline(config, change, warnings)
         warnings.extend(_undeclared_inputs(yard, change.changed))
         policy = config.policy
-        unjudged = None
         if change.base_problem is not None:
             # The default policy, not the change's own: its config is what cannot be checked.
             policy = Policy()
-            verdict = inconclusive("base_unavailable", change.base_problem, policy)
-            report = _not_run(config, verdict)
+            run = _not_run(config, inconclusive("base_unavailable", change.base_problem, policy))
         elif _skips(change.changed, yard.watch):
             assert change.changed is not None
-            verdict = skipped(len(change.changed), policy, change.changed)
-            report = _not_run(config, verdict)
+            run = _not_run(config, skipped(len(change.changed), policy, change.changed))
         else:
-            outcome = run_gate(config, dataclasses.replace(options, base=change.base), progress)
-            report, verdict, unjudged = outcome.report, outcome.verdict, _unjudged(outcome)
+            run = run_gate(config, dataclasses.replace(options, base=change.base), progress).run
     finally:
         shutil.rmtree(overlay, ignore_errors=True)
-    report["goalposts"] = list(yard.goalposts)
-    verdict = goalposts_changed(verdict, yard.goalposts, policy)
+    verdict = goalposts_changed(run.verdict, yard.goalposts, policy)
     verdict, accepted = accept(verdict, change.labels, change.body, policy)
-    if accepted:
-        report["accepted"] = accepted
-    report["warnings"] = list(report.get("warnings", [])) + warnings
-    report["yardstick"] = {"source": yard.source, "baseline_source": baseline_source}
-    report["verdict"] = verdict.to_dict()
-    if change.event is not None:
-        report["event"] = dict(change.event)
+    facts = PullRequestFacts(goalposts=tuple(yard.goalposts), accepted=accepted or None, warnings=tuple(warnings),
+                             yardstick={"source": yard.source, "baseline_source": baseline_source},
+                             event=change.event)
     reproduce = reproduce_command(change.config_shown, change.base)
     # The headline and the command go into report.json: comment.md and a later `retrieval-gate
     # comment` of this report read the same first line and command.
-    record = headlined(report_record(report), reproduce)
-    return Judgement(Result(record, verdict, "run.md.j2", unjudged, reproduce), yard)
+    record = headlined(build_report(dataclasses.replace(run, verdict=verdict), facts), reproduce)
+    return Judgement(Result(record, verdict, "run.md.j2", unjudged_rows(run), reproduce), yard)
 
 
 def judge_workspace(config_path: Path, config_shown: str, options: RunOptions,
                     progress: Progress = stderr_progress) -> Result:
     """The gate on the workspace as it is, with no base to hold it to: the workspace's own
     yardstick (``run`` without ``--base``)."""
-    outcome = run_gate(load_config(config_path), options, progress)
+    run = run_gate(load_config(config_path), options, progress).run
     reproduce = reproduce_command(config_shown, None)
-    return Result(headlined(report_record(outcome.report), reproduce), outcome.verdict, "run.md.j2",
-                  _unjudged(outcome), reproduce)
-
-
-def _unjudged(outcome: GateOutcome) -> Sequence[Any] | None:
-    """The candidate's unjudged top-k documents (unjudged.tsv), where the judged-share check ran."""
-    validity = outcome.extras.get("validity")
-    return validity.judged.unjudged_rows if validity is not None and validity.judged is not None else None
+    return Result(headlined(build_report(run), reproduce), run.verdict, "run.md.j2", unjudged_rows(run), reproduce)
 
 
 def _skips(changed: Sequence[str] | None, watch: Sequence[str]) -> bool:
@@ -184,11 +167,9 @@ def _has_baselines_branch(workspace: Path) -> bool:
                for ref in (f"refs/remotes/origin/{BASELINES_BRANCH}", f"refs/heads/{BASELINES_BRANCH}"))
 
 
-def _not_run(config: Config, verdict: Verdict) -> dict[str, Any]:
-    """The report of a change the stack did not run on (skipped, or no base to judge against)."""
-    return {"schema_version": SCHEMA_VERSION, "command": "run", "suite": config.suite, "metric": config.metric,
-            "inputs": {}, "tool": {"name": "retrieval-gate", "version": __version__},
-            "baseline": {"resolution": None, "description": "not run"}, "verdict": verdict.to_dict()}
+def _not_run(config: Config, verdict: Verdict) -> GateRun:
+    """A change the stack did not run on (skipped, or no base to judge against)."""
+    return GateRun(Head(config.suite, config.metric), verdict, NoBaseline("not run"))
 
 
 def run(config_path: str | Path, *, base: str | None = None, runs_dir: str | Path | None = None,

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from gate.checks.commensurability import (
     Incommensurable,
     ResolvedBaseline,
     run_request,
 )
+from gate.checks.score_order import ScoreOrder
 from gate.checks.validity import ReportingSet, Validity
 from gate.common.errors import InputError
-from gate.common.numbers import counted
+from gate.common.numbers import counted, finite_or_none
 from gate.evaluation.evaluate import PerQuery
 from gate.inputs.config import Config
 from gate.inputs.golden import Golden, load_golden
@@ -25,7 +24,6 @@ from gate.inputs.readers.records import Run, same_rankings
 from gate.inputs.readers.runs import read_run
 from gate.inputs.retrieval_config import ConfigChange, RetrievalConfig, config_diff, load_retrieval_config
 from gate.inputs.traffic_shares import StrataSpec, assign_strata, strata_spec_from_config, validate_against
-from gate.inputs.universe import Universe
 from gate.pipeline.attribute import attribute
 from gate.pipeline.baseline import resolve_baseline
 from gate.pipeline.repeat_runs import RepeatPlan, mean_values, noise_status, repeat_plan, stored_band
@@ -36,7 +34,6 @@ from gate.pipeline.stack import (
     check_config,
     code_under_test,
     evaluate_all,
-    finite_or_none,
     gate_folders,
     make_producer,
     measures_of,
@@ -44,40 +41,44 @@ from gate.pipeline.stack import (
     shown_path,
     shown_paths,
     stderr_progress,
-    tool_record,
 )
 from gate.pipeline.sweep import gate_sweep, swept_changes
-from gate.pipeline.validity_checks import check_validity, score_orders, validity_findings, validity_section
-from gate.report.document import SCHEMA_VERSION as REPORT_SCHEMA_VERSION
-from gate.report.document import check_own_report, paired_section
+from gate.pipeline.validity_checks import check_validity, score_orders, validity_findings
+from gate.report.build import CandidateFailure, GateRun, Head, Look, NoBaseline, NoiseReading, build_report
 from gate.runs.code import CodeIdentity
 from gate.runs.produce import RunProducer, check_coverage
 from gate.runs.request import RunMissing, RunnerFailed
 from gate.statistics import repeats as rep
-from gate.statistics.attribution import GridRefused
-from gate.statistics.band import BandStatus, TieFloor, band_sentence, tie_floor
-from gate.statistics.evidence import Evidence
+from gate.statistics.band import BandStatus, TieFloor, tie_floor
 from gate.statistics.evidence import evidence as decision_evidence
 from gate.statistics.movement import strata_section
-from gate.statistics.paired import PairedComparison, compare_paired
-from gate.statistics.power import Detectable, detectable
+from gate.statistics.paired import compare_paired
+from gate.statistics.power import detectable
 from gate.verdict.directions import STRATA_DIRECTIONS, StrataDirections
-from gate.verdict.levels import MIN_MOVERS, NOISE_SHARE_TO_RERUN, look_alpha
+from gate.verdict.levels import NOISE_SHARE_TO_RERUN, look_alpha
 from gate.verdict.reruns import undecided_by_noise
 from gate.verdict.rules import Findings, Verdict, decide, failures_of, inconclusive, traffic_findings
 
 
-@dataclass
+@dataclass(frozen=True)
 class GateOutcome:
-    report: dict[str, Any]
-    verdict: Verdict
+    """What ``run`` found (:class:`gate.report.build.GateRun`, which :func:`gate.report.build.build_report`
+    makes the report of), with what a caller may also want: the resolved baseline, the
+    candidate's values on every golden query and its run."""
+
+    run: GateRun
     baseline: ResolvedBaseline | None = None
     candidate_values: PerQuery | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
+    candidate_run: Run | None = None
 
-    def __post_init__(self) -> None:
+    @property
+    def verdict(self) -> Verdict:
+        return self.run.verdict
 
-        check_own_report(self.report, "the run report")
+    @property
+    def report(self) -> dict[str, Any]:
+        """The report as report.json holds it (made from :attr:`run` each time it is asked for)."""
+        return build_report(self.run).to_dict()
 
 
 def _candidate(config: Config, golden: Golden, producer: RunProducer, options: RunOptions,
@@ -115,25 +116,6 @@ def run_gate(config: Config, options: RunOptions = _DEFAULT_OPTIONS,
     return _GateRun(config, options, progress).run(started)
 
 
-@dataclass(frozen=True)
-class _Look:
-    """One look's statistics: on single runs (the first), or on the per-query means of the
-    candidate's runs and as many of the baseline's (the archived run and its stored repeats)."""
-
-    runs: tuple[int, int]  # candidate runs, baseline runs
-    alpha: float
-    baseline: PerQuery  # on the reporting set
-    candidate: PerQuery
-    paired: PairedComparison
-    everything: PairedComparison | None  # every judged query, when the reporting set is narrower
-    band: float | None  # the noise band, scaled to the means
-    d: np.ndarray  # per-query differences of the metric
-    evidence: Evidence
-    power: Detectable
-    strata: dict[str, Any]  # the strata section (table, traffic, movement buckets, lift)
-    noise_band: dict[str, Any]  # the report's noise_band section
-
-
 class _GateRun:
     """``run_gate``'s steps, in the order they run; the report is the sections each step adds."""
 
@@ -155,6 +137,7 @@ class _GateRun:
     plan: RepeatPlan
     directions: StrataDirections
     identical: bool
+    run_scores: dict[str, ScoreOrder]
 
     def __init__(self, config: Config, options: RunOptions, progress: Progress) -> None:
         self.config = config
@@ -175,7 +158,12 @@ class _GateRun:
         # The PR's code, part of every key its runs are cached under: a PR that changes only
         # search/bm25.py is re-run, never served the baseline's run.
         self.code = code_under_test(config, options.runs_dir) if options.candidate_run is None else None
-        self.report: dict[str, Any] = self._head()
+        self.head = self._head()
+        self.warnings: list[str] = []  # after the validity checks' own
+        self.config_diff: tuple[ConfigChange, ...] | None = None
+        self.attribution: Any = None
+        self.sweep_section: dict[str, Any] | None = None
+        self.repeats: rep.Repeats | None = None
         self.candidate_values: list[PerQuery] = []  # per run, every measure, every golden query
         self.rerun_seeds: list[int] = []
         self.repeat_warning: str | None = None
@@ -183,39 +171,45 @@ class _GateRun:
         self.missing: RunMissing | None = None
         self.sweep_warning: str | None = None
 
-    def _head(self) -> dict[str, Any]:
+    def _head(self) -> Head:
         """What the report says before any run: the suite, the metric, the candidate's config
         and the golden set's files."""
         golden, config = self.golden, self.config
-        report: dict[str, Any] = {
-            "schema_version": REPORT_SCHEMA_VERSION,
-            "command": "run",
-            "suite": config.suite,
-            "metric": self.metric,
-            "candidate_config": {"path": config.retrieval_config, "sha256": self.retrieval.sha256},
-            "inputs": {
-                "queries": {"path": config.golden.queries, "sha256": golden.queries_record.sha256,
-                            "count": golden.queries_record.count, "unit": "queries", "canonical": True},
-                "qrels": {"path": config.golden.qrels, "sha256": golden.qrels_record.sha256,
-                          "count": golden.qrels_record.count, "unit": "judgments", "canonical": True},
-            },
-            "tool": tool_record(),
-        }
         snapshot = golden.corpus(self.retrieval)
-        if snapshot is not None:
-            report["inputs"]["corpus"] = {"path": snapshot.record.id, "sha256": snapshot.record.sha256,
-                                          "count": snapshot.record.count, "unit": "chunks", "canonical": True}
-        if self.code is not None:
-            report["candidate_code"] = self.code.to_dict()
-            if not self.code.known:
-                self.progress(f"warning: {self.code.description}: the run cache is not used for its runs")
-        return report
+        if self.code is not None and not self.code.known:
+            self.progress(f"warning: {self.code.description}: the run cache is not used for its runs")
+        return Head(config.suite, self.metric, (config.retrieval_config, self.retrieval.sha256),
+                    golden.queries_record, golden.qrels_record, None if snapshot is None else snapshot.record,
+                    self.code)
 
     def _warn(self, warning: str) -> None:
-        self.report["warnings"] = [*self.report.get("warnings", []), warning]
+        self.warnings.append(warning)
+
+    def _outcome(self, verdict: Verdict, *, baseline: ResolvedBaseline | NoBaseline | None = None,
+                 candidate: PerQuery | None = None, look: Look | None = None,
+                 elapsed: float | None = None) -> GateOutcome:
+        """The run's records, as far as it got, and its verdict."""
+        resolved = baseline if baseline is not None else getattr(self, "baseline", None)
+        assert resolved is not None  # resolved before any other step, or not resolvable (NoBaseline)
+        validity = getattr(self, "validity", None)
+        failure = getattr(self, "candidate_failure", None)
+        run = GateRun(
+            head=self.head, verdict=verdict, baseline=resolved,
+            golden_query_count=len(self.golden.universe.query_ids),
+            unjudged_queries=tuple(self.golden.universe.unjudged), config_diff=self.config_diff,
+            candidate_source=getattr(self, "candidate_source", None), candidate_failure=failure,
+            run_scores=getattr(self, "run_scores", None), validity=validity,
+            strata_by_query=getattr(self, "strata", {}), look=look,
+            noise=None if look is None else NoiseReading(
+                self.status, self.floor, self.calibration,
+                f"retrieval-gate archive --noise-repeats {self.config.noise.repeats} --config {self.config.path.name}"),
+            decision_rule=(self.policy.decision, self.policy.mode), attribution=self.attribution,
+            sweep=self.sweep_section, repeats=self.repeats, warnings=tuple(self.warnings), elapsed_seconds=elapsed)
+        return GateOutcome(run, None if isinstance(run.baseline, NoBaseline) else run.baseline, candidate,
+                           getattr(self, "candidate_run", None) if look is not None else None)
 
     def run(self, started: float) -> GateOutcome:
-        config, policy, report, metric = self.config, self.policy, self.report, self.metric
+        config, policy, metric = self.config, self.policy, self.metric
         # The reporting set until the validity checks narrow it: every judged golden query.
         golden_reporting = {"name": "golden", "query_count": len(self.golden.universe.query_ids)}
         try:
@@ -223,49 +217,37 @@ class _GateRun:
                                         self.options.base, candidate_code=self.code)
         except Incommensurable as problem:
             verdict = inconclusive(problem.code, problem.message, policy, golden_reporting)
-            report["baseline"] = {"resolution": None, "archived": None, "differences": problem.differences,
-                                  "description": problem.message}
-            report["verdict"] = verdict.to_dict()
-            return GateOutcome(report, verdict)
+            return self._outcome(verdict, baseline=NoBaseline(problem.message, tuple(problem.differences)))
         self.baseline = baseline
         # The description itself is the summary's "baseline:" line: said once, at the end.
         self.progress(f"baseline ({baseline.resolution}): {metric} {baseline.values.mean(metric):.4f}")
-        self.baseline_info = {"mean": finite_or_none(baseline.values.mean(metric)), **baseline.to_dict()}
-        report["baseline"] = self.baseline_info
         self.diff = config_diff(baseline.config, self.retrieval)
-        report["config_diff"] = [change.to_dict() for change in self.diff]
+        self.config_diff = tuple(self.diff)
         try:
             self.candidate_run, self.candidate_source, candidate_seconds = _candidate(
                 config, self.golden, self.producer, self.options, self.retrieval, self.code)
         except RunnerFailed as failure:
-            verdict = self._runner_failed(failure, golden_reporting)
-            return GateOutcome(report, verdict, baseline)
+            return self._outcome(self._runner_failed(failure, golden_reporting))
         candidate = evaluate_all(self.candidate_run, self.golden, self.measures, config.golden.rel)
         self.candidate_values.append(candidate)
         self._check_validity(candidate)
         if not self.reporting.query_ids:
             verdict = inconclusive("empty_reporting_set", "no query is left to report on after the validity checks",
                                    policy, self.reporting.to_dict())
-            report["verdict"] = verdict.to_dict()
-            return GateOutcome(report, verdict, baseline, candidate)
+            return self._outcome(verdict, candidate=candidate)
         self._prepare_looks()
         if self.plan.looks == 1 and self.plan.possible and config.noise.rerun == "always":
             self.progress("noise.rerun always: running the candidate "
                           f"{counted(self.plan.candidate_runs - 1, 'more time', 'more times')}")
             self._rerun(self.plan.candidate_runs - 1)
-        first = self._look(look_alpha(self.plan.looks))
-        report.update(self._look_sections(first))
+        first = self.deciding = self._look(look_alpha(self.plan.looks))
         self._attribute(candidate_seconds)
         self._sweep(first)
         self.identical = baseline.run is not None and same_rankings(baseline.run, self.candidate_run,
                                                                     self.reporting.query_ids)
         verdict = self._decide(first)
-        if report.get("judged") is not None:
-            report["judged"]["failures"] = [r.message for r in verdict.reasons if r.code == "judged_share"]
-        report["verdict"] = verdict.to_dict()
-        report["elapsed_seconds"] = round(time.monotonic() - started, 3)
-        return GateOutcome(report, verdict, baseline, candidate,
-                           extras={"validity": self.validity, "candidate_run": self.candidate_run})
+        return self._outcome(verdict, candidate=candidate, look=self.deciding,
+                             elapsed=round(time.monotonic() - started, 3))
 
     def _runner_failed(self, failure: RunnerFailed, golden_reporting: dict[str, Any]) -> Verdict:
         # The verdict (the comment's first line) says what failed, with the exit code; where the
@@ -274,11 +256,9 @@ class _GateRun:
         config, out = self.config, self.options.out
         error = shown_paths(failure.message, config, out)
         verdict = inconclusive("runner_failed", f"the candidate run failed: {error}", self.policy, golden_reporting)
-        self.report["candidate"] = {"mean": None, "source": None, "error": error,
-                                    "log_tail": shown_paths(failure.log_tail, config, out)}
-        if failure.log_path is not None:
-            self.report["candidate"]["log"] = shown_path(failure.log_path, config, out)
-        self.report["verdict"] = verdict.to_dict()
+        self.candidate_failure = CandidateFailure(
+            error, shown_paths(failure.log_tail, config, out),
+            None if failure.log_path is None else shown_path(failure.log_path, config, out))
         return verdict
 
     def _check_validity(self, candidate: PerQuery) -> None:
@@ -294,11 +274,10 @@ class _GateRun:
         # Scores that do not order the documents (all equal, or the rank as a number): the measures
         # keep trec_eval's order, and the terminal, the report and the comment say so loudly.
         orders = score_orders(self.baseline.run, self.candidate_run, self.golden.universe.query_ids)
-        self.report["run_scores"] = {side: order.to_dict() for side, order in orders.items()}
+        self.run_scores = orders
         unordered = tuple(order.warning for order in orders.values() if order.warning)
         if unordered:
             validity = dataclasses.replace(validity, warnings=(*unordered, *validity.warnings))
-        self.report.update(validity_section(validity))
         self.validity = validity
         self.reporting = validity.reporting
 
@@ -344,7 +323,7 @@ class _GateRun:
                           f"{values.subset(self.reporting.query_ids).mean(self.metric):.4f} "
                           f"({produced.seconds:.1f}s)")
 
-    def _look(self, alpha: float) -> _Look:
+    def _look(self, alpha: float) -> Look:
         """The statistics of one look: on single runs, or on the per-query means of the
         candidate's runs and the baseline's stored repeats."""
         stats, metric, reporting, policy = self.config.statistics, self.metric, self.reporting, self.policy
@@ -377,70 +356,7 @@ class _GateRun:
         d = cand_r.values[metric] - base_r.values[metric]
         weighed = decision_evidence(d, policy.max_regression, stats.samples, stats.seed, alpha=alpha)
         power = detectable(d, policy.max_regression, band, alpha=alpha)
-        return _Look((runs_c, runs_b), alpha, base_r, cand_r, paired, everything, band, d, weighed, power, block,
-                     self._noise_band(paired, band, runs_c, runs_b))
-
-    def _noise_band(self, paired: PairedComparison, band: float | None, runs_c: int, runs_b: int) -> dict[str, Any]:
-        """The report's noise band: the stored band's figures, its threshold scaled to the look's means."""
-        config, status = self.config, self.status
-        shown = status
-        if band is not None and runs_c != 1:
-            assert status.band is not None  # band is status.band's threshold, scaled
-            shown = dataclasses.replace(status, band=dataclasses.replace(
-                status.band, overall=dataclasses.replace(status.band.overall, threshold=band)))
-        exceeded, words = band_sentence(paired.mean, shown, f"retrieval-gate archive --noise-repeats "
-                                                            f"{config.noise.repeats} --config {config.path.name}",
-                                        (paired.ci_low, paired.ci_high))
-        if runs_c > 1 and band is not None:
-            words += f" (scaled to means of {runs_c} candidate and {runs_b} baseline runs)"
-        stored = status.band
-        return {
-            "runs": None if stored is None else stored.runs,
-            "sd": None if stored is None else stored.overall.sd,
-            "range": None if stored is None else stored.overall.range,
-            "threshold": band,
-            "delta_sd": None if stored is None else stored.overall.delta_sd,
-            "exceeded": exceeded,
-            "stale": status.state == "stale",
-            "state": status.state,
-            "reason": status.reason,
-            "sentence": words,
-            "strata": {} if stored is None else {
-                k: rep.scaled_threshold(v.threshold, runs_c, runs_b) for k, v in stored.strata.items()},
-            "unstable_queries": 0 if stored is None else len(stored.unstable),
-            "tie_floor": self.floor.to_dict(),
-            "calibration": self.calibration,
-        }
-
-    def _look_sections(self, look: _Look) -> dict[str, Any]:
-        """The report's sections one look decides (a second look's replace the first's)."""
-        metric, reporting, paired = self.metric, self.reporting, look.paired
-        sections = paired_section(metric, Universe(reporting.query_ids, self.golden.universe.unjudged),
-                                  look.baseline, look.candidate, paired, self.strata)
-        sections["baseline"] = {**self.baseline_info, "mean": finite_or_none(look.baseline.mean(metric))}
-        sections["candidate"] = {"mean": finite_or_none(look.candidate.mean(metric)),
-                                 "source": self.candidate_source}
-        everything = look.everything
-        if everything is not None:
-            sections["delta_all_queries"] = {
-                "query_count": len(self.golden.universe.query_ids), "mean": finite_or_none(everything.mean),
-                "ci_low": finite_or_none(everything.ci_low), "ci_high": finite_or_none(everything.ci_high),
-            }
-            if reporting.excluded_leaked:
-                carried = everything.mean - paired.mean
-                sections["leakage"] = {
-                    **self.report["leakage"],
-                    "delta_with_leaked": finite_or_none(everything.mean),
-                    "delta_without_leaked": finite_or_none(paired.mean),
-                    # A win the leaked queries carry: shown with them, not without them.
-                    "win_carried_by_leaks": bool(everything.ci_low > 0 and not paired.ci_low > 0 and carried > 0),
-                }
-        sections["noise_band"] = look.noise_band
-        sections.update(look.strata)
-        sections["decision"] = {"rule": self.policy.decision, "mode": self.policy.mode, **look.evidence.to_dict(),
-                                "min_movers": MIN_MOVERS}
-        sections["power"] = look.power.to_dict()
-        return sections
+        return Look((runs_c, runs_b), alpha, base_r, cand_r, paired, everything, band, d, weighed, power, block)
 
     def _attribute(self, candidate_seconds: float) -> None:
         """The 2^k grid's credit for the bundled changes; a cell that failed is said, loudly."""
@@ -451,24 +367,22 @@ class _GateRun:
         except RunnerFailed as failure:
             if isinstance(failure, RunMissing):
                 self.missing = failure
-            self.report["attribution"] = {"error": f"a grid cell could not be run: {failure.message}"}
+            self.attribution = f"a grid cell could not be run: {failure.message}"
             # A cell the gate's own runner failed on: the verdict stands on baseline and candidate,
             # but the comment says loudly that the credit for the bundled changes is missing, and
             # why. (A planned cell missing from runs-dir makes the verdict inconclusive below.)
             self._warn(f"no attribution: {failure.purpose}: {failure.message}")
             return
-        if attribution is not None:
-            self.report["attribution"] = ({"refused": attribution.reason} if isinstance(attribution, GridRefused)
-                                          else attribution.to_dict())
+        self.attribution = attribution
 
-    def _sweep(self, first: _Look) -> None:
+    def _sweep(self, first: Look) -> None:
         """The sweep grid around a swept parameter this PR changes, scored against the first look."""
         config, stats = self.config, self.config.statistics
         changed_swept = swept_changes(config, [c.path for c in self.diff])
         if changed_swept:
             self.progress(f"sweep: this PR changes {', '.join(changed_swept)}; scoring the sweep grid around it")
             try:
-                self.report["sweep"], self.sweep_warning = gate_sweep(
+                self.sweep_section, self.sweep_warning = gate_sweep(
                     config, self.golden, self.retrieval, self.producer,
                     runner_queries_path(self.golden, self.producer.work_dir), self.code, self.progress,
                     changed_swept, self.reporting.query_ids, finite_or_none(first.candidate.mean(self.metric)),
@@ -482,7 +396,7 @@ class _GateRun:
         if self.sweep_warning:
             self._warn(self.sweep_warning)
 
-    def _findings(self, look: _Look) -> Findings:
+    def _findings(self, look: Look) -> Findings:
         paired = look.paired
         return Findings(
             metric=self.metric, query_count=len(self.reporting.query_ids), delta=paired.mean, ci_low=paired.ci_low,
@@ -490,10 +404,10 @@ class _GateRun:
             evidence=look.evidence, reporting_set=self.reporting.to_dict(),
             warnings=(*self.validity.warnings, *filter(None, [self.sweep_warning, self.repeat_warning])),
             **validity_findings(self.validity),
-            **traffic_findings(look.strata),
+            **traffic_findings(dict(look.strata)),
             identical_rankings=self.identical)
 
-    def _look_record(self, look: _Look, decided: Verdict) -> rep.Look:
+    def _look_record(self, look: Look, decided: Verdict) -> rep.Look:
         e = look.evidence
         low = min(e.t_low, e.hall_low) if self.policy.mode == "non-inferiority" else e.t_low
         candidate_runs, baseline_runs = look.runs
@@ -501,7 +415,7 @@ class _GateRun:
                         codes=tuple(r.code for r in decided.reasons if r.code != "warning"),
                         delta=look.paired.mean, low=low, high=e.t_high, band=look.band)
 
-    def _decide(self, first: _Look) -> Verdict:
+    def _decide(self, first: Look) -> Verdict:
         """The verdict on the first look, or (adaptive reruns) on a second look when run-to-run
         noise left the first undecided; then what a missing planned run makes of it."""
         config, policy, plan = self.config, self.policy, self.plan
@@ -519,8 +433,8 @@ class _GateRun:
             if plan.looks == 1 and plan.possible and config.noise.rerun == "always":
                 why = (f"noise.rerun always: every run up front ({plan.reason})" if self.repeat_warning is None
                        else f"noise.rerun always: {self.repeat_warning}")
-            self.report["repeats"] = rep.Repeats(config.noise.candidate_runs, config.noise.rerun, tuple(looks), why,
-                                                 share, tuple(self.rerun_seeds)).to_dict()
+            self.repeats = rep.Repeats(config.noise.candidate_runs, config.noise.rerun, tuple(looks), why, share,
+                                       tuple(self.rerun_seeds))
         if missing is not None:
             # The runs were planned and handed out (plan -> produce -> gate): one that never came
             # leaves the set incomplete, and a verdict on part of what was asked for is not given.
@@ -529,7 +443,7 @@ class _GateRun:
                                    "rerun that entry, then the gate", policy, self.reporting.to_dict())
         return verdict
 
-    def _second_look(self, first: _Look, findings: Findings, verdict: Verdict, looks: list[rep.Look],
+    def _second_look(self, first: Look, findings: Findings, verdict: Verdict, looks: list[rep.Look],
                      share: float) -> tuple[Verdict, str]:
         """Adaptive reruns: the candidate rerun only when run-to-run noise left the first look
         undecided; ``looks`` gets the second look's record. Returns the verdict and why."""
@@ -550,7 +464,7 @@ class _GateRun:
         self._rerun(more)
         if len(self.candidate_values) > 1:
             second = self._look(first.alpha)
-            self.report.update(self._look_sections(second))
+            self.deciding = second
             verdict = decide(self._findings(second), policy)
             looks.append(self._look_record(second, verdict))
             return verdict, f"rerun: {undecided}" + (f" ({plan.reason.partition('; ')[2]})"

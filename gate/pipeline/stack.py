@@ -3,7 +3,6 @@ producer, the code under test, and paths as a report shows them."""
 
 from __future__ import annotations
 
-import math
 import os
 import stat
 import sys
@@ -12,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate import __version__
 from gate.common.atomic import write_text_atomic
 from gate.common.errors import InputError
 from gate.evaluation.evaluate import PerQuery, evaluate
@@ -273,12 +271,6 @@ class RunOptions:
     out: Path | None = None  # where the reports go: never read as prompt files
 
 
-def finite_or_none(value: float) -> float | None:
-
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
 def shown_path(path: str | Path, config: Config, out: Path | None = None) -> str:
     """``path`` as a report shows it: relative to the workspace (or else to the output folder),
     never the absolute path of the machine the gate ran on; its file name when it is in neither."""
@@ -344,8 +336,3 @@ def _claim(config: Config, owner: dict[str, str], path: str, name: str) -> None:
             raise config.key_error("attribution.factors", f"'{path}' (factor '{name}') overlaps '{other}' "
                                    f"(factor '{by}'): a path belongs to one factor")
     owner[path] = name
-
-
-def tool_record() -> dict[str, Any]:
-
-    return {"name": "retrieval-gate", "version": __version__}

@@ -109,15 +109,3 @@ def score_orders(baseline_run: Run | None, candidate_run: Run, query_ids: Sequen
     orders = {} if baseline_run is None else {"baseline": score_order(baseline_run, query_ids, "baseline")}
     orders["candidate"] = score_order(candidate_run, query_ids, "candidate")
     return orders
-
-
-def validity_section(validity: Validity) -> dict[str, Any]:
-    section: dict[str, Any] = {
-        "leakage": None if validity.leakage is None else validity.leakage.to_dict(),
-        "judged": None if validity.judged is None else validity.judged.to_dict(),
-        "tuning": None if validity.tuning is None else validity.tuning.to_dict(),
-        "prompts": None if validity.prompts is None else validity.prompts.to_dict(),
-        "reporting_set": validity.reporting.to_dict(),
-        "warnings": list(validity.warnings),
-    }
-    return section

@@ -1,4 +1,5 @@
-"""report.json: its assembly, its one writer, its validating reader.
+"""report.json: its one writer, its schema check and its validating reader (the report is
+assembled once, in :mod:`gate.report.build`).
 
 ``report.json`` is a contract: every key is documented in
 ``gate/report/report.schema.json``. Versioning rule: adding keys bumps the
@@ -8,127 +9,20 @@ minor part of ``schema_version``; renaming or removing bumps the major part.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
-from numpy.typing import NDArray
-
-from gate import __version__
 from gate.common.errors import InputError
 from gate.common.jsontext import json_text
-from gate.evaluation.evaluate import PerQuery
-from gate.inputs.universe import Universe
 from gate.report import spine
 from gate.report.typed import InvalidRecord
-from gate.statistics.comparison import Comparison
-from gate.statistics.paired import PairedComparison
 
 SCHEMA_VERSION = "1.8"
-
-
-def _num(value: float) -> float | None:
-    """JSON has no NaN; a non-finite number is written as null (never silently 0)."""
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def comparison_section(comparison: Comparison) -> dict[str, Any]:
-    """The keys every comparing command writes (compare, run)."""
-    return paired_section(comparison.metric, comparison.universe, comparison.baseline, comparison.candidate,
-                          comparison.paired, comparison.strata)
-
-
-def paired_section(metric: str, universe: Universe, before: PerQuery, after: PerQuery, paired: PairedComparison,
-                   strata: Mapping[str, Any]) -> dict[str, Any]:
-    base_values = before.values[metric]
-    cand_values = after.values[metric]
-    measures = {}
-    for name in before.values:
-        b, c = before.mean(name), after.mean(name)
-        measures[name] = {"baseline": _num(b), "candidate": _num(c), "delta": _num(c - b)}
-    extra = sorted(set(before.extra) | set(after.extra), key=lambda q: q.encode("utf-8"))
-    ties = {
-        name: {
-            "baseline": int(before.ties[name].sum()) if name in before.ties else 0,
-            "candidate": int(after.ties[name].sum()) if name in after.ties else 0,
-        }
-        for name in before.values
-        if name in before.ties or name in after.ties
-    }
-    return {
-        "metric": metric,
-        "query_count": len(universe.query_ids),
-        "baseline": {"mean": _num(paired_mean(base_values))},
-        "candidate": {"mean": _num(paired_mean(cand_values))},
-        "delta": {
-            "mean": _num(paired.mean),
-            "ci_low": _num(paired.ci_low),
-            "ci_high": _num(paired.ci_high),
-            "p_le_zero": _num(paired.p_le_zero),
-            "samples": paired.samples,
-            "seed": paired.seed,
-            "method": paired.method,
-            "wins": paired.wins,
-            "losses": paired.losses,
-            "ties": paired.ties,
-            "p_randomization": _num(paired.p_randomization),
-            "randomization": paired.randomization,
-            "mde": _num(paired.mde),
-            "sd": _num(paired.sd),
-        },
-        "queries": {
-            "missing_in_baseline": list(before.missing),
-            "missing_in_candidate": list(after.missing),
-            "extra": extra,
-            "unjudged": list(universe.unjudged),
-            "no_relevant": list(before.no_relevant),
-        },
-        "ties": ties,
-        "per_query": [
-            {
-                "query_id": qid,
-                "stratum": strata.get(qid),
-                "baseline": float(b),
-                "candidate": float(c),
-                "delta": float(c - b),
-            }
-            for qid, b, c in zip(universe.query_ids, base_values, cand_values)
-        ],
-        "measures": measures,
-    }
-
-
-def paired_mean(values: NDArray[np.floating[Any]]) -> float:
-    return float(values.mean()) if len(values) else 0.0
-
-
-@dataclass
-class ComparisonReport:
-    """``compare``'s report while it is filled in; :meth:`record` is the typed report it makes
-    (which :class:`gate.pipeline.result.Result` writes and renders)."""
-
-    data: dict[str, Any]
-
-    @classmethod
-    def from_comparison(
-        cls, comparison: Comparison, inputs: Mapping[str, Any], command: str = "compare"
-    ) -> ComparisonReport:
-        data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "command": command}
-        data.update(comparison_section(comparison))
-        data["inputs"] = dict(inputs)
-        data["tool"] = {"name": "retrieval-gate", "version": __version__}
-        return cls(data)
-
-    def record(self) -> spine.Report:
-        return report_record(self.data)
 
 
 def report_json(data: Mapping[str, Any]) -> str:
