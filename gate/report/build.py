@@ -311,7 +311,11 @@ def paired_section(metric: str, universe: Universe, before: PerQuery, after: Per
     measures = {}
     for name in before.values:
         b, c = before.mean(name), after.mean(name)
-        measures[name] = {"baseline": finite_or_none(b), "candidate": finite_or_none(c), "delta": finite_or_none(c - b)}
+        # The primary measure's delta is the paired comparison's: the headline and the table's
+        # row show one number, made by one formula.
+        delta = paired.mean if name == metric else c - b
+        measures[name] = {"baseline": finite_or_none(b), "candidate": finite_or_none(c),
+                          "delta": finite_or_none(delta)}
     extra = sorted(set(before.extra) | set(after.extra), key=lambda q: q.encode("utf-8"))
     ties = {
         name: {
