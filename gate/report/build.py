@@ -27,6 +27,7 @@ from gate.evaluation.evaluate import PerQuery
 from gate.inputs.manifest import CorpusRecord, InputRecord
 from gate.inputs.retrieval_config import ConfigChange
 from gate.inputs.universe import Universe
+from gate.report import spine
 from gate.report.document import SCHEMA_VERSION, report_record
 from gate.report.spine import Report
 from gate.runs.code import CodeIdentity
@@ -248,7 +249,8 @@ def look_sections(run: GateRun, look: Look) -> dict[str, Any]:
     sections = paired_section(metric, Universe(reporting.query_ids, run.unjudged_queries), look.baseline,
                               look.candidate, paired, run.strata_by_query)
     sections["baseline"] = _baseline_section(run.baseline, metric, finite_or_none(look.baseline.mean(metric)))
-    sections["candidate"] = {"mean": finite_or_none(look.candidate.mean(metric)), "source": run.candidate_source}
+    sections["candidate"] = spine.Candidate(mean=finite_or_none(look.candidate.mean(metric)),
+                                            source=run.candidate_source)
     everything = look.everything
     if everything is not None:
         sections["delta_all_queries"] = {
@@ -306,6 +308,9 @@ def noise_band_section(noise: NoiseReading, paired: PairedComparison, band: floa
 
 def paired_section(metric: str, universe: Universe, before: PerQuery, after: PerQuery, paired: PairedComparison,
                    strata: Mapping[str, Any]) -> dict[str, Any]:
+    """The paired comparison's sections, as records: the means, the delta (the primary measure,
+    from the paired comparison itself), the query bookkeeping, the ties, every query's numbers
+    and every measure's means."""
     base_values = before.values[metric]
     cand_values = after.values[metric]
     measures = {}
@@ -314,56 +319,35 @@ def paired_section(metric: str, universe: Universe, before: PerQuery, after: Per
         # The primary measure's delta is the paired comparison's: the headline and the table's
         # row show one number, made by one formula.
         delta = paired.mean if name == metric else c - b
-        measures[name] = {"baseline": finite_or_none(b), "candidate": finite_or_none(c),
-                          "delta": finite_or_none(delta)}
+        measures[name] = spine.MeasureMeans(baseline=finite_or_none(b), candidate=finite_or_none(c),
+                                            delta=finite_or_none(delta))
     extra = sorted(set(before.extra) | set(after.extra), key=lambda q: q.encode("utf-8"))
     ties = {
-        name: {
-            "baseline": int(before.ties[name].sum()) if name in before.ties else 0,
-            "candidate": int(after.ties[name].sum()) if name in after.ties else 0,
-        }
+        name: spine.TieCounts(baseline=int(before.ties[name].sum()) if name in before.ties else 0,
+                              candidate=int(after.ties[name].sum()) if name in after.ties else 0)
         for name in before.values
         if name in before.ties or name in after.ties
     }
     return {
         "metric": metric,
         "query_count": len(universe.query_ids),
-        "baseline": {"mean": finite_or_none(paired_mean(base_values))},
-        "candidate": {"mean": finite_or_none(paired_mean(cand_values))},
-        "delta": {
-            "mean": finite_or_none(paired.mean),
-            "ci_low": finite_or_none(paired.ci_low),
-            "ci_high": finite_or_none(paired.ci_high),
-            "p_le_zero": finite_or_none(paired.p_le_zero),
-            "samples": paired.samples,
-            "seed": paired.seed,
-            "method": paired.method,
-            "wins": paired.wins,
-            "losses": paired.losses,
-            "ties": paired.ties,
-            "p_randomization": finite_or_none(paired.p_randomization),
-            "randomization": paired.randomization,
-            "mde": finite_or_none(paired.mde),
-            "sd": finite_or_none(paired.sd),
-        },
-        "queries": {
-            "missing_in_baseline": list(before.missing),
-            "missing_in_candidate": list(after.missing),
-            "extra": extra,
-            "unjudged": list(universe.unjudged),
-            "no_relevant": list(before.no_relevant),
-        },
+        "baseline": spine.Baseline(mean=finite_or_none(paired_mean(base_values))),
+        "candidate": spine.Candidate(mean=finite_or_none(paired_mean(cand_values))),
+        "delta": spine.Delta(
+            mean=finite_or_none(paired.mean), ci_low=finite_or_none(paired.ci_low),
+            ci_high=finite_or_none(paired.ci_high), p_le_zero=finite_or_none(paired.p_le_zero),
+            samples=int(paired.samples), seed=int(paired.seed), method=paired.method, wins=int(paired.wins),
+            losses=int(paired.losses), ties=int(paired.ties), p_randomization=finite_or_none(paired.p_randomization),
+            randomization=paired.randomization, mde=finite_or_none(paired.mde), sd=finite_or_none(paired.sd)),
+        "queries": spine.Queries(missing_in_baseline=tuple(before.missing), missing_in_candidate=tuple(after.missing),
+                                 extra=tuple(extra), unjudged=tuple(universe.unjudged),
+                                 no_relevant=tuple(before.no_relevant)),
         "ties": ties,
-        "per_query": [
-            {
-                "query_id": qid,
-                "stratum": strata.get(qid),
-                "baseline": float(b),
-                "candidate": float(c),
-                "delta": float(c - b),
-            }
+        "per_query": tuple(
+            spine.PerQueryRow(query_id=qid, stratum=strata.get(qid), baseline=float(b), candidate=float(c),
+                              delta=float(c - b))
             for qid, b, c in zip(universe.query_ids, base_values, cand_values)
-        ],
+        ),
         "measures": measures,
     }
 

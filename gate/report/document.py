@@ -31,17 +31,25 @@ def report_json(data: Mapping[str, Any]) -> str:
 
 
 def report_record(data: Mapping[str, Any], what: str = "report.json") -> spine.Report:
-    """The gate's own report as its typed record: held to the schema the comment job holds it
-    to (:func:`check_own_report`), then built. A key or value of the wrong kind is the gate's
-    own bug (:class:`gate.report.typed.InvalidRecord`, exit 4)."""
-    try:
-        as_json = json.loads(json.dumps(data, allow_nan=False))  # once, for the check and the record
-    except (TypeError, ValueError):
-        as_json = None
-    check_own_report(data, what, as_json=as_json)
-    if as_json is None:
-        json.dumps(data, allow_nan=False)  # raises what it raised before the check
-    return spine.Report.from_dict(as_json)
+    """The gate's own report as its typed record: built from ``data`` (its sections: records the
+    gate built, or plain values), then held, as it will be written, to the schema the comment job
+    holds it to (:func:`check_own_report`). A key or value of the wrong kind is the gate's own
+    bug (:class:`gate.report.typed.InvalidRecord`, exit 4)."""
+    report = spine.Report.from_dict(_as_loaded(data))
+    written = report.to_dict()
+    # allow_nan=False: a NaN or an infinity written as a number is the gate's bug, raised here
+    check_own_report(written, what, as_json=json.loads(json.dumps(written, allow_nan=False)))
+    return report
+
+
+def _as_loaded(value: Any) -> Any:
+    """``value`` as the records load it: arrays as lists (a tuple is the gate's own array), the
+    records the gate built as they are."""
+    if isinstance(value, Mapping):
+        return {key: _as_loaded(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_as_loaded(item) for item in value]
+    return value
 
 
 def read_report(data: Any, source: str) -> spine.Report:

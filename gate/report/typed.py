@@ -117,6 +117,10 @@ class RecordOf:
     kind: type[Record]
 
     def load(self, value: Any, where: str) -> Record:
+        if isinstance(value, self.kind):
+            # A record the gate built itself (gate.report.build): already of its kind. JSON never
+            # holds one, so a report read from a file is loaded key by key as before.
+            return value
         return self.kind.from_dict(value, where)
 
     def dump(self, value: Record) -> dict[str, Any]:
