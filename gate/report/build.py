@@ -28,7 +28,7 @@ from gate.inputs.manifest import CorpusRecord, InputRecord
 from gate.inputs.retrieval_config import ConfigChange
 from gate.inputs.universe import Universe
 from gate.report import spine
-from gate.report.document import SCHEMA_VERSION, report_record
+from gate.report.document import SCHEMA_VERSION, as_loaded, report_record
 from gate.report.spine import Report
 from gate.runs.code import CodeIdentity
 from gate.statistics import repeats as rep
@@ -183,8 +183,16 @@ def _report_dict(run: GateRun, pull_request: PullRequestFacts | None) -> dict[st
             report["event"] = dict(pull_request.event)
     if warnings is not None:
         report["warnings"] = warnings
-    report["verdict"] = run.verdict.to_dict()
+    report["verdict"] = verdict_record(run.verdict)
     return report
+
+
+def verdict_record(verdict: Verdict) -> spine.Verdict:
+    """The verdict as the report holds it (the headline is added where it is rendered)."""
+    return spine.Verdict(kind=verdict.kind,
+                         reasons=tuple(spine.VerdictReason(code=r.code, message=r.message) for r in verdict.reasons),
+                         improvement_shown=bool(verdict.improvement_shown), exit_code=int(verdict.exit_code),
+                         reporting_set=spine.ReportingSet.from_dict(as_loaded(verdict.reporting_set)))
 
 
 def _stack_sections(run: GateRun) -> dict[str, Any]:

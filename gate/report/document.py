@@ -35,20 +35,20 @@ def report_record(data: Mapping[str, Any], what: str = "report.json") -> spine.R
     gate built, or plain values), then held, as it will be written, to the schema the comment job
     holds it to (:func:`check_own_report`). A key or value of the wrong kind is the gate's own
     bug (:class:`gate.report.typed.InvalidRecord`, exit 4)."""
-    report = spine.Report.from_dict(_as_loaded(data))
+    report = spine.Report.from_dict(as_loaded(data))
     written = report.to_dict()
     # allow_nan=False: a NaN or an infinity written as a number is the gate's bug, raised here
     check_own_report(written, what, as_json=json.loads(json.dumps(written, allow_nan=False)))
     return report
 
 
-def _as_loaded(value: Any) -> Any:
+def as_loaded(value: Any) -> Any:
     """``value`` as the records load it: arrays as lists (a tuple is the gate's own array), the
     records the gate built as they are."""
     if isinstance(value, Mapping):
-        return {key: _as_loaded(item) for key, item in value.items()}
+        return {key: as_loaded(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_as_loaded(item) for item in value]
+        return [as_loaded(item) for item in value]
     return value
 
 
