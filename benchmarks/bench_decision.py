@@ -46,6 +46,7 @@ import decision_methods as dm  # noqa: E402
 import populations as pops  # noqa: E402
 
 from gate.statistics.power import detectable_regression, setup_check  # noqa: E402
+from gate.verdict.levels import ALPHA, MIN_MOVERS, MOVERS_TO_SHOW  # noqa: E402
 
 MARGIN = 0.02
 TRUE_MEANS = (-0.05, -MARGIN, 0.0, 0.02, 0.05)
@@ -95,7 +96,8 @@ def setup_supports(null: pops.Population, n: int, sd0: float) -> bool:
     from gate.verdict.calibration import simulated_no_op_blocking
     from gate.verdict.rules import Policy
 
-    check = setup_check(n, MARGIN, "non-inferiority", sd0, None, float(null.weights[null.values != 0].sum()))
+    check = setup_check(n, MARGIN, "non-inferiority", sd0, None, float(null.weights[null.values != 0].sum()),
+                        alpha=ALPHA, level=ALPHA, min_movers=MIN_MOVERS, movers_to_show=MOVERS_TO_SHOW)
     if not check.supports:
         return False
     pool = null.draw(np.random.default_rng(2026), 1, 20_000)[0]
@@ -253,7 +255,8 @@ def verify(X: np.ndarray, dec: dm.Decision, samples: int, seed: int) -> int:
         for i, d in enumerate(X):
             b = paired_bootstrap(d, samples, seed, "percentile")
             v = decide_delta(b.mean, b.ci_low, b.ci_high, None, "m", d.size,
-                             Policy(max_regression=MARGIN, mode=mode), evidence=evidence(d, MARGIN, samples, seed))
+                             Policy(max_regression=MARGIN, mode=mode),
+                             evidence=evidence(d, MARGIN, samples, seed, alpha=ALPHA))
             wrong += {"pass": 0, "fail": 1, "inconclusive": 3}[v.kind] != int(ours[i])
     return wrong
 
@@ -319,10 +322,11 @@ def main() -> None:
             # The power line's claim, checked: at the regression it states from a PR's own spread
             # (here the population's at that regression: a fixed point, two steps), regression
             # mode should fail about 80% of the time.
-            stated = detectable_regression(sd0, n)
+            stated = detectable_regression(sd0, n, alpha=ALPHA)
             for _ in range(50):  # to a fixed point: the spread may grow with the regression
                 try:
-                    settled = detectable_regression(pop_sd(fam.build(-stated)), n) if stated is not None else None
+                    settled = (detectable_regression(pop_sd(fam.build(-stated)), n, alpha=ALPHA)
+                               if stated is not None else None)
                 except (ValueError, RuntimeError):  # the family cannot reach that mean
                     settled = None
                 done = settled is None or abs(settled - stated) <= 1e-5 * stated

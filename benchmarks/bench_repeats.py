@@ -43,10 +43,11 @@ import populations as pops  # noqa: E402
 
 from gate.inputs.config import Policy  # noqa: E402
 from gate.statistics import repeats as rep  # noqa: E402
-from gate.statistics.evidence import ALPHA, evidence  # noqa: E402
+from gate.statistics.evidence import evidence  # noqa: E402
 from gate.statistics.noise import spread  # noqa: E402
 from gate.statistics.power import aa_noise, setup_check  # noqa: E402
 from gate.verdict.calibration import setup_for_repeats, simulated_no_op_blocking  # noqa: E402
+from gate.verdict.levels import ALPHA, MIN_MOVERS, MOVERS_TO_SHOW  # noqa: E402
 from gate.verdict.reruns import undecided_by_noise  # noqa: E402
 from gate.verdict.rules import decide_delta  # noqa: E402
 
@@ -133,7 +134,8 @@ def _supports(a: np.ndarray, b: np.ndarray, n: int, runs: int, rerun: str) -> bo
     sd, movers = aa_noise([a, b])
     policy = Policy(mode="non-inferiority", max_regression=MARGIN)
     if runs == 1:
-        check = setup_check(n, MARGIN, "non-inferiority", sd, None, movers)
+        check = setup_check(n, MARGIN, "non-inferiority", sd, None, movers, alpha=ALPHA, level=ALPHA,
+                            min_movers=MIN_MOVERS, movers_to_show=MOVERS_TO_SHOW)
         return bool(check.supports) and simulated_no_op_blocking(b - a, n, policy) <= 0.05
     return bool(setup_for_repeats(n, policy, sd, None, movers, b - a, runs, rerun)["supports"])
 

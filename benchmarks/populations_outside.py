@@ -213,6 +213,7 @@ def typeshift_bimodal(seed: int = 2):
 
 def families(pools: dict[str, dict[str, np.ndarray]]) -> list[Family]:
     from gate.statistics.power import setup_check
+    from gate.verdict.levels import ALPHA, MIN_MOVERS, MOVERS_TO_SHOW
 
     effect_pool = pools["nDCG@10"]["sym"]
     real = (RUN_DIR / "official_nist").exists() and (RUN_DIR / "unpooled_runs").exists()
@@ -223,7 +224,8 @@ def families(pools: dict[str, dict[str, np.ndarray]]) -> list[Family]:
         jitter, ann = _stand_in_noise(0.20, 0.022, 16), _stand_in_noise(0.52, 0.033, 61)
         src = "generated stand-in (no ../shared) of"
     ann_sd = float(ann.std())
-    boundary = setup_check(20, 0.02, "non-inferiority", ann_sd).queries_needed
+    boundary = setup_check(20, 0.02, "non-inferiority", ann_sd, alpha=ALPHA, level=ALPHA, min_movers=MIN_MOVERS,
+                           movers_to_show=MOVERS_TO_SHOW).queries_needed
     ann_ns = tuple(sorted(set(ALL_N) | ({boundary} if boundary and boundary >= 20 else set())))
     return [
         Family("fp16-jitter-aa",
@@ -255,6 +257,7 @@ def diagnose(replications: int = 2000) -> None:
     from bench_decision import pop_sd, verdicts
 
     from gate.statistics.power import detectable_regression, setup_check
+    from gate.verdict.levels import ALPHA, MIN_MOVERS, MOVERS_TO_SHOW
 
     pools = pops.real_deltas() or pops.generated_deltas()
     fams = {f.name: f for f in families(pools)}
@@ -288,10 +291,10 @@ def diagnose(replications: int = 2000) -> None:
     print("3. power line at the fixed point of the stated regression (regression mode, gate)")
     for fam in ("fp16-jitter-aa", "ann-aa", "typeshift-bimodal"):
         for n in (20, 43, 140, 500):
-            s = detectable_regression(pop_sd(fams[fam].build(0.0)), n)
+            s = detectable_regression(pop_sd(fams[fam].build(0.0)), n, alpha=ALPHA)
             two = None
             for i in range(30):
-                s = detectable_regression(pop_sd(fams[fam].build(-s)), n)
+                s = detectable_regression(pop_sd(fams[fam].build(-s)), n, alpha=ALPHA)
                 two = s if i == 1 else two
             X = draw(fams[fam].build(-s), fam, n)
             ctx = dm.Context(n, 1000, 7, 0.02)
@@ -300,7 +303,8 @@ def diagnose(replications: int = 2000) -> None:
     print("4. Gaussian A/A noise at the setup check's boundary: blocked in non-inferiority mode (gate)")
     for n in (20, 43, 140):
         sd = 0.02 * math.sqrt(n) / 3.6048  # z_0.975 + z_0.95
-        while not setup_check(n, 0.02, "non-inferiority", sd).supports:
+        while not setup_check(n, 0.02, "non-inferiority", sd, alpha=ALPHA, level=ALPHA, min_movers=MIN_MOVERS,
+                              movers_to_show=MOVERS_TO_SHOW).supports:
             sd *= 0.999
         rng = np.random.default_rng(n)
         X = np.clip(rng.normal(0.0, sd, (replications, n)), -1.0, 1.0)

@@ -41,6 +41,7 @@ from gate.runs.request import RunnerFailed
 from gate.statistics.band import measure_noise
 from gate.statistics.power import setup_check
 from gate.verdict.calibration import calibrate
+from gate.verdict.levels import ALPHA, MIN_MOVERS, MOVERS_TO_SHOW
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,8 @@ def _setup_said(config: Config, golden: Golden, kept: tuple[dict[str, Any], dict
     movers = stored.get("mover_share") if isinstance(stored.get("mover_share"), (int, float)) else None
     band = kept[0].get("threshold") if kept is not None and noise_sd is not None else None
     setup = setup_check(len(golden.universe.query_ids), config.policy.max_regression, config.policy.mode,
-                        noise_sd, band if isinstance(band, (int, float)) else None, movers).to_dict()
+                        noise_sd, band if isinstance(band, (int, float)) else None, movers, alpha=ALPHA,
+                        level=ALPHA, min_movers=MIN_MOVERS, movers_to_show=MOVERS_TO_SHOW).to_dict()
     if setup.get("mode") == "non-inferiority" and setup.get("supports"):
         setup["sentence"] = (f"{setup['sentence']}; the formula's word only: retrieval-gate calibrate puts "
                              "the rule itself through simulated no-op PRs")

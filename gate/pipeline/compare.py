@@ -29,7 +29,7 @@ from gate.statistics.evidence import evidence
 from gate.statistics.movement import strata_section
 from gate.statistics.power import detectable
 from gate.verdict.directions import STRATA_DIRECTIONS
-from gate.verdict.levels import ALPHA
+from gate.verdict.levels import ALPHA, MOVERS_TO_SHOW
 from gate.verdict.rules import MODES, Findings, decide, traffic_findings
 
 __all__ = ["CompareSettings", "Comparison", "compare", "compare_files", "decide_comparison"]
@@ -58,7 +58,8 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None, ru
     weighed = evidence(comparison.per_query_delta(), policy.max_regression, paired.samples, paired.seed, alpha=ALPHA)
     findings = Findings(metric=comparison.metric, query_count=len(comparison.query_ids), delta=paired.mean,
                         ci_low=paired.ci_low, ci_high=paired.ci_high,
-                        mde=detectable(comparison.per_query_delta(), policy.max_regression, alpha=ALPHA).regression_80,
+                        mde=detectable(comparison.per_query_delta(), policy.max_regression, alpha=ALPHA,
+                                       level=ALPHA, movers_to_show=MOVERS_TO_SHOW).regression_80,
                         evidence=weighed,
                         **traffic_findings(strata_block or {}),
                         identical_rankings=identical)
@@ -180,7 +181,8 @@ def compare_files(
     warnings = [order.warning for order in orders.values() if order.warning]
     if relevance_only(loaded_qrels, universe.query_ids, settings.rel):
         warnings.append(RELEVANCE_ONLY_WARNING)
-    found = CompareRun(comparison, inputs, strata_block,
-                       detectable(comparison.per_query_delta(), policy.max_regression, alpha=ALPHA), verdict, weighed,
-                       (policy.decision, policy.mode), orders, tuple(warnings))
+    power = detectable(comparison.per_query_delta(), policy.max_regression, alpha=ALPHA, level=ALPHA,
+                       movers_to_show=MOVERS_TO_SHOW)
+    found = CompareRun(comparison, inputs, strata_block, power, verdict, weighed, (policy.decision, policy.mode),
+                       orders, tuple(warnings))
     return Result(build_compare_report(found), verdict, "report.md.j2")

@@ -55,7 +55,7 @@ from gate.statistics.movement import strata_section
 from gate.statistics.paired import compare_paired
 from gate.statistics.power import detectable
 from gate.verdict.directions import STRATA_DIRECTIONS, StrataDirections
-from gate.verdict.levels import NOISE_SHARE_TO_RERUN, look_alpha
+from gate.verdict.levels import ALPHA, MOVERS_TO_SHOW, NOISE_SHARE_TO_RERUN, look_alpha
 from gate.verdict.reruns import undecided_by_noise
 from gate.verdict.rules import Findings, Verdict, decide, failures_of, inconclusive, traffic_findings
 
@@ -355,7 +355,7 @@ class _GateRun:
             block["lift"] = _lift_shown(block["lift"], self.config, self.options.out)
         d = cand_r.values[metric] - base_r.values[metric]
         weighed = decision_evidence(d, policy.max_regression, stats.samples, stats.seed, alpha=alpha)
-        power = detectable(d, policy.max_regression, band, alpha=alpha)
+        power = detectable(d, policy.max_regression, band, alpha=alpha, level=ALPHA, movers_to_show=MOVERS_TO_SHOW)
         return Look((runs_c, runs_b), alpha, base_r, cand_r, paired, everything, band, d, weighed, power, block)
 
     def _attribute(self, candidate_seconds: float) -> None:

@@ -18,8 +18,11 @@ of :mod:`gate.verdict.rules` therefore asks for three things, computed here:
   rejected; regression: ``mu >= 0`` rejected; improvement: ``mu <= 0`` rejected): they keep
   their level on the heavy-tailed reciprocal-rank deltas where the bootstrap-t does not;
 * the number of queries that **moved** (``d != 0``) and that **lost** (``d < 0``), and the
-  exact 97.5% Clopper-Pearson upper bound on the share of losing queries: since a query can
+  exact one-sided Clopper-Pearson upper bound on the share of losing queries: since a query can
   lose at most 1, ``E[d] >= -P(d < 0)``, a distribution-free bound on the mean.
+
+Every test and bound is at the one-sided level ``alpha`` its caller gives (the policy's, in
+:mod:`gate.verdict.levels`: 0.025, the ends of a two-sided 95% interval); this stage holds none.
 
 Resamples and sign vectors come from ``numpy.random.default_rng(seed)`` exactly as in
 :mod:`gate.statistics.bootstrap` and :mod:`gate.statistics.randomization` (the same draws the reported
@@ -50,8 +53,6 @@ from .bootstrap import (
 )
 from .randomization import sign_sums
 
-#: One-sided level of each test and each end of the two-sided 95% interval.
-ALPHA = 0.025
 #: Per-query differences of measures in [0, 1] lie in [-1, 1], and so does their mean.
 MAX_DIFFERENCE = 1.0
 #: Sign vectors are enumerated, not sampled, up to this many queries (as the two-sided test).
@@ -68,21 +69,21 @@ class Evidence:
     mean: float
     movers: int  # queries with d != 0
     losses: int  # queries with d < 0
-    hall_low: float  # Hall-transformed bootstrap-t, two-sided 95%
+    hall_low: float  # Hall-transformed bootstrap-t, two-sided 1 - 2 alpha
     hall_high: float
-    t_low: float  # bootstrap-t (studentized, no skew transformation), two-sided 95%, same resamples
+    t_low: float  # bootstrap-t (studentized, no skew transformation), two-sided 1 - 2 alpha, same resamples
     t_high: float
     p_noninferior: float  # one-sided sign-flip p of H0: mu <= -margin
     p_regression: float  # H0: mu >= 0
     p_improvement: float  # H0: mu <= 0
-    loss_share_upper: float  # one-sided 97.5% Clopper-Pearson bound on P(d < 0)
+    loss_share_upper: float  # one-sided 1 - alpha Clopper-Pearson bound on P(d < 0)
     margin: float
     samples: int
     seed: int
     randomization: str  # "exact" | "monte-carlo"
-    # The one-sided level each claim is tested at (intervals two-sided at 1 - 2 alpha): ALPHA,
-    # or its share of ALPHA at one of several looks (gate.statistics.repeats).
-    alpha: float = ALPHA
+    # The one-sided level each claim is tested at (intervals two-sided at 1 - 2 alpha), as the
+    # caller gives it: gate.verdict.levels.ALPHA, or its share at one of several looks.
+    alpha: float
 
     def to_dict(self) -> dict[str, object]:
         def num(value: float) -> float | None:
@@ -131,7 +132,7 @@ def _hall_setup(d: np.ndarray) -> tuple[float, float] | tuple[float, float, floa
 
 
 def _hall_from_moments(n: int, mean: float, se: float, gamma_hat: float, m1: np.ndarray, m2: np.ndarray,
-                       m3: np.ndarray | None, alpha: float = ALPHA) -> tuple[float, float]:
+                       m3: np.ndarray | None, alpha: float) -> tuple[float, float]:
     """The interval from the resampled means of ``x``, ``x*x`` and ``x*x*x`` (elementwise, so the
     whole arrays give what the blocks gave). ``m3`` None (and ``gamma_hat`` 0): the plain
     bootstrap-t interval of the same resamples, no skewness transformation."""
@@ -154,14 +155,15 @@ def _hall_from_moments(n: int, mean: float, se: float, gamma_hat: float, m1: np.
 
 
 def hall_interval(d, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
-                  chunk_rows: int | None = None) -> tuple[float, float]:
-    """Two-sided 95% Hall-transformed bootstrap-t interval for ``mean(d)``.
+                  chunk_rows: int | None = None, *, alpha: float) -> tuple[float, float]:
+    """Two-sided ``1 - 2 alpha`` Hall-transformed bootstrap-t interval for ``mean(d)`` (95% at
+    the gate's one-sided 0.025, gate.verdict.levels.ALPHA).
 
     Per resample ``b`` (indices as :func:`gate.statistics.bootstrap.index_blocks`): mean ``m*``,
     sd ``s*`` (ddof 1), skewness ``gamma*`` (third central moment over ``s*^3``),
     ``T* = (m* - mean) / (s* / sqrt n)`` and ``G* = g_{gamma*}(T*)``; a resample without spread
     counts as 0 when it reproduces the mean and as infinitely far otherwise. The interval is
-    ``[mean - se g^-1(q97.5(G*)), mean - se g^-1(q2.5(G*))]`` with the sample's own skewness in
+    ``[mean - se g^-1(q_{1-alpha}(G*)), mean - se g^-1(q_alpha(G*))]`` with the sample's own skewness in
     ``g^-1`` and ``se = sd(d) / sqrt n``. All differences equal: ``[mean, mean]``.
 
     The resampled moments come from :func:`gate.statistics.bootstrap.bootstrap_moments`
@@ -176,7 +178,7 @@ def hall_interval(d, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
     samples = check_samples(samples)
     seed = check_seed(seed)
     m1, m2, m3 = bootstrap_moments(d, samples, seed, 3, chunk_rows)
-    return _hall_from_moments(n, *setup, m1, m2, m3)
+    return _hall_from_moments(n, *setup, m1, m2, m3, alpha)
 
 
 def _sign_blocks(n: int, samples: int, seed: int, chunk_rows: int | None):
@@ -378,7 +380,7 @@ def _binomial_cdf(k: int, n: int, p: float, log_binomials: list[float] | None = 
     return min(total, 1.0)
 
 
-def clopper_pearson_upper(k: int, n: int, alpha: float = ALPHA) -> float:
+def clopper_pearson_upper(k: int, n: int, *, alpha: float) -> float:
     """One-sided ``1 - alpha`` Clopper-Pearson upper bound on a share seen ``k`` times in ``n``:
     the ``p`` with ``P(X <= k; n, p) = alpha`` (``1 - alpha**(1/n)`` when ``k = 0``)."""
     if n < 1:
@@ -399,19 +401,21 @@ def clopper_pearson_upper(k: int, n: int, alpha: float = ALPHA) -> float:
 
 
 def evidence(d, margin: float, samples: int = DEFAULT_SAMPLES, seed: int = DEFAULT_SEED,
-             chunk_rows: int | None = None, alpha: float = ALPHA) -> Evidence:
+             chunk_rows: int | None = None, *, alpha: float) -> Evidence:
     """Everything :func:`gate.verdict.rules.decide_delta` weighs, for the margin ``margin`` (> 0).
 
     The resampled moments (Hall interval) and the sign-flip sums (one-sided tests) are read
     from the summaries :func:`gate.statistics.paired.compare_paired` leaves for the same
     ``d``, ``samples`` and ``seed``; what is missing is computed, the two streams side by side.
-    ``alpha`` is the one-sided level of each claim (the intervals are two-sided at ``1 - 2 alpha``).
+    ``alpha`` is the one-sided level of each claim (the intervals are two-sided at ``1 - 2 alpha``):
+    the policy's, gate.verdict.levels.ALPHA or its share at one of several looks; this stage holds
+    none of its own.
     """
     d = as_differences(d)
     if not (math.isfinite(margin) and margin >= 0.0):
         raise ValueError(f"margin must be finite and >= 0, got {margin!r}")
-    if not (0.0 < alpha <= ALPHA):
-        raise ValueError(f"alpha must be in (0, {ALPHA}], got {alpha!r}")
+    if not (0.0 < alpha < 0.5):  # a one-sided level: each end of an interval of positive width
+        raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
     samples = check_samples(samples)
     seed = check_seed(seed)
     n = d.size
@@ -441,6 +445,6 @@ def evidence(d, margin: float, samples: int = DEFAULT_SAMPLES, seed: int = DEFAU
         n=int(d.size), mean=float(d.mean()), movers=int(np.count_nonzero(d != 0)), losses=losses,
         hall_low=float(low), hall_high=float(high), t_low=float(t_low), t_high=float(t_high),
         p_noninferior=float(greater[0]), p_regression=float(less[1]), p_improvement=float(greater[1]),
-        loss_share_upper=clopper_pearson_upper(losses, int(d.size), alpha), margin=float(margin),
+        loss_share_upper=clopper_pearson_upper(losses, int(d.size), alpha=alpha), margin=float(margin),
         samples=samples, seed=seed, randomization=kind, alpha=float(alpha),
     )

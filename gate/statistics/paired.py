@@ -117,7 +117,7 @@ def compare_paired(baseline, candidate, *, samples: int = DEFAULT_SAMPLES, seed:
     # sign_flip_p(d, samples, seed), from one pass over each random stream, the two
     # side by side.  The passes also keep what evidence() needs of the same streams
     # (the resampled second and third moments, how many signs each vector keeps), so
-    # evidence(d, margin, samples, seed) right after does not draw them again.
+    # evidence(d, margin, samples, seed, alpha=...) right after does not draw them again.
     hall_moments = 3 if n >= 2 and float(np.std(d, ddof=1)) != 0.0 else 1
     monte_carlo = n > EXACT_MAX_N
     moments, sums = run_both(

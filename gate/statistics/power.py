@@ -23,7 +23,6 @@ import numpy as np
 from gate.common.numbers import counted
 
 from .bootstrap import as_differences
-from .evidence import ALPHA as EVIDENCE_ALPHA
 
 _STD_NORMAL = NormalDist()
 
@@ -67,24 +66,22 @@ def minimum_detectable_effect(d, alpha: float = 0.05, power: float = 0.8) -> flo
 
 # --------------------------------------------------------------------------- what the set can catch
 
-#: Power of the line every verdict states; the one-sided level of a regression claim is the
-#: rule's (gate.statistics.evidence.ALPHA, gate.verdict.levels.ALPHA).
+# The levels are the policy's, given by the caller (gate.verdict.levels, a later stage this one
+# cannot import): ``alpha`` the one-sided level a look tests a claim at (ALPHA, or its share at
+# one of several looks), ``level`` the one-sided level the set's reach is said at (ALPHA: the
+# share of queries a sample misses), ``min_movers`` the moving queries a claim needs (MIN_MOVERS)
+# and ``movers_to_show`` the fewest a regression is shown on (MOVERS_TO_SHOW: 2**-k <= ALPHA).
+
+#: Power of the line every verdict states.
 POWER = 0.8
-ONE_SIDED_ALPHA = EVIDENCE_ALPHA
-#: A regression claim also needs this many moving queries: gate.verdict.levels.MIN_MOVERS, which
-#: this stage cannot import (a later stage; tests/statistics/test_power_line.py keeps the two equal) ...
-MIN_MOVERS = 5
-#: ... and one more in practice: with k movers the one-sided sign-flip p-value is at least 2^-k,
-#: which reaches 0.025 only from k = 6 (a regression on 5 queries, however large, is not shown).
-MOVERS_TO_SHOW = next(k for k in range(1, 64) if 0.5 ** k <= ONE_SIDED_ALPHA)
 #: queries_needed stops looking here
 QUERIES_LIMIT = 10_000_000
 
 
-def unseen_share(n: int, level: float = ONE_SIDED_ALPHA) -> float:
+def unseen_share(n: int, *, level: float) -> float:
     """The share of queries a regression can sit on and still be missed by a sample of ``n``
     more often than ``level``: ``1 - level ** (1 / n)`` (a sample holds none of a share ``p``
-    with probability ``(1 - p) ** n``). 43 queries: 8.2%; 140: 2.6%; 500: 0.74%."""
+    with probability ``(1 - p) ** n``). At 0.025, 43 queries: 8.2%; 140: 2.6%; 500: 0.74%."""
     if n < 1:
         return 1.0
     return 1.0 - level ** (1.0 / n)
@@ -107,13 +104,12 @@ def t_quantile(p: float, df: int) -> float:
     return z + g1 / v + g2 / v**2 + g3 / v**3 + g4 / v**4
 
 
-def detectable_regression(sd: float, n: int, band: float | None = None,
-                          alpha: float = ONE_SIDED_ALPHA) -> float | None:
-    """The regression caught with probability :data:`POWER` by a one-sided test at
-    :data:`ONE_SIDED_ALPHA` that must also exceed the noise ``band``: the mean of ``n``
-    differences of spread ``sd`` is below ``-max(band, t_a se)`` with probability 0.8 when the
-    true mean is ``-(max(band, t_a se) + t_0.8 se)`` (``se = sd / sqrt n``, t quantiles with
-    ``n - 1`` degrees of freedom). ``None`` when no spread is seen (``sd`` 0, ``n < 2``).
+def detectable_regression(sd: float, n: int, band: float | None = None, *, alpha: float) -> float | None:
+    """The regression caught with probability :data:`POWER` by a one-sided test at ``alpha``
+    that must also exceed the noise ``band``: the mean of ``n`` differences of spread ``sd`` is
+    below ``-max(band, t_a se)`` with probability 0.8 when the true mean is
+    ``-(max(band, t_a se) + t_0.8 se)`` (``se = sd / sqrt n``, t quantiles with ``n - 1`` degrees
+    of freedom). ``None`` when no spread is seen (``sd`` 0, ``n < 2``).
     benchmarks/bench_decision.py measures how often the gate's rule fails at this value."""
     if n < 2 or not sd > 1e-12 or not math.isfinite(sd):
         return None
@@ -121,17 +117,18 @@ def detectable_regression(sd: float, n: int, band: float | None = None,
     return max(band or 0.0, t_quantile(1.0 - alpha, n - 1) * se) + t_quantile(POWER, n - 1) * se
 
 
-def queries_needed(sd: float, target: float, band: float | None = None, limit: int = QUERIES_LIMIT,
-                   alpha: float = ONE_SIDED_ALPHA) -> int | None:
-    """The fewest queries for a regression of ``target`` to be caught 80% of the time at spread
-    ``sd`` (:func:`detectable_regression` <= target); ``None`` when no number of queries does
-    (the target is within the noise band) or no spread is known."""
+def queries_needed(sd: float, target: float, band: float | None = None, limit: int = QUERIES_LIMIT, *,
+                   alpha: float, movers_to_show: int) -> int | None:
+    """The fewest queries, ``movers_to_show`` or more, for a regression of ``target`` to be caught
+    80% of the time at spread ``sd`` by a one-sided test at ``alpha`` (:func:`detectable_regression`
+    <= target); ``None`` when no number of queries does (the target is within the noise band) or
+    no spread is known."""
     if not sd > 1e-12 or not math.isfinite(sd) or target <= (band or 0.0):
         return None
     # detectable_regression falls as n grows: the fewest n that reaches the target
     # (a known spread: detectable_regression gives a number)
-    return _fewest(lambda n: cast(float, detectable_regression(sd, n, band, alpha)) <= target + 1e-12,
-                   MOVERS_TO_SHOW, limit)
+    return _fewest(lambda n: cast(float, detectable_regression(sd, n, band, alpha=alpha)) <= target + 1e-12,
+                   movers_to_show, limit)
 
 
 @dataclass(frozen=True)
@@ -139,7 +136,9 @@ class Detectable:
     """What this golden set can catch, measured from this PR's own per-query differences: the
     regression a one-sided test (beyond the noise band when one is given) catches 80% of the
     time, how many queries moved, the share of queries a regression can sit on and go unseen,
-    and how many queries the margin would need at this spread."""
+    and how many queries the margin would need at this spread. ``alpha`` is the one-sided level
+    the verdict's look tests at, ``movers_to_show`` the fewest moving queries a regression is
+    shown on (the policy's, said whatever the look's level)."""
 
     n: int
     movers: int
@@ -149,7 +148,8 @@ class Detectable:
     unseen_share: float
     margin: float
     queries_for_margin: int | None
-    alpha: float = ONE_SIDED_ALPHA  # the one-sided level the verdict's look tests at
+    alpha: float  # the one-sided level the verdict's look tests at
+    movers_to_show: int  # said, not reported: a regression on fewer moving queries is never shown
 
     @property
     def sentence(self) -> str:
@@ -161,8 +161,8 @@ class Detectable:
         # three decimals, or two significant digits for a set that catches less than 0.001
         size = f"-{self.regression_80:.3f}" if self.regression_80 >= 0.0005 else f"-{self.regression_80:.2g}"
         text = f"{queries}: a {size} regression is caught 80% of the time"
-        if self.movers < MOVERS_TO_SHOW:
-            text += (f" if it moves at least {MOVERS_TO_SHOW} queries (this PR moved {self.movers}; a regression "
+        if self.movers < self.movers_to_show:
+            text += (f" if it moves at least {self.movers_to_show} queries (this PR moved {self.movers}; a regression "
                      f"on fewer is never shown)")
         text += (f"; one carried by fewer than {_share(self.unseen_share)} of the queries can be missed entirely")
         if self.margin > 0 and self.regression_80 > self.margin:
@@ -191,16 +191,20 @@ def _share(value: float) -> str:
     return f"{value:.{digits + (1 if value < 0.01 else 0)}%}"
 
 
-def detectable(d, margin: float, band: float | None = None, alpha: float = ONE_SIDED_ALPHA) -> Detectable:
+def detectable(d, margin: float, band: float | None = None, *, alpha: float, level: float,
+               movers_to_show: int) -> Detectable:
     """:class:`Detectable` for the per-query differences ``d`` of one PR, at the one-sided level
-    ``alpha`` its verdict is tested at."""
+    ``alpha`` its verdict is tested at; the share of queries a sample misses is said at ``level``
+    (the policy's one-sided level, whatever the look's), and ``movers_to_show`` is the fewest
+    moving queries a regression is shown on."""
     d = as_differences(d)
     n = int(d.size)
     sd = difference_sd(d)
     return Detectable(n=n, movers=int(np.count_nonzero(d != 0)), sd=sd, band=band,
-                      regression_80=detectable_regression(sd, n, band, alpha), unseen_share=unseen_share(n),
-                      margin=float(margin), queries_for_margin=queries_needed(sd, margin, band, alpha=alpha),
-                      alpha=alpha)
+                      regression_80=detectable_regression(sd, n, band, alpha=alpha),
+                      unseen_share=unseen_share(n, level=level), margin=float(margin),
+                      queries_for_margin=queries_needed(sd, margin, band, alpha=alpha, movers_to_show=movers_to_show),
+                      alpha=alpha, movers_to_show=movers_to_show)
 
 
 # --------------------------------------------------------------------------- the setup check
@@ -208,25 +212,25 @@ def detectable(d, margin: float, band: float | None = None, alpha: float = ONE_S
 #: A no-op PR (run-to-run noise only) must pass non-inferiority this often for the set to
 #: "support" the margin (the blocking goal of benchmarks/bench_decision.py: blocked at most 5%).
 NO_OP_PASS = 0.95
-#: ... and see at least MIN_MOVERS moving queries this often, at the stack's share of movers.
+#: ... and see at least ``min_movers`` moving queries this often, at the stack's share of movers.
 MOVERS_SEEN = 0.99
 
 
-def _no_op_passes(sd: float, n: int, margin: float, alpha: float = ONE_SIDED_ALPHA) -> bool:
+def _no_op_passes(sd: float, n: int, margin: float, alpha: float) -> bool:
     """Whether a no-op PR passes non-inferiority at least 95% of the time on ``n`` queries: the
-    lower end of a one-sided 2.5% t bound at most ``margin`` below 0 with probability 97.5%, less
-    the 2.5% of no-op PRs a valid regression test fails by design (fail is decided first):
-    ``margin >= 2 t_0.975 sd / sqrt n``."""
+    lower end of a one-sided ``alpha`` t bound at most ``margin`` below 0 with probability
+    ``1 - alpha``, less the ``alpha`` of no-op PRs a valid regression test fails by design (fail is
+    decided first): ``margin >= 2 t_{1-alpha} sd / sqrt n`` (at 0.025: 97.5%, 2.5%, t_0.975)."""
     return margin * math.sqrt(n) >= 2.0 * t_quantile(1.0 - alpha, n - 1) * sd
 
 
-def _movers_seen(n: int, share: float) -> bool:
-    """P(at least MIN_MOVERS of n queries move) >= MOVERS_SEEN when each moves with ``share``."""
+def _movers_seen(n: int, share: float, min_movers: int) -> bool:
+    """P(at least ``min_movers`` of n queries move) >= MOVERS_SEEN when each moves with ``share``."""
     if share >= 1.0:
-        return n >= MIN_MOVERS
+        return n >= min_movers
     if share <= 0.0:
         return False
-    below = sum(math.comb(n, k) * share**k * (1.0 - share) ** (n - k) for k in range(min(MIN_MOVERS, n + 1)))
+    below = sum(math.comb(n, k) * share**k * (1.0 - share) ** (n - k) for k in range(min(min_movers, n + 1)))
     return below <= 1.0 - MOVERS_SEEN
 
 
@@ -248,10 +252,11 @@ def _fewest(test, start: int = 2, limit: int = QUERIES_LIMIT) -> int | None:
     return high
 
 
-def any_shape_queries(margin: float, level: float = ONE_SIDED_ALPHA) -> int | None:
+def any_shape_queries(margin: float, *, level: float) -> int | None:
     """Queries a sample needs before a -margin loss sitting wholly on queries that each lose the
     most they can (1.0, a share ``margin`` of them) is missed at most ``level`` of the time:
-    ``ln(level) / ln(1 - margin)`` (183 at 0.02). ``None`` for a margin of 0 (never)."""
+    ``ln(level) / ln(1 - margin)`` (183 at 0.02 and a level of 0.025). ``None`` for a margin of 0
+    (never)."""
     if not 0.0 < margin < 1.0:
         return None
     return math.ceil(math.log(level) / math.log1p(-margin))
@@ -262,9 +267,10 @@ class SetupCheck:
     """Whether a golden set of ``n`` queries supports the margin on this stack, said before any
     PR: from the per-query spread of A/A differences (identical runs; ``noise_sd``) when repeats
     were measured. Non-inferiority mode: a no-op PR passes at least 95% of the time when
-    ``margin >= 2 t_0.975 noise_sd / sqrt n`` and 5 queries move 99% of the time at the stack's
-    share of movers. Regression mode: a -margin regression
-    is caught 80% of the time, at the stack's own noise (a real change only adds spread)."""
+    ``margin >= 2 t_{1-alpha} noise_sd / sqrt n`` (t_0.975 at the gate's 0.025) and the claim's
+    minimum of moving queries (5) move 99% of the time at the stack's share of movers. Regression
+    mode: a -margin regression is caught 80% of the time, at the stack's own noise (a real change
+    only adds spread)."""
 
     n: int
     margin: float
@@ -339,10 +345,16 @@ class SetupCheck:
 
 
 def setup_check(n: int, margin: float, mode: str, noise_sd: float | None = None,
-                band: float | None = None, mover_share: float | None = None,
-                alpha: float = ONE_SIDED_ALPHA) -> SetupCheck:
+                band: float | None = None, mover_share: float | None = None, *,
+                alpha: float, level: float, min_movers: int, movers_to_show: int) -> SetupCheck:
     """:class:`SetupCheck` for ``n`` queries; ``noise_sd`` the per-query sd of an A/A difference,
-    ``mover_share`` the share of queries an A/A pair moves (non-inferiority needs 5 movers)."""
+    ``mover_share`` the share of queries an A/A pair moves (non-inferiority needs ``min_movers``).
+
+    ``alpha`` is the one-sided level of the deciding look, the one a no-op PR's non-inferiority
+    is tested at; ``level`` the policy's one-sided level, the one the set's reach is said at
+    whatever the look's: the share of queries a sample misses, a loss of any shape, and in
+    regression mode the queries a -margin regression is caught on 80% of the time (on no fewer
+    than ``movers_to_show``)."""
     needed: int | None = None
     supports: bool | None = None
     known_sd = noise_sd if noise_sd is not None and math.isfinite(noise_sd) else None
@@ -356,13 +368,16 @@ def setup_check(n: int, margin: float, mode: str, noise_sd: float | None = None,
         if mode == "non-inferiority":
             if margin > 0.0:
                 share = 1.0 if mover_share is None else float(mover_share)
-                needed = _fewest(lambda k: _no_op_passes(sd, k, margin, alpha) and _movers_seen(k, share), MIN_MOVERS)
+                needed = _fewest(lambda k: _no_op_passes(sd, k, margin, alpha) and _movers_seen(k, share, min_movers),
+                                 min_movers)
         elif margin > (band or 0.0):
-            needed = queries_needed(sd, margin, band) if sd > 1e-12 else MOVERS_TO_SHOW
+            needed = (queries_needed(sd, margin, band, alpha=level, movers_to_show=movers_to_show) if sd > 1e-12
+                      else movers_to_show)
         supports = needed is not None and n >= needed
     return SetupCheck(n=n, margin=float(margin), mode=mode,
                       noise_sd=float(known_sd) if known_sd is not None else None, band=band,
-                      unseen_share=unseen_share(n), any_shape_queries=any_shape_queries(margin),
+                      unseen_share=unseen_share(n, level=level),
+                      any_shape_queries=any_shape_queries(margin, level=level),
                       mover_share=None if mover_share is None else float(mover_share),
                       queries_needed=needed, supports=supports)
 

@@ -35,7 +35,7 @@ from gate.statistics.evidence import clopper_pearson_upper, evidence
 from gate.statistics.noise import spread
 from gate.statistics.paired import compare_paired
 from gate.statistics.power import SetupCheck, aa_noise, detectable, setup_check
-from gate.verdict.levels import look_alpha, looks
+from gate.verdict.levels import ALPHA, MIN_MOVERS, MOVERS_TO_SHOW, look_alpha, looks
 from gate.verdict.rules import Findings, Verdict, decide, decide_delta
 
 #: Ordered pairs put through the decision at most: beyond it (N > 45 runs), a seeded sample
@@ -164,10 +164,11 @@ def _decide_pair(base: np.ndarray, cand: np.ndarray, identical: bool, metric: st
                  policy: Policy, threshold: float | None, samples: int, seed: int) -> Verdict:
     """The gate's decision on one ordered pair of identical runs, as on a PR."""
     paired = compare_paired(base, cand, samples=samples, seed=seed)
-    weighed = evidence(cand - base, policy.max_regression, samples, seed)
+    weighed = evidence(cand - base, policy.max_regression, samples, seed, alpha=ALPHA)
+    power = detectable(cand - base, policy.max_regression, threshold, alpha=ALPHA, level=ALPHA,
+                       movers_to_show=MOVERS_TO_SHOW)
     return decide(Findings(metric=metric, query_count=query_count, delta=paired.mean,
-                           ci_low=paired.ci_low, ci_high=paired.ci_high,
-                           mde=detectable(cand - base, policy.max_regression, threshold).regression_80,
+                           ci_low=paired.ci_low, ci_high=paired.ci_high, mde=power.regression_80,
                            noise_threshold=threshold, evidence=weighed, identical_rankings=identical), policy)
 
 
@@ -175,7 +176,8 @@ def _setup_check(values: Sequence[np.ndarray], n: int, policy: Policy, noise_sd:
                  mover_share: float, identical: bool, progress: Callable[[str], None] | None) -> SetupCheck:
     """The setup check: the formula, and in non-inferiority mode where the formula says the set
     supports the margin, the rule itself on simulated no-op PRs."""
-    setup = setup_check(n, policy.max_regression, policy.mode, noise_sd, band, mover_share)
+    setup = setup_check(n, policy.max_regression, policy.mode, noise_sd, band, mover_share, alpha=ALPHA, level=ALPHA,
+                        min_movers=MIN_MOVERS, movers_to_show=MOVERS_TO_SHOW)
     if setup.mode == "non-inferiority" and setup.supports and not identical:
         # The formula is the normal one; the rule also asks Hall's interval and five movers, which
         # sparse heavy-tailed noise trips far more often: the rule itself decides, on no-op PRs
@@ -232,12 +234,12 @@ def calibrate(runs: Sequence[Run], qrels: Qrels, query_ids: Sequence[str], metri
     return Calibration(
         pairs=len(pairs), fail=fail, improvement_shown=improvement, inconclusive=inconclusive, runs=len(runs),
         query_count=len(query_ids), metric=name,
-        fail_rate_upper95=clopper_pearson_upper(independent_fail, m, 0.05),
-        improvement_rate_upper95=clopper_pearson_upper(independent_improvement, m, 0.05),
+        fail_rate_upper95=clopper_pearson_upper(independent_fail, m, alpha=0.05),
+        improvement_rate_upper95=clopper_pearson_upper(independent_improvement, m, alpha=0.05),
         samples=samples, seed=seed, margin=policy.max_regression, failed_pairs=tuple(failed),
         blocking=blocking, inconclusive_blocks=policy.inconclusive_blocks, independent_pairs=m,
         independent_fail=independent_fail, independent_blocking=independent_blocking,
-        blocking_rate_upper95=clopper_pearson_upper(independent_blocking, m, 0.05),
+        blocking_rate_upper95=clopper_pearson_upper(independent_blocking, m, alpha=0.05),
         pairs_possible=len(values) * (len(values) - 1), identical_runs=identical, mode=policy.mode,
         setup=setup.to_dict(), pair_band="others" if others else "none",
         setup_repeats=setup_repeats,
@@ -255,12 +257,13 @@ SIMULATION_SEED = 20_261_203
 def simulated_no_op_blocking(aa_differences: Sequence[float] | np.ndarray, n: int, policy: Policy,
                              prs: int = SIMULATED_PRS,
                              samples: int = SIMULATION_SAMPLES, seed: int = SIMULATION_SEED,
-                             noise_threshold: float | None = None, alpha: float | None = None) -> float:
+                             noise_threshold: float | None = None, alpha: float = ALPHA) -> float:
     """The share of ``prs`` no-op PRs of ``n`` queries the gate's rule blocks in
     non-inferiority mode: each draws ``n`` per-query differences (with replacement) from the
     stack's A/A differences ``aa_differences`` and is decided by
-    :func:`gate.verdict.rules.decide_delta` on :func:`gate.statistics.evidence.evidence` (seeded:
-    the same share on every machine)."""
+    :func:`gate.verdict.rules.decide_delta` on :func:`gate.statistics.evidence.evidence` at the
+    one-sided level ``alpha`` (ALPHA, or a look's share of it; seeded: the same share on every
+    machine)."""
 
 
     pool = as_differences(aa_differences)
@@ -268,8 +271,7 @@ def simulated_no_op_blocking(aa_differences: Sequence[float] | np.ndarray, n: in
     blocked = 0
     for _ in range(prs):
         d = pool[rng.integers(0, pool.size, size=n)]
-        e = evidence(d, policy.max_regression, samples, seed) if alpha is None else \
-            evidence(d, policy.max_regression, samples, seed, alpha=alpha)
+        e = evidence(d, policy.max_regression, samples, seed, alpha=alpha)
         verdict = decide_delta(float(d.mean()), e.t_low, e.t_high, None, "m", n, policy,
                                noise_threshold=noise_threshold, evidence=e)
         blocked += verdict.kind != "pass"
@@ -293,7 +295,9 @@ def setup_for_repeats(n: int, policy: Policy, noise_sd: float | None, band: floa
     root = math.sqrt(candidate_runs)
     alpha = look_alpha(looks(candidate_runs, rerun))
     scaled_band = None if band is None else band / root
-    check = setup_check(n, policy.max_regression, policy.mode, noise_sd / root, scaled_band, mover_share, alpha)
+    # the no-op PRs are decided at the look's level; the set's reach is said at ALPHA, as without reruns
+    check = setup_check(n, policy.max_regression, policy.mode, noise_sd / root, scaled_band, mover_share,
+                        alpha=alpha, level=ALPHA, min_movers=MIN_MOVERS, movers_to_show=MOVERS_TO_SHOW)
     if check.mode == "non-inferiority" and check.supports and aa_differences is not None:
         pool = np.asarray(aa_differences, dtype=np.float64) / root
         blocked = simulated_no_op_blocking(pool, n, dataclasses.replace(policy, inconclusive_blocks=True),

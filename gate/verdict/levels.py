@@ -1,8 +1,9 @@
 """Every level and limit the gate decides at, in one place.
 
-The statistics stage computes intervals, p-values and powers at whatever level it is given; the
-levels themselves are policy, and live here. ``benchmarks/bench_decision.py``,
-``benchmarks/bench_strata.py`` and ``benchmarks/bench_repeats.py`` measure what they buy.
+The statistics stage computes intervals, p-values and powers at whatever level it is given (it
+holds no level of its own, and cannot import this later stage); the levels themselves are
+policy, and live here. ``benchmarks/bench_decision.py``, ``benchmarks/bench_strata.py`` and
+``benchmarks/bench_repeats.py`` measure what they buy.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ ALPHA = 0.025
 #: every sample-based interval is [0, 0]-like and "passes by construction" (the "np >= 5"
 #: rule of thumb; 4 gives 3.6% false passes on reciprocal-rank deltas at n = 30, 5 gives 2.4%).
 MIN_MOVERS = 5
+#: ... and a regression is shown on no fewer moving queries than this: with k movers the one-sided
+#: sign-flip p-value is at least 2**-k, which reaches ALPHA only from k = 6 (a regression on 5
+#: queries, however large, is never shown). The power line and the setup check say it at ALPHA,
+#: whatever level the look is at (``looks``), as they say the share of queries a sample misses.
+MOVERS_TO_SHOW = next(k for k in range(1, 64) if 0.5 ** k <= ALPHA)
 #: The fewest reporting queries any claim can rest on: a one-sided sign-flip test over n
 #: queries cannot reach ALPHA below n = 6 (its smallest p is 1/2**n), and MIN_MOVERS must move.
 MIN_QUERIES = next(n for n in range(MIN_MOVERS, 64) if 0.5 ** n <= ALPHA)

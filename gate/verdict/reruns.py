@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gate.statistics.power import setup_check
-from gate.verdict.levels import ALPHA, NOISE_SHARE_TO_RERUN, look_alpha, looks
+from gate.verdict.levels import ALPHA, MIN_MOVERS, MOVERS_TO_SHOW, NOISE_SHARE_TO_RERUN, look_alpha, looks
 
 
 def undecided_by_noise(mode: str, codes: Sequence[str], evidence: Any, margin: float, band: float | None,
@@ -80,7 +80,7 @@ def setup_with_repeats(setup: dict[str, Any], candidate_runs: int, rerun: str = 
     alpha = look_alpha(looks(candidate_runs, rerun))
     again = setup_check(int(setup["n"]), float(setup["margin"]), str(setup["mode"]), float(sd) / root,
                         float(band) / root if isinstance(band, (int, float)) else None, setup.get("mover_share"),
-                        alpha)
+                        alpha=alpha, level=ALPHA, min_movers=MIN_MOVERS, movers_to_show=MOVERS_TO_SHOW)
     looked = f"each look at {alpha:g}" if alpha < ALPHA else f"one look at {ALPHA:g}"
     word = "; the formula's word only" if again.mode == "non-inferiority" and again.supports else ""
     text = again.sentence.replace("(or repeated runs, or regression mode)", "(or more runs, or regression mode)")

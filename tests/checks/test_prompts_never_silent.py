@@ -20,7 +20,7 @@ from gate.pipeline.archive import archive
 from gate.pipeline.run import run_gate
 from gate.rendering import comment as rendering
 from gate.report.spine import Report
-from gate.verdict.levels import MIN_QUERIES
+from gate.verdict.levels import ALPHA, MIN_QUERIES
 from gate.verdict.rules import Findings, Policy, decide
 from tests.shared_data import REALDATA, need
 from tests.support.small_world import small_world as _world
@@ -246,7 +246,7 @@ def test_a_held_out_set_of_three_queries_is_inconclusive_under_either_rule_and_s
     for decision in ("interval", "calibrated"):
         policy = Policy(decision=decision)
         findings = Findings(metric="nDCG@10", query_count=3, delta=-0.25, ci_low=-0.3, ci_high=-0.2, mde=0.019,
-                            evidence=evidence(deltas, policy.max_regression, 500, 0),
+                            evidence=evidence(deltas, policy.max_regression, 500, 0, alpha=ALPHA),
                             reporting_set={"name": "held-out golden queries", "query_count": 3, "held_out_only": True})
         verdict = decide(findings, policy)
         assert verdict.kind == "inconclusive" and verdict.reasons[0].code == "held_out_too_small"
@@ -491,7 +491,7 @@ def test_dl19_three_held_out_queries_decide_nothing_where_all_43_decide():
                                     samples=1000, seed=7)
             verdict = decide(Findings(metric="nDCG@10", query_count=n, delta=paired.mean, ci_low=paired.ci_low,
                                       ci_high=paired.ci_high, mde=paired.mde,
-                                      evidence=evidence(d, policy.max_regression, 1000, 7),
+                                      evidence=evidence(d, policy.max_regression, 1000, 7, alpha=ALPHA),
                                       reporting_set={"held_out_only": held_out, "query_count": n}), policy)
             if held_out:
                 assert verdict.reasons[0].code == "held_out_too_small", decision

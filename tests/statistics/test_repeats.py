@@ -18,8 +18,9 @@ from gate.pipeline.plan import plan
 from gate.pipeline.run import run_gate
 from gate.report.document import check_own_report
 from gate.statistics import repeats as rep
-from gate.statistics.evidence import ALPHA, evidence
+from gate.statistics.evidence import evidence
 from gate.verdict import levels, reruns
+from gate.verdict.levels import ALPHA, MIN_MOVERS, MOVERS_TO_SHOW
 from tests.support.noisy_world import noisy_world
 
 LIMITS = "max_unjudged: 1.0, max_judged_drop: 1.0"
@@ -98,12 +99,15 @@ def test_when_noise_leaves_a_look_undecided(mode, codes, values, band, share, ex
 
 def test_evidence_at_a_smaller_alpha_is_wider_and_records_it():
     d = np.random.default_rng(3).normal(0.0, 0.1, 80)
-    full, half = evidence(d, 0.02, 2000, 7), evidence(d, 0.02, 2000, 7, alpha=ALPHA / 2)
+    full, half = evidence(d, 0.02, 2000, 7, alpha=ALPHA), evidence(d, 0.02, 2000, 7, alpha=ALPHA / 2)
     assert half.alpha == ALPHA / 2 and full.alpha == ALPHA
     assert half.t_low < full.t_low and half.t_high > full.t_high and half.hall_low < full.hall_low
     assert half.p_regression == full.p_regression  # the p-values do not depend on the level
-    with pytest.raises(ValueError):
-        evidence(d, 0.02, 200, 7, alpha=0.05)
+    # any one-sided level the caller gives (the policy's live in gate.verdict.levels), none that is no level
+    assert evidence(d, 0.02, 200, 7, alpha=0.05).alpha == 0.05
+    for nonsense in (0.0, 0.5, -0.025, math.nan):
+        with pytest.raises(ValueError):
+            evidence(d, 0.02, 200, 7, alpha=nonsense)
 
 
 # --------------------------------------------------------------------------- through the gate
@@ -222,7 +226,10 @@ def test_a_bad_repeat_setting_is_one_line_and_exit_2(tmp_path, capsys, value, pr
 
 
 def test_the_setup_check_says_what_the_reruns_would_support(tmp_path, capsys):
-    from gate.statistics.power import setup_check
+    from gate.statistics.power import setup_check as formula
+
+    def setup_check(*args, alpha=ALPHA):
+        return formula(*args, alpha=alpha, level=ALPHA, min_movers=MIN_MOVERS, movers_to_show=MOVERS_TO_SHOW)
 
     once = setup_check(60, 0.02, "non-inferiority", 0.1, None, 0.5)
     again = reruns.setup_with_repeats(once.to_dict(), 4, "adaptive")

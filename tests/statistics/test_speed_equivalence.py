@@ -448,10 +448,11 @@ def test_compare_then_evidence_is_bit_identical(kind, n):
         assert_identical(got, ref_compare_paired(base, cand, samples=samples, seed=seed, method=method))
     d = cand - base
     want = ref_evidence(d, 0.02, samples, seed)
-    assert_identical(fast_evidence.evidence(d, 0.02, samples, seed), want)  # from compare_paired's summaries
+    # from compare_paired's summaries
+    assert_identical(fast_evidence.evidence(d, 0.02, samples, seed, alpha=REF_ALPHA), want)
     fast_bootstrap.SUMMARIES.clear()
-    assert_identical(fast_evidence.evidence(d, 0.02, samples, seed), want)  # computed afresh
-    assert_identical(fast_evidence.evidence(d, 0.0, samples, 3), ref_evidence(d, 0.0, samples, 3))
+    assert_identical(fast_evidence.evidence(d, 0.02, samples, seed, alpha=REF_ALPHA), want)  # computed afresh
+    assert_identical(fast_evidence.evidence(d, 0.0, samples, 3, alpha=REF_ALPHA), ref_evidence(d, 0.0, samples, 3))
 
 
 @pytest.mark.full  # slow: the full tier (tests/conftest.py)
@@ -462,7 +463,7 @@ def test_ten_thousand_queries(kind, samples):
     got = fast_paired.compare_paired(base, cand, samples=samples, seed=7, method="percentile")
     assert_identical(got, ref_compare_paired(base, cand, samples=samples, seed=7, method="percentile"))
     d = cand - base
-    assert_identical(fast_evidence.evidence(d, 0.02, samples, 7), ref_evidence(d, 0.02, samples, 7))
+    assert_identical(fast_evidence.evidence(d, 0.02, samples, 7, alpha=REF_ALPHA), ref_evidence(d, 0.02, samples, 7))
     if kind == "sparse":  # the other methods share the same resampled means
         ref_means = ref_bootstrap_means(d[None, :], samples, 7)[0]
         for method in ("bca", "basic"):
@@ -492,11 +493,12 @@ def test_each_function_is_bit_identical(kind, n, samples, chunk_rows):
         ref_sign_flip_p(d, samples, seed, chunk_rows=chunk_rows)
     assert fast_randomization.sign_flip_p(d, samples, seed, exact_max_n=0, chunk_rows=chunk_rows) == \
         ref_sign_flip_p(d, samples, seed, exact_max_n=0, chunk_rows=chunk_rows)
-    assert fast_evidence.hall_interval(d, samples, seed, chunk_rows) == ref_hall_interval(d, samples, seed, chunk_rows)
+    assert fast_evidence.hall_interval(d, samples, seed, chunk_rows, alpha=REF_ALPHA) == \
+        ref_hall_interval(d, samples, seed, chunk_rows)
     for shifts in ((-0.02, 0.0), (0.0,), (-0.0, 1e-13, -1e-12, 0.5, -3.0), (float(d.mean()),)):
         assert fast_evidence.sign_flip_one_sided(d, shifts, samples, seed, chunk_rows) == \
             ref_sign_flip_one_sided(d, shifts, samples, seed, chunk_rows)
-    assert_identical(fast_evidence.evidence(d, 0.05, samples, seed, chunk_rows),
+    assert_identical(fast_evidence.evidence(d, 0.05, samples, seed, chunk_rows, alpha=REF_ALPHA),
                      ref_evidence(d, 0.05, samples, seed, chunk_rows))
 
 
@@ -620,15 +622,17 @@ def test_evidence_after_compare_draws_nothing_again(monkeypatch):
     monkeypatch.setattr(fast_randomization, "sign_flip_sums", count_signs)
     fast_paired.compare_paired(base, cand, samples=800, seed=7)
     assert counts == {"moments": 1, "signs": 1}
-    got = fast_evidence.evidence(cand - base, 0.02, 800, 7)
+    got = fast_evidence.evidence(cand - base, 0.02, 800, 7, alpha=REF_ALPHA)
     assert counts == {"moments": 1, "signs": 1}
     assert_identical(got, ref_evidence(cand - base, 0.02, 800, 7))
     # Another seed, sample count or set of differences is a different entry, never a stale one.
-    assert_identical(fast_evidence.evidence(cand - base, 0.02, 800, 8), ref_evidence(cand - base, 0.02, 800, 8))
-    assert_identical(fast_evidence.evidence(cand - base, 0.02, 801, 7), ref_evidence(cand - base, 0.02, 801, 7))
+    assert_identical(fast_evidence.evidence(cand - base, 0.02, 800, 8, alpha=REF_ALPHA),
+                     ref_evidence(cand - base, 0.02, 800, 8))
+    assert_identical(fast_evidence.evidence(cand - base, 0.02, 801, 7, alpha=REF_ALPHA),
+                     ref_evidence(cand - base, 0.02, 801, 7))
     other = (cand - base).copy()
     other[17] += 1e-9
-    assert_identical(fast_evidence.evidence(other, 0.02, 800, 7), ref_evidence(other, 0.02, 800, 7))
+    assert_identical(fast_evidence.evidence(other, 0.02, 800, 7, alpha=REF_ALPHA), ref_evidence(other, 0.02, 800, 7))
     assert counts == {"moments": 4, "signs": 4}
 
 
@@ -651,7 +655,8 @@ def test_threads_or_not_same_numbers(monkeypatch, parallel_from):
     got = fast_paired.compare_paired(base, cand, samples=900, seed=3, method="bca")
     assert_identical(got, ref_compare_paired(base, cand, samples=900, seed=3, method="bca"))
     fast_bootstrap.SUMMARIES.clear()
-    assert_identical(fast_evidence.evidence(cand - base, 0.02, 900, 3), ref_evidence(cand - base, 0.02, 900, 3))
+    assert_identical(fast_evidence.evidence(cand - base, 0.02, 900, 3, alpha=REF_ALPHA),
+                     ref_evidence(cand - base, 0.02, 900, 3))
 
 
 def test_run_both_returns_both_and_raises_either():
@@ -670,25 +675,25 @@ def test_run_both_returns_both_and_raises_either():
 def test_errors_are_those_of_the_reference():
     for bad in ([], [0.1, math.nan], [[0.1, 0.2]]):
         with pytest.raises(ValueError):
-            fast_evidence.evidence(bad, 0.02, 100, 7)
+            fast_evidence.evidence(bad, 0.02, 100, 7, alpha=REF_ALPHA)
     d = np.linspace(-0.1, 0.2, 40)
     for kwargs in ({"samples": 0}, {"seed": -1}, {"chunk_rows": 0}):
         args = {"samples": 100, "seed": 7, "chunk_rows": None, **kwargs}
         with pytest.raises(ValueError):
             ref_evidence(d, 0.02, **args)
         with pytest.raises(ValueError):
-            fast_evidence.evidence(d, 0.02, **args)
+            fast_evidence.evidence(d, 0.02, **args, alpha=REF_ALPHA)
         with pytest.raises(ValueError):
             fast_bootstrap.paired_bootstrap(d, args["samples"], args["seed"], "percentile", args["chunk_rows"])
     # A cached summary does not excuse a bad chunk_rows.
     fast_paired.compare_paired(np.zeros(40), d, samples=100, seed=7)
     with pytest.raises(ValueError, match="chunk_rows"):
-        fast_evidence.hall_interval(d, 100, 7, chunk_rows=0)
+        fast_evidence.hall_interval(d, 100, 7, chunk_rows=0, alpha=REF_ALPHA)
     with pytest.raises(ValueError, match="chunk_rows"):
         fast_evidence.sign_flip_one_sided(d, (0.0,), 100, 7, chunk_rows=0)
     # One query or no spread: the interval needs no resamples and checks nothing more.
-    assert fast_evidence.hall_interval([0.3], samples=0) == ref_hall_interval([0.3], samples=0)
-    assert fast_evidence.hall_interval([0.3, 0.3], seed=-1) == ref_hall_interval([0.3, 0.3], seed=-1)
+    assert fast_evidence.hall_interval([0.3], samples=0, alpha=REF_ALPHA) == ref_hall_interval([0.3], samples=0)
+    assert fast_evidence.hall_interval([0.3, 0.3], seed=-1, alpha=REF_ALPHA) == ref_hall_interval([0.3, 0.3], seed=-1)
 
 
 # =========================================================================== #
@@ -700,7 +705,7 @@ def test_errors_are_those_of_the_reference():
                                   (3485, 10_000)])
 def test_clopper_pearson_upper_is_bit_identical(k, n):
     for alpha in (0.025, 0.05, 0.5):
-        got = fast_evidence.clopper_pearson_upper(k, n, alpha)
+        got = fast_evidence.clopper_pearson_upper(k, n, alpha=alpha)
         assert type(got) is float and got == ref_clopper_pearson_upper(k, n, alpha)
 
 

@@ -80,11 +80,12 @@ def dl19_values():
 def _decide(base, cand, mode):
     from gate.statistics.evidence import evidence
     from gate.statistics.paired import compare_paired
+    from gate.verdict.levels import ALPHA
     from gate.verdict.rules import Findings, Policy, decide
 
     paired = compare_paired(base, cand, samples=2000, seed=7)
     policy = Policy(mode=mode, improvement_needs_band=False)
-    weighed = evidence(cand - base, policy.max_regression, 2000, 7)
+    weighed = evidence(cand - base, policy.max_regression, 2000, 7, alpha=ALPHA)
     return decide(Findings(metric="nDCG@10", query_count=base.size, delta=paired.mean, ci_low=paired.ci_low,
                            ci_high=paired.ci_high, evidence=weighed), policy)
 

@@ -13,6 +13,7 @@ import dataclasses
 import pytest
 
 from gate.statistics.evidence import Evidence
+from gate.verdict.levels import ALPHA
 from gate.verdict.rules import (
     ACCEPT_LABEL,
     MIN_MOVERS,
@@ -35,7 +36,7 @@ def ev(mean=0.0, movers=30, losses=10, low=-0.01, high=0.01, p_ni=0.001, p_reg=0
     return Evidence(n=N, mean=mean, movers=movers, losses=losses, hall_low=low, hall_high=high, t_low=low, t_high=high,
                     p_noninferior=p_ni,
                     p_regression=p_reg, p_improvement=p_imp, loss_share_upper=bound, margin=0.02, samples=1000,
-                    seed=7, randomization="monte-carlo")
+                    seed=7, randomization="monte-carlo", alpha=ALPHA)
 
 
 def findings(**kw) -> Findings:
