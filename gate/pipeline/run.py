@@ -178,9 +178,11 @@ class _GateRun:
         snapshot = golden.corpus(self.retrieval)
         if self.code is not None and not self.code.known:
             self.progress(f"warning: {self.code.description}: the run cache is not used for its runs")
+        # The files as the config names them (the qrels record's id also carries a BEIR split).
         return Head(config.suite, self.metric, (config.retrieval_config, self.retrieval.sha256),
-                    golden.queries_record, golden.qrels_record, None if snapshot is None else snapshot.record,
-                    self.code)
+                    dataclasses.replace(golden.queries_record, id=config.golden.queries),
+                    dataclasses.replace(golden.qrels_record, id=config.golden.qrels),
+                    None if snapshot is None else snapshot.record, self.code)
 
     def _warn(self, warning: str) -> None:
         self.warnings.append(warning)
