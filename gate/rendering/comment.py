@@ -60,7 +60,6 @@ from gate.report.spine import (
     Traffic,
     Tuning,
     Verdict,
-    VerdictReason,
 )
 from gate.report.typed import ABSENT, Absent, empty
 
@@ -262,7 +261,7 @@ _SHOWN = {"regression_shown": "regression shown", "improvement_shown": "improvem
           "improvement_required": "improvement required but not shown", "no_regression_shown": "no regression shown"}
 
 
-def _rule_phrase(report: Report, reason: VerdictReason | Reason, delta_shown: bool) -> str:
+def _rule_phrase(report: Report, reason: Reason, delta_shown: bool) -> str:
     """The rule that decided, shortened where the headline already shows the interval; its
     numbers come from the report's records (the decision, the reporting set, the power line),
     never from the reason's message."""
@@ -282,9 +281,8 @@ def _rule_phrase(report: Report, reason: VerdictReason | Reason, delta_shown: bo
             return (f"only {movers} of {counted(n, 'query', 'queries')} moved"
                     if isinstance(movers, int) and isinstance(n, int) else "too few queries moved")
         return _neither_phrase(report)
-    # "...; limit 20%" is in the reasons list below; the headline keeps the finding.
-    message = " ".join(str(reason.message or "").split())
-    return typographic_minus(re.sub(r";\s*limit\s+[^;]*$", "", message))
+    # The limit ("...; limit 20%") is in the reasons list below; the headline keeps the finding.
+    return typographic_minus(" ".join(reason.finding.split()))
 
 
 def _held_out_phrase(report: Report) -> str:
@@ -714,8 +712,8 @@ def _numbers_context(report: Report, verdict: Verdict) -> dict[str, Any]:
         "power": _power_sentence(report),
         "repeats": repeats_sentence(report),
         "means_note": means_note(report),
-        # the reasons quote the calibrated rule's "decision interval": say what it is
-        "decision_explained": any("decision interval [" in str(r.message or "") for r in verdict.reasons or ()),
+        # a reason quotes the calibrated rule's decision interval: say what it is
+        "decision_explained": any(r.decision_interval is not ABSENT for r in verdict.reasons or ()),
         "decision_mode": str(report.decision.mode) if report.decision and isinstance(report.decision.mode, str)
         else None,
         "noise": report.noise_band or empty(NoiseBand),

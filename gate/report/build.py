@@ -30,6 +30,7 @@ from gate.inputs.universe import Universe
 from gate.report import spine
 from gate.report.document import SCHEMA_VERSION, as_loaded, report_record
 from gate.report.spine import Report
+from gate.report.typed import ABSENT
 from gate.runs.code import CodeIdentity
 from gate.statistics import repeats as rep
 from gate.statistics.attribution import GridRefused
@@ -39,6 +40,7 @@ from gate.statistics.evidence import Evidence
 from gate.statistics.paired import PairedComparison
 from gate.statistics.power import Detectable
 from gate.verdict.levels import ALPHA, MIN_MOVERS
+from gate.verdict.reasons import Reason
 from gate.verdict.rules import Verdict
 
 
@@ -190,9 +192,17 @@ def _report_dict(run: GateRun, pull_request: PullRequestFacts | None) -> dict[st
 def verdict_record(verdict: Verdict) -> spine.Verdict:
     """The verdict as the report holds it (the headline is added where it is rendered)."""
     return spine.Verdict(kind=verdict.kind,
-                         reasons=tuple(spine.VerdictReason(code=r.code, message=r.message) for r in verdict.reasons),
+                         reasons=tuple(reason_record(r) for r in verdict.reasons),
                          improvement_shown=bool(verdict.improvement_shown), exit_code=int(verdict.exit_code),
                          reporting_set=spine.ReportingSet.from_dict(as_loaded(verdict.reporting_set)))
+
+
+def reason_record(reason: Reason) -> spine.Reason:
+    """A verdict's reason as the report holds it, its values kept apart from its message."""
+    interval = reason.decision_interval
+    return spine.Reason(code=reason.code, message=reason.message,
+                        limit=ABSENT if reason.limit is None else reason.limit,
+                        decision_interval=ABSENT if interval is None else tuple(finite_or_none(e) for e in interval))
 
 
 def _stack_sections(run: GateRun) -> dict[str, Any]:

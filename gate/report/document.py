@@ -22,7 +22,7 @@ from gate.common.jsontext import json_text
 from gate.report import spine
 from gate.report.typed import InvalidRecord
 
-SCHEMA_VERSION = "1.8"
+SCHEMA_VERSION = "1.9"
 
 
 def report_json(data: Mapping[str, Any]) -> str:

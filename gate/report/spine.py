@@ -13,13 +13,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.report.typed import ANY, BOOL, INT, NUM, STR, Absent, ListOf, MapOf, Nullable, Record, RecordOf, key
+from gate.verdict.reasons import finding_of
 
 
 @dataclass(frozen=True, kw_only=True)
 class Reason(Record):
-    """``decision.reasons[]`` and ``accepted.failed_on[]``: a rule's code and message."""
-    code: str | Absent = key(STR)
-    message: str | Absent = key(STR)
+    """``verdict.reasons[]``, ``decision.reasons[]`` and ``accepted.failed_on[]``: a rule's stable
+    code and message, and (1.9) the limit the message names after its finding and the decision
+    interval a statistical message quotes."""
+    code: str = key(STR, required=True)
+    message: str = key(STR, required=True)
+    limit: str | Absent = key(STR)
+    # (1.9) the calibrated rule's decision interval [low, high] a statistical message quotes
+    decision_interval: tuple[float | None, ...] | Absent = key(ListOf(Nullable(NUM)))
+
+    @property
+    def finding(self) -> str:
+        """What the rule found: the message without the limit it names (the headline's phrase)."""
+        return finding_of(self.message, self.limit if isinstance(self.limit, str) else None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,13 +77,6 @@ class Goalpost(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
-class VerdictReason(Record):
-    """``verdict.reasons[]`` of report.json."""
-    code: str = key(STR, required=True)
-    message: str = key(STR, required=True)
-
-
-@dataclass(frozen=True, kw_only=True)
 class ReportingSet(Record):
     """``reporting_set``: run only: the queries the verdict is computed on: golden queries minus
     leaked ones (policy.exclude_leaked), held-out only when a tunable parameter changed"""
@@ -87,7 +91,7 @@ class Verdict(Record):
     """``verdict``: the decision: kind (pass | fail | inconclusive | skipped | accepted), reasons
     [{code, message}], improvement_shown, exit_code, the reporting set, and (Action) the headline"""
     kind: str = key(STR, required=True)
-    reasons: tuple[VerdictReason, ...] = key(ListOf(RecordOf(VerdictReason)), required=True)
+    reasons: tuple[Reason, ...] = key(ListOf(RecordOf(Reason)), required=True)
     improvement_shown: bool = key(BOOL, required=True)
     exit_code: int = key(INT, required=True)
     # the query set the verdict is computed on: name and query_count

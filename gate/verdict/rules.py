@@ -16,6 +16,7 @@ from gate.common.numbers import counted, signed
 # The policy is the config's ``policy:`` block, its defaults declared once (gate.inputs.config).
 from gate.inputs.config import Policy
 from gate.verdict.levels import ALPHA, GUARDED_ALPHA, MAX_QUERY_LOSS, MIN_MOVERS, MIN_QUERIES
+from gate.verdict.reasons import Reason
 
 STATISTICAL = {"regression_shown", "improvement_required", "improvement_shown", "non_inferior", "underpowered",
                "too_few_movers", "unchanged", "held_out_too_small", "no_regression_shown"}
@@ -27,15 +28,6 @@ EXIT_BY_KIND = {"pass": 0, "skipped": 0, "accepted": 0, "fail": 1, "inconclusive
 
 #: Decision rules: "calibrated" (default) or "interval", the seed's rule on the reported interval.
 DECISIONS = ("calibrated", "interval")
-
-
-@dataclass(frozen=True)
-class Reason:
-    code: str
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -112,7 +104,7 @@ def decide_delta(
                          improvement_without_band=ci_low > 0, evidence=None,
                          text=f"{interval}, {counted(query_count, 'query', 'queries')}")
     if claims.regression and beyond_band:
-        reason, kind = Reason("regression_shown", f"regression shown ({claims.text})"), "fail"
+        reason, kind = claims.reason("regression_shown", f"regression shown ({claims.text})"), "fail"
     elif mode == "regression" or claims.non_inferior:
         reason, kind = _not_worse(claims, policy, mode, band, beyond_band, band_ok)
     elif claims.evidence is not None and not claims.enough:
@@ -124,8 +116,8 @@ def decide_delta(
     else:
         detectable = ("what this set catches is not estimable (no spread)" if mde is None
                       else f"this set catches a -{mde:.3f} regression 80% of the time")
-        reason = Reason("underpowered",
-                        f"neither a regression nor non-inferiority is shown ({claims.text}); {detectable}")
+        reason = claims.reason("underpowered",
+                               f"neither a regression nor non-inferiority is shown ({claims.text}); {detectable}")
         kind = "inconclusive"
     return Verdict(kind, (reason,), claims.improvement, _exit(kind, policy), reporting_set or {})
 
@@ -142,6 +134,12 @@ class _Claims:
     improvement_without_band: bool  # shown, whether or not a band lets it count
     evidence: Any
     text: str
+    # the calibrated rule's decision interval, which ``text`` quotes (None under the interval rule)
+    decision_interval: tuple[float, float] | None = None
+
+    def reason(self, code: str, finding: str) -> Reason:
+        """A reason that quotes these claims' evidence, with the decision interval as a value."""
+        return Reason(code, finding, decision_interval=self.decision_interval)
 
 
 def _calibrated_claims(e: Any, policy: Policy, mode: str, interval: str, query_count: int, beyond_band: bool,
@@ -162,7 +160,8 @@ def _calibrated_claims(e: Any, policy: Policy, mode: str, interval: str, query_c
                    improvement=shown_improvement and beyond_band and band_ok, worst_case=worst_case, enough=enough,
                    improvement_without_band=shown_improvement, evidence=e,
                    text=(f"{interval}, decision interval [{signed(low)}, {signed(e.t_high)}], "
-                         f"{e.movers} of {counted(query_count, 'query', 'queries')} moved"))
+                         f"{e.movers} of {counted(query_count, 'query', 'queries')} moved"),
+                   decision_interval=(float(low), float(e.t_high)))
 
 
 def _not_worse(claims: _Claims, policy: Policy, mode: str, band: float, beyond_band: bool,
@@ -173,16 +172,16 @@ def _not_worse(claims: _Claims, policy: Policy, mode: str, band: float, beyond_b
         why = "not shown"
         if not band_ok and claims.improvement_without_band:
             why = "not counted: there is no noise band to exceed (retrieval-gate noise)"
-        return Reason("improvement_required", f"improvement required but {why} ({claims.text})"), "fail"
+        return claims.reason("improvement_required", f"improvement required but {why} ({claims.text})"), "fail"
     if claims.improvement:
-        return Reason("improvement_shown", f"improvement shown ({claims.text})"), "pass"
+        return claims.reason("improvement_shown", f"improvement shown ({claims.text})"), "pass"
     if mode == "regression":
         within = f"; within the run-to-run noise band ±{band:.3f}" if claims.regression and not beyond_band else ""
-        return Reason("no_regression_shown", f"no regression shown ({claims.text}{within})"), "pass"
+        return claims.reason("no_regression_shown", f"no regression shown ({claims.text}{within})"), "pass"
     e = claims.evidence
     how = (f"; {e.losses} of {counted(e.n, 'query', 'queries')} lost, at most {e.loss_share_upper:.1%} of all "
            "queries can" if e is not None and claims.worst_case and not claims.enough else "")
-    return Reason("non_inferior", f"non-inferior within -{policy.max_regression:g} ({claims.text}{how})"), "pass"
+    return claims.reason("non_inferior", f"non-inferior within -{policy.max_regression:g} ({claims.text}{how})"), "pass"
 
 
 
@@ -268,8 +267,8 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
         sources = ", ".join(f.leak_sources[:3]) + (f" and {f.leak_source_count - 3} more"
                                                    if f.leak_source_count > 3 else "")
         appear = "golden query newly appears" if f.new_leaks == 1 else "golden queries newly appear"
-        out.append(Reason("new_leaked_queries", f"{f.new_leaks} {appear} in the candidate's "
-                                                f"corpus ({sources}); limit {policy.max_leaked}"))
+        out.append(Reason("new_leaked_queries", f"{f.new_leaks} {appear} in the candidate's corpus ({sources})",
+                          limit=str(policy.max_leaked)))
     hint = ("; these qrels judge only relevant documents, so most of any ranking is unjudged by design: for this "
             "qrels style set judged.qrels_style: relevance-only (or raise policy.max_unjudged and "
             "policy.max_judged_drop, up to 1.0), or judge the top "
@@ -289,8 +288,8 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
                                             f"tuning and reporting queries (e.g. {', '.join(f.tuning_overlap[:3])})"))
     if f.damaged_traffic is not None and f.damaged_traffic > policy.max_damaged_traffic + 1e-12:
         damaged, limit = percentages(f.damaged_traffic, policy.max_damaged_traffic)
-        out.append(Reason("damaged_traffic", f"{damaged} of traffic damaged "
-                                             f"({', '.join(f.damaged_strata)}); limit {limit}"))
+        out.append(Reason("damaged_traffic", f"{damaged} of traffic damaged ({', '.join(f.damaged_strata)})",
+                          limit=limit))
     for g in f.guarded_regressions:
         if g.p_holm < GUARDED_ALPHA:
             out.append(Reason("guarded_stratum", f"guarded stratum {g.stratum} regressed: {signed(g.delta)} "
@@ -309,7 +308,7 @@ def decide(findings: Findings, policy: Policy) -> Verdict:
     else:
         statistical = decide_delta(f.delta, f.ci_low, f.ci_high, f.mde, f.metric, f.query_count, policy,
                                    f.noise_threshold, f.reporting_set, f.evidence)
-    return combine([(r.code, r.message) for r in failures_of(f, policy)], f.warnings, statistical, policy)
+    return combine(failures_of(f, policy), f.warnings, statistical, policy)
 
 
 def held_out_too_small(f: Findings, policy: Policy) -> Verdict:
@@ -337,10 +336,10 @@ def unchanged(query_count: int, policy: Policy, reporting_set: dict[str, Any] | 
     return Verdict("pass", (Reason("unchanged", message),), False, _exit("pass", policy), reporting_set or {})
 
 
-def combine(failures: Iterable[tuple[str, str]], warnings: Iterable[str], statistical: Verdict,
+def combine(failures: Iterable[Reason], warnings: Iterable[str], statistical: Verdict,
             policy: Policy) -> Verdict:
     """Validity failures decide before statistics: a fail names them first."""
-    reasons = [Reason(code, message) for code, message in failures]
+    reasons = list(failures)
     if not reasons:
         extra = tuple(Reason("warning", w) for w in warnings)
         return Verdict(statistical.kind, statistical.reasons + extra, statistical.improvement_shown,

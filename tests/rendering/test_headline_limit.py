@@ -15,6 +15,7 @@ from gate.pipeline.archive import archive
 from gate.rendering.comment import HEADLINE_LIMIT, _gist, headline, render_comment, typographic_minus
 from gate.rendering.markdown import md_text
 from gate.report.spine import Report
+from gate.verdict.reasons import Reason
 from tests.rendering.test_comment_render import full_report
 from tests.support.small_world import small_world
 
@@ -31,7 +32,7 @@ def _record(report):
 def _with_reasons(kind, reasons, **changes):
     report = full_report()
     report["verdict"] = dict(report["verdict"], kind=kind, exit_code={"pass": 0, "fail": 1}.get(kind, 3),
-                             reasons=[{"code": c, "message": m} for c, m in reasons])
+                             reasons=[Reason(*reason).to_dict() for reason in reasons])
     report.update(changes)
     return report
 
@@ -41,7 +42,7 @@ LONGEST = {
                                             + ADVICE)]
                                   + [("warning", f"warning number {i}: " + "x" * 200) for i in range(40)]),
     "long-stratum-names": _with_reasons("fail", [
-        ("damaged_traffic", f"100% of traffic damaged ({', '.join(LONG + str(i) for i in range(6))}); limit 20%"),
+        ("damaged_traffic", f"100% of traffic damaged ({', '.join(LONG + str(i) for i in range(6))})", "20%"),
         *[("guarded_stratum", f"guarded stratum {LONG}{i} regressed: -0.300 [-0.410, -0.200], Holm p 0.001")
           for i in range(6)]]),
     "inconclusive-long-reasons": _with_reasons("inconclusive", [
@@ -52,7 +53,7 @@ LONGEST = {
     "one-word-reason": _with_reasons("inconclusive", [("runner_failed", "x" * 600)]),
     "escapes-expand-in-markdown": _with_reasons("fail", [("new_leaked_queries",
                                                           "3 golden queries newly appear in the candidate's corpus ("
-                                                          + "|<>&`" * 40 + "); limit 0")]),
+                                                          + "|<>&`" * 40 + ")", "0")]),
 }
 
 
@@ -81,7 +82,7 @@ def test_advice_goes_to_the_body_and_the_headline_keeps_the_finding():
 
 
 def test_a_headline_that_fits_is_not_touched():
-    report = _record(_with_reasons("fail", [("damaged_traffic", "40% of traffic damaged (navigational); limit 20%")]))
+    report = _record(_with_reasons("fail", [("damaged_traffic", "40% of traffic damaged (navigational)", "20%")]))
     assert headline(report, markdown=False) == ("❌ fail — 40% of traffic damaged (navigational) — nDCG@10 −0.012 "
                                                 "[−0.031, +0.008], within noise ±0.013, judgment-limited — 140 q")
 
