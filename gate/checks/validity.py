@@ -93,14 +93,30 @@ def compare_leakage(
 
 @dataclass(frozen=True)
 class ReportingSet:
+    """The queries a verdict is computed on. Before the validity checks have run (a baseline
+    that cannot be replayed, a failed candidate run) it is the golden set, and what the checks
+    would leave out is not known: ``excluded_leaked`` and ``held_out_only`` are None."""
     name: str
     query_ids: tuple[str, ...]
-    excluded_leaked: tuple[str, ...]
-    held_out_only: bool
+    excluded_leaked: tuple[str, ...] | None
+    held_out_only: bool | None
+
+    @classmethod
+    def golden(cls, query_ids: Sequence[str]) -> ReportingSet:
+        """Every golden query, before the validity checks."""
+        return cls("golden", tuple(query_ids), None, None)
+
+    @property
+    def query_count(self) -> int:
+        return len(self.query_ids)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "query_count": len(self.query_ids),
-                "excluded_leaked": list(self.excluded_leaked), "held_out_only": self.held_out_only}
+        out: dict[str, Any] = {"name": self.name, "query_count": self.query_count}
+        if self.excluded_leaked is not None:
+            out["excluded_leaked"] = list(self.excluded_leaked)
+        if self.held_out_only is not None:
+            out["held_out_only"] = self.held_out_only
+        return out
 
 
 def reporting_set(universe: Sequence[str], leakage: LeakageComparison | None, tuning: TuningCheck | None,

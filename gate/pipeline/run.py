@@ -213,7 +213,7 @@ class _GateRun:
     def run(self, started: float) -> GateOutcome:
         config, policy, metric = self.config, self.policy, self.metric
         # The reporting set until the validity checks narrow it: every judged golden query.
-        golden_reporting = {"name": "golden", "query_count": len(self.golden.universe.query_ids)}
+        golden_reporting = ReportingSet.golden(self.golden.universe.query_ids)
         try:
             baseline = resolve_baseline(config, self.golden, self.measures, metric, self.producer,
                                         self.options.base, candidate_code=self.code)
@@ -235,7 +235,7 @@ class _GateRun:
         self._check_validity(candidate)
         if not self.reporting.query_ids:
             verdict = inconclusive("empty_reporting_set", "no query is left to report on after the validity checks",
-                                   policy, self.reporting.to_dict())
+                                   policy, self.reporting)
             return self._outcome(verdict, candidate=candidate)
         self._prepare_looks()
         if self.plan.looks == 1 and self.plan.possible and config.noise.rerun == "always":
@@ -251,7 +251,7 @@ class _GateRun:
         return self._outcome(verdict, candidate=candidate, look=self.deciding,
                              elapsed=round(time.monotonic() - started, 3))
 
-    def _runner_failed(self, failure: RunnerFailed, golden_reporting: dict[str, Any]) -> Verdict:
+    def _runner_failed(self, failure: RunnerFailed, golden_reporting: ReportingSet) -> Verdict:
         # The verdict (the comment's first line) says what failed, with the exit code; where the
         # log is goes in the body, relative to the workspace: an absolute path of the job's
         # machine says nothing to a reviewer.
@@ -403,7 +403,7 @@ class _GateRun:
         return Findings(
             metric=self.metric, query_count=len(self.reporting.query_ids), delta=paired.mean, ci_low=paired.ci_low,
             ci_high=paired.ci_high, mde=look.power.regression_80, noise_threshold=look.band,
-            evidence=look.evidence, reporting_set=self.reporting.to_dict(),
+            evidence=look.evidence, reporting_set=self.reporting,
             warnings=(*self.validity.warnings, *filter(None, [self.sweep_warning, self.repeat_warning])),
             **validity_findings(self.validity),
             **traffic_findings(dict(look.strata)),
@@ -442,7 +442,7 @@ class _GateRun:
             # leaves the set incomplete, and a verdict on part of what was asked for is not given.
             verdict = inconclusive("missing_run", f"the planned run {missing.purpose} ({missing.key}) is not in "
                                    "the runs folder: its produce step or matrix entry failed or did not upload it; "
-                                   "rerun that entry, then the gate", policy, self.reporting.to_dict())
+                                   "rerun that entry, then the gate", policy, self.reporting)
         return verdict
 
     def _second_look(self, first: Look, findings: Findings, verdict: Verdict, looks: list[rep.Look],
@@ -479,5 +479,5 @@ class _GateRun:
         why = f"rerun failed: {self.repeat_warning}"
         if self.rerun_missing is None:
             verdict = inconclusive("runner_failed", f"the first look was undecided ({undecided}) and "
-                                   f"{self.repeat_warning}", policy, self.reporting.to_dict())
+                                   f"{self.repeat_warning}", policy, self.reporting)
         return verdict, why

@@ -21,14 +21,14 @@ from numpy.typing import NDArray
 from gate import __version__
 from gate.checks.commensurability import ResolvedBaseline
 from gate.checks.score_order import ScoreOrder
-from gate.checks.validity import Validity
+from gate.checks.validity import ReportingSet, Validity
 from gate.common.numbers import finite_or_none
 from gate.evaluation.evaluate import PerQuery
 from gate.inputs.manifest import CorpusRecord, InputRecord
 from gate.inputs.retrieval_config import ConfigChange
 from gate.inputs.universe import Universe
 from gate.report import spine
-from gate.report.document import SCHEMA_VERSION, as_loaded, report_record
+from gate.report.document import SCHEMA_VERSION, report_record
 from gate.report.spine import Report
 from gate.report.typed import ABSENT
 from gate.runs.code import CodeIdentity
@@ -194,7 +194,17 @@ def verdict_record(verdict: Verdict) -> spine.Verdict:
     return spine.Verdict(kind=verdict.kind,
                          reasons=tuple(reason_record(r) for r in verdict.reasons),
                          improvement_shown=bool(verdict.improvement_shown), exit_code=int(verdict.exit_code),
-                         reporting_set=spine.ReportingSet.from_dict(as_loaded(verdict.reporting_set)))
+                         reporting_set=_reporting_record(verdict.reporting_set))
+
+
+def _reporting_record(reporting: ReportingSet | None) -> spine.ReportingSet:
+    """The queries the verdict is computed on, as the report names them (nothing for none)."""
+    if reporting is None:
+        return spine.ReportingSet()
+    return spine.ReportingSet(
+        name=reporting.name, query_count=reporting.query_count,
+        excluded_leaked=ABSENT if reporting.excluded_leaked is None else reporting.excluded_leaked,
+        held_out_only=ABSENT if reporting.held_out_only is None else reporting.held_out_only)
 
 
 def reason_record(reason: Reason) -> spine.Reason:

@@ -8,9 +8,10 @@ Every verdict carries the reasons that decided it, each with a stable code.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from gate.checks.validity import ReportingSet
 from gate.common.numbers import counted, signed
 
 # The policy is the config's ``policy:`` block, its defaults declared once (gate.inputs.config).
@@ -36,7 +37,7 @@ class Verdict:
     reasons: tuple[Reason, ...]
     improvement_shown: bool = False
     exit_code: int = 0
-    reporting_set: dict[str, Any] = field(default_factory=dict)
+    reporting_set: ReportingSet | None = None  # None: no reporting set (a comparison, a skipped change)
 
     @property
     def headline_reason(self) -> str:
@@ -48,7 +49,7 @@ class Verdict:
             "reasons": [r.to_dict() for r in self.reasons],
             "improvement_shown": self.improvement_shown,
             "exit_code": self.exit_code,
-            "reporting_set": dict(self.reporting_set),
+            "reporting_set": {} if self.reporting_set is None else self.reporting_set.to_dict(),
         }
 
 
@@ -58,8 +59,8 @@ def _exit(kind: str, policy: Policy) -> int:
     return EXIT_BY_KIND[kind]
 
 
-def inconclusive(code: str, message: str, policy: Policy, reporting_set: dict[str, Any] | None = None) -> Verdict:
-    return Verdict("inconclusive", (Reason(code, message),), False, _exit("inconclusive", policy), reporting_set or {})
+def inconclusive(code: str, message: str, policy: Policy, reporting_set: ReportingSet | None = None) -> Verdict:
+    return Verdict("inconclusive", (Reason(code, message),), False, _exit("inconclusive", policy), reporting_set)
 
 
 def decide_delta(
@@ -71,7 +72,7 @@ def decide_delta(
     query_count: int,
     policy: Policy,
     noise_threshold: float | None = None,
-    reporting_set: dict[str, Any] | None = None,
+    reporting_set: ReportingSet | None = None,
     evidence: Any = None,
 ) -> Verdict:
     """The statistical part of the policy: regression shown, non-inferiority, improvement.
@@ -119,7 +120,7 @@ def decide_delta(
         reason = claims.reason("underpowered",
                                f"neither a regression nor non-inferiority is shown ({claims.text}); {detectable}")
         kind = "inconclusive"
-    return Verdict(kind, (reason,), claims.improvement, _exit(kind, policy), reporting_set or {})
+    return Verdict(kind, (reason,), claims.improvement, _exit(kind, policy), reporting_set)
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,7 @@ class Findings:
     damaged_strata: tuple[str, ...] = ()
     guarded_regressions: tuple[GuardedRegression, ...] = ()  # damaged guarded strata with their Holm p
     warnings: tuple[str, ...] = ()
-    reporting_set: dict[str, Any] = field(default_factory=dict)
+    reporting_set: ReportingSet | None = None
 
 
 def traffic_findings(block: dict[str, Any]) -> dict[str, Any]:
@@ -300,7 +301,7 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
 def decide(findings: Findings, policy: Policy) -> Verdict:
     """The one decision: validity and traffic failures first, then the statistics."""
     f = findings
-    if f.reporting_set.get("held_out_only") and f.query_count < MIN_QUERIES:
+    if f.reporting_set is not None and f.reporting_set.held_out_only and f.query_count < MIN_QUERIES:
         # before "unchanged": 3 held-out queries ranked as before say nothing of the tuned ones
         statistical = held_out_too_small(f, policy)
     elif f.identical_rankings:
@@ -316,7 +317,7 @@ def held_out_too_small(f: Findings, policy: Policy) -> Verdict:
     decision rule: with 3 queries the
     seed's interval rule would fail or pass on 3 values (a sign-flip p of 0.125 at best)."""
     more = MIN_QUERIES - f.query_count
-    name = f.reporting_set.get("name") or "held-out golden queries"
+    name = (f.reporting_set.name if f.reporting_set is not None else "") or "held-out golden queries"
     message = (f"the reporting set ({name}) has only {counted(f.query_count, 'query', 'queries')}: too few to "
                "decide; no "
                f"claim rests on fewer than {MIN_QUERIES} (a sign-flip test over fewer cannot reach p ≤ {ALPHA:g}, "
@@ -325,15 +326,15 @@ def held_out_too_small(f: Findings, policy: Policy) -> Verdict:
     return inconclusive("held_out_too_small", message, policy, f.reporting_set)
 
 
-def unchanged(query_count: int, policy: Policy, reporting_set: dict[str, Any] | None = None) -> Verdict:
+def unchanged(query_count: int, policy: Policy, reporting_set: ReportingSet | None = None) -> Verdict:
     """The candidate ranks every golden query exactly as the baseline does (a refactor, a docs
     change on a stack whose whole tree is its code): pass, unless an improvement is required."""
     message = (f"no golden query's ranking changed ({counted(query_count, 'query', 'queries')} ranked exactly as the "
                "baseline ranks them): there is no difference to judge")
     if policy.require_improvement:
         return Verdict("fail", (Reason("improvement_required", f"improvement required but {message}"),), False,
-                       _exit("fail", policy), reporting_set or {})
-    return Verdict("pass", (Reason("unchanged", message),), False, _exit("pass", policy), reporting_set or {})
+                       _exit("fail", policy), reporting_set)
+    return Verdict("pass", (Reason("unchanged", message),), False, _exit("pass", policy), reporting_set)
 
 
 def combine(failures: Iterable[Reason], warnings: Iterable[str], statistical: Verdict,
@@ -372,7 +373,7 @@ def skipped(changed: int, policy: Policy, names: tuple[str, ...] = ()) -> Verdic
         shown = f": {listed}"
     reason = Reason("not_relevant", f"this PR changes none of the files the gate watches "
                                     f"({changed} file{'' if changed == 1 else 's'} changed{shown})")
-    return Verdict("skipped", (reason,), False, 0, {})
+    return Verdict("skipped", (reason,), False, 0)
 
 
 def justification(body: str | None) -> str | None:

@@ -13,6 +13,7 @@ import pytest
 from gate.checks.normalize import normalize, window_score
 from gate.checks.prompts import one_changed_word_score, scan_prompts, short_queries
 from gate.checks.tuning import looks_tunable, tuning_check
+from gate.checks.validity import ReportingSet
 from gate.inputs.config import load_config
 from gate.inputs.readers.records import Qrels, Query
 from gate.inputs.retrieval_config import ABSENT
@@ -247,7 +248,7 @@ def test_a_held_out_set_of_three_queries_is_inconclusive_under_either_rule_and_s
         policy = Policy(decision=decision)
         findings = Findings(metric="nDCG@10", query_count=3, delta=-0.25, ci_low=-0.3, ci_high=-0.2, mde=0.019,
                             evidence=evidence(deltas, policy.max_regression, 500, 0, alpha=ALPHA),
-                            reporting_set={"name": "held-out golden queries", "query_count": 3, "held_out_only": True})
+                            reporting_set=ReportingSet("held-out golden queries", ("q1", "q2", "q3"), (), True))
         verdict = decide(findings, policy)
         assert verdict.kind == "inconclusive" and verdict.reasons[0].code == "held_out_too_small"
         assert f"hold out at least {MIN_QUERIES - 3} more queries" in verdict.reasons[0].message
@@ -492,7 +493,7 @@ def test_dl19_three_held_out_queries_decide_nothing_where_all_43_decide():
             verdict = decide(Findings(metric="nDCG@10", query_count=n, delta=paired.mean, ci_low=paired.ci_low,
                                       ci_high=paired.ci_high, mde=paired.mde,
                                       evidence=evidence(d, policy.max_regression, 1000, 7, alpha=ALPHA),
-                                      reporting_set={"held_out_only": held_out, "query_count": n}), policy)
+                                      reporting_set=ReportingSet("", tuple(map(str, range(n))), (), held_out)), policy)
             if held_out:
                 assert verdict.reasons[0].code == "held_out_too_small", decision
             else:
@@ -701,8 +702,8 @@ def test_cranfield_like_ids_are_never_rare_and_template_numbers_are_no_ids(tmp_p
 def test_a_held_out_set_with_a_leaked_query_left_out_names_the_reporting_set():
     policy = Policy()
     findings = Findings(metric="nDCG@10", query_count=5, delta=0.01, ci_low=-0.1, ci_high=0.1,
-                        reporting_set={"name": "held-out golden queries, without 1 leaked", "query_count": 5,
-                                       "held_out_only": True})
+                        reporting_set=ReportingSet("held-out golden queries, without 1 leaked",
+                                                    ("q1", "q2", "q3", "q4", "q5"), ("q6",), True))
     reason = decide(findings, policy).reasons[0]
     assert reason.message.startswith("the reporting set (held-out golden queries, without 1 leaked) has only 5 "
                                      "queries: too few to decide")

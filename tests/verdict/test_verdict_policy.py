@@ -12,6 +12,7 @@ import dataclasses
 
 import pytest
 
+from gate.checks.validity import ReportingSet
 from gate.statistics.evidence import Evidence
 from gate.verdict.levels import ALPHA
 from gate.verdict.rules import (
@@ -87,7 +88,7 @@ ROWS = [
      ["new_leaked_queries", "unchanged"]),
     ("a held-out set under MIN_QUERIES, even with identical rankings", findings(
         query_count=3, identical_rankings=True, evidence=ev(movers=3, losses=3, p_ni=0.001),
-        reporting_set={"name": "held-out golden queries", "query_count": 3, "held_out_only": True}),
+        reporting_set=ReportingSet("held-out golden queries", ("q1", "q2", "q3"), (), True)),
      dataclasses.replace(POLICY, decision="interval"), "inconclusive", ["held_out_too_small"]),
     ("too few movers", findings(evidence=ev(movers=MIN_MOVERS - 1, losses=1, low=0.0, high=0.0, p_ni=0.001)),
      POLICY, "inconclusive", ["too_few_movers"]),
@@ -150,7 +151,7 @@ REGRESSION_ROWS = [
      dataclasses.replace(REGRESSION, require_improvement=True), "fail", ["improvement_required"]),
     ("regression mode: a held-out set under MIN_QUERIES is still inconclusive", findings(
         query_count=3, evidence=ev(movers=3, losses=3),
-        reporting_set={"name": "held-out golden queries", "query_count": 3, "held_out_only": True}),
+        reporting_set=ReportingSet("held-out golden queries", ("q1", "q2", "q3"), (), True)),
      REGRESSION, "inconclusive", ["held_out_too_small"]),
     ("regression mode: identical rankings", findings(
         delta=0.0, ci_low=0.0, ci_high=0.0, evidence=ev(movers=0, losses=0, low=0.0, high=0.0),
