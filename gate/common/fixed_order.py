@@ -38,7 +38,7 @@ from functools import lru_cache
 import numpy as np
 
 __all__ = ["grid_product", "grid_bits", "upper_cholesky", "upper_inverse", "symmetric_eigen", "log",
-           "log2_of_integers", "NotPositiveDefinite"]
+           "log2_of_integers", "power", "NotPositiveDefinite"]
 
 _DECIMAL = Context(prec=40)
 _MANTISSA = 53  # float64
@@ -209,6 +209,18 @@ def log(values: np.ndarray | float) -> np.ndarray:
     distinct, inverse = np.unique(array, return_inverse=True)
     logs = np.array([_ln(float(x)) for x in distinct.tolist()], dtype=np.float64)
     return logs[inverse].reshape(array.shape)
+
+
+def power(x: float, y: float) -> float:
+    """``x ** y`` for ``x >= 0`` and a positive finite ``y``, the same bits everywhere (via
+    :mod:`decimal`, then rounded to float64). Python's ``**`` on floats is the C library's
+    ``pow``: glibc takes an FMA variant where the CPU has FMA, and the two differ in the last bit
+    on about one input in 1,400."""
+    if not (x >= 0.0 and y > 0.0 and math.isfinite(y)):
+        raise ValueError(f"power: x must be >= 0 and y positive and finite, got {x!r}, {y!r}")
+    if x == 0.0 or math.isinf(x):
+        return x
+    return float(_DECIMAL.power(Decimal(x), Decimal(y)))
 
 
 _LOG2_LOCK = threading.Lock()

@@ -38,6 +38,8 @@ from typing import cast
 
 import numpy as np
 
+from gate.common import fixed_order
+
 from .bootstrap import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
@@ -113,7 +115,9 @@ def _hall_ginv(y: float, gamma: float, n: int) -> float:
     if abs(a) < 1e-12:
         return y - bias
     inner = 1.0 + 3.0 * a * (y - bias)
-    return (math.copysign(abs(inner) ** (1.0 / 3.0), inner) - 1.0) / a
+    # not abs(inner) ** (1 / 3): the C library's pow has an FMA variant an ulp apart, and the
+    # division by a (small) magnifies that ulp about a hundredfold
+    return (math.copysign(fixed_order.power(abs(inner), 1.0 / 3.0), inner) - 1.0) / a
 
 
 def _hall_setup(d: np.ndarray) -> tuple[float, float] | tuple[float, float, float]:
@@ -127,7 +131,7 @@ def _hall_setup(d: np.ndarray) -> tuple[float, float] | tuple[float, float, floa
         return mean, mean
     se = sd / math.sqrt(n)
     centred = d - mean
-    gamma_hat = float(np.mean(centred * centred * centred)) / sd**3
+    gamma_hat = float(np.mean(centred * centred * centred)) / fixed_order.power(sd, 3.0)  # not sd**3: see _hall_ginv
     return mean, se, gamma_hat
 
 

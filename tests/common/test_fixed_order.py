@@ -228,3 +228,45 @@ def test_the_sweeps_resampled_estimates_are_the_same_under_every_kernel():
     here = _in_machine({}, code)
     for name, env in MACHINES.items():
         assert _in_machine(env, code) == here, name
+
+
+# glibc's libm without its FMA variants (pow, exp, log, ...), as on a CPU without FMA.
+LIBM_NO_FMA = {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA"}
+_HALL = ("import numpy as np, hashlib\nfrom gate.statistics.evidence import hall_interval\n"
+         "rng = np.random.default_rng(123); out = []\n"
+         "for i in range(2000):\n"
+         "    n = int(rng.integers(20, 80))\n"
+         "    d = np.round(rng.standard_normal(n) * 0.1 + rng.exponential(0.05, n) * rng.choice([-1, 1]), 6)\n"
+         "    out.append(hall_interval(d, samples=200, seed=i, alpha=0.025))\n"
+         "print(hashlib.sha1(np.array(out).tobytes()).hexdigest())")
+
+
+def _libm_emulation_applies() -> bool:
+    import platform
+    return platform.libc_ver()[0] == "glibc" and _cpu_has("FMA3")
+
+
+def test_the_libm_emulation_does_change_pow():
+    # Otherwise the Hall test below could not fail: without FMA, glibc's pow gives other last bits.
+    if not _libm_emulation_applies():
+        pytest.skip("glibc's FMA variants apply only to glibc on a CPU with FMA")
+    code = ("import hashlib, struct; xs = [0.5 + i / 100_003 for i in range(150_000)]; "
+            "print(hashlib.sha1(b''.join(struct.pack('d', x ** (1.0 / 3.0)) for x in xs)).hexdigest())")
+    assert _in_machine(LIBM_NO_FMA, code) != _in_machine({}, code)
+
+
+def test_power_is_decimals_correctly_rounded_power():
+    from decimal import Context, Decimal
+    assert F.power(8.0, 1.0 / 3.0) == 2.0 and F.power(0.0, 1.0 / 3.0) == 0.0 and F.power(math.inf, 3.0) == math.inf
+    with pytest.raises(ValueError):
+        F.power(-1.0, 1.0 / 3.0)
+    ctx = Context(prec=60)
+    for x in np.random.default_rng(4).uniform(0.5, 2.0, 500).tolist():
+        assert F.power(x, 1.0 / 3.0) == float(ctx.power(Decimal(x), Decimal(1.0 / 3.0)))
+
+
+@pytest.mark.full  # five subprocesses of 2,000 intervals
+def test_the_hall_interval_is_the_same_under_every_kernel_and_libm():
+    here = _in_machine({}, _HALL)
+    for name, env in {**MACHINES, "libm without FMA": LIBM_NO_FMA}.items():
+        assert _in_machine(env, _HALL) == here, name
