@@ -61,7 +61,7 @@ def decide_comparison(comparison: Comparison, policy=None, strata_block=None, ru
                         mde=detectable(comparison.per_query_delta(), policy.max_regression, alpha=ALPHA,
                                        level=ALPHA, movers_to_show=MOVERS_TO_SHOW).regression_80,
                         evidence=weighed,
-                        **traffic_findings(strata_block or {}),
+                        **traffic_findings(strata_block),
                         identical_rankings=identical)
     return decide(findings, policy), weighed
 

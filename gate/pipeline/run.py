@@ -51,7 +51,7 @@ from gate.runs.request import RunMissing, RunnerFailed
 from gate.statistics import repeats as rep
 from gate.statistics.band import BandStatus, TieFloor, tie_floor
 from gate.statistics.evidence import evidence as decision_evidence
-from gate.statistics.movement import strata_section
+from gate.statistics.movement import LiftResult, strata_section
 from gate.statistics.paired import compare_paired
 from gate.statistics.power import detectable
 from gate.verdict.directions import STRATA_DIRECTIONS, StrataDirections
@@ -96,12 +96,11 @@ def _candidate(config: Config, golden: Golden, producer: RunProducer, options: R
     return run, produced.source, produced.seconds
 
 
-def _lift_shown(lift: dict[str, Any], config: Config, out: Path | None) -> dict[str, Any]:
+def _lift_shown(lift: LiftResult, config: Config, out: Path | None) -> LiftResult:
     """The lift's run files and qrels as a report shows them: the qrels as the config names them,
     a run relative to the workspace (or its file name), never a temporary folder of the job."""
-    return {**lift, "before": {**lift["before"], "source": shown_path(lift["before"]["source"], config, out)},
-            "after": {**lift["after"], "source": shown_path(lift["after"]["source"], config, out)},
-            "qrels": config.golden.qrels}
+    return dataclasses.replace(lift, before=shown_path(lift.before, config, out),
+                               after=shown_path(lift.after, config, out), qrels=config.golden.qrels)
 
 
 #: run_gate's options when none are given (one instance: the options are frozen).
@@ -353,8 +352,8 @@ class _GateRun:
                                queries=self.golden.queries, noise_threshold=noise,
                                min_effect=policy.min_effect, margin=policy.max_regression, samples=stats.samples,
                                seed=stats.seed, method=stats.ci_method, rule=self.directions)
-        if "lift" in block:
-            block["lift"] = _lift_shown(block["lift"], self.config, self.options.out)
+        if block.lift is not None:
+            block = dataclasses.replace(block, lift=_lift_shown(block.lift, self.config, self.options.out))
         d = cand_r.values[metric] - base_r.values[metric]
         weighed = decision_evidence(d, policy.max_regression, stats.samples, stats.seed, alpha=alpha)
         power = detectable(d, policy.max_regression, band, alpha=alpha, level=ALPHA, movers_to_show=MOVERS_TO_SHOW)
@@ -406,7 +405,7 @@ class _GateRun:
             evidence=look.evidence, reporting_set=self.reporting,
             warnings=(*self.validity.warnings, *filter(None, [self.sweep_warning, self.repeat_warning])),
             **validity_findings(self.validity),
-            **traffic_findings(dict(look.strata)),
+            **traffic_findings(look.strata),
             identical_rankings=self.identical)
 
     def _look_record(self, look: Look, decided: Verdict) -> rep.Look:

@@ -37,6 +37,7 @@ from gate.statistics.attribution import GridRefused
 from gate.statistics.band import BandStatus, TieFloor, band_sentence
 from gate.statistics.comparison import Comparison
 from gate.statistics.evidence import Evidence
+from gate.statistics.movement import StrataSection
 from gate.statistics.paired import PairedComparison
 from gate.statistics.power import Detectable
 from gate.verdict.levels import ALPHA, MIN_MOVERS
@@ -124,7 +125,7 @@ class Look:
     d: np.ndarray  # per-query differences of the metric
     evidence: Evidence
     power: Detectable
-    strata: Mapping[str, Any]  # the strata section (table, traffic, movement buckets, lift)
+    strata: StrataSection  # the strata section (table, traffic, movement buckets, lift)
 
 
 @dataclass(frozen=True)
@@ -296,7 +297,7 @@ def look_sections(run: GateRun, look: Look) -> dict[str, Any]:
             }
     if run.noise is not None:
         sections["noise_band"] = noise_band_section(run.noise, paired, look.band, *look.runs)
-    sections.update(look.strata)
+    sections.update(look.strata.to_dict())
     rule, mode = run.decision_rule
     sections["decision"] = {"rule": rule, "mode": mode, **look.evidence.to_dict(), "min_movers": MIN_MOVERS}
     sections["power"] = look.power.to_dict()
@@ -392,7 +393,7 @@ class CompareRun:
 
     comparison: Comparison
     inputs: Mapping[str, Any]  # each file: path, sha256, count
-    strata: Mapping[str, Any]  # the strata section (table, traffic, movement buckets, lift)
+    strata: StrataSection  # the strata section (table, traffic, movement buckets, lift)
     power: Detectable
     verdict: Verdict
     evidence: Evidence
@@ -409,7 +410,7 @@ def build_compare_report(run: CompareRun) -> Report:
                                  comparison.paired, comparison.strata))
     report["inputs"] = dict(run.inputs)
     report["tool"] = {"name": "retrieval-gate", "version": __version__}
-    report.update(run.strata)
+    report.update(run.strata.to_dict())
     report["power"] = run.power.to_dict()
     rule, mode = run.decision_rule
     report["decision"] = {"kind": verdict.kind, "reasons": [r.to_dict() for r in verdict.reasons],

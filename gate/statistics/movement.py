@@ -56,8 +56,8 @@ from gate.evaluation.first_relevant import Looked, looked_of, relevant_sets
 from gate.inputs.readers.records import Qrels, QuerySet, Run
 from gate.inputs.universe import query_universe, require_overlap
 from gate.statistics.paired import paired_differences
-from gate.statistics.strata import DirectionRule, stratum_table
-from gate.statistics.traffic import traffic_account, wins_sentence
+from gate.statistics.strata import DirectionRule, StratumResult, stratum_table
+from gate.statistics.traffic import TrafficAccount, traffic_account, wins_sentence
 
 if TYPE_CHECKING:  # annotations only: no import cycle at run time
     from gate.evaluation.evaluate import PerQuery
@@ -437,6 +437,25 @@ def _movement(qid: str, relevant: set[str], ordered_before: Looked, ordered_afte
 # --------------------------------------------------------------------------- report section
 
 
+@dataclass(frozen=True)
+class StrataSection:
+    """One comparison's per-stratum table, traffic account and movement buckets (``lift``), as
+    computed: the verdict reads the table's directions from it, and :meth:`to_dict` is the
+    report's block."""
+
+    strata: tuple[StratumResult, ...] = ()
+    traffic: TrafficAccount | None = None  # with shares only
+    lift: LiftResult | None = None  # with both runs and the qrels only
+    wins_sentence: str | None = None
+    unassigned: int = 0  # queries without a stratum
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"strata": [r.to_dict() for r in self.strata],
+                "traffic": None if self.traffic is None else self.traffic.to_dict(),
+                "lift": None if self.lift is None else self.lift.to_dict(),
+                "wins_sentence": self.wins_sentence, "unassigned": self.unassigned}
+
+
 def strata_section(
     baseline: PerQuery,
     candidate: PerQuery,
@@ -457,8 +476,8 @@ def strata_section(
     seed: int = 7,
     method: str = "percentile",
     rule: DirectionRule,
-) -> dict[str, Any]:
-    """The strata + traffic + lift block of ``report.json``.
+) -> StrataSection:
+    """The strata + traffic + lift block of ``report.json``, as a :class:`StrataSection`.
 
     ``baseline``/``candidate`` are :class:`gate.evaluation.evaluate.PerQuery` on the same
     queries (the comparison's universe, possibly a held-out subset);
@@ -474,9 +493,7 @@ def strata_section(
     :class:`gate.verdict.directions.StrataDirections`; a verdict that may take two looks gives
     each half).
 
-    Returns ``{"strata": [...], "traffic": {...} | None, "lift": {...} | None,
-    "wins_sentence": str, "unassigned": int}``. A query whose stratum has no
-    share in ``spec`` is an :class:`InputError` on the shares file.
+    A query whose stratum has no share in ``spec`` is an :class:`InputError` on the shares file.
     """
     if tuple(baseline.query_ids) != tuple(candidate.query_ids):
         raise ValueError("baseline and candidate were evaluated on different queries")
@@ -488,26 +505,24 @@ def strata_section(
     if spec is not None:
         _check_every_stratum_has_a_share(spec, labels)
 
-    section: dict[str, Any] = {"strata": [], "traffic": None, "lift": None, "wins_sentence": None,
-                               "unassigned": sum(1 for lab in labels if lab is None)}
+    unassigned = sum(1 for lab in labels if lab is None)
+    results: list[StratumResult] = []
+    traffic = lift = sentence = None
     if len(base):
         d = paired_differences(base, cand)
-        section["wins_sentence"] = wins_sentence(int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum()),
-                                                 float(d.mean()))
+        sentence = wins_sentence(int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum()), float(d.mean()))
         if shares is not None or any(lab is not None for lab in labels):
             results = stratum_table(base, cand, labels, shares=shares,
                                     guarded=spec.guarded if spec is not None else (),
                                     noise_threshold=noise_threshold, min_effect=min_effect, margin=margin,
                                     samples=samples, seed=seed, method=method, rule=rule)
-            section["strata"] = [r.to_dict() for r in results]
             if shares is not None:
-                section["traffic"] = traffic_account(results, d, labels, samples=samples, seed=seed).to_dict()
+                traffic = traffic_account(results, d, labels, samples=samples, seed=seed)
     if baseline_run is not None and candidate_run is not None and qrels is not None:
         lift = compute_lift(baseline_run, candidate_run, qrels, baseline.rel, k_rank, k_recall, queries,
                             strata={q: lab for q, lab in zip(baseline.query_ids, labels)},
                             query_ids=baseline.query_ids)
-        section["lift"] = lift.to_dict()
-    return section
+    return StrataSection(tuple(results), traffic, lift, sentence, unassigned)
 
 
 def _check_every_stratum_has_a_share(spec: StrataSpec, labels: Sequence[str | None]) -> None:

@@ -16,6 +16,8 @@ from gate.common.numbers import counted, signed
 
 # The policy is the config's ``policy:`` block, its defaults declared once (gate.inputs.config).
 from gate.inputs.config import Policy
+from gate.statistics.movement import StrataSection
+from gate.statistics.strata import DAMAGED
 from gate.verdict.levels import ALPHA, GUARDED_ALPHA, MAX_QUERY_LOSS, MIN_MOVERS, MIN_QUERIES
 from gate.verdict.reasons import Reason
 
@@ -228,24 +230,29 @@ class Findings:
     reporting_set: ReportingSet | None = None
 
 
-def traffic_findings(block: dict[str, Any]) -> dict[str, Any]:
-    """The strata table's directions (a report's strata block: ``strata`` rows and ``traffic``),
-    as :class:`Findings` takes them: ``run`` and ``compare`` decide on the same rows."""
-    traffic = block.get("traffic")
-    rows = block.get("strata", [])
-    # The interval quoted is the one that decided the direction (the bounded-mean test's), when
-    # the rows carry it; older reports have only the bootstrap interval.
-    guarded = tuple(GuardedRegression(r["stratum"], r["delta"],
-                                      r["bound_low"] if r.get("bound_low") is not None else r["ci_low"],
-                                      r["bound_high"] if r.get("bound_high") is not None else r["ci_high"],
-                                      r["p_holm"])
-                    for r in rows if r.get("guarded") and r.get("direction") == "damaged"
-                    and r.get("p_holm") is not None)
+def traffic_findings(section: StrataSection | None) -> dict[str, Any]:
+    """The strata table's directions and the traffic account, as :class:`Findings` takes them:
+    ``run`` and ``compare`` decide on the same rows."""
+    if section is None:
+        return {"damaged_traffic": None, "damaged_strata": (), "guarded_regressions": ()}
+    rows = section.strata
+    # The interval quoted is the one that decided the direction (the bounded-mean test's); a row
+    # without one (too few queries for it) quotes the bootstrap interval.
+    guarded = tuple(GuardedRegression(r.stratum, _given(r.delta),
+                                      _given(r.bound_low if r.bound_low is not None else r.ci_low),
+                                      _given(r.bound_high if r.bound_high is not None else r.ci_high), r.p_holm)
+                    for r in rows if r.guarded and r.direction == DAMAGED and r.p_holm is not None)
     return {
-        "damaged_traffic": None if not traffic else traffic.get("damaged", 0.0),
-        "damaged_strata": tuple(r["stratum"] for r in rows if r.get("direction") == "damaged"),
+        "damaged_traffic": None if section.traffic is None else section.traffic.damaged,
+        "damaged_strata": tuple(r.stratum for r in rows if r.direction == DAMAGED),
         "guarded_regressions": guarded,
     }
+
+
+def _given(value: float | None) -> float:
+    """A measured stratum's statistic (a damaged direction is decided on them)."""
+    assert value is not None, "a stratum shown damaged has its statistics"
+    return value
 
 
 def percentages(value: float, limit: float) -> tuple[str, str]:

@@ -35,7 +35,7 @@ def section():
     spec = StrataSpec(shares={"navigational": 0.6, "how_to": 0.4}, source="SHARES.yml")
     block = strata_section(per_query(qids, base), per_query(qids, base + d), "nDCG@10", dict(zip(qids, labels)),
                            spec, samples=2000, rule=STRATA_DIRECTIONS)
-    return json.loads(json.dumps(block, allow_nan=False))
+    return json.loads(json.dumps(block.to_dict(), allow_nan=False))
 
 
 def test_the_comment_shows_unclear_and_its_share_of_traffic():

@@ -341,7 +341,7 @@ def test_strata_section_includes_the_lift():
     a = evaluate(after, qrels, ["RR@10"], qids, rel=2)
     strata = {q: ("even" if int(q) % 2 == 0 else "odd") for q in qids}
     section = strata_section(b, a, "RR@10", strata, baseline_run=before, candidate_run=after, qrels=qrels,
-                             queries=topics, samples=500, rule=STRATA_DIRECTIONS)
+                             queries=topics, samples=500, rule=STRATA_DIRECTIONS).to_dict()
     lift = section["lift"]
     assert [x["bucket"] for x in lift["buckets"]] == list(BUCKETS)
     assert lift["no_relevant"] == 0 and lift["queries"] == 43

@@ -177,8 +177,9 @@ def test_the_reports_traffic_shares_sum_to_one_and_the_block_reads_as_schema():
     base = np.full(d.size, 0.5)
     qids = [f"q{i:04d}" for i in range(d.size)]
     spec = StrataSpec(shares=shares, source="SHARES.yml")
-    section = strata_section(per_query(qids, base), per_query(qids, base + d), "nDCG@10", dict(zip(qids, labels)),
-                             spec, samples=SAMPLES, margin=0.02, rule=STRATA_DIRECTIONS)
+    typed = strata_section(per_query(qids, base), per_query(qids, base + d), "nDCG@10", dict(zip(qids, labels)),
+                           spec, samples=SAMPLES, margin=0.02, rule=STRATA_DIRECTIONS)
+    section = typed.to_dict()
     assert [(s["stratum"], s["direction"]) for s in section["strata"]] == [
         ("navigational", "damaged"), ("entity_attribute", "improved"), ("how_to", "untouched"),
         ("tail", "unclear"), ("migration", "not_measured")]
@@ -200,7 +201,7 @@ def test_the_reports_traffic_shares_sum_to_one_and_the_block_reads_as_schema():
     # The verdict's rules read the rows' direction and p_holm: a damaged row carries a Holm p.
     from gate.verdict.rules import traffic_findings
 
-    findings = traffic_findings(block)
+    findings = traffic_findings(typed)
     assert findings["damaged_traffic"] == pytest.approx(0.2) and findings["damaged_strata"] == ("navigational",)
 
 
@@ -210,8 +211,8 @@ def test_the_margin_reaches_the_table_from_strata_section():
     base = np.full(d.size, 0.5)
     strata = {q: "how_to" for q in qids}
     loose = strata_section(per_query(qids, base), per_query(qids, base + d), "nDCG@10", strata, samples=SAMPLES,
-                           rule=STRATA_DIRECTIONS)
+                           rule=STRATA_DIRECTIONS).to_dict()
     tight = strata_section(per_query(qids, base), per_query(qids, base + d), "nDCG@10", strata, samples=SAMPLES,
-                           margin=0.001, rule=STRATA_DIRECTIONS)
+                           margin=0.001, rule=STRATA_DIRECTIONS).to_dict()
     assert loose["strata"][0]["direction"] == "untouched" and loose["strata"][0]["margin"] == 0.02
     assert tight["strata"][0]["direction"] == "unclear" and tight["strata"][0]["margin"] == 0.001

@@ -134,7 +134,8 @@ def test_strata_section_api():
     qids = [f"q{i:03d}" for i in range(len(base))]
     spec = StrataSpec(shares=dict(SHARES), guarded=("navigational", "error_string"), source="SHARES.yml")
     section = strata_section(per_query(qids, base), per_query(qids, cand), "nDCG@10",
-                             dict(zip(qids, labels)), spec, samples=SAMPLES, seed=7, rule=STRATA_DIRECTIONS)
+                             dict(zip(qids, labels)), spec, samples=SAMPLES, seed=7,
+                             rule=STRATA_DIRECTIONS).to_dict()
     traffic = section["traffic"]
     for key in ("improved", "damaged", "untouched", "unclear", "unmeasured", "weighted_delta", "weighted_ci_low",
                 "weighted_ci_high", "sentence", "counts"):
@@ -158,7 +159,7 @@ def test_strata_section_subset_and_errors():
     keep = [i for i, s in enumerate(labels) if s not in ("tail", "migration")]
     sub = [qids[i] for i in keep]
     section = strata_section(per_query(sub, base[keep]), per_query(sub, cand[keep]), "nDCG@10",
-                             dict(zip(qids, labels)), spec, samples=SAMPLES, rule=STRATA_DIRECTIONS)
+                             dict(zip(qids, labels)), spec, samples=SAMPLES, rule=STRATA_DIRECTIONS).to_dict()
     empty = [s for s in section["strata"] if s["n"] == 0]
     assert [s["stratum"] for s in empty] == ["migration", "tail"]
     assert all(s["label"] == "n = 0, not measured" for s in empty)
@@ -172,6 +173,6 @@ def test_strata_section_subset_and_errors():
     assert str(caught.value) == "SHARES.yml:1: stratum 'other' has 1 queries but no share"
     # Without shares: the table from the query file's strata, no traffic.
     plain = strata_section(per_query(qids, base), per_query(qids, cand), "nDCG@10",
-                           dict(zip(qids, labels)), samples=100, rule=STRATA_DIRECTIONS)
+                           dict(zip(qids, labels)), samples=100, rule=STRATA_DIRECTIONS).to_dict()
     assert plain["traffic"] is None and len(plain["strata"]) == 6
     assert all(s["share"] is None for s in plain["strata"])
