@@ -20,7 +20,7 @@ from gate.inputs.retrieval_config import ABSENT, RetrievalConfig
 from gate.pipeline.stack import Progress, declared_factors, runner_queries_path
 from gate.runs.code import CodeIdentity
 from gate.runs.produce import RunProducer
-from gate.statistics.attribution import CellProvenance, GridRefused, analyze_grid, bundle_result
+from gate.statistics.attribution import AttributionResult, CellProvenance, GridRefused, analyze_grid, bundle_result
 
 
 def grid_factors(config: Config, diff) -> dict[str, list[str]]:
@@ -85,7 +85,8 @@ def attribution_applies(config: Config, factors: dict[str, list[str]]) -> bool:
 
 def attribute(config: Config, golden: Golden, baseline: ResolvedBaseline, baseline_run: Run, candidate_run: Run,
               retrieval: RetrievalConfig, diff, query_ids: Sequence[str], metric: str, producer: RunProducer,
-              candidate_seconds: float, progress: Progress, code: CodeIdentity | None = None):
+              candidate_seconds: float, progress: Progress,
+              code: CodeIdentity | None = None) -> AttributionResult | GridRefused | None:
     """The 2^k grid of the changed factors: run the missing cells, then analyse (or label a bundle)."""
 
     factors = grid_factors(config, diff)

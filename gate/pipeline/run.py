@@ -49,6 +49,7 @@ from gate.runs.code import CodeIdentity
 from gate.runs.produce import RunProducer, check_coverage
 from gate.runs.request import RunMissing, RunnerFailed
 from gate.statistics import repeats as rep
+from gate.statistics.attribution import AttributionResult, GridRefused
 from gate.statistics.band import BandStatus, TieFloor, tie_floor
 from gate.statistics.evidence import evidence as decision_evidence
 from gate.statistics.movement import LiftResult, strata_section
@@ -160,7 +161,7 @@ class _GateRun:
         self.head = self._head()
         self.warnings: list[str] = []  # after the validity checks' own
         self.config_diff: tuple[ConfigChange, ...] | None = None
-        self.attribution: Any = None
+        self.attribution: AttributionResult | GridRefused | str | None = None
         self.sweep_section: dict[str, Any] | None = None
         self.repeats: rep.Repeats | None = None
         self.candidate_values: list[PerQuery] = []  # per run, every measure, every golden query

@@ -33,7 +33,7 @@ from gate.report.spine import Report
 from gate.report.typed import ABSENT
 from gate.runs.code import CodeIdentity
 from gate.statistics import repeats as rep
-from gate.statistics.attribution import GridRefused
+from gate.statistics.attribution import AttributionResult, GridRefused
 from gate.statistics.band import BandStatus, TieFloor, band_sentence
 from gate.statistics.comparison import Comparison
 from gate.statistics.evidence import Evidence
@@ -146,7 +146,7 @@ class GateRun:
     look: Look | None = None  # the deciding look
     noise: NoiseReading | None = None
     decision_rule: tuple[str, str] = ("calibrated", "regression")  # policy.decision, policy.mode
-    attribution: Any = None  # an Attribution, a GridRefused, or why no grid was made (str)
+    attribution: AttributionResult | GridRefused | str | None = None  # str: why no grid was made
     sweep: Mapping[str, Any] | None = None
     repeats: rep.Repeats | None = None
     warnings: tuple[str, ...] = ()  # after the validity checks' own
@@ -262,7 +262,7 @@ def _validity_section(validity: Validity) -> dict[str, Any]:
     }
 
 
-def _attribution_section(attribution: Any) -> dict[str, Any]:
+def _attribution_section(attribution: AttributionResult | GridRefused | str) -> dict[str, Any]:
     if isinstance(attribution, str):
         return {"error": attribution}
     if isinstance(attribution, GridRefused):

@@ -16,6 +16,7 @@ from gate.common.numbers import counted, signed
 
 # The policy is the config's ``policy:`` block, its defaults declared once (gate.inputs.config).
 from gate.inputs.config import Policy
+from gate.statistics.evidence import Evidence
 from gate.statistics.movement import StrataSection
 from gate.statistics.strata import DAMAGED
 from gate.verdict.levels import ALPHA, GUARDED_ALPHA, MAX_QUERY_LOSS, MIN_MOVERS, MIN_QUERIES
@@ -75,7 +76,7 @@ def decide_delta(
     policy: Policy,
     noise_threshold: float | None = None,
     reporting_set: ReportingSet | None = None,
-    evidence: Any = None,
+    evidence: Evidence | None = None,
 ) -> Verdict:
     """The statistical part of the policy: regression shown, non-inferiority, improvement.
 
@@ -94,7 +95,7 @@ def decide_delta(
     ``ci_low``/``ci_high`` are the reported interval either way; a noise band must be exceeded
     for a regression or an improvement to count.
     """
-    mode = getattr(policy, "mode", "regression")
+    mode = policy.mode
     band = noise_threshold if noise_threshold is not None else 0.0
     interval = f"{metric} {signed(delta)} [{signed(ci_low)}, {signed(ci_high)}]"
     beyond_band = abs(delta) > band
@@ -135,7 +136,7 @@ class _Claims:
     worst_case: bool  # non-inferior distribution-free: few enough queries can lose
     enough: bool  # at least MIN_MOVERS queries moved
     improvement_without_band: bool  # shown, whether or not a band lets it count
-    evidence: Any
+    evidence: Evidence | None
     text: str
     # the calibrated rule's decision interval, which ``text`` quotes (None under the interval rule)
     decision_interval: tuple[float, float] | None = None
@@ -145,13 +146,13 @@ class _Claims:
         return Reason(code, finding, decision_interval=self.decision_interval)
 
 
-def _calibrated_claims(e: Any, policy: Policy, mode: str, interval: str, query_count: int, beyond_band: bool,
+def _calibrated_claims(e: Evidence, policy: Policy, mode: str, interval: str, query_count: int, beyond_band: bool,
                        band_ok: bool) -> _Claims:
     """The calibrated rule: the bootstrap-t interval and the one-sided sign-flip test agree, on
     enough movers; non-inferiority also clears Hall's interval, or holds distribution-free."""
     margin = policy.max_regression
     enough = e.movers >= MIN_MOVERS
-    level = getattr(e, "alpha", ALPHA)  # ALPHA, or its share at one of several looks
+    level = e.alpha  # ALPHA, or its share at one of several looks
     worst_case = e.loss_share_upper * MAX_QUERY_LOSS < margin
     # A false pass at the margin is the costly error of non-inferiority: a left-skewed loss
     # (a few queries losing much) also has to clear Hall's skew-corrected interval.
@@ -210,7 +211,7 @@ class Findings:
     ci_high: float
     mde: float | None = None  # the regression this set catches 80% of the time (the power line's regression_80)
     noise_threshold: float | None = None
-    evidence: Any = None  # gate.statistics.evidence.Evidence
+    evidence: Evidence | None = None
     new_leaks: int = 0
     leak_sources: tuple[str, ...] = ()
     leak_source_count: int = 0  # documents behind the leaks (leak_sources names the first three)
@@ -269,7 +270,7 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
     """The validity and traffic rules: each a reason code and a message naming the limit."""
     out: list[Reason] = []
     f = findings
-    if f.check_problems and getattr(policy, "strict_validity", False):
+    if f.check_problems and policy.strict_validity:
         out.extend(Reason("validity_check_off", f"{problem} (policy.strict_validity)") for problem in f.check_problems)
     if f.new_leaks > policy.max_leaked:
         sources = ", ".join(f.leak_sources[:3]) + (f" and {f.leak_source_count - 3} more"
