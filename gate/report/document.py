@@ -21,6 +21,7 @@ from gate.common.errors import InputError
 from gate.common.jsontext import json_text
 from gate.report import spine
 from gate.report.typed import InvalidRecord
+from gate.verdict.reasons import DECISION_INTERVAL_CODES, LIMIT_CODES
 
 SCHEMA_VERSION = "1.9"
 
@@ -55,11 +56,50 @@ def as_loaded(value: Any) -> Any:
 def read_report(data: Any, source: str) -> spine.Report:
     """An untrusted report (a fork's artifact) as its typed record: validated against the
     schema first (:class:`InputError` names the first key at fault), then built, once."""
-    checked = validate_report(data, source)
+    checked = reasons_as_of_1_9(validate_report(data, source))
     try:
         return spine.Report.from_dict(checked)
     except InvalidRecord as problem:  # the schema's check and the records' must agree; if not, still one line
         raise InputError(source, None, f"not a report this version can read: {problem}") from None
+
+
+# Exactly as gates before schema 1.9 wrote them: "...; limit 20%" at the end of a message, and
+# "decision interval [-0.058, +0.051]" (signed, three decimals) inside one.
+_OLD_LIMIT = re.compile(r"; limit (\S+)\Z")
+_OLD_END = r"([+-]?\d+\.\d+|-?∞|n/a)"  # gate.common.numbers.signed: an end not finite is ∞ or n/a
+_OLD_INTERVAL = re.compile(rf"decision interval \[{_OLD_END}, {_OLD_END}\]")
+
+
+def reasons_as_of_1_9(report: dict[str, Any]) -> dict[str, Any]:
+    """A report of schema 1.8 or older (a comment job reading an artifact an older gate wrote)
+    with its reasons' values as 1.9 keeps them beside the message: the limit of the two rules
+    that name one, and the decision interval a calibrated statistical reason quotes (to the three
+    decimals the message shows). Read once here, so that nothing downstream reads a message; a
+    1.9 report is returned as it is."""
+    version = report.get("schema_version")
+    major, _, minor = str(version).partition(".")
+    if not (major == "1" and minor.isdigit() and int(minor) < 9):
+        return report
+    upgraded = dict(report)
+    for section, key in (("verdict", "reasons"), ("decision", "reasons"), ("accepted", "failed_on")):
+        block = report.get(section)
+        if isinstance(block, dict) and isinstance(block.get(key), list):
+            upgraded[section] = {**block, key: [_reason_as_of_1_9(r) for r in block[key]]}
+    return upgraded
+
+
+def _reason_as_of_1_9(reason: Any) -> Any:
+    if not isinstance(reason, dict) or not isinstance(reason.get("message"), str):
+        return reason
+    code, message, out = reason.get("code"), reason["message"], dict(reason)
+    limit = _OLD_LIMIT.search(message) if code in LIMIT_CODES and "limit" not in reason else None
+    if limit:
+        out["limit"] = limit.group(1)
+    interval = (_OLD_INTERVAL.search(message) if code in DECISION_INTERVAL_CODES and "decision_interval" not in reason
+                else None)
+    if interval:
+        out["decision_interval"] = [None if end in ("∞", "-∞", "n/a") else float(end) for end in interval.groups()]
+    return out
 
 
 # --------------------------------------------------------------------------- reading a saved report
@@ -85,7 +125,7 @@ class _Invalid(Exception):
 
 def _check(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any], where: str) -> None:
     """The JSON Schema subset report.schema.json uses: type, enum, const, pattern, minimum,
-    required, properties, additionalProperties, items, $ref, allOf, if/then. The rules are
+    minItems, maxItems, required, properties, additionalProperties, items, $ref, allOf, if/then. The rules are
     checked in this order (the first one broken is the one reported)."""
     if "$ref" in schema:
         _check(value, _referenced(schema["$ref"], root), root, where)
@@ -110,7 +150,7 @@ def _referenced(ref: str, root: Mapping[str, Any]) -> Any:
 
 
 def _check_value(value: Any, schema: Mapping[str, Any], where: str) -> None:
-    """The rules on the value itself: type, enum, const, pattern, minimum."""
+    """The rules on the value itself: type, enum, const, pattern, minimum, minItems, maxItems."""
     kinds = schema.get("type")
     if kinds is not None:
         kinds = [kinds] if isinstance(kinds, str) else kinds
@@ -124,6 +164,13 @@ def _check_value(value: Any, schema: Mapping[str, Any], where: str) -> None:
         raise _Invalid(f"{where} does not match {schema['pattern']}")
     if "minimum" in schema and _is_type(value, "number") and value < schema["minimum"]:
         raise _Invalid(f"{where} must be at least {schema['minimum']}")
+    if isinstance(value, list) and not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", len(value)):
+        raise _Invalid(f"{where} must have {_items_allowed(schema)}, got {len(value)}")
+
+
+def _items_allowed(schema: Mapping[str, Any]) -> str:
+    low, high = schema.get("minItems", 0), schema.get("maxItems")
+    return f"{low} items" if low == high else f"at least {low} items" if high is None else f"{low} to {high} items"
 
 
 def _check_conditional(value: Any, schema: Mapping[str, Any], root: Mapping[str, Any], where: str) -> None:

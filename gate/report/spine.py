@@ -12,7 +12,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gate.report.typed import ANY, BOOL, INT, NUM, STR, Absent, ListOf, MapOf, Nullable, Record, RecordOf, key
+from gate.report.typed import (
+    ANY,
+    BOOL,
+    INT,
+    NUM,
+    STR,
+    Absent,
+    ListOf,
+    MapOf,
+    Nullable,
+    PairOf,
+    Record,
+    RecordOf,
+    key,
+)
 from gate.verdict.reasons import finding_of
 
 
@@ -25,7 +39,7 @@ class Reason(Record):
     message: str = key(STR, required=True)
     limit: str | Absent = key(STR)
     # (1.9) the calibrated rule's decision interval [low, high] a statistical message quotes
-    decision_interval: tuple[float | None, ...] | Absent = key(ListOf(Nullable(NUM)))
+    decision_interval: tuple[float | None, ...] | Absent = key(PairOf(Nullable(NUM)))
 
     @property
     def finding(self) -> str:

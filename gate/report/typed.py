@@ -100,6 +100,20 @@ class ListOf:
 
 
 @dataclass(frozen=True)
+class PairOf:
+    """An array of exactly two items (an interval's ends)."""
+    inner: Any
+
+    def load(self, value: Any, where: str) -> tuple[Any, ...]:
+        if not isinstance(value, list) or len(value) != 2:
+            raise InvalidRecord(f"{where} must be an array of two items")
+        return tuple(self.inner.load(item, f"{where}[{i}]") for i, item in enumerate(value))
+
+    def dump(self, value: Any) -> list[Any]:
+        return [self.inner.dump(item) for item in value]
+
+
+@dataclass(frozen=True)
 class MapOf:
     inner: Any
 

@@ -24,9 +24,19 @@ def reason_message(finding: str, limit: str | None) -> str:
 
 def finding_of(message: str, limit: str | None) -> str:
     """The finding of a reason whose message :func:`reason_message` made from it and ``limit``; a
-    message not made so (an older report's, a hand-edited one) is its own finding."""
+    message not made so (a hand-edited one, or one that would leave no finding) is its own finding."""
     suffix = None if limit is None else f"{LIMIT_SEPARATOR}{limit}"
-    return message[:-len(suffix)] if suffix and message.endswith(suffix) else message
+    if suffix and message.endswith(suffix) and message[:-len(suffix)].strip():
+        return message[:-len(suffix)]
+    return message
+
+
+#: The rules whose message names the policy's limit after the finding (the only ones that give
+#: ``limit``), and the statistical rules whose message quotes the calibrated rule's decision
+#: interval: a report of schema 1.8 or older carries these values only in its messages.
+LIMIT_CODES = frozenset({"new_leaked_queries", "damaged_traffic"})
+DECISION_INTERVAL_CODES = frozenset({"regression_shown", "improvement_required", "improvement_shown",
+                                     "no_regression_shown", "non_inferior", "underpowered"})
 
 
 @dataclass(frozen=True)

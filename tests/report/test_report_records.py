@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gate.report.spine import Report
-from gate.report.typed import ABSENT, ANY, BOOL, INT, NUM, STR, InvalidRecord, ListOf, MapOf, Nullable, RecordOf
+from gate.report.typed import ABSENT, ANY, BOOL, INT, NUM, STR, InvalidRecord, ListOf, MapOf, Nullable, PairOf, RecordOf
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((REPO / "gate" / "report" / "report.schema.json").read_text())
@@ -44,8 +44,9 @@ def _agree(kind, node, where, problems, seen):
         if kind is not _SCALARS[base]:
             problems.append(f"{where}: the schema says {base}, the record {kind}")
     elif base == "array":
-        if not isinstance(kind, ListOf):
-            problems.append(f"{where}: the schema says array, the record {kind}")
+        pair = node.get("minItems") == node.get("maxItems") == 2
+        if not isinstance(kind, PairOf if pair else ListOf):
+            problems.append(f"{where}: the schema says {'a pair' if pair else 'an array'}, the record {kind}")
         else:
             _agree(kind.inner, node.get("items", {}), where + "[]", problems, seen)
     elif "properties" in node:

@@ -9,6 +9,7 @@ from pathlib import Path
 from gate.inputs.config import Policy
 from gate.report.spine import Reason as ReportReason
 from gate.report.spine import Report
+from gate.report.typed import ABSENT
 from gate.verdict.reasons import Reason, finding_of, reason_message
 from gate.verdict.rules import Findings, failures_of
 from tests.rendering.test_comment_render import full_report
@@ -97,3 +98,59 @@ def test_a_statistical_reason_carries_the_decision_interval_it_quotes():
     (reason,) = decide_delta(0.01, -0.01, 0.03, 0.05, "nDCG@10", 120, Policy(decision="interval"), 0.001,
                              evidence=e).reasons
     assert reason.decision_interval is None and "decision interval" not in reason.message
+
+
+def test_only_the_listed_rules_give_a_limit_or_a_decision_interval():
+    from gate.verdict.reasons import DECISION_INTERVAL_CODES, LIMIT_CODES
+    reasons = failures_of(_findings(new_leaks=2, leak_sources=("faq/x",), leak_source_count=1, damaged_traffic=0.4,
+                                    damaged_strata=("nav",), unjudged_share=0.9, judged_drop=0.5,
+                                    tuning_overlap=("q1",)), Policy())
+    assert {r.code for r in reasons if r.limit is not None} == LIMIT_CODES
+    assert len(reasons) == 5 and all(r.decision_interval is None for r in reasons)
+    assert "non_inferior" in DECISION_INTERVAL_CODES and "too_few_movers" not in DECISION_INTERVAL_CODES
+
+
+def test_a_report_an_older_gate_wrote_is_read_with_its_reasons_values():
+    """The comment job may read an artifact of schema 1.8: its headline and the decision
+    interval's explanation come out as the older gate's own comment job made them."""
+    import copy
+
+    from gate.rendering.comment import headline, render_comment
+    from gate.report.document import read_report
+    report = full_report()
+    report["schema_version"] = "1.8"
+    report["verdict"]["reasons"] = [
+        {"code": "new_leaked_queries", "message": "9 golden queries newly appear in the candidate's corpus (faq); "
+                                                  "limit 0"},
+        {"code": "no_regression_shown", "message": "no regression shown (nDCG@10 -0.009 [-0.061, +0.045], decision "
+                                                   "interval [-0.058, +0.051], 118 of 131 queries moved)"},
+        {"code": "tuning_overlap", "message": "1 query is both tuning and reporting query (e.g. a; limit 5)"}]
+    report["decision"] = {"rule": "calibrated", "mode": "regression"}
+    record = read_report(copy.deepcopy(report), "report.json")
+    first, second, third = record.verdict.reasons
+    assert (first.limit, first.finding) == ("0", "9 golden queries newly appear in the candidate's corpus (faq)")
+    assert second.decision_interval == (-0.058, 0.051)
+    assert third.limit is ABSENT and third.finding == third.message  # only the rules that named a limit
+    assert headline(record, markdown=False).startswith("❌ fail — 9 golden queries newly appear in the candidate's "
+                                                       "corpus (faq) — ")
+    assert "the decision interval is a studentized (bootstrap-t) interval" in render_comment(record)
+    # A 1.9 report is read as written: its messages are not searched.
+    report["schema_version"] = "1.9"
+    assert read_report(copy.deepcopy(report), "report.json").verdict.reasons[0].limit is ABSENT
+
+
+def test_an_empty_finding_leaves_the_message_whole():
+    assert finding_of("; limit 0", "0") == "; limit 0"
+    assert finding_of("  ; limit 0", "0") == "  ; limit 0"
+
+
+def test_a_decision_interval_is_two_ends():
+    import pytest
+
+    from gate.common.errors import InputError
+    from gate.report.document import read_report
+    for bad in ([], [0.1], [0.1, 0.2, 0.3], ["a", "b"]):
+        report = full_report()
+        report["verdict"]["reasons"] = [{"code": "no_regression_shown", "message": "x", "decision_interval": bad}]
+        with pytest.raises(InputError):
+            read_report(report, "report.json")
