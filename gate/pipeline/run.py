@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,7 @@ from gate.statistics.power import detectable
 from gate.verdict.directions import STRATA_DIRECTIONS, StrataDirections
 from gate.verdict.levels import ALPHA, MOVERS_TO_SHOW, NOISE_SHARE_TO_RERUN, look_alpha
 from gate.verdict.reruns import undecided_by_noise
-from gate.verdict.rules import Findings, Verdict, decide, failures_of, inconclusive, traffic_findings
+from gate.verdict.rules import Findings, Verdict, combine, decide, failures_of, inconclusive, traffic_findings
 
 
 @dataclass(frozen=True)
@@ -234,9 +235,14 @@ class _GateRun:
         self.candidate_values.append(candidate)
         self._check_validity(candidate)
         if not self.reporting.query_ids:
-            verdict = inconclusive("empty_reporting_set", "no query is left to report on after the validity checks",
+            # Nothing left to measure on, but the validity checks still decide: a PR that leaks every
+            # golden query into its corpus fails on the leaks (inconclusive could pass where it
+            # does not block).
+            nothing = inconclusive("empty_reporting_set", "no query is left to report on after the validity checks",
                                    policy, self.reporting)
-            return self._outcome(verdict, candidate=candidate)
+            unmeasured = Findings(metric=metric, query_count=0, delta=math.nan, ci_low=math.nan, ci_high=math.nan,
+                                  reporting_set=self.reporting, **validity_findings(self.validity))
+            return self._outcome(combine(failures_of(unmeasured, policy), (), nothing, policy), candidate=candidate)
         self._prepare_looks()
         if self.plan.looks == 1 and self.plan.possible and config.noise.rerun == "always":
             self.progress("noise.rerun always: running the candidate "

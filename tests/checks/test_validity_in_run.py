@@ -144,25 +144,41 @@ def test_a_tuning_split_that_names_no_golden_query_is_named_not_taken_for_a_hold
         "1 id in the tuning split is no judged golden query and was left out: 'typo_9'"]
 
 
-def test_when_every_query_is_leaked_the_verdict_is_inconclusive_and_the_checks_still_say_what_they_found(tmp_path):
-    """No query is left to report on: inconclusive, with the validity checks' sections in the
-    report and the candidate's unjudged documents written beside it (the judged-share check ran;
-    since the report was built from records, its list is written as on every other run)."""
+def _everything_leaked(tmp_path, extra_config=""):
     import gate
 
-    path = _world(tmp_path, leak_in_new=True)
+    path = _world(tmp_path, leak_in_new=True, extra_config=extra_config)
     queries = [json.loads(line) for line in (tmp_path / "golden.jsonl").read_text().splitlines()]
     faq = "".join(json.dumps({"id": f"faq/common-questions#q{i}", "text": f"Questions people ask: {q['text']}?"})
                   + "\n" for i, q in enumerate(queries))
     (tmp_path / "corpus-v2.jsonl").write_text((tmp_path / "corpus-v1.jsonl").read_text() + faq)
     archive(load_config(path), progress=_silent)
     (tmp_path / "retrieval.yml").write_text("ingestion: {parser: v2}\nboost: 1.0\n")
-    result = gate.run(path, progress=_silent)
-    assert result.verdict.kind == "inconclusive"
-    assert [r.code for r in result.verdict.reasons] == ["empty_reporting_set"]
+    return gate.run(path, progress=_silent)
+
+
+def test_when_every_query_is_leaked_the_leaks_fail_and_the_checks_still_say_what_they_found(tmp_path):
+    """No query is left to report on, but the validity checks still decide: the new leaks fail
+    the PR (found by an outside tester: it was inconclusive, which passes where inconclusive does
+    not block), the empty reporting set is said, the validity checks' sections are in the report
+    and the candidate's unjudged documents are written beside it."""
+    result = _everything_leaked(tmp_path)
+    assert result.verdict.kind == "fail" and result.verdict.exit_code == 1
+    assert [r.code for r in result.verdict.reasons] == ["new_leaked_queries", "empty_reporting_set"]
     report = result.report.to_dict()
     assert report["reporting_set"]["query_count"] == 0 and len(report["leakage"]["new"]) == 20
     assert "delta" not in report and "decision" not in report  # no statistics on no query
     assert report["judged"]["query_count"] == 20  # the judged-share check ran on every golden query
     written = {p.name for p in result.write(tmp_path / "out")}
     assert written == {"report.json", "report.md", "comment.md", "unjudged.tsv"}
+
+
+def test_every_query_leaked_fails_even_where_inconclusive_does_not_block(tmp_path):
+    result = _everything_leaked(tmp_path, extra_config="policy: {inconclusive_blocks: false}\n")
+    assert (result.verdict.kind, result.verdict.exit_code) == ("fail", 1)
+
+
+def test_an_empty_reporting_set_without_a_validity_failure_is_inconclusive(tmp_path):
+    result = _everything_leaked(tmp_path, extra_config="policy: {max_leaked: 1000}\n")
+    assert result.verdict.kind == "inconclusive"
+    assert [r.code for r in result.verdict.reasons] == ["empty_reporting_set"]
