@@ -42,6 +42,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 from tests.shared_data import REALDATA  # noqa: E402
+from tests.support import bounded as cpu_bounded  # noqa: E402
 
 CLI = Path(sys.executable).parent / "retrieval-gate"
 if not CLI.exists():
@@ -61,7 +62,7 @@ ADDRESS_SPACE_CAP = 4 << 30  # RLIMIT_AS of every child: a blow-up is a recorded
 # time. Without /proc (not Linux) the wall clock alone decides, at the timeout.
 DEFAULT_TIMEOUT = 60.0
 HANG_TIMEOUT = 20.0  # cases that can only hang (FIFO, /dev/zero) need not wait a full minute
-WALL_FACTOR = 6.0
+WALL_FACTOR = cpu_bounded.WALL_FACTOR
 DEFAULT_RSS_MB = 1024  # "bounded memory" for inputs of at most a few tens of MB
 HEAD_SHA = "a" * 40
 PR = 7
@@ -1520,43 +1521,6 @@ def _child_env(case: Case, root: Path, github_url: str | None) -> dict[str, str]
     return env
 
 
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def group_cpu_seconds(pgid: int) -> float | None:
-    """CPU seconds used so far by the live processes of a process group (and by the children they
-    have waited for); None where /proc cannot be read."""
-    total, found = 0.0, False
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return None
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue  # ended meanwhile
-        if int(fields[2]) == pgid:  # fields from the state on: state, ppid, pgrp, ...
-            total += sum(int(f) for f in fields[11:15]) / _TICKS  # utime, stime, cutime, cstime
-            found = True
-    return total if found else None
-
-
-def _hung(started: float, timeout: float, pgid: int) -> bool:
-    """Past its timeout: whether the case has used more CPU time than that, or WALL_FACTOR times it
-    of wall time (blocked without computing)."""
-    elapsed = time.monotonic() - started
-    if elapsed <= timeout:
-        return False
-    if elapsed > timeout * WALL_FACTOR:
-        return True
-    used = group_cpu_seconds(pgid)
-    return used is None or used > timeout
-
-
 def _spawn(argv: tuple[str, ...], root: Path, env: dict[str, str], timeout: float, tag: str):
     """Run the CLI; returns (exit code or None on timeout, seconds, peak RSS MiB, stdout, stderr).
     ``timeout``: CPU seconds (see WALL_FACTOR)."""
@@ -1576,7 +1540,7 @@ def _spawn(argv: tuple[str, ...], root: Path, env: dict[str, str], timeout: floa
                 proc.returncode = code
                 break
             polls += 1
-            if polls % 50 == 0 and _hung(started, timeout, proc.pid):  # every half second or so
+            if polls % 50 == 0 and cpu_bounded.hung(started, timeout, proc.pid):  # every half second or so
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except ProcessLookupError:

@@ -48,6 +48,7 @@ from gate.cli import main
 from tests.cli_matrix.world import Files, Repo, build_files, build_repo, git
 from tests.shared_data import REALDATA, need
 from tests.shared_data import REPO as PROJECT
+from tests.support import bounded
 
 SCHEMA = json.loads((PROJECT / "gate" / "report" / "report.schema.json").read_text())
 _EXE = Path(sys.executable).parent / "retrieval-gate"
@@ -102,7 +103,7 @@ def invoke(argv: list[str], *, cwd: Path | None = None, env: dict[str, str] | No
         full_env = dict(os.environ)
         full_env.update(env or {})
         full_env.setdefault("PYTHONPATH", str(PROJECT))
-        proc = subprocess.run([*CLI, *argv], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+        proc = bounded.run([*CLI, *argv], cwd=cwd, env=full_env, cpu_timeout=timeout)
         return Result(argv, proc.returncode, proc.stdout, proc.stderr, cwd, True)
     out, err = io.StringIO(), io.StringIO()
     old_cwd = os.getcwd()

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 from tests.publishing.github.fake_github import FakeGitHub
 from tests.shared_data import REPO
+from tests.support import bounded
 from tests.support.action_world import TOKEN, Checkout, _payload
 
 RUNTIME = "ACTIONS-RUNTIME-TOKEN-probe-7c1e"
@@ -42,8 +42,8 @@ def test_the_prs_code_finds_no_token_in_any_environment_or_command_line(tmp_path
                "GITHUB_STEP_SUMMARY": str(drop / "summary"), "GITHUB_TOKEN": TOKEN, "INPUT_TOKEN": TOKEN,
                "ACTIONS_RUNTIME_TOKEN": RUNTIME, "ACTIONS_ID_TOKEN_REQUEST_TOKEN": RUNTIME,
                "INPUT_CONFIG-PATH": ".retrieval-gate.yml", "INPUT_COMMENT-MODE": "update"}
-        proc = subprocess.run([sys.executable, str(REPO / "entrypoint.py")], env=env, capture_output=True,
-                              text=True, timeout=300, cwd=checkout.root)
+        proc = bounded.run([sys.executable, str(REPO / "entrypoint.py")], env=env, cpu_timeout=300,
+                           cwd=checkout.root)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     found = json.loads(probe.read_text())
     assert found["environ_readable"], found  # the probe did look (the gate's own environ included)

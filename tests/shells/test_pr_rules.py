@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
+from tests.support import bounded
 from tests.support.action_world import GOOD, _git, _outputs, _payload, run_entrypoint
 
 
@@ -81,7 +82,6 @@ def test_run_with_base_reads_the_yardstick_from_the_base_and_flags_goalposts(wor
 
 def _start(root: Path, fake, tmp: Path, event_name: str, event: Path):
     """entrypoint.py started as the runner starts it, for any event (run_entrypoint: pull_request)."""
-    import subprocess
     import sys
 
     from tests.shared_data import REPO
@@ -97,8 +97,7 @@ def _start(root: Path, fake, tmp: Path, event_name: str, event: Path):
            "GITHUB_TOKEN": "ghs_s3cr3tT0kenValue1234567890", "INPUT_TOKEN": "ghs_s3cr3tT0kenValue1234567890",
            "INPUT_CONFIG-PATH": ".retrieval-gate.yml", "INPUT_COMMENT-MODE": "update",
            "INPUT_GITHUB-MAX-WAIT": "600", "INPUT_WORKING-DIRECTORY": "."}
-    done = subprocess.run([sys.executable, str(REPO / "entrypoint.py")], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=root)
+    done = bounded.run([sys.executable, str(REPO / "entrypoint.py")], env=env, cpu_timeout=300, cwd=root)
     return done, output.read_text()
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from tests.publishing.github.fake_github import FakeGitHub
 from tests.publishing.github.payloads import pull_request_event
 from tests.shared_data import REPO
+from tests.support import bounded
 from tests.support.small_world import small_world as _world
 
 TOKEN = "ghs_s3cr3tT0kenValue1234567890"
@@ -102,8 +103,7 @@ def run_entrypoint(checkout: Checkout, fake: FakeGitHub, event: Path, tmp: Path,
     env.update({f"INPUT_{k.upper().replace('_', '-')}": v for k, v in inputs.items()})
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    proc = subprocess.run([sys.executable, str(REPO / "entrypoint.py")], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=checkout.root)
+    proc = bounded.run([sys.executable, str(REPO / "entrypoint.py")], env=env, cpu_timeout=300, cwd=checkout.root)
     return proc, output.read_text(), summary.read_text()
 
 
