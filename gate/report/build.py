@@ -413,7 +413,7 @@ def build_compare_report(run: CompareRun) -> Report:
     report.update(run.strata.to_dict())
     report["power"] = run.power.to_dict()
     rule, mode = run.decision_rule
-    report["decision"] = {"kind": verdict.kind, "reasons": [r.to_dict() for r in verdict.reasons],
+    report["decision"] = {"kind": verdict.kind, "reasons": [reason_record(r) for r in verdict.reasons],
                           "exit_code": verdict.exit_code, "rule": rule, "mode": mode, **run.evidence.to_dict(),
                           "alpha": ALPHA, "min_movers": MIN_MOVERS}
     report["run_scores"] = {side: order.to_dict() for side, order in run.run_scores.items()}
