@@ -1,7 +1,5 @@
 """``python -m gate`` is the same as the ``retrieval-gate`` command."""
 
-import sys
+from gate.cli import entry
 
-from gate.cli import main
-
-sys.exit(main())
+entry()

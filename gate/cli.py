@@ -783,8 +783,10 @@ def _cmd_comment(args: argparse.Namespace) -> int:
         GitHubWaitCapError,
     )
     from gate.publishing.github.sticky_comment import publish_comment
+    from gate.runs.isolation import held_secret
 
-    token = os.environ.get("GITHUB_TOKEN") or os.environ.get("INPUT_TOKEN")
+    # Held apart from os.environ once the command re-executed itself without it (gate.runs.isolation).
+    token = held_secret("GITHUB_TOKEN") or held_secret("INPUT_TOKEN")
     repository = os.environ.get("GITHUB_REPOSITORY")
     if not token or not repository:
         raise UsageError("comment needs GITHUB_TOKEN and GITHUB_REPOSITORY in the environment")
@@ -1083,6 +1085,16 @@ class _NoWorkflowCommands:
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
+
+
+def entry() -> None:
+    """The ``retrieval-gate`` command (and ``python -m gate``): the process is first re-executed
+    without the tokens in its environment and made non-dumpable (gate.runs.isolation), so that no
+    runner command it starts can read them; :func:`main` is the same command in-process."""
+    from gate.runs.isolation import isolate_cli
+
+    isolate_cli()
+    sys.exit(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

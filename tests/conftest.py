@@ -48,13 +48,20 @@ def pytest_addoption(parser):
                           f"the demo's world and run in tests/{DEMO_DIR}, slow single tests); {FULL_COMMAND} passes it")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
+    _basetemp_open_to_the_box(config)
     config._full_tier_not_run = 0
     xdist_schedule.start(config)
 
 
 def pytest_unconfigure(config):
     xdist_schedule.finish(config)
+    made = getattr(config, "_box_basetemp", None)
+    if made is not None:
+        import shutil
+
+        shutil.rmtree(made, ignore_errors=True)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -149,3 +156,62 @@ def world(tmp_path):
     checkout = Checkout(tmp_path / "repo")
     with FakeGitHub(token=TOKEN) as fake:
         yield checkout, fake, tmp_path
+
+
+# --------------------------------------------------------------------------- the runner's box
+#
+# As root, the gate runs a runner command as a uid of its own (gate.runs.box), which reads only
+# what every user may read - as on a runner, whose workspace is open to all. pytest makes its
+# temporary folders 0700: opened here (the folders on the way and each test's own) so that a
+# test's team repository is readable by the box, as a real checkout is. Nothing becomes writable.
+def _open_to_the_box(path: Path) -> None:
+    for folder in [path, *path.parents]:
+        try:
+            info = folder.stat()
+        except OSError:
+            return
+        if info.st_uid == os.geteuid() and info.st_mode & 0o005 != 0o005:
+            os.chmod(folder, info.st_mode | 0o055)
+
+
+def _interpreter_open_to_the_box() -> None:
+    """The tests' runner commands start this Python (``sys.executable``): a box must be able to
+    run it. A Python under /root (pyenv as root) is opened for traversal only (o+x: the box can
+    run what it is told the path of, list nothing)."""
+    for folder in Path(os.path.realpath(sys.executable)).parents:
+        info = folder.stat()
+        if info.st_uid == 0 and not info.st_mode & 0o001:
+            os.chmod(folder, info.st_mode | 0o001)
+
+
+def _basetemp_open_to_the_box(config) -> None:
+    """As root, the session's temporary folders live in a folder of their own that every user may
+    traverse (/tmp/pytest-of-root is 0700, and any other pytest session starting on the machine
+    closes it again); xdist's workers make theirs inside it."""
+    if os.geteuid() != 0 or config.option.basetemp or hasattr(config, "workerinput"):
+        return
+    import tempfile
+
+    parent = Path(tempfile.gettempdir())
+    made = Path(tempfile.mkdtemp(prefix="retrieval-gate-tests-", dir=parent))
+    made.chmod(0o755)
+    config.option.basetemp = str(made / "t")
+    config._box_basetemp = made
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _temporary_folders_open_to_the_box(tmp_path_factory):
+    if os.geteuid() != 0:
+        yield
+        return
+    _interpreter_open_to_the_box()
+    make = tmp_path_factory.mktemp
+
+    def mktemp(basename, numbered=True):
+        path = make(basename, numbered=numbered)
+        _open_to_the_box(path)
+        return path
+
+    tmp_path_factory.mktemp = mktemp
+    yield
+    tmp_path_factory.mktemp = make

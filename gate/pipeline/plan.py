@@ -34,6 +34,7 @@ from gate.pipeline.stack import (
 )
 from gate.pipeline.sweep import sweep_cells, swept_changes
 from gate.runs.code import CodeIdentity
+from gate.runs.isolation import held_secret
 from gate.runs.produce import missing_queries
 
 
@@ -46,6 +47,8 @@ def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
     golden files go to the work folder (the step that produces the runs reads them there)."""
 
 
+    # The token of a `retrieval-gate plan` is held apart from os.environ (gate.runs.isolation).
+    token = held_secret("GITHUB_TOKEN") if env is None else env.get("GITHUB_TOKEN")
     env = os.environ if env is None else env
     workspace = load_config(config_path)
     check_base(workspace, base)
@@ -61,8 +64,8 @@ def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
     assert manifest is not None  # resolve() of a str is a Path
     if not manifest.exists():
         baseline_from_branch(config.workspace_root, git.rev_parse(config.workspace_root, base) or base, manifest.parent,
-                             token=env.get("GITHUB_TOKEN"), remote_url=git.repository_url(env))
-    fetch_archived_commit(config.workspace_root, manifest, token=env.get("GITHUB_TOKEN"),
+                             token=token, remote_url=git.repository_url(env))
+    fetch_archived_commit(config.workspace_root, manifest, token=token,
                           remote_url=git.repository_url(env))
     return plan(config, runs_dir, base, noise_repeats, sweep)
 

@@ -84,6 +84,9 @@ def judge_pull_request(change: PullRequest, options: RunOptions, progress: Progr
     the workspace (``options``: a candidate run, the runs folder, where reports go)."""
     warnings: list[str] = list(change.warnings)
     overlay = Path(tempfile.mkdtemp(prefix="retrieval-gate-yardstick-"))
+    # The runner command reads the base's golden queries from here, as the box's uid: readable by
+    # all, writable by the gate alone (mkdtemp makes it 0700).
+    overlay.chmod(0o755)
     try:
         yard = load_yardstick(change.config_path, change.base, overlay, change.changed)
         config = yard.config

@@ -165,6 +165,7 @@ def checkout(code: CodeIdentity, repo: Path, scratch: Path) -> Iterator[CodeIden
     assert top is not None  # a code identity with a commit is made in a repository (commit_tree)
     scratch.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix=f"checkout-{code.commit[:12]}-", dir=scratch))
+    folder.chmod(0o755)  # the baseline's command runs here as the box's uid: it reads, never writes
     try:
         archive = git.run(top, "archive", "--format=tar", code.commit, timeout=600)
         if archive.returncode != 0:

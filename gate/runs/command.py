@@ -4,23 +4,33 @@ The template's placeholders ({config}, {queries}, {corpus}, {run}, {repeat},
 {seed}) are filled per token after ``shlex.split``, so paths with spaces need
 no quoting and no shell is involved; ``shell: true`` runs the template through
 ``/bin/sh`` with every value ``shlex.quote``d. The environment is scrubbed of
-credentials; output goes to a log file whose tail is shown on failure.
+credentials; output goes to a log file whose tail is shown on failure. The command runs in the
+box (:mod:`gate.runs.box`): its own uid, folders and processes, none of the job's files writable.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
-import signal
+import stat
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from gate.common.environment import scrubbed_environment
 from gate.common.errors import InputError
+from gate.inputs import git
+from gate.runs import file_commands_guard
+from gate.runs.box import BoxBroken, BoxedCommand, current_box
 from gate.runs.request import RunnerFailed, RunRequest
 
 PLACEHOLDERS = ("config", "queries", "corpus", "run", "repeat", "seed")
+# A run bigger than this is not a ranked list of a golden set (MS MARCO's 7k queries at depth 1000
+# are about 400 MB).
+MAX_RUN_OUTPUT_BYTES = 16 * 1024 ** 3
 
 
 def log_tail(path: Path, lines: int = 20) -> str:
@@ -66,11 +76,15 @@ class CommandRunner:
         return [token.format(**values) for token in self.tokens]
 
     def produce(self, request: RunRequest, config_file: Path, out_path: Path, log_path: Path) -> None:
+        box = current_box(warn=lambda line: print(f"retrieval-gate: warning: {line}", file=sys.stderr, flush=True))
+        number, folders = box.folders()
+        # The command writes its run in its own folder (nothing of the gate's is writable from the
+        # box); the keeper copies it to out_path once every process of the command has ended.
         values = {
             "config": str(config_file),
             "queries": str(request.queries),
             "corpus": str(request.corpus or ""),
-            "run": str(out_path),
+            "run": str(folders.out / out_path.name),
             "repeat": str(request.repeat),
             "seed": str(request.seed),
         }
@@ -82,40 +96,87 @@ class CommandRunner:
                 "RETRIEVAL_GATE_PURPOSE": request.purpose,
             },
         )
-        command = self.argv(values)
+        # A baseline runs in a checkout of its own commit: the code it was measured with.
+        cwd = request.code.root if request.code is not None and request.code.root is not None else self.cwd
+        command = BoxedCommand(self.argv(values), self.shell, cwd, env, self.timeout, MAX_RUN_OUTPUT_BYTES)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "wb") as log:
+        file_commands = file_commands_guard.snapshot()
+        with open(log_path, "wb") as log, _fresh_output(out_path) as dest, \
+                _git_hidden(cwd if box.identity.confined else None):
             try:
-                # A baseline runs in a checkout of its own commit: the code it was measured with.
-                cwd = request.code.root if request.code is not None and request.code.root is not None else self.cwd
-                proc = subprocess.Popen(
-                    command, shell=self.shell, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, start_new_session=True,
-                )
-            except (OSError, ValueError) as error:
-                raise RunnerFailed(request.purpose, f"could not start the runner command: {error}",
-                                   log_path) from error
-            try:
-                code = proc.wait(timeout=self.timeout)
-            except subprocess.TimeoutExpired as error:
-                _kill_group(proc)
-                raise RunnerFailed(request.purpose, f"runner command timed out after {self.timeout:g}s",
-                                   log_path, log_tail(log_path)) from error
-            # What it left running in the background goes too: nothing of the code under test
-            # outlives its run (the gate fetches from GitHub with credentials afterwards).
-            _kill_group(proc, leader_exited=True)
-        if code != 0:
-            raise RunnerFailed(request.purpose, f"runner command exited with code {code}", log_path,
-                               log_tail(log_path))
-        if not out_path.exists():
-            raise RunnerFailed(request.purpose, f"runner command did not write the run file {out_path}",
+                outcome = box.run(number, command, log.fileno(), out_path.name, dest.fileno())
+            except BoxBroken as error:
+                raise RunnerFailed(request.purpose, f"the runner command's box failed: {error}", log_path,
+                                   log_tail(log_path)) from None
+        file_commands_guard.check_unchanged(file_commands, f"the {request.purpose} run's command")
+        if outcome.refused is not None:
+            raise InputError(str(cwd), None, outcome.refused)
+        if outcome.start_error is not None:
+            raise RunnerFailed(request.purpose, f"could not start the runner command: {outcome.start_error}",
+                               log_path)
+        if outcome.leftovers:
+            # What it left running in the background went too: nothing of the code under test
+            # outlives its run (the gate talks to GitHub with credentials afterwards).
+            print(f"[retrieval-gate] {request.purpose}: ended {outcome.leftovers} process(es) the runner command "
+                  "left running", file=sys.stderr, flush=True)
+        if outcome.timed_out:
+            raise RunnerFailed(request.purpose, f"runner command timed out after {self.timeout:g}s",
                                log_path, log_tail(log_path))
+        if outcome.returncode != 0:
+            raise RunnerFailed(request.purpose, f"runner command exited with code {outcome.returncode}", log_path,
+                               log_tail(log_path))
+        if outcome.collected != "yes":
+            out_path.unlink(missing_ok=True)
+            what = ("did not write the run file {run}" if outcome.collected == "missing"
+                    else f"wrote a run file the gate does not read: {outcome.collected}")
+            raise RunnerFailed(request.purpose, f"runner command {what}", log_path, log_tail(log_path))
 
 
-def _kill_group(proc: subprocess.Popen, leader_exited: bool = False) -> None:
+class _fresh_output:
+    """``out_path`` opened empty for the keeper to copy the run into (never through a symlink)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_symlink():
+            self.path.unlink()
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+        self.handle = os.fdopen(fd, "wb")
+        return self.handle
+
+    def __exit__(self, *exc):
+        self.handle.close()
+        return False
+
+
+@contextlib.contextmanager
+def _git_hidden(cwd: Path | None) -> Iterator[None]:
+    """The repository's ``.git`` closed to other users while a boxed command runs.
+
+    actions/checkout's default (``persist-credentials: true``) leaves the job's token in
+    ``.git/config``, which git makes readable by all; the box needs the files of the checkout,
+    never its history or config (the gate reads those itself, before and after)."""
+    if cwd is None:
+        yield
+        return
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        if not leader_exited:
-            proc.kill()
-    proc.wait()
+        found = git.run(cwd, "rev-parse", "--absolute-git-dir")
+    except (OSError, subprocess.SubprocessError):
+        found = None
+    folder = Path(found.stdout.decode().strip()) if found is not None and found.returncode == 0 else None
+    mode = None
+    if folder is not None:
+        try:
+            info = folder.stat()
+            if info.st_uid == os.geteuid() and info.st_mode & 0o077:
+                mode = stat.S_IMODE(info.st_mode)
+                os.chmod(folder, mode & ~0o077)
+        except OSError:
+            mode = None
+    try:
+        yield
+    finally:
+        if folder is not None and mode is not None:
+            os.chmod(folder, mode)

@@ -1,27 +1,24 @@
-"""The Action's process, made safe to run a pull request's code from.
+"""The gate's own process, made safe to run a pull request's code from.
 
-The gate runs the PR's retrieval command (a command runner) in the same container as itself,
-and it holds the GitHub token. Scrubbing the child's environment is not enough: a child can
-read ``/proc/<gate pid>/environ`` (the environment the gate was *started* with, whatever it
-removed from ``os.environ`` since) and, as the same uid, the gate's memory. So, before any
-child starts, :func:`isolate`:
+The gate holds the GitHub token and starts the PR's retrieval command. Scrubbing the child's
+environment is not enough: a child can read ``/proc/<gate pid>/environ`` (the environment the gate
+was *started* with, whatever it removed from ``os.environ`` since) and, as the same uid, the gate's
+memory. So, before any child starts, :func:`isolate` (the Action's entrypoint) and
+:func:`isolate_cli` (the ``retrieval-gate`` command):
 
-1. **re-executes the gate without the secrets in its environment.** ``INPUT_TOKEN``,
-   ``GITHUB_TOKEN``, ``ACTIONS_RUNTIME_TOKEN`` and ``ACTIONS_ID_TOKEN_REQUEST_TOKEN`` go over
-   a pipe to the new process image instead; its ``/proc/<pid>/environ`` never held them;
-2. **drops to the workspace owner** when it runs as root (Docker actions do, the workspace
-   belongs to the runner user, uid 1001): every file the gate and the PR's code write then
-   belongs to the runner user (the workflow's later steps and the next checkout can change and
-   remove them), git needs no ``safe.directory``, and changing uid makes the process
-   non-dumpable;
-3. **makes itself non-dumpable** (``prctl(PR_SET_DUMPABLE, 0)``) either way: then
+1. **re-execute the process without the secrets in its environment.** ``INPUT_TOKEN``,
+   ``GITHUB_TOKEN``, ``ACTIONS_RUNTIME_TOKEN`` and ``ACTIONS_ID_TOKEN_REQUEST_TOKEN`` go over a
+   pipe to the new process image instead; its ``/proc/<pid>/environ`` never held them. The CLI
+   keeps them in :func:`held_secret`, never in ``os.environ`` (whence every child would inherit them);
+2. **start the box keeper while still root** (:mod:`gate.runs.box`): the PR's command runs as a
+   uid of its own, which can write nothing of the job's and reach nothing of another uid's;
+3. (the Action) **drop to the workspace owner** when it runs as root (Docker actions do; the
+   workspace belongs to the runner user, uid 1001): every file the gate writes then belongs to
+   the runner user (the workflow's later steps and the next checkout can change and remove
+   them), git needs no ``safe.directory``, and changing uid makes the process non-dumpable;
+4. **make the process non-dumpable** (``prctl(PR_SET_DUMPABLE, 0)``) either way: then
    ``/proc/<pid>/mem``, ``/proc/<pid>/environ`` and ``ptrace`` need ``CAP_SYS_PTRACE``, which
-   neither the runner user nor root in a default Docker container has.
-
-Why not run only the PR's command as another, unprivileged user? It would need a uid that
-can write the workspace (the runner user's, so the same uid as a dropped gate) or a
-workspace made writable for all; and files the gate writes as root would still be root's.
-Dropping the whole process to the workspace owner fixes ownership and isolation at once.
+   neither a runner user nor root in a default Docker container has.
 """
 
 from __future__ import annotations
@@ -30,6 +27,8 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+
+from gate.runs.box import start_box
 
 try:  # imported now: after the drop to the workspace owner, the interpreter's own folders
     import ctypes  # may not be readable (a Python under /root)
@@ -82,11 +81,10 @@ def _drop_to_workspace_owner(env: Mapping[str, str]) -> str | None:
     return f"running as uid {info.st_uid} (the workspace owner), not root"
 
 
-def isolate(argv: list[str] | None = None) -> tuple[dict[str, str], str | None]:
-    """The environment the gate runs with (secrets included, as a dict: never ``os.environ``),
-    and a note on the identity it runs as. Re-executes the process when secrets are in its
-    environment (does not return then)."""
-    argv = list(sys.argv if argv is None else argv)
+def _reexecute_without_secrets(argv: list[str]) -> dict[str, str]:
+    """The secrets this process was started with; re-executes it first (without them in its
+    environment) when they are still there. ``argv``: the interpreter's arguments (the script or
+    ``-m module`` and its arguments)."""
     present = {name: os.environ[name] for name in SECRETS if name in os.environ}
     if present and _FD not in os.environ:
         read_end, write_end = os.pipe()
@@ -101,7 +99,40 @@ def isolate(argv: list[str] | None = None) -> tuple[dict[str, str], str | None]:
     secrets: dict[str, str] = {}
     if _FD in os.environ:
         secrets = _read_secrets(int(os.environ.pop(_FD)))
+    return secrets
+
+
+def isolate(argv: list[str] | None = None) -> tuple[dict[str, str], str | None]:
+    """The Action's: the environment the gate runs with (secrets included, as a dict: never
+    ``os.environ``), and a note on the identity it runs as. Re-executes the process when secrets
+    are in its environment (does not return then)."""
+    secrets = _reexecute_without_secrets(list(sys.argv if argv is None else argv))
     _set_non_dumpable()  # before the drop too: no moment where a same-uid process could attach
-    note = _drop_to_workspace_owner(os.environ)
+    notes = []
+    if os.geteuid() == 0:
+        notes.append(start_box().identity.describe())
+    dropped = _drop_to_workspace_owner(os.environ)
+    if dropped:
+        notes.insert(0, dropped)
     _set_non_dumpable()
-    return {**os.environ, **secrets}, note
+    return {**os.environ, **secrets}, "; ".join(notes) or None
+
+
+_held: dict[str, str] | None = None
+
+
+def isolate_cli() -> None:
+    """The ``retrieval-gate`` command's: re-executed without the secrets in its environment (kept
+    for :func:`held_secret`), and non-dumpable. The box starts when a runner command first runs."""
+    global _held
+    argv = list(getattr(sys, "orig_argv", sys.argv))[1:] or list(sys.argv)
+    _held = _reexecute_without_secrets(argv)
+    _set_non_dumpable()
+
+
+def held_secret(name: str) -> str | None:
+    """A secret the command was started with: from the pipe after :func:`isolate_cli`, else (the
+    gate called as a library, in-process) from the environment."""
+    if _held is not None:
+        return _held.get(name)
+    return os.environ.get(name)

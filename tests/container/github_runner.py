@@ -17,7 +17,8 @@ What the runner does, and this module does the same:
   ``/github/workflow`` and ``/github/file_commands``, the inputs as ``INPUT_<NAME>`` (hyphens
   kept), the ``GITHUB_*``/``RUNNER_*`` variables with container paths, and the runtime's own
   secrets (``ACTIONS_RUNTIME_TOKEN``, ``ACTIONS_ID_TOKEN_REQUEST_TOKEN``) that any Docker
-  action receives; ``--network host`` here so that 127.0.0.1 is this machine's;
+  action receives, and ``-v /var/run/docker.sock:/var/run/docker.sock``; ``--network host`` here
+  so that 127.0.0.1 is this machine's;
 * a ``docker://`` action (a released tag's prebuilt image): ``docker pull`` of the image when the
   job is set up, then the same ``docker run``.
 """
@@ -38,6 +39,7 @@ RUNNER_UID = 1001
 RUNNER_GID = 1001  # the docker group on hosted runners is 118; the user's own group is 1001 ("runner")
 RUNTIME_TOKEN = "ACTIONS-RUNTIME-TOKEN-must-not-leak-6f1d"
 ID_TOKEN = "ACTIONS-ID-TOKEN-must-not-leak-93b2"
+DOCKER_SOCKET = "/var/run/docker.sock"
 
 
 def as_runner(argv: list[str], cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 300,
@@ -206,8 +208,9 @@ class Runner:
     def docker_action(self, image: str, event_name: str, event: dict, inputs: Mapping[str, str], *,
                       api_url: str, server_url: str = "https://github.com", sha: str = "", ref: str = "",
                       env: Mapping[str, str] | None = None, timeout: float = 600,
-                      name: str | None = None) -> Step:
-        """``docker run`` of the action's image the way the runner starts it."""
+                      name: str | None = None, volumes: Mapping[str, str] | None = None) -> Step:
+        """``docker run`` of the action's image the way the runner starts it: the Docker socket
+        mounted too, as GitHub mounts it into every Docker action. ``volumes``: more, host -> container."""
         (self.workflow / "event.json").write_text(json.dumps(event))
         os.chown(self.workflow / "event.json", RUNNER_UID, RUNNER_GID)
         output, summary = self._file_commands()
@@ -243,6 +246,10 @@ class Runner:
                 "--name", name or f"retrieval-gate-{uuid.uuid4().hex[:12]}",
                 "-v", f"{self.home}:/github/home", "-v", f"{self.workflow}:/github/workflow",
                 "-v", f"{self.file_commands}:/github/file_commands", "-v", f"{self.workspace}:/github/workspace"]
+        if os.path.exists(DOCKER_SOCKET):
+            argv += ["-v", f"{DOCKER_SOCKET}:{DOCKER_SOCKET}"]
+        for host, inside in (volumes or {}).items():
+            argv += ["-v", f"{host}:{inside}"]
         for key in variables:
             argv += ["-e", key]
         argv.append(image)

@@ -236,7 +236,10 @@ def test_runner_failure_is_inconclusive_and_leaves_the_manifest_untouched(archiv
 
 
 def test_runner_subprocess_never_sees_the_github_token(tmp_path, monkeypatch):
-    dump = tmp_path / "env.json"
+    drop = tmp_path / "drop"
+    drop.mkdir()
+    drop.chmod(0o777)  # the runner writes its environment here from its box (another uid)
+    dump = drop / "env.json"
     config_path = _write_world(tmp_path, judged_topics=30, with_new_queries=False,
                                runner_config={"env_dump": str(dump)})
     text = config_path.read_text().replace("  timeout: 600\n",

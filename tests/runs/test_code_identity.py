@@ -52,6 +52,8 @@ def repo(tmp_path):
     (root / "search").mkdir()
     (root / "retrieval").mkdir()
     calls = tmp_path / "calls.log"
+    calls.touch(mode=0o666)
+    calls.chmod(0o666)  # the search command appends to it from the runner's box (another uid)
     (root / "eval" / "queries.tsv").write_text("".join(f"q{i}\tquery number {i}\n" for i in range(30)))
     (root / "eval" / "qrels.txt").write_text("".join(f"q{i} 0 d{(i * 5) % 12} 1\nq{i} 0 d{(i * 5 + 1) % 12} 2\n"
                                                      for i in range(30)))

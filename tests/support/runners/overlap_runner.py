@@ -51,10 +51,9 @@ def read_queries(path):
     return queries
 
 
-def probe(path, needles):
-    """What a hostile runner command can read of the secrets (see the module docstring)."""
-    found = {"hits": [], "environ_readable": [], "mem_readable": [], "uid": os.getuid(), "self": os.getpid(),
-             "examined": []}
+def search_processes(needles, found):
+    """Every other process's environ and cmdline, and the memory of those whose /proc/<pid>/mem
+    opens: what it can read, and where a needle is (into ``found``)."""
     for pid in sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int):
         if int(pid) == os.getpid():
             continue
@@ -91,6 +90,13 @@ def probe(path, needles):
                 found["hits"] += [f"/proc/{pid}/mem" for n in needles if n in data]
             if readable:
                 found["mem_readable"].append(int(pid))
+
+
+def probe(path, needles):
+    """What a hostile runner command can read of the secrets (see the module docstring)."""
+    found = {"hits": [], "environ_readable": [], "mem_readable": [], "uid": os.getuid(), "self": os.getpid(),
+             "examined": []}
+    search_processes(needles, found)
     with open(path, "w") as handle:
         json.dump(found, handle)
 
