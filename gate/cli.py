@@ -305,14 +305,18 @@ def build_parser() -> argparse.ArgumentParser:
                  "head is the commit the report was made for.",
                  epilog="Environment: GITHUB_TOKEN (or INPUT_TOKEN), a token that may write pull-request "
                               "comments (required); GITHUB_REPOSITORY, owner/name (required); GITHUB_API_URL, the "
-                              "API root (default https://api.github.com). The HTTP client also honours the usual "
-                              "proxy and CA-bundle variables (HTTPS_PROXY, REQUESTS_CA_BUNDLE).")
+                              "API root (default https://api.github.com); GITHUB_EVENT_NAME and GITHUB_EVENT_PATH, "
+                              "the workflow_run event (its run's conclusion, when --run-conclusion is not given). "
+                              "The HTTP client also honours the usual proxy and CA-bundle variables (HTTPS_PROXY, "
+                              "REQUESTS_CA_BUNDLE).")
     p.add_argument("--report", required=True, metavar="REPORT.json",
                    help="the report.json the gate job saved as an artifact")
     p.add_argument("--pr", required=True, type=_positive_int, metavar="N",
-                   help="the pull request's number (from the artifact: believed only if the PR's head is --head-sha)")
+                   help="the pull request's number (from the artifact: believed only if the PR's head is --head-sha); "
+                        "a report the Action made for another PR is refused")
     p.add_argument("--head-sha", required=True, metavar="SHA", type=_sha,
-                   help="workflow_run.head_sha: the PR number is accepted only if the PR's head is this commit")
+                   help="workflow_run.head_sha: the PR number is accepted only if the PR's head is this commit, and "
+                        "the report only if it was made for it")
     p.add_argument("--comment-mode", choices=["update", "new"], default="update",
                    help="update the suite's earlier comment in place, or post a new one each time (default update)")
     trusted_suite = p.add_mutually_exclusive_group()
@@ -324,6 +328,13 @@ def build_parser() -> argparse.ArgumentParser:
                                     ".retrieval-gate.yml (trusted), so the suite is named in one place")
     p.add_argument("--max-wait", type=_float_range(0.0, 3600.0), default=120.0, metavar="SECONDS",
                    help="cap on all the seconds spent on GitHub calls (default 120)")
+    from gate.inputs.github_event import RUN_CONCLUSIONS
+
+    p.add_argument("--run-conclusion", choices=RUN_CONCLUSIONS, default=None, metavar="CONCLUSION",
+                   help="workflow_run.conclusion, the result of the PR job that saved the report "
+                        f"({', '.join(RUN_CONCLUSIONS)}): the comment says so when the report's verdict would have "
+                        "given that job the other result (default: the workflow_run event's, in a workflow_run job; "
+                        "else not compared)")
     p.set_defaults(handler=_cmd_comment)
 
     p = _command(sub, "factorial", "effects and interactions of bundled changes from a 2^k grid of run files",
@@ -749,14 +760,18 @@ def _comment_suite(args: argparse.Namespace, report: Any) -> str:
     return str(trusted if trusted is not None else reported_suite)
 
 
-def _comment_body(path: str, report: Any) -> str:
-    """The comment's Markdown, or one line refusing a report that does not render."""
+def _comment_body(path: str, report: Any, disagreement: Any = None) -> str:
+    """The comment's Markdown (with the line saying the PR job's result disagrees with the
+    report, if it does), or one line refusing a report that does not render."""
     import jinja2
 
+    from gate.publishing.report_trust import with_disagreement
     from gate.rendering.comment import render_comment
 
+    # Room for the hidden marker line, and for the disagreement's line beside the headline.
+    limit = 65_536 - 200 - (len(disagreement.markdown()) + 2 if disagreement is not None else 0)
     try:
-        return render_comment(report, limit=65_536 - 200)  # room for the hidden marker line
+        return with_disagreement(render_comment(report, limit=limit), disagreement)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError,
             jinja2.TemplateError) as error:
         # The report passed the schema and became a record, yet does not render: an artifact of
@@ -765,14 +780,48 @@ def _comment_body(path: str, report: Any) -> str:
                          f"{limits.shorten(str(error), 80)}): not a report this version wrote") from None
 
 
+def _run_conclusion(args: argparse.Namespace) -> str | None:
+    """How the PR job that saved the report ended: --run-conclusion, else the conclusion of the
+    run a workflow_run event is about (the comment job's trigger: a copy of the example workflow
+    from before --run-conclusion still gets the comparison); None when neither says."""
+    from gate.inputs.github_event import read_workflow_run
+
+    if args.run_conclusion is not None:
+        return str(args.run_conclusion)
+    run = read_workflow_run(os.environ)
+    if run is None:
+        return None
+    if run.head_sha is not None and run.head_sha.lower() != args.head_sha:
+        # Then the event's run is not the one whose report this is: its conclusion says nothing of it.
+        raise InputError(os.environ.get("GITHUB_EVENT_PATH"), None,
+                         f"the workflow_run event is of head {run.head_sha}, not {args.head_sha} (--head-sha): its "
+                         "conclusion is another run's (give --run-conclusion)")
+    return run.conclusion
+
+
+def _trusted_report(args: argparse.Namespace, report: Any) -> Any:
+    """The checks of gate.publishing.report_trust against what this job knows (--pr, --head-sha,
+    the PR job's conclusion): a report that fails one is refused in one line, nothing posted.
+    Returns the disagreement of the PR job's result with the report, if any."""
+    from gate.publishing.report_trust import Expected, Refused, check_report
+
+    checked = check_report(report, Expected(args.pr, args.head_sha, _run_conclusion(args)))
+    if isinstance(checked, Refused):
+        raise InputError(args.report, None, f"{checked.problem}: not posted")
+    return checked.disagreement
+
+
 def _cmd_comment(args: argparse.Namespace) -> int:
     """Token from GITHUB_TOKEN (or INPUT_TOKEN), repository from GITHUB_REPOSITORY, API root from
     GITHUB_API_URL. The PR number comes from an artifact an untrusted job wrote, so it is only
-    believed when GET /pulls/{n} says that PR's head is the commit the gate ran on.
+    believed when GET /pulls/{n} says that PR's head is the commit the gate ran on; the report
+    itself must be of that PR and head, with a verdict the gate could have written
+    (gate.publishing.report_trust), and a PR job whose result disagrees with it is said in the comment.
 
     Exit 0 when the comment is posted (or rightly not: another head, a read-only token);
     2 for what the user must fix (no token, a token GitHub refuses, a PR that is not there,
-    a report that is not one); 3 when GitHub cannot be reached or keeps failing (rerun later)."""
+    a report that is not one, or not this PR's and head's, or whose verdict contradicts itself);
+    3 when GitHub cannot be reached or keeps failing (rerun later)."""
     import os
 
     from gate.publishing.github.client import (
@@ -793,7 +842,8 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     report = _load_saved_report(args.report)
     verdict = report.verdict.kind
     suite = _comment_suite(args, report)
-    body = _comment_body(args.report, report)
+    disagreement = _trusted_report(args, report)
+    body = _comment_body(args.report, report, disagreement)
     try:
         client = GitHubClient(os.environ.get("GITHUB_API_URL", "https://api.github.com"), token, repository,
                               max_wait=args.max_wait)

@@ -107,6 +107,42 @@ def read_event(env: Mapping[str, str]) -> Event:
     return Event(name, None, env.get("GITHUB_SHA"), None, (), None, None, env.get("GITHUB_REPOSITORY"))
 
 
+#: The conclusions GitHub gives a completed workflow run (``workflow_run.conclusion``).
+RUN_CONCLUSIONS = ("success", "failure", "cancelled", "timed_out", "action_required", "neutral", "skipped",
+                   "stale", "startup_failure")
+
+
+@dataclass(frozen=True)
+class WorkflowRun:
+    """The run a ``workflow_run`` event is about (what started the comment job): its head commit
+    and how it ended (None while it has not)."""
+    head_sha: str | None
+    conclusion: str | None
+
+
+def read_workflow_run(env: Mapping[str, str]) -> WorkflowRun | None:
+    """The triggering run of a ``workflow_run`` event (GITHUB_EVENT_NAME, its payload at
+    GITHUB_EVENT_PATH), or None for any other event. The runner writes that payload, but a
+    workflow can point GITHUB_EVENT_PATH at any file: read as strictly as :func:`read_event`."""
+    if env.get("GITHUB_EVENT_NAME") != "workflow_run":
+        return None
+    path = env.get("GITHUB_EVENT_PATH")
+    if not path:
+        raise InputError("GITHUB_EVENT_PATH", None, "is not set: a workflow_run event's payload names the run")
+    if not Path(path).is_file():
+        raise InputError(path, None, "the event payload (GITHUB_EVENT_PATH) is not a file")
+    data = parse_json_document(path, read_text_file(Path(path), "an event payload", limit=MAX_RECORD_FILE_BYTES))
+    if not isinstance(data, dict):
+        raise InputError(path, None, f"the event payload must be a JSON object, got {type(data).__name__}")
+    payload = _Payload(path, data)
+    run = payload.get(data, "workflow_run", (dict,), required=True)
+    conclusion = payload.get(run, "workflow_run.conclusion", (str,))
+    if conclusion is not None and conclusion not in RUN_CONCLUSIONS:
+        raise payload.fail("workflow_run.conclusion", f"is {conclusion[:40]!r}, not a conclusion GitHub gives "
+                                                      f"({', '.join(RUN_CONCLUSIONS)})")
+    return WorkflowRun(payload.sha(run, "workflow_run.head_sha"), conclusion)
+
+
 def base_commit(workspace: Path, event: Event, warnings: list[str], token: str | None = None,
                  remote_url: str | None = None) -> tuple[str | None, str | None]:
     """The commit the change is judged against, and why there is none when a PR or a merge group

@@ -1,7 +1,7 @@
 """The verdict's rules: the policy's limits applied to the findings.
 
-Kinds and exit codes: ``pass`` 0, ``skipped`` 0, ``accepted`` 0, ``fail`` 1,
-``inconclusive`` 3 when it blocks (0 when ``inconclusive_blocks: false``).
+Kinds and exit codes (``gate.verdict.kinds``): ``pass`` 0, ``skipped`` 0, ``accepted`` 0,
+``fail`` 1, ``inconclusive`` 3 when it blocks (0 when ``inconclusive_blocks: false``).
 Every verdict carries the reasons that decided it, each with a stable code.
 """
 
@@ -19,6 +19,7 @@ from gate.inputs.config import Policy
 from gate.statistics.evidence import Evidence
 from gate.statistics.movement import StrataSection
 from gate.statistics.strata import DAMAGED
+from gate.verdict.kinds import EXIT_BY_KIND, INCONCLUSIVE_NOT_BLOCKING_EXIT
 from gate.verdict.levels import ALPHA, GUARDED_ALPHA, MAX_QUERY_LOSS, MIN_MOVERS, MIN_QUERIES
 from gate.verdict.reasons import Reason
 
@@ -28,7 +29,6 @@ STATISTICAL = {"regression_shown", "improvement_required", "improvement_shown", 
 #: else pass with the power line) or "non-inferiority" (a pass must show "no worse than
 #: -margin"; inconclusive when it cannot). benchmarks/bench_decision.py measures both.
 MODES = ("regression", "non-inferiority")
-EXIT_BY_KIND = {"pass": 0, "skipped": 0, "accepted": 0, "fail": 1, "inconclusive": 3}
 
 #: Decision rules: "calibrated" (default) or "interval", the seed's rule on the reported interval.
 DECISIONS = ("calibrated", "interval")
@@ -58,7 +58,7 @@ class Verdict:
 
 def _exit(kind: str, policy: Policy) -> int:
     if kind == "inconclusive" and not policy.inconclusive_blocks:
-        return 0
+        return INCONCLUSIVE_NOT_BLOCKING_EXIT
     return EXIT_BY_KIND[kind]
 
 

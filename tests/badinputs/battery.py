@@ -1104,8 +1104,12 @@ def _manifest_cases() -> list[Case]:
 def _comment_cases() -> list[Case]:
     argv = ("comment", "--report", "rep/report.json", "--pr", str(PR), "--head-sha", HEAD_SHA)
     path = "rep/report.json"
+    # The event the Action records beside the verdict (`run` judges none): the comment job posts
+    # only a report of the PR and head it is started for, so each case's report has it first.
+    event = (path, Patch(b'"suite": "battery"', b'"event": {"name": "pull_request", "pr": ' + str(PR).encode()
+                         + b', "head_sha": "' + HEAD_SHA.encode() + b'", "base_sha": null}, "suite": "battery"'))
     cases = [Case("comment/good-report", "control", argv, Expect(exits=(0,), stdout_has="comment:"),
-                  setup=RUN_SETUP, needs_github=True)]
+                  files=(event,), setup=RUN_SETUP, needs_github=True)]
     rows = [
         ("empty", "empty file", Data(b"")),
         ("invalid-json", "invalid JSON", Data(b'{"verdict": ')),
@@ -1139,7 +1143,7 @@ def _comment_cases() -> list[Case]:
         expect = Expect(names=path)
         if name == "10mb-string":
             expect = Expect(exits=(0, 2), names=path)  # a long suite name may be cut and posted, or refused
-        cases.append(Case(f"comment/{name}", cat, argv, expect, files=((path, content),), setup=RUN_SETUP,
+        cases.append(Case(f"comment/{name}", cat, argv, expect, files=(event, (path, content)), setup=RUN_SETUP,
                           needs_github=True, timeout=timeout))
     return cases
 

@@ -49,6 +49,7 @@ from tests.cli_matrix.world import Files, Repo, build_files, build_repo, git
 from tests.shared_data import REALDATA, need
 from tests.shared_data import REPO as PROJECT
 from tests.support import bounded
+from tests.support.saved_report import as_the_action_saved
 
 SCHEMA = json.loads((PROJECT / "gate" / "report" / "report.schema.json").read_text())
 _EXE = Path(sys.executable).parent / "retrieval-gate"
@@ -891,17 +892,31 @@ def saved_reports(repo_template, files_template, tmp_path_factory) -> dict[str, 
                      str(f.qrels), "--queries", str(f.queries_jsonl), "--strata", str(f.strata_yml), "--samples",
                      "300", "--out", str(tmp / "compare")])
     assert result.code == 0, result.describe()
-    return {"run": tmp / "run" / "report.json", "compare": tmp / "compare" / "report.json"}
+    # The comment job posts a report of the PR and head it is started for: each carries the event
+    # the Action records (`run` on a machine judges no event).
+    run = tmp / "run" / "report.json"
+    older, pr_6 = tmp / "run" / "report-of-an-older-head.json", tmp / "run" / "report-of-pr-6.json"
+    shutil.copyfile(run, older)
+    shutil.copyfile(run, pr_6)
+    return {"run": as_the_action_saved(run, 5, HEAD_SHA), "compare": tmp / "compare" / "report.json",
+            "older_head": as_the_action_saved(older, 5, OLDER_HEAD_SHA), "pr_6": as_the_action_saved(pr_6, 6, HEAD_SHA)}
 
 
 HEAD_SHA = "a1" * 20
+OLDER_HEAD_SHA = "b2" * 20
 COMMENT = "comment --report {report} --pr 5 --head-sha {sha}"
 COMMENT_CASES = [
     Case("base", COMMENT),
     Case("base", COMMENT, sub=True),
     Case("mode-update", COMMENT + " --comment-mode update"),
     Case("mode-new", COMMENT + " --comment-mode new"),
-    Case("head-sha-mismatch-does-not-comment", COMMENT.replace("{sha}", "b2" * 20)),
+    # A stale run: its report is of the head the run was for, and the PR has moved on since.
+    Case("head-sha-mismatch-does-not-comment", COMMENT.replace("{sha}", OLDER_HEAD_SHA).replace("{report}",
+                                                                                                "{older_head}")),
+    Case("report-of-another-head-is-refused", COMMENT.replace("{sha}", OLDER_HEAD_SHA), codes=(2,),
+         err_contains=f"was made for head '{HEAD_SHA}', not {OLDER_HEAD_SHA} (--head-sha): not posted"),
+    Case("report-of-another-pr-is-refused", COMMENT.replace("--pr 5", "--pr 6"), codes=(2,),
+         err_contains="is the report of PR #5, not of #6 (--pr): not posted"),
     Case("compare-report-is-refused", COMMENT.replace("{report}", "{compare_report}"), codes=(2,),
          err_contains="not a gate run report"),
     Case("missing-report-file", COMMENT.replace("{report}", "{tmp}/nope.json"), codes=(2,)),
@@ -920,6 +935,7 @@ def test_comment(case, saved_reports, tmp_path):
         env = {"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": fake.repository, "GITHUB_API_URL": fake.url}
         suite = json.loads(saved_reports["run"].read_text()).get("suite", "retrieval")
         ctx = {"report": str(saved_reports["run"]), "compare_report": str(saved_reports["compare"]),
+               "older_head": str(saved_reports["older_head"]),
                "sha": HEAD_SHA, "tmp": str(tmp_path), "out": str(tmp_path / "out"), "suite": suite}
         result = run_case(case, ctx, env=env)
         if result.code == 0:
@@ -970,6 +986,8 @@ def test_comment_failures_of_the_world_are_one_line_and_a_documented_code(proble
         if problem == "truncated-report":
             report = tmp_path / "r.json"
             report.write_text(saved_reports["run"].read_text()[:500])
+        if problem == "wrong-pr":  # a report of PR 6, which GitHub does not know
+            report = saved_reports["pr_6"]
         args = COMMENT.replace("--pr 5", "--pr 6") if problem == "wrong-pr" else COMMENT
         ctx = {"report": str(report), "sha": HEAD_SHA, "tmp": str(tmp_path), "out": str(tmp_path)}
         result = run_case(Case(problem, args + " --max-wait 3", codes=(code,), err_contains=said), ctx, env=env)

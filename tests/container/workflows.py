@@ -190,11 +190,13 @@ def _upload(runner: Runner, path: str, name: str) -> PlayedStep:
 
 def comment_job(runner: Runner, image: str, artifact: dict[str, bytes], event: dict, github, *,
                 workflow_run_head_sha: str, remote_url: str, main_sha: str,
-                workflow: str = "retrieval-gate-comment.yml", workflows: Path | None = None) -> list[PlayedStep]:
+                workflow: str = "retrieval-gate-comment.yml", workflows: Path | None = None,
+                workflow_run_conclusion: str = "success") -> list[PlayedStep]:
     """The ``workflow_run`` job on a runner of its own (as GitHub gives it): its steps as written,
     the default branch (``main_sha``) checked out (the whole tree: a superset of the sparse
     checkout), the artifact downloaded to RUNNER_TEMP, the ``run:`` steps as the runner user on a
-    machine where the gate is pip-installed (the action's image, whose install is that one)."""
+    machine where the gate is pip-installed (the action's image, whose install is that one).
+    ``workflow_run_conclusion`` is how the gate job ended (the callers' gate jobs all succeed)."""
     document = load_workflow(workflow, workflows)
     job = next(iter(document["jobs"].values()))
     runner = Runner(runner.root.with_name(runner.root.name + "-comment-job"), runner.repository)
@@ -203,6 +205,7 @@ def comment_job(runner: Runner, image: str, artifact: dict[str, bytes], event: d
         "github.event.workflow_run.id": "1001",
         "github.token": TOKEN,
         "github.event.workflow_run.head_sha": workflow_run_head_sha,
+        "github.event.workflow_run.conclusion": workflow_run_conclusion,
     }
     played: list[PlayedStep] = []
     for step in job["steps"]:

@@ -29,6 +29,7 @@ import yaml
 from gate.cli import main
 from gate.rendering.comment import HEADLINE_LIMIT
 from tests.publishing.github.fake_github import FakeGitHub
+from tests.support.saved_report import as_the_action_saved
 from tests.support.small_world import small_world
 
 TOKEN = "ghs_sections0123456789abcdefghijklmnopqrstu"
@@ -171,6 +172,7 @@ def test_every_combination_of_sections_gives_a_report_the_comment_job_posts(on, 
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     monkeypatch.setenv("GITHUB_REPOSITORY", github.repository)
     monkeypatch.setenv("GITHUB_API_URL", github.url)
+    as_the_action_saved(out / "report.json", number, head, base)  # the event the Action would record
     posted = main(["comment", "--report", str(out / "report.json"), "--pr", str(number), "--head-sha", head])
     printed = capsys.readouterr()
     assert posted == 0, printed.err

@@ -17,6 +17,7 @@ from gate.cli import main
 from gate.inputs.config import load_config
 from gate.publishing.scaffold import WORKFLOWS, render_workflow, workflow_templates
 from tests.shared_data import REALDATA, need
+from tests.support.saved_report import as_the_action_saved
 from tests.support.small_world import RUNNER, small_world
 
 REPO = Path(__file__).resolve().parents[2]
@@ -256,6 +257,7 @@ def test_the_comment_job_reads_the_suite_from_the_config(tmp_path, capsys):
     other.write_text((where / ".retrieval-gate.yml").read_text().replace('suite: "docs-search"',
                                                                          'suite: "another-suite"'))
     head = _git(where, "rev-parse", "HEAD")
+    as_the_action_saved(report, 5, head)  # the PR job's report, as the Action records its event
     with FakeGitHub(token="t0ken") as fake:
         fake.add_pull(5, head, files=["search/retrieval.yml"])
         env = {**os.environ, "GITHUB_TOKEN": "t0ken", "GITHUB_REPOSITORY": fake.repository, "GITHUB_API_URL": fake.url}

@@ -40,3 +40,24 @@ def pull_request_event(number: int, head: str, base: str, *, labels=(), body: st
         pr["head"]["repo"]["full_name"] = repository
         pr["base"]["repo"]["full_name"] = repository
     return payload
+
+
+WORKFLOW_RUN_COMPLETED = "webhook_example_workflow_run_completed.payload.json"
+
+# The fields of a workflow_run event the comment job reads (gate.inputs.github_event.read_workflow_run).
+_MINIMAL_WORKFLOW_RUN: dict[str, Any] = {
+    "action": "completed",
+    "workflow_run": {"id": 1001, "name": "retrieval-gate", "event": "pull_request", "status": "completed",
+                     "conclusion": "success", "head_sha": "", "head_branch": "feature", "pull_requests": []},
+    "repository": {"full_name": "octo-org/octo-repo"},
+}
+
+
+def workflow_run_event(head: str, conclusion: str | None) -> dict[str, Any]:
+    """A completed workflow_run payload (what starts the comment job) for a run at ``head``."""
+    real = GITHUB / WORKFLOW_RUN_COMPLETED
+    payload = json.loads(real.read_text()) if real.is_file() else copy.deepcopy(_MINIMAL_WORKFLOW_RUN)
+    payload["workflow_run"]["head_sha"] = head
+    payload["workflow_run"]["conclusion"] = conclusion
+    payload["workflow_run"]["event"] = "pull_request"
+    return payload

@@ -147,6 +147,9 @@ def test_comment_workflow_follows_the_gate_by_name():
     assert '--config="$GITHUB_WORKSPACE/$GATE_CONFIG"' in post["run"]  # the suite, named in one place
     assert post["env"]["GATE_CONFIG"] == checkout["with"]["sparse-checkout"] == ".retrieval-gate.yml"
     assert post["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"  # trusted, not from the artifact
+    # The gate job's result, compared with the report's verdict (said in the comment when they disagree).
+    assert post["env"]["RUN_CONCLUSION"] == "${{ github.event.workflow_run.conclusion }}"
+    assert '--run-conclusion "$RUN_CONCLUSION"' in post["run"]
 
 
 def test_archive_workflow():
