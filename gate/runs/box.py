@@ -31,10 +31,11 @@ from gate.runs.box_keeper import receive_message, send_message
 # What a boxed command's environment never holds: the paths of the job's file commands (it could
 # not write them as the box's uid; without a box it must not even be told where they are).
 FILE_COMMAND_VARIABLES = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
+KEEPER_GRACE_SECONDS = 600.0
 UNCONFINED_WARNING = (
-    "the runner command runs as your own user (not root, so no box of its own uid): it cannot read the "
-    "token, and nothing it starts outlives its run, but it can write whatever your user can write "
-    "(see the README's threat model)"
+    "no box for the runner command (not root): it runs as your own user and can do what your user can - write "
+    "the checkout and the job's files, read a token another process of yours holds, stop the gate; judge only "
+    "code you would run anyway (see the security model)"
 )
 
 
@@ -48,6 +49,7 @@ class BoxedCommand:
     env: Mapping[str, str]
     timeout: float
     max_output_bytes: int
+    hide: tuple[Path, ...] = ()  # folders whose git folders are closed while it runs (the checkout's)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class KeeperBox:
         self.root = Path(str(hello["root"]))
         self.identity = BoxIdentity(bool(hello["confined"]), int(hello["uid"]), int(hello["gid"]), str(hello["kill"]))
         self._next = 0
+        self._broken: str | None = None  # why no run can be asked of the keeper any more
 
     @classmethod
     def start(cls) -> KeeperBox:
@@ -125,21 +128,29 @@ class KeeperBox:
         return self._next, BoxFolders(base / "home", base / "tmp", base / "out")
 
     def run(self, number: int, command: BoxedCommand, log_fd: int, collect: str, dest_fd: int) -> BoxOutcome:
+        if self._broken is not None:
+            raise BoxBroken(self._broken)
         env = {k: v for k, v in command.env.items() if k not in FILE_COMMAND_VARIABLES}
         request = {"op": "run", "n": number, "argv": command.argv if command.shell else list(command.argv),
                    # The gate's own folder when the runner names none, as a subprocess of it would have.
                    "shell": command.shell, "cwd": str(command.cwd if command.cwd is not None else Path.cwd()),
                    "env": env,
-                   "timeout": command.timeout, "collect": collect, "max_bytes": command.max_output_bytes}
+                   "timeout": command.timeout, "collect": collect, "max_bytes": command.max_output_bytes,
+                   "hide": [str(p) for p in command.hide]}
+        # The keeper answers within the command's timeout and the kill; one that does not (stopped
+        # by a command of the same uid, without a box) is gone.
+        self._sock.settimeout(command.timeout + KEEPER_GRACE_SECONDS)
         try:
             send_message(self._sock, request, [log_fd, dest_fd])
             reply, fds = receive_message(self._sock)
         except (OSError, EOFError, ValueError) as error:
-            raise BoxBroken(f"the box keeper is gone ({error})") from None
+            self._broken = f"the box keeper is gone ({error or type(error).__name__})"
+            raise BoxBroken(self._broken) from None
         for fd in fds:
             os.close(fd)
         if reply is None:
-            raise BoxBroken("the box keeper is gone (it closed the connection)")
+            self._broken = "the box keeper is gone (it closed the connection)"
+            raise BoxBroken(self._broken)
         if "error" in reply:
             raise BoxBroken(f"the box keeper failed: {reply['error']}")
         return BoxOutcome(reply.get("returncode"), bool(reply.get("timed_out")), int(reply.get("leftovers", 0)),

@@ -220,7 +220,69 @@ def kill_tree() -> int:
 
 # Folders every user may write to: what one run of the box leaves there (a planted library, a
 # poisoned cache) must not be there for the next run (the baseline's code runs as the same uid).
-SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/dev/mqueue")
+
+
+def remove_tree(path: str) -> None:
+    """``rm -rf`` that a tree built to break it cannot stop (shutil.rmtree recurses: a folder
+    thousands of levels deep raises RecursionError)."""
+    try:
+        shutil.rmtree(path)
+        return
+    except FileNotFoundError:
+        return
+    except (OSError, RecursionError):
+        pass
+    subprocess.run(["rm", "-rf", "--one-file-system", "--", path], stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
+def hide_folders(roots: list[str], limit: int = 200_000) -> list[tuple[str, int]]:
+    """Close every git folder below ``roots`` to other users (root may, whoever owns it); the modes
+    to put back. ``actions/checkout`` leaves the job's token in ``.git/config`` (readable by all)
+    unless told not to, in each checkout, the workspace's and any other one's below it."""
+    hidden: list[tuple[str, int]] = []
+    seen = 0
+    for root in roots:
+        for folder, dirs, _files in os.walk(root):
+            seen += 1
+            if seen > limit:
+                return hidden
+            if ".git" in dirs:
+                path = os.path.join(folder, ".git")
+                try:
+                    info = os.lstat(path)
+                    if stat.S_ISDIR(info.st_mode) and info.st_mode & 0o077:
+                        os.chmod(path, stat.S_IMODE(info.st_mode) & ~0o077)
+                        hidden.append((path, stat.S_IMODE(info.st_mode)))
+                except OSError:
+                    pass
+            dirs[:] = [d for d in dirs if d != ".git" and not os.path.islink(os.path.join(folder, d))]
+    return hidden
+
+
+def remove_ipc_of_uid(uid: int) -> int:
+    """Remove the System V shared memory, message queues and semaphores ``uid`` made (the next
+    run, or anything else, must not find them)."""
+    removed = 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, remove in (("shm", libc.shmctl), ("msg", libc.msgctl), ("sem", libc.semctl)):
+        try:
+            with open(f"/proc/sysvipc/{kind}", encoding="ascii") as handle:
+                header = handle.readline().split()
+                rows = [line.split() for line in handle]
+        except OSError:
+            continue
+        ids = [name for name in header if name.endswith("id") and name in ("shmid", "msqid", "semid")]
+        if not ids or "uid" not in header:
+            continue
+        at_id, at_uid = header.index(ids[0]), header.index("uid")
+        for row in rows:
+            if len(row) > max(at_id, at_uid) and int(row[at_uid]) == uid:
+                ipc_id = int(row[at_id])
+                result = remove(ipc_id, 0, 0) if kind == "sem" else remove(ipc_id, 0, None)  # IPC_RMID
+                removed += result == 0
+    return removed
 
 
 def remove_files_of_uid(uid: int) -> int:
@@ -237,7 +299,7 @@ def remove_files_of_uid(uid: int) -> int:
                 if entry.stat(follow_symlinks=False).st_uid != uid:
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
+                    remove_tree(entry.path)
                 else:
                     os.unlink(entry.path)
                 removed += 1
@@ -294,8 +356,11 @@ class Keeper:
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self.confined = os.geteuid() == 0
+        # A uid of its own for every run: what one run leaves behind (a file made readable by all,
+        # shared memory) belongs to a uid the next run (the baseline's code, a noise repeat) is not.
         self.uid = choose_uid() if self.confined else os.getuid()
         self.gid = self.uid if self.confined else os.getgid()
+        self.used: set[int] = set()
         self.root = tempfile.mkdtemp(prefix="retrieval-gate-box-")
         os.chmod(self.root, 0o711)  # the box may pass through to its own folders, list nothing
 
@@ -320,14 +385,23 @@ class Keeper:
                 send_message(self.sock, reply)
         finally:
             self.end_all()
-            shutil.rmtree(self.root, ignore_errors=True)
+            remove_tree(self.root)
 
     def end_all(self) -> int:
+        """End every process of the runs so far, and remove what they left in shared places."""
         if not self.confined:
             return kill_tree()
-        ended = kill_uid(self.uid)
-        remove_files_of_uid(self.uid)
+        ended = 0
+        for uid in sorted(self.used | {self.uid}):
+            ended += kill_uid(uid)
+            remove_files_of_uid(uid)
+            remove_ipc_of_uid(uid)
         return ended
+
+    def next_uid(self) -> None:
+        if self.confined:
+            self.used.add(self.uid)
+            self.uid = self.gid = choose_uid()
 
     def handle(self, message: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         if message.get("op") != "run" or len(fds) != 2:
@@ -338,7 +412,9 @@ class Keeper:
         if not collect or collect in (".", "..") or "/" in collect or "\0" in collect:
             raise ValueError(f"not a file name: {collect!r}")
         folder = os.path.join(self.root, str(number))
+        self.next_uid()
         os.mkdir(folder, 0o711)
+        hidden = hide_folders([str(p) for p in message.get("hide", [])]) if self.confined else []
         try:
             paths = {name: os.path.join(folder, name) for name in ("home", "tmp", "out")}
             for path in paths.values():
@@ -347,7 +423,9 @@ class Keeper:
                     os.chown(path, self.uid, self.gid)
             return self.run(message, paths, log_fd, dest_fd)
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            for path, mode in hidden:
+                os.chmod(path, mode)
+            remove_tree(folder)
 
     def _can_enter(self, cwd: str) -> bool:
         """Whether the box's uid may enter ``cwd`` (asked of the kernel, ACLs included)."""
@@ -384,7 +462,7 @@ class Keeper:
 
         def enter_box() -> None:  # runs in the child, after the uid and gid changed
             os.umask(0o077)
-            if confined and not _prctl(PR_SET_NO_NEW_PRIVS, 1):
+            if not _prctl(PR_SET_NO_NEW_PRIVS, 1):  # no sudo, no setuid program: not even as the user
                 os._exit(125)
 
         try:

@@ -10,13 +10,9 @@ box (:mod:`gate.runs.box`): its own uid, folders and processes, none of the job'
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
-import stat
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +26,39 @@ from gate.runs.request import RunnerFailed, RunRequest
 PLACEHOLDERS = ("config", "queries", "corpus", "run", "repeat", "seed")
 # A run bigger than this is not a ranked list of a golden set (MS MARCO's 7k queries at depth 1000
 # are about 400 MB).
-MAX_RUN_OUTPUT_BYTES = 16 * 1024 ** 3
+MAX_RUN_OUTPUT_BYTES = 4 * 1024 ** 3
+MAX_LOG_BYTES = 8 * 1024 * 1024
 
 
-def log_tail(path: Path, lines: int = 20) -> str:
+def log_tail(path: Path, lines: int = 20, max_bytes: int = 64 * 1024) -> str:
+    """The last ``lines`` lines of a log, read from its last ``max_bytes`` only (the command wrote
+    it: it may be sparse and a terabyte long)."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - max_bytes))
+            data = handle.read(max_bytes)
     except OSError:
         return ""
-    return "\n".join(text.splitlines()[-lines:])
+    return "\n".join(data.decode("utf-8", errors="replace").splitlines()[-lines:])
+
+
+def _bound_log(path: Path) -> None:
+    """A log longer than MAX_LOG_BYTES keeps its last MAX_LOG_BYTES (with a line saying so): the
+    workspace is uploaded and cached by later steps."""
+    try:
+        size = path.stat().st_size
+        if size <= MAX_LOG_BYTES:
+            return
+        with open(path, "rb") as handle:
+            handle.seek(size - MAX_LOG_BYTES)
+            tail = handle.read(MAX_LOG_BYTES)
+        with open(path, "wb") as handle:
+            handle.write(f"[retrieval-gate: the first {size - MAX_LOG_BYTES} bytes of this log were cut]\n".encode())
+            handle.write(tail)
+    except OSError:
+        pass
 
 
 class CommandRunner:
@@ -98,16 +118,20 @@ class CommandRunner:
         )
         # A baseline runs in a checkout of its own commit: the code it was measured with.
         cwd = request.code.root if request.code is not None and request.code.root is not None else self.cwd
-        command = BoxedCommand(self.argv(values), self.shell, cwd, env, self.timeout, MAX_RUN_OUTPUT_BYTES)
+        # The checkout's git folders (its own and any other checkout's below it) are closed to the
+        # box while the command runs: actions/checkout leaves the token in .git/config by default.
+        top = git.repo_root(cwd) if cwd is not None else None
+        command = BoxedCommand(self.argv(values), self.shell, cwd, env, self.timeout, MAX_RUN_OUTPUT_BYTES,
+                               hide=tuple(p for p in (top or cwd,) if p is not None))
         log_path.parent.mkdir(parents=True, exist_ok=True)
         file_commands = file_commands_guard.snapshot()
-        with open(log_path, "wb") as log, _fresh_output(out_path) as dest, \
-                _git_hidden(cwd if box.identity.confined else None):
+        with open(log_path, "wb") as log, _fresh_output(out_path) as dest:
             try:
                 outcome = box.run(number, command, log.fileno(), out_path.name, dest.fileno())
             except BoxBroken as error:
                 raise RunnerFailed(request.purpose, f"the runner command's box failed: {error}", log_path,
                                    log_tail(log_path)) from None
+        _bound_log(log_path)
         file_commands_guard.check_unchanged(file_commands, f"the {request.purpose} run's command")
         if outcome.refused is not None:
             raise InputError(str(cwd), None, outcome.refused)
@@ -149,34 +173,3 @@ class _fresh_output:
     def __exit__(self, *exc):
         self.handle.close()
         return False
-
-
-@contextlib.contextmanager
-def _git_hidden(cwd: Path | None) -> Iterator[None]:
-    """The repository's ``.git`` closed to other users while a boxed command runs.
-
-    actions/checkout's default (``persist-credentials: true``) leaves the job's token in
-    ``.git/config``, which git makes readable by all; the box needs the files of the checkout,
-    never its history or config (the gate reads those itself, before and after)."""
-    if cwd is None:
-        yield
-        return
-    try:
-        found = git.run(cwd, "rev-parse", "--absolute-git-dir")
-    except (OSError, subprocess.SubprocessError):
-        found = None
-    folder = Path(found.stdout.decode().strip()) if found is not None and found.returncode == 0 else None
-    mode = None
-    if folder is not None:
-        try:
-            info = folder.stat()
-            if info.st_uid == os.geteuid() and info.st_mode & 0o077:
-                mode = stat.S_IMODE(info.st_mode)
-                os.chmod(folder, mode & ~0o077)
-        except OSError:
-            mode = None
-    try:
-        yield
-    finally:
-        if folder is not None and mode is not None:
-            os.chmod(folder, mode)

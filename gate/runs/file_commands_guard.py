@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -65,6 +67,23 @@ def snapshot(env: Mapping[str, str] | None = None) -> tuple[FileCommandState, ..
     return tuple(states)
 
 
+def _restore(path: str, content: bytes) -> bool:
+    """Put ``content`` back at ``path``, whatever the command made of it (read-only, a symlink, a
+    folder): the file is replaced by a new one, never written through what is there."""
+    folder, name = os.path.split(path)
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{name}.", dir=folder or ".")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        os.chmod(temporary, 0o644)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        os.replace(temporary, path)
+        return True
+    except OSError:
+        return False
+
+
 def check_unchanged(states: tuple[FileCommandState, ...], who: str) -> None:
     """Raise (one line) when a file-command file changed since ``states``, after undoing every change."""
     changed: list[tuple[FileCommandState, bool]] = []
@@ -72,16 +91,7 @@ def check_unchanged(states: tuple[FileCommandState, ...], who: str) -> None:
         now = _read(state.path)
         if (now is not None) == state.exists and hashlib.sha256(now or b"").hexdigest() == state.sha256:
             continue
-        undone = False
-        if state.content is not None:
-            try:
-                fd = os.open(state.path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(state.content)
-                undone = True
-            except OSError:
-                pass
-        changed.append((state, undone))
+        changed.append((state, state.content is not None and _restore(state.path, state.content)))
     if changed:
         names = ", ".join(f"${state.variable}" + (" (undone)" if undone else " (NOT undone)")
                           for state, undone in changed)

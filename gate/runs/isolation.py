@@ -125,6 +125,12 @@ def isolate_cli() -> None:
     """The ``retrieval-gate`` command's: re-executed without the secrets in its environment (kept
     for :func:`held_secret`), and non-dumpable. The box starts when a runner command first runs."""
     global _held
+    if sys.argv[:1] in (["-"], [""]) and any(name in os.environ for name in SECRETS):
+        # A script read from standard input cannot be read again by the re-executed process, which
+        # would run nothing and exit 0: a pass that checked nothing.
+        print("retrieval-gate: error: started from standard input with a token in the environment: it cannot "
+              "re-execute itself without the token; run the retrieval-gate command", file=sys.stderr)
+        sys.exit(2)
     argv = list(getattr(sys, "orig_argv", sys.argv))[1:] or list(sys.argv)
     _held = _reexecute_without_secrets(argv)
     _set_non_dumpable()

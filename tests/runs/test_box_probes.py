@@ -74,10 +74,12 @@ def _findings(folder: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(folder.glob("attack-*.json"))]
 
 
+def _daemon_logs(folder: Path) -> str:
+    return "".join(p.read_text() for p in sorted(folder.glob("daemon-*.log")))
+
+
 def _daemon_pids(folder: Path) -> list[int]:
-    log = folder / "daemon.log"
-    return [int(line.split()[1]) for line in log.read_text().splitlines() if line.startswith("pid ")] \
-        if log.exists() else []
+    return [int(line.split()[1]) for line in _daemon_logs(folder).splitlines() if line.startswith("pid ")]
 
 
 def _alive(pid: int) -> bool:
@@ -132,7 +134,7 @@ def test_as_root_the_prs_command_finds_no_token_and_changes_nothing_of_the_job(t
     daemons = _daemon_pids(findings)
     assert len(daemons) == len(attacks)
     assert not any(_alive(pid) for pid in daemons)
-    assert "saw" not in (findings / "daemon.log").read_text()
+    assert "saw" not in _daemon_logs(findings)
     report = json.loads((world["out"] / "report.json").read_text())
     assert report["verdict"]["kind"] == json.loads(done.stdout)["verdict"]["kind"]
     assert "ended 1 process(es) the runner command left running" in done.stderr
@@ -160,7 +162,7 @@ def test_as_a_plain_user_there_is_no_box_but_the_token_and_the_job_are_still_out
     user = ["setpriv", "--reuid=1001", "--regid=1001", "--clear-groups", "--"]
     _open_pr(world)
     archived = _gate(world, "archive", "--config", str(world["config"]), user=user)
-    assert "warning: the runner command runs as your own user" in archived.stderr
+    assert "warning: no box for the runner command (not root)" in archived.stderr
     [first] = _findings(findings)
     # The token the gate holds is out of its reach: no process's environ or memory, no descriptor.
     # What the checkout persisted in the user's own .git/config is not (the README says so:
@@ -196,3 +198,14 @@ def test_the_keeper_ends_a_detached_child_even_when_the_command_times_out(tmp_pa
     child = int((marker / "child").read_text())
     assert not Path(f"/proc/{child}").exists() or b"sleep(600)" not in Path(f"/proc/{child}/cmdline").read_bytes()
     assert not folders.home.exists()
+
+
+def test_a_gate_started_from_standard_input_with_a_token_refuses_instead_of_passing_unchecked(tmp_path):
+    """It cannot re-execute itself without the token (standard input is read once): the copy would
+    run nothing and exit 0 (found by helper-26). It says so and exits 2."""
+    done = bounded_run([sys.executable, "-", "run"], cwd=tmp_path, cpu_timeout=60,
+                       input="from gate.cli import entry\nentry()\n",
+                       env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO),
+                            "GITHUB_TOKEN": TOKEN})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "started from standard input with a token" in done.stderr

@@ -4,7 +4,7 @@ It produces the same run as overlap_runner.py (it runs it), after trying everyth
 could try, and writes what it found to ``hostile.findings`` (a folder the test gives it, open to
 every user, as a volume would be). Its retrieval config's ``hostile`` section says where:
 
-``findings``   the folder it reports to (``attack-<pid>.json``; the daemon appends to ``daemon.log``)
+``findings``   the folder it reports to (``attack-<pid>.json``; a daemon to ``daemon-<pid>.log``)
 ``needles``    the secrets it looks for, in hex (so that the config itself holds none)
 ``search``     folders whose files it reads looking for them (the workspace, ``.git``, HOME...)
 ``write``      files it tries to append to (the file-command files, the report, ``.git/config``)
@@ -134,7 +134,7 @@ def _daemon(spec, findings):
     os.setsid()
     if os.fork() != 0:
         os._exit(0)
-    log = os.path.join(findings, "daemon.log")
+    log = os.path.join(findings, f"daemon-{os.getpid()}.log")  # one each: every run is another uid
 
     def note(line):
         with open(log, "a") as handle:
