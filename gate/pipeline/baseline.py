@@ -86,11 +86,11 @@ def baseline_corpus(config: Config, golden: Golden, baseline: ResolvedBaseline, 
 
         if is_file_tree(path):  # a folder of files: the folder as of that commit
             target = work_dir_of(config) / "base-corpus" / commit[:12] / (path.name or "corpus")
-            exported = git.export_tree(config.workspace_root, commit, path, target)
+            exported = git.export_tree(config.workspace_root, commit, path, target) is not None
         else:
             file = path / "corpus.jsonl" if path.is_dir() else path
             target = work_dir_of(config) / "base-corpus" / commit[:12] / file.name
-            exported = git.export_file(config.workspace_root, commit, file, target)
+            exported = git.export_file(config.workspace_root, commit, file, target) is not None
         if exported:
 
             return str(target), corpus_fingerprint(target).sha256, f"as of commit {commit[:12]}"
