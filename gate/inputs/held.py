@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,33 +73,48 @@ class HeldFile:
     path: Path
     sha256: str | None
 
-    def change(self) -> str | None:
-        """What changed (for the error line), or None."""
+    def change(self) -> InputChanged | None:
         now = file_digest(self.path)
         if now == self.sha256:
             return None
-        return f"sha256 {_shown(self.sha256)} before its runs, {_shown(now)} after"
+        return InputChanged(self.name, f"sha256 {_shown(self.sha256)} before its runs, {_shown(now)} after")
 
 
 @dataclass(frozen=True)
 class HeldTree:
-    """A folder-of-files corpus: the files it held before any run, by their path below it (a file
-    added or removed is a change; each file's content is a :class:`HeldFile` of its own)."""
+    """A folder-of-files corpus before any run: the files the corpus reader lists, by their path
+    below it, and each one's sha256 as 32 bytes in one string (a folder of a million pages is
+    held in tens of MB). A file added, removed or changed is named."""
 
     name: str
     path: Path
     files: tuple[str, ...]
+    digests: bytes  # the sha256 of files[i] is digests[32 * i:32 * i + 32]
 
-    def change(self) -> str | None:
+    def change(self) -> InputChanged | None:
         try:
             now = tree_files(self.path)
         except (InputError, OSError) as error:  # a symlink out of it or a loop, planted by the PR's code
-            return f"its files can no longer be listed: {error}"
-        if now == self.files:
-            return None
-        added, removed = sorted(set(now) - set(self.files)), sorted(set(self.files) - set(now))
-        return "; ".join(part for part in (f"added {', '.join(added[:3])}" if added else "",
-                                           f"removed {', '.join(removed[:3])}" if removed else "") if part)
+            return InputChanged(self.name, f"its files can no longer be listed: {error}")
+        if now != self.files:
+            added, removed = sorted(set(now) - set(self.files)), sorted(set(self.files) - set(now))
+            return InputChanged(self.name, "; ".join(
+                part for part in (f"added {', '.join(added[:3])}" if added else "",
+                                  f"removed {', '.join(removed[:3])}" if removed else "") if part))
+        for i, rel in enumerate(self.files):
+            before, now_digest = self.digests[32 * i:32 * i + 32], file_digest(self.path / rel)
+            if _raw(now_digest) != before:
+                return InputChanged(f"{self.name.rstrip('/')}/{rel}",
+                                    f"sha256 {before.hex()[:12]} before its runs, {_shown(now_digest)} after")
+        return None
+
+
+def _raw(digest: str | None) -> bytes:
+    """A digest as 32 bytes; what is not a file's digest (absent, unreadable) as bytes no file's
+    digest is."""
+    if digest is not None and len(digest) == 64:
+        return bytes.fromhex(digest)
+    return hashlib.sha256(f"not a file's digest: {digest}".encode()).digest()
 
 
 def tree_files(folder: Path) -> tuple[str, ...]:
@@ -122,14 +137,11 @@ class Held:
 
     def check(self) -> None:
         """Raise :class:`InputChanged` for the first held input that is no longer as it was held."""
-        for tree in self.trees:  # a file added to a folder is named before its neighbours' digests
-            change = tree.change()
-            if change is not None:
-                raise InputChanged(tree.name, change)
-        for item in self.files:
+        items: tuple[HeldFile | HeldTree, ...] = (*self.files, *self.trees)
+        for item in items:
             change = item.change()
             if change is not None:
-                raise InputChanged(item.name, change)
+                raise change
 
 
 def hold_files(named: Iterable[tuple[str, Path]]) -> Held:
@@ -137,8 +149,10 @@ def hold_files(named: Iterable[tuple[str, Path]]) -> Held:
     return Held(tuple(HeldFile(name, Path(path), file_digest(path)) for name, path in named))
 
 
-def hold_tree(name: str, folder: Path) -> Held:
-    """A folder-of-files corpus: its listing, and each of its files digested now."""
+def hold_tree(name: str, folder: Path, digests: Mapping[str, str] | None = None) -> Held:
+    """A folder-of-files corpus, listed now, each file digested now (``digests``: the sha256 of
+    each file by its path below ``folder``, where they were taken as the files were written)."""
     files = tree_files(folder)
-    return Held(tuple(HeldFile(f"{name.rstrip('/')}/{rel}", folder / rel, file_digest(folder / rel)) for rel in files),
-                (HeldTree(name, folder, files),))
+    known = digests or {}
+    raw = b"".join(_raw(known[rel] if rel in known else file_digest(folder / rel)) for rel in files)
+    return Held(trees=(HeldTree(name, folder, files, raw),))

@@ -20,7 +20,7 @@ from gate.inputs import git
 from gate.inputs.config import Config, is_spec
 from gate.inputs.fingerprint import corpus_fingerprint
 from gate.inputs.golden import Golden
-from gate.inputs.held import Held, HeldFile, HeldTree, hold_files, hold_tree, tree_files
+from gate.inputs.held import Held, HeldFile, hold_files, hold_tree
 from gate.inputs.manifest import Manifest, load_manifest
 from gate.inputs.readers.beir import beir_corpus
 from gate.inputs.readers.corpus import is_file_tree
@@ -165,12 +165,13 @@ def baseline_corpus(config: Config, golden: Golden, choice: BaselineChoice, base
 
 
 def _held_export(exported: tuple[git.ExportedBlob, ...] | None, tree: Path | None) -> Held | None:
-    """The files written out of git, with the digests taken as they were written (and the
-    folder's listing, for a folder of files); None when nothing was."""
+    """The files written out of git, with the digests taken as they were written (a folder of
+    files with its listing); None when nothing was."""
     if exported is None:
         return None
-    held = Held(tuple(HeldFile(str(blob.path), blob.path, blob.sha256) for blob in exported))
-    return held if tree is None else Held(held.files, (HeldTree(str(tree), tree, tree_files(tree)),))
+    if tree is None:
+        return Held(tuple(HeldFile(str(blob.path), blob.path, blob.sha256) for blob in exported))
+    return hold_tree(str(tree), tree, {blob.path.relative_to(tree).as_posix(): blob.sha256 for blob in exported})
 
 
 def held_corpus(spec: str, name: str) -> Held:

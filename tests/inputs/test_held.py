@@ -61,7 +61,9 @@ def test_a_folder_of_files_is_held_by_its_listing_and_each_file(tmp_path):
     (docs / "a.txt").write_text("alpha\n")
     (docs / "guides" / "b.txt").write_text("beta\n")
     kept = hold_tree("docs", docs)
-    assert [item.name for item in kept.files] == ["docs/a.txt", "docs/guides/b.txt"]
+    (tree,) = kept.trees
+    assert tree.files == ("a.txt", "guides/b.txt")
+    assert tree.digests == hashlib.sha256(b"alpha\n").digest() + hashlib.sha256(b"beta\n").digest()  # 32 bytes each
     kept.check()
     (docs / "faq.txt").write_text("a planted page\n")
     with pytest.raises(InputChanged, match="docs: changed .*added faq.txt"):
@@ -80,3 +82,17 @@ def test_held_inputs_add_up_each_file_once(tmp_path):
     one = hold_files([("corpus.jsonl", tmp_path / "corpus.jsonl")])
     both = one + hold_files([("the same file", tmp_path / "corpus.jsonl")]) + Held()
     assert both.files == one.files and isinstance(both.files[0], HeldFile)
+
+
+def test_a_folder_is_held_with_the_digests_taken_as_its_files_were_written(tmp_path):
+    """The base's corpus folder streamed out of git: each file's sha256 is taken as it is written,
+    so a file rewritten between the writing and the holding is a change, not the held state."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("alpha\n")
+    (docs / "b.txt").write_text("beta\n")
+    written = {"a.txt": hashlib.sha256(b"alpha\n").hexdigest(), "b.txt": hashlib.sha256(b"beta\n").hexdigest()}
+    hold_tree("docs", docs, written).check()
+    (docs / "b.txt").write_text("planted\n")  # before the hold, after the write
+    with pytest.raises(InputChanged, match="^docs/b.txt: changed .*sha256 " + written["b.txt"][:12]):
+        hold_tree("docs", docs, written).check()
