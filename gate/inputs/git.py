@@ -11,12 +11,15 @@ nothing is written to the user's git config, and nothing shows in a process list
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from gate.common.environment import scrubbed_environment
@@ -232,6 +235,13 @@ def blob_at(cwd: Path, ref: str, path: Path) -> str | None:
     retrieval/config.yml that points at v1.yml is read as v1.yml, as the working tree reads it).
     None when the commit or the file is not there. A symlink that leads out of the repository or
     loops is refused: what it points at is not in the commit, so the commit cannot say what it is."""
+    found = _find_blob(cwd, ref, path)
+    return None if found is None else found[2]
+
+
+def _find_blob(cwd: Path, ref: str, path: Path) -> tuple[Path, str, str] | None:
+    """(the repository's top level, ``ref:path`` as messages name it, the blob id): see
+    :func:`blob_at`."""
     if not _is_revision(ref):
         return None
     root = repo_root(cwd)
@@ -249,7 +259,7 @@ def blob_at(cwd: Path, ref: str, path: Path) -> str | None:
         return None
     fields = proc.stdout.decode("utf-8", errors="replace").split("\n", 1)[0].split()
     if len(fields) == 3 and fields[1] == "blob":
-        return fields[0]
+        return root, name, fields[0]
     if fields and fields[0] == "symlink":
         raise UnreadableAtCommit(name, "is a symlink that leads out of the repository: the commit does not hold "
                                  "what it reads")
@@ -258,19 +268,42 @@ def blob_at(cwd: Path, ref: str, path: Path) -> str | None:
     return None  # missing, dangling or a folder
 
 
+class ForgedObject(InputError):
+    """A git object whose bytes do not hash to its id: written into .git by something other than
+    git (git does not check an object's id when it reads it). Exit 2."""
+
+    def __init__(self, name: str, blob: str):
+        super().__init__(name, None, f"git's object {blob[:12]} does not hold what its id says: the checkout's .git "
+                                     "was written to outside git (by the pull request's code?); refused")
+
+
+def _blob_hasher(blob: str, size: int):
+    """git's id of a blob as its bytes are fed in: the hash of ``blob <size>\\0`` and the bytes
+    (SHA-1, or SHA-256 in a repository of that object format, whose ids are 64 digits)."""
+    digest = hashlib.sha1() if len(blob) == 40 else hashlib.sha256()
+    digest.update(b"blob %d\0" % size)
+    return digest
+
+
 def show_file(cwd: Path, ref: str, path: Path) -> bytes | None:
     """The content of ``path`` at ``ref`` (symlinks inside the tree followed), or None when the
-    commit or the file is not there."""
-    blob = blob_at(cwd, ref, path)
-    if blob is None:
+    commit or the file is not there. Content that does not hash to its blob id is refused
+    (:class:`ForgedObject`): the PR's code, in an earlier step, may have written .git."""
+    found = _find_blob(cwd, ref, path)
+    if found is None:
         return None
-    root = repo_root(cwd)
-    assert root is not None  # blob_at found the blob: cwd is in a repository
+    root, name, blob = found
     try:
         proc = _git(root, "cat-file", "blob", blob)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return proc.stdout if proc.returncode == 0 else None
+    if proc.returncode != 0:
+        return None
+    check = _blob_hasher(blob, len(proc.stdout))
+    check.update(proc.stdout)
+    if check.hexdigest() != blob:
+        raise ForgedObject(name, blob)
+    return proc.stdout
 
 
 def is_tracked(path: Path) -> bool:
@@ -338,53 +371,107 @@ def ignored_files(cwd: Path, paths: list[str]) -> list[str] | None:
     return [name for name in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if name]
 
 
-def export_file(cwd: Path, ref: str, path: Path, target: Path) -> bool:
-    """Write ``path`` as of ``ref`` to ``target``, streamed (a corpus may be hundreds of MB),
-    symlinks inside the tree followed. False when the commit or the file is not there."""
-    blob = blob_at(cwd, ref, path)
-    if blob is None:
-        return False
-    root = repo_root(cwd)
-    assert root is not None  # blob_at found the blob: cwd is in a repository
+@dataclass(frozen=True)
+class ExportedBlob:
+    """A file written out of git: where it was written, git's id of its blob (which its bytes
+    were checked to hash to) and the sha256 of those bytes."""
+
+    path: Path
+    blob: str
+    sha256: str
+
+
+#: Bytes of a blob streamed at a time: a corpus may be hundreds of MB.
+_BLOCK = 1 << 20
+
+
+def export_file(cwd: Path, ref: str, path: Path, target: Path, timeout: float = 600.0) -> ExportedBlob | None:
+    """Write ``path`` as of ``ref`` to ``target``, streamed, symlinks inside the tree followed, and
+    hashed as it is written (its sha256, and git's id, which must be the blob's: else
+    :class:`ForgedObject`). None when the commit or the file is not there or git fails."""
+    found = _find_blob(cwd, ref, path)
+    if found is None:
+        return None
+    root, name, blob = found
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".part")
     try:
-        with open(partial, "wb") as out:
-            proc = run(root, "cat-file", "blob", blob, stdout=out, stderr=subprocess.PIPE, timeout=600)
-    except (OSError, subprocess.TimeoutExpired):
+        hashed = _stream_blob(root, blob, partial, timeout)
+    except OSError:
+        hashed = None
+    if hashed is None or hashed[0] != blob:
         partial.unlink(missing_ok=True)
-        return False
-    if proc.returncode != 0:
-        partial.unlink(missing_ok=True)
-        return False
+        if hashed is not None:
+            raise ForgedObject(name, blob)
+        return None
     os.replace(partial, target)
-    return True
+    return ExportedBlob(target, blob, hashed[1])
 
 
-def export_tree(cwd: Path, ref: str, folder: Path, target: Path) -> bool:
+def _stream_blob(root: Path, blob: str, target: Path, timeout: float) -> tuple[str, str] | None:
+    """The blob ``blob`` written to ``target`` through ``git cat-file --batch`` (its header gives
+    the size git's id is hashed with): (the id its bytes hash to, their sha256), or None when
+    git gives less (killed after ``timeout`` seconds)."""
+    with subprocess.Popen(["git", "cat-file", "--batch"], cwd=root, env=environment(root), stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+        assert proc.stdin is not None and proc.stdout is not None  # both are pipes
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            proc.stdin.write(f"{blob}\n".encode("ascii"))
+            proc.stdin.close()
+            header = proc.stdout.readline().split()
+            if len(header) != 3 or header[1] != b"blob" or not header[2].isdigit():
+                return None
+            left = int(header[2])
+            check, sha256 = _blob_hasher(blob, left), hashlib.sha256()
+            with open(target, "wb") as out:
+                while left:
+                    block = proc.stdout.read(min(_BLOCK, left))
+                    if not block:
+                        return None
+                    out.write(block)
+                    check.update(block)
+                    sha256.update(block)
+                    left -= len(block)
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                proc.kill()  # all its bytes are read (or none will be): the trailing newline is not needed
+    return check.hexdigest(), sha256.hexdigest()
+
+
+def export_tree(cwd: Path, ref: str, folder: Path, target: Path) -> tuple[ExportedBlob, ...] | None:
     """Write every file of ``folder`` as of ``ref`` below ``target`` (a corpus stored as a folder
-    of files), each as :func:`export_file` writes one. False when the commit or the folder is not
+    of files), each as :func:`export_file` writes one. None when the commit or the folder is not
     there, or a file cannot be written; ``target`` then holds nothing of it."""
     root = repo_root(cwd)
     if root is None or not _is_revision(ref):
-        return False
+        return None
     inside = repository_path(root, folder)
     if inside is None:
-        return False
+        return None
     try:
         proc = run(root, "ls-tree", "-r", "-z", "--full-tree", "--name-only", ref, "--", inside.as_posix() + "/",
                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     except (OSError, subprocess.TimeoutExpired):
-        return False
+        return None
     names = [n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
     if proc.returncode != 0 or not names:
-        return False
+        return None
     shutil.rmtree(target, ignore_errors=True)
     prefix = inside.as_posix().rstrip("/") + "/"
+    exported = []
     for name in names:
         if not name.startswith(prefix) or ".." in Path(name[len(prefix):]).parts:
             continue
-        if not export_file(cwd, ref, root / name, target / name[len(prefix):]):
+        try:
+            one = export_file(cwd, ref, root / name, target / name[len(prefix):])
+        except ForgedObject:
             shutil.rmtree(target, ignore_errors=True)
-            return False
-    return True
+            raise
+        if one is None:
+            shutil.rmtree(target, ignore_errors=True)
+            return None
+        exported.append(one)
+    return tuple(exported)

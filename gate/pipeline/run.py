@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from gate.inputs.retrieval_config import ConfigChange, RetrievalConfig, config_d
 from gate.inputs.traffic_shares import StrataSpec, assign_strata, strata_spec_from_config, validate_against
 from gate.pipeline.attribute import attribute
 from gate.pipeline.baseline import resolve_baseline
+from gate.pipeline.held_inputs import VerdictInputs, hold_verdict_inputs
 from gate.pipeline.repeat_runs import RepeatPlan, mean_values, noise_status, repeat_plan, stored_band
 from gate.pipeline.stack import (
     Progress,
@@ -114,7 +116,10 @@ def run_gate(config: Config, options: RunOptions = _DEFAULT_OPTIONS,
     started = time.monotonic()
     check_config(config)
     check_base(config, options.base)
-    return _GateRun(config, options, progress).run(started)
+    # The gate's own folder for the base's corpus, out of the workspace: a mode-0700 folder
+    # another uid cannot reach, and what the gate's uid writes there is found by its digest.
+    with tempfile.TemporaryDirectory(prefix="retrieval-gate-held-", ignore_cleanup_errors=True) as held_folder:
+        return _GateRun(config, options, progress).run(started, Path(held_folder))
 
 
 class _GateRun:
@@ -139,6 +144,7 @@ class _GateRun:
     directions: StrataDirections
     identical: bool
     run_scores: dict[str, ScoreOrder]
+    inputs: VerdictInputs  # set first, before any runner starts
 
     def __init__(self, config: Config, options: RunOptions, progress: Progress) -> None:
         self.config = config
@@ -211,13 +217,28 @@ class _GateRun:
         return GateOutcome(run, None if isinstance(run.baseline, NoBaseline) else run.baseline, candidate,
                            getattr(self, "candidate_run", None) if look is not None else None)
 
-    def run(self, started: float) -> GateOutcome:
+    def run(self, started: float, held_folder: Path) -> GateOutcome:
+        # Before the first runner starts (any may run the PR's code): everything the verdict is
+        # measured against, read or digested; checked unchanged after the last one (a change
+        # ends the run, exit 2: never a verdict on inputs that moved under it).
+        self.inputs = hold_verdict_inputs(self.config, self.golden, self.retrieval, self.options.base, held_folder,
+                                          self._not_prompts())
+        outcome = self._judged(started)
+        self.inputs.held.check()
+        return outcome
+
+    def _not_prompts(self) -> list[Path]:
+        """The gate's folders, which no prompt glob scans."""
+        config, options = self.config, self.options
+        return [*gate_folders(config, options.runs_dir), *([options.out] if options.out is not None else [])]
+
+    def _judged(self, started: float) -> GateOutcome:
         config, policy, metric = self.config, self.policy, self.metric
         # The reporting set until the validity checks narrow it: every judged golden query.
         golden_reporting = ReportingSet.golden(self.golden.universe.query_ids)
         try:
             baseline = resolve_baseline(config, self.golden, self.measures, metric, self.producer,
-                                        self.options.base, candidate_code=self.code)
+                                        self.options.base, candidate_code=self.code, choice=self.inputs.choice)
         except Incommensurable as problem:
             verdict = inconclusive(problem.code, problem.message, policy, golden_reporting)
             return self._outcome(verdict, baseline=NoBaseline(problem.message, tuple(problem.differences)))
@@ -233,6 +254,9 @@ class _GateRun:
             return self._outcome(self._runner_failed(failure, golden_reporting))
         candidate = evaluate_all(self.candidate_run, self.golden, self.measures, config.golden.rel)
         self.candidate_values.append(candidate)
+        # The checks below read files again (the corpora, the strata, tuning and noise band files):
+        # as they were before the candidate's code ran, or not at all.
+        self.inputs.held.check()
         self._check_validity(candidate)
         if not self.reporting.query_ids:
             # Nothing left to measure on, but the validity checks still decide: a PR that leaks every
@@ -270,15 +294,14 @@ class _GateRun:
         return verdict
 
     def _check_validity(self, candidate: PerQuery) -> None:
-        config, options = self.config, self.options
+        config = self.config
         self.spec = strata_spec_from_config(config)
         self.strata = assign_strata(self.golden.queries, self.spec)
         if self.spec is not None:
             validate_against(self.spec, self.strata)  # once, against the full golden set
         validity = check_validity(config, self.golden, self.baseline, self.candidate_run, candidate, self.retrieval,
-                                  self.diff, self.metric, self.strata, self.progress, base=options.base,
-                                  not_prompts=[*gate_folders(config, options.runs_dir),
-                                               *([options.out] if options.out is not None else [])])
+                                  self.diff, self.metric, self.strata, self.progress,
+                                  base_corpus=self.inputs.base_corpus, not_prompts=self._not_prompts())
         # Scores that do not order the documents (all equal, or the rank as a number): the measures
         # keep trec_eval's order, and the terminal, the report and the comment say so loudly.
         orders = score_orders(self.baseline.run, self.candidate_run, self.golden.universe.query_ids)

@@ -23,7 +23,7 @@ from gate.inputs.query_ids import configured_query_ids
 from gate.inputs.readers.corpus import iter_corpus
 from gate.inputs.readers.records import Run
 from gate.inputs.retrieval_config import RetrievalConfig
-from gate.pipeline.baseline import baseline_corpus
+from gate.pipeline.baseline import BaseCorpus
 from gate.pipeline.stack import Progress
 
 
@@ -49,13 +49,15 @@ def validity_findings(validity: Validity) -> dict[str, Any]:
 
 def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, candidate_run: Run,
                    candidate: PerQuery, retrieval: RetrievalConfig, diff, metric: str,
-                   strata: dict[str, str | None], progress: Progress, base: str | None = None,
+                   strata: dict[str, str | None], progress: Progress, base_corpus: BaseCorpus | None = None,
                    not_prompts: Sequence[Path] = ()) -> Validity:
+    """``base_corpus``: the baseline's corpus as read before the runs (with the leak check on)."""
     universe = golden.universe.query_ids
     candidate_snapshot = golden.corpus(retrieval)
     leakage = None
     if config.leakage.enabled and candidate_snapshot is not None:
-        leakage = _leakage(config, golden, baseline, candidate_snapshot, progress, base)
+        assert base_corpus is not None  # read before the runs whenever the leak check runs
+        leakage = _leakage(config, golden, base_corpus, candidate_snapshot, progress)
     judged = judged_check(baseline.run, candidate_run, baseline.values, candidate, golden.qrels, universe, metric,
                           strata, k=config.judged.k, rel=config.golden.rel, max_unjudged=config.policy.max_unjudged,
                           max_judged_drop=config.policy.max_judged_drop, qrels_style=config.judged.qrels_style)
@@ -70,10 +72,11 @@ def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, c
     return Validity(leakage, judged, tuning, prompts, reporting, tuple(validity_warnings(tuning, prompts)))
 
 
-def _leakage(config: Config, golden: Golden, baseline: ResolvedBaseline, candidate_snapshot,
-             progress: Progress, base: str | None):
+def _leakage(config: Config, golden: Golden, base_corpus: BaseCorpus, candidate_snapshot, progress: Progress):
     """The golden queries looked for in the candidate's corpus and in the baseline's."""
-    base_path, base_sha, how = baseline_corpus(config, golden, baseline, base, progress)
+    base_path, base_sha, how = base_corpus.path, base_corpus.sha256, base_corpus.how
+    if base_corpus.note is not None:
+        progress(base_corpus.note)
     progress(f"leakage: scanning {candidate_snapshot.record.id} ({candidate_snapshot.record.count} chunks)"
              + ("" if base_sha == candidate_snapshot.record.sha256 or base_path is None
                 else f" and the baseline's corpus ({how})"))
