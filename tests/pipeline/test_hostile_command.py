@@ -124,8 +124,16 @@ class TeamRepo:
         """``retrieval-gate run --base`` as a CI step runs it: exit code, stderr, report.json."""
         out = self.root.parent / f"{self.root.name}-out"
         env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(self.tmp)}
-        proc = bounded.run([sys.executable, "-m", "gate", "run", "--config", "gate.yml", "--base", self.base,
-                            "--out", str(out)], cwd=self.root, env=env, cpu_timeout=300)
+        as_user: list[str] = []
+        if os.geteuid() == 0:
+            # As root the command would run in the box, a uid that can write none of this: these
+            # tests are of the defence that holds without one, so the gate runs as a plain user
+            # (uid 1001, who owns the repository), as on a self-hosted runner without root.
+            subprocess.run(["chown", "-R", "1001:1001", str(self.root.parent)], check=True)
+            as_user = ["setpriv", "--reuid=1001", "--regid=1001", "--clear-groups", "--"]
+            env["HOME"] = str(self.tmp)
+        proc = bounded.run([*as_user, sys.executable, "-m", "gate", "run", "--config", "gate.yml", "--base",
+                            self.base, "--out", str(out)], cwd=self.root, env=env, cpu_timeout=300)
         report = out / "report.json"
         return proc.returncode, proc.stderr, json.loads(report.read_text()) if report.exists() else None
 
@@ -165,7 +173,8 @@ def test_the_git_object_forging_pr_fails_like_its_control(tmp_path, control):
     forged = json.loads(repo.done.read_text())
     assert forged == [str(repo.root / ".git" / "objects" / base_corpus[:2] / base_corpus[2:])]
     # git itself now says the base's corpus is the PR's: the forging took.
-    assert subprocess.run(["git", "cat-file", "blob", base_corpus], cwd=repo.root, capture_output=True,
+    assert subprocess.run(["git", "-c", "safe.directory=*", "cat-file", "blob", base_corpus], cwd=repo.root,
+                          capture_output=True,
                           check=True).stdout == (repo.root / "corpus-v2.jsonl").read_bytes()
     assert report is not None, err
     control_code, control_report = control
