@@ -14,8 +14,9 @@ Two ways to confine, chosen by what the process may do:
   else), reach no socket that needs a group (the Docker socket), and read nothing of another
   uid's processes. When the command ends, every process of that uid is killed (``kill(-1)``
   as that uid, repeated until ``/proc`` shows none): ``setsid``, double forks and daemons
-  included. A PID namespace or a cgroup would need ``CAP_SYS_ADMIN`` or a writable cgroupfs,
-  which a default Docker container (GitHub's Docker actions) does not have; a uid does.
+  included. A PID namespace would need ``CAP_SYS_ADMIN`` (``unshare --pid`` fails in a default
+  Docker container, as GitHub starts a Docker action) and a cgroup a cgroupfs the container may
+  write (it depends on the engine); a uid needs only root, which every Docker action has.
 * ``tree`` (no root: a developer's machine, a self-hosted runner as a plain user): the command
   runs as the caller's own uid; the keeper is a child subreaper, so whatever the command leaves
   running (``setsid`` included) is re-parented to it and killed when the command ends. This is
