@@ -177,27 +177,37 @@ def test_as_a_plain_user_there_is_no_box_but_the_token_and_the_job_are_still_out
     assert not any(_alive(pid) for pid in _daemon_pids(findings))
 
 
-def test_the_keeper_ends_a_detached_child_even_when_the_command_times_out(tmp_path):
-    """A command that detaches a sleeper and then hangs: the timeout ends both."""
+def test_the_keeper_ends_a_detached_child_and_a_command_past_its_timeout(tmp_path):
+    """A command that detaches a sleeper (setsid) and exits: the sleeper ends with the run. A
+    command that hangs: its timeout ends it. Neither depends on how fast the machine is."""
     from gate.runs.box import BoxedCommand, current_box
 
     box = current_box()
     marker = tmp_path / "pids"
     marker.mkdir()
     marker.chmod(0o777)
-    script = ("import os,sys,time\n"
-              "if os.fork()==0:\n os.setsid()\n open(sys.argv[1]+'/child','w').write(str(os.getpid()))\n"
-              " time.sleep(600)\n"
-              "time.sleep(600)\n")
-    number, folders = box.folders()
-    with open(tmp_path / "log", "wb") as log, open(tmp_path / "run", "wb") as dest:
-        outcome = box.run(number, BoxedCommand([sys.executable, "-c", script, str(marker)], False, None,
-                                               {"PATH": "/usr/bin:/bin"}, 5.0, 1 << 20),
-                          log.fileno(), "run.txt", dest.fileno())
-    assert outcome.timed_out and outcome.returncode is None and outcome.collected == "missing"
+    detach = ("import os, sys, time\n"
+              "if os.fork() == 0:\n"
+              "    os.setsid()\n"
+              "    open(sys.argv[1] + '/child', 'w').write(str(os.getpid()))\n"
+              "    time.sleep(600)\n"
+              "    os._exit(0)\n"
+              "while not os.path.exists(sys.argv[1] + '/child'):\n"
+              "    time.sleep(0.01)\n")
+    hang = "import time\ntime.sleep(600)\n"
+    outcomes = []
+    for script, timeout in ((detach, 600.0), (hang, 2.0)):
+        number, folders = box.folders()
+        with open(tmp_path / "log", "wb") as log, open(tmp_path / "run", "wb") as dest:
+            outcomes.append(box.run(number, BoxedCommand([sys.executable, "-c", script, str(marker)], False, None,
+                                                         {"PATH": "/usr/bin:/bin"}, timeout, 1 << 20),
+                                    log.fileno(), "run.txt", dest.fileno()))
+        assert not folders.home.exists()
+    detached, hung = outcomes
+    assert detached.returncode == 0 and not detached.timed_out and detached.leftovers == 1
     child = int((marker / "child").read_text())
     assert not Path(f"/proc/{child}").exists() or b"sleep(600)" not in Path(f"/proc/{child}/cmdline").read_bytes()
-    assert not folders.home.exists()
+    assert hung.timed_out and hung.returncode is None and hung.collected == "missing"
 
 
 def test_a_gate_started_from_standard_input_with_a_token_refuses_instead_of_passing_unchecked(tmp_path):
