@@ -193,9 +193,3 @@ def current_box(warn: Any = None) -> KeeperBox:
             warn(UNCONFINED_WARNING)
     return box
 
-
-def stop_box() -> None:
-    global _box
-    if _box is not None:
-        _box.close()
-        _box = None
