@@ -98,10 +98,10 @@ def judge_pull_request(change: PullRequest, options: RunOptions, progress: Progr
         if change.base_problem is not None:
             # The default policy, not the change's own: its config is what cannot be checked.
             policy = Policy()
-            run = _not_run(config, inconclusive("base_unavailable", change.base_problem, policy))
+            run = _not_run(config, inconclusive("base_unavailable", change.base_problem, policy), BASE_UNREADABLE)
         elif _skips(change.changed, yard.watch):
             assert change.changed is not None
-            run = _not_run(config, skipped(len(change.changed), policy, change.changed))
+            run = _not_run(config, skipped(len(change.changed), policy, change.changed), SKIPPED)
         else:
             run = run_gate(config, dataclasses.replace(options, base=change.base), progress).run
     finally:
@@ -170,9 +170,17 @@ def _has_baselines_branch(workspace: Path) -> bool:
                for ref in (f"refs/remotes/origin/{BASELINES_BRANCH}", f"refs/heads/{BASELINES_BRANCH}"))
 
 
-def _not_run(config: Config, verdict: Verdict) -> GateRun:
-    """A change the stack did not run on (skipped, or no base to judge against)."""
-    return GateRun(Head(config.suite, config.metric), verdict, NoBaseline("not run"))
+# What the report's baseline says when nothing was measured: a reviewer reads it under "No
+# baseline" in the comment, so it says what happened, not the gate's internal state.
+SKIPPED = ("the change was skipped (it touches none of the files the gate watches), so neither the baseline "
+           "nor the PR's retrieval was run")
+BASE_UNREADABLE = ("the base commit could not be read, so there was nothing to measure the PR against: neither "
+                   "the baseline nor the PR's retrieval was run")
+
+
+def _not_run(config: Config, verdict: Verdict, why: str) -> GateRun:
+    """A change the stack did not run on (skipped, or no base to judge against), and ``why``."""
+    return GateRun(Head(config.suite, config.metric), verdict, NoBaseline(why))
 
 
 def run(config_path: str | Path, *, base: str | None = None, runs_dir: str | Path | None = None,
