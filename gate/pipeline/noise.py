@@ -3,6 +3,7 @@ of the baseline's config) or from runs a user made (``--from-runs``)."""
 
 from __future__ import annotations
 
+import filecmp
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 from gate.common.errors import InputError, UsageError
 from gate.evaluation.measures import parse_measure
 from gate.inputs.config import load_config
-from gate.inputs.fingerprint import file_sha256, qrels_fingerprint, queries_fingerprint
+from gate.inputs.fingerprint import qrels_fingerprint, queries_fingerprint
 from gate.inputs.golden import load_golden
 from gate.inputs.readers.qrels import load_qrels
 from gate.inputs.readers.queries import load_queries
@@ -34,13 +35,7 @@ def noise_from_run_files(run_paths: Sequence[str], qrels_path: str, queries_path
     """The band of runs of one configuration a user made (at least two distinct files)."""
     if len(run_paths) < 2:
         raise UsageError("noise --from-runs needs at least two runs of the same configuration")
-    seen: dict[str, str] = {}
-    for path in run_paths:
-        digest = file_sha256(path) if os.path.isfile(path) else path
-        if digest in seen:
-            raise UsageError(f"--from-runs: {path} is the same file as {seen[digest]}: a band needs distinct "
-                             "runs (the same one twice shows no spread)")
-        seen[digest] = path
+    _refuse_the_same_file_twice(run_paths)
     qrels = load_qrels(qrels_path)
     queries = load_queries(queries_path) if queries_path else None
     universe = query_universe(qrels, queries)
@@ -50,7 +45,44 @@ def noise_from_run_files(run_paths: Sequence[str], qrels_path: str, queries_path
     strata = {q.query_id: q.stratum for q in queries.queries} if queries else None
     fingerprints = {"queries": queries_fingerprint(queries).sha256 if queries else None,
                     "qrels": qrels_fingerprint(qrels).sha256, "corpus": None, "config": None}
-    return noise_from_runs(list(run_paths), qrels, universe.query_ids, measure, rel, strata, fingerprints)
+    band = noise_from_runs(list(run_paths), qrels, universe.query_ids, measure, rel, strata, fingerprints)
+    # Copies are compared only now, after the readers accepted every file: a bad file is refused
+    # at its first bad line, never read to its end first (a 20 GB file of NULs took minutes).
+    _refuse_copies(run_paths)
+    return band
+
+
+def _refuse(path: str, same_as: str) -> UsageError:
+    return UsageError(f"--from-runs: {path} is the same file as {same_as}: a band needs distinct runs (the same "
+                      "one twice shows no spread)")
+
+
+def _refuse_the_same_file_twice(run_paths: Sequence[str]) -> None:
+    """One file named twice (the same path, a link to it): known from ``stat`` alone."""
+    seen: dict[tuple[int, int] | str, str] = {}
+    for path in run_paths:
+        try:
+            status = os.stat(path)
+            identity: tuple[int, int] | str = (status.st_dev, status.st_ino)
+        except OSError:
+            identity = path  # the reader names what is wrong with it
+        if identity in seen:
+            raise _refuse(path, seen[identity])
+        seen[identity] = path
+
+
+def _refuse_copies(run_paths: Sequence[str]) -> None:
+    """Two files with the same bytes. Only files of equal size can be: those are compared, each
+    pair stopping at its first differing block."""
+    by_size: dict[int, list[str]] = {}
+    for path in run_paths:
+        if os.path.isfile(path):
+            by_size.setdefault(os.path.getsize(path), []).append(path)
+    for paths in by_size.values():
+        for i, later in enumerate(paths):
+            for earlier in paths[:i]:
+                if filecmp.cmp(earlier, later, shallow=False):
+                    raise _refuse(later, earlier)
 
 
 def noise_from_config(config_path: str | Path, runs_dir: Path | None = None, repeats: int | None = None,
