@@ -589,8 +589,11 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if base is not None:
         from gate.pipeline.plan import plan_pull_request
 
+        warnings: list[str] = []
         planned = plan_pull_request(Path(args.config), _path(args.runs_dir), base, noise_repeats=args.noise_repeats,
-                                    sweep=args.sweep)
+                                    sweep=args.sweep, warnings=warnings)
+        for warning in warnings:
+            _warn(warning)
     else:
         planned = plan(_load_config(args), _path(args.runs_dir), base, noise_repeats=args.noise_repeats,
                        sweep=args.sweep)
@@ -610,6 +613,18 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         print(f"    config  {item.config_file}\n    queries {item.queries}\n    corpus  {item.corpus}\n"
               f"    write   {item.output}   ({item.why})")
     return EXIT_OK
+
+
+def _warn(message: str) -> None:
+    """One line on stderr: inside GitHub Actions a ``::warning::`` command (escaped: the message
+    quotes git's answer), past :class:`_NoWorkflowCommands`, so the run's page shows it."""
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        from gate.publishing.workflow_commands import annotation
+
+        stream = sys.stderr._stream if isinstance(sys.stderr, _NoWorkflowCommands) else sys.stderr
+        print(annotation("warning", message, title="retrieval-gate plan"), file=stream)
+    else:
+        print(f"retrieval-gate: warning: {message}", file=sys.stderr)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -1116,8 +1131,8 @@ class _NoWorkflowCommands:
     """A stream on which no line can be a GitHub workflow command (``::warning::``, ``::set-env``,
     ``::add-mask::``...). Inside Actions every line of a step's output is parsed for them, and the
     CLI's lines quote data - a config key holding a newline and ``::error::`` would be obeyed.
-    The CLI issues none of its own (the Action does, escaped, in gate.rendering.markdown_cut), so a line that
-    starts with ``::`` gets ``: :`` instead."""
+    The CLI issues none of its own but plan's warning (:func:`_warn`, escaped; the Action's, escaped,
+    in gate.rendering.markdown_cut), so a line that starts with ``::`` gets ``: :`` instead."""
 
     def __init__(self, stream):
         self._stream = stream

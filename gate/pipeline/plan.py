@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from gate.inputs.config import Config, load_config
 from gate.inputs.golden import load_golden
 from gate.inputs.manifest import Manifest, load_manifest
 from gate.inputs.retrieval_config import RetrievalConfig, config_diff, load_retrieval_config
-from gate.inputs.yardstick import baseline_from_branch, fetch_archived_commit, load_yardstick
+from gate.inputs.yardstick import BASELINES_BRANCH, baseline_from_branch, fetch_archived_commit, load_yardstick
 from gate.pipeline.attribute import attribution_applies, grid_cells, grid_factors
 from gate.pipeline.repeat_runs import planned_candidate_runs
 from gate.pipeline.stack import (
@@ -40,13 +41,15 @@ from gate.runs.produce import missing_queries
 
 def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
                       env: Mapping[str, str] | None = None, noise_repeats: int = 0,
-                      sweep: bool = False) -> list[PlannedRun]:
+                      sweep: bool = False, warnings: list[str] | None = None) -> list[PlannedRun]:
     """``plan`` as the gate will judge the PR: the yardstick (gate config, runner, golden set,
     manifest) as of ``base``, and the base's archived baseline looked up on the baselines branch
     when the checkout has none - so every key is the one the gate step will ask for. The base's
-    golden files go to the work folder (the step that produces the runs reads them there)."""
+    golden files go to the work folder (the step that produces the runs reads them there).
 
-
+    A baselines branch that cannot be read (a private repository and no ``GITHUB_TOKEN``) is
+    a line in ``warnings`` saying what was planned instead: the Action, with its token, will
+    find the archived baseline and ask for other runs than the ones planned."""
     # The token of a `retrieval-gate plan` is held apart from os.environ (gate.runs.isolation).
     token = held_secret("GITHUB_TOKEN") if env is None else env.get("GITHUB_TOKEN")
     env = os.environ if env is None else env
@@ -62,12 +65,30 @@ def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
     config = yard.config
     manifest = config.resolve(config.manifest)
     assert manifest is not None  # resolve() of a str is a Path
+    unread: list[str] = []
     if not manifest.exists():
         baseline_from_branch(config.workspace_root, git.rev_parse(config.workspace_root, base) or base, manifest.parent,
-                             token=token, remote_url=git.repository_url(env))
+                             token=token, remote_url=git.repository_url(env), warnings=unread)
+    notes: list[str] = []
     fetch_archived_commit(config.workspace_root, manifest, token=token,
-                          remote_url=git.repository_url(env))
-    return plan(config, runs_dir, base, noise_repeats, sweep)
+                          remote_url=git.repository_url(env), warnings=notes)
+    planned = plan(config, runs_dir, base, noise_repeats, sweep)
+    if warnings is not None:
+        warnings.extend(unread_branch_warning(note, planned, base) for note in unread)
+        warnings.extend(notes)
+    return planned
+
+
+def unread_branch_warning(note: str, planned: list[PlannedRun], base: str) -> str:
+    """The warning for a baselines branch that could not be read (``note``: why, as
+    gate.inputs.yardstick says it), naming what the plan holds instead of the archived baseline."""
+    found = re.search(r"could not be fetched \((.*)\): the baseline", note)
+    why = found.group(1) if found else note
+    instead = ("a baseline reconstruction from the base commit " + base[:12]
+               if any(run.purpose == "baseline reconstruction" for run in planned) else "no baseline run")
+    return (f"plan cannot read the {BASELINES_BRANCH} branch ({why}): it planned {instead} instead of the archived "
+            "baseline. A private repository needs the token in plan's environment "
+            "(env: GITHUB_TOKEN: ${{ github.token }} on the step that runs it)")
 
 
 @dataclass(frozen=True)

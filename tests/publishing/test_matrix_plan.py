@@ -194,3 +194,109 @@ def test_paths_below_the_folder_plan_runs_in_are_relative_and_resolve_in_another
     outside = tmp_path / "elsewhere-runs"  # a runs folder outside the workspace stays absolute
     matrix = _matrix(capsys, "--config", "gate.yml", "--runs-dir", str(outside))
     assert matrix["parts"][0]["include"][0]["output"] == str(outside / matrix["parts"][0]["include"][0]["file"])
+
+
+TOKEN = "ghs_planT0kenValue1234567890"
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture()
+def private_repository(tmp_path):
+    """A private repository served over HTTP on 127.0.0.1 (a 401 without the token), whose
+    baselines branch holds the base commit's archived baseline, and a checkout of a PR's merge
+    commit that holds no baseline (a persist-credentials: false checkout: it cannot fetch alone)."""
+    from tests.container.git_http import GitRemote, http_backend
+
+    if http_backend() is None:
+        pytest.skip("git-http-backend is not installed")
+    work = tmp_path / "checkout"
+    work.mkdir()
+    config = _world(work)
+    (work / ".gitignore").write_text(".retrieval-gate/\nruns/\n")
+    _git(work, "init", "-q", "-b", "main")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-qm", "base")
+    base = _git(work, "rev-parse", "HEAD")
+    assert main(["archive", "--config", str(config)]) == 0
+    remote_root = tmp_path / "remote"
+    bare = remote_root / "octo-org" / "private.git"
+    bare.parent.mkdir(parents=True)
+    _git(tmp_path, "init", "-q", "--bare", str(bare))
+    branch = tmp_path / "baselines"  # what the archive workflow pushes: baselines/<sha>/
+    shutil.copytree(work / ".retrieval-gate" / "baseline", branch / "baselines" / base)
+    _git(branch, "init", "-q", "-b", "retrieval-gate-baselines")
+    _git(branch, "add", "-A")
+    _git(branch, "commit", "-qm", "baseline")
+    _git(branch, "push", "-q", str(bare), "retrieval-gate-baselines")
+    _git(work, "push", "-q", str(bare), "main")
+    shutil.rmtree(work / ".retrieval-gate")
+    _git(work, "checkout", "-q", "-b", "feature")
+    (work / "retrieval.yml").write_text((work / "retrieval.yml").read_text().replace("boost: 1.0", "boost: 1.5"))
+    _git(work, "commit", "-qam", "the PR")
+    _git(work, "checkout", "-q", "--detach", base)
+    _git(work, "merge", "-q", "--no-ff", "-m", "merge", "feature")
+    with GitRemote(remote_root, private={"octo-org/private.git": TOKEN}) as remote:
+        yield SimpleNamespace(work=work, config=config, base=base, remote=remote)
+
+
+def _plan_in_a_workflow(repo, monkeypatch, capsys, token: str | None) -> tuple[dict, list[str]]:
+    monkeypatch.chdir(repo.work)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_SERVER_URL", repo.remote.url().rstrip("/"))
+    monkeypatch.setenv("GITHUB_REPOSITORY", "octo-org/private")
+    monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
+    if token is None:
+        monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("GITHUB_TOKEN", token)
+    capsys.readouterr()
+    assert main(["plan", "--config", "gate.yml", "--base", repo.base, "--format", "github-matrix"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("\n") == 1
+    return json.loads(captured.out), [line for line in captured.err.splitlines() if line.strip()]
+
+
+def test_plan_on_a_private_repository_without_the_token_warns_what_it_planned_instead(private_repository,
+                                                                                     monkeypatch, capsys):
+    matrix, err = _plan_in_a_workflow(private_repository, monkeypatch, capsys, token=None)
+    purposes = [job["purpose"] for job in matrix["parts"][0]["include"]]
+    assert "baseline reconstruction" in purposes
+    warnings = [line for line in err if line.startswith("::warning")]
+    assert len(warnings) == 1, err
+    warning = warnings[0]
+    assert warning.startswith("::warning title=retrieval-gate plan::plan cannot read the retrieval-gate-baselines "
+                              "branch (")
+    assert f"it planned a baseline reconstruction from the base commit {private_repository.base[:12]} instead of " \
+           "the archived baseline" in warning
+    assert "GITHUB_TOKEN" in warning and "\n" not in warning
+    # Nothing reached the server with credentials: it really was the "no token" case.
+    assert private_repository.remote.requests and not any(ok for _, _, ok in private_repository.remote.requests)
+
+
+def test_plan_with_the_token_reads_the_archived_baseline_and_never_shows_the_token(private_repository, monkeypatch,
+                                                                                  capsys):
+    without, _ = _plan_in_a_workflow(private_repository, monkeypatch, capsys, token=None)
+    matrix, err = _plan_in_a_workflow(private_repository, monkeypatch, capsys, token=TOKEN)
+    purposes = [job["purpose"] for job in matrix["parts"][0]["include"]]
+    assert "baseline reconstruction" not in purposes and "candidate" in purposes
+    assert matrix["count"] == without["count"] - 1
+    assert not [line for line in err if "warning" in line], err
+    assert TOKEN not in json.dumps(matrix) + "\n".join(err)
+    assert any(ok for _, _, ok in private_repository.remote.requests)
+
+
+def test_outside_a_workflow_the_warning_is_a_plain_line(private_repository, monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_ACTIONS", "false")
+    monkeypatch.chdir(private_repository.work)
+    monkeypatch.setenv("GITHUB_SERVER_URL", private_repository.remote.url().rstrip("/"))
+    monkeypatch.setenv("GITHUB_REPOSITORY", "octo-org/private")
+    monkeypatch.setenv("GIT_TERMINAL_PROMPT", "0")
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    assert main(["plan", "--config", "gate.yml", "--base", private_repository.base, "--format", "json"]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(err) == 1 and err[0].startswith("retrieval-gate: warning: plan cannot read the retrieval-gate-"
+                                               "baselines branch ("), err

@@ -161,3 +161,38 @@ def test_archive_workflow():
     runs = "\n".join(s.get("run", "") for s in wf["jobs"]["archive"]["steps"])
     assert "retrieval-gate archive" in runs
     assert "retrieval-gate-baselines" in json.dumps(wf) and 'baselines/$SHA' in runs
+
+
+def _plan_steps(workflow: dict) -> list[tuple[dict, dict]]:
+    """(job, step) of every step that runs `retrieval-gate plan`."""
+    return [(job, step) for job in workflow["jobs"].values() for step in job.get("steps", ())
+            if "retrieval-gate plan" in step.get("run", "")]
+
+
+def _every_plan_step_gets_the_token_alone(workflow: dict) -> int:
+    """Each plan step has the job's token in its own env (a private repository's baselines branch
+    is read with it); no other step, job or the workflow has it (they run the PR's code)."""
+    assert "GITHUB_TOKEN" not in workflow.get("env", {})
+    plans = _plan_steps(workflow)
+    for job, step in plans:
+        assert step.get("env", {}).get("GITHUB_TOKEN") == "${{ github.token }}", step.get("name")
+        assert "GITHUB_TOKEN" not in job.get("env", {})
+        others = [s for s in job["steps"] if s is not step and "GITHUB_TOKEN" in s.get("env", {})]
+        assert not [s for s in others if "retrieval-gate plan" not in s.get("run", "")
+                    and "retrieval-gate comment" not in s.get("run", "")], [s.get("name") for s in others]
+    return len(plans)
+
+
+def test_every_example_gives_plan_the_token_on_its_own_step():
+    assert sum(_every_plan_step_gets_the_token_alone(load(path)) for path in FILES) >= 2
+
+
+def test_every_workflow_init_writes_gives_plan_the_token():
+    """`retrieval-gate init` writes the examples (gate.publishing.scaffold): with another config
+    path and Action, every plan step still gets the token."""
+    from gate.publishing.scaffold import render_workflow
+
+    for path in FILES:
+        text = render_workflow(path.name, config_path="search/.retrieval-gate.yml", baseline_dir="search/baseline",
+                               branch="trunk", action="octo-org/retrieval-gate@v2")
+        _every_plan_step_gets_the_token_alone(YAML(typ="safe", pure=True).load(text))
