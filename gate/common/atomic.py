@@ -80,6 +80,11 @@ def _owner_alive(pid: int, start: int, boot: str) -> bool:
     return True
 
 
+def is_owned_temp(name: str) -> bool:
+    """Whether ``name`` is a temporary file's name that says its writer (see the module)."""
+    return _OWNED_TEMP.fullmatch(name) is not None
+
+
 def sweep_stale_temp_files(folder: str | Path) -> list[str]:
     """Remove the temporary files in ``folder`` whose writer is dead; returns their names.
     A live writer's, and a ``.tmp`` that does not name its owner, are kept."""

@@ -33,7 +33,7 @@ from ruamel.yaml import YAML
 
 from gate import __version__
 from gate.common import limits
-from gate.common.atomic import write_bytes_atomic, write_text_atomic
+from gate.common.atomic import is_owned_temp, sweep_stale_temp_files, write_bytes_atomic, write_text_atomic
 from gate.common.errors import InputError
 from gate.inputs.readers.fields import check_json_value, parse_json_document
 from gate.inputs.readers.records import Run
@@ -424,15 +424,16 @@ def gc(folder: str | Path) -> list[str]:
     folder = Path(folder)
     manifest = load_manifest(folder / "manifest.yml")
     keep = referenced_files(manifest)
-    removed = []
+    # A killed writer's temporary file goes; a live writer's (an archive still writing) stays.
+    removed = sweep_stale_temp_files(folder)
     for item in sorted(folder.iterdir()):
         if _DATA_FILE.match(item.name) and item.name not in keep:
             item.unlink()
             removed.append(item.name)
-        elif item.name.startswith(".") and item.name.endswith(".tmp"):
-            item.unlink()  # a temp file left by a killed writer
+        elif item.name.startswith(".") and item.name.endswith(".tmp") and not is_owned_temp(item.name):
+            item.unlink()  # an older gate's temp file, which does not say its writer
             removed.append(item.name)
-    return removed
+    return sorted(removed)
 
 
 def fsync_folder(folder: Path) -> None:

@@ -284,6 +284,22 @@ def test_archive_is_atomic_when_writing_the_manifest_fails(archived, tmp_path, m
     assert names == referenced_files(load_manifest(result.manifest.manifest_path)) | {"manifest.yml"}
 
 
+def test_gc_removes_a_dead_writers_temp_file_and_keeps_a_live_ones(archived):
+    """An archive still writing beside ``--gc`` keeps its temporary file; a killed one's goes,
+    and so does an older gate's, whose name does not say its writer."""
+    from gate.common import atomic
+
+    _config_path, result = archived
+    folder = result.manifest.folder
+    live = folder / f".run.tsv.{atomic.owner_tag()}.abc123.tmp"
+    dead = folder / ".run.tsv.rg-999999999-1-0.abc124.tmp"
+    legacy = folder / ".run.tsv.k2j3h4.tmp"
+    for path in (live, dead, legacy):
+        path.write_text("x")
+    assert main(["archive", "--config", str(_config_path), "--gc"]) == 0
+    assert live.exists() and not dead.exists() and not legacy.exists()
+
+
 def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=cwd, check=True,
                    capture_output=True)
