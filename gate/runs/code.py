@@ -157,12 +157,19 @@ def commit_tree(root: Path, commit: str, exclude: Sequence[Path] = ()) -> CodeId
 @contextmanager
 def checkout(code: CodeIdentity, repo: Path, scratch: Path) -> Iterator[CodeIdentity]:
     """``code`` with ``root`` set to a fresh export of its commit (``git archive``: the repository,
-    its index and worktree list stay as they are - another user may own them)."""
+    its index and worktree list stay as they are - another user may own them).
+
+    ``repo`` is the folder the workspace's own runs run in (the config's folder); the commit's
+    run runs in the same folder of the export, so a command such as ``python3 search/run.py``
+    and the config's relative paths mean the same files on both sides."""
     if code is None or code.root is not None or code.commit is None:
         yield code
         return
     top = git.repo_root(repo)
     assert top is not None  # a code identity with a commit is made in a repository (commit_tree)
+    inside = git.repository_path(top, Path(repo))
+    if inside is None:
+        raise CheckoutFailed(f"{repo} is not below the repository's top {top}")
     scratch.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix=f"checkout-{code.commit[:12]}-", dir=scratch))
     folder.chmod(0o755)  # the baseline's command runs here as the box's uid: it reads, never writes
@@ -173,7 +180,9 @@ def checkout(code: CodeIdentity, repo: Path, scratch: Path) -> Iterator[CodeIden
                                  f"{archive.stderr.decode(errors='replace').strip()[:200]}")
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             _extract(tar, folder)
-        yield CodeIdentity(code.kind, code.sha, code.description, folder, code.commit)
+        _open_folders(folder)
+        yield CodeIdentity(code.kind, code.sha, code.description, _same_folder(folder, inside, code.commit),
+                           code.commit)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -182,15 +191,51 @@ class CheckoutFailed(Exception):
     pass
 
 
+def _same_folder(export: Path, inside: Path, commit: str) -> Path:
+    """``inside`` (the workspace's runs' folder, relative to the repository's top) in ``export``:
+    where the commit's run runs. It must be a folder of the commit itself: a baseline archived
+    before the gate moved into this folder has no code here to run (running it elsewhere would
+    guess which folder its relative paths meant)."""
+    if inside.as_posix() in ("", "."):
+        return export
+    target = export / inside
+    shown = inside.as_posix()
+    try:
+        within = target.resolve(strict=True).relative_to(export.resolve())
+    except (OSError, ValueError):
+        within = None
+    if within is None or not target.is_dir():
+        raise CheckoutFailed(f"the folder {shown}/ the runner command runs in is not a folder of commit "
+                             f"{commit[:12]}: its code has nowhere to run as the candidate's does (archive the "
+                             "baseline again from a commit that has the folder)")
+    return export / within
+
+
+def _open_folders(export: Path) -> None:
+    """Every folder of the export enterable and listable by all: the runner command runs in one
+    of them as the box's uid, and tar leaves folders as the gate's umask makes them (0700 under
+    umask 077)."""
+    for parent, folders, _files in os.walk(export):
+        for name in folders:
+            path = Path(parent) / name
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o555)
+
+
 def _extract(tar: tarfile.TarFile, folder: Path) -> None:
-    if hasattr(tarfile, "data_filter"):
-        tar.extractall(folder, filter="data")
-        return
-    for member in tar.getmembers():  # pragma: no cover - Pythons without extraction filters
-        target = (folder / member.name).resolve()
-        if not str(target).startswith(str(folder.resolve())) or member.islnk() or member.isdev():
-            raise CheckoutFailed(f"refusing to extract {member.name!r}")
-    tar.extractall(folder)
+    """The archive into ``folder``; a member leading out of it (a symlink to ``/`` in the commit)
+    fails the checkout, not the gate."""
+    try:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(folder, filter="data")
+            return
+        for member in tar.getmembers():  # pragma: no cover - Pythons without extraction filters
+            target = (folder / member.name).resolve()
+            if not str(target).startswith(str(folder.resolve())) or member.islnk() or member.isdev():
+                raise CheckoutFailed(f"refusing to extract {member.name!r}")
+        tar.extractall(folder)
+    except tarfile.TarError as error:
+        raise CheckoutFailed(f"the commit's tree cannot be exported: {error}") from None
 
 
 def declared_inputs(root: Path, globs: Sequence[str], source: str = "runner.inputs") -> CodeIdentity:

@@ -121,6 +121,15 @@ class TeamRepo:
         git(self.work, "add", "-A")
         git(self.work, "commit", "-qm", message)
 
+    def advance_main(self, files: dict[str, str], message: str) -> str:
+        """``files`` (paths relative to the gate's folder) committed on main after the archive, and
+        published: the base of later pull requests. Returns its sha."""
+        git(self.work, "checkout", "-q", "main")
+        self._commit(files, message)
+        self.base = git(self.work, "rev-parse", "HEAD")
+        self.publish("main")
+        return self.base
+
     def publish(self, *refs: str) -> None:
         git(self.work, "push", "-q", "-f", str(self.bare), *[f"{r}:{r}" if ":" not in r else r for r in refs])
 
