@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import _thread
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -92,12 +93,15 @@ class _Watchdog:
                 return
 
     def __enter__(self) -> _Watchdog:
+        # interrupt_main calls whatever SIGINT handler is set: make it the one that raises.
+        self._handler = signal.signal(signal.SIGINT, signal.default_int_handler)
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._done.set()
         self._thread.join()
+        signal.signal(signal.SIGINT, self._handler)
 
 
 @pytest.mark.parametrize("variant", ["nuls", "bad-first-line"])
