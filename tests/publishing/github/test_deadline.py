@@ -44,6 +44,7 @@ class Trickler:
     sending: int = 0  # connections still trickling
     finished: int = 0  # connections whose whole answer went out
     dropped: int = 0  # connections the client closed while the server was still trickling
+    held_for: list[float] = field(default_factory=list)  # seconds each connection ended after it opened
 
     @property
     def url(self) -> str:
@@ -66,6 +67,7 @@ class Trickler:
     def _answer(self, conn: socket.socket) -> None:
         self.connections += 1
         self.sending += 1
+        opened = time.monotonic()
         with conn:
             conn.recv(65536)
             if self.what == "second":  # a whole first answer, kept alive; the second one trickles
@@ -85,6 +87,7 @@ class Trickler:
                 time.sleep(TRICKLE)
             else:
                 self.finished += 1
+        self.held_for.append(time.monotonic() - opened)
         self.sending -= 1
 
     def close(self) -> None:
