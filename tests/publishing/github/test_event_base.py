@@ -50,26 +50,21 @@ def _event(head: str, base: str) -> Event:
                  repository="octo-org/octo-repo")
 
 
-def test_an_event_older_than_the_merge_commit(repo):
-    """The push happened when main was at B1; main moved to B2 and GitHub merged onto B2: the
-    base moved after the event, and the merge commit is the newer (the old text said the reverse)."""
+@pytest.mark.parametrize("merged_onto,event_base,said,not_said", [
+    # The push happened when main was at B1; main moved to B2 and GitHub merged onto B2: the base
+    # moved after the event, and the merge commit is the newer (the old text said the reverse).
+    ("B2", "B1", "moved after the event was made", "since the merge commit was made"),
+    # The checkout's merge commit is onto B1, the event names B2 (a rerun of an older job's
+    # checkout, say): the base moved since the merge commit was made.
+    ("B1", "B2", "moved since the merge commit was made", "after the event"),
+], ids=["the event is older", "the merge commit is older"])
+def test_the_warning_says_which_moved_first(repo, merged_onto, event_base, said, not_said):
     root, shas = repo
-    _merged_onto(root, shas["B2"], shas["H"])
+    _merged_onto(root, shas[merged_onto], shas["H"])
     warnings: list[str] = []
-    assert base_commit(root, _event(shas["H"], shas["B1"]), warnings) == (shas["B2"], None)
+    assert base_commit(root, _event(shas["H"], shas[event_base]), warnings) == (shas[merged_onto], None)
     [warning] = warnings
-    assert "moved after the event was made" in warning and "since the merge commit was made" not in warning
-
-
-def test_a_merge_commit_older_than_the_event(repo):
-    """The checkout's merge commit is onto B1, but the event names B2 (a rerun of an older job's
-    checkout, say): the base moved since the merge commit was made."""
-    root, shas = repo
-    _merged_onto(root, shas["B1"], shas["H"])
-    warnings: list[str] = []
-    assert base_commit(root, _event(shas["H"], shas["B2"]), warnings) == (shas["B1"], None)
-    [warning] = warnings
-    assert "moved since the merge commit was made" in warning and "after the event" not in warning
+    assert said in warning and not_said not in warning
 
 
 def test_unrelated_bases_claim_no_direction(repo):
