@@ -168,7 +168,7 @@ def _save_crash(env: Mapping[str, str], inputs: Inputs) -> str:
     return where
 
 
-def _changed_files(workspace: Path, base: str | None, event: Event, client) -> list[str] | None:
+def _changed_files(workspace: Path, base: str | None, event: Event, client, out: TextIO) -> list[str] | None:
     if base is not None:
         files = git.changed_files(workspace, base, "HEAD")
         if files is not None:
@@ -176,7 +176,9 @@ def _changed_files(workspace: Path, base: str | None, event: Event, client) -> l
     if client is not None and event.pr_number is not None:
         try:
             return client.list_pull_files(event.pr_number)
-        except Exception:  # noqa: BLE001 - the gate still decides without the list
+        except GitHubError as error:  # the gate still decides without the list
+            _print(out, annotation("warning", f"the PR's changed files were not read from GitHub "
+                                              f"({_describe(error)}); deciding without them", title="retrieval-gate"))
             return None
     return None
 
@@ -196,10 +198,10 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
     with group("retrieval-gate: inputs", stream=out):
         remote_url = git.repository_url(env)  # the repository's own address: the token goes only there
         base, base_problem = base_commit(workspace, event, warnings, inputs.token, remote_url)
-        changed = _changed_files(workspace, base, event, client)
+        changed = _changed_files(workspace, base, event, client, out)
         _print(out, f"event {escape_data(event.name)}; PR {event.pr_number}; head {event.head_sha}; base {base}; "
                     f"{'unknown' if changed is None else len(changed)} changed files")
-    labels, body = _current_labels_and_body(event, client)
+    labels, body = _current_labels_and_body(event, client, out)
     change = PullRequest(
         config_path=workspace / inputs.config_path, config_shown=inputs.config_path, base=base,
         changed=None if changed is None else tuple(changed), base_problem=base_problem, labels=labels, body=body,
@@ -293,15 +295,19 @@ def _headline(record: Report) -> str:
     return record.verdict.headline
 
 
-def _current_labels_and_body(event: Event, client: GitHubClient | None) -> tuple[tuple[str, ...], str | None]:
+def _current_labels_and_body(event: Event, client: GitHubClient | None,
+                              out: TextIO) -> tuple[tuple[str, ...], str | None]:
     """The PR's labels and body now, not the event's snapshot (a reviewer's acceptance may have
-    come after the push); the event's when GitHub cannot say."""
+    come after the push); the event's when GitHub cannot say (an outage, an odd answer: one
+    warning line)."""
     if event.pr_number is not None and client is not None:
         try:
             pull = client.get_pull(event.pr_number)
-        except GitHubError:
+        except GitHubError as error:
+            _print(out, annotation("warning", f"the PR's current labels and body were not read from GitHub "
+                                              f"({_describe(error)}); the event's are used", title="retrieval-gate"))
             return event.labels, event.body
-        return tuple(label.get("name", "") for label in pull.get("labels") or []), pull.get("body")
+        return pull.labels, pull.body
     return event.labels, event.body
 
 

@@ -840,6 +840,7 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     import os
 
     from gate.publishing.github.client import (
+        GitHubAnswerError,
         GitHubClient,
         GitHubError,
         GitHubNotFoundError,
@@ -865,8 +866,7 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(f"comment: {error}") from None
     try:
-        pull = client.get_pull(args.pr)
-        if (pull.get("head") or {}).get("sha") != args.head_sha:
+        if client.get_pull(args.pr).head_sha != args.head_sha.lower():
             print(f"retrieval-gate: PR #{args.pr}'s head is not {args.head_sha[:12]}: not commenting "
                   "(the artifact names another PR, or a newer push superseded this run)", file=sys.stderr)
             return EXIT_OK
@@ -886,7 +886,8 @@ def _cmd_comment(args: argparse.Namespace) -> int:
         if error.status == 401:
             print(f"retrieval-gate: error: GitHub refused the token (401 Bad credentials): {error}", file=sys.stderr)
             return EXIT_INPUT
-        what = "refused the request" if error.status is not None and error.status < 500 else "unavailable"
+        what = ("answered what its API does not document" if isinstance(error, GitHubAnswerError)
+                else "refused the request" if error.status is not None and error.status < 500 else "unavailable")
         print(f"retrieval-gate: GitHub {what}, nothing posted (rerun the job): {error}", file=sys.stderr)
         return EXIT_INCONCLUSIVE
     print(f"comment: {result.action} {result.url or ''}".rstrip())

@@ -203,9 +203,32 @@ def base_commit(workspace: Path, event: Event, warnings: list[str], token: str |
                           "not be fetched: check out with fetch-depth: 2, so the PR is held to its base's yardstick")
         return None, None
     if event.base_sha and base != event.base_sha and pull_request:
-        warnings.append(f"HEAD^1 ({base[:12]}) is not pull_request.base.sha ({event.base_sha[:12]}): the base "
-                        "branch moved since the merge commit was made; HEAD^1 is used")
+        warnings.append(_base_moved(workspace, base, event.base_sha))
     return base, None
+
+
+def _base_moved(workspace: Path, merge_base: str, event_base: str) -> str:
+    """Why HEAD^1 (the base GitHub merged the PR onto) is not the event's base.sha, which way
+    round: the event older (the base branch moved after the push, and the merge commit, made
+    later, has the newer base) or the merge commit older (the branch moved after the merge
+    commit was made: a rerun of an old job). Ancestry says which; without it, neither is claimed."""
+    shown = f"HEAD^1 ({merge_base[:12]}) is not pull_request.base.sha ({event_base[:12]})"
+    if _is_ancestor(workspace, event_base, merge_base):
+        return (f"{shown}: the base branch moved after the event was made (HEAD^1, the base of GitHub's newer "
+                "merge commit, descends from the event's base); HEAD^1 is used")
+    if _is_ancestor(workspace, merge_base, event_base):
+        return (f"{shown}: the base branch moved since the merge commit was made (the event's base descends "
+                "from HEAD^1: the checkout is older than the event); HEAD^1 is used")
+    return (f"{shown}: the base branch changed (neither descends from the other, or the checkout lacks one); "
+            "HEAD^1 is used")
+
+
+def _is_ancestor(workspace: Path, older: str, newer: str) -> bool:
+    """``git merge-base --is-ancestor``: False when git cannot say (a commit missing from a shallow clone)."""
+    try:
+        return git.run(workspace, "merge-base", "--is-ancestor", older, newer, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def event_base(env: Mapping[str, str], workspace: Path) -> tuple[str | None, str]:

@@ -8,8 +8,14 @@ import json
 import os
 import subprocess
 import sys
+import time
+import types
 
+import pytest
+
+from gate.publishing.github.sticky_comment import parse_marker
 from tests.publishing.github.fake_github import FakeGitHub
+from tests.publishing.github.test_deadline import MARGIN, Trickler
 from tests.shared_data import REPO
 from tests.support.action_world import GOOD, LEAKY, TOKEN, Checkout, _outputs, _payload, run_entrypoint
 
@@ -278,7 +284,7 @@ def test_a_pr_that_stops_touching_retrieval_gets_its_old_comment_corrected(tmp_p
         assert _outputs(outputs)["verdict"] == "skipped", proc.stdout[-2000:]
         [comment] = fake.comments(13)
         assert "skipped" in comment["body"].split("\n", 2)[1].lower()
-        assert "not commensurable" not in comment["body"]
+        assert parse_marker(comment["body"]).state == "outdated"  # the old verdict stands no more
 
 
 def test_a_pull_request_without_its_payload_is_bad_input_not_judged_against_head_1(world):
@@ -292,3 +298,76 @@ def test_a_pull_request_without_its_payload_is_bad_input_not_judged_against_head
         assert proc.returncode == 2, proc.stdout[-2000:]
         assert "the event payload (GITHUB_EVENT_PATH) is not a file" in proc.stdout
         assert fake.comments(50) == []
+
+
+# --------------------------------------------------------------------------- GitHub's faults: never exit 4
+
+PULL = "/repos/{owner}/{repo}/pulls/{pull_number}"
+COMMENTS = "/repos/{owner}/{repo}/issues/{issue_number}/comments"
+
+
+def _verdict_stands(proc, outputs: str, checkout: Checkout) -> dict[str, str]:
+    """The verdict's exit code (GOOD passes), every output, no crash."""
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "internal error" not in proc.stdout
+    assert not (checkout.root / ".retrieval-gate" / "out" / "crash-traceback.txt").exists()
+    values = _outputs(outputs)
+    assert values["verdict"] == "pass" and values["delta"]
+    assert values["report-path"] == ".retrieval-gate/out/report.json"
+    return values
+
+
+@pytest.mark.parametrize("odd", [[], None, "labels"], ids=["[]", "null", "labels as strings"])
+def test_an_odd_pull_request_answer_is_a_warning_not_a_crash(world, odd):
+    """GET /pulls/{n} answering [] or null, or labels as plain strings (the issue's exit 4 at
+    action.py's labels): one warning line, the event's labels, the verdict and its outputs."""
+    checkout, fake, tmp = world
+    head, _ = checkout.pr(GOOD)
+    fake.add_pull(43, head, files=["retrieval.yml"], base_sha=checkout.base)
+    if odd == "labels":
+        odd = fake._pull_json(fake.state.pulls[43])
+        odd["labels"] = ["retrieval-gate:accept"]
+    fake.script_answer(PULL, odd, method="GET", times=50)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 43, head, checkout.base)
+    proc, outputs, summary = run_entrypoint(checkout, fake, event, tmp)
+    values = _verdict_stands(proc, outputs, checkout)
+    warnings = [line for line in proc.stdout.splitlines() if "current labels and body were not read" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("::warning") and "does not document" in warnings[0]
+    assert values["comment-url"] == "" and fake.comments(43) == []  # the comment, too, needs the PR's head
+    assert "pass" in summary.lower()
+
+
+def test_a_lost_comment_answer_and_a_lagging_list_leave_one_comment(world):
+    checkout, fake, tmp = world
+    head, _ = checkout.pr(GOOD)
+    fake.add_pull(44, head, files=["retrieval.yml"], base_sha=checkout.base)
+    fake.list_lag = 2.5
+    fake.script_lost_answer(COMMENTS, method="POST")
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 44, head, checkout.base)
+    proc, outputs, _ = run_entrypoint(checkout, fake, event, tmp)
+    values = _verdict_stands(proc, outputs, checkout)
+    [comment] = fake.comments(44)
+    assert parse_marker(comment["body"]).state == "current" and values["comment-url"].endswith(str(comment["id"]))
+
+
+def test_a_trickling_github_holds_the_action_no_longer_than_its_budget(world):
+    """Every answer trickles a byte every 50 ms (1,000 s an answer): the gate decides, and the
+    seconds the Action gave GitHub (each connection, open to closed) stay under github-max-wait
+    and a margin, the server still sending when the Action hung up."""
+    checkout, fake, tmp = world
+    head, _ = checkout.pr(GOOD)
+    event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 45, head, checkout.base)
+    server = Trickler("headers").start()
+    try:
+        api = types.SimpleNamespace(url=server.url, repository=fake.repository)  # GitHub, as run_entrypoint needs it
+        proc, outputs, _ = run_entrypoint(checkout, api, event, tmp, github_max_wait="5")
+        for _ in range(200):  # the server notices the hang-up at its next byte
+            if server.sending == 0:
+                break
+            time.sleep(0.05)
+        assert server.connections >= 1 and server.finished == 0 and server.dropped == server.connections
+        assert sum(server.held_for) < 5 + MARGIN, server.held_for
+    finally:
+        server.close()
+    _verdict_stands(proc, outputs, checkout)
+    assert "::warning title=retrieval-gate comment::the PR comment was not written" in proc.stdout

@@ -14,10 +14,15 @@ job for an hour:
 * 5xx answers, connection errors and timeouts are retried ``max_retries``
   times with exponential backoff (1, 2, 4, 8 s);
 * one budget of ``max_wait`` wall-clock seconds bounds the time spent inside its
-  calls: waits, requests and the reading of answers (a server that never answers,
-  or trickles its answer, cannot hold the job); what would pass it raises
+  calls: waits, connecting, and the reading of the answer's headers and body. A
+  socket timeout alone bounds each read, not the call (a server that sends its
+  headers a byte at a time would hold it for ever), so a watchdog shuts the
+  call's socket down when the budget runs out; what would pass it raises
   :class:`GitHubWaitCapError` instead. Time between calls (the gate running the
   stack for minutes) does not count: the budget is for GitHub, not for the run;
+* every answer is checked against the shape GitHub documents
+  (:mod:`gate.publishing.github.answers`) and returned as a typed value; an answer
+  of another shape raises :class:`GitHubAnswerError`, a GitHub problem like an outage;
 * a request that creates something (a comment) is not retried after a 5xx or a
   lost answer (:class:`GitHubUncertainError`): the caller looks first;
 * a 403 that is not a rate limit (``Resource not accessible by integration``:
@@ -37,15 +42,32 @@ import email.utils
 import functools
 import logging
 import re
+import socket
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import requests
+import requests.adapters
 import urllib3
+import urllib3.connection
+import urllib3.connectionpool
+import urllib3.poolmanager
 
 from gate import __version__
+from gate.publishing.github.answers import (
+    AnswerShapeError,
+    IssueComment,
+    PullRequestState,
+    parse_changed_paths,
+    parse_comment,
+    parse_login,
+    parse_pull,
+    parse_rate_limit,
+    parse_status,
+)
 from gate.rendering.markdown_cut import COMMENT_LIMIT
 
 log = logging.getLogger("gate.publishing.github.client")
@@ -59,6 +81,7 @@ __all__ = [
     "GitHubNotFoundError",
     "GitHubWaitCapError",
     "GitHubUncertainError",
+    "GitHubAnswerError",
     "GitHubClient",
 ]
 
@@ -123,7 +146,110 @@ class GitHubUncertainError(GitHubError):
 
 
 class GitHubWaitCapError(GitHubError):
-    """Waiting out a rate limit or backoff would exceed the client's ``max_wait`` budget."""
+    """Waiting out a rate limit or backoff, or an answer still arriving, would exceed the client's
+    ``max_wait`` budget."""
+
+
+class GitHubAnswerError(GitHubError):
+    """GitHub answered, but not with what its API documents (``[]`` for a pull request, a comment
+    id that is not an integer, a body that is not JSON): a GitHub problem, as an outage is."""
+
+
+# --------------------------------------------------------------------------- the deadline
+
+
+class _CallWatch:
+    """The sockets one call uses, shut down by a timer when the call's deadline passes.
+
+    requests' ``timeout`` bounds each socket read, not the call: a server that sends a byte of
+    its headers every second never trips it. Shutting the socket down from the timer's thread
+    wakes the read blocked in the calling thread, which then fails like a dropped connection.
+    """
+
+    def __init__(self) -> None:
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self.fired = False
+
+    def add(self, sock: socket.socket | None) -> None:
+        if sock is None:
+            return
+        with self._lock:
+            self._sockets.append(sock)
+            fired = self.fired
+        if fired:
+            _shut(sock)
+
+    def fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # already closed
+        pass
+
+
+_watching = threading.local()  # .watch: the _CallWatch of the call under way in this thread
+
+
+def _watch_socket(sock: socket.socket | None) -> None:
+    watch = getattr(_watching, "watch", None)
+    if watch is not None:
+        watch.add(sock)
+
+
+class _WatchedConnection:
+    """Gives every socket a connection opens, or reuses for a request, to the call's watch."""
+
+    def _new_conn(self) -> socket.socket:
+        sock = super()._new_conn()  # type: ignore[misc]
+        _watch_socket(sock)
+        return sock
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:
+        _watch_socket(getattr(self, "sock", None))  # a kept-alive connection: its socket is not new
+        return super().request(*args, **kwargs)  # type: ignore[misc]
+
+
+class _WatchedHTTPConnection(_WatchedConnection, urllib3.connection.HTTPConnection):
+    pass
+
+
+class _WatchedHTTPSConnection(_WatchedConnection, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _WatchedHTTPPool(urllib3.connectionpool.HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(urllib3.connectionpool.HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+_WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
+class _DeadlineAdapter(requests.adapters.HTTPAdapter):
+    """requests' adapter, with connections whose sockets the call's watchdog can shut down (direct,
+    and through an HTTP(S) proxy; a SOCKS proxy keeps its own connections and only the per-read
+    timeout)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _WATCHED_POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if manager.pool_classes_by_scheme is urllib3.poolmanager.pool_classes_by_scheme:
+            manager.pool_classes_by_scheme = _WATCHED_POOLS
+        return manager
 
 
 # --------------------------------------------------------------------------- client
@@ -149,10 +275,11 @@ _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 class GitHubClient:
     """GitHub REST v3 for one repository (``owner/name``).
 
-    ``max_wait`` caps the total seconds slept on rate limits and backoff over
-    the client's lifetime; ``max_retries`` bounds retries of 5xx answers and
-    connection errors per request; ``timeout`` is the per-request socket
-    timeout in seconds.
+    ``max_wait`` caps the total seconds spent inside its calls over the client's
+    lifetime (waits, connecting, reading answers); ``max_retries`` bounds retries
+    of 5xx answers and connection errors per request; ``timeout`` is the socket
+    timeout of each read in seconds. A ``session`` given gets the client's adapter
+    (the one whose sockets the deadline can shut down) mounted for http and https.
     """
 
     def __init__(
@@ -191,6 +318,8 @@ class GitHubClient:
         self._clock = clock
         self._now = now
         self._session = session if session is not None else requests.Session()
+        for prefix in ("http://", "https://"):
+            self._session.mount(prefix, _DeadlineAdapter())
         self.waited = 0.0  # seconds spent waiting so far (counts against max_wait)
         self.spent = 0.0  # wall-clock seconds spent inside calls so far: the budget's use
         # The deadline of the call under way: its start plus what is left of the budget.
@@ -237,19 +366,35 @@ class GitHubClient:
             return path_or_url
         return self.api_url + path_or_url
 
+    def budget_left(self) -> float:
+        """Seconds of the ``max_wait`` budget not yet spent inside calls."""
+        return max(0.0, self.max_wait - self.spent)
+
+    def pause(self, seconds: float, reason: str) -> None:
+        """Wait between calls for GitHub's sake (a list that has not caught up with a write yet),
+        counted against the budget like a rate-limit wait; raises :class:`GitHubWaitCapError`
+        when the budget cannot pay for it."""
+        entered = self._clock()
+        self._deadline = entered + self.budget_left()
+        try:
+            self._wait(seconds, reason, "", "")
+        finally:
+            self.spent += max(0.0, self._clock() - entered)
+
     def _wait(self, seconds: float, reason: str, method: str, path: str) -> None:
         seconds = max(0.0, float(seconds))
-        left = self.max_wait - self.waited
+        left = self._deadline - self._clock()
+        what = f"GitHub API {method} {path}" if method else "GitHub API"
         if seconds > left:
             raise GitHubWaitCapError(
                 self._scrub(
-                    f"GitHub API {method} {path}: wait cap hit: {reason} asks for a {seconds:.0f} s wait, "
+                    f"{what}: wait cap hit: {reason} asks for a {seconds:.0f} s wait, "
                     f"but only {max(left, 0):.0f} s of the {self.max_wait:.0f} s budget (max_wait) is left; giving up"
                 ),
-                method=method,
-                path=path,
+                method=method or None,
+                path=path or None,
             )
-        log.warning("GitHub API %s %s: %s, waiting %.1f s", method, self._scrub(path), reason, seconds)
+        log.warning("%s: %s, waiting %.1f s", self._scrub(what), reason, seconds)
         started = self._clock()
         self._sleep(seconds)
         slept = self._clock() - started
@@ -339,17 +484,7 @@ class GitHubClient:
                     f"GitHub API {method} {shown}: the {self.max_wait:.0f} s budget for all GitHub calls "
                     "(github-max-wait) is spent; giving up"), method=method, path=shown)
             try:
-                response = self._session.request(
-                    method,
-                    url,
-                    params=params,
-                    json=json,
-                    headers=self._headers,
-                    auth=self._auth,
-                    timeout=max(0.1, min(self.timeout, remaining)),
-                    stream=True,
-                )
-                self._read_body(response, method, shown)
+                response = self._exchange(method, url, shown, remaining, params=params, json=json)
             except (requests.ConnectionError, requests.Timeout) as exc:
                 transient += 1
                 kind = "timeout" if isinstance(exc, requests.Timeout) else "connection error"
@@ -409,6 +544,46 @@ class GitHubClient:
         raise GitHubError(self._scrub(f"GitHub API {method} {shown}: gave up after {attempts} attempts"),
                           method=method, path=shown)
 
+    def _exchange(self, method: str, url: str, shown: str, remaining: float, *, params: dict[str, Any] | None,
+                  json: Any) -> requests.Response:
+        """One request and its whole answer, within ``remaining`` seconds: connecting, the headers
+        and the body. At the deadline a watchdog shuts the socket down (the per-read ``timeout``
+        alone lets a trickling server hold the call for ever)."""
+        watch = _CallWatch()
+        watchdog = threading.Timer(remaining, watch.fire)
+        watchdog.daemon = True
+        _watching.watch = watch
+        watchdog.start()
+        try:
+            response = self._session.request(
+                method,
+                url,
+                params=params,
+                json=json,
+                headers=self._headers,
+                auth=self._auth,
+                timeout=max(0.1, min(self.timeout, remaining)),
+                stream=True,
+            )
+            self._read_body(response, method, shown)
+        except Exception:
+            if watch.fired:  # whatever the shut socket made requests raise, the budget ran out
+                raise self._cut_off(method, shown) from None
+            raise
+        finally:
+            _watching.watch = None
+            watchdog.cancel()
+        if watch.fired:
+            # A socket shut down mid-answer reads as its end: headers and body cut short, not an answer.
+            response.close()
+            raise self._cut_off(method, shown)
+        return response
+
+    def _cut_off(self, method: str, shown: str) -> GitHubWaitCapError:
+        return GitHubWaitCapError(self._scrub(
+            f"GitHub API {method} {shown}: no whole answer within the {self.max_wait:.0f} s budget for all GitHub "
+            "calls (github-max-wait); the connection was closed"), method=method, path=shown)
+
     def _status_error(self, cls: type[GitHubError], extra: str = "", *, method: str, shown: str, status: int,
                       api_message: str, reason: str, doc_url: str | None) -> GitHubError:
         """The error for an answer of HTTP ``status``: GitHub's message (or the reason phrase) and
@@ -457,21 +632,33 @@ class GitHubClient:
         try:
             return response.json()
         except ValueError:
-            path = urllib.parse.urlsplit(response.url).path
-            raise GitHubError(f"GitHub API {path}: the answer is not JSON", status=response.status_code,
-                              path=path) from None
+            raise self._odd(response, "the answer is not JSON") from None
+
+    def _odd(self, response: requests.Response, problem: str) -> GitHubAnswerError:
+        """The error for an answer not shaped as GitHub documents it."""
+        method = response.request.method if response.request is not None else None
+        path = urllib.parse.urlsplit(response.url).path
+        return GitHubAnswerError(self._scrub(f"GitHub API {method or ''} {path} answered {response.status_code} with "
+                                             f"what GitHub does not document: {problem}"[:500]),
+                                 status=response.status_code, method=method, path=path)
+
+    def _parsed(self, response: requests.Response, parse: Callable[[Any], Any]) -> Any:
+        try:
+            return parse(self._json(response))
+        except AnswerShapeError as problem:
+            raise self._odd(response, str(problem)) from None
 
     def paginate(self, path: str, params: dict[str, Any] | None = None, *,
                  max_pages: int = MAX_PAGES) -> Iterator[Any]:
-        """Items of a list route, following ``Link: rel="next"`` (per_page=100), at most ``max_pages`` pages."""
+        """Items of a list route, following ``Link: rel="next"`` (per_page=100), at most ``max_pages`` pages;
+        a page that is not a list raises :class:`GitHubAnswerError`."""
         query: dict[str, Any] | None = {"per_page": 100, **(params or {})}
         target = path
         for _page in range(max_pages):
             response = self.request("GET", target, params=query)
             data = self._json(response)
             if not isinstance(data, list):
-                raise GitHubError(f"GitHub API GET {urllib.parse.urlsplit(response.url).path}: expected a list",
-                                  status=response.status_code)
+                raise self._odd(response, f"a page of a list is {type(data).__name__}, not an array")
             yield from data
             following = response.links.get("next", {}).get("url")
             if not following:
@@ -479,11 +666,25 @@ class GitHubClient:
             target, query = following, None  # the next URL carries its own query
         log.warning("GitHub API GET %s: stopped after %d pages", path, max_pages)
 
+    def _paginate_parsed(self, path: str, parse: Callable[[Any, int], Any]) -> Iterator[Any]:
+        """``paginate``'s items, each through ``parse(item, index)``; a wrong shape is a GitHubAnswerError."""
+        for index, item in enumerate(self.paginate(path)):
+            try:
+                yield parse(item, index)
+            except AnswerShapeError as problem:
+                raise GitHubAnswerError(self._scrub(f"GitHub API GET {path} answered with what GitHub does not "
+                                                    f"document: {problem}"[:500]), method="GET", path=path) from None
+
     # ------------------------------------------------------------- routes
 
-    def get_pull(self, number: int) -> dict[str, Any]:
+    def get_pull(self, number: int) -> PullRequestState:
         """GET /repos/{owner}/{repo}/pulls/{number}."""
-        return self._json(self.request("GET", self._repo_path(f"/pulls/{int(number)}")))
+        pull: PullRequestState = self._parsed(self.request("GET", self._repo_path(f"/pulls/{int(number)}")),
+                                              parse_pull)
+        if pull.number != int(number):
+            raise GitHubAnswerError(f"GitHub API GET /pulls/{int(number)} answered with pull request #{pull.number}",
+                                    method="GET", path=self._repo_path(f"/pulls/{int(number)}"))
+        return pull
 
     def list_pull_files(self, number: int) -> list[str]:
         """Paths changed by the PR (all pages), in GitHub's order, without duplicates.
@@ -493,27 +694,26 @@ class GitHubClient:
         lists at most 3,000 files per PR.
         """
         seen: dict[str, None] = {}
-        for entry in self.paginate(self._repo_path(f"/pulls/{int(number)}/files")):
-            for key in ("filename", "previous_filename"):
-                name = entry.get(key) if isinstance(entry, dict) else None
-                if name:
-                    seen.setdefault(str(name), None)
+        for names in self._paginate_parsed(self._repo_path(f"/pulls/{int(number)}/files"), parse_changed_paths):
+            for name in names:
+                seen.setdefault(name, None)
         return list(seen)
 
-    def list_issue_comments(self, number: int) -> list[dict[str, Any]]:
+    def list_issue_comments(self, number: int) -> list[IssueComment]:
         """Every comment on the PR's conversation (all pages, ascending id)."""
-        return list(self.paginate(self._repo_path(f"/issues/{int(number)}/comments")))
+        return list(self._paginate_parsed(self._repo_path(f"/issues/{int(number)}/comments"),
+                                          lambda item, index: parse_comment(item, f"comment {index}")))
 
-    def create_comment(self, number: int, body: str) -> dict[str, Any]:
+    def create_comment(self, number: int, body: str) -> IssueComment:
         """POST a comment, once: a failure that may have created it raises GitHubUncertainError."""
         _check_body(body)
-        return self._json(self.request("POST", self._repo_path(f"/issues/{int(number)}/comments"), json={"body": body},
-                                       idempotent=False))
+        return self._parsed(self.request("POST", self._repo_path(f"/issues/{int(number)}/comments"),
+                                         json={"body": body}, idempotent=False), parse_comment)
 
-    def update_comment(self, comment_id: int, body: str) -> dict[str, Any]:
+    def update_comment(self, comment_id: int, body: str) -> IssueComment:
         _check_body(body)
-        return self._json(self.request("PATCH", self._repo_path(f"/issues/comments/{int(comment_id)}"),
-                                       json={"body": body}))
+        return self._parsed(self.request("PATCH", self._repo_path(f"/issues/comments/{int(comment_id)}"),
+                                         json={"body": body}), parse_comment)
 
     def delete_comment(self, comment_id: int) -> bool:
         """Delete a comment; False when it was already gone (404), so concurrent cleanups do not fail."""
@@ -543,26 +743,26 @@ class GitHubClient:
         }
         if target_url:
             payload["target_url"] = target_url
-        return self._json(self.request("POST", self._repo_path(f"/statuses/{sha}"), json=payload))
+        return self._parsed(self.request("POST", self._repo_path(f"/statuses/{sha}"), json=payload), parse_status)
 
     def rate_limit(self) -> dict[str, Any]:
         """GET /rate_limit (does not count against the limit)."""
-        return self._json(self.request("GET", "/rate_limit"))
+        return self._parsed(self.request("GET", "/rate_limit"), parse_rate_limit)
 
     def authenticated_login(self, default: str = DEFAULT_BOT_LOGIN) -> str:
         """The token's login via GET /user, or ``default`` when GitHub will not say.
 
         GITHUB_TOKEN and App installation tokens answer 403 there, and their
         comments are authored by ``github-actions[bot]`` (or ``<app-slug>[bot]``
-        for an App: pass that explicitly as the bot login).
+        for an App: pass that explicitly as the bot login). An odd answer is GitHub
+        not saying, too.
         """
         try:
-            data = self._json(self.request("GET", "/user"))
+            login: str = self._parsed(self.request("GET", "/user"), parse_login)
         except GitHubError as exc:
             log.info("GET /user unavailable (%s); assuming %s", exc.status, default)
             return default
-        login = data.get("login") if isinstance(data, dict) else None
-        return str(login) if login else default
+        return login or default
 
 
 def _backoff(attempt: int) -> float:

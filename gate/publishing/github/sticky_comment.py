@@ -8,9 +8,10 @@ import logging
 import re
 import urllib.parse
 import uuid
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
+from gate.publishing.github.answers import IssueComment, PullRequestState
 from gate.publishing.github.client import (
     DEFAULT_BOT_LOGIN,
     GitHubClient,
@@ -18,7 +19,7 @@ from gate.publishing.github.client import (
     GitHubNotFoundError,
     GitHubPermissionError,
     GitHubUncertainError,
-    _backoff,
+    GitHubWaitCapError,
 )
 from gate.rendering.markdown_cut import COMMENT_LIMIT, truncate_markdown
 
@@ -84,10 +85,10 @@ def parse_marker(body: str | None) -> Marker | None:
 class CommentResult:
     """What :func:`publish_comment` did.
 
-    ``action``: created | updated | replaced | skipped_stale | skipped_off | not_posted | forbidden.
-    ``url``/``comment_id`` name the current comment (None when none was written).
-    ``message`` explains skips and ``forbidden``; ``superseded`` and ``deleted``
-    list the ids of comments re-marked outdated and of duplicates removed.
+    ``action``: created | updated | replaced | retired | skipped_stale | skipped_off | not_posted |
+    forbidden. ``url``/``comment_id`` name the current comment (None when none was written).
+    ``message`` explains skips and ``forbidden``; ``superseded`` and ``deleted`` list the ids of
+    comments re-marked outdated and of comments removed.
     """
 
     action: str
@@ -96,22 +97,6 @@ class CommentResult:
     message: str = ""
     superseded: tuple[int, ...] = ()
     deleted: tuple[int, ...] = ()
-
-
-def is_fork_pull(pull: dict[str, Any] | None) -> bool | None:
-    """True when the PR's head lives in another repository (head.repo null or a different full_name);
-    None if unknown."""
-    if not isinstance(pull, dict):
-        return None
-    head = pull.get("head") or {}
-    base = pull.get("base") or {}
-    head_repo = head.get("repo")
-    base_repo = base.get("repo") or {}
-    if head_repo is None:
-        return True
-    if not base_repo.get("full_name") or not head_repo.get("full_name"):
-        return None
-    return str(head_repo["full_name"]).lower() != str(base_repo["full_name"]).lower()
 
 
 def forbidden_help(pr_number: int, fork: bool | None, error: GitHubError | None = None) -> str:
@@ -134,12 +119,13 @@ def forbidden_help(pr_number: int, fork: bool | None, error: GitHubError | None 
     return head + same_help
 
 
-def _superseded_body(old_body: str, old: Marker, new_url: str | None) -> str:
+def _superseded_body(old_body: str, old: Marker, new_url: str | None, note: str | None = None) -> str:
+    """``old_body`` re-marked outdated, under ``note`` (default: a pointer to the newer result)."""
     rest = old_body.lstrip()
     match = _MARKER.match(rest)
     rest = rest[match.end():].lstrip("\n") if match else rest
     where = f" ({new_url})" if new_url else ""
-    note = f"> **Superseded by a newer result**{where}; this one is kept for history."
+    note = note or f"> **Superseded by a newer result**{where}; this one is kept for history."
     marker = comment_marker(old.suite, "outdated", old.head, old.verdict, old.run)
     body = f"{marker}\n{note}\n\n{rest}"
     if len(body) > COMMENT_LIMIT:
@@ -180,24 +166,33 @@ def publish_comment(
     Our comments are those whose body starts with the marker of ``suite`` and whose author is
     the token's identity: ``bot_login`` (``github-actions[bot]`` for GITHUB_TOKEN), the login
     ``GET /user`` names (a personal access token), or the author of a comment this run wrote
-    (an App's ``<slug>[bot]``). All pages are read. Steps:
+    (an App's ``<slug>[bot]``). All pages are read.
+
+    GitHub has no conditional write: a PATCH sent before another run's lands after it when the
+    network delays it. So a comment's text is only ever written by runs of the head its marker
+    names, and which head is newest is what ``GET /pulls/{n}`` says the PR's head is now, never a
+    clock. The steps:
 
     * ``mode="off"``: nothing (``skipped_off``);
     * the PR's head is read first, and again right before every write; when it is no longer
-      ``head_sha`` a newer push exists and nothing is written (``skipped_stale``): an older
-      head never overwrites a newer head's comment;
-    * ``mode="update"``: no current comment -> create (``created``); the newest current
-      comment has the same verdict kind -> edit it in place (``updated``; a comment deleted
-      meanwhile, PATCH 404, is created anew); the verdict flipped -> post a new comment (edits
-      do not notify anyone) and re-mark the old one outdated with a "Superseded" note
-      (``replaced``);
-    * ``mode="new"``: always post a new comment and re-mark every current one outdated;
-    * a POST whose answer was lost (5xx, timeout) is not repeated blindly: the comments are
-      listed again and a comment carrying this run's id is taken as the one created;
-    * afterwards the comments are listed once more: of several current comments of the suite
-      (two runs raced) the newest is kept and the others are deleted (same head) or marked
-      outdated, so concurrent runs converge on exactly one; when the PR moved on meanwhile,
-      this run's comment is marked outdated;
+      ``head_sha`` a newer push exists and nothing is written (``skipped_stale``);
+    * ``mode="update"``: a current comment of this head with the same verdict is edited in
+      place (``updated``; one deleted meanwhile, PATCH 404, is posted anew). Otherwise a new
+      comment is posted and the current ones are retired: an older head's comment with the same
+      verdict is deleted (the conversation then reads as an edit would), a flipped verdict's is
+      marked outdated with a "Superseded" note (``replaced``; ``created`` when there was none);
+    * ``mode="new"``: always post a new comment and mark every current one outdated;
+    * ``only_update`` with only an older head's comment: that comment is marked outdated with a
+      note that this head is skipped (``retired``), nothing is posted;
+    * a POST whose answer was lost (5xx, timeout) is not repeated blindly: the marker carries
+      this run's id, and the comments are listed again, with backoff (GitHub's list can lag
+      its writes by seconds), before it is posted once more;
+    * afterwards the list is read until it shows the comment written (or the lag allowance
+      is spent), and the PR's head is read: of the current comments, the newest of the PR's
+      current head stays, other comments of that head are deleted, other heads' are retired as
+      above. When the PR moved on meanwhile, this run's own comment is marked outdated and the
+      newer head's run settles the rest. Every run applies the same rule, so racing runs
+      converge on exactly one current comment, the newest head's;
     * a 403 on any call -> ``forbidden`` with a message explaining how to enable comments.
       Other :class:`GitHubError` propagate.
     """
@@ -205,138 +200,216 @@ def publish_comment(
         return CommentResult("skipped_off", message="comment-mode is off")
     if mode not in ("update", "new"):
         raise ValueError(f"comment mode must be update, new or off, got {mode!r}")
-    head_sha = (head_sha or "").lower()
-    run = uuid.uuid4().hex[:16]
-    logins = {bot_login.lower()}
-    pull: dict[str, Any] | None = None
-
-    def stale() -> CommentResult | None:
-        nonlocal pull
-        pull = client.get_pull(pr_number)
-        current_head = str(((pull or {}).get("head") or {}).get("sha") or "").lower()
-        if current_head == head_sha:
-            return None
-        return CommentResult("skipped_stale", message=(
-            f"PR #{pr_number} head is now {current_head[:12] or '?'}, not {head_sha[:12]}: "
-            "a newer push will publish its own result, so this one is not posted"))
-
-    def ours() -> list[tuple[dict[str, Any], Marker]]:
-        found = []
-        for comment in client.list_issue_comments(pr_number):
-            author = str(((comment.get("user") or {}).get("login")) or "").lower()
-            marker = parse_marker(comment.get("body"))
-            if marker is None or marker.suite != suite:
-                continue
-            if author in logins or (marker.run == run and marker.run):
-                found.append((comment, marker))
-        return sorted(found, key=lambda cm: int(cm[0].get("id") or 0))
-
-    def learn(written: dict[str, Any]) -> None:
-        author = str(((written.get("user") or {}).get("login")) or "").lower()
-        if author:
-            logins.add(author)
-
-    def create(text: str) -> dict[str, Any]:
-        for attempt in range(1, 4):
-            try:
-                written = client.create_comment(pr_number, text)
-                learn(written)
-                return written
-            except GitHubUncertainError:
-                mine = [c for c, m in ours() if m.run == run]
-                if mine:
-                    learn(mine[-1])
-                    return mine[-1]
-                if attempt == 3:
-                    raise
-                client._wait(_backoff(attempt), "a comment POST whose answer was lost", "POST", "comments")
-        raise AssertionError("unreachable")
-
+    publisher = _Publisher(client, pr_number, suite, (head_sha or "").lower(), verdict_kind, mode, bot_login)
     try:
-        skip = stale()
-        if skip is not None:
-            return skip
-        login = client.authenticated_login(default=bot_login)
-        logins.add(login.lower())
-        current = [(c, m) for c, m in ours() if m.state == "current"]
-        if only_update and not current:
-            return CommentResult("not_posted", message="no comment to refresh, and this result does not need one")
-        text = _compose(comment_marker(suite, "current", head_sha, verdict_kind, run), body)
-        skip = stale()
-        if skip is not None:
-            return skip
-        action = ""
-        superseded: list[int] = []
-        if _edits_in_place(current, mode, verdict_kind, only_update):
-            # only_update (a skipped PR) edits in place whatever the old verdict: nobody needs a
-            # notification that the gate has nothing to say.
-            keep, _ = current[-1]
-            try:
-                written = client.update_comment(int(keep["id"]), text)
-                learn(written)
-                action = "updated"
-            except GitHubNotFoundError:  # deleted meanwhile
-                written = create(text)
-                action = "created"
-        else:
-            # Post first, then retire the old ones: a failure leaves the old result current.
-            written = create(text)
-            new_url = written.get("html_url")
-            superseded = _retire(client, current[-1:] if mode == "update" else current, new_url)
-            action = "replaced" if current else "created"
-        written_id = int(written["id"])
-        deleted = _settle(client, pr_number, written_id, head_sha, ours, stale)
-        return CommentResult(action, written.get("html_url"), written_id, superseded=tuple(superseded),
-                             deleted=deleted)
+        return publisher.publish(body, only_update)
     except GitHubPermissionError as exc:
-        message = forbidden_help(pr_number, is_fork_pull(pull), exc)
+        message = forbidden_help(pr_number, publisher.pull.from_fork if publisher.pull else None, exc)
         log.warning("%s", message)
         return CommentResult("forbidden", message=message)
 
 
-def _edits_in_place(current: list[tuple[dict[str, Any], Marker]], mode: str, verdict_kind: str,
-                    only_update: bool) -> bool:
-    """Whether the newest current comment is edited rather than replaced by a new one: the same
-    verdict in ``update`` mode, or any verdict when only refreshing."""
-    return bool(current) and ((mode == "update" and current[-1][1].verdict == verdict_kind) or only_update)
+@dataclass(frozen=True)
+class _Ours:
+    comment: IssueComment
+    marker: Marker
 
 
-def _retire(client: GitHubClient, retire: list[tuple[dict[str, Any], Marker]], new_url: str | None) -> list[int]:
-    """Mark the ``retire`` comments outdated, pointing at the new one; the ids of those marked (a
-    comment deleted meanwhile is left out)."""
-    superseded: list[int] = []
-    for old, old_marker in retire:
-        try:
-            client.update_comment(int(old["id"]), _superseded_body(str(old.get("body") or ""), old_marker, new_url))
-            superseded.append(int(old["id"]))
-        except GitHubNotFoundError:
-            pass
-    return superseded
+# Waits (seconds) between listings while GitHub's list has not caught up with a write: a lost
+# POST's comment, or the one just written, can take a few seconds to be listed.
+LIST_LAG_WAITS = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
-def _settle(client: GitHubClient, pr_number: int, written_id: int, head_sha: str, ours, stale) -> tuple[int, ...]:
-    """After writing: one current comment per suite. Of several (concurrent runs, or a stale
-    duplicate), the newest stays; the others are deleted when they are of the same head, else
-    marked outdated. Each run applies the same rule, so racing runs agree on the survivor."""
-    deleted: list[int] = []
-    current = [(c, m) for c, m in ours() if m.state == "current"]
-    if stale() is not None:
-        # The PR moved on while this run wrote: its comment must not stand as the current one.
-        for comment, marker in current:
-            if int(comment["id"]) == written_id:
-                client.update_comment(written_id, _superseded_body(str(comment.get("body") or ""), marker, None))
-        return ()
-    if len(current) <= 1:
-        return ()
-    newest, newest_marker = current[-1]
-    for comment, marker in current[:-1]:
-        if marker.head == newest_marker.head:
-            if client.delete_comment(int(comment["id"])):
-                deleted.append(int(comment["id"]))
-        else:
+class _Stale(Exception):
+    def __init__(self, result: CommentResult):
+        self.result = result
+
+
+@dataclass
+class _Publisher:
+    """One run's publishing: its identity (the run id in its markers, the logins it writes as)
+    and the steps of :func:`publish_comment`."""
+
+    client: GitHubClient
+    pr_number: int
+    suite: str
+    head_sha: str
+    verdict_kind: str
+    mode: str
+    bot_login: str
+    run: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    logins: set[str] = field(default_factory=set)
+    pull: PullRequestState | None = None
+
+    def __post_init__(self) -> None:
+        self.logins.add(self.bot_login.lower())
+
+    # ---------------------------------------------------------------- reading
+
+    def pr_head(self) -> str:
+        self.pull = self.client.get_pull(self.pr_number)
+        return self.pull.head_sha
+
+    def check_not_stale(self) -> None:
+        head = self.pr_head()
+        if head != self.head_sha:
+            raise _Stale(CommentResult("skipped_stale", message=(
+                f"PR #{self.pr_number} head is now {head[:12] or '?'}, not {self.head_sha[:12]}: "
+                "a newer push will publish its own result, so this one is not posted")))
+
+    def ours(self) -> list[_Ours]:
+        found = []
+        for comment in self.client.list_issue_comments(self.pr_number):
+            marker = parse_marker(comment.body)
+            if marker is None or marker.suite != self.suite:
+                continue
+            if comment.author in self.logins or (marker.run and marker.run == self.run):
+                found.append(_Ours(comment, marker))
+        return sorted(found, key=lambda o: o.comment.id)
+
+    def listed_until(self, seen: Callable[[list[_Ours]], bool], *, required: bool) -> list[_Ours]:
+        """The list, read again with backoff until ``seen`` holds of it (GitHub's list lags its
+        writes). ``required``: the budget running out raises; else the last list is returned."""
+        listed = self.ours()
+        for seconds in LIST_LAG_WAITS:
+            if seen(listed):
+                break
             try:
-                client.update_comment(int(comment["id"]), _superseded_body(str(comment.get("body") or ""), marker,
-                                                                           newest.get("html_url")))
+                self.client.pause(seconds, "GitHub's comment list has not caught up with a write yet")
+            except GitHubWaitCapError:
+                if required:
+                    raise
+                break
+            listed = self.ours()
+        return listed
+
+    # ---------------------------------------------------------------- writing
+
+    def learn(self, written: IssueComment) -> IssueComment:
+        if written.author:
+            self.logins.add(written.author)
+        return written
+
+    def create(self, text: str) -> IssueComment:
+        """POST ``text``; after a lost answer, look for this run's comment (the list lagging) before
+        posting once more. Both copies, should both exist, are settled afterwards."""
+        try:
+            return self.learn(self.client.create_comment(self.pr_number, text))
+        except GitHubUncertainError:
+            def mine(listed: list[_Ours]) -> bool:
+                return any(o.marker.run == self.run for o in listed)
+
+            listed = self.listed_until(mine, required=True)
+            if mine(listed):
+                return self.learn([o for o in listed if o.marker.run == self.run][-1].comment)
+        self.check_not_stale()
+        return self.learn(self.client.create_comment(self.pr_number, text))
+
+    def retire(self, old: _Ours, keep: Marker, new_url: str | None) -> str | None:
+        """Take ``old`` out of the current ones now that ``keep`` stands: deleted when it says
+        what ``keep`` says (update mode, same verdict), else marked outdated. Returns "deleted",
+        "superseded", or None when it was gone already."""
+        if self.mode == "update" and old.marker.verdict == keep.verdict:
+            return "deleted" if self.client.delete_comment(old.comment.id) else None
+        try:
+            self.client.update_comment(old.comment.id, _superseded_body(old.comment.body, old.marker, new_url))
+        except GitHubNotFoundError:
+            return None
+        return "superseded"
+
+    # ---------------------------------------------------------------- the steps
+
+    def publish(self, body: str, only_update: bool) -> CommentResult:
+        try:
+            self.check_not_stale()
+            self.logins.add(self.client.authenticated_login(default=self.bot_login).lower())
+            current = [o for o in self.ours() if o.marker.state == "current"]
+            if only_update and not current:
+                return CommentResult("not_posted", message="no comment to refresh, and this result does not need one")
+            marker = Marker(self.suite, "current", self.head_sha, self.verdict_kind, self.run)
+            text = _compose(marker.render(), body)
+            self.check_not_stale()
+            same_head = [o for o in current if o.marker.head == self.head_sha]
+            if self.mode == "update" and same_head and (same_head[-1].marker.verdict == self.verdict_kind
+                                                        or only_update):
+                # A rerun of this head: edit in place (an edit notifies nobody).
+                try:
+                    written = self.learn(self.client.update_comment(same_head[-1].comment.id, text))
+                    action = "updated"
+                except GitHubNotFoundError:  # deleted meanwhile
+                    if only_update:
+                        return CommentResult("not_posted", message="the comment to refresh was deleted meanwhile")
+                    self.check_not_stale()
+                    written, action = self.create(text), "created"
+                return self.settle(written, action, ())
+            if only_update:
+                return self.retire_for_skipped(current)
+            # Post first, then retire the old ones: a failure leaves the old result current.
+            written = self.create(text)
+            outcomes = []
+            newest_of: dict[tuple[str, str], int] = {(o.marker.head, o.marker.verdict): o.comment.id for o in current}
+            for old in current:
+                if old.comment.id == written.id:
+                    continue
+                if newest_of[(old.marker.head, old.marker.verdict)] != old.comment.id:  # a duplicate: not history
+                    outcomes.append((old.comment.id, "deleted" if self.client.delete_comment(old.comment.id) else None))
+                else:
+                    outcomes.append((old.comment.id, self.retire(old, marker, written.html_url)))
+            return self.settle(written, "replaced" if current else "created",
+                               tuple(i for i, done in outcomes if done == "superseded"),
+                               tuple(i for i, done in outcomes if done == "deleted"))
+        except _Stale as stale:
+            return stale.result
+
+    def retire_for_skipped(self, current: list[_Ours]) -> CommentResult:
+        """A skipped head with only older heads' comments: they stop standing, and nothing is
+        posted (the job's status is the check; nobody needs a notification)."""
+        note = (f"> **No longer applies**: the PR's head {self.head_sha[:12]} was skipped (it touches nothing "
+                "the gate watches); this result is kept for history.")
+        superseded = []
+        for old in current:
+            try:
+                self.client.update_comment(old.comment.id, _superseded_body(old.comment.body, old.marker, None, note))
+                superseded.append(old.comment.id)
             except GitHubNotFoundError:
                 pass
-    return tuple(deleted)
+        return CommentResult("retired", message="the comment of an earlier head was marked outdated",
+                             superseded=tuple(superseded))
+
+    def settle(self, written: IssueComment, action: str, superseded: tuple[int, ...],
+               deleted: tuple[int, ...] = ()) -> CommentResult:
+        """After writing: exactly one current comment, the newest of the PR's current head."""
+        listed = self.listed_until(lambda found: any(o.comment.id == written.id for o in found), required=False)
+        head = self.pr_head()
+        current = [o for o in listed if o.marker.state == "current"]
+        if head != self.head_sha:
+            # The PR moved on while this run wrote: its comment must not stand. The newer head's
+            # run posts its own and settles the rest.
+            marker = parse_marker(written.body)
+            if marker is not None and marker.state == "current":
+                try:
+                    self.client.update_comment(written.id, _superseded_body(written.body, marker, None))
+                except GitHubNotFoundError:
+                    pass
+            return CommentResult("skipped_stale", message=(
+                f"PR #{self.pr_number} moved on to {head[:12]} while this run wrote its comment: marked outdated"))
+        of_head = [o for o in current if o.marker.head == head]
+        if not of_head:  # not listed yet: what this run wrote is the newest head's
+            return CommentResult(action, written.html_url, written.id, superseded=superseded, deleted=deleted)
+        keep = of_head[-1]
+        more_superseded, more_deleted = list(superseded), list(deleted)
+        for other in current:
+            if other.comment.id == keep.comment.id:
+                continue
+            if other.marker.head == head:  # a duplicate of this head (two runs, or a lost POST's twin)
+                if self.client.delete_comment(other.comment.id):
+                    more_deleted.append(other.comment.id)
+                continue
+            done = self.retire(other, keep.marker, keep.comment.html_url)
+            if done == "deleted":
+                more_deleted.append(other.comment.id)
+            elif done == "superseded":
+                more_superseded.append(other.comment.id)
+        return CommentResult(action, keep.comment.html_url, keep.comment.id,
+                             superseded=tuple(dict.fromkeys(more_superseded)),
+                             deleted=tuple(dict.fromkeys(more_deleted)))

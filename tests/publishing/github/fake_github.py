@@ -30,6 +30,11 @@ API::
     fake.script_integration_error(path)                  # 403 "Resource not accessible by integration"
     fake.script_disconnect(path)                         # close the socket without answering
     fake.script_lost_answer(path, method="POST")         # apply the request, then close without answering
+    fake.script_answer(path, None, method="GET")         # answer 200 with this JSON (here null), whatever it is
+    held = fake.script_hold(path, method="PATCH")        # the next matching request waits until held.release()
+    held.arrived.wait(30); ...; held.release()           # (held.arrived is set when it came in)
+    fake.list_lag = 2.5             # a comment is listed only 2.5 s (of fake.clock) after it was made
+    fake.clock = ftime.clock        # the clock list_lag counts in (default time.monotonic)
     fake.read_only = True           # every write answers 403 integration (a fork PR's token)
     fake.user_login = "octocat"     # GET /user answers this login (default None: 403 like GITHUB_TOKEN)
     fake.token_login                # author of comments the client writes ("github-actions[bot]")
@@ -129,6 +134,25 @@ class _Script:
     headers: dict[str, str]
     body: Any
     remaining: int
+    raw: bool = False  # body is sent as it is, None as JSON null
+
+
+class Held:
+    """A request the fake holds before it applies it (a write the network delays), until release()."""
+
+    def __init__(self, method: str | None, pattern: re.Pattern[str]):
+        self.method = method
+        self.pattern = pattern
+        self.arrived = threading.Event()
+        self._released = threading.Event()
+        self.taken = False
+
+    def release(self) -> None:
+        self._released.set()
+
+    def wait(self) -> None:
+        self.arrived.set()
+        self._released.wait(120)  # never hang a test for ever
 
 
 def _template_regex(template: str) -> re.Pattern[str]:
@@ -257,6 +281,9 @@ class FakeGitHub:
         self.user_login: str | None = None
         self.read_only = False
         self.now = float(int(time.time()))
+        self.list_lag = 0.0
+        self.clock: Callable[[], float] = time.monotonic
+        self._holds: list[Held] = []
         self.state = FakeState()
         self.requests: list[Recorded] = []
         self.validation_errors: list[str] = []
@@ -380,6 +407,7 @@ class FakeGitHub:
         comment = {
             "id": self._new_id(), "issue_number": int(number), "body": body,
             "login": login or self.token_login, "created_at": self._stamp(), "updated_at": self._stamp(),
+            "listed_from": self.clock() + self.list_lag,
         }
         with self._lock:
             self.state.comments[comment["id"]] = comment
@@ -443,6 +471,30 @@ class FakeGitHub:
     def script_integration_error(self, path: str, *, method: str | None = None, times: int = 1) -> None:
         self.script_error(path, 403, method=method, times=times, message=INTEGRATION_MESSAGE)
 
+    def script_answer(self, path: str, payload: Any, *, method: str | None = None, times: int = 1,
+                      status: int = 200) -> None:
+        """The next ``times`` matching requests answer ``status`` with ``payload`` as JSON (None: ``null``;
+        bytes are sent as they are): GitHub, or a proxy in front of it, answering what the API does
+        not document."""
+        with self._lock:
+            self._scripts.append(_Script(method.upper() if method else None, _template_regex(path), status, {},
+                                         payload, int(times), raw=True))
+
+    def script_hold(self, path: str, *, method: str | None = None) -> Held:
+        """The next matching request is held, unapplied, until the returned ``Held`` is released."""
+        held = Held(method.upper() if method else None, _template_regex(path))
+        with self._lock:
+            self._holds.append(held)
+        return held
+
+    def _take_hold(self, method: str, path: str) -> Held | None:
+        with self._lock:
+            for held in self._holds:
+                if not held.taken and (held.method is None or held.method == method) and held.pattern.fullmatch(path):
+                    held.taken = True
+                    return held
+        return None
+
     def script_disconnect(self, path: str, *, method: str | None = None, times: int = 1) -> None:
         self.script_error(path, None, method=method, times=times)
 
@@ -467,9 +519,12 @@ class FakeGitHub:
                 "x-ratelimit-resource": "core", "x-github-api-version-selected": "2022-11-28"}
 
     def _send(self, handler: BaseHTTPRequestHandler, record: Recorded, status: int,
-              payload: Any = None, headers: dict[str, str] | None = None) -> None:
+              payload: Any = None, headers: dict[str, str] | None = None, raw: bool = False) -> None:
         record.status = status
-        data = b"" if payload is None or status == 204 else json.dumps(payload).encode("utf-8")
+        if raw:  # as scripted: bytes as they are, anything else as JSON (None: null)
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
+        else:
+            data = b"" if payload is None or status == 204 else json.dumps(payload).encode("utf-8")
         handler.send_response(status)
         merged = {**self._rate_headers(), **(headers or {})}
         if data:
@@ -586,6 +641,9 @@ class FakeGitHub:
             return
         if not self._validate(handler, record, bad_json):
             return
+        held = self._take_hold(record.method, record.path)
+        if held is not None:
+            held.wait()
         script = self._take_script(record.method, record.path)
         if script is not None:
             if script.status == LOST_ANSWER:
@@ -607,7 +665,7 @@ class FakeGitHub:
                 except OSError:
                     pass
                 return
-            self._send(handler, record, script.status, script.body, script.headers)
+            self._send(handler, record, script.status, script.body, script.headers, raw=script.raw)
             return
         if self.read_only and record.method in ("POST", "PATCH", "PUT", "DELETE"):
             self._send(handler, record, 403, {"message": INTEGRATION_MESSAGE,
@@ -754,7 +812,9 @@ class FakeGitHub:
         if int(number) not in self.state.pulls:
             self._pull_or_404(handler, record, number)
             return
-        self._page(handler, record, [self._comment_json(c) for c in self.comments(int(number))])
+        now = self.clock()
+        self._page(handler, record, [self._comment_json(c) for c in self.comments(int(number))
+                                     if c.get("listed_from", 0.0) <= now])
 
     def _too_long(self, handler, record, body: str) -> bool:  # type: ignore[no-untyped-def]
         if len(body) > COMMENT_LIMIT:

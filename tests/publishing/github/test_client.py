@@ -6,6 +6,7 @@ tests record the waits instead of sleeping.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import socket
@@ -158,17 +159,17 @@ def test_get_pull_and_files_paginated_with_renames(client, fake):
     gets = fake.requests_to("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files")
     assert len(gets) == 3  # 100 + 100 + 31
     assert gets[0].query["per_page"] == ["100"]
-    assert client.get_pull(8)["head"]["sha"] == SHA2
+    assert client.get_pull(8).head_sha == SHA2
 
 
 def test_create_update_delete_comment(client, fake):
     made = client.create_comment(PR, "hello")
     assert fake.comments(PR)[0]["body"] == "hello"
-    client.update_comment(made["id"], "changed")
+    client.update_comment(made.id, "changed")
     assert fake.comments(PR)[0]["body"] == "changed"
-    assert client.delete_comment(made["id"]) is True
+    assert client.delete_comment(made.id) is True
     assert fake.comments(PR) == []
-    assert client.delete_comment(made["id"]) is False  # already gone: not an error
+    assert client.delete_comment(made.id) is False  # already gone: not an error
 
 
 def test_missing_pull_is_not_found(client):
@@ -206,7 +207,7 @@ def test_authenticated_login_best_effort(client, fake):
 
 def test_429_retry_after_is_waited_and_retried(client, fake, ftime):
     fake.script_rate_limit(PULL, retry_after=1, times=2)
-    assert client.get_pull(PR)["number"] == PR
+    assert client.get_pull(PR).number == PR
     assert ftime.sleeps == [1.0, 1.0]
     assert client.waited == 2.0 <= client.max_wait
     assert len(fake.requests_to("GET", PULL)) == 3
@@ -251,7 +252,7 @@ def test_wait_budget_is_shared_across_calls(fake, ftime):
 
 def test_5xx_retried_a_bounded_number_of_times(client, fake, ftime):
     fake.script_error(PULL, 502, times=2)
-    assert client.get_pull(PR)["number"] == PR
+    assert client.get_pull(PR).number == PR
     assert ftime.sleeps == [1.0, 2.0]
     fake.script_error(PULL, 500, times=50)
     before = len(fake.requests_to("GET", PULL))
@@ -263,7 +264,7 @@ def test_5xx_retried_a_bounded_number_of_times(client, fake, ftime):
 
 def test_dropped_connection_is_retried(client, fake, ftime):
     fake.script_disconnect(PULL, times=1)
-    assert client.get_pull(PR)["number"] == PR
+    assert client.get_pull(PR).number == PR
     assert ftime.sleeps == [1.0]
 
 
@@ -334,12 +335,16 @@ def test_rerun_updates_in_place(client, fake):
     assert len(fake.requests_to("POST", COMMENTS)) == 1
 
 
-def test_same_verdict_after_new_push_updates_in_place(client, fake):
-    publish(client, body="one")
+def test_same_verdict_after_new_push_posts_its_own_comment_and_removes_the_older_heads(client, fake):
+    """A comment's text is written only by runs of its head (a delayed PATCH of an older head
+    could otherwise land over a newer head's result): the new head posts, the old is deleted, so
+    the conversation holds one comment, as an edit would leave it."""
+    first = publish(client, body="one")
     fake.push(PR, SHA2)
     result = publish(client, head=SHA2, body="two")
-    assert result.action == "updated"
-    assert parse_marker(fake.comments(PR)[0]["body"]).head == SHA2
+    assert result.action == "replaced" and result.deleted == (first.comment_id,)
+    [comment] = fake.comments(PR)
+    assert parse_marker(comment["body"]).head == SHA2 and comment["body"].endswith("two")
 
 
 def test_verdict_flip_posts_new_comment_and_marks_old_outdated(client, fake):
@@ -580,10 +585,16 @@ def test_fake_routes_and_answers_match_the_openapi_description(fake, client):
         assert isinstance(spec.match(method, path), tuple), (method, path)
 
     fake.add_pull(PR, SHA1, files=["a.yml", ("b.yml", "c.yml")])
-    made = client.create_comment(PR, "x")
+    repo = f"/repos/{fake.repository}"
+
+    def raw(method: str, path: str, **kw):  # the fake's JSON itself, before the client reads it
+        return client.request(method, repo + path if path.startswith("/") and path != "/rate_limit" else path,
+                              **kw).json()
+
     checks = [
-        ("/repos/{owner}/{repo}/issues/{issue_number}/comments", "post", "201", made),
-        ("/repos/{owner}/{repo}/issues/{issue_number}/comments", "get", "200", client.list_issue_comments(PR)),
+        ("/repos/{owner}/{repo}/issues/{issue_number}/comments", "post", "201",
+         raw("POST", f"/issues/{PR}/comments", json={"body": "x"}, idempotent=False)),
+        ("/repos/{owner}/{repo}/issues/{issue_number}/comments", "get", "200", raw("GET", f"/issues/{PR}/comments")),
         ("/repos/{owner}/{repo}/pulls/{pull_number}/files", "get", "200",
          list(client.paginate(f"/repos/{fake.repository}/pulls/{PR}/files"))),
         ("/repos/{owner}/{repo}/statuses/{sha}", "post", "201", client.create_status(SHA1, "success", "c", "d")),
@@ -645,12 +656,12 @@ def test_a_run_whose_pr_moved_on_while_it_wrote_leaves_no_current_comment(client
         calls["n"] += 1
         data = real(number)
         if calls["n"] >= 3:  # after our write: a newer push arrived
-            data = {**data, "head": {**data["head"], "sha": "2" * 40}}
+            data = dataclasses.replace(data, head_sha="2" * 40)
         return data
 
     monkeypatch.setattr(client, "get_pull", moving)
     result = publish(client, body="soon outdated")
-    assert result.action == "created"
+    assert result.action == "skipped_stale"
     assert _current(fake) == [] and len(ours(fake)) == 1  # written, then marked outdated
 
 
@@ -717,7 +728,7 @@ def test_the_budget_counts_time_inside_calls_not_the_run_between_them(fake, ftim
     the stack for minutes; counted from the client's creation, the budget was spent by the time the
     comment was due, and no gate run longer than 120 s ever commented (found by the test-tier work)."""
     client = make_client(fake, ftime, max_wait=20)
-    assert client.get_pull(PR)["head"]["sha"] == SHA1
+    assert client.get_pull(PR).head_sha == SHA1
     ftime.t += 3600  # the stack runs for an hour between the two calls
-    assert client.get_pull(PR)["head"]["sha"] == SHA1
+    assert client.get_pull(PR).head_sha == SHA1
     assert client.spent < 20
