@@ -12,12 +12,14 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.scalarint import HexCapsInt, HexInt
 
 from gate.common import limits
 from gate.common.errors import InputError
@@ -68,9 +70,27 @@ def text(value: Any, where: _Where) -> str:
     return str(value)
 
 
+def _decimal(value: Any, where: _Where) -> None:
+    """A number the file writes in hex (``0x10``) is refused: no key of the config is a bit
+    pattern, and ``max_regression: 0x1`` is a typo, not a margin of 1. (``_`` in a number, octal,
+    binary and a leading zero are refused while the YAML is read: gate.inputs.readers.yaml_source.)"""
+    if isinstance(value, (HexInt, HexCapsInt)):
+        raise where.error(f"'{value:#x}' is a hexadecimal number: write it in decimal")
+
+
+# 1:20, 1:20.5: text to YAML 1.2, a number in base 60 (80, 80.5) to YAML 1.1.
+_SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?\Z")
+
+
+def _not_a_number(value: Any) -> str:
+    base60 = isinstance(value, str) and _SEXAGESIMAL.match(value)
+    return f"{_type_name(value)}{' (base 60 to YAML 1.1 readers: write it in decimal)' if base60 else ''}"
+
+
 def integer(value: Any, where: _Where) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise where.error(f"expected an integer, got {_type_name(value)}")
+        raise where.error(f"expected an integer, got {_not_a_number(value)}")
+    _decimal(value, where)
     return int(value)
 
 
@@ -83,7 +103,8 @@ def positive_integer(value: Any, where: _Where) -> int:
 
 def number(value: Any, where: _Where) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise where.error(f"expected a number, got {_type_name(value)}")
+        raise where.error(f"expected a number, got {_not_a_number(value)}")
+    _decimal(value, where)
     result = float(value)
     if not math.isfinite(result):
         raise where.error(f"expected a finite number, got {result}")
@@ -112,9 +133,15 @@ def fraction(value: Any, where: _Where) -> float:
 seed = in_range(integer, 0, limits.MAX_SEED)
 
 
+# YAML 1.1's other booleans: text to the gate's YAML 1.2 reader, true/false to PyYAML.
+_YAML11_BOOLEANS = {"y", "yes", "n", "no", "on", "off"}
+
+
 def boolean(value: Any, where: _Where) -> bool:
     if not isinstance(value, bool):
-        raise where.error(f"expected true or false, got {_type_name(value)}")
+        hint = (" (YAML 1.2 reads yes/no/on/off as text: write true or false)"
+                if isinstance(value, str) and value.lower() in _YAML11_BOOLEANS else "")
+        raise where.error(f"expected true or false, got {_type_name(value)}{hint}")
     return value
 
 
@@ -164,12 +191,27 @@ def mapping(value: Any, where: _Where) -> dict[str, Any]:
     """A free-form mapping (values kept as plain Python data)."""
     if not isinstance(value, (dict, CommentedMap)):
         raise where.error(f"expected a mapping, got {_type_name(value)}")
-    plain: dict[str, Any] = _plain(value)
+    plain: dict[str, Any] = anything(value, where)
     return plain
 
 
 def anything(value: Any, where: _Where) -> Any:
-    return _plain(value)
+    """Free-form data (``runner.options``, ``tuning.queries``): plain Python data whose every
+    number is finite (it is written to JSON: a run's identity, report.json)."""
+    plain = _plain(value)
+    _check_free_form(plain, where, where.key)
+    return plain
+
+
+def _check_free_form(value: Any, where: _Where, path: str) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_free_form(item, where, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_free_form(item, where, f"{path}[{index}]")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise where.error(f"{limits.shorten(path, 80)} is {value}: expected a finite number")
 
 
 REQUIRED = ...
@@ -610,7 +652,9 @@ def _check_block(node: Any, kind: type, path: str, prefix: str, lines: dict[str,
     values: dict[str, Any] = {}
     for f in keys:
         dotted = prefix + f.name
-        given = f.name in node and node[f.name] is not None
+        if f.name in node and node[f.name] is None:
+            raise _explicit_null(f, path, yaml_key_line(node, f.name), dotted)
+        given = f.name in node
         if "section" in f.metadata:
             block = node[f.name] if given else CommentedMap()
             fields_of = _check_block(block, f.metadata["section"], path, dotted + ".", lines,
@@ -626,6 +670,22 @@ def _check_block(node: Any, kind: type, path: str, prefix: str, lines: dict[str,
         lines[dotted] = line
         values[f.name] = f.metadata["check"](node[f.name], _Where(path, line, dotted))
     return values
+
+
+def _explicit_null(f: Any, path: str, line: int | None, dotted: str) -> InputError:
+    """A key written with no value (``max_regression:``, ``~``, ``null``): YAML reads null, which
+    must not silently mean the default (a half-deleted line is a policy nobody chose)."""
+    if "section" in f.metadata and any(k.metadata.get("default") is REQUIRED for k in fields(f.metadata["section"])):
+        remedy = "it is required: give it its keys"
+    elif "section" in f.metadata:
+        remedy = "give it keys, or remove the line to use the defaults of its keys"
+    elif f.metadata["default"] is REQUIRED:
+        remedy = "it is required: give it a value"
+    elif f.metadata["default"] is None:
+        remedy = "remove the key to leave it unset"
+    else:
+        remedy = "give it a value, or remove the key to use the default"
+    return InputError(path, line, f"key '{dotted}' has no value (null): {remedy}")
 
 
 def load_config(path: str | Path = DEFAULT_PATH, text_override: str | None = None) -> Config:

@@ -76,7 +76,8 @@ DESCRIPTIONS: dict[str, str] = {
     "watch": "globs a PR must touch to be judged; unset: the retrieval config, the gate config, the yardstick "
              "files, the corpus, prompts, environment files and `.github/workflows/`",
     "noise.file": "a stored noise band (`noise.json` from `retrieval-gate noise`); a band stored with the baseline "
-                  "wins",
+                  "wins. A file that is not there is one warning line (report and console), and the gate goes on "
+                  "without a band",
     "noise.repeats": "identical runs `noise` makes when `--repeats` is not given",
     "noise.invalidate_on": "retrieval-config keys (or prefixes) that build the index: a band measured under other "
                            "values is stale",

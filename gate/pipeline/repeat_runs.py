@@ -140,6 +140,20 @@ def stored_band(config: Config, manifest: Manifest | None) -> tuple[Mapping[str,
     return None, None
 
 
+def missing_band_file(config: Config, manifest: Manifest | None) -> str | None:
+    """A warning when ``noise.file`` names no file and no band is stored with the baseline (that
+    one wins): the gate goes on without a band, as documented, but a misspelt path must not pass
+    unseen. None otherwise."""
+
+    if not config.noise.file or (manifest is not None and manifest.extra.get("noise_band") is not None):
+        return None
+    path = config.resolve(config.noise.file)
+    if path is None or path.exists():
+        return None
+    return (f"noise.file {config.noise.file} is not there ({path}): judged without a noise band "
+            f"(retrieval-gate noise --out {config.noise.file} measures one)")
+
+
 def still_valid_band(config: Config, golden: Golden, retrieval, primary: Measure,
                       progress: Progress) -> tuple[dict[str, Any], dict[str, bytes]] | None:
     """A plain ``archive`` (no ``--noise-repeats``) keeps the band stored with the previous

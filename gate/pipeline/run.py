@@ -29,7 +29,14 @@ from gate.inputs.traffic_shares import StrataSpec, assign_strata, strata_spec_fr
 from gate.pipeline.attribute import attribute
 from gate.pipeline.baseline import resolve_baseline
 from gate.pipeline.held_inputs import VerdictInputs, hold_verdict_inputs
-from gate.pipeline.repeat_runs import RepeatPlan, mean_values, noise_status, repeat_plan, stored_band
+from gate.pipeline.repeat_runs import (
+    RepeatPlan,
+    mean_values,
+    missing_band_file,
+    noise_status,
+    repeat_plan,
+    stored_band,
+)
 from gate.pipeline.stack import (
     Progress,
     RunOptions,
@@ -316,6 +323,9 @@ class _GateRun:
         """The stored band, the tie floor and the repeat plan: read once, before the first look."""
         config = self.config
         stored = stored_band(config, self.baseline.manifest)  # read once: the band and its repeat runs
+        missing = missing_band_file(config, self.baseline.manifest)
+        if missing:
+            self._warn(missing)
         self.status, self.calibration = noise_status(config, self.golden, self.baseline, self.metric, self.measures,
                                                      stored)
         self.threshold = None if self.status.band is None else self.status.band.threshold

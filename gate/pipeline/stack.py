@@ -161,7 +161,7 @@ def make_runner(config: Config):
             shell=config.runner.shell,
             env_passthrough=config.runner.env_passthrough,
             cwd=config.workspace_root,
-            source=str(config.path),
+            source=str(config.path), line=config.lines.get("runner.command"),
         )
     if config.runner.type == "reference":
 

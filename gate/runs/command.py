@@ -3,7 +3,11 @@
 The template's placeholders ({config}, {queries}, {corpus}, {run}, {repeat},
 {seed}) are filled per token after ``shlex.split``, so paths with spaces need
 no quoting and no shell is involved; ``shell: true`` runs the template through
-``/bin/sh`` with every value ``shlex.quote``d. The environment is scrubbed of
+``/bin/sh`` with every value ``shlex.quote``d. A placeholder is one of those names
+and nothing more, and a literal brace is doubled (``{{``, ``}}``): the template is
+parsed here, not handed to ``str.format``, whose format specs, conversions,
+attributes and indexes (``{run:>1000000000}`` builds a 1 GB argument,
+``{config.__class__.__mro__}`` reads the gate's objects) are refused. The environment is scrubbed of
 credentials; output goes to a log file whose tail is shown on failure. The command runs in the
 box (:mod:`gate.runs.box`): its own uid, folders and processes, none of the job's files writable.
 """
@@ -12,10 +16,12 @@ from __future__ import annotations
 
 import os
 import shlex
+import string
 import sys
 from pathlib import Path
 from typing import Any
 
+from gate.common import limits
 from gate.common.environment import scrubbed_environment
 from gate.common.errors import InputError
 from gate.inputs import git
@@ -61,13 +67,39 @@ def _bound_log(path: Path) -> None:
         pass
 
 
+_KNOWN = ", ".join("{" + name + "}" for name in PLACEHOLDERS)
+
+
+def check_placeholders(template: str, source: str, line: int | None = None) -> None:
+    """Every ``{...}`` of ``template`` is one of :data:`PLACEHOLDERS`, written bare, and every
+    other brace is doubled; else an :class:`InputError` naming the placeholder. After this,
+    ``template.format(**values)`` only substitutes values (and undoubles braces)."""
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as error:  # a single '{' or '}'
+        raise InputError(source, line, f"runner.command: {error} (write a literal brace doubled: {{{{ and }}}}; "
+                         f"placeholders: {_KNOWN})") from None
+    for _, name, spec, conversion in parts:
+        if name is None:
+            continue
+        written = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        shown = limits.shorten(written, 60)
+        if name not in PLACEHOLDERS:
+            raise InputError(source, line, f"runner.command has an unknown placeholder {shown} (known: {_KNOWN}; "
+                             "write a literal brace doubled: {{ and }})")
+        if conversion or spec:
+            raise InputError(source, line, f"runner.command: placeholder {shown} takes no format spec or "
+                             f"conversion: write {{{name}}}")
+
+
 class CommandRunner:
     name = "command"
 
     def __init__(self, template: str, *, timeout: float = 3600.0, shell: bool = False,
-                 env_passthrough: tuple[str, ...] = (), cwd: Path | None = None, source: str = "runner.command"):
+                 env_passthrough: tuple[str, ...] = (), cwd: Path | None = None, source: str = "runner.command",
+                 line: int | None = None):
         if not template or not template.strip():
-            raise InputError(source, None, "runner.type is 'command' but runner.command is empty")
+            raise InputError(source, line, "runner.type is 'command' but runner.command is empty")
         self.template = template
         self.timeout = timeout
         self.shell = shell
@@ -76,14 +108,9 @@ class CommandRunner:
         try:
             tokens = shlex.split(template)
         except ValueError as error:
-            raise InputError(source, None, f"runner.command cannot be split: {error}") from error
-        for token in tokens:
-            try:
-                token.format(**{name: "" for name in PLACEHOLDERS})
-            except (KeyError, IndexError, ValueError) as error:
-                raise InputError(source, None, f"runner.command has an unknown placeholder {error} "
-                                 f"(known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}; write a literal "
-                                 "brace doubled: {{ and }})") from error
+            raise InputError(source, line, f"runner.command cannot be split: {error}") from error
+        for text in (template,) if shell else tokens:  # what argv() formats
+            check_placeholders(text, source, line)
         self.tokens = tokens
 
     def identity(self) -> dict[str, Any]:

@@ -584,12 +584,21 @@ def write_queries(draw, models: tuple[QueryModel, ...], jsonl: bool) -> bytes:
                 obj["metadata"] = md
             else:
                 obj.update(md)
-            lines.append(json.dumps(obj, ensure_ascii=draw(st.booleans())))
+            lines.append(json_line(obj, ascii_only=draw(st.booleans())))
         else:
             pad = draw(st.sampled_from(["", " "]))
             lines.append(f"{m.qid}{pad}\t{pad}{m.text}")
     eol = draw(st.sampled_from(["\n", "\r\n"]))
     return finish_file(draw, "".join(line + eol for line in lines).encode("utf-8"))
+
+
+def json_line(obj: Any, *, ascii_only: bool) -> str:
+    """One JSON Lines record, non-ASCII written raw unless ``ascii_only``; U+0085, U+2028 and
+    U+2029 always escaped, as JSON writers do by default: the readers refuse them raw, since a
+    runner splitting lines with str.splitlines() would end a line at each
+    (gate.inputs.readers.textlines)."""
+    text = json.dumps(obj, ensure_ascii=ascii_only)
+    return text.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def queries_to_text(qs, jsonl: bool) -> bytes:
@@ -670,7 +679,7 @@ def write_corpus(draw, models: tuple[ChunkModel, ...], jsonl: bool) -> tuple[byt
                 obj["doc_id"] = m.doc
             if draw(st.integers(0, 4)) == 0:
                 obj["title"] = ""
-            lines.append(json.dumps(obj, ensure_ascii=draw(st.booleans())))
+            lines.append(json_line(obj, ascii_only=draw(st.booleans())))
             expected.append((m.cid, doc, m.text))
         else:
             text = m.text

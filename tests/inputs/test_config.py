@@ -56,6 +56,33 @@ def test_the_documented_example_loads_with_paths_relative_to_the_config(tmp_path
          "'comand' is not one of command, run-file, reference (did you mean 'command'?)"),
         ("  qrels: eval/qrels-v5.txt\n", "", 2, "missing required key 'golden.qrels'"),
         ("also: [RR@10, R@100, Judged@10]\n", "also: [RR@10, R@100\n", 9, "invalid YAML"),
+        # What YAML readers read differently (issue 35): refused, never read the surprising way.
+        ("baseline:\n", "policy:\n  max_regression: 0_5\nbaseline:\n", 16,
+         "'0_5' reads as the number 5 (YAML drops '_' in a number)"),
+        ("  timeout: 3600\n", "  timeout: 1_000\n", 14, "'1_000' reads as the number 1000"),
+        ("  rel: 1\n", "  rel: 01\n", 5, "'01' is 1 here but octal to YAML 1.1 readers"),
+        ("  timeout: 3600\n", "  timeout: 0o17\n", 14, "octal and binary differ across YAML versions"),
+        ("baseline:\n", "policy:\n  max_regression: 0x1\nbaseline:\n", 16,
+         "key 'policy.max_regression': '0x1' is a hexadecimal number"),
+        ("  timeout: 3600\n", "  timeout: 1:20\n", 14, "the text '1:20' (base 60 to YAML 1.1 readers"),
+        ("baseline:\n", "policy:\n  max_regression: .inf\nbaseline:\n", 16, "expected a finite number"),
+        ("baseline:\n", "cache:\n  enabled: yes\nbaseline:\n", 16,
+         "got the text 'yes' (YAML 1.2 reads yes/no/on/off as text: write true or false)"),
+        ("corpus: snapshots/corpus.jsonl\n", "corpus: 2024-01-31\n", 6, "is a date to YAML 1.1 readers"),
+        ("metric: nDCG@10\n", "metric: =\n", 7, "'=' is YAML 1.1's value key"),
+        ("suite: docs-search\n", "%YAML 1.1\n---\nsuite: docs-search\n", 1, "a %YAML 1.1 directive"),
+        ("  timeout: 3600\n", "  timeout: 3600\n  options: {k1: [0.9, .nan]}\n", 15,
+         "runner.options.k1[1] is nan: expected a finite number"),
+        # A merge key, with or without an alias.
+        ("baseline:\n", "policy:\n  <<: {max_regression: 0.5}\nbaseline:\n", 16, "merge key '<<' is not accepted"),
+        ("suite: docs-search\n", "<<: {suite: docs-search}\n", 1, "merge key '<<' is not accepted"),
+        # An explicit null never means the default.
+        ("baseline:\n", "policy:\n  max_regression:\nbaseline:\n", 16,
+         "key 'policy.max_regression' has no value (null): give it a value, or remove the key to use the default"),
+        ("baseline:\n", "policy:\nbaseline:\n", 15, "key 'policy' has no value (null)"),
+        ("metric: nDCG@10\n", "metric: null\n", 7, "key 'metric' has no value (null)"),
+        ("also: [RR@10, R@100, Judged@10]\n", "also: ~\n", 8, "key 'also' has no value (null)"),
+        ("suite: docs-search\n", "suite:\n", 1, "key 'suite' has no value (null)"),
     ],
 )
 def test_a_broken_config_is_one_line_with_file_line_and_key(tmp_path, capsys, old, new, line, message):
@@ -83,3 +110,47 @@ def test_an_unknown_metric_names_the_config(tmp_path, capsys):
     assert main(["run", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert str(path) in err and "nDGC@10" in err and err.count("\n") == 1
+
+
+def _null_configs():
+    """Every key of the schema, and every block, written with no value: (dotted key, file text)."""
+    from gate.inputs.config import SCHEMA
+    from gate.inputs.config_reference import keys
+
+    required = {"golden": {"queries": "q.jsonl", "qrels": "q.txt"}, "retrieval": {"config": "c.yml"}}
+    dotted = [*keys(), *(name for name, spec in SCHEMA.items() if isinstance(spec, dict))]
+    for key in dotted:
+        document = {block: dict(values) for block, values in required.items()}
+        *parents, leaf = key.split(".")
+        node = document
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = None
+        yield key, "".join(_yaml_lines(document, ""))
+
+
+def _yaml_lines(node, indent):
+    for name, value in node.items():
+        if isinstance(value, dict):
+            yield f"{indent}{name}:\n"
+            yield from _yaml_lines(value, indent + "  ")
+        else:
+            yield f"{indent}{name}: {'~' if value is None else value}\n"
+
+
+@pytest.mark.parametrize("key, text", list(_null_configs()), ids=lambda v: v if "\n" not in v else "")
+def test_no_key_takes_its_default_from_an_explicit_null(tmp_path, key, text):
+    """Audit of every key (issue 35): ``key: ~`` is refused at the key's line, whatever its default."""
+    with pytest.raises(InputError) as caught:
+        load_config(write(tmp_path, text))
+    leaf = key.rsplit(".", 1)[-1]
+    assert f"key '{key}' has no value (null)" in caught.value.message
+    assert caught.value.line is not None and text.split("\n")[caught.value.line - 1].strip() == f"{leaf}: ~"
+
+
+def test_quoted_text_that_looks_like_a_number_or_a_date_is_text(tmp_path):
+    """Quoting is the way out every refusal names."""
+    path = write(tmp_path, GOOD.replace("suite: docs-search", "suite: '1_000'").replace(
+        "corpus: snapshots/corpus.jsonl", "corpus: \"2024-01-31\""))
+    config = load_config(path)
+    assert config.suite == "1_000" and config.corpus == "2024-01-31"

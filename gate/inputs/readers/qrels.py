@@ -73,7 +73,8 @@ def _read_qrels_lines(path: str | os.PathLike) -> Qrels:
     fast path gives up on."""
     src = str(path)
     judgments: dict[str, dict[str, int]] = {}
-    lines = iter_lines(path, max_line=limits.MAX_TREC_LINE_BYTES, what="a qrels line")
+    # U+2028 and kin are part of an id, as trec_eval reads one (gate.inputs.readers.textlines)
+    lines = iter_lines(path, max_line=limits.MAX_TREC_LINE_BYTES, what="a qrels line", keep_line_separators=True)
     layout = _layout(src, lines)
     if layout is None:
         return Qrels(source=src, judgments=judgments)
@@ -138,7 +139,7 @@ def _duplicate(path: str | os.PathLike, lineno: int, tabs: bool, fields: list[st
 
 def _first_line(path: str | os.PathLike, tabs: bool, qid: str, doc: str) -> tuple[int | None, str]:
     """Line (and column 2) of the first (qid, doc) judgment, found again (only on error)."""
-    for lineno, line in iter_lines(path):
+    for lineno, line in iter_lines(path, keep_line_separators=True):
         fields = [f.strip(_BLANKS) for f in line.split("\t")] if tabs else _split(line)
         if len(fields) >= 3 and fields[0] == qid and fields[-2] == doc:
             return lineno, fields[1]

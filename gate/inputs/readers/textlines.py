@@ -4,6 +4,15 @@
   magic bytes, whatever its name (a renamed ``run.txt.gz`` still reads).
 * Lines are numbered from 1 in the physical file, so messages point at the
   line an editor shows.  Lines end at ``\\n``; a trailing ``\\r`` is dropped.
+  That is how trec_eval (bytes up to ``\\n``) and ir_datasets (Python's file
+  iteration: ``\\n``, ``\\r\\n``) read them. ``str.splitlines()`` also ends a line at
+  U+0085 (NEL), U+2028 and U+2029: in the files a runner reads too (queries,
+  corpus, lists of query ids) a line holding one is refused
+  (:func:`check_line_separators`), since a query file whose lines end in U+2028
+  would be one query here and many to a runner that splits them so. Run and
+  qrels lines keep them as part of an id (``keep_line_separators``), as
+  trec_eval does; a run or qrels file whose lines end in them has the wrong
+  number of fields.
 * Blank lines and lines whose first non-blank character is ``#`` are skipped
   (trec_eval 10 comments).  A ``#`` later in a line is data (docnos such as
   ``msmarco_v2.1_doc_50_2286987788#13_3087841662`` contain one).
@@ -409,15 +418,59 @@ def check_block(path: PathLike, block: bytes, first: int) -> None:
                          "concatenated?)")
 
 
-def iter_all_lines(path: PathLike, *, max_line: int = limits.MAX_QUERY_LINE_BYTES,
-                   what: str = "a line") -> Iterator[tuple[int, str]]:
-    """Every physical line as ``(line_number, text)`` without its line end, blanks included."""
+# U+0085 (NEL), U+2028 (LINE SEPARATOR) and U+2029 (PARAGRAPH SEPARATOR): the line ends
+# str.splitlines() knows beyond LF and CR (its others, VT, FF and FS..RS, are control characters,
+# refused by check_block).
+_OTHER_LINE_ENDS = (("\x85", "next line, NEL"), ("\u2028", "line separator"), ("\u2029", "paragraph separator"))
+
+
+def check_line_separators(path: PathLike, text: str, first: int) -> None:
+    """Refuse a line holding U+0085, U+2028 or U+2029 (the module docstring says why), at the
+    first such line of ``text`` (whole decoded lines from line ``first``). Searched in the decoded
+    text: a str holding no character that high is skipped at once, and the rest is a memchr (a
+    regular expression or a search of the UTF-8 bytes costs up to twice the decoding)."""
+    found = [(at, char, name) for char, name in _OTHER_LINE_ENDS if (at := text.find(char)) >= 0]
+    if not found:
+        return
+    at, char, name = min(found)
+    code = f"{ord(char):04X}"
+    raise InputError(str(path), first + text.count("\n", 0, at),
+                     f"U+{code} ({name}) inside a line: the gate ends lines only at LF or CRLF, as trec_eval and "
+                     f"ir_datasets do, but str.splitlines() ends one here too; remove it (in a JSON string, write "
+                     f"it escaped: \\u{code})")
+
+
+def _separator_first(path: PathLike, block: bytes, first: int, error: InputError) -> InputError:
+    """``error`` (at a line of ``block``), or a line separator on an earlier line: the first
+    problem is the one named. The lines before ``error``'s are UTF-8 (check_block and the
+    decoder name the first line that is not)."""
+    if error.line is None:
+        return error
+    cut = 0
+    for _ in range(error.line - first):
+        cut = block.index(b"\n", cut) + 1
+    try:
+        check_line_separators(path, block[:cut].decode("utf-8", errors="replace"), first)
+    except InputError as earlier:
+        return earlier
+    return error
+
+
+def iter_all_lines(path: PathLike, *, max_line: int = limits.MAX_QUERY_LINE_BYTES, what: str = "a line",
+                   keep_line_separators: bool = False) -> Iterator[tuple[int, str]]:
+    """Every physical line as ``(line_number, text)`` without its line end, blanks included;
+    a line holding U+0085, U+2028 or U+2029 is refused unless ``keep_line_separators``."""
     for first, block in iter_blocks(path, max_line=max_line, what=what):
-        check_block(path, block, first)
         try:
-            text = block.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _decode_error(path, block, first, exc) from None
+            check_block(path, block, first)
+            try:
+                text = block.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _decode_error(path, block, first, exc) from None
+        except InputError as error:
+            raise error if keep_line_separators else _separator_first(path, block, first, error) from None
+        if not keep_line_separators:
+            check_line_separators(path, text, first)
         if "\r" in text:
             text = text.replace("\r\n", "\n")
         lines = text.split("\n")
@@ -475,10 +528,12 @@ def is_skipped(text: str) -> bool:
     return not stripped or stripped[0] == "#"
 
 
-def iter_lines(path: PathLike, *, max_line: int = limits.MAX_QUERY_LINE_BYTES,
-               what: str = "a line") -> Iterator[tuple[int, str]]:
-    """Data lines as ``(line_number, text)``: blank and ``#`` lines skipped."""
-    for lineno, text in iter_all_lines(path, max_line=max_line, what=what):
+def iter_lines(path: PathLike, *, max_line: int = limits.MAX_QUERY_LINE_BYTES, what: str = "a line",
+               keep_line_separators: bool = False) -> Iterator[tuple[int, str]]:
+    """Data lines as ``(line_number, text)``: blank and ``#`` lines skipped (the rest as
+    :func:`iter_all_lines`)."""
+    for lineno, text in iter_all_lines(path, max_line=max_line, what=what,
+                                       keep_line_separators=keep_line_separators):
         head = text[:1]
         if not head or head == "#":
             continue

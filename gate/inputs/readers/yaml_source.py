@@ -11,7 +11,17 @@ extra is a way in:
 * keys are scalars: ``? [a, b]: x`` is refused;
 * explicit tags are refused (``!!python/object``, ``!custom``, even ``!!str``:
   quoting says the same, and the round-trip loader would keep a tagged object);
-* unquoted numbers beyond 64 bits are refused with their line.
+* unquoted numbers beyond 64 bits are refused with their line;
+* the merge key ``<<`` is refused in any form (``<<: {a: 1}`` merges without an alias too);
+* what YAML readers read differently is refused unless quoted, so that the gate, PyYAML (YAML
+  1.1) and a YAML 1.2 reader all read one value: ``_`` in a number (``0_5`` is 5, not 0.5;
+  ``1_000`` is text to YAML 1.2), a decimal with a leading zero (``017`` is 17 here and 15 to
+  YAML 1.1), octal and binary numbers (``0o17``, ``0b11``: text to one version, a number to the
+  other), dates (``2024-01-31``: a date to YAML 1.1, text to YAML 1.2's core schema), YAML
+  1.1's value key ``=``, and a ``%YAML 1.1`` directive (it turns ``yes``/``on`` into booleans
+  and ``1:20`` into 80). Without the directive ``yes``, ``no``, ``on``, ``off`` and ``1:20``
+  are text, as YAML 1.2 reads them; a config key that wants true/false or a number refuses
+  them (:mod:`gate.inputs.config`).
 
 The events are scanned first (the parser is a state machine, not recursive),
 so the limits hold before anything is built. Errors are :class:`InputError`
@@ -34,6 +44,8 @@ from ruamel.yaml.events import (
     NodeEvent,
     ScalarEvent,
 )
+from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.resolver import VersionedResolver
 
 from gate.common import limits
 from gate.common.errors import InputError
@@ -79,6 +91,53 @@ def _check_plain_scalar(display: str, line: int | None, value: str) -> None:
                          "(quote it if it is text)")
 
 
+# How the gate reads a plain scalar (YAML 1.2, a %YAML 1.1 directive being refused).
+_RESOLVER = VersionedResolver(version=(1, 2))
+_TAG = "tag:yaml.org,2002:"
+# A decimal integer with a leading zero: octal to YAML 1.1 readers.
+_LEADING_ZERO = re.compile(r"[-+]?0[0-9_]")
+_QUOTE_IF_TEXT = "(quote it if it is text)"
+
+
+def _number(value: str, tag: str) -> str:
+    """The number a plain int or float scalar reads as (within 64 bits: checked before), or the
+    words "a number" when it holds no digit (``+_``: the resolver calls it an int, int() does not)."""
+    plain = value.replace("_", "")
+    try:
+        if tag == _TAG + "float":
+            return f"the number {limits.shorten(repr(float(plain)))}"
+        prefixed = plain.lstrip("+-")[:2].lower() in ("0x", "0o", "0b")
+        return f"the number {int(plain, 0) if prefixed else int(plain, 10)}"
+    except ValueError:
+        return "a number"
+
+
+def _ambiguous_scalar(value: str) -> str | None:
+    """Why YAML readers disagree on the plain scalar ``value`` (the gate's reading and the
+    other), or None when they agree."""
+    if not value or value[0] not in "0123456789+-.=<":
+        return None  # no number, date, value key or merge key starts otherwise
+    tag = _RESOLVER.resolve(ScalarNode, value, (True, False))
+    if tag in (_TAG + "int", _TAG + "float"):
+        digits = value.lstrip("+-").lower()
+        if "_" in value:
+            return (f"'{limits.shorten(value)}' reads as {_number(value, tag)} (YAML drops '_' in a "
+                    f"number): write the number without '_' {_QUOTE_IF_TEXT}")
+        if digits.startswith(("0o", "0b")):
+            return (f"'{limits.shorten(value)}' is a number to this reader and text to others (octal and binary "
+                    f"differ across YAML versions): write it in decimal {_QUOTE_IF_TEXT}")
+        if tag == _TAG + "int" and _LEADING_ZERO.match(value):
+            return (f"'{limits.shorten(value)}' is {int(value)} here but octal to YAML 1.1 readers: write it "
+                    f"without the leading zero {_QUOTE_IF_TEXT}")
+    elif tag == _TAG + "timestamp":
+        return f"'{limits.shorten(value)}' is a date to YAML 1.1 readers and text to YAML 1.2: quote it"
+    elif tag == _TAG + "value":
+        return "'=' is YAML 1.1's value key, not text: quote it"
+    elif tag == _TAG + "merge":
+        return "the YAML merge key '<<' is not accepted: write the keys out (quote it if it is text)"
+    return None
+
+
 def _check_node(display: str, event: NodeEvent) -> None:
     """One node, on its own: no anchor, no tag but the plain one, a scalar that is a value."""
     if event.anchor is not None:
@@ -91,13 +150,17 @@ def _check_node(display: str, event: NodeEvent) -> None:
     if isinstance(event, ScalarEvent):
         if not event.style:
             _check_plain_scalar(display, _line(event), event.value)
+            ambiguous = _ambiguous_scalar(event.value)
+            if ambiguous is not None:
+                raise InputError(display, _line(event), ambiguous)
         # "\ud800" in a double-quoted string is a lone surrogate: no file, hash or
         # report can hold it as UTF-8.
         check_unicode(display, _line(event), event.value, "a YAML value")
 
 
 def check_events(source: str, display: str) -> None:
-    """Refuse aliases, anchors, odd tags, complex keys and deep nesting, by line."""
+    """Refuse aliases, anchors, merge keys, odd tags, complex keys, deep nesting, values YAML
+    readers read differently and a YAML version other than 1.2, by line."""
     depth = 0
     # For each open collection: is it a mapping, and is the next node a key?
     stack: list[list[bool]] = []
@@ -106,6 +169,12 @@ def check_events(source: str, display: str) -> None:
         for event in YAML(typ="rt").parse(source):
             if isinstance(event, DocumentStartEvent):
                 documents += 1
+                version = getattr(event, "version", None)
+                if version is not None and tuple(version) != (1, 2):
+                    line = next((n for n, text in enumerate(source.split("\n"), 1) if text.startswith("%YAML")),
+                                _line(event))
+                    raise InputError(display, line, f"a %YAML {'.'.join(map(str, version))} directive: "
+                                     "the gate reads YAML 1.2 (remove the directive)")
                 if documents > 1:
                     raise InputError(display, _line(event), "a second YAML document (a '---' line): the file must "
                                      "hold one")
