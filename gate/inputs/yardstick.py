@@ -194,11 +194,9 @@ def watched(config: Config) -> list[str]:
         else:
             paths += [rel.rstrip("/"), rel.rstrip("/") + "/"] if folder_too else [rel.rstrip("/")]
     patterns += config_globs(config, "prompts", folder)
-    for name in config.environment:  # files, not globs (check_config refuses wildcards)
-        try:
-            patterns.append(compile_glob(escape(name), folder))
-        except GlobError as problem:
-            raise config.key_error("environment", str(problem)) from None
+    # Files, not globs (check_config refuses wildcards): paths like the retrieval config's, so a
+    # lock file above a subfolder config (../../poetry.lock) is watched too.
+    paths += [rel for name in config.environment if (rel := _relative(config, name))]
     patterns += code_globs(config, folder)
     patterns.append(".github/workflows/**")
     return _watch_list(root, paths, patterns)

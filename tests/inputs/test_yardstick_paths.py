@@ -67,3 +67,11 @@ def test_a_subfolder_configs_watch_list_is_relative_to_its_folder(tmp_path):
     assert matches("services/search/search/rank.py", watch)
     assert matches("services/search/retrieval.yml", watch)
     assert not matches("search/rank.py", watch) and not matches("retrieval.yml", watch)
+
+
+def test_an_environment_file_above_a_subfolder_config_is_watched(tmp_path):
+    """``environment`` lists files (paths like any other of the config), not globs: ``..`` is fine."""
+    (tmp_path / "poetry.lock").write_text("lock\n")
+    config = _repo(tmp_path, "services/search", extra="environment: [../../poetry.lock]\n")
+    watch = watched(load_config(config))
+    assert matches("poetry.lock", watch) and not matches("services/search/poetry.lock", watch)
