@@ -44,8 +44,8 @@ DESCRIPTIONS: dict[str, str] = {
     "runner.timeout": "seconds one run may take before it is stopped (and the verdict is inconclusive)",
     "runner.env_passthrough": "credential-like environment variables the command may see (the GitHub token and "
                               "`ACTIONS_*` never pass)",
-    "runner.inputs": "globs of the code a run depends on (its cache key and watch list); unset: the whole git tree "
-                     "of the code under test",
+    "runner.inputs": "globs of the code a run depends on (its cache key and watch list), relative to the config's "
+                     "folder (see Globs); unset: the whole git tree of the code under test",
     "runner.baseline_run": "`run-file`: the baseline's run file",
     "runner.candidate_run": "`run-file`: the candidate's run file",
     "runner.options": "`reference`: the reference retriever's settings (part of a run's identity); other runners "
@@ -73,8 +73,9 @@ DESCRIPTIONS: dict[str, str] = {
     "tuning.params": "dotted retrieval-config keys that were tuned (`fusion.rrf_k`): a PR changing one is reported "
                      "on the held-out queries",
     "prompts": "globs of prompt files scanned for golden query texts, relevant doc ids and copied passages",
-    "watch": "globs a PR must touch to be judged; unset: the retrieval config, the gate config, the yardstick "
-             "files, the corpus, prompts, environment files and `.github/workflows/`",
+    "watch": "globs a PR must touch to be judged, relative to the config's folder (see Globs); unset: the retrieval "
+             "config, the gate config, the yardstick files, the corpus, prompts, environment files and "
+             "`.github/workflows/`",
     "noise.file": "a stored noise band (`noise.json` from `retrieval-gate noise`); a band stored with the baseline "
                   "wins. A file that is not there is one warning line (report and console), and the gate goes on "
                   "without a band",

@@ -323,17 +323,41 @@ def is_tracked(path: Path) -> bool:
     return proc.returncode == 0
 
 
-def changed_files(cwd: Path, base: str, head: str = "HEAD") -> list[str] | None:
-    if not (_is_revision(base) and _is_revision(head)):
+#: ``git diff`` as the gate reads a change, whatever the checkout's config says: NUL-separated
+#: names, never quoted (``"gr\\303\\266\\303\\237e.yml"`` matches no glob); a rename as its two
+#: names (a file moved out of the watched globs is a change to them); paths from the repository's
+#: top (a ``diff.relative`` in its config would cut them to the current folder); submodules never
+#: ignored.
+_DIFF = ("-c", "diff.relative=false", "diff", "-z", "--name-only", "--no-renames", "--ignore-submodules=none",
+         "--no-color", "--no-ext-diff")
+
+
+def changed_files(cwd: Path, base: str, head: str | None = "HEAD") -> list[str] | None:
+    """The repository paths a change touches: every file, link or submodule that differs between
+    ``base`` and ``head`` (both names of a renamed one; a copy's new name; a mode change; a
+    deletion). ``head=None``: the working tree as it is - committed or not, and untracked files
+    that are not ignored - counted from where it left ``base`` (their merge base, see
+    :func:`changed_since`). None when git cannot say. The Action (the PR's merge commit against
+    its base) and ``run --base`` (the working tree) read a change here, one way."""
+    if not (_is_revision(base) and (head is None or _is_revision(head))):
+        return None
+    root = repo_root(cwd)
+    if root is None:
         return None
     try:
-        # Both names of a renamed file: a file moved out of the watched globs is a change to them.
-        proc = _git(cwd, "diff", "--name-only", "--no-renames", base, head)
+        if head is not None:
+            diff = _git(root, *_DIFF, base, head, "--")
+            return _names(diff.stdout) if diff.returncode == 0 else None
+        fork = _git(root, "merge-base", base, "HEAD")
+        since = fork.stdout.decode().strip() if fork.returncode == 0 and fork.stdout.strip() else base
+        diff = _git(root, *_DIFF, since, "--")
+        new = _git(root, "ls-files", "-z", "--others", "--exclude-standard", "--full-name")
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if proc.returncode != 0:
+    if diff.returncode != 0 or new.returncode != 0:
         return None
-    return [line for line in proc.stdout.decode().splitlines() if line]
+    names = _names(diff.stdout)
+    return names + [name for name in _names(new.stdout) if name not in names]
 
 
 def changed_since(cwd: Path, base: str) -> list[str] | None:
@@ -341,19 +365,33 @@ def changed_since(cwd: Path, base: str) -> list[str] | None:
     (what a local ``run --base`` is judged on, as the Action's merge commit is against its base).
     Counted from where the branch left ``base`` (their merge base): what the base branch changed
     since is not this change's (GitHub's merge commit does not list it either)."""
-    if not _is_revision(base):
+    return changed_files(cwd, base, None)
+
+
+def _names(output: bytes) -> list[str]:
+    """The paths of a ``-z`` listing, in order, each once. A name that is not UTF-8 is kept with
+    its bytes escaped (``\\xe9``), as :func:`gate.inputs.globs.shown` writes it: a message may quote
+    it, a glob's wildcard still matches it."""
+    names = output.decode("utf-8", "backslashreplace").split("\0")
+    return list(dict.fromkeys(name for name in names if name))
+
+
+def tree_files(cwd: Path) -> list[str] | None:
+    """The repository paths of what a commit of the working tree would hold (``git add -A``):
+    tracked files still there and untracked files that are not ignored, in git's own bytes
+    (surrogate-escaped, so each opens as named). None outside a repository or when git fails."""
+    root = repo_root(cwd)
+    if root is None:
         return None
     try:
-        fork = _git(cwd, "merge-base", base, "HEAD")
-        since = fork.stdout.decode().strip() if fork.returncode == 0 and fork.stdout.strip() else base
-        diff = _git(cwd, "diff", "--name-only", "--no-renames", since)
-        new = _git(cwd, "ls-files", "--others", "--exclude-standard", "--full-name")
+        proc = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--full-name",
+                    timeout=120)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if diff.returncode != 0 or new.returncode != 0:
+    if proc.returncode != 0:
         return None
-    names = [line for line in diff.stdout.decode().splitlines() if line]
-    return names + [line for line in new.stdout.decode().splitlines() if line and line not in names]
+    names = dict.fromkeys(n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n)
+    return [name for name in names if os.path.lexists(root / name)]
 
 
 def ignored_files(cwd: Path, paths: list[str]) -> list[str] | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from pathlib import Path
 from gate.common.errors import InputError, name_copies_by_origin
 from gate.inputs import git
 from gate.inputs.config import Config, is_spec, load_config
+from gate.inputs.globs import Glob, GlobError, compile_glob, escape, matches
 from gate.inputs.manifest import load_manifest
 
 BASELINES_BRANCH = "retrieval-gate-baselines"
@@ -116,8 +116,9 @@ def with_link_targets(root: Path | None, paths: list[str]) -> list[str]:
     """``paths`` and, for each one resolved through symlinks in the working tree, every link met
     on the way (a folder link ``retrieval -> configs1``, each link of a chain ``config.yml ->
     a.yml -> b.yml``) and the file it ends at: a PR that retargets ``configs/a.yml``, or edits
-    ``b.yml``, changes ``retrieval/config.yml`` without touching it. Globs are kept as they are;
-    links that leave the repository are refused elsewhere (:func:`outside_links`)."""
+    ``b.yml``, changes ``retrieval/config.yml`` without touching it. ``paths`` are literal (a
+    glob's wildcards are not followed); links that leave the repository are refused elsewhere
+    (:func:`outside_links`)."""
     if root is None:
         return paths
     top = os.path.realpath(root)
@@ -129,7 +130,7 @@ def with_link_targets(root: Path | None, paths: list[str]) -> list[str]:
 
     for path in paths:
         add(path)
-        if any(c in path for c in "*?[") or not path:
+        if not path:
             continue
         folder = path.endswith("/")
         parts = [p for p in path.rstrip("/").split("/") if p]
@@ -149,31 +150,75 @@ def with_link_targets(root: Path | None, paths: list[str]) -> list[str]:
     return out
 
 
+def config_folder(config: Config) -> str:
+    """The config's folder as a repository path: what its globs are relative to ("" at the
+    repository's top, and outside a repository)."""
+    folder = config.workspace_root  # the real checkout's folder, also for a config read from the base commit
+    root = git.repo_root(folder)
+    inside = repository_path(root, folder) if root is not None else None
+    return "" if inside in (None, "", ".") else inside
+
+
+def config_globs(config: Config, key: str, folder: str | None = None) -> list[Glob]:
+    """The globs of ``key`` (``runner.inputs``, ``watch``, ``prompts``) as repository globs; one
+    that can never match is refused at the key's line (exit 2)."""
+    where = config_folder(config) if folder is None else folder
+    out = []
+    for pattern in config.value(key) or ():
+        try:
+            out.append(compile_glob(pattern, where))
+        except GlobError as problem:
+            raise config.key_error(key, str(problem)) from None
+    return out
+
+
 def watched(config: Config) -> list[str]:
-    """Globs (repository paths) whose change makes the gate relevant; ``watch:`` overrides."""
-    if config.watch:
-        return list(config.watch)
-    globs = [p + "**" if p.endswith("/") else p for p in yardstick_paths(config)]
-    for value in (config.retrieval_config, config.corpus):
-        if value:
-            rel = _relative(config, value)
-            if rel:
-                glob = rel.rstrip("/") if "{" not in rel else _template_glob(rel).rstrip("/")
-                globs.append(glob)
-                if value is config.corpus:
-                    # A corpus may be a folder (BEIR, or a folder of files): a change to any file
-                    # in it is a change to the corpus.
-                    globs.append(glob + "/**")
+    """Repository globs whose change makes the gate relevant; ``watch:`` (relative to the config's
+    folder, as its other globs) overrides the default."""
     root = git.repo_root(config.root)
-    prefix = ""
-    if root is not None:
-        prefix = repository_path(root, config.root) or ""
-        prefix = "" if prefix in ("", ".") else prefix + "/"
-    globs += [prefix + g for g in config.prompts]
-    globs += [prefix + g for g in config.environment]
-    globs += code_globs(config, prefix)
-    globs.append(".github/workflows/**")
-    return with_link_targets(root, globs)
+    folder = config_folder(config)
+    if config.watch:
+        return _watch_list(root, [], config_globs(config, "watch", folder))
+    paths = yardstick_paths(config)  # literal repository paths; a folder's ends with "/"
+    patterns: list[str | Glob] = []
+    for value in (config.retrieval_config, config.corpus):
+        rel = _relative(config, value) if value else None
+        if not rel:
+            continue
+        # A corpus may be a folder (BEIR, or a folder of files): a change to any file in it is a
+        # change to the corpus.
+        folder_too = value is config.corpus
+        if "{" in rel:
+            glob = _template_glob(escape(rel)).rstrip("/")
+            patterns += [glob, glob + "/**"] if folder_too else [glob]
+        else:
+            paths += [rel.rstrip("/"), rel.rstrip("/") + "/"] if folder_too else [rel.rstrip("/")]
+    patterns += config_globs(config, "prompts", folder)
+    # Files, not globs (check_config refuses wildcards): paths like the retrieval config's, so a
+    # lock file above a subfolder config (../../poetry.lock) is watched too.
+    paths += [rel for name in config.environment if (rel := _relative(config, name))]
+    patterns += code_globs(config, folder)
+    patterns.append(".github/workflows/**")
+    return _watch_list(root, paths, patterns)
+
+
+def _watch_list(root: Path | None, paths: list[str], patterns: Iterable[str | Glob]) -> list[str]:
+    """``paths`` (literal repository paths; a folder's ends with "/") and ``patterns`` as one list
+    of repository globs: a glob without a wildcard is a path too, and every path is followed
+    through the symlinks on its way (:func:`with_link_targets`) and escaped."""
+    globs: list[str] = []
+    literal = list(paths)
+    for pattern in patterns:
+        glob = pattern if isinstance(pattern, Glob) else compile_glob(pattern)
+        if glob.literal is not None:
+            literal.append(glob.literal)
+        elif glob.path not in globs:
+            globs.append(glob.path)
+    for path in with_link_targets(root, list(dict.fromkeys(literal))):
+        named = escape(path.rstrip("/")) + "/**" if path.endswith("/") else escape(path)
+        if named not in globs:
+            globs.append(named)
+    return globs
 
 
 def _template_glob(path: str) -> str:
@@ -185,65 +230,28 @@ def _template_glob(path: str) -> str:
     return head + "*"
 
 
-def code_globs(config: Config, prefix: str) -> list[str]:
+def code_globs(config: Config, folder: str) -> list[str | Glob]:
     """The code under test of a command runner: what its runs are keyed on (gate.runs.code).
     ``runner.inputs`` when declared; otherwise the whole working tree is the code, so every
     changed file makes the gate relevant."""
     if config.runner.type != "command":
         return []
-    declared = config.runner.inputs
-    if declared:
-        return [prefix + g for g in declared]
+    if config.runner.inputs:
+        return list(config_globs(config, "runner.inputs", folder))
     return [EVERYTHING]
 
 
-def glob_regex(glob: str) -> re.Pattern[str]:
-    """A repository glob as ``pathlib`` reads it (``runner.inputs`` is keyed with
-    ``Path.glob``): ``*`` and ``?`` stay within one folder, ``**`` is any number of folders
-    (none included), a trailing ``/**`` everything below. One meaning for the cache key and the
-    watch list: ``search/**/*.py`` watches ``search/run.py`` exactly as it keys it."""
-    out = []
-    parts = glob.split("/")
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        if part == "**":
-            out.append(".*" if last else "(?:[^/]+/)*")
-            continue
-        piece = ""
-        j = 0
-        while j < len(part):
-            c = part[j]
-            if c == "*":
-                piece += "[^/]*"
-            elif c == "?":
-                piece += "[^/]"
-            elif c == "[":
-                k = part.find("]", j + 2 if j + 1 < len(part) and part[j + 1] in "!^" else j + 1)
-                if k == -1:
-                    piece += re.escape(c)
-                else:
-                    inner = part[j + 1:k]
-                    if inner.startswith("!"):
-                        inner = "^" + inner[1:]
-                    piece += f"[{inner.replace(chr(92), chr(92) * 2)}]"
-                    j = k
-            else:
-                piece += re.escape(c)
-            j += 1
-        out.append(piece + ("" if last else "/"))
-    return re.compile("".join(out) + r"\Z")
-
-
-def matches(path: str, globs: Iterable[str]) -> bool:
-    return any(glob_regex(glob).match(path) for glob in globs)
-
-
 def _ls_tree(workspace: Path, ref: str, folder: str) -> list[str]:
+    """The repository paths of the files below ``folder`` at ``ref`` (NUL-separated: a name git
+    would quote, non-ASCII or with a newline, comes back as it is)."""
     try:
-        proc = git.run(workspace, "ls-tree", "-r", "--name-only", ref, "--", folder)
+        proc = git.run(workspace, "ls-tree", "-r", "-z", "--full-tree", "--name-only", ref, "--",
+                       f":(literal){folder}")
     except (OSError, subprocess.TimeoutExpired):
         return []
-    return [line for line in proc.stdout.decode().splitlines() if line] if proc.returncode == 0 else []
+    if proc.returncode != 0:
+        return []
+    return [name for name in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if name]
 
 
 def _write(dest: Path, rel: str, content: bytes) -> None:
@@ -254,7 +262,7 @@ def _write(dest: Path, rel: str, content: bytes) -> None:
 
 def _goalposts(changed: Iterable[str], yard: Iterable[str]) -> tuple[dict, ...]:
     """The changed files that are yardstick files (a folder's path ends with '/': all below it)."""
-    globs = [p + "**" if p.endswith("/") else p for p in yard]
+    globs = [compile_glob(escape(p.rstrip("/")) + "/**" if p.endswith("/") else escape(p)) for p in yard]
     return tuple({"path": f, "change": "modified"} for f in changed if matches(f, globs))
 
 

@@ -17,11 +17,13 @@ from gate.common.numbers import listed
 from gate.evaluation.measures import Measure
 from gate.inputs import git
 from gate.inputs.config import Config, is_spec
+from gate.inputs.globs import matches
 from gate.inputs.golden import Golden, load_golden
 from gate.inputs.manifest import Manifest, environment_record, run_to_trec_gz, write_manifest
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.runs import read_run
 from gate.inputs.retrieval_config import RetrievalConfig, load_retrieval_config
+from gate.inputs.yardstick import config_globs
 from gate.pipeline.repeat_runs import repeat_alpha, setup_check_with_repeats, still_valid_band
 from gate.pipeline.stack import (
     Progress,
@@ -298,10 +300,7 @@ def uncommitted_code(config: Config, runs_dir: Path | None = None) -> list[str]:
                if (inside := git.repository_path(root, folder)) is not None]
     changed = [name for name in changed if not _touched(skipped, [name])]
     if config.runner.inputs:
-        declared = {inside.as_posix() for pattern in config.runner.inputs
-                    for path in Path(config.workspace_root).glob(pattern)
-                    if (inside := git.repository_path(root, path)) is not None}
-        # A declared file that was deleted no longer matches its glob: the diff still names it.
-        changed = [name for name in changed if name in declared or not (root / name).exists()
-                   and any(Path(name).match(pattern) for pattern in config.runner.inputs)]
+        # The globs the key expands, matched against git's names: a deleted input is named too.
+        declared = config_globs(config, "runner.inputs")
+        changed = [name for name in changed if matches(name, declared)]
     return changed

@@ -20,6 +20,7 @@ from typing import Any
 
 from gate.inputs import git
 from gate.inputs.config import Config, Policy, load_config
+from gate.inputs.globs import matches
 from gate.inputs.yardstick import (
     BASELINES_BRANCH,
     EVERYTHING,
@@ -27,7 +28,6 @@ from gate.inputs.yardstick import (
     baseline_from_branch,
     fetch_archived_commit,
     load_yardstick,
-    matches,
 )
 from gate.pipeline.result import Result
 from gate.pipeline.run import run_gate

@@ -21,7 +21,7 @@ from gate.inputs.fingerprint import file_sha256
 from gate.inputs.golden import Golden
 from gate.inputs.readers.records import Run
 from gate.inputs.traffic_shares import strata_spec_from_config
-from gate.inputs.yardstick import outside_links
+from gate.inputs.yardstick import config_globs, outside_links
 from gate.runs import missing_reference_modules
 from gate.runs.code import CodeIdentity, commit_tree, declared_inputs, working_tree
 from gate.runs.command import CommandRunner
@@ -76,6 +76,7 @@ def check_config(config: Config) -> None:
     declared_factors(config)
     _check_globs(config, "prompts")
     _check_globs(config, "watch")
+    _check_globs(config, "runner.inputs")
     for name in config.environment:
         if not name or any(c in name for c in "*?["):
             raise config.key_error("environment", f"{name!r}: name a file (globs are not expanded)")
@@ -131,9 +132,7 @@ def check_base(config: Config, base: str | None) -> None:
 
 
 def _check_globs(config: Config, key: str) -> None:
-    for pattern in config.value(key) or ():
-        if not pattern or Path(pattern).is_absolute() or ".." in Path(pattern).parts:
-            raise config.key_error(key, f"{pattern!r}: a glob relative to the repository, inside it")
+    config_globs(config, key)  # a glob that can never match is refused at its line (gate.inputs.globs)
 
 
 def _require_file(config: Config, key: str, path: Path, missing_ok: bool = False, folder_ok: bool = False) -> None:
@@ -218,7 +217,7 @@ def code_under_test(config: Config, runs_dir: Path | None = None) -> CodeIdentit
         return None
     if config.runner.inputs:
         try:
-            return declared_inputs(config.workspace_root, config.runner.inputs)
+            return declared_inputs(config.workspace_root, config.runner.inputs, exclude=gate_folders(config, runs_dir))
         except InputError as error:
             raise config.key_error("runner.inputs", error.message) from None
     return working_tree(config.workspace_root, not_code(config, runs_dir))

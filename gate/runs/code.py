@@ -5,8 +5,8 @@ lock file, its prompt templates. A cache keyed only on the config serves the
 baseline's own run to a PR that changed ``search/bm25.py`` - a pass the PR did
 not earn. So every produced run is keyed on the code it was produced by:
 
-* ``runner.inputs`` (globs, relative to the repository) when declared: the
-  sha256 of every matching file, path and content;
+* ``runner.inputs`` (globs relative to the config's folder, :mod:`gate.inputs.globs`) when
+  declared: the sha256 of every matching file, path and content;
 * otherwise the git tree of the code under test: the working tree as a temporary
   index would commit it (tracked and untracked, ignored files aside), without
   the gate's own folders (``.retrieval-gate/``, the cache, the runs folder) - or,
@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import posixpath
 import shutil
 import subprocess
 import tarfile
@@ -33,6 +34,7 @@ from pathlib import Path
 from gate.common.errors import InputError
 from gate.inputs import git
 from gate.inputs.fingerprint import file_sha256
+from gate.inputs.globs import GlobError, compile_glob, shown, walk
 
 
 @dataclass(frozen=True)
@@ -238,18 +240,59 @@ def _extract(tar: tarfile.TarFile, folder: Path) -> None:
         raise CheckoutFailed(f"the commit's tree cannot be exported: {error}") from None
 
 
-def declared_inputs(root: Path, globs: Sequence[str], source: str = "runner.inputs") -> CodeIdentity:
-    """sha256 over (path, content sha256) of every file the globs match below ``root``."""
-    files: dict[str, Path] = {}
-    for pattern in globs:
-        for path in sorted(Path(root).glob(pattern)):
-            if path.is_file():
-                files[path.relative_to(root).as_posix()] = path
+def declared_inputs(root: Path, globs: Sequence[str], source: str = "runner.inputs",
+                    exclude: Sequence[Path] = ()) -> CodeIdentity:
+    """sha256 over (path, content sha256) of every file the globs match (relative to ``root``,
+    the config's folder; see :mod:`gate.inputs.globs`), the ``exclude`` folders (the gate's own)
+    left out. In a git repository the files are those a commit of the working tree would hold
+    (tracked, or untracked and not ignored): exactly what a PR's diff can name, so a file is in the
+    key when, and only when, its change is watched; outside git, every file below ``root``."""
+    files = matched_inputs(root, globs, source, exclude)
     if not files:
         raise InputError(source, None, f"no file matches {', '.join(globs)} below {root}: the code a run depends "
-                         "on would not be seen")
+                         "on would not be seen" + _folder_hint(root, globs))
     digest = hashlib.sha256()
     for name in sorted(files):
-        digest.update(f"{name}\t{file_sha256(files[name])}\n".encode())
+        digest.update(f"{name}\t{_content_sha256(files[name])}\n".encode("utf-8", "surrogateescape"))
     sha = digest.hexdigest()
     return CodeIdentity("inputs", sha, f"{len(files)} files of runner.inputs (sha256 {sha[:12]})", Path(root))
+
+
+def matched_inputs(root: Path, globs: Sequence[str], source: str = "runner.inputs",
+                   exclude: Sequence[Path] = ()) -> dict[str, Path]:
+    """The files the globs name, by their path relative to ``root`` (as the key records them)."""
+    top = git.repo_root(root)
+    inside = git.repository_path(top, Path(root)) if top is not None else None
+    folder = "" if inside is None or inside.as_posix() == "." else inside.as_posix()
+    try:
+        compiled = [compile_glob(pattern, folder) for pattern in globs]
+    except GlobError as problem:
+        raise InputError(source, None, str(problem)) from None
+    listed = git.tree_files(top) if top is not None else None
+    if top is None or listed is None:
+        top, folder, listed = Path(root), "", list(walk(Path(root)))
+    left_out = [found.as_posix() for path in exclude
+                if (found := git.repository_path(top, path)) is not None and found.as_posix() != "."]
+    files = {}
+    for name in listed:
+        if any(name == out or name.startswith(out + "/") for out in left_out):
+            continue
+        if any(glob.matches(shown(name)) for glob in compiled):
+            files[posixpath.relpath(name, folder or ".")] = top / name
+    return files
+
+
+def _content_sha256(path: Path) -> str:
+    """What a file adds to the key: its content, through a symlink as the runs read it; for a link
+    to no file, its target (what git records); for a submodule, the commit checked out in it."""
+    if path.is_file():
+        return file_sha256(path)
+    if path.is_symlink():
+        return "symlink:" + os.readlink(path)
+    return "commit:" + (git.head_commit(path) or "unknown")
+
+
+def _folder_hint(root: Path, globs: Sequence[str]) -> str:
+    """Why a glob that names a folder matched no file: a glob names files."""
+    folders = [g for g in globs if not any(c in g for c in "*?[") and (Path(root) / g).is_dir()]
+    return f" ({folders[0]} is a folder: {folders[0].rstrip('/')}/** names the files in it)" if folders else ""

@@ -44,14 +44,7 @@ class Checkout:
         golden.write_text("".join(json.dumps(r) + "\n" for r in rows))
         config.rename(root / ".retrieval-gate.yml")
         (root / ".gitignore").write_text(".retrieval-gate/cache/\n.retrieval-gate/work/\n.retrieval-gate/out/\n")
-        _git(root, "init", "-q", "-b", "main")
-        from gate.inputs.config import load_config
-        from gate.pipeline.archive import archive
-
-        archive(load_config(root / ".retrieval-gate.yml"), progress=lambda m: None)
-        _git(root, "add", "-A")
-        _git(root, "commit", "-qm", "base")
-        self.base = _git(root, "rev-parse", "HEAD")
+        self.base = archived_base(root, root / ".retrieval-gate.yml")
 
     def pr(self, retrieval: str, extra: dict[str, str] | None = None) -> tuple[str, str]:
         """Commit a PR head on a branch, then make the merge commit actions/checkout would check out."""
@@ -59,12 +52,31 @@ class Checkout:
         (self.root / "retrieval.yml").write_text(retrieval)
         for name, text in (extra or {}).items():
             (self.root / name).write_text(text)
-        _git(self.root, "add", "-A")
-        _git(self.root, "commit", "-qm", "pr")
-        head = _git(self.root, "rev-parse", "HEAD")
-        _git(self.root, "checkout", "-q", "--detach", self.base)
-        _git(self.root, "merge", "-q", "--no-ff", "-m", "merge", head)
-        return head, _git(self.root, "rev-parse", "HEAD")
+        return merged_pr(self.root, self.base)
+
+
+def archived_base(root: Path, config: Path) -> str:
+    """``root`` made a repository whose first commit holds everything and the baseline of
+    ``config``, archived: that commit's sha."""
+    _git(root, "init", "-q", "-b", "main")
+    from gate.inputs.config import load_config
+    from gate.pipeline.archive import archive
+
+    archive(load_config(config), progress=lambda m: None)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "base")
+    return _git(root, "rev-parse", "HEAD")
+
+
+def merged_pr(root: Path, base: str) -> tuple[str, str]:
+    """The working tree committed as a PR's head, then the merge commit actions/checkout makes of
+    it on ``base`` checked out: (head, merge commit)."""
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "pr")
+    head = _git(root, "rev-parse", "HEAD")
+    _git(root, "checkout", "-q", "--detach", base)
+    _git(root, "merge", "-q", "--no-ff", "-m", "merge", head)
+    return head, _git(root, "rev-parse", "HEAD")
 
 
 def _payload(tmp: Path, name: str, number: int, head: str, base: str, labels=(), body=None) -> Path:

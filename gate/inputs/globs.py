@@ -1,0 +1,177 @@
+"""The one meaning of a glob in the config (``runner.inputs``, ``watch``, ``prompts``).
+
+A glob names files by their path inside the repository, written relative to the config's folder
+(as every path in the config is). The cache key expands it over the working tree, the watch list
+and the goalposts match a PR's changed files against it, the archive matches its uncommitted
+files against it: all through :func:`compile_glob`, so a file is code under test for one exactly
+when it is for the others. ``Path.glob`` is not used: on Python 3.11 ``search/**`` yields only
+folders (3.13 yields files too), and ``Path.match`` matches from the right.
+
+* ``*`` is any run of characters within one folder (dotfiles too), ``?`` one character,
+  ``[ab]`` / ``[a-z]`` one of a set, ``[!ab]`` (or ``[^ab]``) one not in it; none of them
+  matches ``/``. ``[*]``, ``[?]`` and ``[[]`` are the characters themselves.
+* ``**`` as a whole segment is any number of folders, none included: ``**/x.py`` is ``x.py``
+  at any depth, ``a/**/b`` is ``a/b`` too. At the end (``dir/**``, or ``dir/``) it is the folder
+  and everything in it, at any depth: a submodule at ``dir``, which git lists as one path, too.
+* ``.`` and empty segments are dropped. A glob that can never match a repository path (an
+  absolute one, one with ``..``) is refused (:class:`GlobError`).
+* Names are compared as Unicode NFC (a name typed on macOS is NFD on disk); a name that is not
+  UTF-8 is compared as it is shown, its bytes escaped (``\\xe9``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+#: Characters with a meaning in a glob: :func:`escape` makes each one literal.
+_SPECIAL = frozenset("*?[")
+
+
+class GlobError(ValueError):
+    """A glob that can never match a file of the repository (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Glob:
+    """A compiled glob: ``pattern`` as the config writes it, ``path`` the repository glob it
+    names (the config's folder joined in front, escaped), and the one regular expression both
+    the matcher and the expander use."""
+
+    pattern: str
+    path: str
+    regex: re.Pattern[str]
+
+    @property
+    def literal(self) -> str | None:
+        """The one repository path this glob names when it has no wildcard (else None)."""
+        return None if any(c in _SPECIAL for c in self.path) else self.path
+
+    def matches(self, path: str) -> bool:
+        """Whether the repository path ``path`` (posix, as git lists it) is one this glob names."""
+        return self.regex.match(_nfc(path)) is not None
+
+
+def compile_glob(pattern: str, folder: str = "") -> Glob:
+    """``pattern`` (relative to ``folder``, the config's folder as a repository path; "" at the
+    top) as a :class:`Glob` of repository paths. Raises :class:`GlobError` when it can never match."""
+    return _compiled(pattern, folder.strip("/"))
+
+
+@lru_cache(maxsize=4096)
+def _compiled(pattern: str, folder: str) -> Glob:
+    if not pattern or not pattern.strip():
+        raise GlobError(f"{pattern!r}: an empty glob names no file")
+    if pattern.startswith("/"):
+        raise GlobError(f"{pattern!r}: an absolute path can never match: a glob names files of the repository, "
+                        "relative to the config's folder")
+    if "\0" in pattern:
+        raise GlobError(f"{pattern!r}: a NUL character is in no file name")
+    segments = [s for s in _nfc(pattern).split("/") if s not in ("", ".")]
+    if pattern.endswith("/") and (not segments or segments[-1] != "**"):
+        segments.append("**")  # a folder: everything in it
+    if not segments:
+        segments = ["**"]
+    if ".." in segments:
+        raise GlobError(f"{pattern!r}: '..' can never match: a glob names files in the config's folder and below "
+                        "(git names no file with '..')")
+    joined = [escape(s) for s in _nfc(folder).split("/") if s] + [
+        s for i, s in enumerate(segments) if not (s == "**" and i and segments[i - 1] == "**")]  # "**/**" is "**"
+    try:
+        regex = re.compile(_regex(joined), re.DOTALL)
+    except re.error as problem:
+        raise GlobError(f"{pattern!r}: not a glob ({problem.msg})") from None
+    return Glob(pattern, "/".join(joined), regex)
+
+
+def _regex(segments: list[str]) -> str:
+    out: list[str] = []
+    for i, segment in enumerate(segments):
+        last = i == len(segments) - 1
+        if segment == "**":
+            if last:  # the folder itself (a submodule, a folder replaced by a file) and all below it
+                out[-1:] = [out[-1][:-1] + "(?:/.*)?"] if out else [".+"]
+            else:
+                out.append("(?:[^/]+/)*")
+            continue
+        out.append(_segment(segment) + ("" if last else "/"))
+    return "".join(out) + r"\Z"
+
+
+def _segment(segment: str) -> str:
+    """One path segment: ``*``, ``?`` and ``[...]`` within it, every other character literal."""
+    out, i = [], 0
+    while i < len(segment):
+        c = segment[i]
+        if c == "*":
+            while i + 1 < len(segment) and segment[i + 1] == "*":
+                i += 1  # "a**b" is "a*b": any run within the segment
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            start = i + 1
+            negate = start < len(segment) and segment[start] in "!^"
+            if negate:
+                start += 1
+            end = segment.find("]", start + 1)  # a "]" first in the set is one of its characters
+            if end == -1:
+                out.append(re.escape(c))  # no closing bracket: a literal "["
+            else:
+                body = "".join(ch if ch == "-" else re.escape(ch) for ch in segment[start:end])
+                out.append(f"(?!/)[{'^' if negate else ''}{body}]")
+                i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def escape(path: str) -> str:
+    """A path as a glob that names exactly it (``a[1]*.yml`` -> ``a[[]1][*].yml``)."""
+    return "".join(f"[{c}]" if c in _SPECIAL else c for c in path)
+
+
+def matches(path: str, globs: Iterable[str | Glob]) -> bool:
+    """Whether the repository path ``path`` is named by one of ``globs`` (repository globs)."""
+    return any((g if isinstance(g, Glob) else compile_glob(g)).matches(path) for g in globs)
+
+
+def shown(name: str) -> str:
+    """A file name as git's and the filesystem's bytes both read it (surrogate-escaped bytes that
+    are not UTF-8 written ``\\xe9``): what is matched, and what a message may quote."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def walk(folder: Path) -> Iterator[str]:
+    """Every file below ``folder`` as a posix path relative to it, for a folder outside git:
+    ``.git`` left out, symlinks to files listed, symlinked folders not entered (as git records a
+    link, not what it points at; a link to ``/`` or a loop would not end)."""
+    stack = [""]
+    while stack:
+        prefix = stack.pop()
+        try:
+            with os.scandir(folder / prefix if prefix else folder) as entries:
+                found = sorted(entries, key=lambda e: e.name, reverse=True)
+        except OSError:
+            continue
+        for entry in found:
+            if entry.name == ".git":
+                continue
+            name = f"{prefix}/{entry.name}" if prefix else entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(name)
+                elif entry.is_file():
+                    yield name
+            except OSError:
+                continue
+
+
+def _nfc(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
