@@ -13,8 +13,10 @@ folders (3.13 yields files too), and ``Path.match`` matches from the right.
 * ``**`` as a whole segment is any number of folders, none included: ``**/x.py`` is ``x.py``
   at any depth, ``a/**/b`` is ``a/b`` too. At the end (``dir/**``, or ``dir/``) it is the folder
   and everything in it, at any depth: a submodule at ``dir``, which git lists as one path, too.
-* ``.`` and empty segments are dropped. A glob that can never match a repository path (an
-  absolute one, one with ``..``) is refused (:class:`GlobError`).
+* ``.`` and empty segments are dropped; ``..`` steps back one folder (``../lib/**`` from a config
+  in ``services/search`` is ``services/lib/**``). A glob that can never match a repository path
+  (an absolute one, one whose ``..`` goes above the repository's top or back over a wildcard) is
+  refused (:class:`GlobError`).
 * Names are compared as Unicode NFC (a name typed on macOS is NFD on disk); a name that is not
   UTF-8 is compared as it is shown, its bytes escaped (``\\xe9``).
 """
@@ -77,11 +79,26 @@ def _compiled(pattern: str, folder: str) -> Glob:
         segments.append("**")  # a folder: everything in it
     if not segments:
         segments = ["**"]
-    if ".." in segments:
-        raise GlobError(f"{pattern!r}: '..' can never match: a glob names files in the config's folder and below "
-                        "(git names no file with '..')")
-    joined = [escape(s) for s in _nfc(folder).split("/") if s] + [
-        s for i, s in enumerate(segments) if not (s == "**" and i and segments[i - 1] == "**")]  # "**/**" is "**"
+    joined: list[str] = []
+    literal = 0  # how many of ``joined``'s last segments are plain names a ".." may step back over
+    for segment in [escape(s) for s in _nfc(folder).split("/") if s] + segments:
+        if segment == "..":
+            # A monorepo's config may name shared code beside its folder (``../lib/**``): the
+            # repository path is what is matched, so ".." is resolved here, within the repository.
+            if not literal:
+                where = "above the repository's top" if not joined else f"back over the wildcard in {joined[-1]!r}"
+                raise GlobError(f"{pattern!r}: '..' goes {where}: it can never match a file of the repository")
+            joined.pop()
+            literal -= 1
+        elif segment == "**" and joined and joined[-1] == "**":
+            continue  # "**/**" is "**"
+        else:
+            joined.append(segment)
+            plain = segment != "**" and not any(c in _SPECIAL for c in segment.replace("[*]", "").replace(
+                "[?]", "").replace("[[]", ""))
+            literal = literal + 1 if plain else 0
+    if not joined:
+        raise GlobError(f"{pattern!r}: names the repository's top itself, not files in it: write **")
     try:
         regex = re.compile(_regex(joined), re.DOTALL)
     except re.error as problem:

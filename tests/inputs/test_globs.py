@@ -184,8 +184,8 @@ def test_path_glob_is_not_used_so_the_python_version_does_not_matter(repo, monke
 
 @pytest.mark.parametrize("pattern, why", [
     ("/etc/*.py", "an absolute path can never match"),
-    ("../other/**", "'..' can never match"),
-    ("search/../x.py", "'..' can never match"),
+    ("../other/**", "'..' goes above the repository's top"),
+    ("*/../x.py", "'..' goes back over the wildcard"),
     ("", "an empty glob"),
     ("[z-a].py", "not a glob"),
 ])
@@ -212,7 +212,19 @@ def test_the_cli_refuses_it_in_one_line_naming_the_config(tmp_path, capsys, key,
         assert main([*command, "--config", ".retrieval-gate.yml"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and re.match(r"retrieval-gate: error: \S*\.retrieval-gate\.yml.*:[0-9]+: ", err[0]), err
-        assert f"key '{key}': '../outside/**': '..' can never match" in err[0], err
+        assert f"key '{key}': '../outside/**': '..' goes above the repository's top" in err[0], err
+
+
+@pytest.mark.parametrize("pattern, folder, path", [
+    ("../lib/**", "services/search", "services/lib/a/b.py"),
+    ("../../shared/*.py", "services/search", "shared/x.py"),
+    ("search/../x.py", "", "x.py"),
+])
+def test_dot_dot_steps_back_within_the_repository(pattern, folder, path):
+    """A monorepo's config names shared code beside its folder: '..' is resolved to a repository path."""
+    glob = compile_glob(pattern, folder)
+    assert glob.matches(path)
+    assert not folder or not glob.matches(f"{folder}/{path}")
 
 
 def test_a_folder_named_without_a_wildcard_says_how_to_name_its_files(repo):

@@ -29,10 +29,13 @@ class World:
     retrieval config at a non-ASCII path and ``runner.inputs: [search/**]``; ``root`` is what
     actions/checkout checks out (the entrypoint's GITHUB_WORKSPACE)."""
 
-    def __init__(self, root: Path, folder: str = "", inputs: str = "[search/**]"):
+    def __init__(self, root: Path, folder: str = "", inputs: str = "[search/**]", files: tuple[str, ...] = ()):
         self.root, self.folder = root, folder
         here = root / folder if folder else root
         here.mkdir(parents=True)
+        for name in files:  # repository paths outside the config's folder
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(f"# {name}\n")
         config = small_world(here, leak_in_new=False)
         (here / RETRIEVAL).parent.mkdir()
         (here / "retrieval.yml").rename(here / RETRIEVAL)
@@ -159,6 +162,20 @@ def test_a_subfolder_configs_globs_are_its_folders(subfolder):
     action, action_code, cli, cli_code = _both(world, fake, tmp, 47, head)
     assert action["goalposts"] == [{"path": "services/search/qrels.txt", "change": "modified"}]
     assert (_decided(cli), cli_code) == (_decided(action), action_code)
+
+
+def test_a_subfolder_config_watches_shared_code_beside_its_folder(tmp_path):
+    """``runner.inputs: [search/**, ../lib/**]`` from services/search: a PR changing only
+    services/lib/ is judged by both, one changing another service's lib/ is skipped by both."""
+    with FakeGitHub(token=TOKEN) as fake:
+        world = World(tmp_path / "repo", "services/search", inputs="[search/**, ../lib/**]",
+                      files=("services/lib/util.py", "services/other/lib/util.py"))
+        head = world.pr({"services/lib/util.py": "# shared helper, changed\n"})
+        action, action_code, cli, cli_code = _both(world, fake, tmp_path, 48, head)
+        assert action["verdict"]["kind"] != "skipped" and (_decided(cli), cli_code) == (_decided(action), action_code)
+        head = world.pr({"services/other/lib/util.py": "# not this service's\n"})
+        action, action_code, cli, cli_code = _both(world, fake, tmp_path, 49, head)
+        assert action["verdict"]["kind"] == "skipped" and action_code == cli_code == 0, action["verdict"]
 
 
 def test_git_quotes_these_names_without_z(top):
