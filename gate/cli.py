@@ -318,7 +318,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="workflow_run.head_sha: the PR number is accepted only if the PR's head is this commit, and "
                         "the report only if it was made for it")
     p.add_argument("--comment-mode", choices=["update", "new"], default="update",
-                   help="update: one current comment (a rerun of the head edits it, a new head replaces it); new: a new one each time (default update)")
+                   help="update: one current comment (a rerun of the head edits it, a new head replaces it); "
+                        "new: a new one each time (default update)")
     trusted_suite = p.add_mutually_exclusive_group()
     trusted_suite.add_argument("--suite", metavar="NAME",
                                help="the suite whose comment this job keeps, from the workflow (trusted), not the "

@@ -62,7 +62,10 @@ from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from gate.checks.leakage import DEFAULT_MIN_TOKENS, find_leaks
 from gate.checks.normalize import normalize, trigrams
+from gate.common.errors import InputError
 from gate.common.numbers import counted
+from gate.inputs import git
+from gate.inputs.globs import matched_inputs
 from gate.inputs.readers.records import Qrels, Query
 
 SHINGLE = 8
@@ -132,7 +135,7 @@ class PromptsCheck:
 def _display(path: Path, root: Path) -> str:
     """A path as report.json and the comment show it: relative to the repository, and a name that
     is not UTF-8 with its bytes escaped (\\xe9), never a lone surrogate."""
-    name = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    name = str(path.relative_to(root)) if path.is_relative_to(root) else os.path.relpath(path, root)  # ../prompts
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
@@ -144,17 +147,24 @@ def prompt_files(root: Path, globs: Sequence[str], problems: list[str] | None = 
     the ``exclude`` folders (the gate's own) are left out, and a glob matching only those says so."""
     found: dict[Path, None] = {}
     skipped = [Path(os.path.realpath(folder)) for folder in exclude]
-    real_root = Path(os.path.realpath(root))
+    top = git.repo_root(root) or Path(root)  # a glob's '..' may name files beside the config's folder
+    real_root = Path(os.path.realpath(top))
     for pattern in globs:
         matched: list[Path | None] = []
         left_out = 0
-        for path in sorted(root.glob(pattern)):
-            why = _not_scanned(path, root, real_root, skipped)
+        # The glob's one meaning (gate.inputs.globs), as the watch list reads it: the files a commit
+        # of the working tree would hold (Path.glob("prompts/**") yields only folders on 3.11).
+        try:
+            named = matched_inputs(root, [pattern], "prompts")
+        except InputError as problem:
+            if problems is not None:
+                problems.append(f"the prompts glob {pattern!r} names no file: {problem.message}")
+            continue
+        for path in sorted(named.values()):
+            why = _not_scanned(path, top, real_root, skipped)
             if why == _LEFT_OUT:
                 left_out += 1
                 continue
-            if why == _FOLDER_OUTSIDE:
-                continue  # a folder: its files are matched (and named) one by one under **
             if why is not None:
                 if problems is not None:
                     problems.append(f"the prompt file {_display(path, root)} {why}: not scanned")
@@ -173,12 +183,10 @@ def prompt_files(root: Path, globs: Sequence[str], problems: list[str] | None = 
 #: What _not_scanned says of a path in .git or in an excluded folder (counted, never named).
 _LEFT_OUT = "in .git or the gate's own folders"
 #: What _not_scanned says of a folder outside the repository (skipped silently).
-_FOLDER_OUTSIDE = "a folder outside the repository"
-
-
 def _not_scanned(path: Path, root: Path, real_root: Path, skipped: Sequence[Path]) -> str | None:
-    """Why a path a prompts glob matched is not scanned: _LEFT_OUT, _FOLDER_OUTSIDE, or the problem
-    to name; None when it is scanned (if it is a file)."""
+    """Why a path a prompts glob matched is not scanned: _LEFT_OUT, or the problem to name; None
+    when it is scanned (if it is a file). ``root``: the repository's top (the config's folder
+    outside git)."""
     # realpath, not resolve(): a symlink loop is a file to name, not a RuntimeError
     target = Path(os.path.realpath(path))
     in_git = ".git" in path.relative_to(root).parts or (
@@ -188,8 +196,6 @@ def _not_scanned(path: Path, root: Path, real_root: Path, skipped: Sequence[Path
     if path.is_symlink() and not os.path.exists(target):
         return "is a symlink to a missing file (or a loop)"
     if not target.is_relative_to(real_root):
-        if os.path.isdir(target):
-            return _FOLDER_OUTSIDE
         return "leads out of the repository (a symlink)"
     return None
 

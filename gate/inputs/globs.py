@@ -24,12 +24,16 @@ folders (3.13 yields files too), and ``Path.match`` matches from the right.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from gate.common.errors import InputError
+from gate.inputs import git
 
 #: Characters with a meaning in a glob: :func:`escape` makes each one literal.
 _SPECIAL = frozenset("*?[")
@@ -79,9 +83,19 @@ def _compiled(pattern: str, folder: str) -> Glob:
         segments.append("**")  # a folder: everything in it
     if not segments:
         segments = ["**"]
+    joined = _resolved(pattern, [escape(s) for s in _nfc(folder).split("/") if s] + segments)
+    try:
+        regex = re.compile(_regex(joined), re.DOTALL)
+    except re.error as problem:
+        raise GlobError(f"{pattern!r}: not a glob ({problem.msg})") from None
+    return Glob(pattern, "/".join(joined), regex)
+
+
+def _resolved(pattern: str, segments: list[str]) -> list[str]:
+    """The folder's segments and the glob's, ``..`` stepped back and ``**/**`` made ``**``."""
     joined: list[str] = []
     literal = 0  # how many of ``joined``'s last segments are plain names a ".." may step back over
-    for segment in [escape(s) for s in _nfc(folder).split("/") if s] + segments:
+    for segment in segments:
         if segment == "..":
             # A monorepo's config may name shared code beside its folder (``../lib/**``): the
             # repository path is what is matched, so ".." is resolved here, within the repository.
@@ -94,16 +108,16 @@ def _compiled(pattern: str, folder: str) -> Glob:
             continue  # "**/**" is "**"
         else:
             joined.append(segment)
-            plain = segment != "**" and not any(c in _SPECIAL for c in segment.replace("[*]", "").replace(
-                "[?]", "").replace("[[]", ""))
-            literal = literal + 1 if plain else 0
+            literal = literal + 1 if _plain(segment) else 0
     if not joined:
         raise GlobError(f"{pattern!r}: names the repository's top itself, not files in it: write **")
-    try:
-        regex = re.compile(_regex(joined), re.DOTALL)
-    except re.error as problem:
-        raise GlobError(f"{pattern!r}: not a glob ({problem.msg})") from None
-    return Glob(pattern, "/".join(joined), regex)
+    return joined
+
+
+def _plain(segment: str) -> bool:
+    """A segment that names one folder (no wildcard; ``[*]``, ``[?]``, ``[[]`` are characters)."""
+    return segment != "**" and not any(c in _SPECIAL for c in segment.replace("[*]", "").replace(
+        "[?]", "").replace("[[]", ""))
 
 
 def _regex(segments: list[str]) -> str:
@@ -167,8 +181,8 @@ def shown(name: str) -> str:
 
 def walk(folder: Path) -> Iterator[str]:
     """Every file below ``folder`` as a posix path relative to it, for a folder outside git:
-    ``.git`` left out, symlinks to files listed, symlinked folders not entered (as git records a
-    link, not what it points at; a link to ``/`` or a loop would not end)."""
+    ``.git`` left out, every symlink listed and none entered (as git records a link, not what it
+    points at; a link to ``/`` or a loop would not end)."""
     stack = [""]
     while stack:
         prefix = stack.pop()
@@ -182,12 +196,38 @@ def walk(folder: Path) -> Iterator[str]:
                 continue
             name = f"{prefix}/{entry.name}" if prefix else entry.name
             try:
-                if entry.is_dir(follow_symlinks=False):
+                if entry.is_symlink():
+                    yield name  # a link, to a file, a folder or nothing: git records the link
+                elif entry.is_dir(follow_symlinks=False):
                     stack.append(name)
-                elif entry.is_file():
+                elif entry.is_file(follow_symlinks=False):
                     yield name
             except OSError:
                 continue
+
+
+def matched_inputs(root: Path, globs: Sequence[str], source: str = "runner.inputs",
+                   exclude: Sequence[Path] = ()) -> dict[str, Path]:
+    """The files the globs name, by their path relative to ``root`` (as the key records them)."""
+    top = git.repo_root(root)
+    inside = git.repository_path(top, Path(root)) if top is not None else None
+    folder = "" if inside is None or inside.as_posix() == "." else inside.as_posix()
+    try:
+        compiled = [compile_glob(pattern, folder) for pattern in globs]
+    except GlobError as problem:
+        raise InputError(source, None, str(problem)) from None
+    listed = git.tree_files(top) if top is not None else None
+    if top is None or listed is None:
+        top, folder, listed = Path(root), "", list(walk(Path(root)))
+    left_out = [found.as_posix() for path in exclude
+                if (found := git.repository_path(top, path)) is not None and found.as_posix() != "."]
+    files = {}
+    for name in listed:
+        if any(name == out or name.startswith(out + "/") for out in left_out):
+            continue
+        if any(glob.matches(shown(name)) for glob in compiled):
+            files[posixpath.relpath(name, folder or ".")] = top / name
+    return files
 
 
 def _nfc(text: str) -> str:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import posixpath
 import shutil
 import subprocess
 import tarfile
@@ -34,7 +33,7 @@ from pathlib import Path
 from gate.common.errors import InputError
 from gate.inputs import git
 from gate.inputs.fingerprint import file_sha256
-from gate.inputs.globs import GlobError, compile_glob, shown, walk
+from gate.inputs.globs import matched_inputs
 
 
 @dataclass(frozen=True)
@@ -256,30 +255,6 @@ def declared_inputs(root: Path, globs: Sequence[str], source: str = "runner.inpu
         digest.update(f"{name}\t{_content_sha256(files[name])}\n".encode("utf-8", "surrogateescape"))
     sha = digest.hexdigest()
     return CodeIdentity("inputs", sha, f"{len(files)} files of runner.inputs (sha256 {sha[:12]})", Path(root))
-
-
-def matched_inputs(root: Path, globs: Sequence[str], source: str = "runner.inputs",
-                   exclude: Sequence[Path] = ()) -> dict[str, Path]:
-    """The files the globs name, by their path relative to ``root`` (as the key records them)."""
-    top = git.repo_root(root)
-    inside = git.repository_path(top, Path(root)) if top is not None else None
-    folder = "" if inside is None or inside.as_posix() == "." else inside.as_posix()
-    try:
-        compiled = [compile_glob(pattern, folder) for pattern in globs]
-    except GlobError as problem:
-        raise InputError(source, None, str(problem)) from None
-    listed = git.tree_files(top) if top is not None else None
-    if top is None or listed is None:
-        top, folder, listed = Path(root), "", list(walk(Path(root)))
-    left_out = [found.as_posix() for path in exclude
-                if (found := git.repository_path(top, path)) is not None and found.as_posix() != "."]
-    files = {}
-    for name in listed:
-        if any(name == out or name.startswith(out + "/") for out in left_out):
-            continue
-        if any(glob.matches(shown(name)) for glob in compiled):
-            files[posixpath.relpath(name, folder or ".")] = top / name
-    return files
 
 
 def _content_sha256(path: Path) -> str:

@@ -710,7 +710,9 @@ def test_a_held_out_set_with_a_leaked_query_left_out_names_the_reporting_set():
     assert "hold out at least 1 more query" in reason.message
 
 
-def test_a_symlinked_folder_leading_out_of_the_repository_is_named_file_by_file(tmp_path):
+def test_a_symlinked_folder_leading_out_of_the_repository_is_not_entered_and_said(tmp_path):
+    """A glob names the repository's files as git does: a symlinked folder is one path (the link),
+    never entered; a glob that reached into it names no file, and the check says so."""
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "a.txt").write_text(QUERY)
@@ -718,8 +720,10 @@ def test_a_symlinked_folder_leading_out_of_the_repository_is_named_file_by_file(
     repo.mkdir()
     (repo / "shared").symlink_to(outside, target_is_directory=True)
     check = _scan(repo, ["shared/*.txt"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
-    assert check.problems == ("the prompt file shared/a.txt leads out of the repository (a symlink): not scanned",)
+    assert check.problems == ("the prompts glob 'shared/*.txt' matches no file: nothing was scanned for it",)
     assert check.files == ()
+    check = _scan(repo, ["shared"], [Query("q1", QUERY)], {"q1": {"d1": 1}})
+    assert check.problems == ("the prompt file shared leads out of the repository (a symlink): not scanned",)
 
 
 def test_json_with_a_huge_integer_is_json(tmp_path):

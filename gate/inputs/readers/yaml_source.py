@@ -158,6 +158,17 @@ def _check_node(display: str, event: NodeEvent) -> None:
         check_unicode(display, _line(event), event.value, "a YAML value")
 
 
+def _check_document_start(source: str, display: str, event: DocumentStartEvent, documents: int) -> None:
+    """One YAML 1.2 document: no other version's directive, no second document."""
+    version = getattr(event, "version", None)
+    if version is not None and tuple(version) != (1, 2):
+        line = next((n for n, text in enumerate(source.split("\n"), 1) if text.startswith("%YAML")), _line(event))
+        raise InputError(display, line, f"a %YAML {'.'.join(map(str, version))} directive: "
+                         "the gate reads YAML 1.2 (remove the directive)")
+    if documents > 1:
+        raise InputError(display, _line(event), "a second YAML document (a '---' line): the file must hold one")
+
+
 def check_events(source: str, display: str) -> None:
     """Refuse aliases, anchors, merge keys, odd tags, complex keys, deep nesting, values YAML
     readers read differently and a YAML version other than 1.2, by line."""
@@ -169,15 +180,7 @@ def check_events(source: str, display: str) -> None:
         for event in YAML(typ="rt").parse(source):
             if isinstance(event, DocumentStartEvent):
                 documents += 1
-                version = getattr(event, "version", None)
-                if version is not None and tuple(version) != (1, 2):
-                    line = next((n for n, text in enumerate(source.split("\n"), 1) if text.startswith("%YAML")),
-                                _line(event))
-                    raise InputError(display, line, f"a %YAML {'.'.join(map(str, version))} directive: "
-                                     "the gate reads YAML 1.2 (remove the directive)")
-                if documents > 1:
-                    raise InputError(display, _line(event), "a second YAML document (a '---' line): the file must "
-                                     "hold one")
+                _check_document_start(source, display, event, documents)
             if isinstance(event, AliasEvent):
                 raise InputError(display, _line(event), f"YAML alias '*{event.anchor}' is not accepted: "
                                  "write the value out")

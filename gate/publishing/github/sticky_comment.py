@@ -332,34 +332,41 @@ class _Publisher:
             same_head = [o for o in current if o.marker.head == self.head_sha]
             if self.mode == "update" and same_head and (same_head[-1].marker.verdict == self.verdict_kind
                                                         or only_update):
-                # A rerun of this head: edit in place (an edit notifies nobody).
-                try:
-                    written = self.learn(self.client.update_comment(same_head[-1].comment.id, text))
-                    action = "updated"
-                except GitHubNotFoundError:  # deleted meanwhile
-                    if only_update:
-                        return CommentResult("not_posted", message="the comment to refresh was deleted meanwhile")
-                    self.check_not_stale()
-                    written, action = self.create(text), "created"
-                return self.settle(written, action, ())
+                return self.edit_in_place(same_head[-1], text, only_update)
             if only_update:
                 return self.retire_for_skipped(current)
-            # Post first, then retire the old ones: a failure leaves the old result current.
-            written = self.create(text)
-            outcomes = []
-            newest_of: dict[tuple[str, str], int] = {(o.marker.head, o.marker.verdict): o.comment.id for o in current}
-            for old in current:
-                if old.comment.id == written.id:
-                    continue
-                if newest_of[(old.marker.head, old.marker.verdict)] != old.comment.id:  # a duplicate: not history
-                    outcomes.append((old.comment.id, "deleted" if self.client.delete_comment(old.comment.id) else None))
-                else:
-                    outcomes.append((old.comment.id, self.retire(old, marker, written.html_url)))
-            return self.settle(written, "replaced" if current else "created",
-                               tuple(i for i, done in outcomes if done == "superseded"),
-                               tuple(i for i, done in outcomes if done == "deleted"))
+            return self.replace(current, marker, text)
         except _Stale as stale:
             return stale.result
+
+    def edit_in_place(self, mine: _Ours, text: str, only_update: bool) -> CommentResult:
+        """A rerun of this head: edit its comment in place (an edit notifies nobody)."""
+        try:
+            written = self.learn(self.client.update_comment(mine.comment.id, text))
+            action = "updated"
+        except GitHubNotFoundError:  # deleted meanwhile
+            if only_update:
+                return CommentResult("not_posted", message="the comment to refresh was deleted meanwhile")
+            self.check_not_stale()
+            written, action = self.create(text), "created"
+        return self.settle(written, action, ())
+
+    def replace(self, current: list[_Ours], marker: Marker, text: str) -> CommentResult:
+        """A new head's result: posted first, then the old ones retired (a failure between the two
+        leaves the old result current, never none)."""
+        written = self.create(text)
+        outcomes = []
+        newest_of: dict[tuple[str, str], int] = {(o.marker.head, o.marker.verdict): o.comment.id for o in current}
+        for old in current:
+            if old.comment.id == written.id:
+                continue
+            if newest_of[(old.marker.head, old.marker.verdict)] != old.comment.id:  # a duplicate: not history
+                outcomes.append((old.comment.id, "deleted" if self.client.delete_comment(old.comment.id) else None))
+            else:
+                outcomes.append((old.comment.id, self.retire(old, marker, written.html_url)))
+        return self.settle(written, "replaced" if current else "created",
+                           tuple(i for i, done in outcomes if done == "superseded"),
+                           tuple(i for i, done in outcomes if done == "deleted"))
 
     def retire_for_skipped(self, current: list[_Ours]) -> CommentResult:
         """A skipped head with only older heads' comments: they stop standing, and nothing is
