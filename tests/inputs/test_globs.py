@@ -20,10 +20,10 @@ import pytest
 from gate.cli import main
 from gate.common.errors import InputError
 from gate.inputs.config import load_config
-from gate.inputs.globs import GlobError, compile_glob, escape, matches
+from gate.inputs.globs import GlobError, compile_glob, escape, matched_inputs, matches
 from gate.inputs.yardstick import watched
 from gate.pipeline.archive import uncommitted_code
-from gate.runs.code import declared_inputs, matched_inputs
+from gate.runs.code import declared_inputs
 
 #: Every file of the table's repository (besides the config and the retrieval config).
 FILES = ["search/run.py", "search/sub/helper.py", "search/.hidden.py", "search/.cfg/x.yml", "README.md", "x.py",
