@@ -34,6 +34,7 @@ from gate.pipeline.run import run_gate
 from gate.pipeline.stack import Progress, RunOptions, check_base, stderr_progress
 from gate.rendering.comment import headlined, reproduce_command
 from gate.report.build import GateRun, Head, NoBaseline, PullRequestFacts, build_report, unjudged_rows
+from gate.runs.code import open_for_reading
 from gate.verdict.rules import Verdict, accept, goalposts_changed, inconclusive, skipped
 
 
@@ -89,6 +90,7 @@ def judge_pull_request(change: PullRequest, options: RunOptions, progress: Progr
     overlay.chmod(0o755)
     try:
         yard = load_yardstick(change.config_path, change.base, overlay, change.changed)
+        open_for_reading(overlay)  # what load_yardstick wrote there, under any umask
         config = yard.config
         if yard.warning:
             warnings.append(yard.warning)

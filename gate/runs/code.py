@@ -181,7 +181,7 @@ def checkout(code: CodeIdentity, repo: Path, scratch: Path) -> Iterator[CodeIden
                                  f"{archive.stderr.decode(errors='replace').strip()[:200]}")
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             _extract(tar, folder)
-        _open_folders(folder)
+        open_for_reading(folder)
         yield CodeIdentity(code.kind, code.sha, code.description, _same_folder(folder, inside, code.commit),
                            code.commit)
     finally:
@@ -212,15 +212,15 @@ def _same_folder(export: Path, inside: Path, commit: str) -> Path:
     return export / within
 
 
-def _open_folders(export: Path) -> None:
-    """Every folder of the export enterable and listable by all: the runner command runs in one
-    of them as the box's uid, and tar leaves folders as the gate's umask makes them (0700 under
-    umask 077)."""
-    for parent, folders, _files in os.walk(export):
-        for name in folders:
+def open_for_reading(tree: Path) -> None:
+    """Every folder below ``tree`` enterable and listable by all, every file readable by all: the
+    runner command reads them as the box's uid, and the gate's umask (077 is a user's to choose)
+    made what tar or the gate wrote there the gate's alone. Writable stays as it was."""
+    for parent, folders, files in os.walk(tree):
+        for name, bits in [(name, 0o555) for name in folders] + [(name, 0o444) for name in files]:
             path = Path(parent) / name
             if not path.is_symlink():
-                path.chmod(path.stat().st_mode | 0o555)
+                path.chmod(path.stat().st_mode | bits)
 
 
 def _extract(tar: tarfile.TarFile, folder: Path) -> None:

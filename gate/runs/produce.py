@@ -13,7 +13,8 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,22 @@ def check_coverage(run: Run, expected: Sequence[str], purpose: str, where: str) 
         examples = ", ".join(missing[:5])
         raise RunnerFailed(purpose, f"the run ({where}) misses {len(missing)} of {len(expected)} golden queries "
                                     f"(e.g. {examples})")
+
+
+@contextmanager
+def readable_by_the_box() -> Iterator[None]:
+    """As root, what the gate writes for a run (its retrieval config, queries, the export of a
+    commit) is read by the box's uid: a umask closing reading to others (077) would refuse it
+    every file. Writing stays closed as the mask says; the mask is restored after the run."""
+    if os.geteuid() != 0:
+        yield
+        return
+    mask = os.umask(0)
+    os.umask(mask & 0o022)
+    try:
+        yield
+    finally:
+        os.umask(mask)
 
 
 @dataclass
@@ -131,7 +148,8 @@ class RunProducer:
         if request.code is not None and request.code.root is None and request.code.commit is not None:
             self.progress(f"{request.purpose}: with the code of {request.code.description}")
         try:
-            with checkout(request.code, self.repo or self.work_dir, self.work_dir / "checkouts") as code:
+            with readable_by_the_box(), checkout(request.code, self.repo or self.work_dir,
+                                                 self.work_dir / "checkouts") as code:
                 self.runner.produce(replace(request, code=code), self.config_file(request, key), out_path, log_path)
         except CheckoutFailed as failure:
             raise RunnerFailed(request.purpose, f"cannot check out the code it needs: {failure}") from None

@@ -161,3 +161,20 @@ def test_the_export_runs_the_command_in_the_config_folder_open_to_the_box(tmp_pa
                                              f"commit {base[:12]}"):
         with checkout(code, root / "elsewhere", tmp_path / "scratch"):
             pass
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the box runs the command as another uid only for root")
+def test_under_umask_077_the_box_reads_the_base_commits_golden_set_too(tmp_path):
+    """The base commit's golden set, written by the gate for the baseline's run, is read by the
+    box's uid: under umask 077 it was the gate's alone (PermissionError on golden.jsonl)."""
+    root = tmp_path / "repo"
+    base = _team(root, archived=False)
+    # The team's own folders are theirs to open (the box says so in one line when one is not).
+    (root / FOLDER / ".retrieval-gate" / "work" / "checkouts").mkdir(parents=True, mode=0o755)
+    old = os.umask(0o077)
+    try:
+        code, report = _judge(root, base, GOOD, tmp_path / "good")
+    finally:
+        os.umask(old)
+    assert report["baseline"]["resolution"] == "reconstructed", report["verdict"]["headline"]
+    assert (code, report["verdict"]["kind"]) == (0, "pass"), report["verdict"]["headline"]
