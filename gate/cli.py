@@ -501,7 +501,28 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _load_config(args: argparse.Namespace):
     from gate.inputs.config import load_config
 
-    return load_config(args.config)
+    config = load_config(args.config)
+    _sweep_killed_writes(config, getattr(args, "out", None))
+    return config
+
+
+def _sweep_killed_writes(config, out: str | None) -> None:
+    """A command killed mid-write (a cancelled job: SIGKILL) leaves its temporary file; the next
+    command removes it as it starts, in the gate's folders and ``--out``, whether or not it
+    writes there (gate.common.atomic; a live writer's is kept)."""
+    from gate.common.atomic import sweep_stale_temp_files
+    from gate.pipeline.stack import gate_folders, work_dir_of
+
+    folders = [*gate_folders(config), *(p for p in _subfolders(work_dir_of(config)))]
+    for folder in folders + ([Path(out)] if out else []):
+        sweep_stale_temp_files(folder)
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return [Path(entry.path) for entry in os.scandir(folder) if entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 def _path(value: str | None) -> Path | None:

@@ -100,3 +100,23 @@ def test_a_reused_pid_or_another_boot_does_not_keep_a_dead_writers_file(tmp_path
         (tmp_path / name).write_text("x")
     assert sorted(atomic.sweep_stale_temp_files(tmp_path)) == sorted(stale)
     assert _temps(tmp_path) == [alive]
+
+
+def test_the_next_command_to_start_sweeps_the_gates_folders_even_where_it_writes_nothing(tmp_path):
+    """A killed `archive` left its temp in the baseline folder; `plan` (which writes nothing
+    there) removes it as it starts, and keeps a live writer's."""
+    world = tmp_path / "world"
+    B.prepare(None, world)  # type: ignore[arg-type] - prepare only writes the world
+    baseline = world / ".retrieval-gate" / "baseline"
+    baseline.mkdir(parents=True)
+    dead = baseline / ".manifest.yml.rg-999999999-1-0.abc123.tmp"
+    dead.write_text("half a manifest")
+    live = baseline / f".manifest.yml.{atomic.owner_tag()}.abc124.tmp"
+    live.write_text("a manifest being written")
+    cwd = os.getcwd()
+    os.chdir(world)
+    try:
+        main(["plan", "--runs-dir", "planned"])
+    finally:
+        os.chdir(cwd)
+    assert not dead.exists() and live.exists()
