@@ -58,7 +58,7 @@ def _config(repo, extra: str = "", replace: tuple[str, str] | None = None):
      "key 'attribution.factors': 'bm25.k1' (factor 'b') overlaps 'bm25' (factor 'a'): a path belongs to one factor"),
     ("attribution:\n  factors:\n    a×b: [bm25]\n", None, 12, "factor name 'a×b' must be non-empty, without spaces"),
     ("prompts: ['/etc/*.txt']\n", None, 11, "key 'prompts': '/etc/*.txt': an absolute path can never match"),
-    ("watch: ['../other/**']\n", None, 11, "key 'watch': '../other/**': '..' can never match"),
+    ("watch: ['../other/**']\n", None, 11, "key 'watch': '../other/**': '..' goes above the repository's top"),
     ("  inputs: [search/**, /abs/*.py]\n", None, 11, "key 'runner.inputs': '/abs/*.py': an absolute path"),
     ("environment: ['requirements*.txt']\n", None, 11, "key 'environment': 'requirements*.txt': name a file"),
     ("suite2: x\n", None, 11, "unknown key 'suite2'"),
