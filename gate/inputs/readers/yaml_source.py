@@ -204,6 +204,11 @@ def check_events(source: str, display: str) -> None:
         raise _yaml_error(display, error) from None
     except RecursionError:
         raise InputError(display, None, f"YAML nested deeper than {limits.MAX_NESTING} levels") from None
+    except AssertionError:
+        # ruamel's scanner asserts on a %YAML directive of another minor version (1.0, 1.3).
+        line = next((n for n, text in enumerate(source.split("\n"), 1) if text.startswith("%YAML")), None)
+        raise InputError(display, line, "a %YAML directive of a version the gate does not read: it reads YAML 1.2 "
+                         "(remove the directive)") from None
 
 
 def load_yaml(source: str, display: str, *, typ: str = "rt") -> Any:
