@@ -33,7 +33,7 @@ from pathlib import Path
 from gate.common.errors import InputError
 from gate.inputs import git
 from gate.inputs.fingerprint import file_sha256
-from gate.inputs.globs import matched_inputs
+from gate.inputs.globs import matched_inputs, shown
 
 
 @dataclass(frozen=True)
@@ -119,10 +119,15 @@ def working_tree(root: Path, exclude: Sequence[Path] = ()) -> CodeIdentity:
         env = {"GIT_INDEX_FILE": str(index), **_scratch_objects(top, Path(tmp))}
         # Everything (ignored files aside, as a commit would), then the gate's own folders out:
         # an exclude pathspec naming an ignored folder would make `git add` fail.
-        added = _git(top, "add", "-A", "--", ".", env=env)
+        try:
+            added = _git(top, "add", "-A", "--", ".", env=env)
+        except subprocess.TimeoutExpired:
+            # A huge untracked file (a 20 GB dump beside the code): git would hash it all.
+            return CodeIdentity("unknown", None, f"git add -A timed out in {top} (a very large untracked file? "
+                                "set runner.inputs to name the code)", Path(root))
         if added.returncode != 0:
-            return CodeIdentity("unknown", None, f"git add failed in {top}: "
-                                f"{added.stderr.decode(errors='replace').strip()[:200]}", Path(root))
+            why = " ".join(added.stderr.decode(errors="replace").split())  # one line, whatever git printed
+            return CodeIdentity("unknown", None, f"git add failed in {top}: {why[:200]}", Path(root))
         # Tracked files in an excluded folder leave the index too (-f: the temporary index may hold
         # another version of them than the file and HEAD, and git refuses that without it).
         if not _drop(top, exclude, env):
@@ -252,7 +257,12 @@ def declared_inputs(root: Path, globs: Sequence[str], source: str = "runner.inpu
                          "on would not be seen" + _folder_hint(root, globs))
     digest = hashlib.sha256()
     for name in sorted(files):
-        digest.update(f"{name}\t{_content_sha256(files[name])}\n".encode("utf-8", "surrogateescape"))
+        try:
+            content = _content_sha256(files[name])
+        except OSError as error:
+            raise InputError(source, None, f"cannot read {shown(name)} ({error.strerror or error}): the code a run "
+                             "depends on must be readable to be keyed") from None
+        digest.update(f"{name}\t{content}\n".encode("utf-8", "surrogateescape"))
     sha = digest.hexdigest()
     return CodeIdentity("inputs", sha, f"{len(files)} files of runner.inputs (sha256 {sha[:12]})", Path(root))
 
