@@ -251,6 +251,7 @@ def declared_inputs(root: Path, globs: Sequence[str], source: str = "runner.inpu
     left out. In a git repository the files are those a commit of the working tree would hold
     (tracked, or untracked and not ignored): exactly what a PR's diff can name, so a file is in the
     key when, and only when, its change is watched; outside git, every file below ``root``."""
+    _refuse_linked_folders(root, globs, source)
     files = matched_inputs(root, globs, source, exclude)
     if not files:
         raise InputError(source, None, f"no file matches {', '.join(globs)} below {root}: the code a run depends "
@@ -275,6 +276,24 @@ def _content_sha256(path: Path) -> str:
     if path.is_symlink():
         return "symlink:" + os.readlink(path)
     return "commit:" + (git.head_commit(path) or "unknown")
+
+
+def _refuse_linked_folders(root: Path, globs: Sequence[str], source: str) -> None:
+    """A glob whose folders (before its first wildcard) cross a symlink to a folder names the link,
+    which git records as one path, never the files behind it: a change to them would be neither
+    keyed nor watched, and a changed retriever would pass on a cached run. Refused, naming the
+    target to write instead."""
+    for pattern in globs:
+        here = Path(root)
+        for segment in [s for s in pattern.split("/") if s not in ("", ".")][:-1]:
+            if any(c in segment for c in "*?["):
+                break
+            here = here / segment
+            if here.is_symlink() and here.is_dir():
+                target = os.path.relpath(os.path.realpath(here), os.path.realpath(root))
+                raise InputError(source, None, f"{pattern}: {here.relative_to(root).as_posix()} is a symlink to the "
+                                 f"folder {target}: git records the link, not the files behind it, so a change to them "
+                                 f"would be neither keyed nor watched; name the files where they are ({target}/**)")
 
 
 def _folder_hint(root: Path, globs: Sequence[str]) -> str:

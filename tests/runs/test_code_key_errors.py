@@ -42,3 +42,18 @@ def test_git_add_timing_out_is_an_unknown_code_with_a_reason(tmp_path, monkeypat
     monkeypatch.setattr(code, "_git", slow)
     identity = code.working_tree(root)
     assert identity.kind == "unknown" and "timed out" in identity.description and "\n" not in identity.description
+
+
+@pytest.mark.parametrize("pattern", ["search/**", "search/*.py", "./search/run.py"])
+def test_a_glob_through_a_symlinked_folder_is_refused_naming_the_target(tmp_path, pattern):
+    """runner.inputs: [search/**] with search -> ../impl/search: a change to impl/search/run.py was
+    neither keyed nor watched, and the PR passed on a cached run (found by the breaker)."""
+    root = tmp_path / "repo"
+    (root / "impl" / "search").mkdir(parents=True)
+    (root / "impl" / "search" / "run.py").write_text("print('hi')\n")
+    (root / "svc").mkdir()
+    (root / "svc" / "search").symlink_to(Path("..") / "impl" / "search", target_is_directory=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    expected = r"search is a symlink to the folder \.\./impl/search.*\(\.\./impl/search/\*\*\)"
+    with pytest.raises(InputError, match=expected):
+        code.declared_inputs(root / "svc", [pattern])
