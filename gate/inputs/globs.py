@@ -23,6 +23,7 @@ folders (3.13 yields files too), and ``Path.match`` matches from the right.
 
 from __future__ import annotations
 
+import itertools
 import os
 import posixpath
 import re
@@ -35,6 +36,7 @@ from pathlib import Path
 from gate.common.errors import InputError
 from gate.inputs import git
 
+_GROUPS = itertools.count()  # unique group names across one compiled glob
 #: Characters with a meaning in a glob: :func:`escape` makes each one literal.
 _SPECIAL = frozenset("*?[")
 
@@ -135,16 +137,23 @@ def _regex(segments: list[str]) -> str:
 
 
 def _segment(segment: str) -> str:
-    """One path segment: ``*``, ``?`` and ``[...]`` within it, every other character literal."""
-    out, i = [], 0
+    """One path segment: ``*``, ``?`` and ``[...]`` within it, every other character literal.
+
+    Each ``*`` but the last matches up to the first place the fixed-length piece after it fits,
+    and never gives that back (an atomic group, written as fnmatch writes it so Python 3.10 reads
+    it too): the leftmost fit is always right for such a piece, and ``[^/]*`` before each one let
+    the regex engine try every split: ``*_*_*_*_*_x.py`` took seconds on a 200-character name
+    a pull request may choose."""
+    pieces: list[list[str]] = [[]]  # the fixed-length pieces between the stars
+    i = 0
     while i < len(segment):
         c = segment[i]
         if c == "*":
             while i + 1 < len(segment) and segment[i + 1] == "*":
                 i += 1  # "a**b" is "a*b": any run within the segment
-            out.append("[^/]*")
+            pieces.append([])
         elif c == "?":
-            out.append("[^/]")
+            pieces[-1].append("[^/]")
         elif c == "[":
             start = i + 1
             negate = start < len(segment) and segment[start] in "!^"
@@ -152,15 +161,23 @@ def _segment(segment: str) -> str:
                 start += 1
             end = segment.find("]", start + 1)  # a "]" first in the set is one of its characters
             if end == -1:
-                out.append(re.escape(c))  # no closing bracket: a literal "["
+                pieces[-1].append(re.escape(c))  # no closing bracket: a literal "["
             else:
                 body = "".join(ch if ch == "-" else re.escape(ch) for ch in segment[start:end])
-                out.append(f"(?!/)[{'^' if negate else ''}{body}]")
+                pieces[-1].append(f"(?!/)[{'^' if negate else ''}{body}]")
                 i = end
         else:
-            out.append(re.escape(c))
+            pieces[-1].append(re.escape(c))
         i += 1
-    return "".join(out)
+    texts = ["".join(piece) for piece in pieces]
+    if len(texts) == 1:
+        return texts[0]
+    head, *middle, tail = texts
+    out = [head]
+    for piece in middle:
+        name = f"g{next(_GROUPS)}"
+        out.append(f"(?=(?P<{name}>[^/]*?{piece}))(?P={name})")  # atomic: (?>[^/]*?piece)
+    return "".join(out) + "[^/]*" + tail
 
 
 def escape(path: str) -> str:

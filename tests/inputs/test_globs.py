@@ -257,3 +257,15 @@ def test_a_non_utf8_name_is_matched_as_git_lists_it(tmp_path):
     key = matched_inputs(root, ["search/caf????.py"])  # the escape is 4 characters, in both readers
     assert len(key) == 1 and matches(changed[0], ["search/caf????.py"])
     assert declared_inputs(root, ["search/*.py"]).known  # the key hashes the real bytes
+
+
+def test_a_file_name_a_pull_request_chooses_cannot_make_matching_slow():
+    """``*_*_*_*_*_*_x.py`` against a 200-character name of underscores: the regex engine tried
+    every split (seconds at five stars, hours at six; found by the breaker): on the old code this
+    test does not end. Each star but the last now takes the first fit and keeps it."""
+    glob = compile_glob("search/*_*_*_*_*_*_x.py")
+    assert "(?P=" in glob.regex.pattern  # the atomic groups
+    for name in ("_" * 200 + ".py", "a" * 200 + "_x.py", "a" * 200):
+        assert not glob.matches("search/" + name)
+    assert glob.matches("search/" + "_" * 200 + "x.py")
+    assert glob.matches("search/a_b_c_d_e_f_x.py") and not glob.matches("search/a_b_c_d_e_x.py")
