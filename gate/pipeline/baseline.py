@@ -159,8 +159,18 @@ def baseline_corpus(config: Config, golden: Golden, choice: BaselineChoice, base
         return (BaseCorpus(snapshot.path, snapshot.record.sha256,
                            "outside git, unchanged since the archive (same fingerprint)"),
                 held_corpus(snapshot.path, snapshot.record.id))
-    note = (f"leakage: the baseline's corpus {snapshot.record.id} cannot be read as of its commit and differs from "
-            "the archived fingerprint: every leak counts as new")
+    if recorded is None and (root is None or inside is None):
+        # Outside the repository and never archived: a pull request cannot change this file (its
+        # diff holds no byte of it), so it is the baseline's corpus too; counting its old leaks
+        # as new would fail a PR that never touched it. The held digest still catches a run
+        # that writes to it.
+        return (BaseCorpus(snapshot.path, snapshot.record.sha256,
+                           "outside the repository and not archived: the same file both sides read"),
+                held_corpus(snapshot.path, snapshot.record.id))
+    why = ("differs from the archived fingerprint" if recorded is not None
+           else "has no archived fingerprint to compare with")
+    note = (f"leakage: the baseline's corpus {snapshot.record.id} cannot be read as of its commit and {why}: "
+            "every leak counts as new")
     return BaseCorpus(None, None, "not readable as of the baseline's commit: every leak counts as new", note), Held()
 
 
