@@ -19,7 +19,6 @@ not earn. So every produced run is keyed on the code it was produced by:
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import shutil
 import subprocess
@@ -180,12 +179,19 @@ def checkout(code: CodeIdentity, repo: Path, scratch: Path) -> Iterator[CodeIden
     folder = Path(tempfile.mkdtemp(prefix=f"checkout-{code.commit[:12]}-", dir=scratch))
     folder.chmod(0o755)  # the baseline's command runs here as the box's uid: it reads, never writes
     try:
-        archive = git.run(top, "archive", "--format=tar", code.commit, timeout=600)
-        if archive.returncode != 0:
-            raise CheckoutFailed(f"git archive {code.commit[:12]} failed: "
-                                 f"{archive.stderr.decode(errors='replace').strip()[:200]}")
-        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-            _extract(tar, folder)
+        # Through a file, never memory: a monorepo's commit may hold gigabytes.
+        with tempfile.TemporaryFile(dir=scratch) as tar_file:
+            try:
+                archive = git.run(top, "archive", "--format=tar", code.commit, timeout=600, stdout=tar_file,
+                                  stderr=subprocess.PIPE)
+            except subprocess.TimeoutExpired:
+                raise CheckoutFailed(f"git archive {code.commit[:12]} took more than 600 s") from None
+            if archive.returncode != 0:
+                raise CheckoutFailed(f"git archive {code.commit[:12]} failed: "
+                                     f"{' '.join(archive.stderr.decode(errors='replace').split())[:200]}")
+            tar_file.seek(0)
+            with tarfile.open(fileobj=tar_file) as tar:
+                _extract(tar, folder)
         open_for_reading(folder)
         yield CodeIdentity(code.kind, code.sha, code.description, _same_folder(folder, inside, code.commit),
                            code.commit)
