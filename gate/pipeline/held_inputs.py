@@ -21,6 +21,7 @@ from gate.inputs.config import Config, is_spec
 from gate.inputs.golden import Golden
 from gate.inputs.held import Held, hold_files
 from gate.inputs.manifest import Manifest, referenced_files
+from gate.inputs.query_ids import tuning_split
 from gate.inputs.retrieval_config import RetrievalConfig
 from gate.pipeline.baseline import BaseCorpus, BaselineChoice, baseline_corpus, choose_baseline, held_corpus
 
@@ -41,6 +42,9 @@ def hold_verdict_inputs(config: Config, golden: Golden, retrieval: RetrievalConf
     ``held_folder``: the gate's own folder for the base's corpus; ``not_prompts``: the gate's
     folders, which no prompt glob scans."""
     choice = choose_baseline(config, base)
+    # The tuning files are read (and a bad one refused at its first bad line) before any digest
+    # reads them whole: a 20 GB file with a bad first line was digested for a minute first.
+    tuning_split(config)
     candidate = golden.corpus(retrieval)
     base_corpus, held = None, Held()
     if config.leakage.enabled and candidate is not None and choice.config is not None:

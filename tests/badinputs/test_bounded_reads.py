@@ -167,3 +167,27 @@ def test_noise_from_runs_still_refuses_one_run_given_twice(world, monkeypatch, c
             (world / other).unlink()
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and f"{other} is the same file as runs/base.run" in err[0], err
+
+
+def test_a_tuning_file_is_refused_at_its_first_bad_line_before_any_digest(world, monkeypatch, capsys):
+    """tuning.queries was digested whole (with the other verdict inputs) before its reader refused
+    it: 58 s for a 20 GB file with a bad first line (found by the breaker)."""
+    monkeypatch.chdir(world)
+    config = world / ".retrieval-gate.yml"
+    original = config.read_text()
+    tuning = world / "eval" / "tuning.txt"
+    with open(tuning, "wb") as handle:
+        handle.write(BAD_FIRST_LINE)
+    os.truncate(tuning, SPARSE_SIZE)
+    config.write_text(original + "tuning:\n  queries: eval/tuning.txt\n  params: [bm25.k1]\n")
+    try:
+        capsys.readouterr()
+        with _Watchdog(8 * READ_BUDGET) as watchdog:
+            code = main(["run", "--out", "rep-tuning"])
+            read = _rchar() - watchdog.start
+    finally:
+        config.write_text(original)
+        tuning.unlink()
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip() and not line.startswith("[")]
+    assert not watchdog.fired and read <= READ_BUDGET, read >> 20
+    assert code == 2 and len(err) == 1 and "tuning.txt" in err[0], err
