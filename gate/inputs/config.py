@@ -67,7 +67,21 @@ def _type_name(value: Any) -> str:
 def text(value: Any, where: _Where) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise where.error(f"expected text, got {_type_name(value)}")
+    if isinstance(value, float):
+        # .inf, 1e3 and 1.10 would be read as "inf", "1000.0" and "1.1": not what the file says.
+        raise where.error(f"'{value}' is a number here: quote it to mean the text")
+    _decimal(value, where)
     return str(value)
+
+
+def path_text(value: Any, where: _Where) -> str:
+    """A file or folder name: text, not empty (the config's folder would be meant) and no NUL."""
+    name = text(value, where)
+    if not name.strip():
+        raise where.error("an empty path: name a file, or remove the key")
+    if "\0" in name:
+        raise where.error("a NUL character is in no file name")
+    return name
 
 
 def _decimal(value: Any, where: _Where) -> None:
@@ -274,7 +288,7 @@ class GoldenConfig:
 @dataclass(frozen=True, kw_only=True)
 class RetrievalSection:
     """``retrieval:``, the retrieval configuration under test."""
-    config: str = setting(text)
+    config: str = setting(path_text)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -288,21 +302,21 @@ class RunnerConfig:
     # Globs (relative to the repository) of the code a run depends on; default: the whole
     # git tree of the code under test (the gate's own folders aside).
     inputs: tuple[str, ...] = setting(text_list, ())
-    baseline_run: str | None = setting(text, None)
-    candidate_run: str | None = setting(text, None)
+    baseline_run: str | None = setting(path_text, None)
+    candidate_run: str | None = setting(path_text, None)
     options: Mapping[str, Any] = setting(mapping, {})
 
 
 @dataclass(frozen=True, kw_only=True)
 class BaselineConfig:
     """``baseline:``, where the archived baseline's manifest lives."""
-    manifest: str = setting(text, ".retrieval-gate/baseline/manifest.yml")
+    manifest: str = setting(path_text, ".retrieval-gate/baseline/manifest.yml")
 
 
 @dataclass(frozen=True, kw_only=True)
 class CacheConfig:
     """``cache:``, the run cache keyed by fingerprint."""
-    dir: str = setting(text, ".retrieval-gate/cache")
+    dir: str = setting(path_text, ".retrieval-gate/cache")
     enabled: bool = setting(boolean, True)
 
 
@@ -319,7 +333,7 @@ class StrataConfig:
     """``strata:``, traffic share of each stratum (fractions summing to 1), a qid->stratum TSV
     when the query file has no stratum field, and strata whose regression fails the gate."""
     shares: Mapping[str, Any] | None = setting(mapping, None)
-    assignments: str | None = setting(text, None)
+    assignments: str | None = setting(path_text, None)
     guarded: tuple[str, ...] = setting(text_list, ())
 
 
@@ -400,7 +414,7 @@ class SweepConfig:
 class NoiseConfig:
     """``noise:``, the run-to-run noise band."""
     # A stored noise band (noise.json from `retrieval-gate noise`); the manifest's band wins when both exist.
-    file: str | None = setting(text, None)
+    file: str | None = setting(path_text, None)
     repeats: int = setting(in_range(positive_integer, 2, limits.MAX_REPEATS), 10)
     # Config keys (or prefixes) that build the index: a band measured under other values is stale.
     invalidate_on: tuple[str, ...] = setting(text_list, ("index", "embedding", "ingestion", "chunking", "bm25",
@@ -478,7 +492,7 @@ class Config:
     root: Path  # its folder: every relative path is resolved against it
     suite: str = setting(suite_name, "retrieval")
     golden: GoldenConfig = section(GoldenConfig)
-    corpus: str | None = setting(text, None)
+    corpus: str | None = setting(path_text, None)
     corpus_location: str | None = setting(text, None)
     metric: str = setting(text, "nDCG@10")
     also: tuple[str, ...] = setting(text_list, ("RR@10", "R@100", "Judged@10"))

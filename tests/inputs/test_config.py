@@ -83,6 +83,13 @@ def test_the_documented_example_loads_with_paths_relative_to_the_config(tmp_path
         ("metric: nDCG@10\n", "metric: null\n", 7, "key 'metric' has no value (null)"),
         ("also: [RR@10, R@100, Judged@10]\n", "also: ~\n", 8, "key 'also' has no value (null)"),
         ("suite: docs-search\n", "suite:\n", 1, "key 'suite' has no value (null)"),
+        # (found by the breaker) numbers where text is meant, read as other text; an empty path
+        ("suite: docs-search\n", "suite: .inf\n", 1, "'inf' is a number here: quote it"),
+        ("suite: docs-search\n", "suite: 1.10\n", 1, "'1.1' is a number here: quote it"),
+        ("suite: docs-search\n", "suite: 0x1A\n", 1, "hexadecimal number"),
+        ("corpus: snapshots/corpus.jsonl\n", "corpus: ''\n", 6, "key 'corpus': an empty path"),
+        ("  manifest: .retrieval-gate/baseline/manifest.yml\n", "  manifest: ' '\n", 16,
+         "key 'baseline.manifest': an empty path"),
     ],
 )
 def test_a_broken_config_is_one_line_with_file_line_and_key(tmp_path, capsys, old, new, line, message):
