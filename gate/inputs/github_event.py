@@ -87,6 +87,8 @@ def read_event(env: Mapping[str, str]) -> Event:
         head = payload.get(pr, "pull_request.head", (dict,), required=True)
         base = payload.get(pr, "pull_request.base", (dict,))
         number = payload.get(pr, "pull_request.number", (int,), required=True)
+        if not 0 < number < 1 << 31:
+            raise payload.fail("pull_request.number", f"is not a pull request number: {number}")
         head_repo = payload.get(head, "pull_request.head.repo", (dict,))
         base_repo = payload.get(base, "pull_request.base.repo", (dict,)) or {}
         # A fork: no head repository (deleted), or another full name (not head.repo.fork).
