@@ -17,9 +17,12 @@ name does not say its owner, are left alone.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from gate.common.errors import InputError
@@ -157,3 +160,17 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
     return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+@contextmanager
+def folder_lock(folder: str | Path) -> Iterator[None]:
+    """An exclusive lock on ``folder`` (flock on the folder itself: no lock file to commit), held
+    by whoever writes or prunes a set of files there that belong together: ``archive`` writing
+    its data files and then the manifest naming them, ``archive --gc`` removing the files no
+    manifest names, which would otherwise remove the data of an archive half written."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

@@ -33,7 +33,13 @@ from ruamel.yaml import YAML
 
 from gate import __version__
 from gate.common import limits
-from gate.common.atomic import is_owned_temp, sweep_stale_temp_files, write_bytes_atomic, write_text_atomic
+from gate.common.atomic import (
+    folder_lock,
+    is_owned_temp,
+    sweep_stale_temp_files,
+    write_bytes_atomic,
+    write_text_atomic,
+)
 from gate.common.errors import InputError
 from gate.inputs.readers.fields import check_json_value, parse_json_document
 from gate.inputs.readers.records import Run
@@ -208,51 +214,52 @@ def write_manifest(
     extra: Mapping[str, Any] | None = None,
     extra_files: Mapping[str, bytes] | None = None,
 ) -> Manifest:
-    """Archive a baseline. Data first (content-hash names, fsynced), manifest.yml last."""
+    """Archive a baseline. Data first (content-hash names, fsynced), manifest.yml last, under the
+    folder's lock (a concurrent ``archive --gc`` waits)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    run_file, run_sha = _write_data(folder, "run", "trec.gz", run_to_trec_gz(run))
-    per_query_bytes = json.dumps(per_query, sort_keys=True, indent=0).encode("utf-8")
-    per_query_file, per_query_sha = _write_data(folder, "per-query", "json", per_query_bytes)
-    # The canonical serialisation, so the file's hash is the config's sha256.
-    config_bytes = canonical_json(config.data).encode("utf-8")
-    _write_data(folder, "config", "json", config_bytes)
-    for name, data in (extra_files or {}).items():
-        # Callers name extra data files by their own content hash.
-        target = folder / name
-        if not target.exists():
-            write_bytes_atomic(target, data)
-    manifest = Manifest(
-        folder=folder,
-        created=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
-        git_commit=git_commit,
-        suite=suite,
-        config_path=config_path,
-        config=config,
-        config_sha256=config.sha256,
-        corpus=corpus,
-        queries=queries,
-        qrels=qrels,
-        metric=metric,
-        measures=tuple(measures),
-        rel=rel,
-        runner=dict(runner),
-        run_file=run_file,
-        run_sha256=run_sha,
-        run_query_count=len(run.query_ids),
-        per_query_file=per_query_file,
-        per_query_sha256=per_query_sha,
-        environment=dict(environment),
-        extra=dict(extra or {}),
-    )
-    buffer = io.StringIO()
-    yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False
-    buffer.write("# retrieval-gate baseline manifest; data files are named by content hash.\n")
-    yaml.dump(manifest.to_dict(), buffer)
-    write_text_atomic(folder / "manifest.yml", buffer.getvalue())
-    return manifest
-
+    with folder_lock(folder):
+        run_file, run_sha = _write_data(folder, "run", "trec.gz", run_to_trec_gz(run))
+        per_query_bytes = json.dumps(per_query, sort_keys=True, indent=0).encode("utf-8")
+        per_query_file, per_query_sha = _write_data(folder, "per-query", "json", per_query_bytes)
+        # The canonical serialisation, so the file's hash is the config's sha256.
+        config_bytes = canonical_json(config.data).encode("utf-8")
+        _write_data(folder, "config", "json", config_bytes)
+        for name, data in (extra_files or {}).items():
+            # Callers name extra data files by their own content hash.
+            target = folder / name
+            if not target.exists():
+                write_bytes_atomic(target, data)
+        manifest = Manifest(
+            folder=folder,
+            created=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+            git_commit=git_commit,
+            suite=suite,
+            config_path=config_path,
+            config=config,
+            config_sha256=config.sha256,
+            corpus=corpus,
+            queries=queries,
+            qrels=qrels,
+            metric=metric,
+            measures=tuple(measures),
+            rel=rel,
+            runner=dict(runner),
+            run_file=run_file,
+            run_sha256=run_sha,
+            run_query_count=len(run.query_ids),
+            per_query_file=per_query_file,
+            per_query_sha256=per_query_sha,
+            environment=dict(environment),
+            extra=dict(extra or {}),
+        )
+        buffer = io.StringIO()
+        yaml = YAML(typ="safe", pure=True)
+        yaml.default_flow_style = False
+        buffer.write("# retrieval-gate baseline manifest; data files are named by content hash.\n")
+        yaml.dump(manifest.to_dict(), buffer)
+        write_text_atomic(folder / "manifest.yml", buffer.getvalue())
+        return manifest
 
 def _need(data: Mapping[str, Any], key: str, path: str, kind: type | tuple[type, ...]) -> Any:
     if key not in data:
@@ -422,6 +429,11 @@ def referenced_files(manifest: Manifest) -> set[str]:
 def gc(folder: str | Path) -> list[str]:
     """Remove data files the current manifest does not name. Returns the removed names."""
     folder = Path(folder)
+    with folder_lock(folder):  # an archive writing its data files finishes first
+        return _gc_locked(folder)
+
+
+def _gc_locked(folder: Path) -> list[str]:
     manifest = load_manifest(folder / "manifest.yml")
     keep = referenced_files(manifest)
     # A killed writer's temporary file goes; a live writer's (an archive still writing) stays.

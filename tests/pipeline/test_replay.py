@@ -375,3 +375,38 @@ def test_run_and_replay_commands_write_schema_valid_reports(archived, tmp_path, 
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert markdown.startswith("# retrieval-gate: pass")
     assert "Baseline **rescored**" in markdown and "| boost |" in markdown
+
+
+def test_gc_waits_for_an_archive_writing_beside_it(archived, monkeypatch):
+    """`archive --gc` beside a running `archive` removed its data files before the manifest named
+    them, and every later run exited 2 (found by the breaker). Both take the folder's lock: gc,
+    started while an archive holds it, runs after the manifest is written."""
+    import threading
+
+    from gate.common import atomic
+    from gate.inputs import manifest as manifest_module
+
+    _config_path, result = archived
+    folder = result.manifest.folder
+    waiting = threading.Event()
+    real_flock = atomic.fcntl.flock
+
+    def flock(fd, operation):
+        if threading.current_thread().name == "gc":
+            waiting.set()  # gc is at the lock (blocked while the archive holds it)
+        return real_flock(fd, operation)
+
+    monkeypatch.setattr(atomic.fcntl, "flock", flock)
+    fresh = folder / "run-0123456789abcdef.trec.gz"  # an archive's data file, not yet in the manifest
+    removed: list[str] = []
+    with atomic.folder_lock(folder):
+        fresh.write_bytes(b"")
+        gc = threading.Thread(target=lambda: removed.extend(manifest_module.gc(folder)), name="gc")
+        gc.start()
+        assert waiting.wait(60), "gc did not take the folder's lock"
+        text = result.manifest.manifest_path.read_text()
+        name = result.manifest.run_file
+        result.manifest.manifest_path.write_text(text.replace(name, fresh.name))  # the archive's manifest lands
+    gc.join()
+    assert fresh.exists() and fresh.name not in removed, removed
+    result.manifest.manifest_path.write_text(text)
