@@ -405,7 +405,7 @@ class GitHubClient:
     def _error_fields(response: requests.Response) -> tuple[str, str | None]:
         try:
             data = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python's stack
             return (response.text or "").strip()[:300], None
         if isinstance(data, dict):
             message = str(data.get("message") or "")
@@ -633,6 +633,8 @@ class GitHubClient:
             return response.json()
         except ValueError:
             raise self._odd(response, "the answer is not JSON") from None
+        except RecursionError:  # a body of 200 KB of '[': no answer GitHub documents is that deep
+            raise self._odd(response, "the answer is JSON nested too deeply") from None
 
     def _odd(self, response: requests.Response, problem: str) -> GitHubAnswerError:
         """The error for an answer not shaped as GitHub documents it."""
