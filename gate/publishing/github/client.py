@@ -25,6 +25,9 @@ job for an hour:
   of another shape raises :class:`GitHubAnswerError`, a GitHub problem like an outage;
 * a request that creates something (a comment) is not retried after a 5xx or a
   lost answer (:class:`GitHubUncertainError`): the caller looks first;
+* a redirect (301/302/307: a renamed or transferred repository) is followed on the API
+  host only (the token goes nowhere else), at most five hops, a write only by 307/308; a
+  redirect's body is never read;
 * a 403 that is not a rate limit (``Resource not accessible by integration``:
   a fork PR's read-only token, or a missing ``permissions:`` entry) is never
   retried and raises :class:`GitHubPermissionError`.
@@ -95,6 +98,8 @@ RESET_MARGIN = 1.0  # seconds added to x-ratelimit-reset against clock skew
 MAX_RATE_LIMIT_RETRIES = 8
 MAX_PAGES = 100  # 10,000 items at per_page=100
 MAX_BODY_BYTES = 16 * 1024 * 1024  # one page of 100 comments of 65,536 characters is under 10 MiB
+MAX_REDIRECTS = 5  # a renamed or transferred repository answers one (301, 302 or 307); a chain is not GitHub
+KEEPS_METHOD = (307, 308)  # 301/302/303 turn a write into a GET: never followed for one
 
 
 # --------------------------------------------------------------------------- errors
@@ -269,6 +274,15 @@ class _BearerAuth(requests.auth.AuthBase):
         return "_BearerAuth(token='***')"
 
 
+class _UnredirectedSession(requests.Session):
+    """A session that never looks for a redirect: requests reads a 3xx answer's whole body to
+    prepare the next hop even with ``allow_redirects=False`` (past MAX_BODY_BYTES: a 302 with an
+    endless body grew the job by gigabytes). The client follows redirects itself."""
+
+    def get_redirect_target(self, resp: requests.Response) -> None:
+        return None
+
+
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -278,8 +292,9 @@ class GitHubClient:
     ``max_wait`` caps the total seconds spent inside its calls over the client's
     lifetime (waits, connecting, reading answers); ``max_retries`` bounds retries
     of 5xx answers and connection errors per request; ``timeout`` is the socket
-    timeout of each read in seconds. A ``session`` given gets the client's adapter
-    (the one whose sockets the deadline can shut down) mounted for http and https.
+    timeout of each read in seconds. Its session mounts the client's adapter (the one
+    whose sockets the deadline can shut down) for http and https, and follows no redirect
+    (the client does, on the API host only).
     """
 
     def __init__(
@@ -295,7 +310,6 @@ class GitHubClient:
         user_agent: str = f"retrieval-gate/{__version__}",
         timeout: float = 30,
         max_retries: int = 4,
-        session: requests.Session | None = None,
     ):
         if not token or not isinstance(token, str):
             raise ValueError("a GitHub token is required (GITHUB_TOKEN or the action's github-token input)")
@@ -317,7 +331,7 @@ class GitHubClient:
         self._sleep = sleep
         self._clock = clock
         self._now = now
-        self._session = session if session is not None else requests.Session()
+        self._session = _UnredirectedSession()
         for prefix in ("http://", "https://"):
             self._session.mount(prefix, _DeadlineAdapter())
         self.waited = 0.0  # seconds spent waiting so far (counts against max_wait)
@@ -476,7 +490,8 @@ class GitHubClient:
         transient = 0
         rate_limited = 0
         secondary_hits = 0
-        attempts = 1 + self.max_retries + MAX_RATE_LIMIT_RETRIES
+        redirects = 0
+        attempts = 1 + self.max_retries + MAX_RATE_LIMIT_RETRIES + MAX_REDIRECTS
         for _attempt in range(attempts):
             remaining = self._deadline - self._clock()
             if remaining <= 0:
@@ -508,6 +523,11 @@ class GitHubClient:
                                   method=method, path=shown) from None
 
             status = response.status_code
+            if response.is_redirect:
+                redirects += 1
+                url = self._redirect_target(response, method, shown, redirects)
+                shown, params = urllib.parse.urlsplit(url).path, None  # the new URL carries its own query
+                continue
             if status < 400:
                 return response
             api_message, doc_url = self._error_fields(response)
@@ -544,11 +564,26 @@ class GitHubClient:
         raise GitHubError(self._scrub(f"GitHub API {method} {shown}: gave up after {attempts} attempts"),
                           method=method, path=shown)
 
+    def _redirect_target(self, response: requests.Response, method: str, shown: str, hops: int) -> str:
+        """Where a 3xx answer sends the request: on the API host only (``_url`` refuses another one,
+        so the token never leaves it), at most MAX_REDIRECTS hops, and a write only by 307/308."""
+        status = response.status_code
+        if hops > MAX_REDIRECTS:
+            raise GitHubError(self._scrub(f"GitHub API {method} {shown} answered {status}: more than "
+                                          f"{MAX_REDIRECTS} redirects"), status=status, method=method, path=shown)
+        if method not in ("GET", "HEAD") and status not in KEEPS_METHOD:
+            raise GitHubError(self._scrub(f"GitHub API {method} {shown} answered {status}: a redirect that would "
+                                          f"turn the {method} into a GET (was the repository moved?)"),
+                              status=status, method=method, path=shown)
+        return self._url(urllib.parse.urljoin(response.url, response.headers["location"]))
+
     def _exchange(self, method: str, url: str, shown: str, remaining: float, *, params: dict[str, Any] | None,
                   json: Any) -> requests.Response:
         """One request and its whole answer, within ``remaining`` seconds: connecting, the headers
         and the body. At the deadline a watchdog shuts the socket down (the per-read ``timeout``
-        alone lets a trickling server hold the call for ever)."""
+        alone lets a trickling server hold the call for ever). A redirect is not followed here
+        (requests would read each redirect's whole body, past MAX_BODY_BYTES): its body is left
+        unread and its connection closed; ``_request`` follows it."""
         watch = _CallWatch()
         watchdog = threading.Timer(remaining, watch.fire)
         watchdog.daemon = True
@@ -564,8 +599,12 @@ class GitHubClient:
                 auth=self._auth,
                 timeout=max(0.1, min(self.timeout, remaining)),
                 stream=True,
+                allow_redirects=False,
             )
-            self._read_body(response, method, shown)
+            if response.is_redirect:
+                response.close()
+            else:
+                self._read_body(response, method, shown)
         except Exception:
             if watch.fired:  # whatever the shut socket made requests raise, the budget ran out
                 raise self._cut_off(method, shown) from None
