@@ -6,21 +6,22 @@ from __future__ import annotations
 
 import socket
 import threading
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 Server = TypeVar("Server", bound="RawServer")
 
 
-@dataclass
 class RawServer:
-    listener: socket.socket = field(default_factory=socket.socket)
+    """Not a dataclass: the subclasses are, with their own fields first (``Trickler("body")``)."""
+
+    listener: socket.socket
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
 
     def start(self: Server) -> Server:
+        self.listener = socket.socket()
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(16)
         threading.Thread(target=self._serve, daemon=True).start()

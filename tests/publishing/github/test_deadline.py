@@ -38,7 +38,7 @@ class Trickler(RawServer):
     line and headers trickle), "body" (headers at once, then the body trickles) or "second" (the
     first request on a connection is answered whole, the second one's headers trickle)."""
 
-    what: str = "headers"
+    what: str
     connections: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
     sending: int = 0  # connections still trickling
@@ -82,7 +82,7 @@ class Trickler(RawServer):
 
 @pytest.fixture(params=["headers", "body"])
 def trickler(request) -> Iterator[Trickler]:
-    server = Trickler(what=request.param).start()
+    server = Trickler(request.param).start()
     try:
         yield server
     finally:
@@ -120,7 +120,7 @@ def test_the_deadline_bounds_a_whole_publish(trickler):
 def test_a_kept_alive_connection_is_watched_too():
     """The second call reuses the first one's connection (HTTP/1.1 keep-alive), and the server
     trickles only that second answer: the reused socket is under the second call's watch."""
-    server = Trickler(what="second").start()
+    server = Trickler("second").start()
     try:
         client = GitHubClient(server.url, TOKEN, "octo-org/octo-repo", max_wait=MAX_WAIT + MARGIN, timeout=300)
         first = client.request("GET", "/rate_limit")
