@@ -28,7 +28,7 @@ from gate.inputs.github_event import Event, base_commit, read_event
 from gate.pipeline.pull_request import Fetch, Judgement, PullRequest, judge_pull_request
 from gate.pipeline.result import Result
 from gate.pipeline.stack import RunOptions
-from gate.publishing.github.client import GitHubClient, GitHubError, truncate_description
+from gate.publishing.github.client import GitHubClient, GitHubError, max_wait_problem, truncate_description
 from gate.publishing.github.sticky_comment import publish_comment
 from gate.publishing.workflow_commands import (
     annotation,
@@ -91,6 +91,9 @@ def read_inputs(env: Mapping[str, str]) -> Inputs:
         wait = float(wait_text)
     except ValueError:
         raise ActionInputError(f"input 'github-max-wait' must be a number of seconds, got '{wait_text}'") from None
+    problem = max_wait_problem(wait)
+    if problem:
+        raise ActionInputError(f"input 'github-max-wait' {problem}, got '{wait_text[:30]}'")
     status = (_input(env, "commit-status", "false") or "false").lower()
     if status not in ("true", "false"):
         raise ActionInputError(f"input 'commit-status' must be true or false, got '{status}'")
@@ -100,7 +103,7 @@ def read_inputs(env: Mapping[str, str]) -> Inputs:
         candidate_run=_input(env, "candidate-run"),
         runs_dir=_input(env, "runs-dir"),
         comment_mode=mode,
-        github_max_wait=max(0.0, wait),
+        github_max_wait=wait,
         working_directory=_input(env, "working-directory", "."),
         commit_status=status == "true",
     )

@@ -44,6 +44,7 @@ from __future__ import annotations
 import email.utils
 import functools
 import logging
+import math
 import re
 import socket
 import threading
@@ -60,6 +61,7 @@ import urllib3.connectionpool
 import urllib3.poolmanager
 
 from gate import __version__
+from gate.common.limits import MAX_GITHUB_WAIT
 from gate.publishing.github.answers import (
     AnswerShapeError,
     IssueComment,
@@ -86,6 +88,7 @@ __all__ = [
     "GitHubUncertainError",
     "GitHubAnswerError",
     "GitHubClient",
+    "max_wait_problem",
 ]
 
 API_VERSION = "2022-11-28"
@@ -258,6 +261,15 @@ class _DeadlineAdapter(requests.adapters.HTTPAdapter):
 
 
 # --------------------------------------------------------------------------- client
+
+
+def max_wait_problem(seconds: float) -> str | None:
+    """Why ``seconds`` cannot be a budget for GitHub calls (not finite: inf overflows the
+    watchdog's timer, nan compares false with everything; or past MAX_GITHUB_WAIT), or None."""
+    if not math.isfinite(seconds) or not 0.0 <= seconds <= MAX_GITHUB_WAIT:
+        return f"must be at least 0 and at most {MAX_GITHUB_WAIT:g} seconds"
+    return None
+
 
 
 class _BearerAuth(requests.auth.AuthBase):
