@@ -10,7 +10,8 @@ job for an hour:
   the token never appears in an exception message, a log line or ``repr``;
 * rate limits (403/429) are waited out: ``retry-after`` first, then
   ``x-ratelimit-remaining: 0`` until ``x-ratelimit-reset`` (wall clock ``now``),
-  then a secondary limit without headers waits 60 s, 120 s, ... ;
+  then a limit without a usable time (no header, or nan, inf, a negative number) waits
+  60 s, 120 s, ... ;
 * 5xx answers, connection errors and timeouts are retried ``max_retries``
   times with exponential backoff (1, 2, 4, 8 s);
 * one budget of ``max_wait`` wall-clock seconds bounds the time spent inside its
@@ -446,8 +447,9 @@ class GitHubClient:
         return str(data)[:300], None
 
     def _rate_limit_delay(self, response: requests.Response, api_message: str,
-                          secondary_hits: int) -> tuple[float, str] | None:
-        """Seconds to wait for a 403/429 that is a rate limit, or None when it is not one."""
+                          secondary_hits: int) -> tuple[float, str, bool] | None:
+        """Seconds to wait for a 403/429 that is a rate limit, why, and whether it is the
+        backoff of a limit that gave no usable time (60 s, 120 s, ...); None when it is not one."""
         if response.status_code == 403 and INTEGRATION_MESSAGE.lower() in api_message.lower():
             return None
         headers = response.headers
@@ -455,19 +457,17 @@ class GitHubClient:
         if retry_after is not None:
             seconds = _parse_retry_after(retry_after, self._now)
             if seconds is not None:
-                return seconds, f"rate limited ({response.status_code}, retry-after {retry_after.strip()})"
-        if headers.get("x-ratelimit-remaining", "").strip() == "0" and headers.get("x-ratelimit-reset"):
-            try:
-                reset = float(headers["x-ratelimit-reset"])
-            except ValueError:
-                reset = None
-            if reset is not None:
-                seconds = max(reset - self._now(), 0.0) + RESET_MARGIN
-                return seconds, f"rate limit exhausted ({response.status_code}, resets at epoch {reset:.0f})"
+                return seconds, f"rate limited ({response.status_code}, retry-after {retry_after.strip()[:40]})", False
+        exhausted = headers.get("x-ratelimit-remaining", "").strip() == "0"
+        reset = _epoch(headers.get("x-ratelimit-reset", ""))
+        if exhausted and reset is not None:
+            seconds = max(reset - self._now(), 0.0) + RESET_MARGIN
+            return seconds, f"rate limit exhausted ({response.status_code}, resets at epoch {reset:.0f})", False
         lowered = api_message.lower()
-        if "secondary rate limit" in lowered or "abuse" in lowered or response.status_code == 429:
+        if exhausted or "secondary rate limit" in lowered or "abuse" in lowered or response.status_code == 429:
             seconds = SECONDARY_MIN_WAIT * (2 ** secondary_hits)
-            return seconds, f"secondary rate limit ({response.status_code}, no retry-after)"
+            kind = "rate limit exhausted" if exhausted else "secondary rate limit"
+            return seconds, f"{kind} ({response.status_code}, no usable retry-after or x-ratelimit-reset)", True
         return None
 
     def request(
@@ -554,8 +554,8 @@ class GitHubClient:
                     rate_limited += 1
                     if rate_limited > MAX_RATE_LIMIT_RETRIES:
                         raise error(GitHubError, f" (still rate limited after {rate_limited - 1} retries)")
-                    seconds, reason = delay
-                    if reason.startswith("secondary"):
+                    seconds, reason, backoff = delay
+                    if backoff:
                         secondary_hits += 1
                     self._wait(seconds, reason, method, shown)
                     continue
@@ -827,9 +827,11 @@ def _parse_retry_after(value: str, now: Callable[[], float]) -> float | None:
     if not value:
         return None
     try:
-        return max(float(value), 0.0)
+        seconds = float(value)
     except ValueError:
         pass
+    else:  # nan, inf or a negative count of seconds says nothing: the default backoff, not a 0 s wait
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -837,6 +839,15 @@ def _parse_retry_after(value: str, now: Callable[[], float]) -> float | None:
     if when is None:
         return None
     return max(when.timestamp() - now(), 0.0)
+
+
+def _epoch(value: str) -> float | None:
+    """x-ratelimit-reset's epoch seconds; None when absent or not a time (nan, inf, negative)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _check_body(body: str) -> None:
