@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO, overload
 
+from gate.common.environment import scrub_token
 from gate.common.errors import InputError
 from gate.common.numbers import fixed
 from gate.inputs import git
@@ -149,10 +150,7 @@ def output_folder(env: Mapping[str, str]) -> Path:
 def _save_crash(env: Mapping[str, str], inputs: Inputs) -> str:
     """The traceback, where the job keeps it: the output folder (uploaded with the report; a
     container's /tmp goes with the container), and a line in the job summary. Returns where."""
-    text = traceback.format_exc()
-    token = inputs.token
-    if token:
-        text = text.replace(token, "***")
+    text = scrub_token(traceback.format_exc(), inputs.token)
     place = output_folder(env) / "crash-traceback.txt"
     try:
         place.parent.mkdir(parents=True, exist_ok=True)

@@ -62,6 +62,7 @@ import urllib3.connectionpool
 import urllib3.poolmanager
 
 from gate import __version__
+from gate.common.environment import scrub_token
 from gate.common.limits import MAX_GITHUB_WAIT
 from gate.publishing.github.answers import (
     AnswerShapeError,
@@ -368,7 +369,7 @@ class GitHubClient:
     # ------------------------------------------------------------- plumbing
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._token, "***") if self._token else text
+        return scrub_token(text, self._token)
 
     @property
     def _headers(self) -> dict[str, str]:
