@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO, overload
 
+from gate.common.environment import scrub_token
 from gate.common.errors import InputError
 from gate.common.numbers import fixed
 from gate.inputs import git
@@ -28,7 +29,7 @@ from gate.inputs.github_event import Event, base_commit, read_event
 from gate.pipeline.pull_request import Fetch, Judgement, PullRequest, judge_pull_request
 from gate.pipeline.result import Result
 from gate.pipeline.stack import RunOptions
-from gate.publishing.github.client import GitHubClient, GitHubError, truncate_description
+from gate.publishing.github.client import GitHubClient, GitHubError, max_wait_problem, truncate_description
 from gate.publishing.github.sticky_comment import publish_comment
 from gate.publishing.workflow_commands import (
     annotation,
@@ -91,6 +92,9 @@ def read_inputs(env: Mapping[str, str]) -> Inputs:
         wait = float(wait_text)
     except ValueError:
         raise ActionInputError(f"input 'github-max-wait' must be a number of seconds, got '{wait_text}'") from None
+    problem = max_wait_problem(wait)
+    if problem:
+        raise ActionInputError(f"input 'github-max-wait' {problem}, got '{wait_text[:30]}'")
     status = (_input(env, "commit-status", "false") or "false").lower()
     if status not in ("true", "false"):
         raise ActionInputError(f"input 'commit-status' must be true or false, got '{status}'")
@@ -100,7 +104,7 @@ def read_inputs(env: Mapping[str, str]) -> Inputs:
         candidate_run=_input(env, "candidate-run"),
         runs_dir=_input(env, "runs-dir"),
         comment_mode=mode,
-        github_max_wait=max(0.0, wait),
+        github_max_wait=wait,
         working_directory=_input(env, "working-directory", "."),
         commit_status=status == "true",
     )
@@ -146,10 +150,7 @@ def output_folder(env: Mapping[str, str]) -> Path:
 def _save_crash(env: Mapping[str, str], inputs: Inputs) -> str:
     """The traceback, where the job keeps it: the output folder (uploaded with the report; a
     container's /tmp goes with the container), and a line in the job summary. Returns where."""
-    text = traceback.format_exc()
-    token = inputs.token
-    if token:
-        text = text.replace(token, "***")
+    text = scrub_token(traceback.format_exc(), inputs.token)
     place = output_folder(env) / "crash-traceback.txt"
     try:
         place.parent.mkdir(parents=True, exist_ok=True)

@@ -327,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     trusted_suite.add_argument("--config", metavar="FILE",
                                help="read that suite from this gate config instead: the default branch's "
                                     ".retrieval-gate.yml (trusted), so the suite is named in one place")
-    p.add_argument("--max-wait", type=_float_range(0.0, 3600.0), default=120.0, metavar="SECONDS",
+    p.add_argument("--max-wait", type=_float_range(0.0, limits.MAX_GITHUB_WAIT), default=120.0, metavar="SECONDS",
                    help="cap on all the seconds spent on GitHub calls (default 120)")
     from gate.inputs.github_event import RUN_CONCLUSIONS
 

@@ -1,10 +1,15 @@
-"""The environment a runner subprocess sees: this process's, minus every credential."""
+"""The environment a runner subprocess sees: this process's, minus every credential; and text
+scrubbed of the GitHub token in every form it travels in."""
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+Text = TypeVar("Text", str, bytes)
 
 # Names that hold credentials in CI. Anything else with these words in its
 # name is dropped too unless the config lists it in runner.env_passthrough.
@@ -38,3 +43,29 @@ def scrubbed_environment(
     if extra:
         env.update(extra)
     return env
+
+
+def token_forms(token: str) -> list[str]:
+    """The token as it can show in a message: itself, and the base64 git sends it as
+    (``AUTHORIZATION: basic <base64 of x-access-token:TOKEN>``, which a hostile server can echo
+    back in an error), of that and of the token alone, standard and url-safe, with and without
+    padding. Longest first, so no form is cut by a shorter one's replacement."""
+    forms = {token}
+    for secret in (f"x-access-token:{token}", token):
+        raw = secret.encode("utf-8")
+        for encoded in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
+            text = encoded.decode("ascii")
+            forms.update((text, text.rstrip("=")))
+    return sorted((form for form in forms if form), key=len, reverse=True)
+
+
+def scrub_token(text: Text, token: str | None) -> Text:
+    """``text`` with every form of ``token`` (:func:`token_forms`) replaced by ``***``."""
+    if not token:
+        return text
+    for form in token_forms(token):
+        if isinstance(text, bytes):
+            text = text.replace(form.encode("utf-8"), b"***")
+        else:
+            text = text.replace(form, "***")
+    return text

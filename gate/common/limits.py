@@ -61,6 +61,10 @@ def describe_bytes(n: int) -> str:
         return f"{n // KIB} KiB"
     return f"{n} bytes"
 
+#: Seconds a job may give GitHub's API in all (``--max-wait``, the Action's ``github-max-wait``):
+#: an hour is far past any rate-limit reset; inf would overflow the client's watchdog timer.
+MAX_GITHUB_WAIT = 3600.0
+
 
 def shorten(text: str, limit: int = 40) -> str:
     """A token for a message: long ones cut (a 1 MB docno must not become a 1 MB error line)."""

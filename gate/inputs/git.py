@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from gate.common.environment import scrubbed_environment
+from gate.common.environment import scrub_token, scrubbed_environment
 from gate.common.errors import InputError
 
 
@@ -115,7 +115,9 @@ def fetch(cwd: Path, *refspecs: str, token: str | None = None, url: str | None =
                     else spec for spec in refspecs]
         remote = run(bare, *args, url, *mirrored, timeout=timeout, extra_env=secret)
         if remote.returncode != 0:
-            return remote
+            # What the server said goes into warnings: a hostile one can echo the header back.
+            return subprocess.CompletedProcess(remote.args, remote.returncode, scrub_token(remote.stdout, token),
+                                               scrub_token(remote.stderr, token))
         # The upload-pack the checkout's fetch starts here serves commits by sha, refs or not.
         with open(bare / "config", "a", encoding="utf-8") as config:
             config.write("[uploadpack]\n\tallowAnySHA1InWant = true\n")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 
 import jsonschema
+import pytest
 from ruamel.yaml import YAML
 
-from gate.action import read_inputs
+from gate.action import ActionInputError, main, read_inputs
 from tests.shared_data import GITHUB, REPO, need
 
 ACTION = YAML(typ="safe", pure=True).load((REPO / "action.yml").read_text())
@@ -44,3 +46,21 @@ def test_dockerfile_starts_python_directly_with_no_user_or_workdir():
     assert 'ENTRYPOINT ["python", "/app/entrypoint.py"]' in lines
     assert not any(re.match(r"\s*(USER|WORKDIR)\b", line) for line in lines)
     assert any("git" in line and "apt-get install" in line for line in lines)
+
+
+@pytest.mark.parametrize("wait", ["inf", "-inf", "nan", "1e300", "3601", "-1"])
+def test_a_github_max_wait_that_is_no_budget_is_one_line_and_exit_2(wait):
+    """inf (or 1e300) overflowed the watchdog's timer and let a trickling server hold the job;
+    nan became a 0 s budget: both are refused as the CLI's --max-wait refuses them."""
+    env = {"INPUT_TOKEN": "t", "INPUT_GITHUB-MAX-WAIT": wait}
+    with pytest.raises(ActionInputError, match="github-max-wait"):
+        read_inputs(env)
+    out = io.StringIO()
+    assert main(env, stdout=out) == 2
+    lines = [line for line in out.getvalue().splitlines() if not line.startswith("::add-mask::")]
+    assert len(lines) == 1 and lines[0].startswith("::error") and "at most 3600" in lines[0]
+
+
+@pytest.mark.parametrize("wait", ["0", "3600", "15.5"])
+def test_a_github_max_wait_within_the_bound_is_taken(wait):
+    assert read_inputs({"INPUT_TOKEN": "t", "INPUT_GITHUB-MAX-WAIT": wait}).github_max_wait == float(wait)

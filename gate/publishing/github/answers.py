@@ -40,6 +40,7 @@ FIELDS_READ: tuple[tuple[str, str, str], ...] = (
     ("issue-comment", "id", "integer"),
     ("issue-comment", "body", "string"),  # optional
     ("issue-comment", "user.login", "string"),  # user is null for a deleted account
+    ("issue-comment", "user.type", "string"),  # "Bot" for an App's or GitHub Actions' account
     ("issue-comment", "html_url", "string"),
     ("diff-entry", "filename", "string"),
     ("diff-entry", "previous_filename", "string"),  # optional: renames only
@@ -85,6 +86,7 @@ class IssueComment:
     body: str
     author: str  # the login, lower-case; "" for a deleted account (GitHub's "ghost")
     html_url: str
+    by_bot: bool = False  # the author is a bot account (type "Bot", or a login ending in "[bot]"), not a person
 
 
 def _kind(value: Any) -> str:
@@ -149,12 +151,17 @@ def parse_pull(data: Any) -> PullRequestState:
 def parse_comment(data: Any, what: str = "the comment") -> IssueComment:
     comment = _object(data, what)
     user = comment.get("user")
-    login = "" if user is None else _string(_object(user, f"{what}'s user"), "login", f"{what}'s user")
+    login, kind = "", None
+    if user is not None:
+        user = _object(user, f"{what}'s user")
+        login = _string(user, "login", f"{what}'s user")
+        kind = _string(user, "type", f"{what}'s user", optional=True, nullable=True)
     return IssueComment(
         id=_integer(comment, "id", what),
         body=_string(comment, "body", what, optional=True, nullable=True) or "",
         author=login.lower(),
         html_url=_string(comment, "html_url", what),
+        by_bot=kind == "Bot" or login.lower().endswith("[bot]"),
     )
 
 

@@ -10,7 +10,8 @@ job for an hour:
   the token never appears in an exception message, a log line or ``repr``;
 * rate limits (403/429) are waited out: ``retry-after`` first, then
   ``x-ratelimit-remaining: 0`` until ``x-ratelimit-reset`` (wall clock ``now``),
-  then a secondary limit without headers waits 60 s, 120 s, ... ;
+  then a limit without a usable time (no header, or nan, inf, a negative number) waits
+  60 s, 120 s, ... ;
 * 5xx answers, connection errors and timeouts are retried ``max_retries``
   times with exponential backoff (1, 2, 4, 8 s);
 * one budget of ``max_wait`` wall-clock seconds bounds the time spent inside its
@@ -25,6 +26,9 @@ job for an hour:
   of another shape raises :class:`GitHubAnswerError`, a GitHub problem like an outage;
 * a request that creates something (a comment) is not retried after a 5xx or a
   lost answer (:class:`GitHubUncertainError`): the caller looks first;
+* a redirect (301/302/307: a renamed or transferred repository) is followed on the API
+  host only (the token goes nowhere else), at most five hops, a write only by 307/308; a
+  redirect's body is never read;
 * a 403 that is not a rate limit (``Resource not accessible by integration``:
   a fork PR's read-only token, or a missing ``permissions:`` entry) is never
   retried and raises :class:`GitHubPermissionError`.
@@ -41,6 +45,7 @@ from __future__ import annotations
 import email.utils
 import functools
 import logging
+import math
 import re
 import socket
 import threading
@@ -57,6 +62,8 @@ import urllib3.connectionpool
 import urllib3.poolmanager
 
 from gate import __version__
+from gate.common.environment import scrub_token
+from gate.common.limits import MAX_GITHUB_WAIT
 from gate.publishing.github.answers import (
     AnswerShapeError,
     IssueComment,
@@ -83,6 +90,7 @@ __all__ = [
     "GitHubUncertainError",
     "GitHubAnswerError",
     "GitHubClient",
+    "max_wait_problem",
 ]
 
 API_VERSION = "2022-11-28"
@@ -95,6 +103,8 @@ RESET_MARGIN = 1.0  # seconds added to x-ratelimit-reset against clock skew
 MAX_RATE_LIMIT_RETRIES = 8
 MAX_PAGES = 100  # 10,000 items at per_page=100
 MAX_BODY_BYTES = 16 * 1024 * 1024  # one page of 100 comments of 65,536 characters is under 10 MiB
+MAX_REDIRECTS = 5  # a renamed or transferred repository answers one (301, 302 or 307); a chain is not GitHub
+KEEPS_METHOD = (307, 308)  # 301/302/303 turn a write into a GET: never followed for one
 
 
 # --------------------------------------------------------------------------- errors
@@ -255,6 +265,15 @@ class _DeadlineAdapter(requests.adapters.HTTPAdapter):
 # --------------------------------------------------------------------------- client
 
 
+def max_wait_problem(seconds: float) -> str | None:
+    """Why ``seconds`` cannot be a budget for GitHub calls (not finite: inf overflows the
+    watchdog's timer, nan compares false with everything; or past MAX_GITHUB_WAIT), or None."""
+    if not math.isfinite(seconds) or not 0.0 <= seconds <= MAX_GITHUB_WAIT:
+        return f"must be at least 0 and at most {MAX_GITHUB_WAIT:g} seconds"
+    return None
+
+
+
 class _BearerAuth(requests.auth.AuthBase):
     """Sets the Authorization header; passing auth explicitly also keeps ~/.netrc from overriding it."""
 
@@ -269,6 +288,15 @@ class _BearerAuth(requests.auth.AuthBase):
         return "_BearerAuth(token='***')"
 
 
+class _UnredirectedSession(requests.Session):
+    """A session that never looks for a redirect: requests reads a 3xx answer's whole body to
+    prepare the next hop even with ``allow_redirects=False`` (past MAX_BODY_BYTES: a 302 with an
+    endless body grew the job by gigabytes). The client follows redirects itself."""
+
+    def get_redirect_target(self, resp: requests.Response) -> None:
+        return None
+
+
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -278,8 +306,9 @@ class GitHubClient:
     ``max_wait`` caps the total seconds spent inside its calls over the client's
     lifetime (waits, connecting, reading answers); ``max_retries`` bounds retries
     of 5xx answers and connection errors per request; ``timeout`` is the socket
-    timeout of each read in seconds. A ``session`` given gets the client's adapter
-    (the one whose sockets the deadline can shut down) mounted for http and https.
+    timeout of each read in seconds. Its session mounts the client's adapter (the one
+    whose sockets the deadline can shut down) for http and https, and follows no redirect
+    (the client does, on the API host only).
     """
 
     def __init__(
@@ -295,7 +324,6 @@ class GitHubClient:
         user_agent: str = f"retrieval-gate/{__version__}",
         timeout: float = 30,
         max_retries: int = 4,
-        session: requests.Session | None = None,
     ):
         if not token or not isinstance(token, str):
             raise ValueError("a GitHub token is required (GITHUB_TOKEN or the action's github-token input)")
@@ -317,7 +345,7 @@ class GitHubClient:
         self._sleep = sleep
         self._clock = clock
         self._now = now
-        self._session = session if session is not None else requests.Session()
+        self._session = _UnredirectedSession()
         for prefix in ("http://", "https://"):
             self._session.mount(prefix, _DeadlineAdapter())
         self.waited = 0.0  # seconds spent waiting so far (counts against max_wait)
@@ -341,7 +369,7 @@ class GitHubClient:
     # ------------------------------------------------------------- plumbing
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._token, "***") if self._token else text
+        return scrub_token(text, self._token)
 
     @property
     def _headers(self) -> dict[str, str]:
@@ -405,7 +433,7 @@ class GitHubClient:
     def _error_fields(response: requests.Response) -> tuple[str, str | None]:
         try:
             data = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python's stack
             return (response.text or "").strip()[:300], None
         if isinstance(data, dict):
             message = str(data.get("message") or "")
@@ -420,8 +448,9 @@ class GitHubClient:
         return str(data)[:300], None
 
     def _rate_limit_delay(self, response: requests.Response, api_message: str,
-                          secondary_hits: int) -> tuple[float, str] | None:
-        """Seconds to wait for a 403/429 that is a rate limit, or None when it is not one."""
+                          secondary_hits: int) -> tuple[float, str, bool] | None:
+        """Seconds to wait for a 403/429 that is a rate limit, why, and whether it is the
+        backoff of a limit that gave no usable time (60 s, 120 s, ...); None when it is not one."""
         if response.status_code == 403 and INTEGRATION_MESSAGE.lower() in api_message.lower():
             return None
         headers = response.headers
@@ -429,19 +458,17 @@ class GitHubClient:
         if retry_after is not None:
             seconds = _parse_retry_after(retry_after, self._now)
             if seconds is not None:
-                return seconds, f"rate limited ({response.status_code}, retry-after {retry_after.strip()})"
-        if headers.get("x-ratelimit-remaining", "").strip() == "0" and headers.get("x-ratelimit-reset"):
-            try:
-                reset = float(headers["x-ratelimit-reset"])
-            except ValueError:
-                reset = None
-            if reset is not None:
-                seconds = max(reset - self._now(), 0.0) + RESET_MARGIN
-                return seconds, f"rate limit exhausted ({response.status_code}, resets at epoch {reset:.0f})"
+                return seconds, f"rate limited ({response.status_code}, retry-after {retry_after.strip()[:40]})", False
+        exhausted = headers.get("x-ratelimit-remaining", "").strip() == "0"
+        reset = _epoch(headers.get("x-ratelimit-reset", ""))
+        if exhausted and reset is not None:
+            seconds = max(reset - self._now(), 0.0) + RESET_MARGIN
+            return seconds, f"rate limit exhausted ({response.status_code}, resets at epoch {reset:.0f})", False
         lowered = api_message.lower()
-        if "secondary rate limit" in lowered or "abuse" in lowered or response.status_code == 429:
+        if exhausted or "secondary rate limit" in lowered or "abuse" in lowered or response.status_code == 429:
             seconds = SECONDARY_MIN_WAIT * (2 ** secondary_hits)
-            return seconds, f"secondary rate limit ({response.status_code}, no retry-after)"
+            kind = "rate limit exhausted" if exhausted else "secondary rate limit"
+            return seconds, f"{kind} ({response.status_code}, no usable retry-after or x-ratelimit-reset)", True
         return None
 
     def request(
@@ -476,7 +503,8 @@ class GitHubClient:
         transient = 0
         rate_limited = 0
         secondary_hits = 0
-        attempts = 1 + self.max_retries + MAX_RATE_LIMIT_RETRIES
+        redirects = 0
+        attempts = 1 + self.max_retries + MAX_RATE_LIMIT_RETRIES + MAX_REDIRECTS
         for _attempt in range(attempts):
             remaining = self._deadline - self._clock()
             if remaining <= 0:
@@ -508,6 +536,11 @@ class GitHubClient:
                                   method=method, path=shown) from None
 
             status = response.status_code
+            if response.is_redirect:
+                redirects += 1
+                url = self._redirect_target(response, method, shown, redirects)
+                shown, params = urllib.parse.urlsplit(url).path, None  # the new URL carries its own query
+                continue
             if status < 400:
                 return response
             api_message, doc_url = self._error_fields(response)
@@ -522,8 +555,8 @@ class GitHubClient:
                     rate_limited += 1
                     if rate_limited > MAX_RATE_LIMIT_RETRIES:
                         raise error(GitHubError, f" (still rate limited after {rate_limited - 1} retries)")
-                    seconds, reason = delay
-                    if reason.startswith("secondary"):
+                    seconds, reason, backoff = delay
+                    if backoff:
                         secondary_hits += 1
                     self._wait(seconds, reason, method, shown)
                     continue
@@ -544,11 +577,26 @@ class GitHubClient:
         raise GitHubError(self._scrub(f"GitHub API {method} {shown}: gave up after {attempts} attempts"),
                           method=method, path=shown)
 
+    def _redirect_target(self, response: requests.Response, method: str, shown: str, hops: int) -> str:
+        """Where a 3xx answer sends the request: on the API host only (``_url`` refuses another one,
+        so the token never leaves it), at most MAX_REDIRECTS hops, and a write only by 307/308."""
+        status = response.status_code
+        if hops > MAX_REDIRECTS:
+            raise GitHubError(self._scrub(f"GitHub API {method} {shown} answered {status}: more than "
+                                          f"{MAX_REDIRECTS} redirects"), status=status, method=method, path=shown)
+        if method not in ("GET", "HEAD") and status not in KEEPS_METHOD:
+            raise GitHubError(self._scrub(f"GitHub API {method} {shown} answered {status}: a redirect that would "
+                                          f"turn the {method} into a GET (was the repository moved?)"),
+                              status=status, method=method, path=shown)
+        return self._url(urllib.parse.urljoin(response.url, response.headers["location"]))
+
     def _exchange(self, method: str, url: str, shown: str, remaining: float, *, params: dict[str, Any] | None,
                   json: Any) -> requests.Response:
         """One request and its whole answer, within ``remaining`` seconds: connecting, the headers
         and the body. At the deadline a watchdog shuts the socket down (the per-read ``timeout``
-        alone lets a trickling server hold the call for ever)."""
+        alone lets a trickling server hold the call for ever). A redirect is not followed here
+        (requests would read each redirect's whole body, past MAX_BODY_BYTES): its body is left
+        unread and its connection closed; ``_request`` follows it."""
         watch = _CallWatch()
         watchdog = threading.Timer(remaining, watch.fire)
         watchdog.daemon = True
@@ -564,8 +612,12 @@ class GitHubClient:
                 auth=self._auth,
                 timeout=max(0.1, min(self.timeout, remaining)),
                 stream=True,
+                allow_redirects=False,
             )
-            self._read_body(response, method, shown)
+            if response.is_redirect:
+                response.close()
+            else:
+                self._read_body(response, method, shown)
         except Exception:
             if watch.fired:  # whatever the shut socket made requests raise, the budget ran out
                 raise self._cut_off(method, shown) from None
@@ -633,6 +685,8 @@ class GitHubClient:
             return response.json()
         except ValueError:
             raise self._odd(response, "the answer is not JSON") from None
+        except RecursionError:  # a body of 200 KB of '[': no answer GitHub documents is that deep
+            raise self._odd(response, "the answer is JSON nested too deeply") from None
 
     def _odd(self, response: requests.Response, problem: str) -> GitHubAnswerError:
         """The error for an answer not shaped as GitHub documents it."""
@@ -774,9 +828,11 @@ def _parse_retry_after(value: str, now: Callable[[], float]) -> float | None:
     if not value:
         return None
     try:
-        return max(float(value), 0.0)
+        seconds = float(value)
     except ValueError:
         pass
+    else:  # nan, inf or a negative count of seconds says nothing: the default backoff, not a 0 s wait
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -784,6 +840,15 @@ def _parse_retry_after(value: str, now: Callable[[], float]) -> float | None:
     if when is None:
         return None
     return max(when.timestamp() - now(), 0.0)
+
+
+def _epoch(value: str) -> float | None:
+    """x-ratelimit-reset's epoch seconds; None when absent or not a time (nan, inf, negative)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def _check_body(body: str) -> None:

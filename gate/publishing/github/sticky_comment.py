@@ -239,6 +239,7 @@ class _Publisher:
     bot_login: str
     run: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     logins: set[str] = field(default_factory=set)
+    written_as: str | None = None  # the login this run's writes came back with: who it surely is
     pull: PullRequestState | None = None
 
     def __post_init__(self) -> None:
@@ -263,9 +264,16 @@ class _Publisher:
             marker = parse_marker(comment.body)
             if marker is None or marker.suite != self.suite:
                 continue
-            if comment.author in self.logins or (marker.run and marker.run == self.run):
+            if comment.author in self.logins or self.is_lost_write(comment, marker):
                 found.append(_Ours(comment, marker))
         return sorted(found, key=lambda o: o.comment.id)
+
+    def is_lost_write(self, comment: IssueComment, marker: Marker) -> bool:
+        """A comment this run wrote under a login it did not know (an App's ``<slug>[bot]``, its POST's
+        answer lost): its run id, by a bot account. The marker is visible to anyone in the comment's
+        source, so a person's copy of it is never this run's; and once a write told the run its
+        login, only that login's comments are."""
+        return bool(marker.run) and marker.run == self.run and self.written_as is None and comment.by_bot
 
     def listed_until(self, seen: Callable[[list[_Ours]], bool], *, required: bool) -> list[_Ours]:
         """The list, read again with backoff until ``seen`` holds of it (GitHub's list lags its
@@ -288,6 +296,7 @@ class _Publisher:
     def learn(self, written: IssueComment) -> IssueComment:
         if written.author:
             self.logins.add(written.author)
+            self.written_as = written.author
         return written
 
     def create(self, text: str) -> IssueComment:

@@ -278,6 +278,30 @@ def test_connection_errors_retried_bounded_with_backoff(ftime):
     assert ftime.sleeps == [1.0, 2.0, 4.0, 8.0] and info.value.status is None
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "-5", "NaN"])
+def test_a_retry_after_that_is_no_time_is_absent(fake, ftime, value):
+    """retry-after: nan read as a 0 s wait, and the client sent requests back to back."""
+    client = make_client(fake, ftime, max_wait=1000)
+    fake.script_error(PULL, 429, headers={"retry-after": value}, times=2)
+    client.get_pull(PR)
+    assert ftime.sleeps == [60.0, 120.0]  # the secondary limit's backoff
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1e9"])
+def test_an_x_ratelimit_reset_that_is_no_time_is_absent(fake, ftime, value):
+    client = make_client(fake, ftime, max_wait=1000)
+    fake.script_error(PULL, 403, headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": value},
+                      message="API rate limit exceeded for installation ID 1.", times=2)
+    client.get_pull(PR)
+    assert ftime.sleeps == [60.0, 120.0]
+
+
+def test_a_5xx_retry_after_that_is_no_time_is_the_backoff(client, fake, ftime):
+    fake.script_error(PULL, 503, headers={"retry-after": "nan"}, times=2)
+    client.get_pull(PR)
+    assert ftime.sleeps == [1.0, 2.0]
+
+
 def test_retry_after_as_http_date(client, fake, ftime):
     import email.utils
 

@@ -19,6 +19,7 @@ import pytest
 
 from gate.publishing.github.client import GitHubClient, GitHubWaitCapError
 from gate.publishing.github.sticky_comment import publish_comment
+from tests.publishing.github.raw_server import RawServer
 
 TOKEN = "ghs_Deadline1234567890abcdefghijklmno"
 MAX_WAIT = 2.0
@@ -32,37 +33,21 @@ BODY = b"[" + b" " * 20_000 + b"]"
 
 
 @dataclass
-class Trickler:
+class Trickler(RawServer):
     """A server that answers every request a byte at a time: ``what`` is "headers" (the status
     line and headers trickle), "body" (headers at once, then the body trickles) or "second" (the
     first request on a connection is answered whole, the second one's headers trickle)."""
 
     what: str
     connections: int = 0
-    listener: socket.socket = field(default_factory=socket.socket)
     stop: threading.Event = field(default_factory=threading.Event)
     sending: int = 0  # connections still trickling
     finished: int = 0  # connections whose whole answer went out
     dropped: int = 0  # connections the client closed while the server was still trickling
     held_for: list[float] = field(default_factory=list)  # seconds each connection ended after it opened
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
-
-    def start(self) -> Trickler:
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(16)
-        threading.Thread(target=self._serve, daemon=True).start()
-        return self
-
-    def _serve(self) -> None:
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+    def _stopping(self) -> bool:
+        return self.stop.is_set()
 
     def _answer(self, conn: socket.socket) -> None:
         self.connections += 1
@@ -92,7 +77,7 @@ class Trickler:
 
     def close(self) -> None:
         self.stop.set()
-        self.listener.close()
+        super().close()
 
 
 @pytest.fixture(params=["headers", "body"])

@@ -210,3 +210,27 @@ def test_the_fields_read_are_those_githubs_description_documents():
                 assert node.get("type") == "array", (schema_name, path)
                 node = spec.resolve(node["items"])
         assert spec.resolve(node).get("type") == kind, (schema_name, path, node.get("type"))
+
+
+DEEP = b"[" * 200_000
+
+
+def test_an_answer_nested_too_deeply_is_a_github_answer_error(fake, client):
+    """200 KB of '[' makes the JSON parser recurse past Python's stack: an odd answer, not a crash."""
+    fake.script_answer(PULL, DEEP, method="GET")
+    with pytest.raises(GitHubAnswerError, match="nested too deeply"):
+        client.get_pull(PR)
+
+
+@pytest.mark.parametrize("status", [401, 422])
+def test_an_error_answer_nested_too_deeply_is_a_github_error(fake, client, status):
+    fake.script_answer(PULL, DEEP, method="GET", status=status)
+    with pytest.raises(GitHubError) as info:
+        client.get_pull(PR)
+    assert info.value.status == status
+
+
+def test_publishing_through_a_deeply_nested_answer_is_a_github_error(fake, client):
+    fake.script_answer(COMMENTS, DEEP, method="GET", times=50)
+    with pytest.raises(GitHubAnswerError):
+        publish_comment(client, PR, "main", SHA1, "pass", "body")

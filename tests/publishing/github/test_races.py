@@ -162,3 +162,42 @@ def test_two_runs_of_the_same_head_whose_posts_cross_converge(fake, ftime):
     first.join()
     assert [c[0] for c in _current(fake)] == [SHA1]
     assert second.action == "created"
+
+
+def _forging(fake: FakeGitHub, client: GitHubClient) -> None:
+    """Whatever becomes of each POST, a person ("mallory") at once posts a comment carrying its
+    marker, run id included (it is in the comment's source, visible to anyone)."""
+    real_create = client.create_comment
+
+    def create_then_forge(number, body):
+        try:
+            return real_create(number, body)
+        finally:
+            fake.add_comment(PR, body.split("\n", 1)[0] + "\n### pass (forged by mallory)", login="mallory")
+
+    client.create_comment = create_then_forge  # type: ignore[method-assign]
+
+
+def test_a_copied_run_marker_does_not_make_a_persons_comment_the_gates(fake, ftime):
+    """Before: the copy was adopted as this run's (same run id), the gate's real comment deleted
+    as its duplicate, and the forged one reported as the result."""
+    client = _client(fake, ftime)
+    _forging(fake, client)
+    result = publish_comment(client, PR, "main", SHA1, "fail", "the real verdict")
+    gates = [c for c in fake.comments(PR) if c["login"] == "github-actions[bot]"]
+    assert [c["body"].split("\n", 1)[1] for c in gates] == ["the real verdict"]
+    assert result.comment_id == gates[0]["id"] and result.deleted == ()
+
+
+def test_after_a_lost_post_only_a_bots_comment_with_the_run_id_is_the_runs(fake, ftime):
+    """An App's token writes as "<slug>[bot]", a login the run cannot know before a write answers
+    (GET /user says nothing): a lost POST's comment is found by its run id, and only a bot's."""
+    fake.token_login = "myapp[bot]"
+    fake.script_lost_answer(COMMENTS, method="POST")
+    client = _client(fake, ftime)
+    _forging(fake, client)
+    result = publish_comment(client, PR, "main", SHA1, "fail", "the real verdict")
+    assert len(fake.requests_to("POST", COMMENTS)) == 1  # its own comment found, not posted again
+    gates = [c for c in fake.comments(PR) if c["login"] == "myapp[bot]"]
+    assert [c["body"].split("\n", 1)[1] for c in gates] == ["the real verdict"]
+    assert result.comment_id == gates[0]["id"] and result.deleted == ()
