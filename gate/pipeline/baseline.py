@@ -19,7 +19,7 @@ from gate.evaluation.measures import Measure
 from gate.inputs import git
 from gate.inputs.config import Config, is_spec
 from gate.inputs.fingerprint import corpus_fingerprint
-from gate.inputs.golden import Golden
+from gate.inputs.golden import CorpusSnapshot, Golden
 from gate.inputs.held import Held, HeldFile, hold_files, hold_tree
 from gate.inputs.manifest import Manifest, load_manifest
 from gate.inputs.readers.beir import beir_corpus
@@ -154,12 +154,17 @@ def baseline_corpus(config: Config, golden: Golden, choice: BaselineChoice, base
             held = _held_export(None if one is None else (one,), None)
         if held is not None:
             return BaseCorpus(str(target), corpus_fingerprint(target).sha256, f"as of commit {commit[:12]}"), held
+    return _not_from_git(snapshot, manifest, outside=root is None or inside is None)
+
+
+def _not_from_git(snapshot: CorpusSnapshot, manifest: Manifest | None, *, outside: bool) -> tuple[BaseCorpus, Held]:
+    """The baseline's corpus when git cannot give it as of the baseline's commit."""
     recorded = manifest.corpus.sha256 if manifest is not None and manifest.corpus else None
     if recorded is not None and recorded == snapshot.record.sha256:
         return (BaseCorpus(snapshot.path, snapshot.record.sha256,
                            "outside git, unchanged since the archive (same fingerprint)"),
                 held_corpus(snapshot.path, snapshot.record.id))
-    if recorded is None and (root is None or inside is None):
+    if recorded is None and outside:
         # Outside the repository and never archived: a pull request cannot change this file (its
         # diff holds no byte of it), so it is the baseline's corpus too; counting its old leaks
         # as new would fail a PR that never touched it. The held digest still catches a run
