@@ -31,6 +31,10 @@ FULL_DIRS = {
     "fuzz": "property-based fuzzing of the readers and the config loader",
     "container": "the Action's container suite (./run container-test)",
 }
+# And the tests listed in tests/slow_tests.txt (tools/slow_tests.py): measured at 1.5 s or more,
+# they would take the fast tier past its few minutes on 2 cores.
+SLOW_TESTS = frozenset(line.strip() for line in (Path(__file__).parent / "slow_tests.txt").read_text().splitlines()
+                       if line.strip() and not line.startswith("#"))
 DEMO_DIR = "demo"
 DEMO_FIXTURES = {"demo", "demo_world", "default_world", "full_demo"}
 FULL_COMMAND = "./run test-full"
@@ -110,7 +114,7 @@ def _named(config) -> tuple[set[Path], list[Path]]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if _full_by_place(item):
+        if _full_by_place(item) or item.nodeid in SLOW_TESTS:
             item.add_marker(pytest.mark.full)
     _deselect_the_full_tier(config, items)
     xdist_schedule.plan(config, items, _group, lambda item: item.get_closest_marker("full") is not None)
