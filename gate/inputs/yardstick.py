@@ -390,10 +390,17 @@ def _baselines_ref(root: Path, branch: str, token: str | None, remote_url: str |
     why = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
     missing = any("couldn't find remote ref" in line for line in why)
     if not missing:
-        notes.append(f"the {branch} branch could not be fetched ({(why or ['no reason given'])[-1][:200]}): "
+        notes.append(f"the {branch} branch could not be fetched ({git_reason(why)[:200]}): "
                      "the baseline is reconstructed instead of the archived one. A private repository "
                      "needs the action's token (input `token`, with `contents: read`)")
     return None
+
+
+def git_reason(lines: list[str]) -> str:
+    """The line of git's error output that says what went wrong: its first ``fatal:`` or
+    ``error:`` line (git's advice after it, "and the repository exists.", says nothing)."""
+    found = next((line for line in lines if line.startswith(("fatal:", "error:"))), None)
+    return found or next((line for line in reversed(lines) if line.strip()), "no reason given")
 
 
 def _ancestors(root: Path, base_sha: str, max_ancestors: int) -> list[str]:

@@ -75,3 +75,14 @@ def test_an_environment_file_above_a_subfolder_config_is_watched(tmp_path):
     config = _repo(tmp_path, "services/search", extra="environment: [../../poetry.lock]\n")
     watch = watched(load_config(config))
     assert matches("poetry.lock", watch) and not matches("services/search/poetry.lock", watch)
+
+
+def test_a_failed_fetch_is_quoted_by_its_fatal_line_not_by_gits_advice():
+    """plan's warning quoted "(and the repository exists.)" (found by the breaker)."""
+    from gate.inputs.yardstick import git_reason
+
+    stderr = ["fatal: Could not read from remote repository.", "", "Please make sure you have the correct access "
+              "rights", "and the repository exists."]
+    assert git_reason(stderr) == "fatal: Could not read from remote repository."
+    assert git_reason(["warning: x", "something odd"]) == "something odd"
+    assert git_reason([]) == "no reason given"
