@@ -15,6 +15,7 @@ box (:mod:`gate.runs.box`): its own uid, folders and processes, none of the job'
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import string
 import sys
@@ -92,6 +93,31 @@ def check_placeholders(template: str, source: str, line: int | None = None) -> N
                              f"conversion: write {{{name}}}")
 
 
+def quoted_placeholder(template: str) -> str | None:
+    """The first placeholder written inside quotes in a shell template (``"{config}"``), which
+    the shell would receive quoted twice (every value is ``shlex.quote``d): a path with a space
+    would reach the command with the quotes in it. None when there is none."""
+    quote, i = None, 0
+    while i < len(template):
+        c = template[i]
+        if c == "\\" and quote != "'":
+            i += 2  # an escaped character, outside quotes or in double quotes
+            continue
+        if quote is None and c in "'\"":
+            quote = c
+        elif c == quote:
+            quote = None
+        elif c == "{":
+            if template.startswith("{{", i):
+                i += 2
+                continue
+            found = re.match(r"\{([A-Za-z_]+)\}", template[i:])
+            if quote is not None and found and found.group(1) in PLACEHOLDERS:
+                return found.group(0)
+        i += 1
+    return None
+
+
 class CommandRunner:
     name = "command"
 
@@ -111,6 +137,11 @@ class CommandRunner:
             raise InputError(source, line, f"runner.command cannot be split: {error}") from error
         for text in (template,) if shell else tokens:  # what argv() formats
             check_placeholders(text, source, line)
+        quoted = quoted_placeholder(template) if shell else None
+        if quoted is not None:
+            raise InputError(source, line, f"runner.command: {quoted} is inside quotes: with runner.shell: true the "
+                             "gate quotes every value itself (a path with a space stays one word), and quoted "
+                             f"again it would reach the command with the quotes in it; write {quoted} bare")
         self.tokens = tokens
 
     def identity(self) -> dict[str, Any]:

@@ -71,3 +71,24 @@ def test_the_gate_refuses_the_template_before_running_anything(tmp_path, capsys,
         lines = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("[retrieval-gate]")]
         assert len(lines) == 1 and f"{config}:8: " in lines[0] and placeholder in lines[0], lines
     assert not (tmp_path / ".retrieval-gate" / "work" / "runs").exists()
+
+
+@pytest.mark.parametrize("template", ['search --config "{config}" > {run}', "search --config '{run}'",
+                                      'search --q "x {queries} y" > {run}'])
+def test_a_quoted_placeholder_in_shell_mode_is_refused(template):
+    """With shell: true every value is quoted by the gate: quoted again in the template, a path with
+    a space reached the command with the quotes in it (found by the breaker)."""
+    with pytest.raises(InputError, match=r"is inside quotes: with runner.shell: true the gate quotes every value"):
+        CommandRunner(template, shell=True)
+
+
+@pytest.mark.parametrize("template", ['search --config {config} > {run}', "awk '{{print $1}}' {queries} > {run}",
+                                      'echo "a" {run} "b"'])
+def test_bare_placeholders_and_quoted_literals_are_fine_in_shell_mode(template):
+    CommandRunner(template, shell=True)
+
+
+def test_quotes_around_a_placeholder_are_fine_without_a_shell():
+    """shlex takes the quotes off before the value goes in: one argument either way."""
+    runner = CommandRunner('search --config "{config}" --output {run}')
+    assert runner.argv(VALUES) == ["search", "--config", "c.yml", "--output", "out/x.run"]
