@@ -513,7 +513,7 @@ def _sweep_killed_writes(config, out: str | None) -> None:
     from gate.common.atomic import sweep_stale_temp_files
     from gate.pipeline.stack import gate_folders, work_dir_of
 
-    folders = [*gate_folders(config), *(p for p in _subfolders(work_dir_of(config)))]
+    folders = [*gate_folders(config), *_subfolders(work_dir_of(config))]
     for folder in folders + ([Path(out)] if out else []):
         sweep_stale_temp_files(folder)
 
