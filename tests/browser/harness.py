@@ -35,9 +35,10 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 CANDIDATES = ("chromium", "chromium-headless-shell", "google-chrome", "chromium-browser")
 NO_CHROMIUM = "no Chromium: install the Debian package chromium"
@@ -177,7 +178,7 @@ class Browser:
             profile = Path(temp) / "profile"
             profile.mkdir()
             argv = [*_wrapper(self.isolation), self.executable, *_flags(self.isolation, profile, width, height)]
-            with _Chromium(argv, Path(temp) / "chromium.log", started + self.timeout) as chromium:
+            with _Chromium(argv, Path(temp) / "chromium.log", self.timeout) as chromium:
                 return _load(chromium, page, width, height, self.isolation, started)
 
 
@@ -284,9 +285,10 @@ class _Chromium:
 
     argv: list[str]
     log_path: Path
-    deadline: float
+    timeout: float
     events: list[dict[str, Any]] = field(default_factory=list)
     _pid: int = 0
+    _deadline: float = 0.0
     _to_browser: int = -1
     _from_browser: int = -1
     _buffer: bytes = b""
@@ -294,6 +296,7 @@ class _Chromium:
     _answers: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def __enter__(self) -> _Chromium:
+        self._deadline = time.monotonic() + self.timeout
         commands_read, commands_write = (_high(fd) for fd in os.pipe())
         answers_read, answers_write = (_high(fd) for fd in os.pipe())
         log = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
@@ -381,10 +384,11 @@ class _Chromium:
             self._read("the page's load event")
 
     def _read(self, waiting_for: str) -> None:
-        remaining = self.deadline - time.monotonic()
+        remaining = self._deadline - time.monotonic()
         ready = select.select([self._from_browser], [], [], max(remaining, 0))[0] if remaining > 0 else []
         if not ready:
-            raise BrowserError(f"Chromium gave no {waiting_for} before the deadline; its log:\n{self.log_tail()}")
+            raise BrowserError(f"no {waiting_for} came from Chromium within {self.timeout:g} s; its log:\n"
+                               f"{self.log_tail()}")
         chunk = os.read(self._from_browser, 1 << 20)
         if not chunk:
             raise BrowserError(f"Chromium exited while waiting for {waiting_for}; its log:\n{self.log_tail()}")
