@@ -211,3 +211,35 @@ def test_a_missing_page_is_refused_before_any_browser_starts(tmp_path):
 def test_without_chromium_the_reason_names_the_package(monkeypatch):
     monkeypatch.setenv("PATH", os.devnull)
     assert harness.open_browser() == "no Chromium: install the Debian package chromium"
+
+
+# --------------------------------------------------------------------------- without Chromium
+
+def _pytest_without_chromium(tmp_path: Path, **environment: str) -> str:
+    """This file's cleanest browser test, run by a pytest that finds no Chromium on its PATH."""
+    import subprocess
+    import sys
+
+    repository = Path(__file__).resolve().parents[2]
+    env = {key: value for key, value in os.environ.items() if key != "RETRIEVAL_GATE_BROWSER"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rsf", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "t"),
+         f"{Path(__file__).relative_to(repository)}::test_a_clean_page_says_nothing"],
+        cwd=repository, env={**env, "PATH": str(tmp_path / "empty"), **environment},
+        capture_output=True, text=True, timeout=600)
+    return done.stdout + done.stderr
+
+
+@pytest.mark.full
+def test_without_chromium_the_browser_tests_skip_with_the_reason(tmp_path):
+    output = _pytest_without_chromium(tmp_path)
+    assert "1 skipped" in output, output
+    assert "no Chromium: install the Debian package chromium" in output, output
+
+
+@pytest.mark.full
+def test_without_chromium_the_browser_tests_fail_where_they_are_required(tmp_path):
+    output = _pytest_without_chromium(tmp_path, RETRIEVAL_GATE_BROWSER="required")
+    assert "1 error" in output, output
+    assert ("the browser tests are required here (RETRIEVAL_GATE_BROWSER=required), but: "
+            "no Chromium: install the Debian package chromium") in output, output
