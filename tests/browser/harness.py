@@ -65,8 +65,10 @@ class Isolation(enum.Enum):
 @dataclass(frozen=True)
 class ConsoleMessage:
     """One thing the page or the browser said. ``kind``: ``console-api`` (console.log and
-    friends), ``exception`` (an uncaught exception or rejected promise) or the browser's own
-    source from the Log domain (``network`` for failed loads, ``security`` for CSP, ...)."""
+    friends), ``exception`` (an uncaught exception or rejected promise), ``dialog`` (alert,
+    confirm, prompt: dismissed, and an error, since a page under test has no one to answer it) or
+    the browser's own source from the Log domain (``network`` for failed loads, ``security`` for
+    CSP, ...)."""
 
     kind: str
     level: str  # error, warning, info, log, debug, verbose
@@ -245,6 +247,10 @@ def _read_events(events: list[dict[str, Any]], session: str,
             entry = params["entry"]
             console.append(ConsoleMessage(kind=entry.get("source", "other"), level=entry.get("level", "info"),
                                           text=entry.get("text", ""), url=entry.get("url", "")))
+        elif method == "Page.javascriptDialogOpening":
+            console.append(ConsoleMessage(kind="dialog", level="error",
+                                          text=f"{params.get('type', 'dialog')}: {params.get('message', '')}",
+                                          url=params.get("url", "")))
         elif method == "Network.requestWillBeSent":
             urls.setdefault(params["requestId"], params["request"]["url"])
         elif method == "Network.loadingFailed":
@@ -397,5 +403,8 @@ class _Chromium:
             message = json.loads(raw)
             if "id" in message:
                 self._answers[message["id"]] = message
-            else:
-                self.events.append(message)
+                continue
+            self.events.append(message)
+            if message.get("method") == "Page.javascriptDialogOpening":
+                # alert() and friends block the page until answered: dismissed (and reported).
+                self._send("Page.handleJavaScriptDialog", {"accept": False}, message.get("sessionId"))

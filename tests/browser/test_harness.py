@@ -84,6 +84,13 @@ def test_a_script_that_throws_is_reported_as_an_error(browser, tmp_path):
     assert [m.text for m in rendered.console if m.level == "log"] == ["starting"]  # not an error
 
 
+def test_a_dialog_is_dismissed_and_reported_instead_of_blocking_the_page(browser, tmp_path):
+    body = "<script>alert('loaded?'); document.body.dataset.after = confirm('sure?') ? 'yes' : 'no'</script>"
+    rendered = browser.render(_page(tmp_path, body), 300, 200)
+    assert [(m.kind, m.text) for m in rendered.errors] == [("dialog", "alert: loaded?"), ("dialog", "confirm: sure?")]
+    assert 'data-after="no"' in rendered.dom
+
+
 def test_a_content_security_policy_violation_is_reported(browser, tmp_path):
     head = "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'\">"
     rendered = browser.render(_page(tmp_path, "<script>document.title = 'ran'</script>", head), 300, 200)
