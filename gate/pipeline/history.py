@@ -1,0 +1,291 @@
+"""``retrieval-gate history``: the primary metric and every stratum over main's archived baselines.
+
+Inputs: the baselines branch (:mod:`gate.inputs.baselines_branch`), main's first-parent history
+(order, dates, subjects: the PR that moved each point) and HEAD's gate config (the seed, and the
+strata definition every baseline's queries are assigned with: one definition for the whole
+page, so a stratum means the same queries' kind at every point). Output: a :class:`History`,
+written as ``history.json`` and rendered as ``index.html`` (:mod:`gate.rendering.history`).
+
+Each point is the mean over the baseline's queries with a 95% percentile bootstrap interval
+over those queries (``default_rng(statistics.seed)`` per point, at most
+:data:`HISTORY_SAMPLES` resamples: an interval drawn on a chart, not a decision). Between two
+consecutive baselines whose golden queries, qrels, metric or relevance threshold differ, the
+series breaks (:class:`Break`): their numbers do not measure the same thing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gate.common.errors import InputError
+from gate.inputs import git
+from gate.inputs.baselines_branch import ArchivedBaseline, BranchListing, list_baselines, read_baselines
+from gate.inputs.config import Config
+from gate.inputs.golden import load_golden
+from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config
+from gate.inputs.yardstick import BASELINES_BRANCH
+from gate.statistics.bootstrap import bootstrap_means, confidence_interval
+
+#: Resamples per point at most: the config's statistics.samples when smaller.
+HISTORY_SAMPLES = 2000
+DEFAULT_LAST = 200
+#: Main's first-parent history is read this far back at most.
+MAX_HISTORY_COMMITS = 100_000
+_MERGE_PR = re.compile(r"^Merge pull request #([0-9]{1,9}) from ")
+_SQUASH_PR = re.compile(r"\(#([0-9]{1,9})\)\s*$")
+_GITHUB_REMOTE = re.compile(r"github\.com[:/]([A-Za-z0-9_.-]{1,100})/([A-Za-z0-9_.-]{1,100}?)(?:\.git)?/?$")
+_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    date: str
+    subject: str
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One archived baseline as the page shows it."""
+
+    commit: str
+    date: str
+    subject: str
+    pr: int | None
+    pr_url: str | None
+    metric: str
+    rel: int
+    queries: int
+    queries_sha256: str
+    qrels_sha256: str
+    band: float | None  # the stored noise band's threshold, None when the baseline has none
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"commit": self.commit, "date": self.date, "subject": self.subject, "pr": self.pr,
+                "pr_url": self.pr_url, "metric": self.metric, "rel": self.rel, "queries": self.queries,
+                "queries_sha256": self.queries_sha256, "qrels_sha256": self.qrels_sha256, "noise_band": self.band}
+
+
+@dataclass(frozen=True)
+class Point:
+    """A series' value at one baseline: the mean over ``n`` queries, its 95% interval, and the
+    noise band's threshold around it (None: no band for this series there)."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+    band: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "low": self.low, "high": self.high, "n": self.n, "noise_band": self.band}
+
+
+@dataclass(frozen=True)
+class Series:
+    """The primary metric (``stratum`` None) or one stratum, aligned on the baselines (None: the
+    stratum has no query in that baseline)."""
+
+    name: str
+    stratum: str | None
+    points: tuple[Point | None, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "stratum": self.stratum,
+                "points": [None if p is None else p.to_dict() for p in self.points]}
+
+
+@dataclass(frozen=True)
+class Break:
+    """The series break before baseline ``index``: what changed since the one before it."""
+
+    index: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"before": self.index, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class History:
+    branch: str
+    metric: str
+    seed: int
+    samples: int
+    order: str  # "first-parent" | "created"
+    strata_source: str
+    repository: str | None
+    baselines: tuple[Baseline, ...]
+    series: tuple[Series, ...]
+    breaks: tuple[Break, ...]
+    warnings: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": "1.0", "branch": self.branch, "metric": self.metric,
+                "statistics": {"seed": self.seed, "samples": self.samples, "interval": "95% percentile bootstrap"},
+                "order": self.order, "strata_source": self.strata_source, "repository": self.repository,
+                "baselines": [b.to_dict() for b in self.baselines], "series": [s.to_dict() for s in self.series],
+                "breaks": [b.to_dict() for b in self.breaks], "warnings": list(self.warnings)}
+
+
+def pr_number(subject: str) -> int | None:
+    """The PR a main commit came from: GitHub's merge ("Merge pull request #12 from ...") or
+    squash ("Subject (#12)") subject; None for any other commit."""
+    found = _MERGE_PR.match(subject) or _SQUASH_PR.search(subject)
+    return int(found.group(1)) if found else None
+
+
+def repository_name(workspace: Path, env: Mapping[str, str]) -> str | None:
+    """``owner/name`` on GitHub: GITHUB_REPOSITORY, else the origin remote's address; None when
+    neither names a GitHub repository."""
+    named = env.get("GITHUB_REPOSITORY", "")
+    if _REPOSITORY.fullmatch(named):
+        return named
+    try:
+        proc = git.run(workspace, "remote", "get-url", "origin")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = _GITHUB_REMOTE.search(proc.stdout.decode("utf-8", "replace").strip()) if proc.returncode == 0 else None
+    return f"{found.group(1)}/{found.group(2)}" if found else None
+
+
+def first_parent_history(workspace: Path, ref: str = "HEAD") -> list[CommitInfo]:
+    """Main's first-parent history, oldest first (empty when git cannot list it)."""
+    try:
+        proc = git.run(workspace, "log", "--first-parent", f"--max-count={MAX_HISTORY_COMMITS}",
+                       "--format=%H%x1f%cI%x1f%s", ref, "--", timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if proc.returncode != 0:
+        return []
+    out = []
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        parts = line.split("\x1f")
+        if len(parts) == 3:
+            out.append(CommitInfo(*parts))
+    return out[::-1]
+
+
+def _select(listing: BranchListing, commits: Sequence[CommitInfo], last: int) -> tuple[list[str], str]:
+    """The folders to read, oldest first, and the order used: main's first-parent order when
+    every folder names a commit on it, else every folder (ordered later by creation time)."""
+    rank = {c.sha: i for i, c in enumerate(commits)}
+    if listing.folders and all(f in rank for f in listing.folders):
+        return sorted(listing.folders, key=rank.__getitem__)[-last:], "first-parent"
+    return list(listing.folders), "created"
+
+
+def _band_threshold(band: Any, stratum: str | None) -> float | None:
+    if not isinstance(band, Mapping):
+        return None
+    if stratum is not None:
+        strata = band.get("strata")
+        band = strata.get(stratum) if isinstance(strata, Mapping) else None
+        if not isinstance(band, Mapping):
+            return None
+    value = band.get("threshold")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
+
+
+def point(values: np.ndarray, samples: int, seed: int, band: float | None) -> Point:
+    means = bootstrap_means(values[None, :], samples, seed)[0]
+    low, high = confidence_interval(values, means, "percentile")
+    return Point(float(values.mean()), float(low), float(high), int(values.size), band)
+
+
+def break_reason(before: ArchivedBaseline, after: ArchivedBaseline) -> str | None:
+    """Why ``after`` is not commensurable with ``before`` (None when it is)."""
+    a, b = before.manifest, after.manifest
+    reasons = []
+    if a.queries.sha256 != b.queries.sha256:
+        reasons.append(f"golden set changed: {a.queries.count} -> {b.queries.count} queries")
+    if a.qrels.sha256 != b.qrels.sha256:
+        reasons.append("qrels changed")
+    if a.metric != b.metric:
+        reasons.append(f"metric changed {a.metric} -> {b.metric}")
+    if a.rel != b.rel:
+        reasons.append(f"relevance threshold changed: rel {a.rel} -> {b.rel}")
+    return "; ".join(reasons) or None
+
+
+def _strata(config: Config) -> tuple[dict[str, str | None], str]:
+    """Every golden query's stratum as HEAD's config defines it, and a sentence saying so."""
+    golden = load_golden(config)
+    labels = assign_strata(golden.queries, strata_spec_from_config(config))
+    named = sum(1 for v in labels.values() if v)
+    if not named:
+        return {}, "no strata: HEAD's golden queries carry none"
+    return labels, (f"strata as HEAD's gate config defines them ({Path(config.path).name}): each baseline's queries are "
+                    "assigned by HEAD's definition; a query HEAD's golden set no longer has is in no stratum")
+
+
+def _series(baselines: Sequence[ArchivedBaseline], strata: Mapping[str, str | None], samples: int,
+            seed: int) -> list[Series]:
+    names = sorted({s for s in strata.values() if s})
+    primary: list[Point | None] = []
+    by_stratum: dict[str, list[Point | None]] = {name: [] for name in names}
+    for item in baselines:
+        ids = sorted(item.values)
+        values = np.array([item.values[q] for q in ids], dtype=np.float64)
+        band = item.manifest.extra.get("noise_band")
+        primary.append(point(values, samples, seed, _band_threshold(band, None)))
+        labels = np.array([strata.get(q) or "" for q in ids], dtype=object)
+        for name in names:
+            mask = labels == name
+            by_stratum[name].append(point(values[mask], samples, seed, _band_threshold(band, name))
+                                    if mask.any() else None)
+    metric = baselines[-1].manifest.metric if baselines else ""
+    return [Series(metric, None, tuple(primary))] + [Series(f"{metric} · {name}", name, tuple(by_stratum[name]))
+                                                     for name in names]
+
+
+def build_history(config: Config, *, branch: str = BASELINES_BRANCH, last: int = DEFAULT_LAST,
+                  env: Mapping[str, str] | None = None, token: str | None = None,
+                  remote_url: str | None = None) -> History:
+    """The history of ``branch``'s archived baselines over main (HEAD's first-parent history)."""
+    env = os.environ if env is None else env
+    workspace = config.workspace_root
+    warnings: list[str] = []
+    listing = list_baselines(workspace, branch, token=token, remote_url=remote_url, warnings=warnings)
+    if listing is None:
+        raise InputError(None, None, f"no {branch} branch (local, or origin's) holds archived baselines"
+                         + (f": {warnings[0]}" if warnings else "; run the archive workflow first"))
+    commits = first_parent_history(workspace)
+    folders, order = _select(listing, commits, last)
+    read = list(read_baselines(workspace, listing, folders, warnings))
+    if order == "created":
+        read = sorted(read, key=lambda b: (b.manifest.created, b.folder))[-last:]
+    if not read:
+        raise InputError(None, None, f"the {branch} branch has no readable baselines/<sha>/manifest.yml"
+                         + (f" ({warnings[0]})" if warnings else ""))
+    strata, strata_source = _strata(config)
+    samples = min(config.statistics.samples, HISTORY_SAMPLES)
+    seed = config.statistics.seed
+    repository = repository_name(workspace, env)
+    info = {c.sha: c for c in commits}
+    baselines = tuple(_baseline(item, info.get(item.commit) or info.get(item.folder), repository) for item in read)
+    breaks = tuple(Break(i, reason) for i in range(1, len(read))
+                   if (reason := break_reason(read[i - 1], read[i])) is not None)
+    return History(branch, read[-1].manifest.metric, seed, samples, order, strata_source, repository, baselines,
+                   tuple(_series(read, strata, samples, seed)), breaks, tuple(warnings))
+
+
+def _baseline(item: ArchivedBaseline, commit: CommitInfo | None, repository: str | None) -> Baseline:
+    m = item.manifest
+    subject = commit.subject if commit else ""
+    number = pr_number(subject)
+    url = f"https://github.com/{repository}/pull/{number}" if number is not None and repository else None
+    return Baseline(item.commit, commit.date if commit else m.created, subject, number, url, m.metric, m.rel,
+                    m.queries.count, m.queries.sha256, m.qrels.sha256,
+                    _band_threshold(m.extra.get("noise_band"), None))
