@@ -168,7 +168,7 @@ def first_parent_history(workspace: Path, ref: str = "HEAD") -> list[CommitInfo]
     if proc.returncode != 0:
         return []
     out = []
-    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+    for line in proc.stdout.decode("utf-8", "replace").split("\n"):  # not splitlines: U+2028 in a subject
         parts = line.split("\x1f")
         if len(parts) == 3:
             out.append(CommitInfo(*parts))
@@ -259,15 +259,17 @@ def build_history(config: Config, *, branch: str = BASELINES_BRANCH, last: int =
     warnings: list[str] = []
     listing = list_baselines(workspace, branch, token=token, remote_url=remote_url, warnings=warnings)
     if listing is None:
-        raise InputError(None, None, f"no {branch} branch (local, or origin's) holds archived baselines"
-                         + (f": {warnings[0]}" if warnings else "; run the archive workflow first"))
+        fetched = re.search(r"could not be fetched \((.*?)\): ", warnings[0]) if warnings else None
+        raise InputError(branch, None, "no such branch (local, or origin's) to read archived baselines from"
+                         + (f", and fetching it failed ({fetched.group(1)})" if fetched
+                            else "; the archive workflow creates it"))
     commits = first_parent_history(workspace)
     folders, order = _select(listing, commits, last)
     read = list(read_baselines(workspace, listing, folders, warnings))
     if order == "created":
         read = sorted(read, key=lambda b: (b.manifest.created, b.folder))[-last:]
     if not read:
-        raise InputError(None, None, f"the {branch} branch has no readable baselines/<sha>/manifest.yml"
+        raise InputError(branch, None, "the branch has no readable baselines/<sha>/manifest.yml"
                          + (f" ({warnings[0]})" if warnings else ""))
     strata, strata_source = _strata(config)
     samples = min(config.statistics.samples, HISTORY_SAMPLES)
