@@ -226,8 +226,8 @@ def _strata(config: Config) -> tuple[dict[str, str | None], str]:
     named = sum(1 for v in labels.values() if v)
     if not named:
         return {}, "no strata: HEAD's golden queries carry none"
-    return labels, (f"strata as HEAD's gate config defines them ({Path(config.path).name}): each baseline's queries are "
-                    "assigned by HEAD's definition; a query HEAD's golden set no longer has is in no stratum")
+    return labels, (f"strata as HEAD's gate config defines them ({Path(config.path).name}): each baseline's queries "
+                    "are assigned by HEAD's definition; a query HEAD's golden set no longer has is in no stratum")
 
 
 def _series(baselines: Sequence[ArchivedBaseline], strata: Mapping[str, str | None], samples: int,
