@@ -1112,6 +1112,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print(terminal_text(result.comment))  # comment.md holds it as Markdown, escapes and all
     print(f"\nwrote {result.out / 'report.json'}, {result.out / 'report.md'} and {result.out / 'comment.md'}"
           f" (the PR comment as Markdown) in {result.seconds:.0f}s; the generated repository is {result.repo}")
+    print(f"[demo] history page: {result.history}")
     kind = result.report["verdict"]["kind"]
     print(f"verdict: {kind} (the Action would exit {result.exit_code})")
     return EXIT_OK

@@ -174,13 +174,14 @@ def prefetch_indexes(world: World, repeats: int):
     return prefetch(runs, workers=min(2, os.cpu_count() or 1))
 
 
-def archive_to_branch(config: Config, repo: Path, date: str, progress: Progress) -> None:
+def archive_to_branch(config: Config, repo: Path, date: str, progress: Progress, noise_repeats: int = 0) -> None:
     """What the archive workflow does after a push to main: archive HEAD (into a scratch folder:
-    the baseline committed on main stays the one PRs are measured against) and commit the folder
-    to ``baselines/<sha>/`` of the baselines branch."""
+    the baseline committed on main stays the one PRs are measured against; with its noise band
+    when ``noise_repeats``, as RETRIEVAL_GATE_NOISE_REPEATS does) and commit the folder to
+    ``baselines/<sha>/`` of the baselines branch."""
     scratch = ".retrieval-gate/work/archive-main/manifest.yml"
     archived = archive(dataclasses.replace(config, baseline=dataclasses.replace(config.baseline, manifest=scratch)),
-                       progress=lambda _: None)
+                       progress=lambda _: None, noise_repeats=noise_repeats)
     sha = _git(repo, "rev-parse", "HEAD")
     commit_baseline(repo, sha, archived.manifest.folder, _git_env(date))
     shutil.rmtree(archived.manifest.folder)
@@ -287,7 +288,7 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     v5_date = "2024-09-14T12:30:00Z"
     _git(repo, "commit", "-qm", "Golden set v5 (140 queries) and the noise band", date=v5_date)
     base = _git(repo, "rev-parse", "HEAD")
-    archive_to_branch(config, repo, v5_date, progress)
+    archive_to_branch(config, repo, v5_date, progress, noise_repeats=repeats)
 
     progress("opening the pull request: new embedding model + ingestion parser v2")
     _git(repo, "checkout", "-q", "-b", "pr")
@@ -335,5 +336,4 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     comment = (out / "comment.md").read_text(encoding="utf-8")
     page = write_history_page(repo, out / "history")
-    progress(f"history page: {page}")
     return DemoResult(out, repo, world, report, comment, code, time.monotonic() - started, page)

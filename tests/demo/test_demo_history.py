@@ -1,0 +1,30 @@
+"""The demo's baselines branch and its history page: every main commit archived, one break."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from gate.rendering.history import POINT_COLOUR, STRATUM_POINT_COLOUR
+
+
+def test_the_demo_writes_a_history_with_one_break(demo):
+    assert demo.history == demo.out / "history" / "index.html"
+    data = json.loads((demo.out / "history" / "history.json").read_text())
+    subjects = [b["subject"] for b in data["baselines"]]
+    assert subjects == ["Archive the baseline on golden v4", "Fusion weight 0.6 for keyword-heavy queries (#2)",
+                        "Fusion weight back to 0.4: #2 hurt navigational queries (#3)",
+                        "Golden set v5 (140 queries) and the noise band"]
+    assert [b["pr"] for b in data["baselines"]] == [None, 2, 3, None]
+    assert data["order"] == "first-parent"
+    assert data["breaks"] == [{"before": 3, "reason": "golden set changed: 80 -> 140 queries; qrels changed"}]
+    primary = [p["value"] for p in data["series"][0]["points"]]
+    # Putting the config back gives the archived baseline's numbers again; the tried weight moved them.
+    assert primary[0] == primary[2] != primary[1]
+    assert abs(primary[0] - demo.report["baseline"]["archived"]["mean"]) < 1e-9
+    # The v5 archive carries the noise band measured on v5; the v4 ones had none.
+    assert [b["noise_band"] is not None for b in data["baselines"]] == [False, False, False, True]
+    assert len(data["series"]) == 1 + len(demo.report["strata"])
+    html = demo.history.read_text()
+    assert len(re.findall(rf'<circle class="point" [^>]*fill="{POINT_COLOUR}"', html)) == 4
+    assert html.count(STRATUM_POINT_COLOUR) == 4 * len(demo.report["strata"])
