@@ -38,8 +38,8 @@ from gate.action import main as action_main
 from gate.common.environment import scrubbed_environment
 from gate.common.errors import InputError
 from gate.common.jsontext import json_text
-from gate.demo.baselines_branch import commit_baseline
-from gate.demo.world import RETRIEVAL_NEW, RETRIEVAL_OLD, World, build_world, retrieval_yaml
+from gate.demo.archive_branch import commit_baseline
+from gate.demo.world import RETRIEVAL_NEW, RETRIEVAL_OLD, World, build_world
 from gate.inputs.config import Config, NoiseConfig, load_config
 from gate.inputs.golden import load_golden
 from gate.inputs.manifest import run_to_trec_gz
@@ -193,10 +193,12 @@ def small_main_changes(world: World, repo: Path, progress: Progress) -> None:
     second puts the baseline's retrieval config back byte for byte, so the PR below is measured
     against the same baseline as before."""
     config = load_config(repo / ".retrieval-gate.yml")
-    tried = retrieval_yaml({**RETRIEVAL_OLD, "fusion": {**RETRIEVAL_OLD["fusion"], "weight": 0.6}})
+    old = world.retrieval_old.read_text(encoding="utf-8")
+    tried = old.replace("  weight: 0.4\n", "  weight: 0.6\n")
+    assert tried != old  # the fusion block of RETRIEVAL_OLD
     for subject, text, date in (("Fusion weight 0.6 for keyword-heavy queries (#2)", tried, "2024-09-14T12:10:00Z"),
-                                ("Fusion weight back to 0.4: #2 hurt navigational queries (#3)",
-                                 world.retrieval_old.read_text(encoding="utf-8"), "2024-09-14T12:20:00Z")):
+                                ("Fusion weight back to 0.4: #2 hurt navigational queries (#3)", old,
+                                 "2024-09-14T12:20:00Z")):
         (repo / "retrieval" / "config.yml").write_text(text, encoding="utf-8")
         _git(repo, "add", "-A")
         _git(repo, "commit", "-qm", subject, date=date)

@@ -948,7 +948,7 @@ RETRIEVAL_OLD = {
 RETRIEVAL_NEW = {**RETRIEVAL_OLD, "embedding": {"model": "lsa-char-256", "dim": 256}, "ingestion": {"parser": "v2"}}
 
 
-def retrieval_yaml(data: Mapping[str, Any]) -> str:
+def _yaml(data: Mapping[str, Any]) -> str:
     lines = []
     for key, value in data.items():
         if isinstance(value, Mapping):
@@ -1204,8 +1204,8 @@ def _write_golden_sets(out: Path, v4: list[GoldenQuery], v5: list[GoldenQuery]) 
     strata_lines = ["strata:", "  shares:"] + [f"    {s}: {SHARES[s]}" for s in STRATA]
     strata_lines.append("  guarded: [" + ", ".join(GUARDED) + "]")
     write_text_atomic(out / "strata.yml", "\n".join(strata_lines) + "\n")
-    write_text_atomic(out / "retrieval-old.yml", retrieval_yaml(RETRIEVAL_OLD))
-    write_text_atomic(out / "retrieval-new.yml", retrieval_yaml(RETRIEVAL_NEW))
+    write_text_atomic(out / "retrieval-old.yml", _yaml(RETRIEVAL_OLD))
+    write_text_atomic(out / "retrieval-new.yml", _yaml(RETRIEVAL_NEW))
     return qrels_v4, qrels_v5
 
 

@@ -488,11 +488,15 @@ class Policy:
 _HTTPS_URL = re.compile(r"https://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~/%+=&?#:@!$,;-]*)?")
 
 
+def is_https_url(url: str) -> bool:
+    return len(url) <= 2000 and _HTTPS_URL.fullmatch(url) is not None
+
+
 def https_url(value: Any, where: _Where) -> str:
     """An https address the PR comment links: nothing that could close the Markdown link or
     start another (no spaces, brackets, parentheses, quotes, angle brackets or backticks)."""
     url = text(value, where)
-    if len(url) > 2000 or not _HTTPS_URL.fullmatch(url):
+    if not is_https_url(url):
         raise where.error(f"expected an https:// address (letters, digits and URL punctuation, no spaces, brackets "
                           f"or quotes), got {url[:60]!r}")
     return url

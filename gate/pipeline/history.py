@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from gate.checks.commensurability import ResolvedBaseline
 from gate.common.errors import InputError
 from gate.inputs import git
 from gate.inputs.baselines_branch import ArchivedBaseline, BranchListing, list_baselines, read_baselines
@@ -33,6 +34,9 @@ from gate.inputs.config import Config
 from gate.inputs.golden import load_golden
 from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config
 from gate.inputs.yardstick import BASELINES_BRANCH
+from gate.rendering.history import BREAK_MARK, sparkline
+from gate.report.build import GateRun
+from gate.report.history_records import Baseline, Break, History, Point, Series
 from gate.statistics.bootstrap import bootstrap_means, confidence_interval
 
 #: Resamples per point at most: the config's statistics.samples when smaller.
@@ -51,90 +55,6 @@ class CommitInfo:
     sha: str
     date: str
     subject: str
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """One archived baseline as the page shows it."""
-
-    commit: str
-    date: str
-    subject: str
-    pr: int | None
-    pr_url: str | None
-    metric: str
-    rel: int
-    queries: int
-    queries_sha256: str
-    qrels_sha256: str
-    band: float | None  # the stored noise band's threshold, None when the baseline has none
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"commit": self.commit, "date": self.date, "subject": self.subject, "pr": self.pr,
-                "pr_url": self.pr_url, "metric": self.metric, "rel": self.rel, "queries": self.queries,
-                "queries_sha256": self.queries_sha256, "qrels_sha256": self.qrels_sha256, "noise_band": self.band}
-
-
-@dataclass(frozen=True)
-class Point:
-    """A series' value at one baseline: the mean over ``n`` queries, its 95% interval, and the
-    noise band's threshold around it (None: no band for this series there)."""
-
-    value: float
-    low: float
-    high: float
-    n: int
-    band: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "low": self.low, "high": self.high, "n": self.n, "noise_band": self.band}
-
-
-@dataclass(frozen=True)
-class Series:
-    """The primary metric (``stratum`` None) or one stratum, aligned on the baselines (None: the
-    stratum has no query in that baseline)."""
-
-    name: str
-    stratum: str | None
-    points: tuple[Point | None, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "stratum": self.stratum,
-                "points": [None if p is None else p.to_dict() for p in self.points]}
-
-
-@dataclass(frozen=True)
-class Break:
-    """The series break before baseline ``index``: what changed since the one before it."""
-
-    index: int
-    reason: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"before": self.index, "reason": self.reason}
-
-
-@dataclass(frozen=True)
-class History:
-    branch: str
-    metric: str
-    seed: int
-    samples: int
-    order: str  # "first-parent" | "created"
-    strata_source: str
-    repository: str | None
-    baselines: tuple[Baseline, ...]
-    series: tuple[Series, ...]
-    breaks: tuple[Break, ...]
-    warnings: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"schema_version": "1.0", "branch": self.branch, "metric": self.metric,
-                "statistics": {"seed": self.seed, "samples": self.samples, "interval": "95% percentile bootstrap"},
-                "order": self.order, "strata_source": self.strata_source, "repository": self.repository,
-                "baselines": [b.to_dict() for b in self.baselines], "series": [s.to_dict() for s in self.series],
-                "breaks": [b.to_dict() for b in self.breaks], "warnings": list(self.warnings)}
 
 
 def pr_number(subject: str) -> int | None:
@@ -158,10 +78,11 @@ def repository_name(workspace: Path, env: Mapping[str, str]) -> str | None:
     return f"{found.group(1)}/{found.group(2)}" if found else None
 
 
-def first_parent_history(workspace: Path, ref: str = "HEAD") -> list[CommitInfo]:
-    """Main's first-parent history, oldest first (empty when git cannot list it)."""
+def first_parent_history(workspace: Path, ref: str = "HEAD", limit: int = MAX_HISTORY_COMMITS) -> list[CommitInfo]:
+    """Main's first-parent history (the newest ``limit`` commits), oldest first (empty when git
+    cannot list it)."""
     try:
-        proc = git.run(workspace, "log", "--first-parent", f"--max-count={MAX_HISTORY_COMMITS}",
+        proc = git.run(workspace, "log", "--first-parent", f"--max-count={limit}",
                        "--format=%H%x1f%cI%x1f%s", ref, "--", timeout=120)
     except (OSError, subprocess.TimeoutExpired):
         return []
@@ -291,3 +212,122 @@ def _baseline(item: ArchivedBaseline, commit: CommitInfo | None, repository: str
     return Baseline(item.commit, commit.date if commit else m.created, subject, number, url, m.metric, m.rel,
                     m.queries.count, m.queries.sha256, m.qrels.sha256,
                     _band_threshold(m.extra.get("noise_band"), None))
+
+
+# --------------------------------------------------------------------------- the PR comment's trend
+
+#: Baselines the PR comment's trend shows at most (then the candidate).
+TREND_BASELINES = 8
+#: How far back the base's first-parent history is searched for archived baselines.
+TREND_DEPTH = 200
+@dataclass(frozen=True)
+class TrendPoint:
+    commit: str | None  # None: this PR's candidate
+    value: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"commit": self.commit, "value": self.value, "candidate": self.commit is None}
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The last archived baselines on main commensurable with the candidate (same golden queries,
+    qrels, metric and rel), oldest first, then the candidate; ``broken``: an older archived
+    baseline is not commensurable (the sparkline opens with a break marker)."""
+
+    metric: str
+    points: tuple[TrendPoint, ...]
+    broken: bool
+
+    @property
+    def sparkline(self) -> str:
+        return (BREAK_MARK if self.broken else "") + sparkline([p.value for p in self.points])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "points": [p.to_dict() for p in self.points], "sparkline": self.sparkline,
+                "first": self.points[0].value, "last": self.points[-1].value, "broken": self.broken}
+
+
+@dataclass(frozen=True)
+class GoldenIdentity:
+    """What a baseline must share with the candidate to be drawn beside it."""
+
+    queries_sha256: str
+    qrels_sha256: str
+    metric: str
+    rel: int
+
+    def holds(self, baseline: ArchivedBaseline) -> bool:
+        m = baseline.manifest
+        return (m.queries.sha256, m.qrels.sha256, m.metric, m.rel) == (self.queries_sha256, self.qrels_sha256,
+                                                                      self.metric, self.rel)
+
+
+def trend_of(baselines: Sequence[ArchivedBaseline], candidate: float | None, yardstick: GoldenIdentity) -> Trend | None:
+    """The trend of ``baselines`` (oldest first) and the candidate; None without any archived
+    baseline. Only the newest unbroken run of commensurable baselines is drawn."""
+    if not baselines:
+        return None
+    kept: list[ArchivedBaseline] = []
+    for item in reversed(baselines):
+        if not yardstick.holds(item):
+            break
+        kept.insert(0, item)
+    points = [TrendPoint(b.commit, float(np.mean(list(b.values.values())))) for b in kept[-TREND_BASELINES:]]
+    if candidate is not None and math.isfinite(candidate):
+        points.append(TrendPoint(None, float(candidate)))
+    if not points:
+        return None
+    return Trend(yardstick.metric, tuple(points), len(kept) < len(baselines))
+
+
+def candidate_on_every_query(run: GateRun) -> float | None:
+    """The candidate's mean over every judged golden query, as an archived baseline's mean is
+    taken (the reporting set may leave leaked queries out): the baseline's mean on all of them
+    plus the paired change on all of them. None when no candidate was measured."""
+    look, metric = run.look, run.head.metric
+    if look is None or not isinstance(run.baseline, ResolvedBaseline):
+        return None
+    if look.everything is None:
+        return float(look.candidate.mean(metric))
+    return float(run.baseline.values.mean(metric)) + float(look.everything.mean)
+
+
+def pull_request_trend(config: Config, base: str | None, run: GateRun, *, token: str | None,
+                       remote_url: str | None, warnings: list[str]) -> Trend | None:
+    """The PR comment's trend: the base's newest archived baselines and this PR's candidate.
+    Nothing (None) without a base, a baselines branch, or a candidate's golden set to compare
+    with; a trend that cannot be read is a warning, never a failed run."""
+    queries, qrels = run.head.queries, run.head.qrels
+    if base is None or queries is None or qrels is None:
+        return None
+    identity = GoldenIdentity(queries.sha256, qrels.sha256, run.head.metric, config.golden.rel)
+    try:
+        found = recent_baselines(config.workspace_root, base, token=token, remote_url=remote_url, warnings=warnings)
+    except (OSError, subprocess.SubprocessError, ValueError) as error:
+        warnings.append(f"the trend of archived baselines could not be read ({type(error).__name__})")
+        return None
+    return trend_of(found, candidate_on_every_query(run), identity)
+
+
+def recent_baselines(workspace: Path, base: str, *, token: str | None, remote_url: str | None,
+                     warnings: list[str]) -> list[ArchivedBaseline]:
+    """The newest archived baselines (at most :data:`TREND_BASELINES` + 1: one more shows whether
+    an older one breaks the series) on the base commit's first-parent history, oldest first. A
+    shallow checkout is deepened from the repository's own address first (as the baseline's
+    ancestors are)."""
+    notes: list[str] = []
+    listing = list_baselines(workspace, token=token, remote_url=remote_url, warnings=notes)
+    if listing is None or not listing.folders:
+        return []
+    if remote_url is not None and git.is_shallow(workspace):
+        try:
+            git.fetch(workspace, base, token=token, url=remote_url, depth=TREND_DEPTH, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    history = first_parent_history(workspace, base, TREND_DEPTH)
+    archived = set(listing.folders)
+    folders = [c.sha for c in history if c.sha in archived][-(TREND_BASELINES + 1):]
+    found = list(read_baselines(workspace, listing, folders, notes))
+    warnings.extend(f"the trend leaves out {note}" for note in notes if "(skipped)" in note)
+    return found

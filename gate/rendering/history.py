@@ -18,15 +18,20 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
 from gate.common.atomic import write_text_atomic
-from gate.pipeline.history import History, Point, Series
+from gate.inputs.config import is_https_url
+from gate.rendering.markdown import md_text
+from gate.report.history_records import History, Point, Series
 
 #: The fill of the primary series' markers, and only of them (the browser test counts its blobs).
 POINT_COLOUR = "#e8590c"
@@ -203,3 +208,49 @@ def write_history(history: History, out: Path) -> Path:
     page = out / "index.html"
     write_text_atomic(page, render_page(history))
     return page
+
+
+# --------------------------------------------------------------------------- the PR comment's trend line
+
+_BLOCKS = "▁▂▃▄▅▆▇█"
+#: Opens the sparkline when older archived baselines are not commensurable with the candidate.
+BREAK_MARK = "┆"
+
+
+def sparkline(values: Sequence[float]) -> str:
+    """One block per value, ▁ for the lowest and █ for the highest (▄ for all when they are equal)."""
+    low, high = min(values), max(values)
+    if high - low < 1e-12:
+        return "▄" * len(values)
+    return "".join(_BLOCKS[int((v - low) / (high - low) * 7 + 0.5)] for v in values)
+
+
+def _trend_text(trend: Any, metric: str) -> str:
+    values = [float(p.value) for p in trend.points]
+    if not values or not all(math.isfinite(v) for v in values):
+        return ""
+    candidate = bool(trend.points[-1].candidate)
+    archived = len(values) - candidate
+    broken = trend.broken is True
+    return (f"**Trend of {metric} on main:** `{(BREAK_MARK if broken else '') + sparkline(values)}` "
+            f"{values[0]:.3f} → {values[-1]:.3f}" + (" (this PR)" if candidate else "")
+            + (f" · the last {archived} archived baselines" if archived > 1 else " · the last archived baseline")
+            + (" and this PR" if candidate else "")
+            + (f"; {BREAK_MARK} older ones were measured on another golden set, qrels or metric" if broken else ""))
+
+
+def history_line(report: Any) -> str:
+    """The comment's line on main's history: the trend (``report.trend``: the sparkline is drawn
+    again from the points' values, never taken from the report's text) and the link to the
+    history page (``report.history_url``, shown only when it is an https address a Markdown
+    link cannot be broken out of). Empty when the report has neither."""
+    metric = md_text(report.metric)
+    parts = []
+    if report.trend:
+        line = _trend_text(report.trend, metric)
+        if line:
+            parts.append(line)
+    url = report.history_url
+    if isinstance(url, str) and is_https_url(url):
+        parts.append(f"[history of {metric} on main]({url})")
+    return " · ".join(parts)

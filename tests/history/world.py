@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gate.demo.baselines_branch import commit_baseline
+from gate.demo.archive_branch import commit_baseline
 from gate.inputs.manifest import InputRecord, write_manifest
 from gate.inputs.readers.records import Run
 from gate.inputs.retrieval_config import RetrievalConfig
