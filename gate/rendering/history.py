@@ -3,9 +3,10 @@
 No script runs on the page (hover is each marker's SVG ``<title>``), nothing is fetched: the
 Content-Security-Policy is ``default-src 'none'`` plus the inline style by its hash, so the page
 opens offline and cannot reach the network. Every value from data is escaped by jinja2's HTML
-autoescape; the data embedded for machines (``<script type="application/json">``, never run)
-is escaped against ``</script>``, ``<!--`` and U+2028/U+2029. The same history gives the same
-bytes (no build time on the page).
+autoescape; the data for machines is ``history.json`` beside the page (the page embeds no
+script block, so nothing in it has to be escaped against ``</script>``). The same history gives
+the same bytes (no build time on the page). Why server-side SVG and not a charting library:
+docs/history.md (measured by benchmarks/history_page.py).
 
 The browser test counts the primary series' markers in a screenshot: each is a ``circle`` of
 class ``point`` filled with :data:`POINT_COLOUR`, a colour nothing else on the page uses; the
@@ -98,12 +99,11 @@ def _fmt(value: float) -> str:
     return f"{value:.1f}".rstrip("0").rstrip(".")
 
 
-def _title(history: History, index: int, p: Point, series: Series) -> str:
+def _title(history: History, index: int, p: Point) -> str:
+    """The hover text: value, interval, commit, date, PR (the table below holds the rest)."""
     base = history.baselines[index]
-    pr = f", PR #{base.pr}" if base.pr is not None else ""
-    band = f", noise band ±{p.band:.4f}" if p.band is not None else ""
-    return (f"{series.name}: {p.value:.4f} [{p.low:.4f}, {p.high:.4f}] on {p.n} queries{band}\n"
-            f"commit {base.commit[:12]}, {base.date}{pr}" + (f"\n{base.subject}" if base.subject else ""))
+    pr = f" #{base.pr}" if base.pr is not None else ""
+    return f"{p.value:.4f} [{p.low:.4f}, {p.high:.4f}] n={p.n} · {base.commit[:7]} {base.date[:10]}{pr}"
 
 
 def chart(history: History, series: Series, size: tuple[int, int], colour: str, css_class: str) -> Chart:
@@ -116,13 +116,13 @@ def chart(history: History, series: Series, size: tuple[int, int], colour: str, 
     low, high = _domain(series)
 
     def x(i: int) -> float:
-        return round(left + (slots[i] + 0.5) * step, 2)
+        return round(left + (slots[i] + 0.5) * step, 1)
 
     def y(v: float) -> float:
-        return round(bottom - (v - low) / (high - low or 1.0) * (bottom - top), 2)
+        return round(bottom - (v - low) / (high - low or 1.0) * (bottom - top), 1)
 
-    radius = round(max(1.5, min(5.0, step / 3.0)), 2)
-    markers = tuple(Marker(x(i), y(p.value), y(p.low), y(p.high), radius, _title(history, i, p, series))
+    radius = round(max(1.5, min(5.0, step / 3.0)), 1)
+    markers = tuple(Marker(x(i), y(p.value), y(p.low), y(p.high), radius, _title(history, i, p))
                     for i, p in enumerate(series.points) if p is not None)
     lines, bands = [], []
     for segment in _segments(len(series.points), starts):
@@ -134,7 +134,7 @@ def chart(history: History, series: Series, size: tuple[int, int], colour: str, 
         banded = [(i, p) for i, p in points if p and p.band is not None]
         if banded:
             bands.append(_band_path(banded, x, y, step))
-    gaps = tuple(Gap(round(left + (slots[b.index] - 0.5) * step, 2), b.reason) for b in history.breaks)
+    gaps = tuple(Gap(round(left + (slots[b.index] - 0.5) * step, 1), b.reason) for b in history.breaks)
     ticks = tuple((y(v), f"{v:.3f}") for v in _tick_values(low, high))
     return Chart(series.name, width, height, colour, css_class, tuple(lines), tuple(bands), markers, gaps, ticks,
                  (left, top, right, bottom))
@@ -148,7 +148,7 @@ def _band_path(banded, x, y, step: float) -> str:
     lower = [(x(i), y(max(0.0, p.value - p.band))) for i, p in banded]
     lower = [(lower[-1][0] + half, lower[-1][1])] + lower[::-1]
     lower[-1] = (lower[-1][0] - half, lower[-1][1])
-    return "M" + " L".join(f"{round(a, 2)},{round(b, 2)}" for a, b in upper + lower) + " Z"
+    return "M" + " L".join(f"{round(a, 1)},{round(b, 1)}" for a, b in upper + lower) + " Z"
 
 
 def _segments(count: int, starts: set[int]) -> list[list[int]]:
@@ -163,15 +163,6 @@ def _segments(count: int, starts: set[int]) -> list[list[int]]:
 def _tick_values(low: float, high: float) -> list[float]:
     step = (high - low) / 4 if high > low else 0.1
     return [low + k * step for k in range(5)]
-
-
-def embedded_json(data: object) -> str:
-    """JSON safe inside a ``<script>`` element: no ``</script>``, ``<!--`` or line separators."""
-    text = json.dumps(data, ensure_ascii=False, sort_keys=True, allow_nan=False)
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
-                         ("\u2029", "\\u2029")):
-        text = text.replace(raw, escaped)
-    return text
 
 
 @lru_cache(maxsize=1)
@@ -192,8 +183,8 @@ def render_page(history: History) -> str:
     charts = [chart(history, primary, PRIMARY_SIZE, POINT_COLOUR, "point")]
     charts += [chart(history, s, STRATUM_SIZE, STRATUM_POINT_COLOUR, "point stratum-point") for s in strata]
     template = _environment().get_template("history.html.j2")
-    html = template.render(history=history, charts=charts, data=embedded_json(history.to_dict()),
-                           break_at={b.index: b.reason for b in history.breaks}, style_hash="STYLE-HASH")
+    html = template.render(history=history, charts=charts, style_hash="STYLE-HASH",
+                           break_at={b.index: b.reason for b in history.breaks})
     style = _STYLE.search(html)
     assert style is not None  # the template has one style block
     digest = base64.b64encode(hashlib.sha256(style.group(1).encode("utf-8")).digest()).decode()
