@@ -28,3 +28,15 @@ def test_the_demo_writes_a_history_with_one_break(demo):
     html = demo.history.read_text()
     assert len(re.findall(rf'<circle class="point" [^>]*fill="{POINT_COLOUR}"', html)) == 4
     assert html.count(STRATUM_POINT_COLOUR) == 4 * len(demo.report["strata"])
+
+
+def test_the_demos_comment_shows_the_trend_after_a_break(demo):
+    trend = demo.report["trend"]
+    # Only the v5 archive is commensurable with the PR (same golden set): it, then the candidate.
+    assert [p["candidate"] for p in trend["points"]] == [False, True] and trend["broken"] is True
+    assert abs(trend["first"] - demo.report["baseline"]["mean"]) < 0.05
+    everything = demo.report["measures"]["nDCG@10"]  # the reporting set's means (leaked queries left out)
+    assert trend["last"] != everything["candidate"]  # the trend's candidate is on every judged query
+    line = next(line for line in demo.comment.splitlines() if line.startswith("**Trend of nDCG@10 on main:**"))
+    assert line.startswith(f"**Trend of nDCG@10 on main:** `{trend['sparkline']}` {trend['first']:.3f} → "
+                           f"{trend['last']:.3f} (this PR)")

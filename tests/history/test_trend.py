@@ -93,3 +93,22 @@ def test_without_trend_or_address_the_comment_says_nothing_about_history():
     assert history_line(report) == ""
     comment = render_comment(report)
     assert "Trend of" not in comment and "\n\n\n" not in comment
+
+
+@pytest.mark.parametrize("url,ok", [("https://o.github.io/r/", True), ("https://x.example.com:8443/a?x=1#t", True),
+                                    ("http://o.github.io/r/", False), ("https://o.github.io/r/(x)", False),
+                                    ("https://o.github.io/r/ x", False), ("https://o.github.io/<b>", False),
+                                    ("ftp://x", False)])
+def test_history_url_is_a_plain_https_address(tmp_path, url, ok):
+    from gate.cli import main
+
+    config = tmp_path / "gate.yml"
+    config.write_text("golden: {queries: q.jsonl, qrels: r.txt}\nretrieval: {config: x.yml}\n"
+                      f"runner: {{command: 'true {{run}}'}}\nhistory:\n  url: '{url}'\n")
+    if ok:
+        assert load_config(config).history.url == url
+    else:
+        with pytest.raises(Exception) as refused:
+            load_config(config)
+        assert str(refused.value).startswith(f"{config}:5: key 'history.url': expected an https:// address")
+        assert main(["history", "--config", str(config)]) == 2
