@@ -218,8 +218,10 @@ def _baseline(item: ArchivedBaseline, commit: CommitInfo | None, repository: str
 
 #: Baselines the PR comment's trend shows at most (then the candidate).
 TREND_BASELINES = 8
-#: How far back the base's first-parent history is searched for archived baselines.
-TREND_DEPTH = 200
+#: How far back the base's first-parent history is searched for archived baselines: as deep as
+#: a shallow checkout is deepened for the baseline's own ancestor fallback (so, after it, the
+#: trend's fetch finds nothing more to fetch).
+TREND_DEPTH = 50
 @dataclass(frozen=True)
 class TrendPoint:
     commit: str | None  # None: this PR's candidate
@@ -315,7 +317,8 @@ def recent_baselines(workspace: Path, base: str, *, token: str | None, remote_ur
     """The newest archived baselines (at most :data:`TREND_BASELINES` + 1: one more shows whether
     an older one breaks the series) on the base commit's first-parent history, oldest first. A
     shallow checkout is deepened from the repository's own address first (as the baseline's
-    ancestors are)."""
+    ancestors are). The branch is fetched again rather than read from a ref an earlier fetch
+    left: in the Action a ref already in the checkout may have been written by the PR's code."""
     notes: list[str] = []
     listing = list_baselines(workspace, token=token, remote_url=remote_url, warnings=notes)
     if listing is None or not listing.folders:
