@@ -30,6 +30,7 @@ from typing import Any
 import jinja2
 
 from gate.common.atomic import write_text_atomic
+from gate.common.errors import InputError
 from gate.inputs.config import is_https_url
 from gate.rendering.markdown import md_text
 from gate.report.history_records import History, Point, Series
@@ -192,12 +193,16 @@ def render_page(history: History) -> str:
 
 
 def write_history(history: History, out: Path) -> Path:
-    """``index.html`` and ``history.json`` in ``out``; returns the page's path."""
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "history.json", json.dumps(history.to_dict(), indent=2, sort_keys=True,
-                                                       ensure_ascii=False, allow_nan=False) + "\n")
+    """``index.html`` and ``history.json`` in ``out``; returns the page's path. A folder that
+    cannot be written (a file in the way, no permission) is the user's to fix: one line, exit 2."""
     page = out / "index.html"
-    write_text_atomic(page, render_page(history))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out / "history.json", json.dumps(history.to_dict(), indent=2, sort_keys=True,
+                                                           ensure_ascii=False, allow_nan=False) + "\n")
+        write_text_atomic(page, render_page(history))
+    except OSError as error:
+        raise InputError(str(out), None, f"cannot write the history page there: {error.strerror or error}") from None
     return page
 
 

@@ -162,3 +162,12 @@ def test_no_baselines_branch_is_one_line_and_exit_2(world, monkeypatch, capsys):
     assert code == 2 and len(err) == 1
     assert err[0].startswith("retrieval-gate: error: nope: no such branch (local, or origin's) to read archived "
                              "baselines from, and fetching it failed (fatal: 'origin' does not appear")
+
+
+def test_an_out_folder_that_cannot_be_written_is_one_line_and_exit_2(world, monkeypatch, capsys):
+    blocker = world.repo.parent / "page"
+    blocker.write_text("a file where the folder should go")
+    code, _ = _history(world, monkeypatch)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"retrieval-gate: error: {blocker}: cannot write the history page there: "
+                                 "File exists"]
