@@ -195,6 +195,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default 0: no band)")
     p.set_defaults(handler=_cmd_archive)
 
+    p = _command(sub, "history", "write the history page of the metric over main's archived baselines",
+                 "One self-contained HTML page (index.html, opens offline) and history.json from every "
+                 "baselines/<sha>/manifest.yml on the baselines branch: the primary metric and each stratum with "
+                 "95% intervals and the noise band, broken where the golden set, qrels or metric changed.")
+    config_arg(p)
+    p.add_argument("--branch", default="retrieval-gate-baselines", metavar="BRANCH",
+                   help="the branch the archive workflow commits baselines to (default retrieval-gate-baselines)")
+    p.add_argument("--out", default=".retrieval-gate/history", metavar="DIR",
+                   help="where index.html and history.json are written (default .retrieval-gate/history)")
+    p.add_argument("--last", type=_int_range(1, 100_000), default=200, metavar="N",
+                   help="the newest N baselines (default 200)")
+    p.set_defaults(handler=_cmd_history)
+
     p = _command(sub, "replay", "make the archived baseline commensurable with today's inputs",
                  "Reused when nothing it was measured on changed, rescored on today's queries and qrels, or re-run "
                  "at its commit when the corpus or the code changed; says which, and why.")
@@ -562,6 +575,19 @@ def _cmd_archive(args: argparse.Namespace) -> int:
     m = result.manifest
     print(f"archived {m.metric} {result.mean:.4f} on {counted(result.query_count, 'query', 'queries')} "
           f"({m.queries.id}, {m.qrels.id}) -> {m.manifest_path}")
+    return EXIT_OK
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    from gate.pipeline.history import build_history
+    from gate.rendering.history import write_history
+
+    history = build_history(_load_config(args), branch=args.branch, last=args.last)
+    for warning in history.warnings:
+        print(f"retrieval-gate: warning: {warning}", file=sys.stderr)
+    page = write_history(history, Path(args.out))
+    print(f"history of {history.metric}: {counted(len(history.baselines), 'baseline', 'baselines')}, "
+          f"{counted(len(history.breaks), 'break', 'breaks')} -> {page}")
     return EXIT_OK
 
 
@@ -1086,6 +1112,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print(terminal_text(result.comment))  # comment.md holds it as Markdown, escapes and all
     print(f"\nwrote {result.out / 'report.json'}, {result.out / 'report.md'} and {result.out / 'comment.md'}"
           f" (the PR comment as Markdown) in {result.seconds:.0f}s; the generated repository is {result.repo}")
+    print(f"[demo] history page: {result.history}")
     kind = result.report["verdict"]["kind"]
     print(f"verdict: {kind} (the Action would exit {result.exit_code})")
     return EXIT_OK

@@ -10,6 +10,11 @@ The story, in commits of a generated repository:
    ingestion parser (which fixes dropped tables - and brings in a freshly
    published FAQ page that quotes nine golden queries).
 
+Between 1 and 2, two small PRs land on main on golden v4 (a fusion weight tried, then put
+back); the archive workflow's job is done by the demo itself: every main commit is archived to
+``baselines/<sha>/`` of the ``retrieval-gate-baselines`` branch, so ``retrieval-gate history``
+has a series with one break (golden v4 -> v5), and the PR's comment a trend.
+
 Then the gate runs exactly as the Action would on that PR (the merge commit
 checked out, the yardstick read from the base commit), minus GitHub: no
 comment is posted; the comment is printed and written beside the report.
@@ -17,6 +22,7 @@ comment is posted; the comment is printed and written beside the report.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -32,15 +38,18 @@ from gate.action import main as action_main
 from gate.common.environment import scrubbed_environment
 from gate.common.errors import InputError
 from gate.common.jsontext import json_text
+from gate.demo.archive_branch import commit_baseline
 from gate.demo.world import RETRIEVAL_NEW, RETRIEVAL_OLD, World, build_world
-from gate.inputs.config import NoiseConfig, load_config
+from gate.inputs.config import Config, NoiseConfig, load_config
 from gate.inputs.golden import load_golden
 from gate.inputs.manifest import run_to_trec_gz
 from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.queries import read_queries
 from gate.inputs.retrieval_config import load_retrieval_config
 from gate.pipeline.archive import archive
+from gate.pipeline.history import build_history
 from gate.pipeline.stack import make_producer, measures_of, runner_queries_path
+from gate.rendering.history import write_history
 from gate.runs.reference import clear_caches, prefetch, retrieve, settings_from_config, snapshot_path
 from gate.statistics.band import measure_noise
 from gate.verdict.calibration import calibrate
@@ -57,13 +66,23 @@ class DemoResult:
     comment: str
     exit_code: int
     seconds: float
+    history: Path | None = None  # the history page (index.html)
 
 
-def _git(repo: Path, *args: str) -> str:
+#: Fixed dates: the same seed makes the same commits, so the same report.
+DEMO_DATE = "2024-09-14T12:00:00Z"
 
-    # Fixed dates: the same seed makes the same commits, so the same report.
-    env = scrubbed_environment(extra={"GIT_AUTHOR_DATE": "2024-09-14T12:00:00Z",
-                                      "GIT_COMMITTER_DATE": "2024-09-14T12:00:00Z"})
+
+def _git_env(date: str = DEMO_DATE) -> dict[str, str]:
+    return scrubbed_environment(extra={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date,
+                                       "GIT_AUTHOR_NAME": "retrieval-gate demo",
+                                       "GIT_AUTHOR_EMAIL": "demo@retrieval-gate.invalid",
+                                       "GIT_COMMITTER_NAME": "retrieval-gate demo",
+                                       "GIT_COMMITTER_EMAIL": "demo@retrieval-gate.invalid"})
+
+
+def _git(repo: Path, *args: str, date: str = DEMO_DATE) -> str:
+    env = _git_env(date)
     proc = subprocess.run(["git", "-c", "user.email=demo@retrieval-gate.invalid", "-c", "user.name=retrieval-gate demo",
                            "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", *args],
                           cwd=repo, capture_output=True, text=True, env=env)
@@ -155,6 +174,43 @@ def prefetch_indexes(world: World, repeats: int):
     return prefetch(runs, workers=min(2, os.cpu_count() or 1))
 
 
+def archive_to_branch(config: Config, repo: Path, date: str, progress: Progress, noise_repeats: int = 0) -> None:
+    """What the archive workflow does after a push to main: archive HEAD (into a scratch folder:
+    the baseline committed on main stays the one PRs are measured against; with its noise band
+    when ``noise_repeats``, as RETRIEVAL_GATE_NOISE_REPEATS does) and commit the folder to
+    ``baselines/<sha>/`` of the baselines branch."""
+    scratch = ".retrieval-gate/work/archive-main/manifest.yml"
+    archived = archive(dataclasses.replace(config, baseline=dataclasses.replace(config.baseline, manifest=scratch)),
+                       progress=lambda _: None, noise_repeats=noise_repeats)
+    sha = _git(repo, "rev-parse", "HEAD")
+    commit_baseline(repo, sha, archived.manifest.folder, _git_env(date))
+    shutil.rmtree(archived.manifest.folder)
+    progress(f"archived {sha[:12]} to the baselines branch: {archived.manifest.metric} {archived.mean:.3f}")
+
+
+def small_main_changes(world: World, repo: Path, progress: Progress) -> None:
+    """Two PRs merged on golden v4 (no new ANN index: only the fusion weight), each archived; the
+    second puts the baseline's retrieval config back byte for byte, so the PR below is measured
+    against the same baseline as before."""
+    config = load_config(repo / ".retrieval-gate.yml")
+    old = world.retrieval_old.read_text(encoding="utf-8")
+    tried = old.replace("  weight: 0.4\n", "  weight: 0.6\n")
+    assert tried != old  # the fusion block of RETRIEVAL_OLD
+    for subject, text, date in (("Fusion weight 0.6 for keyword-heavy queries (#2)", tried, "2024-09-14T12:10:00Z"),
+                                ("Fusion weight back to 0.4: #2 hurt navigational queries (#3)", old,
+                                 "2024-09-14T12:20:00Z")):
+        (repo / "retrieval" / "config.yml").write_text(text, encoding="utf-8")
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", subject, date=date)
+        archive_to_branch(config, repo, date, progress)
+
+
+def write_history_page(repo: Path, out: Path) -> Path:
+    """``retrieval-gate history`` on the demo repository's baselines branch."""
+    config = load_config(repo / ".retrieval-gate.yml")
+    return write_history(build_history(config, env={}), out)
+
+
 def _stderr_progress(message: str) -> None:
     print(f"[demo] {message}", file=sys.stderr, flush=True)
 
@@ -197,6 +253,8 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     progress(f"archived {archived.manifest.metric} {archived.mean:.3f} on {archived.query_count} queries")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "Archive the baseline on golden v4")
+    commit_baseline(repo, _git(repo, "rev-parse", "HEAD"), archived.manifest.folder, _git_env())
+    small_main_changes(world, repo, progress)
 
     progress("the golden set grows to v5; measuring the noise band of the baseline")
     shutil.copyfile(world.golden_v5, repo / "eval" / "golden.jsonl")
@@ -229,8 +287,10 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     progress(f"noise band: sd {band.overall.sd:.4f}, range {band.overall.range:.4f}, "
              f"threshold {band.threshold:.4f} from {band.runs} runs")
     _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "Golden set v5 (140 queries) and the noise band")
+    v5_date = "2024-09-14T12:30:00Z"
+    _git(repo, "commit", "-qm", "Golden set v5 (140 queries) and the noise band", date=v5_date)
     base = _git(repo, "rev-parse", "HEAD")
+    archive_to_branch(config, repo, v5_date, progress, noise_repeats=repeats)
 
     progress("opening the pull request: new embedding model + ingestion parser v2")
     _git(repo, "checkout", "-q", "-b", "pr")
@@ -277,4 +337,5 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
         shutil.copyfile(produced / name, out / name)
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     comment = (out / "comment.md").read_text(encoding="utf-8")
-    return DemoResult(out, repo, world, report, comment, code, time.monotonic() - started)
+    page = write_history_page(repo, out / "history")
+    return DemoResult(out, repo, world, report, comment, code, time.monotonic() - started, page)

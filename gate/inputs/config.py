@@ -485,6 +485,30 @@ class Policy:
     strict_validity: bool = setting(boolean, False)
 
 
+_HTTPS_URL = re.compile(r"https://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~/%+=&?#:@!$,;-]*)?")
+
+
+def is_https_url(url: str) -> bool:
+    return len(url) <= 2000 and _HTTPS_URL.fullmatch(url) is not None
+
+
+def https_url(value: Any, where: _Where) -> str:
+    """An https address the PR comment links: nothing that could close the Markdown link or
+    start another (no spaces, brackets, parentheses, quotes, angle brackets or backticks)."""
+    url = text(value, where)
+    if not is_https_url(url):
+        raise where.error(f"expected an https:// address (letters, digits and URL punctuation, no spaces, brackets "
+                          f"or quotes), got {url[:60]!r}")
+    return url
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistoryConfig:
+    """``history:``, where the history page (``retrieval-gate history``, published by the archive
+    workflow) lives: the comment links it."""
+    url: str | None = setting(https_url, None)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Config:
     """A checked ``.retrieval-gate.yml``: one typed field per key, one dataclass per block."""
@@ -514,6 +538,7 @@ class Config:
     attribution: AttributionConfig = section(AttributionConfig)
     judged: JudgedConfig = section(JudgedConfig)
     policy: Policy = section(Policy)
+    history: HistoryConfig = section(HistoryConfig)
     lines: Mapping[str, int | None] = field(default_factory=dict)  # dotted key -> its line in the file
     # Where the code under test lives. The yardstick (golden files, strata, tuning
     # split, manifest, noise band) resolves against ``root``, which on a PR is a

@@ -122,6 +122,8 @@ DESCRIPTIONS: dict[str, str] = {
                               "that names no judged golden query",
     "policy.decision": "`calibrated` (the decision rule) or `interval` (the seed's rule: the reported interval's "
                        "lower bound at or above minus the margin)",
+    "history.url": "the https address of the history page (`retrieval-gate history`, published by the archive "
+                   "workflow): the PR comment links it as the history of the metric on main",
 }
 
 

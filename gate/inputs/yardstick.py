@@ -351,7 +351,7 @@ def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, 
     if root is None:
         return None
     notes = warnings if warnings is not None else []
-    ref = _baselines_ref(root, branch, token, remote_url, notes)
+    ref = baselines_ref(root, branch, token, remote_url, notes)
     if ref is None:
         return None
     if git.rev_parse(root, f"{base_sha}^") is None and git.rev_parse(root, base_sha) is not None:
@@ -365,7 +365,7 @@ def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, 
     return None
 
 
-def _baselines_ref(root: Path, branch: str, token: str | None, remote_url: str | None,
+def baselines_ref(root: Path, branch: str, token: str | None, remote_url: str | None,
                    notes: list[str]) -> str | None:
     """The ref of the baselines branch, fetched when the checkout lacks it; None (and why in
     ``notes``, unless the branch does not exist) when it cannot be had."""

@@ -29,6 +29,7 @@ from gate.inputs.yardstick import (
     fetch_archived_commit,
     load_yardstick,
 )
+from gate.pipeline.history import Trend, pull_request_trend
 from gate.pipeline.result import Result
 from gate.pipeline.run import run_gate
 from gate.pipeline.stack import Progress, RunOptions, check_base, stderr_progress
@@ -110,9 +111,11 @@ def judge_pull_request(change: PullRequest, options: RunOptions, progress: Progr
         shutil.rmtree(overlay, ignore_errors=True)
     verdict = goalposts_changed(run.verdict, yard.goalposts, policy)
     verdict, accepted = accept(verdict, change.labels, change.body, policy)
+    trend = _trend(config, change, run, warnings)
     facts = PullRequestFacts(goalposts=tuple(yard.goalposts), accepted=accepted or None, warnings=tuple(warnings),
                              yardstick={"source": yard.source, "baseline_source": baseline_source},
-                             event=change.event)
+                             event=change.event, trend=None if trend is None else trend.to_dict(),
+                             history_url=config.history.url)
     reproduce = reproduce_command(change.config_shown, change.base)
     # The headline and the command go into report.json: comment.md and a later `retrieval-gate
     # comment` of this report read the same first line and command.
@@ -164,6 +167,16 @@ def _archived_baseline(config: Config, change: PullRequest, warnings: list[str])
         fetch_archived_commit(config.workspace_root, manifest, token=token, remote_url=remote_url,
                               warnings=warnings)
     return source
+
+
+def _trend(config: Config, change: PullRequest, run: GateRun, warnings: list[str]) -> Trend | None:
+    """The comment's trend, from the baselines branch the baseline is read from (fetched from the
+    repository's own address in the Action; a developer's clone reads it only when it has it)."""
+    remote_url = change.fetch.remote_url
+    if remote_url is None and not _has_baselines_branch(config.workspace_root):
+        return None
+    return pull_request_trend(config, change.base, run, token=change.fetch.token, remote_url=remote_url,
+                              warnings=warnings)
 
 
 def _has_baselines_branch(workspace: Path) -> bool:

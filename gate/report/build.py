@@ -162,6 +162,8 @@ class PullRequestFacts:
     warnings: tuple[str, ...] = ()  # after the run's
     yardstick: Mapping[str, Any] | None = None
     event: Mapping[str, Any] | None = None
+    trend: Mapping[str, Any] | None = None  # the last archived baselines and the candidate (None: no archive)
+    history_url: str | None = None  # history.url of the config: the comment links it
 
 
 def build_report(run: GateRun, pull_request: PullRequestFacts | None = None) -> Report:
@@ -184,6 +186,9 @@ def _report_dict(run: GateRun, pull_request: PullRequestFacts | None) -> dict[st
         report["yardstick"] = dict(pull_request.yardstick or {})
         if pull_request.event is not None:
             report["event"] = dict(pull_request.event)
+        report["trend"] = None if pull_request.trend is None else dict(pull_request.trend)
+        if pull_request.history_url is not None:
+            report["history_url"] = pull_request.history_url
     if warnings is not None:
         report["warnings"] = warnings
     report["verdict"] = verdict_record(run.verdict)

@@ -1154,6 +1154,28 @@ class Sweep(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TrendPoint(Record):
+    """``trend.points[]``: an archived baseline's mean (its commit) or this PR's candidate (commit null)"""
+    commit: str | None = key(Nullable(STR), required=True)
+    value: float = key(NUM, required=True)
+    candidate: bool = key(BOOL, required=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trend(Record):
+    """``trend``: (1.10) Action / run --base: the last archived baselines on main commensurable with the
+    candidate (same golden queries, qrels, metric, rel; at most 8, oldest first) and the candidate
+    on every judged query; the sparkline opens with a break marker when an older baseline is not
+    commensurable; null when the baselines branch holds no archive"""
+    metric: str = key(STR, required=True)
+    points: tuple[TrendPoint, ...] = key(ListOf(RecordOf(TrendPoint)), required=True)
+    sparkline: str = key(STR, required=True)
+    first: float = key(NUM, required=True)
+    last: float = key(NUM, required=True)
+    broken: bool = key(BOOL, required=True)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Report(Record):
     """``report.json``: Written by every comparing command. Versioning: adding keys bumps the minor
     part of schema_version; renaming or removing keys bumps the major part. A run whose baseline
@@ -1288,3 +1310,10 @@ class Report(Record):
     # (1.5) sweep, and run when a PR changes a swept or tunable parameter: the grid's cells, its
     # maximum (optimistic), held-out and cross-validated estimates and the optimism
     sweep: Sweep | Absent = key(RecordOf(Sweep))
+    # (1.10) Action / run --base: the last archived baselines on main commensurable with the
+    # candidate (same golden queries, qrels, metric, rel; at most 8, oldest first) and the
+    # candidate on every judged query; the sparkline opens with a break marker when an older
+    # baseline is not commensurable; null when the baselines branch holds no archive
+    trend: Trend | None | Absent = key(Nullable(RecordOf(Trend)))
+    # (1.10) history.url of the gate config: the history page the comment links
+    history_url: str | Absent = key(STR)

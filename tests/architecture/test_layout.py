@@ -64,7 +64,8 @@ def test_gate_top_level_holds_only_the_face_and_the_two_shells():
 
 #: The commands: one module in gate/pipeline per verb, named after it (a verb may share its name
 #: with the stage module it drives: gate.pipeline.noise measures what gate.statistics.noise defines).
-VERBS = {"archive", "replay", "plan", "run", "compare", "noise", "calibrate", "sweep", "factorial", "leakcheck", "lift"}
+VERBS = {"archive", "replay", "plan", "run", "compare", "noise", "calibrate", "sweep", "factorial", "leakcheck", "lift",
+         "history"}
 
 
 def test_no_two_modules_share_a_name_but_a_verb_and_the_stage_module_it_drives():

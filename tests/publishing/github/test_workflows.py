@@ -161,6 +161,16 @@ def test_archive_workflow():
     runs = "\n".join(s.get("run", "") for s in wf["jobs"]["archive"]["steps"])
     assert "retrieval-gate archive" in runs
     assert "retrieval-gate-baselines" in json.dumps(wf) and 'baselines/$SHA' in runs
+    # The history page: written after the commit, published on Pages or kept as an artifact.
+    steps = wf["jobs"]["archive"]["steps"]
+    history = next(i for i, s in enumerate(steps) if "retrieval-gate history" in s.get("run", ""))
+    assert history > next(i for i, s in enumerate(steps) if "baselines/$SHA" in s.get("run", ""))
+    uploads = {s["uses"].split("@")[0]: s["if"] for s in steps[history:] if "uses" in s}
+    assert uploads == {"actions/upload-pages-artifact": "vars.RETRIEVAL_GATE_HISTORY == 'pages'",
+                       "actions/upload-artifact": "vars.RETRIEVAL_GATE_HISTORY != 'pages'"}
+    pages = wf["jobs"]["pages"]
+    assert pages["needs"] == "archive" and pages["permissions"] == {"pages": "write", "id-token": "write"}
+    assert pages["steps"][0]["uses"].startswith("actions/deploy-pages@")
 
 
 def _plan_steps(workflow: dict) -> list[tuple[dict, dict]]:
