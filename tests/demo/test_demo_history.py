@@ -6,6 +6,8 @@ import json
 import re
 
 from gate.rendering.history import POINT_COLOUR, STRATUM_POINT_COLOUR
+from tests.browser.conftest import browser  # noqa: F401 (the fixture: Chromium, network off, or a skip)
+from tests.browser.png import count_blobs, is_blank
 
 
 def test_the_demo_writes_a_history_with_one_break(demo):
@@ -40,3 +42,18 @@ def test_the_demos_comment_shows_the_trend_after_a_break(demo):
     line = next(line for line in demo.comment.splitlines() if line.startswith("**Trend of nDCG@10 on main:**"))
     assert line.startswith(f"**Trend of nDCG@10 on main:** `{trend['sparkline']}` {trend['first']:.3f} → "
                            f"{trend['last']:.3f} (this PR)")
+
+
+def _rgb(colour: str) -> tuple[int, int, int]:
+    return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
+
+
+def test_the_demos_history_page_renders_offline_with_every_point(demo, browser):  # noqa: F811
+    points = len(json.loads((demo.out / "history" / "history.json").read_text())["baselines"])
+    first_screen = browser.render(demo.history, 1280, 800)
+    assert first_screen.errors == () and first_screen.failed_loads == ()
+    assert not is_blank(first_screen.png)
+    assert count_blobs(first_screen.png, _rgb(POINT_COLOUR), tolerance=8) == points == 4
+    whole = browser.render(demo.history, 1280, 4000)
+    assert whole.errors == ()
+    assert count_blobs(whole.png, _rgb(STRATUM_POINT_COLOUR), tolerance=8) == points * len(demo.report["strata"])
