@@ -80,12 +80,17 @@ def measure_noise(
     if repeats < 2:
         raise InputError(None, None, "--repeats must be at least 2 to measure a spread")
     values, runs, seconds, seeds = [], [], [], []
+    latencies: list[np.ndarray] | None = []  # None once a repeat has no timings
     metric = str(measure)
     for repeat in range(1, repeats + 1):
         started = time.monotonic()
         request = run_request(f"noise repeat {repeat}/{repeats}", config, golden, queries_path,
                               repeat=repeat, seed=base_seed + repeat, code=code)
-        run, _ = producer.produce(request, golden.universe.query_ids)
+        run, produced = producer.produce(request, golden.universe.query_ids)
+        if latencies is not None and produced.timings is not None:
+            latencies.append(produced.timings.aligned(golden.universe.query_ids)[0])
+        else:
+            latencies = None
         per_query = evaluate(run, golden.qrels, [measure], golden.universe.query_ids, rel=rel)
         values.append(per_query.values[metric])
         runs.append(run)
@@ -95,7 +100,7 @@ def measure_noise(
         progress(f"noise repeat {repeat}/{repeats}: {metric} {per_query.mean(metric):.4f} ({elapsed:.1f}s)")
     strata = {q.query_id: q.stratum for q in golden.queries.queries}
     band = noise_band(metric, golden.universe.query_ids, values, strata,
-                      band_fingerprints(golden, config, invalidate_on), "repeats", (), seeds)
+                      band_fingerprints(golden, config, invalidate_on), "repeats", (), seeds, latencies)
     return MeasuredNoise(band, tuple(runs), tuple(seconds))
 
 

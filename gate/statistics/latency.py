@@ -16,17 +16,20 @@ per-query mean: its change is the mean of the per-query differences, resampled t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from gate.inputs.readers.timings import Timings
 from gate.statistics.bootstrap import LOWER_PCT, UPPER_PCT, chunk_rows_for, index_blocks
 
 __all__ = ["SideLatency", "Change", "LatencyComparison", "CostComparison", "compare_latency", "compare_cost",
-           "PERCENTILES", "PERCENTILE_METHOD"]
+           "PERCENTILES", "PERCENTILE_METHOD", "Resources", "compare_resources", "cost_missing"]
 
 PERCENTILES = (50, 95, 99)
-PERCENTILE_METHOD = "linear"  # numpy's default (Hyndman & Fan type 7); said in docs/report-json.md
+# numpy's default (Hyndman & Fan type 7), written out as method="linear" in every call here
+PERCENTILE_METHOD = "linear"
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ class CostComparison:
 
 
 def _side(values: np.ndarray) -> SideLatency:
-    p50, p95, p99 = (float(v) for v in np.percentile(values, PERCENTILES, method=PERCENTILE_METHOD))
+    p50, p95, p99 = (float(v) for v in np.percentile(values, PERCENTILES, method="linear"))
     return SideLatency(p50, p95, p99)
 
 
@@ -125,8 +128,8 @@ def compare_latency(baseline: np.ndarray, candidate: np.ndarray, samples: int, s
     with np.errstate(divide="ignore", invalid="ignore"):
         for idx in index_blocks(n, samples, seed, chunk_rows_for(n)):
             rows = len(idx)
-            b = np.percentile(base[idx], (50, 95), axis=1, method=PERCENTILE_METHOD)
-            c = np.percentile(cand[idx], (50, 95), axis=1, method=PERCENTILE_METHOD)
+            b = np.percentile(base[idx], (50, 95), axis=1, method="linear")
+            c = np.percentile(cand[idx], (50, 95), axis=1, method="linear")
             for k, p in enumerate((50, 95)):
                 diffs[p][done:done + rows] = c[k] - b[k]
                 relatives[p][done:done + rows] = (c[k] - b[k]) / b[k]
@@ -152,3 +155,55 @@ def compare_cost(baseline: np.ndarray, candidate: np.ndarray, samples: int, seed
             done += len(idx)
     mean = _change(float(base.mean()), float(cand.mean()), diffs, relatives)
     return CostComparison(n, samples, seed, float(base.sum()), float(cand.sum()), mean)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What the two runs' timings say on the reporting set: the latency and cost comparisons (None
+    where a side has no timings or no costs), each side's timings, and, when one side has timings
+    and the other none, why there is no comparison."""
+
+    baseline: Timings | None
+    candidate: Timings | None
+    latency: LatencyComparison | None
+    cost: CostComparison | None
+    note: str | None = None
+    band_threshold_ms: float | None = None  # the noise band's p95 latency threshold
+
+
+def _missing(side: str, what: str) -> str:
+    return f"the {side} run's timings give no {what}"
+
+
+def compare_resources(baseline: Timings | None, candidate: Timings | None, query_ids: Sequence[str], samples: int,
+                      seed: int, *, baseline_why: str | None = None,
+                      band_threshold_ms: float | None = None) -> Resources:
+    """Latency and cost on ``query_ids`` (the reporting set: the queries the metric is compared on),
+    paired: each resample takes the same queries on both sides, seeded as the metric's bootstrap.
+    ``baseline_why``: why the baseline has no timings (an archived baseline of an older gate)."""
+    if baseline is None or candidate is None or not query_ids:
+        note = None
+        if candidate is not None and baseline is None:
+            note = baseline_why or "the baseline run has no timings"
+        elif baseline is not None and candidate is None:
+            note = "the candidate run has no timings"
+        return Resources(baseline, candidate, None, None, note, band_threshold_ms)
+    base_latency, base_cost = baseline.aligned(query_ids)
+    cand_latency, cand_cost = candidate.aligned(query_ids)
+    latency = compare_latency(base_latency, cand_latency, samples, seed)
+    cost = None
+    if base_cost is not None and cand_cost is not None:
+        cost = compare_cost(base_cost, cand_cost, samples, seed)
+    return Resources(baseline, candidate, latency, cost, None, band_threshold_ms)
+
+
+def cost_missing(resources: Resources) -> str | None:
+    """Why there is no cost comparison (None: there is one, or neither side has timings)."""
+    if resources.cost is not None or resources.baseline is None and resources.candidate is None:
+        return None
+    if resources.note is not None:
+        return resources.note
+    for side, timings in (("baseline", resources.baseline), ("candidate", resources.candidate)):
+        if timings is not None and timings.cost is None:
+            return _missing(side, "costs")
+    return None

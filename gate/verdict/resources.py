@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from gate.common.numbers import fixed, signed
 from gate.inputs.config import IncreaseLimit, Policy
-from gate.statistics.latency import Change
+from gate.statistics.latency import Change, Resources, cost_missing
 from gate.verdict.reasons import Reason
 
 
@@ -65,3 +65,16 @@ def resource_notes(latency: ResourceFinding | None, cost: ResourceFinding | None
         why = "no run has costs" if cost is None or cost.missing is None else cost.missing
         notes.append(f"cost limit set (policy.cost.max_increase), but {why}: not judged")
     return notes
+
+
+def resource_findings(resources: Resources | None) -> tuple[ResourceFinding | None, ResourceFinding | None]:
+    """The p95 latency's and the mean cost's change as :class:`gate.verdict.rules.Findings` takes
+    them (``latency``, ``cost``): None where neither run has timings."""
+    if resources is None or (resources.baseline is None and resources.candidate is None):
+        return None, None
+    latency = resources.latency
+    cost = resources.cost
+    return (ResourceFinding(None if latency is None else latency.p95, resources.band_threshold_ms,
+                            None if latency is not None else resources.note),
+            ResourceFinding(None if cost is None else cost.mean, None,
+                            None if cost is not None else cost_missing(resources)))

@@ -166,6 +166,9 @@ def test_quoted_text_that_looks_like_a_number_or_a_date_is_text(tmp_path):
 # --------------------------------------------------------------------------- policy.latency / policy.cost
 
 
+_HEAD = "golden: {queries: q.tsv, qrels: qrels.txt}\nretrieval: {config: r.yml}\n"
+
+
 @pytest.mark.parametrize("written, value, relative, unit", [
     ('"20%"', 0.2, True, ""), ('"15ms"', 15.0, False, "ms"), ('"2.5 ms"', 2.5, False, "ms"), ('"0%"', 0.0, True, ""),
 ])
@@ -173,7 +176,7 @@ def test_a_latency_limit_is_relative_or_absolute(tmp_path, written, value, relat
     from gate.inputs.config import load_config
 
     path = tmp_path / ".retrieval-gate.yml"
-    path.write_text(f"golden: {{queries: q.tsv, qrels: qrels.txt}}\nretrieval: {{config: r.yml}}\npolicy:\n  latency:\n    p95_max_increase: {written}\n")
+    path.write_text(_HEAD + f"policy:\n  latency:\n    p95_max_increase: {written}\n")
     limit = load_config(path).policy.latency.p95_max_increase
     assert limit is not None and (limit.value, limit.relative, limit.unit) == (pytest.approx(value), relative, unit)
 
@@ -183,7 +186,7 @@ def test_a_cost_limit_is_relative_or_per_query(tmp_path, written, value, relativ
     from gate.inputs.config import load_config
 
     path = tmp_path / ".retrieval-gate.yml"
-    path.write_text(f"golden: {{queries: q.tsv, qrels: qrels.txt}}\nretrieval: {{config: r.yml}}\npolicy:\n  cost:\n    max_increase: {written}\n")
+    path.write_text(_HEAD + f"policy:\n  cost:\n    max_increase: {written}\n")
     limit = load_config(path).policy.cost.max_increase
     assert limit is not None and (limit.value, limit.relative) == (pytest.approx(value), relative)
 
@@ -199,7 +202,7 @@ def test_a_bad_limit_is_one_line_naming_the_key(tmp_path, key, written):
     from gate.inputs.config import load_config
 
     path = tmp_path / ".retrieval-gate.yml"
-    path.write_text(f"golden: {{queries: q.tsv, qrels: qrels.txt}}\nretrieval: {{config: r.yml}}\npolicy:\n  {key}: {written}\n")
+    path.write_text(_HEAD + f"policy:\n  {key}: {written}\n")
     with pytest.raises(InputError) as caught:
         load_config(path)
     assert caught.value.line == 5 and "increase" in caught.value.message and "\n" not in str(caught.value)

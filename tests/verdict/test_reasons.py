@@ -101,9 +101,9 @@ def test_a_statistical_reason_carries_the_decision_interval_it_quotes():
 
 
 def test_only_the_listed_rules_give_a_limit_or_a_decision_interval():
-    from gate.verdict.reasons import DECISION_INTERVAL_CODES, LIMIT_CODES
     from gate.inputs.config import CostPolicy, IncreaseLimit, LatencyPolicy
     from gate.statistics.latency import Change
+    from gate.verdict.reasons import DECISION_INTERVAL_CODES, LIMIT_CODES
     from gate.verdict.resources import ResourceFinding
 
     rose = ResourceFinding(Change(10.0, 20.0, 10.0, 8.0, 12.0, 1.0, 0.8, 1.2))
