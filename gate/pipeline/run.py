@@ -71,7 +71,7 @@ from gate.statistics.power import detectable
 from gate.verdict.directions import STRATA_DIRECTIONS, StrataDirections
 from gate.verdict.levels import ALPHA, MOVERS_TO_SHOW, NOISE_SHARE_TO_RERUN, look_alpha
 from gate.verdict.reruns import undecided_by_noise
-from gate.verdict.resources import resource_findings
+from gate.verdict.resource_limits import resource_findings
 from gate.verdict.rules import Findings, Verdict, combine, decide, failures_of, inconclusive, traffic_findings
 
 

@@ -30,7 +30,7 @@ from gate.inputs.retrieval_config import ConfigChange
 from gate.inputs.universe import Universe
 from gate.report import spine
 from gate.report.document import SCHEMA_VERSION, report_record
-from gate.report.resources import resource_sections
+from gate.report.resource_sections import resource_sections
 from gate.report.spine import Report
 from gate.report.typed import ABSENT
 from gate.runs.code import CodeIdentity

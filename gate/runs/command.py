@@ -222,11 +222,18 @@ class CommandRunner:
             what = ("did not write the run file {run}" if outcome.collected == "missing"
                     else f"wrote a run file the gate does not read: {outcome.collected}")
             raise RunnerFailed(request.purpose, f"runner command {what}", log_path, log_tail(log_path))
-        if self.writes_timings and outcome.collected_also != "yes":
-            timings_path.unlink(missing_ok=True)
-            what = ("did not write the timings file {timings}" if outcome.collected_also in (None, "missing")
-                    else f"wrote a timings file the gate does not read: {outcome.collected_also}")
-            raise RunnerFailed(request.purpose, f"runner command {what}", log_path, log_tail(log_path))
+        if self.writes_timings:
+            _check_timings_collected(outcome.collected_also, timings_path, request.purpose, log_path)
+
+
+def _check_timings_collected(collected: str | None, timings_path: Path, purpose: str, log_path: Path) -> None:
+    """A command that names {timings} wrote its sidecar, or its run failed (as without {run})."""
+    if collected == "yes":
+        return
+    timings_path.unlink(missing_ok=True)
+    what = ("did not write the timings file {timings}" if collected in (None, "missing")
+            else f"wrote a timings file the gate does not read: {collected}")
+    raise RunnerFailed(purpose, f"runner command {what}", log_path, log_tail(log_path))
 
 
 class _fresh_output:

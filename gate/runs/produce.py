@@ -107,19 +107,9 @@ class RunProducer:
         started = time.monotonic()
         found = find_in_runs_dir(self.runs_dir, key)
         if found is not None:
-            if git.is_tracked(found):
-                # Runs reach the runs folder from the steps that produce them, never from the
-                # repository: a committed file under a key the PR can predict (the baseline's)
-                # would stand in for a run that failed or was never made.
-                raise RunnerFailed(request.purpose, f"{found} is committed to the repository: a run is picked "
-                                   "up from the producing steps only (remove it from git)")
-            if git.is_tracked(Path(timings_path_for(found))):
-                raise RunnerFailed(request.purpose, f"{timings_path_for(found)} is committed to the repository: "
-                                   "timings are picked up from the producing steps only (remove it from git)")
-            run = self._read(found, request.purpose, "from --runs-dir")
-            check_coverage(run, expected, request.purpose, str(found))
+            run, timings = self._from_runs_dir(found, request.purpose, expected, given)
             return run, ProducedRun(request.purpose, found, key, "runs-dir", time.monotonic() - started,
-                                    len(run.query_ids), timings=sidecar_of(found, run, given, "run"))
+                                    len(run.query_ids), timings=timings)
         # A run whose code cannot be seen (no git, no runner.inputs) is never served from the
         # cache: the cache could not tell a changed search/bm25.py from the baseline's.
         cacheable = self.cache_dir is not None and (request.code is None or request.code.known)
@@ -129,15 +119,12 @@ class RunProducer:
         # baseline entry it rewrote would make the PR look better. Only the workspace's own
         # runs are served from it (forging those is no more than changing the code).
         readable = cache_folder is not None and (request.code is None or request.code.kind != "commit")
-        cached = find_in_runs_dir(cache_folder, key) if readable else None
-        if cached is not None:
-            cached_run = self._cached(cached, request.purpose, expected)
-            cached_timings = None if cached_run is None else self._cached_timings(cached, cached_run, given,
-                                                                                  request.purpose)
-            if cached_run is not None and cached_timings is not False:
-                self.progress(f"{request.purpose}: cache hit {key}")
-                return cached_run, ProducedRun(request.purpose, cached, key, "cache", time.monotonic() - started,
-                                               len(cached_run.query_ids), timings=cached_timings or None)
+        hit = self._from_cache(cache_folder, key, request.purpose, expected, given) if readable else None
+        if hit is not None:
+            cached, cached_run, cached_timings = hit
+            self.progress(f"{request.purpose}: cache hit {key}")
+            return cached_run, ProducedRun(request.purpose, cached, key, "cache", time.monotonic() - started,
+                                           len(cached_run.query_ids), timings=cached_timings)
         if self.runs_dir is not None:
             # The runs were to be produced by an earlier step (plan -> produce -> gate): one it
             # did not write is named, never run here behind the team's back (their stack may
@@ -173,6 +160,20 @@ class RunProducer:
         return run, ProducedRun(request.purpose, out_path, key, "runner", seconds, len(run.query_ids),
                                 timings=timings)
 
+    def _from_runs_dir(self, found: Path, purpose: str, expected: Sequence[str],
+                       given: Collection[str] | None) -> tuple[Run, Timings | None]:
+        """A run an earlier step produced (plan -> produce -> gate), and its timings beside it."""
+        for path in (found, Path(timings_path_for(found))):
+            if git.is_tracked(path):
+                # Runs reach the runs folder from the steps that produce them, never from the
+                # repository: a committed file under a key the PR can predict (the baseline's)
+                # would stand in for a run that failed or was never made (or for its timings).
+                raise RunnerFailed(purpose, f"{path} is committed to the repository: a run and its timings are "
+                                   "picked up from the producing steps only (remove it from git)")
+        run = self._read(found, purpose, "from --runs-dir")
+        check_coverage(run, expected, purpose, str(found))
+        return run, sidecar_of(found, run, given, "run")
+
     def _store(self, cache_folder: Path, key: str, out_path: Path, purpose: str) -> None:
         """Keep the run for next time; a cache that cannot be written (its path a file, a
         loop, a full disk) is a progress line, never the verdict's problem."""
@@ -184,8 +185,8 @@ class RunProducer:
             if sidecar.is_symlink() or sidecar.is_file():
                 sidecar.unlink()
             if os.path.isfile(timings_path_for(out_path)):  # before the run: a run never has another's timings
-                shutil.copyfile(timings_path_for(out_path), f"{sidecar}.tmp")
-                os.replace(f"{sidecar}.tmp", sidecar)
+                with open(timings_path_for(out_path), "rb") as handle:
+                    write_bytes_atomic(sidecar, handle.read())
             with open(out_path, "rb") as handle:
                 write_bytes_atomic(cache_folder / f"{key}.run.gz", gzip.compress(handle.read(), mtime=0))
         except (OSError, InputError) as error:
@@ -211,6 +212,18 @@ class RunProducer:
         if missing_queries(run, expected):
             return None
         return run
+
+    def _from_cache(self, cache_folder: Path | None, key: str, purpose: str, expected: Sequence[str],
+                    given: Collection[str] | None) -> tuple[Path, Run, Timings | None] | None:
+        """The cached run of ``key`` with its timings, or None (a miss)."""
+        cached = find_in_runs_dir(cache_folder, key)
+        run = None if cached is None else self._cached(cached, purpose, expected)
+        if cached is None or run is None:
+            return None
+        timings = self._cached_timings(cached, run, given, purpose)
+        if timings is False:
+            return None
+        return cached, run, None if timings is True else timings
 
     def _cached_timings(self, path: Path, run: Run, given: Collection[str] | None, purpose: str) -> Timings | bool:
         """The timings kept beside a cached run (origin ``cache``); True when there are none and
@@ -243,7 +256,9 @@ def sidecar_of(run_path: Path, run: Run, given: Collection[str] | None, origin: 
     path = timings_path_for(run_path)
     if not os.path.isfile(path):
         return None
-    timings = read_timings(path, given, origin=origin)
+    # Where the queries the runner was given are not known here (a baseline's run), the run's own
+    # queries bound what the sidecar may name: memory stays bounded by the run, not the file.
+    timings = read_timings(path, given if given is not None else run.query_ids, origin=origin)
     require_answered(timings, run.query_ids)
     return timings
 

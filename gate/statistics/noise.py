@@ -225,15 +225,19 @@ def _check_counts_and_lists(source: str, data: Mapping[str, Any]) -> None:
         raise _not_a_band(source, "'run_files' must be a list of file names")
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in data.get("seeds") or ()):
         raise _not_a_band(source, "'seeds' must be a list of integers")
-    latency = data.get("latency")
-    if latency is not None:
-        if not isinstance(latency, Mapping) or not all(isinstance(latency.get(k), Mapping)
-                                                       for k in ("p50_ms", "p95_ms")):
-            raise _not_a_band(source, "'latency' must hold p50_ms and p95_ms, each with its means")
-        for name in ("p50_ms", "p95_ms"):
-            _check_numbers(source, latency[name].get("means"), f"latency.{name}.means", 2)
-            if any(v < 0 for v in latency[name]["means"]):
-                raise _not_a_band(source, f"'latency.{name}.means' must be 0 or more")
+    _check_latency(source, data.get("latency"))
+
+
+def _check_latency(source: str, latency: Any) -> None:
+    """The repeats' latency spread: absent in a band of an older gate, else each repeat's p50 and p95."""
+    if latency is None:
+        return
+    if not isinstance(latency, Mapping) or not all(isinstance(latency.get(k), Mapping) for k in ("p50_ms", "p95_ms")):
+        raise _not_a_band(source, "'latency' must hold p50_ms and p95_ms, each with its means")
+    for name in ("p50_ms", "p95_ms"):
+        _check_numbers(source, latency[name].get("means"), f"latency.{name}.means", 2)
+        if any(v < 0 for v in latency[name]["means"]):
+            raise _not_a_band(source, f"'latency.{name}.means' must be 0 or more")
 
 
 def band_from_dict(data: Mapping[str, Any]) -> NoiseBand:

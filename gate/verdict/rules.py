@@ -22,7 +22,7 @@ from gate.statistics.strata import DAMAGED
 from gate.verdict.kinds import EXIT_BY_KIND, INCONCLUSIVE_NOT_BLOCKING_EXIT
 from gate.verdict.levels import ALPHA, GUARDED_ALPHA, MAX_QUERY_LOSS, MIN_MOVERS, MIN_QUERIES
 from gate.verdict.reasons import Reason
-from gate.verdict.resources import ResourceFinding, resource_failures, resource_notes
+from gate.verdict.resource_limits import ResourceFinding, resource_failures, resource_notes
 
 STATISTICAL = {"regression_shown", "improvement_required", "improvement_shown", "non_inferior", "underpowered",
                "too_few_movers", "unchanged", "held_out_too_small", "no_regression_shown"}
@@ -230,7 +230,7 @@ class Findings:
     guarded_regressions: tuple[GuardedRegression, ...] = ()  # damaged guarded strata with their Holm p
     warnings: tuple[str, ...] = ()
     reporting_set: ReportingSet | None = None
-    # The p95 latency's and the mean cost's change (gate.verdict.resources); None: not measured.
+    # The p95 latency's and the mean cost's change (gate.verdict.resource_limits); None: not measured.
     latency: ResourceFinding | None = None
     cost: ResourceFinding | None = None
 

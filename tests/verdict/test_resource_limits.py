@@ -9,7 +9,7 @@ import pytest
 
 from gate.inputs.config import CostPolicy, IncreaseLimit, LatencyPolicy, Policy
 from gate.statistics.latency import Change
-from gate.verdict.resources import ResourceFinding, breached
+from gate.verdict.resource_limits import ResourceFinding, breached
 from gate.verdict.rules import Findings, decide
 
 

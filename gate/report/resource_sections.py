@@ -7,7 +7,7 @@ from typing import Any
 from gate.inputs.config import IncreaseLimit
 from gate.inputs.readers.timings import Timings
 from gate.statistics.latency import PERCENTILE_METHOD, Change, Resources, cost_missing
-from gate.verdict.resources import breached
+from gate.verdict.resource_limits import breached
 
 __all__ = ["resource_sections"]
 
