@@ -73,5 +73,6 @@ def resource_line(report: Report) -> str | None:
     rows = resource_rows(report)
     if not rows:
         return None
-    return "; ".join(f"{row.name} {row.baseline} -> {row.candidate} ({row.change}, 95% CI {row.ci})"
+    line = "; ".join(f"{row.name} {row.baseline} -> {row.candidate} ({row.change}, 95% CI {row.ci})"
                      f"{' beyond its limit' if row.breached else ''}" for row in rows)
+    return line.replace("−", "-")  # the terminal prints deltas with an ASCII minus
