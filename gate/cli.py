@@ -635,7 +635,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         state = "needed" if item.needed else "skip"
         print(f"{item.purpose:<24} {state:<6} key {item.key}")
         print(f"    config  {item.config_file}\n    queries {item.queries}\n    corpus  {item.corpus}\n"
-              f"    write   {item.output}   ({item.why})")
+              f"    write   {item.output}   ({item.why})\n    timings {item.timings}   (optional: its latencies)")
     return EXIT_OK
 
 
