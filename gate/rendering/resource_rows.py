@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gate.common.numbers import fixed
+from gate.common.numbers import fixed, signed
 from gate.report.spine import Cost, Latency, Report, ResourceChange
 from gate.report.typed import ABSENT
 
@@ -26,9 +26,8 @@ class ResourceRow:
 
 
 def _signed(value: float, digits: int) -> str:
-    # the comment's minus sign (−), and no sign on a change that rounds to zero
-    text = f"{value:+.{digits}f}"
-    return fixed(0.0, digits) if text[1:] == fixed(0.0, digits) else text.replace("-", "−")
+    """:func:`gate.common.numbers.signed` with the comment's minus sign (−)."""
+    return signed(value, digits).replace("-", "−")
 
 
 def _row(name: str, change: ResourceChange, unit: str, digits: int, breached: bool = False) -> ResourceRow:

@@ -27,7 +27,7 @@ from gate.inputs.golden import Golden
 from gate.inputs.readers.records import Qrels, Run
 from gate.inputs.readers.runs import read_run
 from gate.inputs.retrieval_config import RetrievalConfig, flatten
-from gate.runs.produce import RunProducer, missing_queries
+from gate.runs.produce import RunProducer, missing_queries, sidecar_of
 from gate.statistics.noise import NoiseBand, band_from_dict, noise_band
 
 DEFAULT_INVALIDATE_ON = ("index", "embedding", "ingestion", "chunking", "bm25", "ann")
@@ -118,6 +118,7 @@ def noise_from_runs(
         raise InputError(None, None, "--from-runs needs at least two runs of the same configuration")
     metric = str(measure)
     values = []
+    latencies: list[np.ndarray] = []  # from the sidecars beside the runs (<run>.timings.jsonl), where every run has one
     for path in run_paths:
         run = read_run(path)
         missing = missing_queries(run, query_ids)
@@ -125,7 +126,11 @@ def noise_from_runs(
             raise InputError(str(path), None, f"misses {len(missing)} of {len(query_ids)} judged queries "
                                               f"(e.g. {', '.join(missing[:5])}): not a run of the same set")
         values.append(evaluate(run, qrels, [measure], query_ids, rel=rel).values[metric])
-    return noise_band(metric, query_ids, values, strata, fingerprints, "runs", tuple(str(p) for p in run_paths))
+        timings = sidecar_of(Path(path), run, None, "file")  # a bad sidecar: one line, exit 2
+        if timings is not None:
+            latencies.append(timings.aligned(query_ids)[0])
+    return noise_band(metric, query_ids, values, strata, fingerprints, "runs", tuple(str(p) for p in run_paths),
+                      latencies=latencies if len(latencies) == len(values) else None)
 
 
 @dataclass(frozen=True)

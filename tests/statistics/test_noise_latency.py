@@ -40,3 +40,27 @@ def test_a_bad_latency_spread_is_not_a_band(latency):
     data = {**_band(None).to_dict(), "latency": latency}
     with pytest.raises(InputError, match="not a noise band: 'latency"):
         check_band_dict(data, "noise.json")
+
+
+def test_runs_given_with_their_sidecars_give_the_latency_spread_too(tmp_path):
+    import json
+
+    from gate.evaluation.measures import parse_measure
+    from gate.inputs.readers.records import Qrels
+    from gate.statistics.band import noise_from_runs
+
+    qrels = Qrels("qrels", {"q1": {"d1": 1}, "q2": {"d2": 1}})
+    paths = []
+    for k, shift in enumerate((0.0, 0.5, 1.5)):
+        run = tmp_path / f"repeat-{k}.run"
+        run.write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d3 2 1.0 x\nq2 Q0 d4 1 2.0 x\nq2 Q0 d2 2 1.0 x\n")
+        (tmp_path / f"repeat-{k}.timings.jsonl").write_text(
+            "".join(json.dumps({"query_id": q, "latency_ms": 10.0 + shift + n}) + "\n"
+                    for n, q in enumerate(["q1", "q2"])))
+        paths.append(run)
+    band = noise_from_runs(paths, qrels, ["q1", "q2"], parse_measure("nDCG@10"), 1)
+    p95s = [10.95, 11.45, 12.45]  # each repeat's p95 of its two latencies
+    assert band.latency is not None and band.latency.p95.means == pytest.approx(tuple(p95s))
+    assert band.latency_threshold_ms == pytest.approx(3 * float(np.std(p95s, ddof=1)))  # 3 x sd beats the range
+    (tmp_path / "repeat-2.timings.jsonl").unlink()
+    assert noise_from_runs(paths, qrels, ["q1", "q2"], parse_measure("nDCG@10"), 1).latency is None
