@@ -11,7 +11,7 @@ import pytest
 
 from gate.cli import main
 from gate.inputs.config import load_config
-from gate.inputs.manifest import archived_timings, load_manifest
+from gate.inputs.manifest import archived_timings, gc, load_manifest
 from gate.pipeline.archive import archive
 from gate.pipeline.run import run_gate
 
@@ -60,6 +60,7 @@ def test_a_reused_baseline_has_its_archived_timings(tmp_path):
     kept = archived_timings(manifest)
     assert kept is not None and kept.origin == "archive" and kept.run_wall_time_ms == 1234.5
     assert manifest.extra["timings"]["file"].startswith("timings-")
+    assert gc(manifest.folder) == [] and (manifest.folder / manifest.extra["timings"]["file"]).is_file()
     (tmp_path / "base.timings.jsonl").write_text("not read\n")  # the archive's copy is what the run reads
     outcome = run_gate(config, progress=lambda message: None)
     latency = outcome.report["latency"]
