@@ -422,7 +422,7 @@ class _GateRun:
         produced = baseline.produced
         timings = produced.timings if produced is not None else None
         why = None
-        if timings is None and baseline.resolution == "reused":
+        if timings is None and baseline.resolution in ("reused", "rescored"):  # the archived run itself
             timings = archived_timings(baseline.manifest)
             why = None if timings is not None else "the archived baseline has no timings (archived without them)"
         elif timings is None and produced is not None:

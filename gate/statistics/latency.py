@@ -188,6 +188,12 @@ def compare_resources(baseline: Timings | None, candidate: Timings | None, query
         elif baseline is not None and candidate is None:
             note = "the candidate run has no timings"
         return Resources(baseline, candidate, None, None, note, band_threshold_ms)
+    for side, timings in (("baseline", baseline), ("candidate", candidate)):
+        index = timings.index()
+        missing = sum(1 for qid in query_ids if qid not in index)
+        if missing:  # an archived baseline's timings of an older query set
+            return Resources(baseline, candidate, None, None, f"the {side}'s timings miss {missing} of the "
+                             f"{len(query_ids)} queries compared", band_threshold_ms)
     base_latency, base_cost = baseline.aligned(query_ids)
     cand_latency, cand_cost = candidate.aligned(query_ids)
     latency = compare_latency(base_latency, cand_latency, samples, seed)

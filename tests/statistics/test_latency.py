@@ -52,3 +52,16 @@ def test_a_zero_baseline_has_no_relative_change():
 def test_misaligned_or_non_finite_sides_are_a_bug_not_a_number(base, cand):
     with pytest.raises(ValueError):
         compare_latency(np.asarray(base), np.asarray(cand), samples=10, seed=7)
+
+
+def test_timings_that_miss_a_compared_query_give_no_comparison_and_say_why(tmp_path):
+    from gate.inputs.readers.timings import read_timings
+    from gate.statistics.latency import compare_resources
+
+    (tmp_path / "b.jsonl").write_text('{"query_id": "q1", "latency_ms": 1}\n')
+    (tmp_path / "c.jsonl").write_text('{"query_id": "q1", "latency_ms": 2}\n{"query_id": "q2", "latency_ms": 2}\n')
+    base, cand = read_timings(tmp_path / "b.jsonl"), read_timings(tmp_path / "c.jsonl")
+    found = compare_resources(base, cand, ["q1", "q2"], samples=50, seed=7)
+    assert found.latency is None and found.note == "the baseline's timings miss 1 of the 2 queries compared"
+    both = compare_resources(cand, cand, ["q1", "q2"], samples=50, seed=7)
+    assert both.latency is not None and both.note is None
