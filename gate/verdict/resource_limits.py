@@ -35,7 +35,7 @@ def breached(change: Change, band_threshold: float | None, limit: IncreaseLimit)
 
 def _shown(change: Change, unit: str, digits: int) -> str:
     relative = "" if change.relative is None else f" ({change.relative:+.0%})"
-    return (f"{fixed(change.baseline, digits)} -> {fixed(change.candidate, digits)}{unit}: "
+    return (f"{fixed(change.baseline, digits)} → {fixed(change.candidate, digits)}{unit}: "
             f"{signed(change.change, digits)}{unit}{relative} [{signed(change.ci_low, digits)}, "
             f"{signed(change.ci_high, digits)}{unit}]")
 

@@ -53,7 +53,7 @@ def test_the_reason_quotes_the_change_and_names_the_limit():
     verdict = decide(_findings(latency=ResourceFinding(_change())), _policy("20%"))
     (reason,) = [r for r in verdict.reasons if r.code == "latency_increase"]
     assert reason.limit == "+20% (policy.latency.p95_max_increase)"
-    assert "10.0 -> 14.0 ms" in reason.message and "+4.0 ms (+40%)" in reason.message
+    assert "10.0 → 14.0 ms" in reason.message and "+4.0 ms (+40%)" in reason.message
 
 
 def test_a_cost_limit_per_query_and_relative():
