@@ -251,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     config_arg(p)
     p.add_argument("--candidate-run", metavar="FILE", help="precomputed run of the PR's retrieval config (default: "
                    "the config's runner makes it)")
+    p.add_argument("--candidate-timings", metavar="FILE", help="the timings sidecar of --candidate-run (JSONL: "
+                   "query_id, latency_ms, optional cost; docs: Runners) (default: none, no latency comparison)")
     p.add_argument("--runs-dir", metavar="DIR", help="runs produced by an earlier step (see plan); a run missing "
                    "from it makes the verdict inconclusive, naming its key (the gate runs nothing itself) "
                    "(default: the gate runs the config's runner)")
@@ -659,7 +661,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         state = "needed" if item.needed else "skip"
         print(f"{item.purpose:<24} {state:<6} key {item.key}")
         print(f"    config  {item.config_file}\n    queries {item.queries}\n    corpus  {item.corpus}\n"
-              f"    write   {item.output}   ({item.why})")
+              f"    write   {item.output}   ({item.why})\n    timings {item.timings}   (optional: its latencies)")
     return EXIT_OK
 
 
@@ -680,7 +682,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from gate.rendering.terminal import config_value, run_summary_lines, terminal_safe
 
     result = run(args.config, base=args.base, runs_dir=_runs_dir(args.runs_dir),
-                 candidate_run=_path(args.candidate_run), progress=_progress, out=Path(args.out))
+                 candidate_run=_path(args.candidate_run), progress=_progress, out=Path(args.out),
+                 candidate_timings=_path(args.candidate_timings))
     out = Path(args.out)
     written = result.write(out)
     if args.format == "json":

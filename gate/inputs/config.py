@@ -304,6 +304,9 @@ class RunnerConfig:
     inputs: tuple[str, ...] = setting(text_list, ())
     baseline_run: str | None = setting(path_text, None)
     candidate_run: str | None = setting(path_text, None)
+    # The timings sidecars of those runs (docs/runners.md: timings), each optional.
+    baseline_timings: str | None = setting(path_text, None)
+    candidate_timings: str | None = setting(path_text, None)
     options: Mapping[str, Any] = setting(mapping, {})
 
 
@@ -450,6 +453,60 @@ class JudgedConfig:
     qrels_style: str = setting(one_of("pooled", "relevance-only"), "pooled")
 
 
+@dataclass(frozen=True)
+class IncreaseLimit:
+    """``policy.latency.p95_max_increase`` / ``policy.cost.max_increase``: how much the candidate
+    may add, relative to the baseline (``"20%"``: ``value`` 0.2) or absolute (``"15ms"``; cost: a
+    plain number, per query)."""
+    value: float
+    relative: bool
+    unit: str = ""  # "ms" for an absolute latency
+
+    def text(self) -> str:
+        return f"{self.value * 100:g}%" if self.relative else f"{self.value:g}{self.unit}"
+
+
+_LIMIT = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(%|ms)\s*\Z")
+
+
+def _increase_limit(value: Any, where: _Where, absolute_unit: str) -> IncreaseLimit:
+    written = "'20%' or '15ms'" if absolute_unit else "'20%' or a number (cost per query)"
+    if not absolute_unit and not isinstance(value, str):
+        amount = in_range(number, 0.0)(value, where)
+        return IncreaseLimit(amount, False)
+    if not isinstance(value, str):
+        raise where.error(f"expected {written}, got {_type_name(value)}")
+    found = _LIMIT.match(value)
+    if found is None or (found.group(2) == "ms" and not absolute_unit):
+        raise where.error(f"expected {written}, got '{limits.shorten(value)}'")
+    amount = float(found.group(1))
+    if found.group(2) == "%":
+        return IncreaseLimit(amount / 100.0, True)
+    return IncreaseLimit(amount, False, absolute_unit)
+
+
+def latency_limit(value: Any, where: _Where) -> IncreaseLimit:
+    return _increase_limit(value, where, "ms")
+
+
+def cost_limit(value: Any, where: _Where) -> IncreaseLimit:
+    return _increase_limit(value, where, "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LatencyPolicy:
+    """``policy.latency:``, the latency the candidate may add (README: latency and cost)."""
+    # Fails when the p95 latency's increase is beyond the noise band's latency threshold and the
+    # interval's lower end is above this limit.
+    p95_max_increase: IncreaseLimit | None = setting(latency_limit, None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CostPolicy:
+    """``policy.cost:``, the cost per query the candidate may add."""
+    max_increase: IncreaseLimit | None = setting(cost_limit, None)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Policy:
     """``policy:``, the limits the verdict applies (README: policy defaults)."""
@@ -483,6 +540,8 @@ class Policy:
     # A validity check that could not run (a prompts glob matching nothing, an undecodable prompt
     # file, a tuning split matching no golden query) fails the gate instead of warning.
     strict_validity: bool = setting(boolean, False)
+    latency: LatencyPolicy = section(LatencyPolicy)
+    cost: CostPolicy = section(CostPolicy)
 
 
 _HTTPS_URL = re.compile(r"https://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~/%+=&?#:@!$,;-]*)?")

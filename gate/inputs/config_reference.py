@@ -48,6 +48,8 @@ DESCRIPTIONS: dict[str, str] = {
                      "folder (see Globs); unset: the whole git tree of the code under test",
     "runner.baseline_run": "`run-file`: the baseline's run file",
     "runner.candidate_run": "`run-file`: the candidate's run file",
+    "runner.baseline_timings": "`run-file`: the baseline run's timings sidecar (docs: Runners, timings)",
+    "runner.candidate_timings": "`run-file`: the candidate run's timings sidecar (docs: Runners, timings)",
     "runner.options": "`reference`: the reference retriever's settings (part of a run's identity); other runners "
                       "ignore it",
     "baseline.manifest": "the archived baseline's manifest (written by `archive`)",
@@ -120,6 +122,12 @@ DESCRIPTIONS: dict[str, str] = {
     "policy.strict_validity": "fail the gate, instead of warning, when a validity check cannot do its job: a "
                               "prompts glob that matches no file, a prompt file that is not text, a tuning split "
                               "that names no judged golden query",
+    "policy.latency.p95_max_increase": "the p95 latency the candidate may add: `\"20%\"` of the baseline's or "
+                                       "`\"15ms\"`; fails (`latency_increase`) when the increase is beyond the noise "
+                                       "band's latency threshold and its interval's lower end above the limit "
+                                       "(docs: Latency and cost)",
+    "policy.cost.max_increase": "the cost per query the candidate may add: `\"20%\"` or a number; fails "
+                                "(`cost_increase`) when the interval's lower end is above it",
     "policy.decision": "`calibrated` (the decision rule) or `interval` (the seed's rule: the reported interval's "
                        "lower bound at or above minus the margin)",
     "history.url": "the https address of the history page (`retrieval-gate history`, published by the archive "

@@ -45,11 +45,12 @@ from gate.inputs.readers.fields import check_json_value, parse_json_document
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.runs import read_run
 from gate.inputs.readers.textlines import open_regular, read_text_file
+from gate.inputs.readers.timings import Timings, read_timings
 from gate.inputs.readers.yaml_source import load_yaml
 from gate.inputs.retrieval_config import RetrievalConfig, canonical_json
 
 MANIFEST_SCHEMA_VERSION = "1.0"
-_DATA_FILE = re.compile(r"^(run|per-query|config|noise-run|noise)-[0-9a-f]{16,64}\.(trec\.gz|json)$")
+_DATA_FILE = re.compile(r"^(run|per-query|config|noise-run|noise|timings)-[0-9a-f]{16,64}\.(trec\.gz|json|jsonl\.gz)$")
 
 
 @dataclass(frozen=True)
@@ -415,8 +416,37 @@ def load_manifest(path: str | Path) -> Manifest:
     )
 
 
+def timings_record(timings_path: str | Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The manifest's ``timings`` section and its data file (``timings-<sha>.jsonl.gz``): the
+    archived run's timings sidecar, so a reused baseline has them."""
+    with open(timings_path, "rb") as handle:
+        data = gzip.compress(handle.read(), mtime=0)
+    sha = hashlib.sha256(data).hexdigest()
+    name = f"timings-{sha[:16]}.jsonl.gz"
+    return {"timings": {"file": name, "sha256": sha}}, {name: data}
+
+
+def archived_timings(manifest: Manifest | None) -> Timings | None:
+    """The archived baseline's timings (origin ``archive``), or None: a manifest of an older gate, or
+    of a run without timings, has none. A data file that is not the one recorded is an InputError."""
+    section = None if manifest is None else manifest.extra.get("timings")
+    if manifest is None or section is None:
+        return None
+    display = str(manifest.manifest_path)
+    if not isinstance(section, Mapping):
+        raise InputError(display, None, "manifest key 'timings' must be a mapping with file and sha256")
+    name = _data_file(section, "file", display, "timings.")
+    path = manifest.folder / name
+    if _file_sha256(path) != _text(section, "sha256", display, where="timings."):
+        raise InputError(str(path), None, "archived timings do not match their sha256 in manifest.yml")
+    return read_timings(path, origin="archive")
+
+
 def referenced_files(manifest: Manifest) -> set[str]:
     names = {manifest.run_file, manifest.per_query_file, f"config-{manifest.config_sha256[:16]}.json"}
+    timings = manifest.extra.get("timings")
+    if isinstance(timings, Mapping) and timings.get("file"):
+        names.add(str(timings["file"]))
     noise = manifest.extra.get("noise_band")
     if isinstance(noise, Mapping):
         for item in noise.get("runs_files", []) or []:

@@ -19,9 +19,10 @@ from gate.inputs import git
 from gate.inputs.config import Config, is_spec
 from gate.inputs.globs import matches
 from gate.inputs.golden import Golden, load_golden
-from gate.inputs.manifest import Manifest, environment_record, run_to_trec_gz, write_manifest
+from gate.inputs.manifest import Manifest, environment_record, run_to_trec_gz, timings_record, write_manifest
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.runs import read_run
+from gate.inputs.readers.timings import Timings, read_timings, require_answered
 from gate.inputs.retrieval_config import RetrievalConfig, load_retrieval_config
 from gate.inputs.yardstick import config_globs
 from gate.pipeline.repeat_runs import repeat_alpha, setup_check_with_repeats, still_valid_band
@@ -71,13 +72,19 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
     code = code_under_test(config, runs_dir)
     if run_path is None and config.runner.type == "run-file" and config.runner.baseline_run:
         run_path = config.here(config.runner.baseline_run)
-    run, source = _baseline_run(config, golden, retrieval, code, run_path, runs_dir, progress)
+    timings_path = config.here(config.runner.baseline_timings) if (
+        run_path is not None and config.runner.baseline_timings) else None
+    run, source, timings = _baseline_run(config, golden, retrieval, code, run_path, runs_dir, progress, timings_path)
     values = evaluate_all(run, golden, measures, config.golden.rel)
     if noise_repeats:
         extra, extra_files = _measured_band(config, golden, retrieval, primary, code, runs_dir, progress,
                                             noise_repeats)
     else:
         extra, extra_files = _kept_band(config, golden, retrieval, primary, progress)
+    if timings is not None:  # the baseline's latencies, for every PR that reuses it
+        section, files = timings_record(timings.source)
+        extra.update(section)
+        extra_files = {**extra_files, **files}
     if code is not None:
         extra["code"] = code.to_dict()  # what the archived run was produced by (a replay runs the commit's)
     head = git.head_commit(config.workspace_root)
@@ -112,16 +119,22 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
 
 
 def _baseline_run(config: Config, golden: Golden, retrieval: RetrievalConfig, code: CodeIdentity | None,
-                  run_path: Path | None, runs_dir: Path | None, progress: Progress) -> tuple[Run, str]:
-    """The run to archive: the file given (it must cover the golden queries), or the stack's own
-    run of the config. Returns it and where it came from."""
+                  run_path: Path | None, runs_dir: Path | None, progress: Progress,
+                  timings_path: Path | None = None) -> tuple[Run, str, Timings | None]:
+    """The run to archive: the file given (it must cover the golden queries; ``timings_path``: its
+    sidecar, runner.baseline_timings), or the stack's own run of the config. Returns it, where it
+    came from, and its timings (None: none)."""
     if run_path is not None:
         run = read_run(run_path)
         try:
             check_coverage(run, golden.universe.query_ids, "archive", str(run_path))
         except RunnerFailed as failure:
             raise InputError(str(run_path), None, failure.message) from None
-        return run, "file"
+        timings = None
+        if timings_path is not None:
+            timings = read_timings(timings_path, golden.queries.ids(), origin="file")
+            require_answered(timings, run.query_ids)
+        return run, "file", timings
     producer = make_producer(config, runs_dir, progress)
     request = run_request("baseline archive", retrieval, golden, runner_queries_path(golden, producer.work_dir),
                           code=code)
@@ -132,7 +145,7 @@ def _baseline_run(config: Config, golden: Golden, retrieval: RetrievalConfig, co
             raise config.key_error("runner.type", "'run-file' archives a run it is given: pass --run FILE, "
                                    "set runner.baseline_run, or --runs-dir DIR (see plan)") from None
         raise failure
-    return run, produced.source
+    return run, produced.source, produced.timings
 
 
 def _measured_band(config: Config, golden: Golden, retrieval: RetrievalConfig, primary: Measure,

@@ -20,6 +20,7 @@ from gate.inputs import git
 from gate.inputs.config import Config, load_config
 from gate.inputs.golden import load_golden
 from gate.inputs.manifest import Manifest, load_manifest
+from gate.inputs.readers.timings import timings_path_for
 from gate.inputs.retrieval_config import RetrievalConfig, config_diff, load_retrieval_config
 from gate.inputs.yardstick import BASELINES_BRANCH, baseline_from_branch, fetch_archived_commit, load_yardstick
 from gate.pipeline.attribute import attribution_applies, grid_cells, grid_factors
@@ -107,8 +108,13 @@ class PlannedRun:
     repeat: int = 0  # a noise repeat's number (1..N), 0 for every other run
     seed: int = 0  # the seed the runner is given for it ({seed}, RETRIEVAL_GATE_SEED)
 
+    @property
+    def timings(self) -> str:
+        """Where the step that produces the run may write its timings sidecar (docs: Runners)."""
+        return timings_path_for(self.output)
+
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "timings": self.timings}
 
 
 def plan(config: Config, runs_dir: Path | None = None, base: str | None = None,

@@ -200,7 +200,8 @@ def _not_run(config: Config, verdict: Verdict, why: str) -> GateRun:
 
 def run(config_path: str | Path, *, base: str | None = None, runs_dir: str | Path | None = None,
         candidate_run: str | Path | None = None, progress: Progress = stderr_progress,
-        out: str | Path | None = None, changed: Sequence[str] | None = None) -> Result:
+        out: str | Path | None = None, changed: Sequence[str] | None = None,
+        candidate_timings: str | Path | None = None) -> Result:
     """``retrieval-gate run`` as a function (``gate.run``): the gate on the config at
     ``config_path``; with ``base`` (a commit), the change in the working tree judged as the Action
     judges a PR (see :func:`judge_pull_request`). ``changed``: the files the change touches
@@ -208,7 +209,8 @@ def run(config_path: str | Path, *, base: str | None = None, runs_dir: str | Pat
     the verdict, the candidate's unjudged documents) that writes and renders itself."""
     options = RunOptions(candidate_run=Path(candidate_run) if candidate_run is not None else None,
                          runs_dir=Path(runs_dir) if runs_dir is not None else None, base=base,
-                         out=Path(out) if out is not None else None)
+                         out=Path(out) if out is not None else None,
+                         candidate_timings=Path(candidate_timings) if candidate_timings is not None else None)
     if base is None:
         return judge_workspace(Path(config_path), str(config_path), options, progress)
     workspace = load_config(config_path)

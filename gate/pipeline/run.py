@@ -22,8 +22,10 @@ from gate.common.numbers import counted, finite_or_none
 from gate.evaluation.evaluate import PerQuery
 from gate.inputs.config import Config
 from gate.inputs.golden import Golden, load_golden
+from gate.inputs.manifest import archived_timings
 from gate.inputs.readers.records import Run, same_rankings
 from gate.inputs.readers.runs import read_run
+from gate.inputs.readers.timings import Timings, read_timings, require_answered
 from gate.inputs.retrieval_config import ConfigChange, RetrievalConfig, config_diff, load_retrieval_config
 from gate.inputs.traffic_shares import StrataSpec, assign_strata, strata_spec_from_config, validate_against
 from gate.pipeline.attribute import attribute
@@ -62,12 +64,14 @@ from gate.statistics import repeats as rep
 from gate.statistics.attribution import AttributionResult, GridRefused
 from gate.statistics.band import BandStatus, TieFloor, tie_floor
 from gate.statistics.evidence import evidence as decision_evidence
+from gate.statistics.latency import Resources, compare_resources
 from gate.statistics.movement import LiftResult, strata_section
 from gate.statistics.paired import compare_paired
 from gate.statistics.power import detectable
 from gate.verdict.directions import STRATA_DIRECTIONS, StrataDirections
 from gate.verdict.levels import ALPHA, MOVERS_TO_SHOW, NOISE_SHARE_TO_RERUN, look_alpha
 from gate.verdict.reruns import undecided_by_noise
+from gate.verdict.resource_limits import resource_findings
 from gate.verdict.rules import Findings, Verdict, combine, decide, failures_of, inconclusive, traffic_findings
 
 
@@ -93,18 +97,26 @@ class GateOutcome:
 
 
 def _candidate(config: Config, golden: Golden, producer: RunProducer, options: RunOptions,
-               retrieval: RetrievalConfig, code: CodeIdentity | None = None) -> tuple[Run, str, float]:
+               retrieval: RetrievalConfig, code: CodeIdentity | None = None) -> tuple[Run, str, float, Timings | None]:
+    """The candidate's run, where it came from, how long it took, and its timings (None: none)."""
     path = options.candidate_run
+    timings_path = options.candidate_timings
     if path is None and config.runner.type == "run-file" and config.runner.candidate_run:
         path = config.here(config.runner.candidate_run)
+        if timings_path is None and config.runner.candidate_timings:
+            timings_path = config.here(config.runner.candidate_timings)
     if path is not None:
         run = read_run(path)  # bad file: InputError, exit 2
         check_coverage(run, golden.universe.query_ids, "candidate", str(path))
-        return run, f"file {path}", 0.0
+        timings = None
+        if timings_path is not None:  # bad file: InputError, exit 2
+            timings = read_timings(timings_path, golden.queries.ids(), origin="file")
+            require_answered(timings, run.query_ids)
+        return run, f"file {path}", 0.0, timings
     queries_path = runner_queries_path(golden, producer.work_dir)
     run, produced = producer.produce(run_request("candidate", retrieval, golden, queries_path, code=code),
-                                     golden.universe.query_ids)
-    return run, produced.source, produced.seconds
+                                     golden.universe.query_ids, golden.queries.ids())
+    return run, produced.source, produced.seconds, produced.timings
 
 
 def _lift_shown(lift: LiftResult, config: Config, out: Path | None) -> LiftResult:
@@ -138,6 +150,8 @@ class _GateRun:
     diff: list[ConfigChange]
     candidate_run: Run
     candidate_source: str
+    candidate_timings: Timings | None
+    resources: Resources
     spec: StrataSpec | None
     strata: dict[str, str | None]
     validity: Validity
@@ -220,7 +234,9 @@ class _GateRun:
                 self.status, self.floor, self.calibration,
                 f"retrieval-gate archive --noise-repeats {self.config.noise.repeats} --config {self.config.path.name}"),
             decision_rule=(self.policy.decision, self.policy.mode), attribution=self.attribution,
-            sweep=self.sweep_section, repeats=self.repeats, warnings=tuple(self.warnings), elapsed_seconds=elapsed)
+            sweep=self.sweep_section, repeats=self.repeats, warnings=tuple(self.warnings), elapsed_seconds=elapsed,
+            resources=getattr(self, "resources", None),
+            resource_limits=(self.policy.latency.p95_max_increase, self.policy.cost.max_increase))
         return GateOutcome(run, None if isinstance(run.baseline, NoBaseline) else run.baseline, candidate,
                            getattr(self, "candidate_run", None) if look is not None else None)
 
@@ -255,7 +271,7 @@ class _GateRun:
         self.diff = config_diff(baseline.config, self.retrieval)
         self.config_diff = tuple(self.diff)
         try:
-            self.candidate_run, self.candidate_source, candidate_seconds = _candidate(
+            self.candidate_run, self.candidate_source, candidate_seconds, self.candidate_timings = _candidate(
                 config, self.golden, self.producer, self.options, self.retrieval, self.code)
         except RunnerFailed as failure:
             return self._outcome(self._runner_failed(failure, golden_reporting))
@@ -280,6 +296,7 @@ class _GateRun:
                           f"{counted(self.plan.candidate_runs - 1, 'more time', 'more times')}")
             self._rerun(self.plan.candidate_runs - 1)
         first = self.deciding = self._look(look_alpha(self.plan.looks))
+        self.resources = self._resources()
         self._attribute(candidate_seconds)
         self._sweep(first)
         self.identical = baseline.run is not None and same_rankings(baseline.run, self.candidate_run,
@@ -399,6 +416,22 @@ class _GateRun:
         power = detectable(d, policy.max_regression, band, alpha=alpha, level=ALPHA, movers_to_show=MOVERS_TO_SHOW)
         return Look((runs_c, runs_b), alpha, base_r, cand_r, paired, everything, band, d, weighed, power, block)
 
+    def _resources(self) -> Resources:
+        """Latency and cost of the two runs on the reporting set (report: latency, cost)."""
+        stats, baseline = self.config.statistics, self.baseline
+        produced = baseline.produced
+        timings = produced.timings if produced is not None else None
+        why = None
+        if timings is None and baseline.resolution in ("reused", "rescored"):  # the archived run itself
+            timings = archived_timings(baseline.manifest)
+            why = None if timings is not None else "the archived baseline has no timings (archived without them)"
+        elif timings is None and produced is not None:
+            why = "the baseline run has no timings (its runner writes none)"
+        band = self.status.band
+        return compare_resources(timings, self.candidate_timings, self.reporting.query_ids, stats.samples,
+                                 stats.seed, baseline_why=why,
+                                 band_threshold_ms=None if band is None else band.latency_threshold_ms)
+
     def _attribute(self, candidate_seconds: float) -> None:
         """The 2^k grid's credit for the bundled changes; a cell that failed is said, loudly."""
         try:
@@ -439,6 +472,7 @@ class _GateRun:
 
     def _findings(self, look: Look) -> Findings:
         paired = look.paired
+        latency, cost = resource_findings(getattr(self, "resources", None))
         return Findings(
             metric=self.metric, query_count=len(self.reporting.query_ids), delta=paired.mean, ci_low=paired.ci_low,
             ci_high=paired.ci_high, mde=look.power.regression_80, noise_threshold=look.band,
@@ -446,7 +480,7 @@ class _GateRun:
             warnings=(*self.validity.warnings, *filter(None, [self.sweep_warning, self.repeat_warning])),
             **validity_findings(self.validity),
             **traffic_findings(look.strata),
-            identical_rankings=self.identical)
+            identical_rankings=self.identical, latency=latency, cost=cost)
 
     def _look_record(self, look: Look, decided: Verdict) -> rep.Look:
         e = look.evidence

@@ -55,6 +55,7 @@ def measures_of(config: Config) -> tuple[Measure, tuple[Measure, ...]]:
 _FILE_KEYS = (
     ("golden.queries", "yardstick"), ("golden.qrels", "yardstick"), ("strata.assignments", "yardstick"),
     ("retrieval.config", "workspace"), ("runner.baseline_run", "workspace"), ("runner.candidate_run", "workspace"),
+    ("runner.baseline_timings", "workspace"), ("runner.candidate_timings", "workspace"),
 )
 
 
@@ -265,6 +266,7 @@ def evaluate_all(run: Run, golden: Golden, measures: Sequence[Measure], rel: int
 @dataclass(frozen=True)
 class RunOptions:
     candidate_run: Path | None = None
+    candidate_timings: Path | None = None  # the candidate run's timings sidecar (--candidate-timings)
     runs_dir: Path | None = None
     base: str | None = None
     out: Path | None = None  # where the reports go: never read as prompt files

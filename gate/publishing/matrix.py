@@ -6,7 +6,8 @@
 
 Each ``include`` entry is one run a ``produce`` job makes: its key, purpose, the retrieval config
 file, queries, corpus, noise repeat and seed, the path the gate's ``runs-dir`` expects it at
-(``output``) and the artifact name to upload it under. Paths below the folder plan ran in (the
+(``output``), its timings sidecar's file name beside it (``timings_file``, which the stack may
+write) and the artifact name to upload them under. Paths below the folder plan ran in (the
 workspace) are relative to it: every matrix job is a runner of its own, with its own checkout.
 Only the runs the gate needs are listed. A workflow with P ``produce`` jobs passes ``--parts P``
 and gives job k
@@ -22,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from gate.common.errors import UsageError
+from gate.inputs.readers.timings import timings_path_for
 
 #: GitHub Actions runs at most this many jobs from one matrix.
 MAX_JOBS_PER_MATRIX = 256
@@ -56,6 +58,8 @@ def matrix_entry(run: Any, root: Path) -> dict[str, Any]:
         "seed": str(run.seed),
         "output": workspace_path(run.output, root),
         "file": PurePosixPath(run.output).name,
+        # The run's timings sidecar, beside it in runs-dir when the stack writes one (docs: Runners)
+        "timings_file": PurePosixPath(timings_path_for(PurePosixPath(run.output).name)).name,
         "artifact": ARTIFACT_PREFIX + run.key,
         "code_commit": run.code_commit or "",
     }

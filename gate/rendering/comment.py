@@ -41,6 +41,7 @@ from gate.rendering.jinja import ReportEnvironment, environment
 from gate.rendering.markdown import Inert, fence, finalizer, inert, md_text, signed
 from gate.rendering.markdown_cut import COMMENT_LIMIT, fit_comment, fit_sections
 from gate.rendering.phrases import means_note, repeats_sentence, value_text
+from gate.rendering.resource_rows import resource_rows, resource_title
 from gate.report.spine import (
     Accepted,
     ArchivedBaseline,
@@ -684,7 +685,8 @@ def _context(report: Report, reproduce_command: str | None) -> dict[str, Any]:
     if not context["commensurable"]:
         # No difference between incommensurable numbers, anywhere in the comment.
         context.update(strata=[], traffic=empty(Traffic), wins_sentence=None, lift=None, per_query=None, measures=[],
-                       all_queries=empty(DeltaAllQueries), attribution=None, power=None, repeats=None, means_note="")
+                       all_queries=empty(DeltaAllQueries), attribution=None, power=None, repeats=None, means_note="",
+                       resources=[])
     return context
 
 
@@ -718,6 +720,10 @@ def _numbers_context(report: Report, verdict: Verdict) -> dict[str, Any]:
         else None,
         "noise": report.noise_band or empty(NoiseBand),
         "all_queries": report.delta_all_queries or empty(DeltaAllQueries),
+        # latency and cost beside the delta (gate.rendering.resource_rows): [] says nothing about them
+        "resources": [{**{k: Inert(v) if isinstance(v, str) and k != "name" else v
+                             for k, v in dataclasses.asdict(row).items()}} for row in resource_rows(report)],
+        "resources_title": resource_title(report),
     }
 
 

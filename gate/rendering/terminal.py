@@ -12,6 +12,7 @@ from typing import Any
 from gate.common.numbers import counted
 from gate.rendering.markdown import BIDI_CONTROLS, CONTROL_CHARACTERS, fixed, signed
 from gate.rendering.phrases import means_note, repeats_sentence, value_text
+from gate.rendering.resource_rows import resource_line
 from gate.report.spine import Delta, DeltaAllQueries, Report
 from gate.report.typed import Absent
 
@@ -83,6 +84,9 @@ def run_summary_lines(report: Report) -> list[str]:
     everyone = report.delta_all_queries
     if everyone and everyone.query_count:
         lines.append(_delta_line(everyone, f"on all {everyone.query_count} judged queries: delta"))
+    resources = resource_line(report)  # latency (and cost) beside the delta; nothing without timings
+    if resources is not None:
+        lines.append(resources)
     lines += _query_notes(report)
     lines += _power_lines(report)
     if verdict.reasons:

@@ -24,11 +24,13 @@ from gate.checks.score_order import ScoreOrder
 from gate.checks.validity import ReportingSet, Validity
 from gate.common.numbers import finite_or_none
 from gate.evaluation.evaluate import PerQuery
+from gate.inputs.config import IncreaseLimit
 from gate.inputs.manifest import CorpusRecord, InputRecord
 from gate.inputs.retrieval_config import ConfigChange
 from gate.inputs.universe import Universe
 from gate.report import spine
 from gate.report.document import SCHEMA_VERSION, report_record
+from gate.report.resource_sections import resource_sections
 from gate.report.spine import Report
 from gate.report.typed import ABSENT
 from gate.runs.code import CodeIdentity
@@ -37,6 +39,7 @@ from gate.statistics.attribution import AttributionResult, GridRefused
 from gate.statistics.band import BandStatus, TieFloor, band_sentence
 from gate.statistics.comparison import Comparison
 from gate.statistics.evidence import Evidence
+from gate.statistics.latency import Resources
 from gate.statistics.movement import StrataSection
 from gate.statistics.paired import PairedComparison
 from gate.statistics.power import Detectable
@@ -151,6 +154,9 @@ class GateRun:
     repeats: rep.Repeats | None = None
     warnings: tuple[str, ...] = ()  # after the validity checks' own
     elapsed_seconds: float | None = None
+    # Latency and cost beside quality, and policy.latency.p95_max_increase / policy.cost.max_increase
+    resources: Resources | None = None
+    resource_limits: tuple[IncreaseLimit | None, IncreaseLimit | None] = (None, None)
 
 
 @dataclass(frozen=True)
@@ -248,6 +254,8 @@ def _stack_sections(run: GateRun) -> dict[str, Any]:
         report["repeats"] = run.repeats.to_dict()
     if run.elapsed_seconds is not None:
         report["elapsed_seconds"] = run.elapsed_seconds
+    if run.resources is not None:
+        report.update(resource_sections(run.resources, *run.resource_limits))
     return report
 
 

@@ -1173,6 +1173,72 @@ class Trend(Record):
     first: float = key(NUM, required=True)
     last: float = key(NUM, required=True)
     broken: bool = key(BOOL, required=True)
+class ResourceChange(Record):
+    """``latency.p50``, ``latency.p95``, ``cost.mean``: a statistic on both sides, the candidate's
+    change with its paired bootstrap 95% interval, and the change relative to the baseline's (null
+    when the baseline's is 0)"""
+    baseline: float | Absent = key(NUM)
+    candidate: float | Absent = key(NUM)
+    change: float | Absent = key(NUM)
+    ci_low: float | Absent = key(NUM)
+    ci_high: float | Absent = key(NUM)
+    relative: float | None | Absent = key(Nullable(NUM))
+    relative_ci_low: float | None | Absent = key(Nullable(NUM))
+    relative_ci_high: float | None | Absent = key(Nullable(NUM))
+
+
+@dataclass(frozen=True, kw_only=True)
+class LatencySide(Record):
+    """``latency.baseline``, ``latency.candidate``: one side's p50/p95/p99 latency (ms) on the
+    reporting set, where its timings came from (run | cache | archive | file) and the run's wall
+    time as its sidecar gives it (reported, never judged)"""
+    p50_ms: float | Absent = key(NUM)
+    p95_ms: float | Absent = key(NUM)
+    p99_ms: float | Absent = key(NUM)
+    source: str | Absent = key(STR)
+    run_wall_time_ms: float | None | Absent = key(Nullable(NUM))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Latency(Record):
+    """``latency`` (1.10): run, when both runs have timings: per side p50/p95/p99, the p50 and p95
+    changes with paired bootstrap intervals (samples, seed), the percentile method, the noise band's
+    p95 latency threshold, and policy.latency.p95_max_increase with whether it is breached"""
+    query_count: int | Absent = key(INT)
+    samples: int | Absent = key(INT)
+    seed: int | Absent = key(INT)
+    percentile_method: str | Absent = key(STR)
+    baseline: LatencySide | Absent = key(RecordOf(LatencySide))
+    candidate: LatencySide | Absent = key(RecordOf(LatencySide))
+    p50: ResourceChange | Absent = key(RecordOf(ResourceChange))
+    p95: ResourceChange | Absent = key(RecordOf(ResourceChange))
+    band_threshold_ms: float | None | Absent = key(Nullable(NUM))
+    limit: str | None | Absent = key(Nullable(STR))
+    breached: bool | None | Absent = key(Nullable(BOOL))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CostSide(Record):
+    """``cost.baseline``, ``cost.candidate``: one side's cost per query (mean) and in total on the
+    reporting set, and where its costs came from"""
+    mean: float | Absent = key(NUM)
+    total: float | Absent = key(NUM)
+    source: str | Absent = key(STR)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cost(Record):
+    """``cost`` (1.10): run, when both runs' timings give costs: per side mean and total, the mean's
+    change with its paired bootstrap interval, and policy.cost.max_increase with whether it is
+    breached"""
+    query_count: int | Absent = key(INT)
+    samples: int | Absent = key(INT)
+    seed: int | Absent = key(INT)
+    baseline: CostSide | Absent = key(RecordOf(CostSide))
+    candidate: CostSide | Absent = key(RecordOf(CostSide))
+    mean: ResourceChange | Absent = key(RecordOf(ResourceChange))
+    limit: str | None | Absent = key(Nullable(STR))
+    breached: bool | None | Absent = key(Nullable(BOOL))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1317,3 +1383,10 @@ class Report(Record):
     trend: Trend | None | Absent = key(Nullable(RecordOf(Trend)))
     # (1.10) history.url of the gate config: the history page the comment links
     history_url: str | Absent = key(STR)
+    # (1.10) run: p50/p95/p99 latency per side and the change with its interval; null when a run has
+    # no timings (timings_note says which)
+    latency: Latency | None | Absent = key(Nullable(RecordOf(Latency)))
+    # (1.10) run: cost per query and in total per side and the change; null when a run has no costs
+    cost: Cost | None | Absent = key(Nullable(RecordOf(Cost)))
+    # (1.10) run: why there is no latency comparison when one run has timings and the other none
+    timings_note: str | Absent = key(STR)

@@ -71,6 +71,8 @@ class BoxOutcome:
     collected: str
     refused: str | None = None
     start_error: str | None = None
+    # The second file asked for (the run's timings sidecar): "yes", "missing", or why not copied.
+    collected_also: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,10 @@ class KeeperBox:
         base = self.root / str(self._next)
         return self._next, BoxFolders(base / "home", base / "tmp", base / "out")
 
-    def run(self, number: int, command: BoxedCommand, log_fd: int, collect: str, dest_fd: int) -> BoxOutcome:
+    def run(self, number: int, command: BoxedCommand, log_fd: int, collect: str, dest_fd: int,
+            also: tuple[str, int] | None = None) -> BoxOutcome:
+        """Run ``command`` in box ``number``; copy its output file ``collect`` to ``dest_fd`` (and
+        ``also``'s file name to its descriptor: the timings sidecar) once nothing of it runs."""
         if self._broken is not None:
             raise BoxBroken(self._broken)
         env = {k: v for k, v in command.env.items() if k not in FILE_COMMAND_VARIABLES}
@@ -136,12 +141,12 @@ class KeeperBox:
                    "shell": command.shell, "cwd": str(command.cwd if command.cwd is not None else Path.cwd()),
                    "env": env,
                    "timeout": command.timeout, "collect": collect, "max_bytes": command.max_output_bytes,
-                   "hide": [str(p) for p in command.hide]}
+                   "hide": [str(p) for p in command.hide], "collect_also": None if also is None else also[0]}
         # The keeper answers within the command's timeout and the kill; one that does not (stopped
         # by a command of the same uid, without a box) is gone.
         self._sock.settimeout(command.timeout + KEEPER_GRACE_SECONDS)
         try:
-            send_message(self._sock, request, [log_fd, dest_fd])
+            send_message(self._sock, request, [log_fd, dest_fd, *([] if also is None else [also[1]])])
             reply, fds = receive_message(self._sock)
         except (OSError, EOFError, ValueError) as error:
             self._broken = f"the box keeper is gone ({error or type(error).__name__})"
@@ -154,7 +159,8 @@ class KeeperBox:
         if "error" in reply:
             raise BoxBroken(f"the box keeper failed: {reply['error']}")
         return BoxOutcome(reply.get("returncode"), bool(reply.get("timed_out")), int(reply.get("leftovers", 0)),
-                          str(reply.get("collected", "missing")), reply.get("refused"), reply.get("start_error"))
+                          str(reply.get("collected", "missing")), reply.get("refused"), reply.get("start_error"),
+                          None if also is None else str(reply.get("collected_also", "missing")))
 
     def close(self) -> None:
         self._sock.close()

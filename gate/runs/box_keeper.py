@@ -405,13 +405,14 @@ class Keeper:
             self.uid = self.gid = choose_uid()
 
     def handle(self, message: dict[str, Any], fds: list[int]) -> dict[str, Any]:
-        if message.get("op") != "run" or len(fds) != 2:
-            raise ValueError("expected a run request with two descriptors")
-        log_fd, dest_fd = fds
+        also = message.get("collect_also")
+        if message.get("op") != "run" or len(fds) != (2 if also is None else 3):
+            raise ValueError("expected a run request with two descriptors (three with collect_also)")
+        log_fd, dest_fd = fds[:2]
         number = int(message["n"])
-        collect = str(message["collect"])
-        if not collect or collect in (".", "..") or "/" in collect or "\0" in collect:
-            raise ValueError(f"not a file name: {collect!r}")
+        for collect in (str(message["collect"]), *([] if also is None else [str(also)])):
+            if not collect or collect in (".", "..") or "/" in collect or "\0" in collect:
+                raise ValueError(f"not a file name: {collect!r}")
         folder = os.path.join(self.root, str(number))
         self.next_uid()
         os.mkdir(folder, 0o711)
@@ -422,7 +423,11 @@ class Keeper:
                 os.mkdir(path, 0o700)
                 if self.confined:
                     os.chown(path, self.uid, self.gid)
-            return self.run(message, paths, log_fd, dest_fd)
+            reply = self.run(message, paths, log_fd, dest_fd)
+            if also is not None and "returncode" in reply:
+                reply["collected_also"] = self.collect(os.path.join(paths["out"], str(also)), fds[2],
+                                                       int(message["max_bytes"]))[0]
+            return reply
         finally:
             for path, mode in hidden:
                 os.chmod(path, mode)

@@ -1,7 +1,7 @@
 """The ``command`` runner: a team's own retrieval, run as a subprocess.
 
 The template's placeholders ({config}, {queries}, {corpus}, {run}, {repeat},
-{seed}) are filled per token after ``shlex.split``, so paths with spaces need
+{seed}, {timings}) are filled per token after ``shlex.split``, so paths with spaces need
 no quoting and no shell is involved; ``shell: true`` runs the template through
 ``/bin/sh`` with every value ``shlex.quote``d. A placeholder is one of those names
 and nothing more, and a literal brace is doubled (``{{``, ``}}``): the template is
@@ -26,11 +26,12 @@ from gate.common import limits
 from gate.common.environment import scrubbed_environment
 from gate.common.errors import InputError
 from gate.inputs import git
+from gate.inputs.readers.timings import timings_path_for
 from gate.runs import file_commands_guard
 from gate.runs.box import BoxBroken, BoxedCommand, current_box
 from gate.runs.request import RunnerFailed, RunRequest
 
-PLACEHOLDERS = ("config", "queries", "corpus", "run", "repeat", "seed")
+PLACEHOLDERS = ("config", "queries", "corpus", "run", "repeat", "seed", "timings")
 # A run bigger than this is not a ranked list of a golden set (MS MARCO's 7k queries at depth 1000
 # are about 400 MB).
 MAX_RUN_OUTPUT_BYTES = 4 * 1024 ** 3
@@ -143,6 +144,10 @@ class CommandRunner:
                              "gate quotes every value itself (a path with a space stays one word), and quoted "
                              f"again it would reach the command with the quotes in it; write {quoted} bare")
         self.tokens = tokens
+        # {timings}: a path the command writes its timings sidecar to (gate.inputs.readers.timings).
+        # A command that does not name it has no timings; one that names it and writes none failed.
+        self.writes_timings = any(name == "timings" for text in ((template,) if shell else tokens)
+                                  for _, name, _, _ in string.Formatter().parse(text))
 
     def identity(self) -> dict[str, Any]:
         # shell changes how the same command text is parsed, so it is part of what a run depends on.
@@ -165,6 +170,7 @@ class CommandRunner:
             "run": str(folders.out / out_path.name),
             "repeat": str(request.repeat),
             "seed": str(request.seed),
+            "timings": str(folders.out / Path(timings_path_for(out_path)).name),
         }
         env = scrubbed_environment(
             self.env_passthrough,
@@ -183,9 +189,13 @@ class CommandRunner:
                                hide=tuple(p for p in (top or cwd,) if p is not None))
         log_path.parent.mkdir(parents=True, exist_ok=True)
         file_commands = file_commands_guard.snapshot()
-        with open(log_path, "wb") as log, _fresh_output(out_path) as dest:
+        timings_path = Path(timings_path_for(out_path))
+        timings_path.unlink(missing_ok=True)  # a sidecar of an earlier run of this key is not this run's
+        with open(log_path, "wb") as log, _fresh_output(out_path) as dest, \
+                _fresh_output(timings_path if self.writes_timings else None) as timings_dest:
+            also = None if timings_dest is None else (timings_path.name, timings_dest.fileno())
             try:
-                outcome = box.run(number, command, log.fileno(), out_path.name, dest.fileno())
+                outcome = box.run(number, command, log.fileno(), out_path.name, dest.fileno(), also)
             except BoxBroken as error:
                 raise RunnerFailed(request.purpose, f"the runner command's box failed: {error}", log_path,
                                    log_tail(log_path)) from None
@@ -212,15 +222,30 @@ class CommandRunner:
             what = ("did not write the run file {run}" if outcome.collected == "missing"
                     else f"wrote a run file the gate does not read: {outcome.collected}")
             raise RunnerFailed(request.purpose, f"runner command {what}", log_path, log_tail(log_path))
+        if self.writes_timings:
+            _check_timings_collected(outcome.collected_also, timings_path, request.purpose, log_path)
+
+
+def _check_timings_collected(collected: str | None, timings_path: Path, purpose: str, log_path: Path) -> None:
+    """A command that names {timings} wrote its sidecar, or its run failed (as without {run})."""
+    if collected == "yes":
+        return
+    timings_path.unlink(missing_ok=True)
+    what = ("did not write the timings file {timings}" if collected in (None, "missing")
+            else f"wrote a timings file the gate does not read: {collected}")
+    raise RunnerFailed(purpose, f"runner command {what}", log_path, log_tail(log_path))
 
 
 class _fresh_output:
     """``out_path`` opened empty for the keeper to copy the run into (never through a symlink)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path | None):
         self.path = path
+        self.handle = None
 
     def __enter__(self):
+        if self.path is None:  # nothing to collect: the command names no such file
+            return None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.is_symlink():
             self.path.unlink()
@@ -229,5 +254,6 @@ class _fresh_output:
         return self.handle
 
     def __exit__(self, *exc):
-        self.handle.close()
+        if self.handle is not None:
+            self.handle.close()
         return False

@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,6 +25,7 @@ from gate.common.errors import InputError
 from gate.inputs import git
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.runs import read_run
+from gate.inputs.readers.timings import Timings, read_timings, require_answered, timings_path_for
 from gate.runs.code import CheckoutFailed, checkout
 from gate.runs.request import ProducedRun, RunMissing, Runner, RunnerFailed, RunRequest
 
@@ -98,21 +99,17 @@ class RunProducer:
             write_text_atomic(path, text)
         return path
 
-    def produce(self, request: RunRequest, expected: Sequence[str]) -> tuple[Run, ProducedRun]:
+    def produce(self, request: RunRequest, expected: Sequence[str],
+                given: Collection[str] | None = None) -> tuple[Run, ProducedRun]:
+        """The run of ``request`` covering ``expected``, with its timings sidecar when there is one
+        (``given``: the query ids the runner was given, which the sidecar may not go beyond)."""
         key = self.key(request)
         started = time.monotonic()
         found = find_in_runs_dir(self.runs_dir, key)
         if found is not None:
-            if git.is_tracked(found):
-                # Runs reach the runs folder from the steps that produce them, never from the
-                # repository: a committed file under a key the PR can predict (the baseline's)
-                # would stand in for a run that failed or was never made.
-                raise RunnerFailed(request.purpose, f"{found} is committed to the repository: a run is picked "
-                                   "up from the producing steps only (remove it from git)")
-            run = self._read(found, request.purpose, "from --runs-dir")
-            check_coverage(run, expected, request.purpose, str(found))
+            run, timings = self._from_runs_dir(found, request.purpose, expected, given)
             return run, ProducedRun(request.purpose, found, key, "runs-dir", time.monotonic() - started,
-                                    len(run.query_ids))
+                                    len(run.query_ids), timings=timings)
         # A run whose code cannot be seen (no git, no runner.inputs) is never served from the
         # cache: the cache could not tell a changed search/bm25.py from the baseline's.
         cacheable = self.cache_dir is not None and (request.code is None or request.code.known)
@@ -122,13 +119,12 @@ class RunProducer:
         # baseline entry it rewrote would make the PR look better. Only the workspace's own
         # runs are served from it (forging those is no more than changing the code).
         readable = cache_folder is not None and (request.code is None or request.code.kind != "commit")
-        cached = find_in_runs_dir(cache_folder, key) if readable else None
-        if cached is not None:
-            cached_run = self._cached(cached, request.purpose, expected)
-            if cached_run is not None:
-                self.progress(f"{request.purpose}: cache hit {key}")
-                return cached_run, ProducedRun(request.purpose, cached, key, "cache", time.monotonic() - started,
-                                               len(cached_run.query_ids))
+        hit = self._from_cache(cache_folder, key, request.purpose, expected, given) if readable else None
+        if hit is not None:
+            cached, cached_run, cached_timings = hit
+            self.progress(f"{request.purpose}: cache hit {key}")
+            return cached_run, ProducedRun(request.purpose, cached, key, "cache", time.monotonic() - started,
+                                           len(cached_run.query_ids), timings=cached_timings)
         if self.runs_dir is not None:
             # The runs were to be produced by an earlier step (plan -> produce -> gate): one it
             # did not write is named, never run here behind the team's back (their stack may
@@ -143,6 +139,7 @@ class RunProducer:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         if out_path.exists():
             out_path.unlink()
+        Path(timings_path_for(out_path)).unlink(missing_ok=True)  # an earlier run's timings are not this run's
         log_path = self.work_dir / "logs" / f"{key}.log"
         self.progress(f"{request.purpose}: running {self.runner.name} runner (key {key})")
         if request.code is not None and request.code.root is None and request.code.commit is not None:
@@ -155,11 +152,27 @@ class RunProducer:
             raise RunnerFailed(request.purpose, f"cannot check out the code it needs: {failure}") from None
         run = self._read(out_path, request.purpose, "written by the runner", log_path)
         check_coverage(run, expected, request.purpose, str(out_path))
+        timings = sidecar_of(out_path, run, given, "run")
         seconds = time.monotonic() - started
         self.progress(f"{request.purpose}: {len(run.query_ids)} queries in {seconds:.1f}s")
         if cache_folder is not None:
             self._store(cache_folder, key, out_path, request.purpose)
-        return run, ProducedRun(request.purpose, out_path, key, "runner", seconds, len(run.query_ids))
+        return run, ProducedRun(request.purpose, out_path, key, "runner", seconds, len(run.query_ids),
+                                timings=timings)
+
+    def _from_runs_dir(self, found: Path, purpose: str, expected: Sequence[str],
+                       given: Collection[str] | None) -> tuple[Run, Timings | None]:
+        """A run an earlier step produced (plan -> produce -> gate), and its timings beside it."""
+        for path in (found, Path(timings_path_for(found))):
+            if git.is_tracked(path):
+                # Runs reach the runs folder from the steps that produce them, never from the
+                # repository: a committed file under a key the PR can predict (the baseline's)
+                # would stand in for a run that failed or was never made (or for its timings).
+                raise RunnerFailed(purpose, f"{path} is committed to the repository: a run and its timings are "
+                                   "picked up from the producing steps only (remove it from git)")
+        run = self._read(found, purpose, "from --runs-dir")
+        check_coverage(run, expected, purpose, str(found))
+        return run, sidecar_of(found, run, given, "run")
 
     def _store(self, cache_folder: Path, key: str, out_path: Path, purpose: str) -> None:
         """Keep the run for next time; a cache that cannot be written (its path a file, a
@@ -168,6 +181,12 @@ class RunProducer:
             for stale in (cache_folder / f"{key}{suffix}" for suffix in RUN_SUFFIXES):
                 if stale.is_symlink() or stale.is_file():
                     stale.unlink()  # an entry refused above is replaced, not left to shadow this one
+            sidecar = Path(timings_path_for(cache_folder / f"{key}.run.gz"))
+            if sidecar.is_symlink() or sidecar.is_file():
+                sidecar.unlink()
+            if os.path.isfile(timings_path_for(out_path)):  # before the run: a run never has another's timings
+                with open(timings_path_for(out_path), "rb") as handle:
+                    write_bytes_atomic(sidecar, handle.read())
             with open(out_path, "rb") as handle:
                 write_bytes_atomic(cache_folder / f"{key}.run.gz", gzip.compress(handle.read(), mtime=0))
         except (OSError, InputError) as error:
@@ -194,12 +213,54 @@ class RunProducer:
             return None
         return run
 
+    def _from_cache(self, cache_folder: Path | None, key: str, purpose: str, expected: Sequence[str],
+                    given: Collection[str] | None) -> tuple[Path, Run, Timings | None] | None:
+        """The cached run of ``key`` with its timings, or None (a miss)."""
+        cached = find_in_runs_dir(cache_folder, key)
+        run = None if cached is None else self._cached(cached, purpose, expected)
+        if cached is None or run is None:
+            return None
+        timings = self._cached_timings(cached, run, given, purpose)
+        if timings is False:
+            return None
+        return cached, run, None if timings is True else timings
+
+    def _cached_timings(self, path: Path, run: Run, given: Collection[str] | None, purpose: str) -> Timings | bool:
+        """The timings kept beside a cached run (origin ``cache``); True when there are none and
+        the runner writes none; False (a cache miss) when the runner writes timings and the entry
+        has none or unusable ones: a cached run keeps its timings, never loses them."""
+        sidecar = Path(timings_path_for(path))
+        writes = bool(getattr(self.runner, "writes_timings", False))
+        if not (sidecar.is_file() and untrusted_cache_entry(sidecar) is None):
+            if writes:
+                self.progress(f"{purpose}: cache entry {path.name} has no timings; running the runner")
+            return not writes
+        try:
+            return sidecar_of(path, run, given, "cache") or True
+        except InputError as error:
+            self.progress(f"{purpose}: the timings of cache entry {path.name} are unreadable ({error}); "
+                          "running the runner")
+            return False
+
     @staticmethod
     def _read(path: Path, purpose: str, how: str, log_path: Path | None = None) -> Run:
         try:
             return read_run(path)
         except InputError as error:
             raise RunnerFailed(purpose, f"the run {how} is not a valid TREC run: {error}", log_path) from error
+
+
+def sidecar_of(run_path: Path, run: Run, given: Collection[str] | None, origin: str) -> Timings | None:
+    """The timings sidecar beside ``run_path``, read strictly (a bad one: InputError, exit 2), or
+    None when there is none. It must time every query the run answers."""
+    path = timings_path_for(run_path)
+    if not os.path.isfile(path):
+        return None
+    # Where the queries the runner was given are not known here (a baseline's run), the run's own
+    # queries bound what the sidecar may name: memory stays bounded by the run, not the file.
+    timings = read_timings(path, given if given is not None else run.query_ids, origin=origin)
+    require_answered(timings, run.query_ids)
+    return timings
 
 
 def untrusted_cache_entry(path: Path) -> str | None:

@@ -97,6 +97,8 @@ from gate.common import fixed_order
 from gate.common.errors import InputError
 from gate.inputs.readers.corpus import iter_corpus
 from gate.inputs.readers.queries import load_queries
+from gate.inputs.readers.timings import timings_path_for
+from gate.runs.reference_latency import QueryWork, write_timings
 from gate.runs.request import RunnerFailed, RunRequest
 
 __all__ = [
@@ -163,6 +165,8 @@ class RetrievalSettings:
     weight: float
     ef_search: int
     depth: int
+    # embedding.price_per_million_tokens: the run's sidecar gives a cost per query only with it
+    price_per_million_tokens: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -222,6 +226,8 @@ def settings_from_config(data: Mapping[str, Any], source: str = "retrieval confi
         weight=_number(data, "fusion.weight", source, low=0.0, high=1.0),
         ef_search=_integer(data, "ann.ef_search", source, low=1),
         depth=_integer(data, "retrieve.depth", source, low=1),
+        price_per_million_tokens=None if _get(data, "embedding.price_per_million_tokens") is None else
+        _number(data, "embedding.price_per_million_tokens", source, low=0.0),
     )
 
 
@@ -711,18 +717,20 @@ def _single_threaded():
 
 def retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], corpus_path: str, seed: int,
              options: Mapping[str, Any] | None = None, log: Any = None, *,
-             exact: bool = False) -> dict[str, list[tuple[str, float]]]:
+             exact: bool = False, work: dict[str, QueryWork] | None = None) -> dict[str, list[tuple[str, float]]]:
     """Rank the corpus for each ``(query_id, text)``: ``{query_id: [(chunk_id, score), ...]}``, best first.
 
     ``exact=True`` searches the dense leg by brute force instead of the HNSW
     index (no run-to-run noise, the seed is unused): what the ANN approximates.
+    ``work``, when given, receives each query's :class:`QueryWork` (its modelled latency's counts).
     """
     with _single_threaded():
-        return _retrieve(settings, queries, corpus_path, seed, options, log, exact)
+        return _retrieve(settings, queries, corpus_path, seed, options, log, exact, work)
 
 
 def _retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], corpus_path: str, seed: int,
-              options: Mapping[str, Any] | None, log: Any, exact: bool) -> dict[str, list[tuple[str, float]]]:
+              options: Mapping[str, Any] | None, log: Any, exact: bool,
+              work: dict[str, QueryWork] | None = None) -> dict[str, list[tuple[str, float]]]:
     faiss = _faiss()
 
     opts = {**OPTION_DEFAULTS, **dict(options or {})}
@@ -746,6 +754,7 @@ def _retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], c
     t = time.monotonic()
     if exact:
         sims = fixed_order.grid_product(qvecs, model.doc_vectors.T)
+        distances = [len(corpus.ids)] * len(queries)  # brute force: every chunk, for every query
         found = np.stack([_top(row.astype(np.float64) + 2.0, depth) for row in sims]) if len(queries) else \
             np.zeros((0, depth), dtype=np.int64)
         order = np.arange(len(corpus.ids))
@@ -755,18 +764,12 @@ def _retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], c
         say(f"hnsw M={opts['hnsw_m']} efConstruction={opts['ef_construction']} seed={seed} "
             f"({time.monotonic() - t:.2f}s)")
         t = time.monotonic()
-        threads = faiss.omp_get_max_threads()
-        faiss.omp_set_num_threads(1)
-        try:
-            params = faiss.SearchParametersHNSW()
-            params.efSearch = settings.ef_search
-            _, found = index.search(np.ascontiguousarray(qvecs), depth, params=params)
-        finally:
-            faiss.omp_set_num_threads(threads)
+        found, distances = _search_counted(faiss, index, qvecs, depth, settings.ef_search)
     t = time.monotonic()
     w, k = settings.weight, settings.fusion_k
     results: dict[str, list[tuple[str, float]]] = {}
     ids = np.asarray(corpus.ids, dtype=object)
+    postings = bm25_postings(corpus)
     for qi, (qid, text) in enumerate(queries):
         fused: dict[int, float] = {}
         if w < 1.0:
@@ -783,8 +786,51 @@ def _retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], c
         # A query nothing matches (no known word, no embedding feature) still gets a row, so the
         # run covers it: an empty ranking and this one both score 0.
         results[qid] = [(ids[doc], score) for doc, score in ranked[:depth]] or [(NO_MATCH, 0.0)]
+        if work is not None:
+            work[qid] = _work_of(text, model, corpus, postings, distances[qi], len(fused))
     say(f"{len(queries)} queries ({time.monotonic() - t:.2f}s); total {time.monotonic() - started:.2f}s")
     return results
+
+
+_STATS_LOCK = threading.Lock()  # faiss counts distance evaluations in one process-wide counter
+
+
+def _search_counted(faiss: Any, index: Any, qvecs: np.ndarray, depth: int,
+                    ef_search: int) -> tuple[np.ndarray, list[int]]:
+    """The HNSW search of each query, one at a time (the same results as one batch: queries are
+    searched independently) with the distance evaluations it made, for the latency model."""
+    threads = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    params = faiss.SearchParametersHNSW()
+    params.efSearch = ef_search
+    rows, distances = [], []
+    try:
+        with _STATS_LOCK:
+            for row in range(len(qvecs)):
+                faiss.cvar.hnsw_stats.reset()
+                _, found = index.search(np.ascontiguousarray(qvecs[row:row + 1]), depth, params=params)
+                rows.append(found[0])
+                distances.append(int(faiss.cvar.hnsw_stats.ndis))
+    finally:
+        faiss.omp_set_num_threads(threads)
+    found_all = np.stack(rows) if rows else np.zeros((0, depth), dtype=np.int64)
+    return found_all, distances
+
+
+def bm25_postings(corpus: _Corpus) -> np.ndarray:
+    """Each term's document frequency: the postings a BM25 lookup of it walks."""
+    return np.bincount(corpus.counts.indices, minlength=len(corpus.vocab))
+
+
+def _work_of(text: str, model: _Model, corpus: _Corpus, postings: np.ndarray, distances: int,
+             candidates: int) -> QueryWork:
+    tokens = tokenize(text)
+    return QueryWork(
+        characters=len(text), tokens=len(tokens),
+        features=sum(len(_features_of(token, model.kind)) for token in tokens),
+        dimension=int(model.doc_vectors.shape[1]), distances=distances,
+        postings=int(sum(int(postings[corpus.vocab[t]]) for t in tokens if t in corpus.vocab)),
+        candidates=candidates)
 
 
 def write_trec(results: Mapping[str, Sequence[tuple[str, float]]], path: str | Path, tag: str = "reference") -> int:
@@ -806,6 +852,7 @@ class ReferenceRunner:
     """``runner.type: reference``: BM25 + dense (HNSW) with RRF fusion, in process."""
 
     name = "reference"
+    writes_timings = True  # modelled latencies (gate.runs.reference_latency), beside every run
 
     def __init__(self, options: Mapping[str, Any] | None = None):
         options = dict(options or {})
@@ -844,9 +891,13 @@ class ReferenceRunner:
                 say(f"{request.purpose}: {settings.to_dict()} seed={request.seed} repeat={request.repeat}")
                 corpus = snapshot_path(request.corpus, settings.parser, self.options["snapshot"])
                 queries = [(q.query_id, q.text) for q in load_queries(request.queries).queries]
-                results = retrieve(settings, queries, corpus, request.seed, self.options, say)
+                started = time.monotonic()
+                work: dict[str, QueryWork] = {}
+                results = retrieve(settings, queries, corpus, request.seed, self.options, say, work=work)
                 rows = write_trec(results, out_path)
-                say(f"wrote {rows} rows to {out_path}")
+                write_timings(timings_path_for(out_path), work, settings.price_per_million_tokens,
+                              (time.monotonic() - started) * 1000.0)
+                say(f"wrote {rows} rows to {out_path}, modelled latencies beside it")
             except InputError as error:
                 say(f"error: {error}")
                 raise RunnerFailed(request.purpose, str(error), log_path) from None

@@ -14,7 +14,7 @@ As a gate config::
     runner:
       type: command
       command: python -m gate.runs.reference_main --config {config} --queries {queries}
-               --corpus {corpus} --output {run} --seed {seed}
+               --corpus {corpus} --output {run} --seed {seed} --timings {timings}
 
 Exit codes: 0 written, 2 bad input (one line on stderr), 1 anything else.
 """
@@ -31,6 +31,7 @@ from gate.common.errors import InputError
 from gate.inputs.readers.queries import load_queries
 from gate.inputs.retrieval_config import load_retrieval_config
 from gate.runs.reference import ReferenceRunner, retrieve, settings_from_config, snapshot_path, write_trec
+from gate.runs.reference_latency import QueryWork, write_timings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", required=True, help="golden queries (TSV, JSONL or BEIR folder)")
     p.add_argument("--corpus", required=True, help="the corpus (file, or a folder of corpus-<parser>.jsonl snapshots)")
     p.add_argument("--output", required=True, help="TREC run to write")
+    p.add_argument("--timings", default=None,
+                   help="write the run's timings sidecar here (JSONL: modelled latency per query, see docs/runners.md)")
     p.add_argument("--seed", type=int, default=0, help="repeat seed: the HNSW insertion order (default 0)")
     p.add_argument("--options", default="{}", help="runner options as a JSON object (default {})")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -64,8 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings_from_config(config.data, config.source)
         corpus = snapshot_path(args.corpus, settings.parser, runner.options["snapshot"])
         queries = [(q.query_id, q.text) for q in load_queries(args.queries).queries]
-        results = retrieve(settings, queries, corpus, args.seed, runner.options, say)
+        work: dict[str, QueryWork] = {}
+        results = retrieve(settings, queries, corpus, args.seed, runner.options, say, work=work)
         rows = write_trec(results, args.output)
+        if args.timings:
+            write_timings(args.timings, work, settings.price_per_million_tokens,
+                          (time.monotonic() - started) * 1000.0)
         say(f"wrote {rows} rows for {len(results)} queries to {args.output} in {time.monotonic() - started:.2f}s")
         return 0
     except InputError as error:

@@ -86,3 +86,5 @@ class ProducedRun:
     seconds: float
     query_count: int
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # The run's timings sidecar (gate.inputs.readers.timings.Timings), when its runner wrote one.
+    timings: Any = None

@@ -27,7 +27,7 @@ from gate.inputs.golden import Golden
 from gate.inputs.readers.records import Qrels, Run
 from gate.inputs.readers.runs import read_run
 from gate.inputs.retrieval_config import RetrievalConfig, flatten
-from gate.runs.produce import RunProducer, missing_queries
+from gate.runs.produce import RunProducer, missing_queries, sidecar_of
 from gate.statistics.noise import NoiseBand, band_from_dict, noise_band
 
 DEFAULT_INVALIDATE_ON = ("index", "embedding", "ingestion", "chunking", "bm25", "ann")
@@ -80,12 +80,17 @@ def measure_noise(
     if repeats < 2:
         raise InputError(None, None, "--repeats must be at least 2 to measure a spread")
     values, runs, seconds, seeds = [], [], [], []
+    latencies: list[np.ndarray] | None = []  # None once a repeat has no timings
     metric = str(measure)
     for repeat in range(1, repeats + 1):
         started = time.monotonic()
         request = run_request(f"noise repeat {repeat}/{repeats}", config, golden, queries_path,
                               repeat=repeat, seed=base_seed + repeat, code=code)
-        run, _ = producer.produce(request, golden.universe.query_ids)
+        run, produced = producer.produce(request, golden.universe.query_ids)
+        if latencies is not None and produced.timings is not None:
+            latencies.append(produced.timings.aligned(golden.universe.query_ids)[0])
+        else:
+            latencies = None
         per_query = evaluate(run, golden.qrels, [measure], golden.universe.query_ids, rel=rel)
         values.append(per_query.values[metric])
         runs.append(run)
@@ -95,7 +100,7 @@ def measure_noise(
         progress(f"noise repeat {repeat}/{repeats}: {metric} {per_query.mean(metric):.4f} ({elapsed:.1f}s)")
     strata = {q.query_id: q.stratum for q in golden.queries.queries}
     band = noise_band(metric, golden.universe.query_ids, values, strata,
-                      band_fingerprints(golden, config, invalidate_on), "repeats", (), seeds)
+                      band_fingerprints(golden, config, invalidate_on), "repeats", (), seeds, latencies)
     return MeasuredNoise(band, tuple(runs), tuple(seconds))
 
 
@@ -113,6 +118,7 @@ def noise_from_runs(
         raise InputError(None, None, "--from-runs needs at least two runs of the same configuration")
     metric = str(measure)
     values = []
+    latencies: list[np.ndarray] = []  # from the sidecars beside the runs (<run>.timings.jsonl), where every run has one
     for path in run_paths:
         run = read_run(path)
         missing = missing_queries(run, query_ids)
@@ -120,7 +126,11 @@ def noise_from_runs(
             raise InputError(str(path), None, f"misses {len(missing)} of {len(query_ids)} judged queries "
                                               f"(e.g. {', '.join(missing[:5])}): not a run of the same set")
         values.append(evaluate(run, qrels, [measure], query_ids, rel=rel).values[metric])
-    return noise_band(metric, query_ids, values, strata, fingerprints, "runs", tuple(str(p) for p in run_paths))
+        timings = sidecar_of(Path(path), run, None, "file")  # a bad sidecar: one line, exit 2
+        if timings is not None:
+            latencies.append(timings.aligned(query_ids)[0])
+    return noise_band(metric, query_ids, values, strata, fingerprints, "runs", tuple(str(p) for p in run_paths),
+                      latencies=latencies if len(latencies) == len(values) else None)
 
 
 @dataclass(frozen=True)

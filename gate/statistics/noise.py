@@ -74,6 +74,26 @@ class UnstableQuery:
 
 
 @dataclass(frozen=True)
+class LatencySpread:
+    """The repeats' latency: each repeat's p50 and p95 (ms, numpy's linear percentile over the
+    golden queries) and their spread, the threshold computed as the metric's is
+    (``max(3 x sd, range)``). A p95 change within ``p95.threshold`` is run-to-run spread."""
+
+    p50: Spread
+    p95: Spread
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"p50_ms": self.p50.to_dict(), "p95_ms": self.p95.to_dict()}
+
+
+def latency_spread(latencies: Sequence[np.ndarray]) -> LatencySpread:
+    """From each repeat's per-query latencies (ms)."""
+    p50s = [float(np.percentile(values, 50)) for values in latencies]
+    p95s = [float(np.percentile(values, 95)) for values in latencies]
+    return LatencySpread(spread(p50s), spread(p95s))
+
+
+@dataclass(frozen=True)
 class NoiseBand:
     metric: str
     runs: int
@@ -85,10 +105,17 @@ class NoiseBand:
     source: str = "repeats"  # "repeats" (runner) or "runs" (--from-runs)
     run_files: tuple[str, ...] = ()
     seeds: tuple[int, ...] = ()
+    # The repeats' latency spread, when every repeat had timings (a band of an older gate has none).
+    latency: LatencySpread | None = None
 
     @property
     def threshold(self) -> float:
         return self.overall.threshold
+
+    @property
+    def latency_threshold_ms(self) -> float | None:
+        """The p95 latency's run-to-run threshold (ms); None when the repeats had no timings."""
+        return None if self.latency is None else self.latency.p95.threshold
 
     def stratum_threshold(self, stratum: str) -> float | None:
         item = self.strata.get(stratum)
@@ -107,6 +134,7 @@ class NoiseBand:
             "source": self.source,
             "run_files": list(self.run_files),
             "seeds": list(self.seeds),
+            **({} if self.latency is None else {"latency": self.latency.to_dict()}),
         }
 
 
@@ -119,8 +147,10 @@ def noise_band(
     source: str = "repeats",
     run_files: Sequence[str] = (),
     seeds: Sequence[int] = (),
+    latencies: Sequence[np.ndarray] | None = None,
 ) -> NoiseBand:
-    """The band from per-query values of N identical runs, aligned on ``query_ids``."""
+    """The band from per-query values of N identical runs, aligned on ``query_ids`` (and from each
+    run's per-query latencies, when every run had timings)."""
     if not repeats:
         raise ValueError("a noise band needs at least one run")
     matrix = np.vstack([np.asarray(r, dtype=np.float64) for r in repeats])  # runs x queries
@@ -140,7 +170,8 @@ def noise_band(
         UnstableQuery(query_ids[i], float(low[i]), float(high[i]), float(high[i] - low[i])) for i in order
     )
     return NoiseBand(metric, len(repeats), overall, by_stratum, unstable, len(query_ids),
-                     dict(fingerprints or {}), source, tuple(run_files), tuple(seeds))
+                     dict(fingerprints or {}), source, tuple(run_files), tuple(seeds),
+                     latency_spread(latencies) if latencies and len(latencies) == len(repeats) else None)
 
 
 def check_band_dict(data: Any, source: str) -> Mapping[str, Any]:
@@ -194,6 +225,19 @@ def _check_counts_and_lists(source: str, data: Mapping[str, Any]) -> None:
         raise _not_a_band(source, "'run_files' must be a list of file names")
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in data.get("seeds") or ()):
         raise _not_a_band(source, "'seeds' must be a list of integers")
+    _check_latency(source, data.get("latency"))
+
+
+def _check_latency(source: str, latency: Any) -> None:
+    """The repeats' latency spread: absent in a band of an older gate, else each repeat's p50 and p95."""
+    if latency is None:
+        return
+    if not isinstance(latency, Mapping) or not all(isinstance(latency.get(k), Mapping) for k in ("p50_ms", "p95_ms")):
+        raise _not_a_band(source, "'latency' must hold p50_ms and p95_ms, each with its means")
+    for name in ("p50_ms", "p95_ms"):
+        _check_numbers(source, latency[name].get("means"), f"latency.{name}.means", 2)
+        if any(v < 0 for v in latency[name]["means"]):
+            raise _not_a_band(source, f"'latency.{name}.means' must be 0 or more")
 
 
 def band_from_dict(data: Mapping[str, Any]) -> NoiseBand:
@@ -213,4 +257,6 @@ def band_from_dict(data: Mapping[str, Any]) -> NoiseBand:
         source=str(data.get("source", "repeats")),
         run_files=tuple(data.get("run_files") or ()),
         seeds=tuple(int(s) for s in data.get("seeds") or ()),
+        latency=None if data.get("latency") is None else LatencySpread(spread(data["latency"]["p50_ms"]["means"]),
+                                                                       spread(data["latency"]["p95_ms"]["means"])),
     )

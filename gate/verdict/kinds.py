@@ -18,11 +18,12 @@ EXIT_BY_KIND = {"pass": 0, "skipped": 0, "accepted": 0, "fail": 1, "inconclusive
 INCONCLUSIVE_NOT_BLOCKING_EXIT = 0
 
 #: Reason codes of the rules that fail a change: the validity and traffic rules, a regression
-#: shown, an improvement required and not shown, a PR that moves its own yardstick. A verdict
-#: holding one is a fail (or a fail accepted on purpose).
+#: shown, a latency or cost increase shown beyond its limit, an improvement required and not
+#: shown, a PR that moves its own yardstick. A verdict holding one is a fail (or a fail accepted
+#: on purpose).
 FAILING_CODES = frozenset({"validity_check_off", "new_leaked_queries", "judged_share", "tuning_overlap",
                            "damaged_traffic", "guarded_stratum", "regression_shown", "improvement_required",
-                           "goalposts_changed"})
+                           "goalposts_changed", "latency_increase", "cost_increase"})
 #: The statistical findings a pass rests on: a pass holds one of these, and no other deciding code.
 PASSING_CODES = frozenset({"no_regression_shown", "improvement_shown", "non_inferior", "unchanged"})
 #: What leaves a change undecided: neither claim shown, too few queries or movers, no commensurable

@@ -34,7 +34,7 @@ def finding_of(message: str, limit: str | None) -> str:
 #: The rules whose message names the policy's limit after the finding (the only ones that give
 #: ``limit``), and the statistical rules whose message quotes the calibrated rule's decision
 #: interval: a report of schema 1.8 or older carries these values only in its messages.
-LIMIT_CODES = frozenset({"new_leaked_queries", "damaged_traffic"})
+LIMIT_CODES = frozenset({"new_leaked_queries", "damaged_traffic", "latency_increase", "cost_increase"})
 DECISION_INTERVAL_CODES = frozenset({"regression_shown", "improvement_required", "improvement_shown",
                                      "no_regression_shown", "non_inferior", "underpowered"})
 

@@ -22,6 +22,7 @@ from gate.statistics.strata import DAMAGED
 from gate.verdict.kinds import EXIT_BY_KIND, INCONCLUSIVE_NOT_BLOCKING_EXIT
 from gate.verdict.levels import ALPHA, GUARDED_ALPHA, MAX_QUERY_LOSS, MIN_MOVERS, MIN_QUERIES
 from gate.verdict.reasons import Reason
+from gate.verdict.resource_limits import ResourceFinding, resource_failures, resource_notes
 
 STATISTICAL = {"regression_shown", "improvement_required", "improvement_shown", "non_inferior", "underpowered",
                "too_few_movers", "unchanged", "held_out_too_small", "no_regression_shown"}
@@ -229,6 +230,9 @@ class Findings:
     guarded_regressions: tuple[GuardedRegression, ...] = ()  # damaged guarded strata with their Holm p
     warnings: tuple[str, ...] = ()
     reporting_set: ReportingSet | None = None
+    # The p95 latency's and the mean cost's change (gate.verdict.resource_limits); None: not measured.
+    latency: ResourceFinding | None = None
+    cost: ResourceFinding | None = None
 
 
 def traffic_findings(section: StrataSection | None) -> dict[str, Any]:
@@ -303,6 +307,7 @@ def failures_of(findings: Findings, policy: Policy) -> list[Reason]:
         if g.p_holm < GUARDED_ALPHA:
             out.append(Reason("guarded_stratum", f"guarded stratum {g.stratum} regressed: {signed(g.delta)} "
                                                  f"[{signed(g.ci_low)}, {signed(g.ci_high)}], Holm p {g.p_holm:.3f}"))
+    out.extend(resource_failures(f.latency, f.cost, policy))
     return out
 
 
@@ -317,7 +322,8 @@ def decide(findings: Findings, policy: Policy) -> Verdict:
     else:
         statistical = decide_delta(f.delta, f.ci_low, f.ci_high, f.mde, f.metric, f.query_count, policy,
                                    f.noise_threshold, f.reporting_set, f.evidence)
-    return combine(failures_of(f, policy), f.warnings, statistical, policy)
+    return combine(failures_of(f, policy), (*f.warnings, *resource_notes(f.latency, f.cost, policy)), statistical,
+                   policy)
 
 
 def held_out_too_small(f: Findings, policy: Policy) -> Verdict:

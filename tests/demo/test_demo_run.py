@@ -108,6 +108,8 @@ def test_the_same_seed_gives_the_same_report(demo, tmp_path):
             for cell in data["attribution"].get("cells", []):
                 cell.pop("seconds", None)
         data.get("baseline", {}).get("archived", {}).pop("created", None)
+        for side in ("baseline", "candidate"):  # a run's measured wall time (its modelled latencies are stable)
+            (data.get("latency") or {}).get(side, {}).pop("run_wall_time_ms", None)
         # Commit ids: the archived manifest records its creation time, so the commits differ.
         data.pop("event", None)
         data.pop("yardstick", None)

@@ -114,13 +114,13 @@ def test_the_config_table_gives_each_key_its_schema_default():
     assert rows["cache.enabled"] == "`true`" and rows["corpus"] == "unset"
 
 
-@pytest.mark.parametrize("placeholder", ["config", "queries", "corpus", "run", "repeat", "seed"])
+@pytest.mark.parametrize("placeholder", ["config", "queries", "corpus", "run", "repeat", "seed", "timings"])
 def test_every_runner_placeholder_is_documented(placeholder):
     from gate.runs.command import PLACEHOLDERS
 
     assert placeholder in PLACEHOLDERS
     assert re.search(r"^\| `\{" + placeholder + r"\}` \| \S", page("runners.md"), re.M), placeholder
-    assert set(PLACEHOLDERS) == {"config", "queries", "corpus", "run", "repeat", "seed"}
+    assert set(PLACEHOLDERS) == {"config", "queries", "corpus", "run", "repeat", "seed", "timings"}
 
 
 def _environment_names(source: str) -> set[str]:

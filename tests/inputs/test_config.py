@@ -161,3 +161,57 @@ def test_quoted_text_that_looks_like_a_number_or_a_date_is_text(tmp_path):
         "corpus: snapshots/corpus.jsonl", "corpus: \"2024-01-31\""))
     config = load_config(path)
     assert config.suite == "1_000" and config.corpus == "2024-01-31"
+
+
+# --------------------------------------------------------------------------- policy.latency / policy.cost
+
+
+_HEAD = "golden: {queries: q.tsv, qrels: qrels.txt}\nretrieval: {config: r.yml}\n"
+
+
+@pytest.mark.parametrize("written, value, relative, unit", [
+    ('"20%"', 0.2, True, ""), ('"15ms"', 15.0, False, "ms"), ('"2.5 ms"', 2.5, False, "ms"), ('"0%"', 0.0, True, ""),
+])
+def test_a_latency_limit_is_relative_or_absolute(tmp_path, written, value, relative, unit):
+    from gate.inputs.config import load_config
+
+    path = tmp_path / ".retrieval-gate.yml"
+    path.write_text(_HEAD + f"policy:\n  latency:\n    p95_max_increase: {written}\n")
+    limit = load_config(path).policy.latency.p95_max_increase
+    assert limit is not None and (limit.value, limit.relative, limit.unit) == (pytest.approx(value), relative, unit)
+
+
+@pytest.mark.parametrize("written, value, relative", [('"20%"', 0.2, True), ("0.001", 0.001, False), ("2", 2.0, False)])
+def test_a_cost_limit_is_relative_or_per_query(tmp_path, written, value, relative):
+    from gate.inputs.config import load_config
+
+    path = tmp_path / ".retrieval-gate.yml"
+    path.write_text(_HEAD + f"policy:\n  cost:\n    max_increase: {written}\n")
+    limit = load_config(path).policy.cost.max_increase
+    assert limit is not None and (limit.value, limit.relative) == (pytest.approx(value), relative)
+
+
+@pytest.mark.parametrize("key, written", [
+    ("latency:\n    p95_max_increase", '"20"'), ("latency:\n    p95_max_increase", '"-5%"'),
+    ("latency:\n    p95_max_increase", '"fast"'), ("latency:\n    p95_max_increase", "20"),
+    ("latency:\n    p95_max_increase", "true"), ("cost:\n    max_increase", '"15ms"'),
+    ("cost:\n    max_increase", "-1"), ("cost:\n    max_increase", ".nan"), ("cost:\n    max_increase", '"x%"'),
+])
+def test_a_bad_limit_is_one_line_naming_the_key(tmp_path, key, written):
+    from gate.common.errors import InputError
+    from gate.inputs.config import load_config
+
+    path = tmp_path / ".retrieval-gate.yml"
+    path.write_text(_HEAD + f"policy:\n  {key}: {written}\n")
+    with pytest.raises(InputError) as caught:
+        load_config(path)
+    assert caught.value.line == 5 and "increase" in caught.value.message and "\n" not in str(caught.value)
+
+
+def test_without_limits_the_policy_sets_none(tmp_path):
+    from gate.inputs.config import load_config
+
+    path = tmp_path / ".retrieval-gate.yml"
+    path.write_text("golden: {queries: q.tsv, qrels: qrels.txt}\nretrieval: {config: r.yml}\n")
+    policy = load_config(path).policy
+    assert policy.latency.p95_max_increase is None and policy.cost.max_increase is None

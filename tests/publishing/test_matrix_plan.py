@@ -47,8 +47,9 @@ def test_the_matrix_lists_the_candidate_and_each_noise_repeat_with_its_seed(tmp_
         assert job["output"] == str(tmp_path / "runs" / f"{job['key']}.run") and job["file"] == f"{job['key']}.run"
         assert job["artifact"] == f"retrieval-gate-run-{job['key']}"
         assert Path(job["config"]).is_file() and Path(job["queries"]).is_file() and job["corpus"].endswith(".jsonl")
+        assert job["timings_file"] == f"{job['key']}.timings.jsonl"  # beside the run, as runs-dir reads it
         assert set(job) == {"key", "purpose", "config", "queries", "corpus", "repeat", "seed", "output", "file",
-                            "artifact", "code_commit"}
+                            "timings_file", "artifact", "code_commit"}
 
 
 def test_runs_made_one_per_process_from_the_entries_give_the_single_machine_band(tmp_path, capsys):

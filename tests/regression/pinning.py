@@ -17,8 +17,8 @@ from typing import Any
 
 PINNED = Path(__file__).parent / "pinned"
 
-# Keys whose values are wall-clock: a timestamp or a duration.
-_CLOCK_KEYS = re.compile(r"(^|_)(seconds|created|elapsed)(_|$)")
+# Keys whose values are wall-clock: a timestamp or a duration (a run's measured wall time).
+_CLOCK_KEYS = re.compile(r"(^|_)(seconds|created|elapsed|wall_time)(_|$)")
 # A duration in prose ("0.8 s wall time", "in 0.1s", "2 min").
 _DURATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)? ?(?:ms|s|min|h)\b")
 # A calendar date in prose ("Archived 2026-12-01."): the day the demo or a scenario ran.

@@ -14,7 +14,7 @@ from gate.common.errors import InputError
 from gate.runs.command import PLACEHOLDERS, CommandRunner
 
 VALUES = {"config": "c.yml", "queries": "my queries.tsv", "corpus": "corpus.jsonl", "run": "out/x.run",
-          "repeat": "2", "seed": "1002"}
+          "repeat": "2", "seed": "1002", "timings": "out/x.timings.jsonl"}
 
 
 @pytest.mark.parametrize("placeholder, says", [

@@ -101,12 +101,19 @@ def test_a_statistical_reason_carries_the_decision_interval_it_quotes():
 
 
 def test_only_the_listed_rules_give_a_limit_or_a_decision_interval():
+    from gate.inputs.config import CostPolicy, IncreaseLimit, LatencyPolicy
+    from gate.statistics.latency import Change
     from gate.verdict.reasons import DECISION_INTERVAL_CODES, LIMIT_CODES
+    from gate.verdict.resource_limits import ResourceFinding
+
+    rose = ResourceFinding(Change(10.0, 20.0, 10.0, 8.0, 12.0, 1.0, 0.8, 1.2))
     reasons = failures_of(_findings(new_leaks=2, leak_sources=("faq/x",), leak_source_count=1, damaged_traffic=0.4,
                                     damaged_strata=("nav",), unjudged_share=0.9, judged_drop=0.5,
-                                    tuning_overlap=("q1",)), Policy())
+                                    tuning_overlap=("q1",), latency=rose, cost=rose),
+                          Policy(latency=LatencyPolicy(p95_max_increase=IncreaseLimit(0.2, True)),
+                                 cost=CostPolicy(max_increase=IncreaseLimit(1.0, False))))
     assert {r.code for r in reasons if r.limit is not None} == LIMIT_CODES
-    assert len(reasons) == 5 and all(r.decision_interval is None for r in reasons)
+    assert len(reasons) == 7 and all(r.decision_interval is None for r in reasons)
     assert "non_inferior" in DECISION_INTERVAL_CODES and "too_few_movers" not in DECISION_INTERVAL_CODES
 
 
