@@ -1173,6 +1173,9 @@ class Trend(Record):
     first: float = key(NUM, required=True)
     last: float = key(NUM, required=True)
     broken: bool = key(BOOL, required=True)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ResourceChange(Record):
     """``latency.p50``, ``latency.p95``, ``cost.mean``: a statistic on both sides, the candidate's
     change with its paired bootstrap 95% interval, and the change relative to the baseline's (null
