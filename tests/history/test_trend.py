@@ -23,6 +23,15 @@ def test_sparkline_spans_the_blocks():
     assert sparkline([0.0, 1 / 7, 2 / 7, 3 / 7, 4 / 7, 5 / 7, 6 / 7, 1.0]) == "▁▂▃▄▅▆▇█"
     assert sparkline([0.3, 0.3]) == "▄▄"
     assert sparkline([0.2]) == "▄"
+    # A report.json the PR's code wrote may hold any finite number: a span beyond a float's range
+    # is still drawn, never a ValueError in the comment job.
+    assert sparkline([-1.7e308, 0.0, 1.7e308]) == "▁▅█"
+
+
+def test_a_report_whose_trend_spans_more_than_a_float_is_still_commented():
+    trend = {**TREND, "points": [{"commit": "a" * 40, "value": -1e308, "candidate": False},
+                                 {"commit": None, "value": 1e308, "candidate": True}]}
+    assert "`┆▁█`" in render_comment(_report(trend=trend))
 
 
 @pytest.fixture()
