@@ -42,6 +42,9 @@ def test_without_cost_the_cost_is_none(tmp_path):
     ('{"query_id": "q1", "latency_ms": true}\n', 1, "'latency_ms' must be a number, got the boolean true"),
     ('{"query_id": "q1", "latency_ms": "12"}\n', 1, "'latency_ms' must be a number, got the string '12'"),
     ('{"query_id": "q1", "latency_ms": 1, "cost": -0.5}\n', 1, "'cost' must be 0 or more"),
+    # finite, but 60 of them sum to inf: a mean cost or a bootstrap would overflow
+    ('{"query_id": "q1", "latency_ms": 1, "cost": 1e308}\n', 1, "'cost' must be at most 1e+12, got 1e+308"),
+    ('{"query_id": "q1", "latency_ms": 1e13}\n', 1, "'latency_ms' must be at most 1e+12"),
     ('{"query_id": "q1", "latency_ms": 1, "speed": 3}\n', 1, "unknown key 'speed'"),
     ('{"query_id": "q1"}\n', 1, "missing 'latency_ms'"),
     ('{"query_id": 7, "latency_ms": 1}\n', 1, "'query_id' must be a string"),

@@ -6,8 +6,8 @@ have no cost has a hole, not a zero). At most one run line ``{"run_wall_time_ms"
 gives the run's wall time (reported, never judged). Blank lines and ``#`` lines are skipped,
 as in every text input.
 
-Strict: an unknown key, a duplicate query id, a number that is negative, NaN, infinite, a
-boolean or a string, an id the runner was not given, and (:func:`require_answered`) a query
+Strict: an unknown key, a duplicate query id, a number that is negative, NaN, infinite, above
+:data:`MAX_TIMING_VALUE`, a boolean or a string, an id the runner was not given, and (:func:`require_answered`) a query
 the run answers that the sidecar lacks are each one :class:`InputError` naming the file and
 line. The file is read line by line: memory grows with the number of queries the runner was
 given, never with the file.
@@ -35,6 +35,9 @@ _QUERY_KEYS = frozenset({"query_id", "latency_ms", "cost"})
 _RUN_KEY = "run_wall_time_ms"
 # A line of the sidecar holds an id (at most 1 KiB) and two numbers.
 _MAX_LINE = 4 * limits.KIB
+#: The largest latency (ms) or cost a line may give: about 31 years, or 10^12 of any currency. A
+#: finite number near 1e308 would overflow the sums behind a mean cost or a bootstrap to inf.
+MAX_TIMING_VALUE = 1e12
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,6 +83,8 @@ def _number(src: str, line: int, obj: dict, key: str) -> float:
         raise InputError(src, line, f"'{key}' must be finite, got {limits.shorten(repr(value))}")
     if number < 0:
         raise InputError(src, line, f"'{key}' must be 0 or more, got {limits.shorten(repr(value))}")
+    if number > MAX_TIMING_VALUE:
+        raise InputError(src, line, f"'{key}' must be at most {MAX_TIMING_VALUE:g}, got {limits.shorten(repr(value))}")
     return number
 
 
