@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import gate.inputs.baselines_branch as branch_module
 from gate.cli import main
 from gate.demo.archive_branch import commit_baseline
 from gate.inputs.config import load_config
@@ -154,6 +155,23 @@ def test_commits_not_on_main_are_ordered_by_creation(world):
     world.archive(side, 0.4, 20)
     history = build_history(load_config(world.repo / "gate.yml"), env={})
     assert history.order == "created" and len(history.baselines) == 5
+
+
+def test_last_bounds_the_manifests_parsed_when_ordered_by_creation(world, monkeypatch):
+    # A shallow checkout (or one archive off main) orders by creation: --last N must still parse N
+    # manifests, not every one on the branch (thousands took minutes).
+    git(world.repo, "checkout", "-q", "-b", "side", world.commits[0])
+    side = world.commit("A side branch", "2025-01-09T12:00:00Z")
+    git(world.repo, "checkout", "-q", "main")
+    world.archive(side, 0.4, 20)
+    config = load_config(world.repo / "gate.yml")
+    every = build_history(config, env={})
+    parsed = []
+    real = branch_module.load_manifest
+    monkeypatch.setattr(branch_module, "load_manifest", lambda path: parsed.append(path) or real(path))
+    newest = build_history(config, last=2, env={})
+    assert newest.order == "created" and len(parsed) == 2
+    assert [b.commit for b in newest.baselines] == [b.commit for b in every.baselines[-2:]]
 
 
 def test_no_baselines_branch_is_one_line_and_exit_2(world, monkeypatch, capsys):
