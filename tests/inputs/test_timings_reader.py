@@ -78,6 +78,19 @@ def test_an_overlong_line_is_refused_without_reading_it_whole(tmp_path):
     assert caught.value.line == 1
 
 
+def test_a_sidecar_padded_with_blank_lines_is_refused_at_the_line_beyond_the_limit(tmp_path):
+    # Valid line by line, but 600 MB of newlines took the run cache 640 MB of memory and 100 s.
+    from gate.inputs.readers.timings import MAX_SKIPPED_BYTES
+
+    path = _write(tmp_path, '{"query_id": "q1", "latency_ms": 1}\n# a comment\n' + "\n" * (MAX_SKIPPED_BYTES + 10))
+    with pytest.raises(InputError) as caught:
+        read_timings(path, ["q1"])
+    assert caught.value.line == 2 + MAX_SKIPPED_BYTES - len("# a comment\n") + 1
+    assert "more than 1 MiB of blank or # lines" in caught.value.message
+    kept = _write(tmp_path, '# header\n\n{"query_id": "q1", "latency_ms": 1}\n\n')  # a few are fine
+    assert read_timings(kept, ["q1"]).query_ids == ("q1",)
+
+
 def test_the_sidecar_sits_beside_its_run():
     assert timings_path_for("/r/abc.run") == "/r/abc.timings.jsonl"
     assert timings_path_for("/r/abc.run.gz") == "/r/abc.timings.jsonl"
