@@ -114,7 +114,8 @@ def _band_threshold(band: Any, stratum: str | None) -> float | None:
         if not isinstance(band, Mapping):
             return None
     value = band.get("threshold")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    # A band of a metric in [0, 1] wider than 1 is none a run measured (a 309-digit "±" on the page).
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         return None
     return float(value)
 

@@ -157,6 +157,16 @@ def test_commits_not_on_main_are_ordered_by_creation(world):
     assert history.order == "created" and len(history.baselines) == 5
 
 
+def test_a_band_wider_than_the_metric_is_not_drawn(world, monkeypatch):
+    sha = world.commit("A hand-edited archive (#9)", "2025-01-09T12:00:00Z")
+    world.archive(sha, 0.6, 30, band=1e300)
+    _, out = _history(world, monkeypatch)
+    data = json.loads((out / "history.json").read_text())
+    assert data["baselines"][-1]["noise_band"] is None and data["series"][0]["points"][-1]["noise_band"] is None
+    assert all(p["noise_band"] is None for s in data["series"][1:] for p in s["points"][-1:])
+    assert "1000000000" not in (out / "index.html").read_text()
+
+
 def test_last_bounds_the_manifests_parsed_when_ordered_by_creation(world, monkeypatch):
     # A shallow checkout (or one archive off main) orders by creation: --last N must still parse N
     # manifests, not every one on the branch (thousands took minutes).
