@@ -120,6 +120,26 @@ def list_baselines(workspace: Path, branch: str = BASELINES_BRANCH, *, token: st
     return BranchListing(branch, ref, tuple(sorted(n for n in names if _SHA.match(n))))
 
 
+_CREATED = re.compile(rb"^created:[ \t]*['\"]?([^'\"\r\n]*)", re.MULTILINE)
+
+
+def newest_created(workspace: Path, listing: BranchListing, folders: list[str], last: int) -> list[str]:
+    """The ``last`` of ``folders`` whose manifests were created last, oldest first, found from each
+    manifest's ``created:`` line alone: parsing thousands of manifests to keep 200 took seconds per
+    hundred. A manifest without a readable ``created:`` line sorts first (as an empty date)."""
+    root = git.repo_root(workspace) or workspace
+    keyed = []
+    with BlobReader(root, listing.ref) as blobs:
+        for folder in folders:
+            try:
+                text = blobs.read(f"baselines/{folder}/manifest.yml", limits.MAX_RECORD_FILE_BYTES)
+            except ValueError:
+                text = None
+            found = _CREATED.search(text) if text else None
+            keyed.append((found.group(1).decode("utf-8", "replace").strip() if found else "", folder))
+    return [folder for _, folder in sorted(keyed)[-last:]]
+
+
 def read_baselines(workspace: Path, listing: BranchListing, folders: list[str],
                    warnings: list[str]) -> Iterator[ArchivedBaseline]:
     """Each of ``folders`` (in that order) as an :class:`ArchivedBaseline`; a broken one is skipped

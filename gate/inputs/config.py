@@ -480,6 +480,8 @@ def _increase_limit(value: Any, where: _Where, absolute_unit: str) -> IncreaseLi
     if found is None or (found.group(2) == "ms" and not absolute_unit):
         raise where.error(f"expected {written}, got '{limits.shorten(value)}'")
     amount = float(found.group(1))
+    if not math.isfinite(amount):  # 400 digits parse to inf: a limit nothing could breach
+        raise where.error(f"expected {written} with a finite number, got '{limits.shorten(value)}'")
     if found.group(2) == "%":
         return IncreaseLimit(amount / 100.0, True)
     return IncreaseLimit(amount, False, absolute_unit)

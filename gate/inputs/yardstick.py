@@ -376,6 +376,13 @@ def baselines_ref(root: Path, branch: str, token: str | None, remote_url: str | 
     ref = None if remote_url else next((r for r in refs if git.rev_parse(root, r) is not None), None)
     if remote_url:
         refs = [f"refs/retrieval-gate/{branch}"]
+        # That ref, too, may be the PR's (written in an earlier step): when the fetch below does
+        # not update it (no such branch on the remote, the remote unreachable), it must not stand.
+        git.run(root, "update-ref", "--no-deref", "-d", refs[0])
+        if git.rev_parse(root, refs[0]) is not None:
+            notes.append(f"the {branch} branch could not be fetched (a ref {refs[0]} in the checkout cannot be "
+                         "removed): the baseline is reconstructed instead of the archived one")
+            return None
     if ref is not None:
         return ref
     try:

@@ -29,7 +29,7 @@ import numpy as np
 from gate.checks.commensurability import ResolvedBaseline
 from gate.common.errors import InputError
 from gate.inputs import git
-from gate.inputs.baselines_branch import ArchivedBaseline, BranchListing, list_baselines, read_baselines
+from gate.inputs.baselines_branch import ArchivedBaseline, BranchListing, list_baselines, newest_created, read_baselines
 from gate.inputs.config import Config
 from gate.inputs.golden import load_golden
 from gate.inputs.traffic_shares import assign_strata, strata_spec_from_config
@@ -114,7 +114,8 @@ def _band_threshold(band: Any, stratum: str | None) -> float | None:
         if not isinstance(band, Mapping):
             return None
     value = band.get("threshold")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    # A band of a metric in [0, 1] wider than 1 is none a run measured (a 309-digit "±" on the page).
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         return None
     return float(value)
 
@@ -186,6 +187,8 @@ def build_history(config: Config, *, branch: str = BASELINES_BRANCH, last: int =
                             else "; the archive workflow creates it"))
     commits = first_parent_history(workspace)
     folders, order = _select(listing, commits, last)
+    if order == "created" and len(folders) > last:
+        folders = newest_created(workspace, listing, folders, last)  # read the newest N only, as first-parent does
     read = list(read_baselines(workspace, listing, folders, warnings))
     if order == "created":
         read = sorted(read, key=lambda b: (b.manifest.created, b.folder))[-last:]

@@ -215,10 +215,12 @@ BREAK_MARK = "┆"
 
 def sparkline(values: Sequence[float]) -> str:
     """One block per value, ▁ for the lowest and █ for the highest (▄ for all when they are equal)."""
-    low, high = min(values), max(values)
-    if high - low < 1e-12:
+    # Halved before subtracting: a report.json the PR's code wrote may hold values whose span
+    # overflows a float (-1e308 and 1e308), and the comment job must still draw them.
+    low, high = min(values) / 2, max(values) / 2
+    if high - low < 5e-13:
         return "▄" * len(values)
-    return "".join(_BLOCKS[int((v - low) / (high - low) * 7 + 0.5)] for v in values)
+    return "".join(_BLOCKS[int((v / 2 - low) / (high - low) * 7 + 0.5)] for v in values)
 
 
 def _trend_text(trend: Any, metric: str) -> str:

@@ -254,7 +254,7 @@ def sidecar_of(run_path: Path, run: Run, given: Collection[str] | None, origin: 
     """The timings sidecar beside ``run_path``, read strictly (a bad one: InputError, exit 2), or
     None when there is none. It must time every query the run answers."""
     path = timings_path_for(run_path)
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):  # a FIFO, device, folder or link there is refused by the reader, not skipped
         return None
     # Where the queries the runner was given are not known here (a baseline's run), the run's own
     # queries bound what the sidecar may name: memory stays bounded by the run, not the file.

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import gate.inputs.baselines_branch as branch_module
 from gate.cli import main
 from gate.demo.archive_branch import commit_baseline
 from gate.inputs.config import load_config
@@ -154,6 +155,33 @@ def test_commits_not_on_main_are_ordered_by_creation(world):
     world.archive(side, 0.4, 20)
     history = build_history(load_config(world.repo / "gate.yml"), env={})
     assert history.order == "created" and len(history.baselines) == 5
+
+
+def test_a_band_wider_than_the_metric_is_not_drawn(world, monkeypatch):
+    sha = world.commit("A hand-edited archive (#9)", "2025-01-09T12:00:00Z")
+    world.archive(sha, 0.6, 30, band=1e300)
+    _, out = _history(world, monkeypatch)
+    data = json.loads((out / "history.json").read_text())
+    assert data["baselines"][-1]["noise_band"] is None and data["series"][0]["points"][-1]["noise_band"] is None
+    assert all(p["noise_band"] is None for s in data["series"][1:] for p in s["points"][-1:])
+    assert "1000000000" not in (out / "index.html").read_text()
+
+
+def test_last_bounds_the_manifests_parsed_when_ordered_by_creation(world, monkeypatch):
+    # A shallow checkout (or one archive off main) orders by creation: --last N must still parse N
+    # manifests, not every one on the branch (thousands took minutes).
+    git(world.repo, "checkout", "-q", "-b", "side", world.commits[0])
+    side = world.commit("A side branch", "2025-01-09T12:00:00Z")
+    git(world.repo, "checkout", "-q", "main")
+    world.archive(side, 0.4, 20)
+    config = load_config(world.repo / "gate.yml")
+    every = build_history(config, env={})
+    parsed = []
+    real = branch_module.load_manifest
+    monkeypatch.setattr(branch_module, "load_manifest", lambda path: parsed.append(path) or real(path))
+    newest = build_history(config, last=2, env={})
+    assert newest.order == "created" and len(parsed) == 2
+    assert [b.commit for b in newest.baselines] == [b.commit for b in every.baselines[-2:]]
 
 
 def test_no_baselines_branch_is_one_line_and_exit_2(world, monkeypatch, capsys):

@@ -4,6 +4,7 @@ sparkline drawn from the report's numbers, and the history page's link."""
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -12,7 +13,7 @@ from gate.pipeline.history import GoldenIdentity, recent_baselines, trend_of
 from gate.rendering.comment import render_comment
 from gate.rendering.history import history_line, sparkline
 from gate.report.document import read_report
-from tests.history.world import make_world
+from tests.history.world import BRANCH, git, make_world
 from tests.regression.pinning import PINNED
 
 IDENTITY_30 = GoldenIdentity(f"{30:064x}", "a" * 64, "nDCG@10", 1)
@@ -23,6 +24,15 @@ def test_sparkline_spans_the_blocks():
     assert sparkline([0.0, 1 / 7, 2 / 7, 3 / 7, 4 / 7, 5 / 7, 6 / 7, 1.0]) == "▁▂▃▄▅▆▇█"
     assert sparkline([0.3, 0.3]) == "▄▄"
     assert sparkline([0.2]) == "▄"
+    # A report.json the PR's code wrote may hold any finite number: a span beyond a float's range
+    # is still drawn, never a ValueError in the comment job.
+    assert sparkline([-1.7e308, 0.0, 1.7e308]) == "▁▅█"
+
+
+def test_a_report_whose_trend_spans_more_than_a_float_is_still_commented():
+    trend = {**TREND, "points": [{"commit": "a" * 40, "value": -1e308, "candidate": False},
+                                 {"commit": None, "value": 1e308, "candidate": True}]}
+    assert "`┆▁█`" in render_comment(_report(trend=trend))
 
 
 @pytest.fixture()
@@ -51,6 +61,25 @@ def test_an_older_baseline_on_another_golden_set_breaks_the_trend(world):
     assert trend is not None and trend.broken
     assert [p.commit for p in trend.points] == [world.archived[-1], None]
     assert trend.sparkline.startswith("┆")
+
+
+@pytest.mark.parametrize("remote", ["a repository without the branch", "an unreachable address"])
+def test_a_baselines_ref_planted_in_the_checkout_is_not_read_when_the_fetch_does_not_replace_it(world, tmp_path,
+                                                                                              remote):
+    # An earlier step of the PR's workflow may write .git/refs/retrieval-gate/<branch>: the fetch
+    # from the repository's own address overwrites it when the branch exists there; when it does
+    # not (or the fetch fails), the planted ref must not become the archive.
+    origin = tmp_path / "origin.git"
+    if remote == "a repository without the branch":
+        subprocess.run(["git", "clone", "-q", "--bare", "--single-branch", "--branch", "main", str(world.repo),
+                        str(origin)], check=True, capture_output=True)
+    planted = git(world.repo, "rev-parse", BRANCH)
+    git(world.repo, "update-ref", f"refs/retrieval-gate/{BRANCH}", planted)
+    git(world.repo, "branch", "-D", BRANCH)
+    config = load_config(world.repo / "gate.yml")
+    found = recent_baselines(config.workspace_root, world.commits[-1], token=None, remote_url=f"file://{origin}",
+                             warnings=[])
+    assert found == []
 
 
 def test_no_archive_no_trend(world):

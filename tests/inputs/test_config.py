@@ -196,6 +196,10 @@ def test_a_cost_limit_is_relative_or_per_query(tmp_path, written, value, relativ
     ("latency:\n    p95_max_increase", '"fast"'), ("latency:\n    p95_max_increase", "20"),
     ("latency:\n    p95_max_increase", "true"), ("cost:\n    max_increase", '"15ms"'),
     ("cost:\n    max_increase", "-1"), ("cost:\n    max_increase", ".nan"), ("cost:\n    max_increase", '"x%"'),
+    # 400 digits are a float's inf: a limit nothing could breach, shown as "+inf%"
+    ("latency:\n    p95_max_increase", '"1' + "0" * 400 + '%"'),
+    ("latency:\n    p95_max_increase", '"1' + "0" * 400 + 'ms"'),
+    ("cost:\n    max_increase", '"1' + "0" * 400 + '%"'),
 ])
 def test_a_bad_limit_is_one_line_naming_the_key(tmp_path, key, written):
     from gate.common.errors import InputError

@@ -42,6 +42,9 @@ def test_without_cost_the_cost_is_none(tmp_path):
     ('{"query_id": "q1", "latency_ms": true}\n', 1, "'latency_ms' must be a number, got the boolean true"),
     ('{"query_id": "q1", "latency_ms": "12"}\n', 1, "'latency_ms' must be a number, got the string '12'"),
     ('{"query_id": "q1", "latency_ms": 1, "cost": -0.5}\n', 1, "'cost' must be 0 or more"),
+    # finite, but 60 of them sum to inf: a mean cost or a bootstrap would overflow
+    ('{"query_id": "q1", "latency_ms": 1, "cost": 1e308}\n', 1, "'cost' must be at most 1e+12, got 1e+308"),
+    ('{"query_id": "q1", "latency_ms": 1e13}\n', 1, "'latency_ms' must be at most 1e+12"),
     ('{"query_id": "q1", "latency_ms": 1, "speed": 3}\n', 1, "unknown key 'speed'"),
     ('{"query_id": "q1"}\n', 1, "missing 'latency_ms'"),
     ('{"query_id": 7, "latency_ms": 1}\n', 1, "'query_id' must be a string"),
@@ -73,6 +76,19 @@ def test_an_overlong_line_is_refused_without_reading_it_whole(tmp_path):
     with pytest.raises(InputError) as caught:
         read_timings(path)
     assert caught.value.line == 1
+
+
+def test_a_sidecar_padded_with_blank_lines_is_refused_at_the_line_beyond_the_limit(tmp_path):
+    # Valid line by line, but 600 MB of newlines took the run cache 640 MB of memory and 100 s.
+    from gate.inputs.readers.timings import MAX_SKIPPED_BYTES
+
+    path = _write(tmp_path, '{"query_id": "q1", "latency_ms": 1}\n# a comment\n' + "\n" * (MAX_SKIPPED_BYTES + 10))
+    with pytest.raises(InputError) as caught:
+        read_timings(path, ["q1"])
+    assert caught.value.line == 2 + MAX_SKIPPED_BYTES - len("# a comment\n") + 1
+    assert "more than 1 MiB of blank or # lines" in caught.value.message
+    kept = _write(tmp_path, '# header\n\n{"query_id": "q1", "latency_ms": 1}\n\n')  # a few are fine
+    assert read_timings(kept, ["q1"]).query_ids == ("q1",)
 
 
 def test_the_sidecar_sits_beside_its_run():

@@ -118,3 +118,18 @@ def test_a_candidate_sidecar_that_misses_a_query_is_one_line_and_exit_2(tmp_path
                  "--candidate-run", str(tmp_path / "cand.run"), "--candidate-timings", str(sidecar)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and "no timing for 1 query the run answers (e.g. 'q1')" in err[-1]
+
+
+
+def test_costs_whose_sum_overflows_a_float_are_one_line_and_exit_2_not_a_crash(tmp_path, capsys):
+    # 1e308 is finite, but a mean over 20 of them is inf: report.json could not be written (exit 4).
+    config = _world(tmp_path)
+    _timings(tmp_path / "base.timings.jsonl", 10.0, cost=True)
+    archive(load_config(config), progress=lambda message: None)
+    sidecar = tmp_path / "cand.timings.jsonl"
+    sidecar.write_text(sidecar.read_text().replace('"latency_ms": ', '"cost": 1e308, "latency_ms": '))
+    code = main(["run", "--config", str(config), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1].startswith("retrieval-gate: error: ") and err[-1].endswith(
+        "cand.timings.jsonl:1: 'cost' must be at most 1e+12, got 1e+308")

@@ -64,3 +64,24 @@ def test_runs_given_with_their_sidecars_give_the_latency_spread_too(tmp_path):
     assert band.latency_threshold_ms == pytest.approx(3 * float(np.std(p95s, ddof=1)))  # 3 x sd beats the range
     (tmp_path / "repeat-2.timings.jsonl").unlink()
     assert noise_from_runs(paths, qrels, ["q1", "q2"], parse_measure("nDCG@10"), 1).latency is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "device"])
+def test_a_sidecar_that_is_not_a_file_is_one_line_not_silently_no_timings(tmp_path, kind):
+    import os
+
+    from gate.evaluation.measures import parse_measure
+    from gate.inputs.readers.records import Qrels
+    from gate.statistics.band import noise_from_runs
+
+    qrels = Qrels("qrels", {"q1": {"d1": 1}})
+    paths = []
+    for k in range(2):
+        run = tmp_path / f"repeat-{k}.run"
+        run.write_text(f"q1 Q0 d1 1 2.0 x{k}\n")
+        paths.append(run)
+    sidecar = tmp_path / "repeat-1.timings.jsonl"
+    {"fifo": os.mkfifo, "folder": os.mkdir, "device": lambda p: os.symlink("/dev/zero", p)}[kind](sidecar)
+    with pytest.raises(InputError) as caught:  # and no hang on the FIFO, no endless read of /dev/zero
+        noise_from_runs(paths, qrels, ["q1"], parse_measure("nDCG@10"), 1)
+    assert str(caught.value).startswith(str(sidecar)) and "expected a file" in str(caught.value)

@@ -6,11 +6,11 @@ have no cost has a hole, not a zero). At most one run line ``{"run_wall_time_ms"
 gives the run's wall time (reported, never judged). Blank lines and ``#`` lines are skipped,
 as in every text input.
 
-Strict: an unknown key, a duplicate query id, a number that is negative, NaN, infinite, a
-boolean or a string, an id the runner was not given, and (:func:`require_answered`) a query
+Strict: an unknown key, a duplicate query id, a number that is negative, NaN, infinite, above
+:data:`MAX_TIMING_VALUE`, a boolean or a string, an id the runner was not given, and (:func:`require_answered`) a query
 the run answers that the sidecar lacks are each one :class:`InputError` naming the file and
 line. The file is read line by line: memory grows with the number of queries the runner was
-given, never with the file.
+given, never with the file; more than :data:`MAX_SKIPPED_BYTES` of blank and ``#`` lines is refused.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 from gate.common import limits
 from gate.common.errors import InputError
 from gate.inputs.readers.fields import check_id, parse_json_line
-from gate.inputs.readers.textlines import iter_lines
+from gate.inputs.readers.textlines import is_skipped, iter_all_lines
 
 __all__ = ["Timings", "read_timings", "require_answered", "TIMINGS_SUFFIX", "timings_path_for"]
 
@@ -35,6 +35,13 @@ _QUERY_KEYS = frozenset({"query_id", "latency_ms", "cost"})
 _RUN_KEY = "run_wall_time_ms"
 # A line of the sidecar holds an id (at most 1 KiB) and two numbers.
 _MAX_LINE = 4 * limits.KIB
+#: Blank and ``#`` lines a sidecar may hold, in bytes: beyond them a file padded with empty lines
+#: (valid line by line) would cost the read, the run cache's copy and the archive time and memory
+#: that grow with the file, not with the queries.
+MAX_SKIPPED_BYTES = limits.MIB
+#: The largest latency (ms) or cost a line may give: about 31 years, or 10^12 of any currency. A
+#: finite number near 1e308 would overflow the sums behind a mean cost or a bootstrap to inf.
+MAX_TIMING_VALUE = 1e12
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,6 +87,8 @@ def _number(src: str, line: int, obj: dict, key: str) -> float:
         raise InputError(src, line, f"'{key}' must be finite, got {limits.shorten(repr(value))}")
     if number < 0:
         raise InputError(src, line, f"'{key}' must be 0 or more, got {limits.shorten(repr(value))}")
+    if number > MAX_TIMING_VALUE:
+        raise InputError(src, line, f"'{key}' must be at most {MAX_TIMING_VALUE:g}, got {limits.shorten(repr(value))}")
     return number
 
 
@@ -165,8 +174,15 @@ def read_timings(path: str | os.PathLike, given: Collection[str] | None = None, 
     was given (an id outside them is refused); None when they are not known."""
     src = str(path)
     reader = _Reader(src, None if given is None else frozenset(given))
-    for lineno, text in iter_lines(path, max_line=_MAX_LINE, what="a timings line"):
-        reader.line(lineno, text)
+    skipped = 0
+    for lineno, text in iter_all_lines(path, max_line=_MAX_LINE, what="a timings line"):
+        if not is_skipped(text):
+            reader.line(lineno, text)
+            continue
+        skipped += len(text) + 1
+        if skipped > MAX_SKIPPED_BYTES:
+            raise InputError(src, lineno, f"more than {MAX_SKIPPED_BYTES // limits.MIB} MiB of blank or # lines: a "
+                                          "sidecar holds one line a query and a run line")
     return reader.timings(origin)
 
 
