@@ -461,9 +461,15 @@ class IncreaseLimit:
     value: float
     relative: bool
     unit: str = ""  # "ms" for an absolute latency
+    # As the config wrote it ("20%", "15ms", 0.002): what as_dotted gives back, so a config written
+    # back reads as the same limit, digit for digit.
+    written: str | float | None = field(default=None, compare=False)
 
     def text(self) -> str:
         return f"{self.value * 100:g}%" if self.relative else f"{self.value:g}{self.unit}"
+
+    def as_written(self) -> str | float:
+        return self.written if self.written is not None else self.text()
 
 
 _LIMIT = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(%|ms)\s*\Z")
@@ -473,7 +479,7 @@ def _increase_limit(value: Any, where: _Where, absolute_unit: str) -> IncreaseLi
     written = "'20%' or '15ms'" if absolute_unit else "'20%' or a number (cost per query)"
     if not absolute_unit and not isinstance(value, str):
         amount = in_range(number, 0.0)(value, where)
-        return IncreaseLimit(amount, False)
+        return IncreaseLimit(amount, False, written=amount)
     if not isinstance(value, str):
         raise where.error(f"expected {written}, got {_type_name(value)}")
     found = _LIMIT.match(value)
@@ -483,8 +489,8 @@ def _increase_limit(value: Any, where: _Where, absolute_unit: str) -> IncreaseLi
     if not math.isfinite(amount):  # 400 digits parse to inf: a limit nothing could breach
         raise where.error(f"expected {written} with a finite number, got '{limits.shorten(value)}'")
     if found.group(2) == "%":
-        return IncreaseLimit(amount / 100.0, True)
-    return IncreaseLimit(amount, False, absolute_unit)
+        return IncreaseLimit(amount / 100.0, True, written=value)
+    return IncreaseLimit(amount, False, absolute_unit, written=value)
 
 
 def latency_limit(value: Any, where: _Where) -> IncreaseLimit:
@@ -679,7 +685,7 @@ def _dotted(node: Any, prefix: str, out: dict[str, Any]) -> None:
         if "section" in f.metadata:
             _dotted(value, prefix + f.name + ".", out)
         else:
-            out[prefix + f.name] = value
+            out[prefix + f.name] = value.as_written() if isinstance(value, IncreaseLimit) else value
 
 
 def schema(kind: type = Config) -> dict[str, Any]:

@@ -777,7 +777,7 @@ _CHOICE_WORDS = ["command", "run-file", "reference", "percentile", "basic", "bca
                  "calibrated", "interval", "regression", "non-inferiority", "adaptive", "always", "pooled",
                  "relevance-only", "dev", "test"]
 _POOL: list[Any] = (
-    _CHOICE_WORDS + ["text", "a b", "ünï", "0", "1.5", "20%", "15ms"]
+    _CHOICE_WORDS + ["text", "a b", "ünï", "0", "1.5", "20%", "15ms", "https://example.github.io/search/"]
     + [0, 1, 2, 3, 5, 7, 10, 100, 1000, 10_000, 2**31, 2**62, -1, -7]
     + [0.0, 0.01, 0.02, 0.1, 0.3, 0.5, 0.85, 0.99, 1.0, 1.5, 60.0, 3600.0, -0.5, 1e6]
     + [True, False, ["a"], ["a", "b c"], [], {"k": 1}, {"a": {"b": [1, "x"]}}, {}]
