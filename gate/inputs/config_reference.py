@@ -124,8 +124,8 @@ DESCRIPTIONS: dict[str, str] = {
                               "that names no judged golden query",
     "policy.latency.p95_max_increase": "the p95 latency the candidate may add: `\"20%\"` of the baseline's or "
                                        "`\"15ms\"`; fails (`latency_increase`) when the increase is beyond the noise "
-                                       "band's latency threshold and its interval's lower end above the limit "
-                                       "(docs: Latency and cost)",
+                                       "band's latency threshold and its interval's lower end above the limit; "
+                                       "not judged without a band whose repeats had timings (docs: Latency and cost)",
     "policy.cost.max_increase": "the cost per query the candidate may add: `\"20%\"` or a number; fails "
                                 "(`cost_increase`) when the interval's lower end is above it",
     "policy.decision": "`calibrated` (the decision rule) or `interval` (the seed's rule: the reported interval's "

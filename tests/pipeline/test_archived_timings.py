@@ -34,7 +34,22 @@ def _timings(path: Path, base: float, *, cost: bool = False) -> None:
     path.write_text("\n".join(lines + [json.dumps({"run_wall_time_ms": 1234.5})]) + "\n")
 
 
-def _world(tmp: Path, *, baseline_timings: bool = True, limit: str | None = None) -> Path:
+def _band(tmp: Path) -> None:
+    """noise.json from three identical baseline runs whose timings differ a little, as
+    ``retrieval-gate noise --from-runs`` makes it: the band's latency spread is what a latency limit
+    is judged against."""
+    runs = []
+    for k, drift in enumerate((0.0, 0.2, 0.4)):
+        _run(tmp / f"repeat-{k}.run", 0)
+        path = tmp / f"repeat-{k}.run"  # the same rankings under another run tag: distinct files
+        path.write_text(path.read_text().replace(" x\n", f" repeat{k}\n"))
+        _timings(tmp / f"repeat-{k}.timings.jsonl", 10.0 + drift)
+        runs.append(str(tmp / f"repeat-{k}.run"))
+    assert main(["noise", "--from-runs", *runs, "--qrels", str(tmp / "qrels.txt"), "--queries",
+                 str(tmp / "queries.tsv"), "--out", str(tmp / "noise.json")]) == 0
+
+
+def _world(tmp: Path, *, baseline_timings: bool = True, limit: str | None = None, band: bool = True) -> Path:
     (tmp / "queries.tsv").write_text("".join(f"{qid}\tquery {qid}\n" for qid in QUERIES))
     (tmp / "qrels.txt").write_text("".join(f"{qid} 0 {qid}-d{k} {int(k == 0)}\n" for qid in QUERIES for k in range(10)))
     (tmp / "retrieval.yml").write_text("bm25: {k1: 0.9}\n")
@@ -42,6 +57,8 @@ def _world(tmp: Path, *, baseline_timings: bool = True, limit: str | None = None
     _run(tmp / "cand.run", 1)
     _timings(tmp / "base.timings.jsonl", 10.0)
     _timings(tmp / "cand.timings.jsonl", 20.0)
+    if band:
+        _band(tmp)
     policy = "" if limit is None else f"policy:\n  latency:\n    p95_max_increase: \"{limit}\"\n"
     config = tmp / ".retrieval-gate.yml"
     config.write_text(
@@ -49,7 +66,7 @@ def _world(tmp: Path, *, baseline_timings: bool = True, limit: str | None = None
         "runner:\n  type: run-file\n  baseline_run: base.run\n  candidate_run: cand.run\n"
         + ("  baseline_timings: base.timings.jsonl\n" if baseline_timings else "")
         + "  candidate_timings: cand.timings.jsonl\n"
-        "statistics: {samples: 500}\n" + policy)
+        "statistics: {samples: 500}\n" + ("noise: {file: noise.json}\n" if band else "") + policy)
     return config
 
 
@@ -87,8 +104,19 @@ def test_a_limit_the_candidate_breaks_fails_with_latency_increase(tmp_path):
     config = load_config(_world(tmp_path, limit="5ms"))
     archive(config, progress=lambda message: None)
     outcome = run_gate(config, progress=lambda message: None)
+    assert outcome.report["latency"]["band_threshold_ms"] > 0
     assert "latency_increase" in [r["code"] for r in outcome.report["verdict"]["reasons"]]
     assert outcome.verdict.kind == "fail" and outcome.verdict.exit_code == 1
+
+
+def test_without_the_bands_latency_spread_a_latency_limit_is_a_note_not_a_fail(tmp_path):
+    config = load_config(_world(tmp_path, limit="5ms", band=False))
+    archive(config, progress=lambda message: None)
+    outcome = run_gate(config, progress=lambda message: None)
+    reasons = outcome.report["verdict"]["reasons"]
+    assert "latency_increase" not in [r["code"] for r in reasons] and outcome.verdict.kind != "fail"
+    assert outcome.report["latency"]["breached"] is None and outcome.report["latency"]["band_threshold_ms"] is None
+    assert any("the noise band has no latency spread" in r["message"] for r in reasons if r["code"] == "warning")
 
 
 @pytest.mark.parametrize("line, problem", [

@@ -106,7 +106,7 @@ def test_only_the_listed_rules_give_a_limit_or_a_decision_interval():
     from gate.verdict.reasons import DECISION_INTERVAL_CODES, LIMIT_CODES
     from gate.verdict.resource_limits import ResourceFinding
 
-    rose = ResourceFinding(Change(10.0, 20.0, 10.0, 8.0, 12.0, 1.0, 0.8, 1.2))
+    rose = ResourceFinding(Change(10.0, 20.0, 10.0, 8.0, 12.0, 1.0, 0.8, 1.2), band_threshold=0.5)
     reasons = failures_of(_findings(new_leaks=2, leak_sources=("faq/x",), leak_source_count=1, damaged_traffic=0.4,
                                     damaged_strata=("nav",), unjudged_share=0.9, judged_drop=0.5,
                                     tuning_overlap=("q1",), latency=rose, cost=rose),
