@@ -166,16 +166,18 @@ def _event_file(runner: Runner, event: dict) -> str:
 
 
 def _upload(runner: Runner, path: str, name: str) -> PlayedStep:
-    """upload-artifact: every file below ``path`` (or the one file ``path`` names, at the
-    artifact's root), read as the runner user (it runs as the runner)."""
-    folder = runner.workspace / path
-    what = "."
-    if not folder.exists():
+    """upload-artifact: every file below each line of ``path`` (one path a line, as the action takes
+    them; a line that names nothing is skipped, as the action warns and goes on), read as the
+    runner user (it runs as the runner). The files are rooted at the paths' least common ancestor,
+    so the one file a single path names is at the artifact's root."""
+    lines = [line.strip() for line in path.splitlines() if line.strip()]
+    found = [runner.workspace / line for line in lines if (runner.workspace / line).exists()]
+    if not found:
         return PlayedStep(0, f"no files at {path}", name=name)
-    if folder.is_file():
-        folder, what = folder.parent, folder.name
-    done = as_runner(["sh", "-c", 'tar -C "$1" -cf - "$2" | base64 -w0', "upload", str(folder), what],
-                     runner.workspace)
+    root = Path(os.path.commonpath([p if p.is_dir() else p.parent for p in found]))
+    members = [str(p.relative_to(root)) or "." for p in found]
+    done = as_runner(["sh", "-c", 'root="$1"; shift; tar -C "$root" -cf - "$@" | base64 -w0', "upload", str(root),
+                      *members], runner.workspace)
     if done.returncode != 0:
         return PlayedStep(done.returncode, done.stderr, name=name)
     import base64
