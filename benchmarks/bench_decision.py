@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import decision_methods as dm  # noqa: E402
 import populations as pops  # noqa: E402
+from rates import wilson  # noqa: E402
 
 from gate.statistics.power import detectable_regression, setup_check  # noqa: E402
 from gate.verdict.levels import ALPHA, MIN_MOVERS, MOVERS_TO_SHOW  # noqa: E402
@@ -59,16 +60,6 @@ RULES = {"gate": "gate", "previous": "signflip|boot-hall+m5+wc", "simple": "sign
          "t": "t", "boot-t": "boot-t"}
 DEFAULT_RULES = ("seed", "previous", "gate")
 REACH = 0.025
-
-
-def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def verdicts(X: np.ndarray, dec: dm.Decision, mode: str) -> np.ndarray:

@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import populations as pops  # noqa: E402
+from rates import wilson  # noqa: E402
 
 from gate.inputs.config import Policy  # noqa: E402
 from gate.statistics import repeats as rep  # noqa: E402
@@ -60,15 +61,6 @@ SETTINGS = ("off", "adaptive", "always")
 MODES = ("non-inferiority", "regression")
 NOISES = {"laplace-seed": pops.SEED_AA_SD, "laplace-3x": 3 * pops.SEED_AA_SD, "rank-swap": None}
 SAMPLES, SEED = 2000, 7
-
-
-def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def noise_draw(rng: np.random.Generator, kind: str, noisy: np.ndarray, runs: int) -> np.ndarray:

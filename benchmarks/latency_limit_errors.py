@@ -52,7 +52,10 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rates import wilson  # noqa: E402
 
 from gate.inputs.config import IncreaseLimit  # noqa: E402
 from gate.statistics.latency import compare_latency  # noqa: E402
@@ -165,15 +168,6 @@ def calibrate(name: str, target: float, relative: bool) -> tuple[float, float]:
 
 
 # --------------------------------------------------------------------------- the trials
-
-
-def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def cell(name: str, n: int, limit: IncreaseLimit, theta: float, trials: int,
