@@ -456,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", metavar="PATH", help="golden queries: judged texts take their ids, and formats "
                    "keyed by text (--to quepid) take their texts (default: none)")
     p.add_argument("--queries-out", metavar="FILE", help="where the query texts of a text-keyed source go "
-                   "(qid<TAB>text; default with --out and --to trec/jsonl: OUT without its suffix + .queries.tsv)")
+                   "(qid<TAB>text; default with --out, unless --to quepid: OUT without its suffix + .queries.tsv)")
     p.add_argument("--index", default="index", help="the _index of --to rank-eval ratings (default index)")
     p.set_defaults(handler=_cmd_judgments)
 

@@ -135,7 +135,7 @@ def convert_judgments(source: str, to: str, *, out: str | None = None, queries: 
     text = render_judgments(judged, to, index)
     if out is not None:
         write_text_atomic(out, text)
-    if judged.keyed_by_text and to in ("trec", "jsonl") and queries_out is None and out is not None:
+    if judged.keyed_by_text and to != "quepid" and queries_out is None and out is not None:
         queries_out = str(Path(out).with_suffix("")) + ".queries.tsv"
     if queries_out is not None:
         write_text_atomic(queries_out, queries_tsv({q: judged.texts[q] for q in dict.fromkeys(

@@ -75,7 +75,7 @@ def rank_eval_body(rows: Sequence[Judgment], texts: Mapping[str, str], index: st
 def judgments_jsonl(rows: Iterable[Judgment], texts: Mapping[str, str]) -> str:
     """One object per judgment: ``query_id``, ``doc_id``, ``relevance`` (and ``query``, its text)."""
     return "".join(json_line({"query_id": r.query_id, "doc_id": r.doc_id, "relevance": r.rating}
-                             | ({"query": texts[r.query_id]} if r.query_id in texts else {})) + "\n"
+                             | ({"query": texts[r.query_id]} if r.query_id in texts else {}))
                    for r in rows if r.rating is not None)
 
 

@@ -62,7 +62,10 @@ def read_whole(path: str, what: str) -> str:
 
 def load_json(path: str, what: str) -> Any:
     """A whole JSON judgment file, strictly (duplicate keys, NaN, deep nesting refused)."""
-    return parse_json_document(path, read_whole(path, what))
+    text = read_whole(path, what)
+    if not text.strip():
+        raise InputError(path, None, "no judgments (the file is empty)")
+    return parse_json_document(path, text)
 
 
 def top_array(path: str, body: Any, key: str, what: str) -> list:
