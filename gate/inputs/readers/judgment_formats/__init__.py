@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import os
+import zlib
 from typing import Any
 
 from gate.common import limits
@@ -38,8 +39,8 @@ def _head(path: str) -> str:
     try:
         with open_binary(path) as handle:
             data = handle.read(_SNIFF_BYTES)
-    except InputError:
-        return ""
+    except (InputError, OSError, EOFError, zlib.error):
+        return ""  # a broken file: the reader it goes to says what is wrong, at its line
     if data.startswith(UTF8_BOM):
         data = data[len(UTF8_BOM):]
     return data.decode("utf-8", "replace")
