@@ -1092,6 +1092,8 @@ def _cmd_judgments(args: argparse.Namespace) -> int:
     if args.out is None:
         sys.stdout.write(done.text)
     to_rate = f", {done.to_rate} documents to rate" if done.to_rate else ""
+    if done.not_golden:
+        to_rate += f" ({done.not_golden} of the queries are no golden query: outside the query universe)"
     print(f"judgments: {done.queries} queries, {done.judgments} judgments{to_rate}"
           + (f"; wrote {done.out}" if done.out else "") + (f"; wrote {done.queries_out}" if done.queries_out else ""),
           file=sys.stderr)

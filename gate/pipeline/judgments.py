@@ -59,6 +59,7 @@ class Converted:
     out: str | None
     queries_out: str | None
     text: str  # the converted file's text (printed when ``out`` is None)
+    not_golden: int | None = None  # with --queries: judged queries that are no golden query
 
 
 def read_judgments(source: str, queries: QuerySet | None) -> Judgments:
@@ -141,8 +142,9 @@ def convert_judgments(source: str, to: str, *, out: str | None = None, queries: 
         write_text_atomic(queries_out, queries_tsv({q: judged.texts[q] for q in dict.fromkeys(
             r.query_id for r in judged.rows) if q in judged.texts}))
     rated = [r for r in judged.rows if r.rating is not None]
+    not_golden = None if golden is None else len({r.query_id for r in judged.rows} - set(golden.ids()))
     return Converted(len({r.query_id for r in judged.rows}), len(rated), len(judged.rows) - len(rated), out,
-                     queries_out, text)
+                     queries_out, text, not_golden)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import pytest
 from gate.cli import main
 from gate.demo.example_files import write_example_files
 from gate.inputs.config import load_config
+from gate.inputs.readers.judgment_formats.text_keys import text_id
 from gate.inputs.readers.qrels import load_qrels
 from gate.inputs.readers.queries import load_queries
 from gate.pipeline.archive import archive
@@ -61,6 +62,15 @@ def test_convert_counts_and_writes_the_queries_file_beside(tmp_path, capsys):
     assert err.strip() == f"judgments: 4 queries, 7 judgments; wrote {out}; wrote {tmp_path / 'rre.queries.tsv'}"
     assert (tmp_path / "rre.queries.tsv").read_text().splitlines()[0].endswith("\tfender")
     assert out.read_text().splitlines()[0].split()[2:] == ["1", "3"]
+
+
+def test_convert_counts_judged_texts_that_are_no_golden_query(tmp_path, capsys):
+    code, out, err = _convert(capsys, str(FIXTURES / "search_relevance_docs.json"), "--to", "trec",
+                              "--queries", str(GOLDEN))
+    assert code == 0
+    assert err.strip() == ("judgments: 3 queries, 4 judgments (1 of the queries are no golden query: outside the "
+                           "query universe)")
+    assert out.splitlines()[-1] == f"{text_id('not a golden query')} 0 d4 2"
 
 
 def test_convert_errors_are_one_line_exit_2(tmp_path, capsys):

@@ -10,7 +10,8 @@
   not renumber its queries, so a baseline measured on it stays comparable), and the id says
   nothing a hostile text could inject.
 * A judged text that is no golden query is kept under its ``t-`` id: like a TREC qrels qid
-  outside the golden set it is outside the query universe, and the reports count it.
+  outside the golden set it is outside the query universe (``judgments convert --queries``
+  counts them).
 * Two entries whose texts normalise alike are one query: their ratings are merged, and a
   document rated under both is a duplicate (one line naming both places). Two golden queries
   with the same normalised text cannot be told apart by a text key: refused when that text is
@@ -27,7 +28,7 @@ from collections.abc import Iterable
 from gate.common import limits
 from gate.common.errors import InputError
 from gate.inputs.readers.fields import check_text
-from gate.inputs.readers.records import Qrels, QuerySet
+from gate.inputs.readers.records import QuerySet
 
 _BLANKS = re.compile(r"\s+")
 TEXT_ID_PREFIX = "t-"
@@ -85,9 +86,3 @@ def ids_for_texts(texts: Iterable[str], queries: QuerySet | None) -> dict[str, s
                                          f"have the same digest id '{qid}'")
         ids[text] = qid
     return ids
-
-
-def unmatched_count(qrels: Qrels, queries: QuerySet) -> int:
-    """Judged queries that are no golden query (the reports count them as for TREC qrels)."""
-    golden = set(queries.ids())
-    return sum(1 for qid in qrels.judgments if qid not in golden)
