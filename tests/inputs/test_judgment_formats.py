@@ -102,7 +102,7 @@ _RE = '{"requests": [{"id": "q1", "request": {}, "ratings": [%s]}]}'
 BROKEN = [
     ("truncated.json", '{"requests": [{"id": "q1", "request": {}, "ratings": [',
      r"truncated\.json:1: invalid JSON: Expecting"),
-    ("types.json", '{"requests": {"id": "q1"}}', r"types\.json: \(top level\)\.requests: expected an array"),
+    ("types.json", '{"requests": {"id": "q1"}}', r"types\.json: requests: expected an array"),
     ("rating.json", _RE % '{"_index": "i", "_id": "d1", "rating": 1.5}',
      r"rating\.json: requests\[0\]\.ratings\[0\]\.rating: rating '1\.5' is not a whole number"),
     ("ratingtext.json", _RE % '{"_index": "i", "_id": "d1", "rating": "high"}',

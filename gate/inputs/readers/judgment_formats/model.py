@@ -68,12 +68,16 @@ def load_json(path: str, what: str) -> Any:
     return parse_json_document(path, text)
 
 
+#: Where the file's own object is, in messages.
+TOP = "(top level)"
+
+
 def top_array(path: str, body: Any, key: str, what: str) -> list:
     """``body[key]``, the array every JSON judgment format holds its entries in (``body`` is the
     decoded file, or None to read ``path`` here)."""
     body = load_json(path, what) if body is None else body
-    expect(path, "(top level)", body, dict, f"an object with '{key}'")
-    return member(path, "(top level)", body, key, list, "an array")
+    expect(path, TOP, body, dict, f"an object with '{key}'")
+    return member(path, TOP, body, key, list, "an array")
 
 
 def at(path: str, where: str, problem: str) -> InputError:
@@ -92,7 +96,7 @@ def member(path: str, where: str, obj: dict, key: str, kind: type | tuple[type, 
     """``obj[key]``, present and of ``kind``."""
     if key not in obj:
         raise at(path, where, f"missing '{key}'")
-    return expect(path, f"{where}.{key}", obj[key], kind, name)
+    return expect(path, key if where == TOP else f"{where}.{key}", obj[key], kind, name)
 
 
 def _json_type(value: Any) -> str:

@@ -31,8 +31,10 @@ def read_rank_eval(path: str, body: Any | None = None) -> JudgmentFile:
     for i, request in enumerate(requests):
         where = f"requests[{i}]"
         expect(path, where, request, dict, "an object")
-        qid = member(path, where, request, "id", str, "a string")
-        qid = check_id(path, None, qid.strip(), f"{where}.id") if qid.strip() else _empty_id(path, where)
+        qid = member(path, where, request, "id", str, "a string").strip()
+        if not qid:
+            raise at(path, f"{where}.id", "empty request id")
+        check_id(path, None, qid, f"{where}.id")
         if qid in queries:
             raise at(path, where, f"duplicate request id '{limits.shorten(qid)}' (first at {queries[qid]})")
         queries[qid] = where
@@ -41,10 +43,6 @@ def read_rank_eval(path: str, body: Any | None = None) -> JudgmentFile:
         rated = member(path, where, request, "ratings", list, "an array of ratings")
         ratings += _request_ratings(path, where, qid, rated)
     return JudgmentFile(path, FORMAT, False, tuple(ratings), tuple(queries))
-
-
-def _empty_id(path: str, where: str) -> str:
-    raise at(path, f"{where}.id", "empty request id")
 
 
 def _request_ratings(path: str, where: str, qid: str, rated: list) -> list[Rating]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from gate.common import limits
 from gate.inputs.readers.judgment_formats import model
-from gate.inputs.readers.judgment_formats.model import JudgmentFile, Rating, at, expect, member
+from gate.inputs.readers.judgment_formats.model import TOP, JudgmentFile, Rating, at, expect, member
 from gate.inputs.readers.judgment_formats.text_keys import query_text
 
 FORMAT = "rre"
@@ -29,13 +29,13 @@ def is_rre(value: Any) -> bool:
 
 def read_rre(path: str, body: Any | None = None) -> JudgmentFile:
     body = model.load_json(path, "an RRE ratings file") if body is None else body
-    expect(path, "(top level)", body, dict, "an object with 'topics'")
+    expect(path, TOP, body, dict, "an object with 'topics'")
     placeholder = body.get("query_placeholder", "$query")
     expect(path, "query_placeholder", placeholder, str, "a string")
     ratings: list[Rating] = []
     queries: dict[str, None] = {}
     if "topics" in body:
-        for t, topic in enumerate(member(path, "(top level)", body, "topics", list, "an array")):
+        for t, topic in enumerate(member(path, TOP, body, "topics", list, "an array")):
             expect(path, f"topics[{t}]", topic, dict, "an object with 'query_groups'")
             groups = member(path, f"topics[{t}]", topic, "query_groups", list, "an array")
             for g, group in enumerate(groups):
@@ -43,7 +43,7 @@ def read_rre(path: str, body: Any | None = None) -> JudgmentFile:
                 expect(path, where, group, dict, "an object with 'queries'")
                 ratings += _group(path, where, group, placeholder, queries)
     else:
-        ratings += _group(path, "(top level)", body, placeholder, queries)
+        ratings += _group(path, TOP, body, placeholder, queries)
     return JudgmentFile(path, FORMAT, True, tuple(ratings), tuple(queries))
 
 
@@ -52,7 +52,7 @@ def _group(path: str, where: str, group: dict, placeholder: str, queries: dict[s
     out: list[Rating] = []
     variants = member(path, where, group, "queries", list, "an array of queries")
     for q, variant in enumerate(variants):
-        here = f"{where}.queries[{q}]" if where != "(top level)" else f"queries[{q}]"
+        here = f"{where}.queries[{q}]" if where != TOP else f"queries[{q}]"
         expect(path, here, variant, dict, "an object with 'placeholders'")
         holders = member(path, here, variant, "placeholders", dict, "an object")
         if placeholder not in holders:
