@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
+from gate.common.errors import InputError
 from gate.demo.example_files import write_example_files
 from gate.inputs.config import load_config
 from gate.inputs.readers.judgment_formats.text_keys import text_id
@@ -149,3 +150,11 @@ def test_run_with_quepid_csv_golden_qrels_and_the_unjudged_exports(tmp_path, cap
     body = json.loads((tmp_path / "out" / "unjudged-rank-eval.json").read_text())
     assert sum(len(r["ratings"]) for r in body["requests"]) == len(pairs)
     assert all(x["rating"] is None for r in body["requests"] for x in r["ratings"])
+
+
+def test_judged_export_is_strict(tmp_path):
+    path = small_world(tmp_path, leak_in_new=False, extra_config="judged: {export: [quepid, labelbox]}\n")
+    with pytest.raises(InputError, match=r"judged\.export.*'labelbox' is not one of quepid, rank-eval"):
+        load_config(path)
+    path.write_text(path.read_text().replace("[quepid, labelbox]", "[]"))
+    assert load_config(path).judged.export == ()
