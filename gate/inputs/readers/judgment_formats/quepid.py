@@ -48,13 +48,15 @@ def read_quepid_csv(path: str) -> JudgmentFile:
                                       f"export's Query Text, Doc ID, Rating), got {len(header)} columns")
         ratings: list[Rating] = []
         queries: dict[str, None] = {}
+        texts: dict[str, str] = {}
         for row in rows:
             line = rows.line_num
             if not any(cell.strip() for cell in row):
                 continue
             if len(row) != len(header):
                 raise InputError(path, line, f"expected {len(header)} columns like the header, got {len(row)}")
-            text = query_text(path, "", row[columns[0]], line)
+            raw = row[columns[0]]
+            text = texts.get(raw) or texts.setdefault(raw, query_text(path, "", raw, line))  # rows repeat a query
             queries.setdefault(text)
             doc, grade = row[columns[1]].strip(), row[columns[2]].strip()
             if not doc or not grade:
