@@ -445,6 +445,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where the lift files are written")
     p.set_defaults(handler=_cmd_lift)
 
+    p = _command(sub, "judgments", "convert judgments between TREC qrels and the formats search teams keep",
+                 "Reads TREC/BEIR qrels, irds:, Elasticsearch/OpenSearch _rank_eval bodies, OpenSearch Search "
+                 "Relevance judgment lists, RRE ratings.json and Quepid CSV (or a run's unjudged.tsv: documents "
+                 "to rate) and writes TREC qrels, a Quepid CSV, a _rank_eval body or JSON Lines.")
+    p.add_argument("action", choices=["convert"], help="what to do (convert)")
+    p.add_argument("source", metavar="IN", help="the judgments (any format above; detected by content)")
+    p.add_argument("--to", required=True, choices=["trec", "quepid", "rank-eval", "jsonl"], help="the format to write")
+    p.add_argument("--out", metavar="FILE", help="where to write (atomically; default: standard output)")
+    p.add_argument("--queries", metavar="PATH", help="golden queries: judged texts take their ids, and formats "
+                   "keyed by text (--to quepid) take their texts (default: none)")
+    p.add_argument("--queries-out", metavar="FILE", help="where the query texts of a text-keyed source go "
+                   "(qid<TAB>text; default with --out, unless --to quepid: OUT without its suffix + .queries.tsv)")
+    p.add_argument("--index", default="index", help="the _index of --to rank-eval ratings (default index)")
+    p.set_defaults(handler=_cmd_judgments)
+
     p = _command(sub, "demo", "the whole gate on a generated docs-search world, offline",
                  "A fictional API documentation site, its golden set and two parser versions, through archive, "
                  "noise and run; deterministic from --seed.")
@@ -1066,6 +1081,22 @@ def _cmd_lift(args: argparse.Namespace) -> int:
         print("queries: " + "; ".join(notes))
     for path in result.files.values():
         print(f"wrote {path}")
+    return EXIT_OK
+
+
+def _cmd_judgments(args: argparse.Namespace) -> int:
+    from gate.pipeline.judgments import convert_judgments
+
+    done = convert_judgments(args.source, args.to, out=args.out, queries=args.queries,
+                             queries_out=args.queries_out, index=args.index)
+    if args.out is None:
+        sys.stdout.write(done.text)
+    to_rate = f", {done.to_rate} documents to rate" if done.to_rate else ""
+    if done.not_golden:
+        to_rate += f" ({done.not_golden} of the queries are no golden query: outside the query universe)"
+    print(f"judgments: {done.queries} queries, {done.judgments} judgments{to_rate}"
+          + (f"; wrote {done.out}" if done.out else "") + (f"; wrote {done.queries_out}" if done.queries_out else ""),
+          file=sys.stderr)
     return EXIT_OK
 
 

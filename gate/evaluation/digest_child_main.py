@@ -27,7 +27,7 @@ def main() -> int:
     """The child: the request on stdin, the digest pickled on stdout; bad input one JSON line, exit 2."""
     request = json.loads(sys.stdin.buffer.read())
     try:
-        qrels = load_qrels_spec(request["qrels"])
+        qrels = load_qrels_spec(request["qrels"], request["queries"])
         query_ids = request["query_ids"]
         if query_ids is None:
             queries = load_queries_spec(request["queries"]) if request["queries"] is not None else None

@@ -179,13 +179,13 @@ def one_of(*choices: str) -> Callable[[Any, _Where], str]:
     return check
 
 
-def list_of(*choices: str) -> Callable[[Any, _Where], tuple[str, ...]]:
-    """A list whose every item is one of ``choices`` (and at least one item)."""
+def list_of(*choices: str, allow_empty: bool = False) -> Callable[[Any, _Where], tuple[str, ...]]:
+    """A list whose every item is one of ``choices`` (and at least one item, unless ``allow_empty``)."""
     pick = one_of(*choices)
 
     def check(value: Any, where: _Where) -> tuple[str, ...]:
         items = tuple(pick(item, where) for item in text_list(value, where))
-        if not items:
+        if not items and not allow_empty:
             raise where.error(f"expected at least one of {', '.join(choices)}")
         return items
 
@@ -451,6 +451,9 @@ class JudgedConfig:
     # relevant, and the limits are off while the qrels judge nothing non-relevant
     # (gate.checks.judged_share).
     qrels_style: str = setting(one_of("pooled", "relevance-only"), "pooled")
+    # Beside unjudged.tsv, the same documents for a labelling tool: unjudged-quepid.csv (Quepid's
+    # import CSV) and/or unjudged-rank-eval.json (a _rank_eval body to rate) (gate.pipeline.judgments).
+    export: tuple[str, ...] = setting(list_of("quepid", "rank-eval", allow_empty=True), ())
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,8 @@ DESCRIPTIONS: dict[str, str] = {
                           "qrels list only relevant documents, as Cranfield's, CISI's and most BEIR sets': an unjudged "
                           "document is not relevant, Judged@k is the relevant share, and both limits are off while the "
                           "qrels judge no document non-relevant; `archive` says when the qrels look so)",
+    "judged.export": "beside `unjudged.tsv`, the same documents for a labelling tool: `quepid` "
+                     "(`unjudged-quepid.csv`) and/or `rank-eval` (`unjudged-rank-eval.json`, ratings to fill in)",
     "policy.mode": "`regression` (fail when a regression beyond the noise band is shown, else pass with what the "
                    "set can catch) or `non-inferiority` (pass only when no worse than minus the margin is shown, "
                    "inconclusive when it cannot be)",

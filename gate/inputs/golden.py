@@ -81,7 +81,7 @@ def load_golden(config: Config) -> Golden:
         what = "an irds: id, which names its split itself" if is_spec(config.golden.qrels) else "no folder"
         raise config.key_error("golden.split", f"'{split}' picks qrels/{split}.tsv of a BEIR folder, and golden.qrels "
                                                f"'{config.golden.qrels}' is {what}")
-    qrels = load_qrels(qrels_spec, split)
+    qrels = load_qrels(qrels_spec, split, queries)  # text-keyed judgments meet the golden queries by text
     if config.golden.negative_is_judged is not None and config.golden.negative_is_judged != qrels.negative_is_judged:
         qrels = Qrels(qrels.source, qrels.judgments, config.golden.negative_is_judged)
     # An empty or disjoint yardstick is the config's to fix, named by its file: nothing a

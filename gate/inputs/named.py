@@ -22,8 +22,9 @@ def load_run_file(path: str) -> Run:
     return read_run(path)
 
 
-def load_qrels_spec(spec: str) -> Qrels:
-    return load_qrels(spec)
+def load_qrels_spec(spec: str, queries: str | None = None) -> Qrels:
+    """Qrels; judgments keyed by query text meet the golden queries of ``queries`` by text."""
+    return load_qrels(spec, queries=load_queries(queries) if queries else None)
 
 
 def load_queries_spec(spec: str) -> QuerySet:

@@ -40,8 +40,8 @@ def calibrate_run_files(run_paths: Sequence[str], qrels_path: str, queries_path:
     """The decision over every ordered pair of runs of one configuration a user made."""
     if len(run_paths) < 2:
         raise UsageError("calibrate --from-runs needs at least two runs of the same configuration")
-    qrels = load_qrels(qrels_path)
     queries = load_queries(queries_path) if queries_path else None
+    qrels = load_qrels(qrels_path, queries=queries)
     universe = query_universe(qrels, queries)
     seen: dict[tuple[int, int], str] = {}
     for path in run_paths:

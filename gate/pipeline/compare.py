@@ -91,10 +91,10 @@ def _checked_arguments(max_regression: float, mode: str | None, strata: str | No
     return mode
 
 
-def _qrels_for(qrels: str, settings: CompareSettings, rel_option: str):
+def _qrels_for(qrels: str, settings: CompareSettings, rel_option: str, queries: str | None = None):
     """The qrels, checked to hold a label at the relevance threshold each measure uses (the
     option's, or one fixed in the measure's name: ``RR(rel=9)@10``)."""
-    loaded_qrels = load_qrels_spec(qrels)
+    loaded_qrels = load_qrels_spec(qrels, queries)
     names = (settings.metric, *settings.also)
     if any(parse_measure(m).TAKES_REL and parse_measure(m).rel is None for m in names):
         check_rel(loaded_qrels, settings.rel, rel_option)
@@ -133,7 +133,7 @@ def compare_files(
     side = start_side_digest((baseline, candidate), qrels, queries or None, (primary, *others), rel=settings.rel,
                              sha256=True)
     try:
-        loaded_qrels = _qrels_for(qrels, settings, rel_option)
+        loaded_qrels = _qrels_for(qrels, settings, rel_option, queries or None)
         loaded_queries = load_queries_spec(queries) if queries else None
         # Each run is evaluated a few queries at a time as it is read: only per-query numbers are
         # kept (gate.evaluation.streaming), so two runs of ten million rows never sit in memory.

@@ -16,8 +16,8 @@ def lift(before: str, after: str, qrels: str | None, out: str | Path, *, rel: in
          queries: str | None = None) -> LiftResult:
     """The lift of ``after`` over ``before`` on ``qrels`` (default: the named default qrels),
     written into ``out``."""
-    judgments = load_qrels(qrels) if qrels else default_qrels()
-    check_rel(judgments, rel, "--rel-threshold")
     golden = load_queries(queries) if queries else None
+    judgments = load_qrels(qrels, queries=golden) if qrels else default_qrels()
+    check_rel(judgments, rel, "--rel-threshold")
     return write_lift(read_run(before), read_run(after), judgments, out, rel_threshold=rel, k_rank=k_rank,
                       k_recall=k_recall, queries=golden)

@@ -36,8 +36,8 @@ def noise_from_run_files(run_paths: Sequence[str], qrels_path: str, queries_path
     if len(run_paths) < 2:
         raise UsageError("noise --from-runs needs at least two runs of the same configuration")
     _refuse_the_same_file_twice(run_paths)
-    qrels = load_qrels(qrels_path)
     queries = load_queries(queries_path) if queries_path else None
+    qrels = load_qrels(qrels_path, queries=queries)
     universe = query_universe(qrels, queries)
     if not universe.query_ids:
         raise InputError(qrels_path, None, "no query has both a golden entry and a qrels judgment: nothing to measure")

@@ -30,6 +30,7 @@ from gate.inputs.yardstick import (
     load_yardstick,
 )
 from gate.pipeline.history import Trend, pull_request_trend
+from gate.pipeline.judgments import unjudged_export
 from gate.pipeline.result import Result
 from gate.pipeline.run import run_gate
 from gate.pipeline.stack import Progress, RunOptions, check_base, stderr_progress
@@ -120,16 +121,19 @@ def judge_pull_request(change: PullRequest, options: RunOptions, progress: Progr
     # The headline and the command go into report.json: comment.md and a later `retrieval-gate
     # comment` of this report read the same first line and command.
     record = headlined(build_report(dataclasses.replace(run, verdict=verdict), facts), reproduce)
-    return Judgement(Result(record, verdict, "run.md.j2", unjudged_rows(run), reproduce), yard)
+    return Judgement(Result(record, verdict, "run.md.j2", unjudged_rows(run), reproduce, unjudged_export(config)),
+                     yard)
 
 
 def judge_workspace(config_path: Path, config_shown: str, options: RunOptions,
                     progress: Progress = stderr_progress) -> Result:
     """The gate on the workspace as it is, with no base to hold it to: the workspace's own
     yardstick (``run`` without ``--base``)."""
-    run = run_gate(load_config(config_path), options, progress).run
+    config = load_config(config_path)
+    run = run_gate(config, options, progress).run
     reproduce = reproduce_command(config_shown, None)
-    return Result(headlined(build_report(run), reproduce), run.verdict, "run.md.j2", unjudged_rows(run), reproduce)
+    return Result(headlined(build_report(run), reproduce), run.verdict, "run.md.j2", unjudged_rows(run), reproduce,
+                  unjudged_export(config))
 
 
 def _skips(changed: Sequence[str] | None, watch: Sequence[str]) -> bool:

@@ -12,6 +12,7 @@ from gate import __version__
 from gate.checks.judged_share import write_unjudged
 from gate.common.atomic import write_text_atomic
 from gate.inputs.fingerprint import file_sha256
+from gate.pipeline.judgments import EXPORT_FILES, UnjudgedExport, write_unjudged_exports
 from gate.rendering.comment import render_comment
 from gate.rendering.jinja import render
 from gate.rendering.markdown_cut import COMMENT_LIMIT
@@ -35,6 +36,8 @@ class Result:
     # run: the command that reproduces it, quoted in the PR comment; a Result with one also
     # writes comment.md, the exact comment the Action would post
     reproduce_command: str | None = None
+    # run with judged.export: the unjudged documents also as a labelling tool's files
+    unjudged_export: UnjudgedExport | None = None
 
     def to_json(self) -> str:
         """report.json's text (made once: ``compare`` writes it and may print it too)."""
@@ -66,9 +69,12 @@ class Result:
 
             written.append(out / "unjudged.tsv")
             write_unjudged(written[-1], self.unjudged_rows)
+            if self.unjudged_export is not None:
+                written += write_unjudged_exports(out, self.unjudged_rows, self.unjudged_export)
         elif self.reproduce_command is not None:
-            # A run without a judged-share check: an earlier run's list would read as this one's.
-            (out / "unjudged.tsv").unlink(missing_ok=True)
+            # A run without a judged-share check: an earlier run's lists would read as this one's.
+            for name in ("unjudged.tsv", *EXPORT_FILES.values()):
+                (out / name).unlink(missing_ok=True)
         return written
 
 

@@ -214,8 +214,8 @@ def sweep_from_runs(cells: Sequence[tuple[str, str]], qrels_spec: str, queries_s
     if reference is not None and reference not in names:
         raise UsageError(f"--reference {reference!r}: not one of the cells ({', '.join(names)})")
     metric = str(parse_measure(metric))
-    qrels = load_qrels(qrels_spec)
     queries: QuerySet | None = load_queries(queries_spec) if queries_spec is not None else None
+    qrels = load_qrels(qrels_spec, queries=queries)
     universe = list(query_universe(qrels, queries).query_ids)
     strata = None
     if queries is not None:

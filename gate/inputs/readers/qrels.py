@@ -33,7 +33,8 @@ from gate.common.errors import InputError
 from gate.inputs.readers.beir_folder import DEFAULT_SPLIT, beir_file, beir_folder_of, check_split_name
 from gate.inputs.readers.fields import check_id, parse_int_label
 from gate.inputs.readers.irds import load_irds_qrels
-from gate.inputs.readers.records import Qrels
+from gate.inputs.readers.judgment_formats import judgments_to_qrels, read_judgment_file
+from gate.inputs.readers.records import Qrels, QuerySet
 from gate.inputs.readers.textlines import check_block, iter_blocks, iter_lines, why_no_data
 
 __all__ = ["load_qrels", "read_qrels", "beir_qrels", "BEIR_QRELS_HEADER"]
@@ -266,10 +267,19 @@ def beir_qrels(folder: str | os.PathLike, split: str = DEFAULT_SPLIT) -> Qrels:
     return read_qrels(beir_file(folder, f"qrels/{check_split_name(split, str(folder))}.tsv"))
 
 
-def load_qrels(spec: str | os.PathLike, split: str | None = None) -> Qrels:
-    """Qrels from a file, a BEIR folder (``qrels/<split>.tsv``: the ``split`` given, or the one
-    ``DIR#split=<name>`` names, else ``test``), or ``irds:<id>``; qrels with no judgment are an
-    :class:`InputError` that says why (an empty file, only comments, a BEIR header alone).
+def _read_file(path: str, queries: QuerySet | None) -> Qrels:
+    """A qrels file in any format the gate reads: a judgment format by its content, else TREC."""
+    judged = read_judgment_file(path)
+    return read_qrels(path) if judged is None else judgments_to_qrels(judged, queries)
+
+
+def load_qrels(spec: str | os.PathLike, split: str | None = None, queries: QuerySet | None = None) -> Qrels:
+    """Qrels from a file (TREC, compact or BEIR qrels, or a judgment format
+    :mod:`gate.inputs.readers.judgment_formats` detects: ``_rank_eval``, Search Relevance, RRE,
+    Quepid CSV, whose query texts are matched to ``queries`` when given), a BEIR folder
+    (``qrels/<split>.tsv``: the ``split`` given, or the one ``DIR#split=<name>`` names, else
+    ``test``), or ``irds:<id>``; qrels with no judgment are an :class:`InputError` that says why
+    (an empty file, only comments, a BEIR header alone).
     A ``split`` given for anything but a BEIR folder is refused: it would pick nothing."""
     text = os.fspath(spec)
     if text.startswith("irds:"):
@@ -285,7 +295,7 @@ def load_qrels(spec: str | os.PathLike, split: str | None = None) -> Qrels:
         if folder is not None and folder.split is not None and split is not None and folder.split != split:
             raise InputError(text, None, f"names split '{folder.split}', and split '{split}' is given too")
         qrels = (beir_qrels(folder.path, folder.split or split or DEFAULT_SPLIT) if folder is not None
-                 else read_qrels(text))
+                 else _read_file(text, queries))
     if not len(qrels):
         why = why_no_data(qrels.source)
         raise InputError(qrels.source, None, f"no judgments{f' ({why})' if why else ''}")

@@ -1,0 +1,160 @@
+"""Judgment formats through the commands: ``judgments convert`` (round trips, exit codes),
+``compare --qrels FILE.json``, and ``run`` with golden.qrels a Quepid CSV and judged.export."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from gate.cli import main
+from gate.common.errors import InputError
+from gate.demo.example_files import write_example_files
+from gate.inputs.config import load_config
+from gate.inputs.readers.judgment_formats.text_keys import text_id
+from gate.inputs.readers.qrels import load_qrels
+from gate.inputs.readers.queries import load_queries
+from gate.pipeline.archive import archive
+from tests.support.small_world import small_world
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "judgments"
+GOLDEN = FIXTURES / "golden_queries.tsv"
+
+
+def _convert(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["judgments", "convert", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("source", ["rank_eval_docs.json", "search_relevance_docs.json", "rre_docs.json",
+                                    "quepid_docs.csv", "rre_real.json", "quepid_detailed_real.csv"])
+@pytest.mark.parametrize("via", ["trec", "quepid", "rank-eval", "jsonl"])
+def test_round_trip_gives_the_same_judgments(tmp_path, capsys, source, via):
+    """A -> B -> back (TREC, and A's own format where the gate writes it) judges the same
+    (query, document) pairs alike, queries keyed by the golden ids where their text is golden."""
+    golden = load_queries(GOLDEN)
+    original = load_qrels(FIXTURES / source, queries=golden).judgments
+    there = tmp_path / f"there.{via}"
+    code, _, err = _convert(capsys, str(FIXTURES / source), "--to", via, "--out", str(there), "--queries", str(GOLDEN))
+    assert code == 0, err
+    if via == "jsonl":  # an output for other tools: the same rows, one object each
+        rows = [json.loads(line) for line in there.read_text().splitlines()]
+        assert {(r["query_id"], r["doc_id"], r["relevance"]) for r in rows} == \
+            {(q, d, r) for q, docs in original.items() for d, r in docs.items()}
+        return
+    # The queries file beside a TREC file names the texts of its t- ids (judged texts no golden query holds).
+    texts = tmp_path / "there.queries.tsv"
+    queries = texts if texts.exists() else GOLDEN
+    own = {"rank_eval_docs.json": "rank-eval", "quepid_docs.csv": "quepid", "quepid_detailed_real.csv": "quepid"}
+    for back_to in ("trec", own.get(source, "trec")):
+        back = tmp_path / f"back.{back_to}"
+        code, _, err = _convert(capsys, str(there), "--to", back_to, "--out", str(back), "--queries", str(queries))
+        assert code == 0, err
+        assert load_qrels(back, queries=golden).judgments == original, back_to
+
+
+def test_convert_counts_and_writes_the_queries_file_beside(tmp_path, capsys):
+    out = tmp_path / "rre.qrels"
+    code, _, err = _convert(capsys, str(FIXTURES / "rre_real.json"), "--to", "trec", "--out", str(out))
+    assert code == 0
+    assert err.strip() == f"judgments: 4 queries, 7 judgments; wrote {out}; wrote {tmp_path / 'rre.queries.tsv'}"
+    assert (tmp_path / "rre.queries.tsv").read_text().splitlines()[0].endswith("\tfender")
+    assert out.read_text().splitlines()[0].split()[2:] == ["1", "3"]
+
+
+def test_convert_counts_judged_texts_that_are_no_golden_query(tmp_path, capsys):
+    code, out, err = _convert(capsys, str(FIXTURES / "search_relevance_docs.json"), "--to", "trec",
+                              "--queries", str(GOLDEN))
+    assert code == 0
+    assert err.strip() == ("judgments: 3 queries, 4 judgments (1 of the queries are no golden query: outside the "
+                           "query universe)")
+    assert out.splitlines()[-1] == f"{text_id('not a golden query')} 0 d4 2"
+
+
+def test_convert_errors_are_one_line_exit_2(tmp_path, capsys):
+    (tmp_path / "bad.json").write_text('{"requests": [{"id": "q", "request": {}, "ratings": [{"_id": 1}]}]}')
+    code, out, err = _convert(capsys, str(tmp_path / "bad.json"), "--to", "trec")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "requests[0].ratings[0]: missing '_index'" in err
+    code, _, err = _convert(capsys, str(FIXTURES / "rank_eval_real.json"), "--to", "quepid")
+    assert code == 2 and "query 'amsterdam_query' has no text" in err and "Traceback" not in err
+
+
+def test_quepid_and_rank_eval_output_escape_hostile_texts(tmp_path, capsys):
+    (tmp_path / "golden.tsv").write_text('q1\t=HYPERLINK("http://x","y")\nq2\tsay "hi", then <b>go</b>\n')
+    (tmp_path / "qrels.txt").write_text("q1 0 -d1 1\nq2 0 d2 0\n")
+    code, out, _ = _convert(capsys, str(tmp_path / "qrels.txt"), "--to", "quepid", "--queries",
+                            str(tmp_path / "golden.tsv"))
+    assert code == 0
+    rows = list(csv.reader(out.splitlines()))
+    assert rows[0] == ["query", "docid", "rating"]
+    assert rows[1] == [' =HYPERLINK("http://x","y")', " -d1", "1"]  # no cell starts a formula
+    code, out, _ = _convert(capsys, str(tmp_path / "qrels.txt"), "--to", "rank-eval", "--queries",
+                            str(tmp_path / "golden.tsv"))
+    body = json.loads(out)
+    assert body["requests"][1]["params"]["query_string"] == 'say "hi", then <b>go</b>'
+    assert body["requests"][0]["ratings"] == [{"_index": "index", "_id": "-d1", "rating": 1}]
+
+
+def test_compare_reads_a_rank_eval_body_as_its_qrels(tmp_path, capsys):
+    files = write_example_files(tmp_path / "in", seed=7, queries=40, docs=120)
+    body = tmp_path / "ratings.json"
+    assert _convert(capsys, str(files.qrels), "--to", "rank-eval", "--out", str(body))[0] == 0
+    codes = []
+    for name, qrels in (("trec", files.qrels), ("json", body)):
+        codes.append(main(["compare", "--baseline", str(files.baseline), "--candidate", str(files.candidate),
+                           "--qrels", str(qrels), "--samples", "300", "--out", str(tmp_path / name)]))
+        capsys.readouterr()
+    reports = [json.loads((tmp_path / n / "report.json").read_text()) for n in ("trec", "json")]
+    assert codes[0] == codes[1] and codes[0] in (0, 1)
+    assert reports[0]["delta"] == reports[1]["delta"]
+
+
+def test_compare_with_a_broken_json_qrels_exits_2(tmp_path, capsys):
+    files = write_example_files(tmp_path / "in", seed=7, queries=20, docs=60)
+    (tmp_path / "r.json").write_text('{"requests": [{"id": "q", "request": {}, "ratings": [{"_index": "i", '
+                                     '"_id": "d", "rating": "x"}]}]}')
+    code = main(["compare", "--baseline", str(files.baseline), "--candidate", str(files.candidate),
+                 "--qrels", str(tmp_path / "r.json"), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "r.json: requests[0].ratings[0].rating: rating 'x' is not a number" in err
+
+
+def test_run_with_quepid_csv_golden_qrels_and_the_unjudged_exports(tmp_path, capsys):
+    path = small_world(tmp_path, leak_in_new=False, extra_config="judged: {export: [quepid, rank-eval]}\n")
+    code, _, err = _convert(capsys, str(tmp_path / "qrels.txt"), "--to", "quepid", "--queries",
+                            str(tmp_path / "golden.jsonl"), "--out", str(tmp_path / "judgments.csv"))
+    assert code == 0, err
+    # Keep only the relevant judgments: the candidate's top 10 then holds unjudged documents.
+    rows = [r for r in csv.reader((tmp_path / "judgments.csv").read_text().splitlines()) if r[2] != "0"]
+    with open(tmp_path / "judgments.csv", "w", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows(rows)
+    config = path.read_text().replace("qrels: qrels.txt", "qrels: judgments.csv")
+    path.write_text(config)
+    archive(load_config(path), progress=lambda m: None)
+    code = main(["run", "--config", str(path), "--out", str(tmp_path / "out")])
+    capsys.readouterr()
+    assert code in (0, 1)
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["inputs"]["qrels"]["count"] == len(rows) - 1
+    unjudged = (tmp_path / "out" / "unjudged.tsv").read_text().splitlines()[1:]
+    assert unjudged
+    listed = list(csv.reader((tmp_path / "out" / "unjudged-quepid.csv").read_text().splitlines()))
+    texts = {q.query_id: q.text for q in load_queries(tmp_path / "golden.jsonl").queries}
+    pairs = list(dict.fromkeys(tuple(line.split("\t")[:2]) for line in unjudged))
+    assert listed[0] == ["query", "docid", "rating"]
+    assert listed[1:] == [[texts[q], d, ""] for q, d in pairs]
+    body = json.loads((tmp_path / "out" / "unjudged-rank-eval.json").read_text())
+    assert sum(len(r["ratings"]) for r in body["requests"]) == len(pairs)
+    assert all(x["rating"] is None for r in body["requests"] for x in r["ratings"])
+
+
+def test_judged_export_is_strict(tmp_path):
+    path = small_world(tmp_path, leak_in_new=False, extra_config="judged: {export: [quepid, labelbox]}\n")
+    with pytest.raises(InputError, match=r"judged\.export.*'labelbox' is not one of quepid, rank-eval"):
+        load_config(path)
+    path.write_text(path.read_text().replace("[quepid, labelbox]", "[]"))
+    assert load_config(path).judged.export == ()
