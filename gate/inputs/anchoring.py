@@ -34,8 +34,8 @@ from gate.common.errors import InputError
 from gate.inputs.readers.anchored import AnchoredJudgments, Judgment
 from gate.inputs.readers.records import Chunk, Qrels
 
-__all__ = ["RULE", "DEFAULT_SHARE", "NotLanded", "MappingSummary", "MappedJudgments", "map_judgments",
-           "judgments_from_qrels"]
+__all__ = ["RULE", "DEFAULT_SHARE", "NotLanded", "MappingSummary", "MappedJudgments", "MappedSides",
+           "map_judgments", "judgments_from_qrels"]
 
 DEFAULT_SHARE = 0.5
 #: How many judgments that land nowhere the summary names (the count is always complete).
@@ -74,6 +74,16 @@ class MappingSummary:
 class MappedJudgments:
     qrels: Qrels  # keyed by this corpus's chunk ids
     summary: MappingSummary
+
+
+@dataclass(frozen=True)
+class MappedSides:
+    """The mapping onto each side of a comparison (the report's ``judgments`` section); ``baseline``
+    is None when no baseline was resolved."""
+
+    source: str  # the judgments file, as the config names it
+    baseline: MappingSummary | None
+    candidate: MappingSummary
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from gate.checks.validity import ReportingSet, Validity
 from gate.common.errors import InputError
 from gate.common.numbers import counted, finite_or_none
 from gate.evaluation.evaluate import PerQuery
+from gate.inputs.anchoring import MappedSides
 from gate.inputs.config import Config
 from gate.inputs.golden import Golden, load_golden
 from gate.inputs.manifest import archived_timings
@@ -212,6 +213,15 @@ class _GateRun:
                     dataclasses.replace(golden.qrels_record, id=config.golden.qrels),
                     None if snapshot is None else snapshot.record, self.code)
 
+    def _judgments_mapped(self, baseline: ResolvedBaseline | NoBaseline) -> MappedSides | None:
+        """How anchored judgments map onto each side (each mapped once, when that side was judged)."""
+        golden = self.golden
+        candidate = golden.mapping_for(self.retrieval)
+        if candidate is None:
+            return None
+        base = golden.mapping_for(baseline.config) if isinstance(baseline, ResolvedBaseline) else None
+        return MappedSides(self.config.golden.qrels, None if base is None else base.summary, candidate.summary)
+
     def _warn(self, warning: str) -> None:
         self.warnings.append(warning)
 
@@ -236,7 +246,8 @@ class _GateRun:
             decision_rule=(self.policy.decision, self.policy.mode), attribution=self.attribution,
             sweep=self.sweep_section, repeats=self.repeats, warnings=tuple(self.warnings), elapsed_seconds=elapsed,
             resources=getattr(self, "resources", None),
-            resource_limits=(self.policy.latency.p95_max_increase, self.policy.cost.max_increase))
+            resource_limits=(self.policy.latency.p95_max_increase, self.policy.cost.max_increase),
+            judgments=self._judgments_mapped(resolved))
         return GateOutcome(run, None if isinstance(run.baseline, NoBaseline) else run.baseline, candidate,
                            getattr(self, "candidate_run", None) if look is not None else None)
 
