@@ -262,3 +262,14 @@ def test_property_any_two_chunkings_give_equal_per_document_relevance(case):
         expected[key] = max(expected.get(key, j.grade), j.grade)
     assert per_document(a.qrels, first) == per_document(b.qrels, second) == expected
     assert a.summary.not_landed == b.summary.not_landed == 0
+
+
+def test_the_worked_example_of_the_docs():
+    """docs/inputs-measures.md: a span [120, 380) grade 3 and the document grade 1, two chunkings."""
+    found = judged(Judgment("q1", 3, doc_id="guides/setup", start=120, end=380),
+                   Judgment("q1", 1, doc_id="guides/setup"))
+    setup = {"guides/setup": "x" * 1000}
+    v1 = map_judgments(found, chunked(setup, {"guides/setup": [250, 500]}))
+    v2 = map_judgments(found, chunked(setup, {"guides/setup": [350]}))
+    assert v1.qrels.judgments == {"q1": {"guides/setup#0": 3, "guides/setup#1": 3, "guides/setup#2": 1}}
+    assert v2.qrels.judgments == {"q1": {"guides/setup#0": 3, "guides/setup#1": 1}}
