@@ -251,8 +251,10 @@ def judged_check(
     sensitivity = None
     if limited:
         base_top = top_k(baseline_run, k, query_ids)
-        tops = {qid: list(dict.fromkeys(base_top[qid] + cand_top[qid])) for qid in query_ids}
-        union_base, union_cand = _unjudged_in(tops, qrels), _unjudged_in(tops, cand_qrels)
+        # A document is unjudged when the qrels of the side that ranks it do not judge it.
+        unjudged_b, unjudged_c = _unjudged_in(base_top, qrels), _unjudged_in(cand_top, cand_qrels)
+        union = {qid: list(dict.fromkeys(unjudged_b[qid] + unjudged_c[qid])) for qid in query_ids}
+        union_base, union_cand = _unjudged_in(union, qrels), _unjudged_in(union, cand_qrels)
         highest = max((label for label in (qrels.highest_label(), cand_qrels.highest_label()) if label is not None),
                       default=None)
         top_grade = 1 if highest is None else highest
@@ -268,8 +270,7 @@ def judged_check(
                          baseline_run, candidate_run)
 
         sensitivity = Sensitivity(
-            unjudged_in_union=len({(q, d) for union in (union_base, union_cand) for q, docs in union.items()
-                                   for d in docs}),
+            unjudged_in_union=sum(len(docs) for docs in union.values()),
             delta_unjudged_as_zero=augmented(0),
             delta_unjudged_as_top=augmented(top_grade),
             delta_condensed=delta(qrels, cand_qrels, _condensed(baseline_run, qrels, query_ids),
