@@ -22,9 +22,9 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from gate.inputs.readers.anchored import AnchoredJudgments, read_anchored
 from gate.inputs.readers.beir import read_beir
 from gate.inputs.readers.corpus import _HEADERS as CORPUS_HEADERS
-from gate.inputs.readers.anchored import AnchoredJudgments, read_anchored
 from gate.inputs.readers.corpus import iter_corpus
 from gate.inputs.readers.qrels import BEIR_QRELS_HEADER, read_qrels
 from gate.inputs.readers.queries import read_queries
