@@ -273,3 +273,15 @@ def test_the_worked_example_of_the_docs():
     v2 = map_judgments(found, chunked(setup, {"guides/setup": [350]}))
     assert v1.qrels.judgments == {"q1": {"guides/setup#0": 3, "guides/setup#1": 3, "guides/setup#2": 1}}
     assert v2.qrels.judgments == {"q1": {"guides/setup#0": 3, "guides/setup#1": 1}}
+
+
+def test_offsets_are_part_of_the_corpus_fingerprint_only_where_given(tmp_path):
+    from gate.inputs.fingerprint import corpus_fingerprint
+
+    plain = write(tmp_path, "plain.jsonl", corpus_line())
+    same = write(tmp_path, "same.jsonl", json.dumps({"chunk_id": "d#0", "doc_id": "d", "text": "hello"}) + "\n")
+    assert corpus_fingerprint(plain).sha256 == corpus_fingerprint(same).sha256
+    placed = write(tmp_path, "placed.jsonl", corpus_line(start_char_idx=0, end_char_idx=5))
+    moved = write(tmp_path, "moved.jsonl", corpus_line(start_char_idx=10, end_char_idx=15))
+    shas = {corpus_fingerprint(p).sha256 for p in (plain, placed, moved)}
+    assert len(shas) == 3  # span judgments map differently onto moved offsets: another corpus
