@@ -26,6 +26,7 @@ the summary, never dropped silently.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -178,11 +179,10 @@ def _map_document(found: list[Judgment], pieces: list[_Held], share: float,
         for piece in pieces:
             _raise(grades[qid], piece.chunk_id, 0)
     for judgment in found:
-        quote = _collapse(judgment.quote) if judgment.quote is not None else None
-        fail = _failure(quote) if quote else None
+        quote = _Quote.of(judgment.quote) if judgment.quote is not None else None
         hit = False
         for piece in pieces:
-            if _takes(judgment, quote, fail, piece, share):
+            if _takes(judgment, quote, piece, share):
                 _raise(grades[judgment.query_id], piece.chunk_id, judgment.grade)
                 hit = True
         if hit:
@@ -190,33 +190,53 @@ def _map_document(found: list[Judgment], pieces: list[_Held], share: float,
     return landed
 
 
-def _takes(judgment: Judgment, quote: str | None, fail: list[int] | None, piece: _Held, share: float) -> bool:
+def _takes(judgment: Judgment, quote: _Quote | None, piece: _Held, share: float) -> bool:
     if judgment.start is not None and judgment.end is not None:
         if piece.start is None or piece.end is None:
             return False
         overlap = min(judgment.end, piece.end) - max(judgment.start, piece.start)
         return overlap > 0 and overlap >= share * min(judgment.end - judgment.start, piece.end - piece.start)
-    if quote is not None and fail is not None:
-        text = piece.text or ""
-        if not text or not quote:
-            return False
-        return _quote_piece(quote, fail, text) >= share * min(_letters(quote), _letters(text))
+    if quote is not None:
+        return bool(piece.text) and bool(quote.text) and _holds(quote, piece.text or "", share)
     return True  # a doc-level judgment: every chunk of its document
 
 
-def _quote_piece(quote: str, fail: list[int], text: str) -> int:
-    """The longest contiguous piece of ``quote`` that ``text`` holds where a chunk can hold one:
-    all of it, all of the text (the chunk inside the quote), or a piece at the text's end (the
-    quote's beginning) or start (the quote's end); its length in characters other than spaces
-    (a boundary at a space drops that space from both pieces: an even split must still be even)."""
-    if quote in text:
-        return _letters(quote)
-    if len(text) < len(quote) and text in quote:
-        return _letters(text)
-    at_end = _prefix_at_end(quote, fail, text[-len(quote):])
-    reversed_quote = quote[::-1]
-    at_start = _prefix_at_end(reversed_quote, _failure(reversed_quote), text[: len(quote)][::-1])
-    return max(_letters(quote[:at_end]), _letters(quote[len(quote) - at_start:]))
+@dataclass(frozen=True)
+class _Quote:
+    """A quote, whitespace collapsed, with what matching its pieces needs (computed once)."""
+
+    text: str
+    fail: list[int]
+    backwards: str
+    backwards_fail: list[int]
+
+    @staticmethod
+    def of(quote: str) -> _Quote:
+        text = _collapse(quote)
+        return _Quote(text, _failure(text), text[::-1], _failure(text[::-1]))
+
+
+def _holds(quote: _Quote, text: str, share: float) -> bool:
+    """Whether ``text`` holds at least ``share`` of the shorter of it and the quote as one
+    contiguous piece: all of the quote, all of the text (the chunk inside the quote), or a piece
+    at the text's end (the quote's beginning) or start (the quote's end). Lengths count
+    characters other than spaces: a boundary at a space drops that space from both pieces, and
+    an even split must still be even."""
+    q = quote.text
+    needed = share * min(_letters(q), _letters(text))
+    if q in text or (len(text) < len(q) and text in q):
+        return True  # the whole of the shorter one
+    # A piece of ``needed`` letters spans at least as many characters: the quote's first (last)
+    # ones must appear in the text's tail (head) - a C-speed test before the linear scan.
+    head = max(1, math.ceil(needed))
+    tail = text[-len(q):]
+    if q[:head] in tail and _letters(q[:_prefix_at_end(q, quote.fail, tail)]) >= needed:
+        return True
+    front = text[:len(q)]
+    if q[-head:] in front:
+        taken = _prefix_at_end(quote.backwards, quote.backwards_fail, front[::-1])
+        return _letters(q[len(q) - taken:]) >= needed
+    return False
 
 
 def _letters(collapsed: str) -> int:
