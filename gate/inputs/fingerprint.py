@@ -93,7 +93,8 @@ def file_fingerprint(path: str | Path) -> Fingerprint:
 
 def corpus_fingerprint(spec: str | Path) -> Fingerprint:
     """Canonical fingerprint of a corpus snapshot: one digest per chunk (id and
-    normalised text), sorted, so chunk order and re-spacing do not matter.
+    normalised text; its document and offsets when the corpus gives offsets), sorted, so
+    chunk order and re-spacing do not matter.
 
     A folder that is not a BEIR folder is fingerprinted as a tree of files
     (relative path + content hash each), for snapshots stored as many files.
@@ -109,6 +110,10 @@ def corpus_fingerprint(spec: str | Path) -> Fingerprint:
     digests = []
     for chunk in iter_corpus(str(spec)):
         line = f"{chunk.chunk_id}\t{normalise_space(chunk.text)}"
+        if chunk.start is not None:
+            # Offsets place span judgments (gate.inputs.anchoring): moved offsets are another corpus.
+            # Only corpora that give them hash them, so every other corpus keeps its fingerprint.
+            line += f"\t{chunk.doc_id}\t{chunk.start}\t{chunk.end}"
         digests.append(hashlib.sha256(line.encode("utf-8")).digest())
     return _combine("corpus", digests)
 

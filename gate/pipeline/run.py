@@ -20,6 +20,7 @@ from gate.checks.validity import ReportingSet, Validity
 from gate.common.errors import InputError
 from gate.common.numbers import counted, finite_or_none
 from gate.evaluation.evaluate import PerQuery
+from gate.inputs.anchoring import MappedSides
 from gate.inputs.config import Config
 from gate.inputs.golden import Golden, load_golden
 from gate.inputs.manifest import archived_timings
@@ -212,6 +213,15 @@ class _GateRun:
                     dataclasses.replace(golden.qrels_record, id=config.golden.qrels),
                     None if snapshot is None else snapshot.record, self.code)
 
+    def _judgments_mapped(self, baseline: ResolvedBaseline | NoBaseline) -> MappedSides | None:
+        """How anchored judgments map onto each side (each mapped once, when that side was judged)."""
+        golden = self.golden
+        candidate = golden.mapping_for(self.retrieval)
+        if candidate is None:
+            return None
+        base = golden.mapping_for(baseline.config) if isinstance(baseline, ResolvedBaseline) else None
+        return MappedSides(self.config.golden.qrels, None if base is None else base.summary, candidate.summary)
+
     def _warn(self, warning: str) -> None:
         self.warnings.append(warning)
 
@@ -236,7 +246,8 @@ class _GateRun:
             decision_rule=(self.policy.decision, self.policy.mode), attribution=self.attribution,
             sweep=self.sweep_section, repeats=self.repeats, warnings=tuple(self.warnings), elapsed_seconds=elapsed,
             resources=getattr(self, "resources", None),
-            resource_limits=(self.policy.latency.p95_max_increase, self.policy.cost.max_increase))
+            resource_limits=(self.policy.latency.p95_max_increase, self.policy.cost.max_increase),
+            judgments=self._judgments_mapped(resolved))
         return GateOutcome(run, None if isinstance(run.baseline, NoBaseline) else run.baseline, candidate,
                            getattr(self, "candidate_run", None) if look is not None else None)
 
@@ -275,7 +286,7 @@ class _GateRun:
                 config, self.golden, self.producer, self.options, self.retrieval, self.code)
         except RunnerFailed as failure:
             return self._outcome(self._runner_failed(failure, golden_reporting))
-        candidate = evaluate_all(self.candidate_run, self.golden, self.measures, config.golden.rel)
+        candidate = evaluate_all(self.candidate_run, self.golden, self.measures, config.golden.rel, self.retrieval)
         self.candidate_values.append(candidate)
         # The checks below read files again (the corpora, the strata, tuning and noise band files):
         # as they were before the candidate's code ran, or not at all.
@@ -346,8 +357,8 @@ class _GateRun:
         self.status, self.calibration = noise_status(config, self.golden, self.baseline, self.metric, self.measures,
                                                      stored)
         self.threshold = None if self.status.band is None else self.status.band.threshold
-        self.floor = tie_floor(self.candidate_run, self.golden.qrels, self.primary, self.reporting.query_ids,
-                               config.golden.rel)
+        self.floor = tie_floor(self.candidate_run, self.golden.qrels_for(self.retrieval), self.primary,
+                               self.reporting.query_ids, config.golden.rel)
         self.stratum_noise = None
         if self.status.band is not None and self.status.band.strata:
             self.stratum_noise = {name: item.threshold for name, item in self.status.band.strata.items()}
@@ -374,7 +385,7 @@ class _GateRun:
                                        f"({failure.message}): decided on "
                                        f"{counted(len(self.candidate_values), 'run', 'runs')}")
                 return
-            values = evaluate_all(run, golden, self.measures, config.golden.rel)
+            values = evaluate_all(run, golden, self.measures, config.golden.rel, self.retrieval)
             self.candidate_values.append(values)
             self.rerun_seeds.append(seed)
             self.progress(f"candidate repeat {number}/{total}: {self.metric} "
@@ -405,7 +416,8 @@ class _GateRun:
         noise = None if self.stratum_noise is None else {
             name: rep.scaled_threshold(value, runs_c, runs_b) for name, value in self.stratum_noise.items()}
         block = strata_section(base_r, cand_r, metric, self.strata, self.spec, baseline_run=self.baseline.run,
-                               candidate_run=self.candidate_run, qrels=self.golden.qrels,
+                               candidate_run=self.candidate_run, qrels=self.golden.qrels_for(self.baseline.config),
+                               candidate_qrels=self.golden.qrels_for(self.retrieval),
                                queries=self.golden.queries, noise_threshold=noise,
                                min_effect=policy.min_effect, margin=policy.max_regression, samples=stats.samples,
                                seed=stats.seed, method=stats.ci_method, rule=self.directions)

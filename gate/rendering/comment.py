@@ -40,7 +40,7 @@ from gate.common.numbers import counted
 from gate.rendering.jinja import ReportEnvironment, environment
 from gate.rendering.markdown import Inert, fence, finalizer, inert, md_text, signed
 from gate.rendering.markdown_cut import COMMENT_LIMIT, fit_comment, fit_sections
-from gate.rendering.phrases import means_note, repeats_sentence, value_text
+from gate.rendering.phrases import judgments_sentences, means_note, repeats_sentence, value_text
 from gate.rendering.resource_rows import resource_rows, resource_title
 from gate.report.spine import (
     Accepted,
@@ -746,6 +746,7 @@ def _validity_context(report: Report, verdict: Verdict) -> dict[str, Any]:
         "attribution": _attribution_view(report),
         "leakage": report.leakage if report.leakage is not ABSENT else None,  # {}: checked, none found
         "judged": report.judged or empty(Judged),
+        "judgments": judgments_sentences(report),
         "tuning": report.tuning or empty(Tuning),
         "prompts": report.prompts or empty(Prompts),
         "goalposts": list(report.goalposts or ()),

@@ -12,6 +12,7 @@ from gate.checks.leakage import chunk_listing
 from gate.common.numbers import counted, drop_words
 from gate.rendering.history import history_line
 from gate.rendering.markdown import fence, finalizer, fixed, inert, md_text, signed
+from gate.rendering.phrases import judgments_sentences
 from gate.report.typed import ABSENT, Record
 
 
@@ -82,6 +83,7 @@ def environment() -> jinja2.Environment:
     env.filters["chunks"] = matched_chunks  # not yet escaped: `m | chunks | md`
     env.filters["fence"] = inert(fence)  # data in a code block it cannot close (a runner's log)
     env.globals["history_line"] = inert(history_line)  # the trend and the history page's link
+    env.globals["judgments_sentences"] = judgments_sentences  # not yet escaped: `line | md`
     return env
 
 

@@ -48,3 +48,39 @@ def means_note(report: Report) -> str:
     if not looks or not repeats.decided_on_means:
         return ""
     return f" (means of {looks[-1].candidate_runs} runs each)"
+
+
+def _not_landed_words(counts: list[tuple[int, str]]) -> str:
+    """``"1 judgment lands on no baseline chunk, 3 on no candidate chunk"`` for the nonzero counts."""
+    shown = [(n, side) for n, side in counts if n]
+    if not shown:
+        return "every judgment lands on a chunk of each side"
+    first, *rest = shown
+    verb = "judgment lands" if first[0] == 1 else "judgments land"
+    return ", ".join([f"{first[0]} {verb} on no {first[1]} chunk", *(f"{n} on no {side} chunk" for n, side in rest)])
+
+
+def judgments_sentences(report: Report) -> tuple[str | None, str | None]:
+    """(the mapping line, a warning) of ``report.judgments``: how anchored judgments were mapped onto
+    each side's chunks, and a warning when some land on one side's chunks only (they count on that
+    side alone). (None, None) for chunk-id qrels. Not yet escaped: the ids are data."""
+    mapped = report.judgments
+    if not mapped:
+        return None, None
+    base, cand = mapped.baseline, mapped.candidate
+    if base is None:
+        return (f"Judgments mapped from documents and spans onto the candidate's chunks: {cand.chunks_judged} chunks "
+                f"judged; {_not_landed_words([(cand.not_landed, 'candidate')])}"), None
+    line = (f"Judgments mapped from documents and spans onto each side's chunks: baseline {base.chunks_judged} "
+            f"chunks judged, candidate {cand.chunks_judged}; "
+            + _not_landed_words([(base.not_landed, "baseline"), (cand.not_landed, "candidate")]))
+    named_base = {(n.query_id, n.anchor) for n in base.not_landed_first}
+    named_cand = {(n.query_id, n.anchor) for n in cand.not_landed_first}
+    if base.not_landed == cand.not_landed and named_base == named_cand:
+        return line, None
+    side, other, only = (("baseline", "candidate", named_base - named_cand) if base.not_landed > cand.not_landed
+                         else ("candidate", "baseline", named_cand - named_base))
+    example = next(iter(sorted(only)), None)
+    named = f" (e.g. query {example[0]}: {example[1]})" if example is not None else ""
+    return line, (f"some judgments land on no {side} chunk but on {other} chunks{named}: they count on the "
+                  f"{other} side only, so the two sides are not judged alike")

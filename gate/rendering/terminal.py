@@ -11,7 +11,7 @@ from typing import Any
 
 from gate.common.numbers import counted
 from gate.rendering.markdown import BIDI_CONTROLS, CONTROL_CHARACTERS, fixed, signed
-from gate.rendering.phrases import means_note, repeats_sentence, value_text
+from gate.rendering.phrases import judgments_sentences, means_note, repeats_sentence, value_text
 from gate.rendering.resource_rows import resource_line
 from gate.report.spine import Delta, DeltaAllQueries, Report
 from gate.report.typed import Absent
@@ -88,6 +88,9 @@ def run_summary_lines(report: Report) -> list[str]:
     if resources is not None:
         lines.append(resources)
     lines += _query_notes(report)
+    mapped, mapped_warning = judgments_sentences(report)
+    lines += [] if mapped is None else [f"judgments: {mapped}"]
+    lines += [] if mapped_warning is None else [f"warning: {mapped_warning}"]
     lines += _power_lines(report)
     if verdict.reasons:
         lines.append("reasons:")

@@ -24,12 +24,14 @@ from gate.checks.score_order import ScoreOrder
 from gate.checks.validity import ReportingSet, Validity
 from gate.common.numbers import finite_or_none
 from gate.evaluation.evaluate import PerQuery
+from gate.inputs.anchoring import MappedSides
 from gate.inputs.config import IncreaseLimit
 from gate.inputs.manifest import CorpusRecord, InputRecord
 from gate.inputs.retrieval_config import ConfigChange
 from gate.inputs.universe import Universe
 from gate.report import spine
 from gate.report.document import SCHEMA_VERSION, report_record
+from gate.report.judgments_section import judgments_section
 from gate.report.resource_sections import resource_sections
 from gate.report.spine import Report
 from gate.report.typed import ABSENT
@@ -157,6 +159,8 @@ class GateRun:
     # Latency and cost beside quality, and policy.latency.p95_max_increase / policy.cost.max_increase
     resources: Resources | None = None
     resource_limits: tuple[IncreaseLimit | None, IncreaseLimit | None] = (None, None)
+    # Anchored judgments as mapped onto each side's chunks; None for chunk-id qrels
+    judgments: MappedSides | None = None
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,7 @@ def _stack_sections(run: GateRun) -> dict[str, Any]:
         report["elapsed_seconds"] = run.elapsed_seconds
     if run.resources is not None:
         report.update(resource_sections(run.resources, *run.resource_limits))
+    report.update(judgments_section(run.judgments, report.get("judged")))
     return report
 
 

@@ -23,7 +23,8 @@ from gate.report import spine
 from gate.report.typed import InvalidRecord
 from gate.verdict.reasons import DECISION_INTERVAL_CODES, LIMIT_CODES
 
-SCHEMA_VERSION = "1.10"  # 1.10: trend, history_url, latency, cost, timings_note
+# 1.11: judgments (anchored judgments mapped onto each side); 1.10: trend, history_url, latency, cost, timings_note
+SCHEMA_VERSION = "1.11"
 
 
 def report_json(data: Mapping[str, Any]) -> str:

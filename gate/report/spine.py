@@ -1245,6 +1245,52 @@ class Cost(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class NotLandedJudgment(Record):
+    """``judgments.<side>.not_landed_first[]``: a judgment no chunk of this side takes: its query,
+    what it names (doc:ID, span:ID[start,end), quote:ID "...", chunk:ID) and its line in the
+    judgments file"""
+    query_id: str = key(STR, required=True)
+    anchor: str = key(STR, required=True)
+    line: int | None = key(Nullable(INT), required=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgmentKinds(Record):
+    """``judgments.kinds``: the judgments of the file by kind"""
+    document: int = key(INT, required=True)
+    span: int = key(INT, required=True)
+    quote: int = key(INT, required=True)
+    chunk: int = key(INT, required=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgmentsSide(Record):
+    """``judgments.baseline``, ``judgments.candidate``: one side's mapping: the corpus it was mapped
+    onto, how many judgments landed on a chunk and how many on none (the first few named), the
+    (query, chunk) judgments made and the distinct chunks judged, and the unjudged share of its top
+    k under the mapping (judged.<side>.unjudged, quoted; null without the judged-share check)"""
+    corpus: str = key(STR, required=True)
+    landed: int = key(INT, required=True)
+    not_landed: int = key(INT, required=True)
+    not_landed_first: tuple[NotLandedJudgment, ...] = key(ListOf(RecordOf(NotLandedJudgment)), required=True)
+    chunk_judgments: int = key(INT, required=True)
+    chunks_judged: int = key(INT, required=True)
+    unjudged_share: float | None = key(Nullable(NUM), required=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judgments(Record):
+    """``judgments`` (1.11): run: how judgments anchored to documents, spans or quotes were mapped
+    onto each side's chunks, by the rule stated, both sides alike; null for chunk-id qrels"""
+    source: str = key(STR, required=True)
+    rule: str = key(STR, required=True)
+    share: float = key(NUM, required=True)
+    kinds: JudgmentKinds = key(RecordOf(JudgmentKinds), required=True)
+    baseline: JudgmentsSide | None = key(Nullable(RecordOf(JudgmentsSide)), required=True)
+    candidate: JudgmentsSide = key(RecordOf(JudgmentsSide), required=True)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Report(Record):
     """``report.json``: Written by every comparing command. Versioning: adding keys bumps the minor
     part of schema_version; renaming or removing keys bumps the major part. A run whose baseline
@@ -1393,3 +1439,6 @@ class Report(Record):
     cost: Cost | None | Absent = key(Nullable(RecordOf(Cost)))
     # (1.10) run: why there is no latency comparison when one run has timings and the other none
     timings_note: str | Absent = key(STR)
+    # (1.11) run: how anchored judgments (documents, spans, quotes) were mapped onto each side's
+    # chunks; null for chunk-id qrels
+    judgments: Judgments | None | Absent = key(Nullable(RecordOf(Judgments)))

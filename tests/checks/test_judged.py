@@ -82,6 +82,31 @@ def _run(rankings):
     return Run.from_rankings("r", rankings)
 
 
+def test_each_side_is_judged_with_its_own_qrels_when_the_chunks_differ():
+    """Anchored judgments mapped onto two chunkings: the baseline's qrels name v1 chunks, the
+    candidate's v2 chunks; each side's share is measured with its own (one qrels for both would
+    make the re-chunked candidate all unjudged)."""
+    base_qrels = Qrels("v1", {"1": {"d#c0": 2, "d#c1": 0}, "2": {"e#c0": 1, "e#c1": 0}})
+    cand_qrels = Qrels("v2", {"1": {"d#p0": 2, "d#p1": 0}, "2": {"e#p0": 1, "e#p1": 0}})
+    baseline = _run({"1": {"d#c0": 3, "d#c1": 2}, "2": {"e#c0": 2, "e#c1": 1}})
+    candidate = _run({"1": {"d#p0": 3, "d#p1": 2, "x": 1}, "2": {"e#p1": 2, "e#p0": 1}})
+    ids = ["1", "2"]
+    b = evaluate(baseline, base_qrels, ["nDCG@10"], ids)
+    c = evaluate(candidate, cand_qrels, ["nDCG@10"], ids)
+    check = judged_check(baseline, candidate, b, c, base_qrels, ids, "nDCG@10", {}, candidate_qrels=cand_qrels)
+    assert check.baseline.mean == 1.0
+    assert check.candidate.mean == pytest.approx((2 / 3 + 1) / 2)
+    assert [(q, d) for q, d, _, _ in check.unjudged_rows] == [("1", "x")]
+    one_qrels = judged_check(baseline, candidate, b, c, base_qrels, ids, "nDCG@10", {})
+    assert one_qrels.candidate.mean == 0.0 and one_qrels.judgment_limited
+    # Sensitivity with per-side qrels: the one unjudged candidate chunk, each side augmented with its own.
+    forced = judged_check(baseline, candidate, b, c, base_qrels, ids, "nDCG@10", {}, candidate_qrels=cand_qrels,
+                          material_drop=0.0)
+    assert forced.sensitivity is not None and forced.sensitivity.unjudged_in_union == 1
+    assert forced.sensitivity.delta_unjudged_as_zero == pytest.approx(
+        float((c.values["nDCG@10"] - b.values["nDCG@10"]).mean()))
+
+
 def test_a_candidate_surfacing_unjudged_documents_is_judgment_limited_with_sensitivity(tmp_path):
     qrels = Qrels("q", {"1": {"a": 2, "b": 0, "c": 1}, "2": {"x": 1, "y": 0}})
     baseline = _run({"1": {"a": 3, "b": 2, "c": 1}, "2": {"x": 2, "y": 1}})

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from gate.inputs.readers.anchored import AnchoredJudgments, read_anchored
 from gate.inputs.readers.beir import read_beir
 from gate.inputs.readers.corpus import _HEADERS as CORPUS_HEADERS
 from gate.inputs.readers.corpus import iter_corpus
@@ -109,6 +110,23 @@ def _count_lines(data: bytes) -> int | None:
     return None if lines is None else len(lines)
 
 
+def anchored_to_text(found: AnchoredJudgments) -> bytes:
+    rows = []
+    for j in found.judgments:
+        row: dict[str, Any] = {"query_id": j.query_id, "grade": j.grade}
+        row.update({"chunk_id": j.chunk_id} if j.chunk_id is not None else {"doc_id": j.doc_id})
+        if j.start is not None:
+            row.update(start=j.start, end=j.end)
+        if j.quote is not None:
+            row["quote"] = j.quote
+        rows.append(json.dumps(row, ensure_ascii=False) + "\n")
+    return "".join(rows).encode("utf-8")
+
+
+def anchored_summary(found: AnchoredJudgments) -> Any:
+    return [(j.query_id, j.grade, j.doc_id, j.chunk_id, j.start, j.end, j.quote) for j in found.judgments]
+
+
 @dataclass(frozen=True)
 class Reader:
     name: str
@@ -131,6 +149,8 @@ READERS = {
                          corpus_summary, _count_corpus_tsv, len),
     "corpus_jsonl": Reader("corpus_jsonl", "corpus.jsonl", iter_corpus, lambda v: corpus_to_text(v, True),
                            corpus_summary, _count_lines, len),
+    "anchored": Reader("anchored", "judged.jsonl", read_anchored, anchored_to_text, anchored_summary, _count_lines,
+                       lambda v: len(v.judgments)),
 }
 
 
@@ -200,6 +220,27 @@ def corpus_files(draw, jsonl: bool):
     return expected, data
 
 
+_IDS = st.sampled_from(["q1", "q2", "guides/setup", "doc 7", "ünï", "a#1", "42"])
+
+
+@st.composite
+def anchored_files(draw):
+    """Anchored judgments of every kind, each anchor once per query, as JSON Lines."""
+    rows: dict[tuple, dict] = {}
+    for _ in range(draw(st.integers(0, 12))):
+        row: dict[str, Any] = {"query_id": draw(_IDS), "grade": draw(st.integers(-1, 3))}
+        kind = draw(st.sampled_from(["document", "span", "quote", "chunk"]))
+        row["chunk_id" if kind == "chunk" else "doc_id"] = draw(_IDS)
+        if kind == "span":
+            start = draw(st.integers(0, 500))
+            row.update(start=start, end=start + draw(st.integers(1, 500)))
+        if kind == "quote":
+            row["quote"] = draw(st.sampled_from(["the exact passage", "a  b\tc", "ünïcode words"]))
+        anchor = tuple(sorted((k, str(v)) for k, v in row.items() if k != "grade"))
+        rows.setdefault(anchor, row)
+    return "".join(json.dumps(r) + "\n" for r in rows.values()).encode("utf-8")
+
+
 WELL_FORMED = {
     "run": run_files().map(lambda t: t[1]),
     "qrels": qrels_files().map(lambda t: t[2]),
@@ -207,6 +248,7 @@ WELL_FORMED = {
     "queries_jsonl": queries_files(True).map(lambda t: t[1]),
     "corpus_tsv": corpus_files(False).map(lambda t: t[1]),
     "corpus_jsonl": corpus_files(True).map(lambda t: t[1]),
+    "anchored": anchored_files(),
 }
 
 

@@ -421,3 +421,20 @@ def test_the_seeds_trec_dl_command_verbatim(tmp_path):
                               "unchanged_miss": 1}
     assert data["queries"] == 43 and data["unjudged_run_queries"] == 157
     assert "157 run queries without judgments (not evaluated)" in done.stdout
+
+
+def test_each_side_finds_its_own_relevant_chunks_when_the_chunks_differ():
+    """Anchored judgments mapped onto two chunkings: ``after_qrels`` names the candidate's chunks.
+    With the baseline's qrels alone the re-chunked candidate would find nothing (every query lost)."""
+    before_qrels = Qrels("v1", {"1": {"d#c0": 2, "d#c1": 0}, "2": {"e#c0": 1}})
+    after_qrels = Qrels("v2", {"1": {"d#p0": 2, "d#p1": 2}, "2": {"e#p0": 1}})
+    before = Run.from_rankings("b", {"1": {"x": 3, "d#c0": 2}, "2": {"e#c0": 3}})
+    after = Run.from_rankings("a", {"1": {"d#p1": 3, "x": 2}, "2": {"y": 3, "e#p0": 2}})
+    lift = compute_lift(before, after, before_qrels, after_qrels=after_qrels)
+    moved = {m.query_id: (m.before_rank, m.after_rank, m.recall_after) for m in lift.movements}
+    assert moved == {"1": (2, 1, 0.5), "2": (1, 2, 1.0)}
+    alone = compute_lift(before, after, before_qrels)
+    assert {m.query_id: m.after_rank for m in alone.movements} == {"1": None, "2": None}
+    # A query relevant on one side only has no movement to bucket.
+    one_sided = compute_lift(before, after, before_qrels, after_qrels=Qrels("v2", {"1": {"d#p1": 2}}))
+    assert [m.query_id for m in one_sided.movements] == ["1"] and list(one_sided.no_relevant) == ["2"]

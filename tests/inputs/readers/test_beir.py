@@ -11,6 +11,7 @@ from gate.inputs.readers.beir import beir_corpus, read_beir
 from gate.inputs.readers.corpus import iter_corpus
 from gate.inputs.readers.qrels import load_qrels
 from gate.inputs.readers.queries import load_queries
+from gate.inputs.readers.records import Chunk
 from tests.inputs.readers.helpers import expect_error, write
 from tests.shared_data import REALDATA, need
 
@@ -44,7 +45,7 @@ def test_dispatchers_accept_a_beir_folder(tmp_path):
     folder = make_beir(tmp_path / "ds")
     assert load_queries(folder).ids() == ["1", "2"]
     assert len(load_qrels(folder)) == 1 and len(load_qrels(str(folder), split="dev")) == 1
-    assert [tuple(c) for c in iter_corpus(folder)] == [("d1", "d1", "T body")]
+    assert list(iter_corpus(folder)) == [Chunk("d1", "d1", "T body")]
 
 
 def test_missing_split_lists_available_ones(tmp_path):
