@@ -21,7 +21,8 @@ A chunk of a document that has span or quote judgments for the query but takes n
 judged 0: the labeller read the document and marked what answers. A chunk of a document with no
 judgment for the query stays unjudged. A judgment that lands on no chunk (its document is not in
 this corpus, no chunk overlaps its span enough, its quote is not found) is counted and named in
-the summary, never dropped silently.
+the summary, never dropped silently; a relevant one stays in the side's qrels as a relevant
+document no run can retrieve (:data:`NOT_LANDED_PREFIX`), so both sides' ideal rankings hold it.
 """
 
 from __future__ import annotations
@@ -35,16 +36,20 @@ from gate.common.errors import InputError
 from gate.inputs.readers.anchored import AnchoredJudgments, Judgment
 from gate.inputs.readers.records import Chunk, Qrels
 
-__all__ = ["RULE", "DEFAULT_SHARE", "NotLanded", "MappingSummary", "MappedJudgments", "MappedSides",
+__all__ = ["RULE", "DEFAULT_SHARE", "NOT_LANDED_PREFIX", "NotLanded", "MappingSummary", "MappedJudgments", "MappedSides",
            "map_judgments", "judgments_from_qrels"]
 
 DEFAULT_SHARE = 0.5
 #: How many judgments that land nowhere the summary names (the count is always complete).
 NAMED_NOT_LANDED = 5
+#: The id a relevant judgment that lands on no chunk keeps in a side's qrels: no run can retrieve
+#: it (ids never hold control characters: gate.inputs.readers.fields.check_id).
+NOT_LANDED_PREFIX = "\x1fnot-landed:"
 RULE = ("a chunk takes the highest grade among its document's doc-level grade, every span of its document it "
         "overlaps by at least the share of the shorter of the two, every quote of its document it holds at least "
         "the share of as one contiguous piece (whitespace collapsed), and its own chunk judgment; a chunk of a "
-        "document with span or quote judgments for the query that takes none of them is judged 0")
+        "document with span or quote judgments for the query that takes none of them is judged 0; a relevant "
+        "judgment that lands on no chunk stays in the ideal ranking as a relevant document no run retrieves")
 
 
 @dataclass(frozen=True)
@@ -287,6 +292,15 @@ def _result(judgments: AnchoredJudgments, grades: dict[str, dict[str, int]], lan
             corpus: str) -> MappedJudgments:
     missed = [j for j in judgments.judgments if id(j) not in landed_ids]
     table = {qid: chunks for qid, chunks in grades.items() if chunks}
+    chunk_judgments = sum(map(len, table.values()))
+    chunks_judged = len({chunk for chunks in table.values() for chunk in chunks})
+    for judgment in missed:
+        if judgment.grade > 0:
+            # Relevant, and this side has no chunk for it: it stays in the side's ideal ranking
+            # (and recall's denominator) as a relevant document no run can retrieve, as trec_eval
+            # counts a relevant document missing from the collection. Left out, a side that lost a
+            # passage (a dropped table, a page not ingested) would be judged on an easier yardstick.
+            table.setdefault(judgment.query_id, {})[NOT_LANDED_PREFIX + judgment.anchor()] = judgment.grade
     qrels = Qrels(judgments.source, table)
     summary = MappingSummary(
         rule=RULE,
@@ -296,8 +310,8 @@ def _result(judgments: AnchoredJudgments, grades: dict[str, dict[str, int]], lan
         landed=len(judgments.judgments) - len(missed),
         not_landed=len(missed),
         not_landed_first=tuple(NotLanded(j.query_id, _anchor_label(j), j.line) for j in missed[:NAMED_NOT_LANDED]),
-        chunk_judgments=len(qrels),
-        chunks_judged=len({chunk for chunks in table.values() for chunk in chunks}),
+        chunk_judgments=chunk_judgments,
+        chunks_judged=chunks_judged,
     )
     return MappedJudgments(qrels, summary)
 

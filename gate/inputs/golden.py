@@ -25,6 +25,10 @@ from gate.inputs.readers.records import Qrels, QuerySet
 from gate.inputs.retrieval_config import RetrievalConfig
 from gate.inputs.universe import Universe, query_universe
 
+# Mappings of anchored judgments onto a snapshot, by (judgments, their fingerprint, snapshot, its
+# fingerprint, share, negatives): a process maps each pair once. A few: a grid has a snapshot per level.
+_MAPPINGS: dict[tuple, MappedJudgments] = {}
+_MAPPINGS_KEPT = 8
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_.\-]+)\}")
 
 
@@ -94,11 +98,21 @@ class Golden:
         if snapshot is None:  # load_golden refuses anchored judgments without a corpus
             raise InputError(self.anchored.source, None, "anchored judgments need a corpus to be mapped onto")
         if snapshot.path not in self._mapped:
-            mapped = map_judgments(self.anchored, iter_corpus(snapshot.path), share=self.span_share,
-                                   corpus=snapshot.record.id)
-            # Mapped judgments read negative labels as the file's own qrels do.
-            qrels = Qrels(mapped.qrels.source, mapped.qrels.judgments, self.qrels.negative_is_judged)
-            self._mapped[snapshot.path] = MappedJudgments(qrels, mapped.summary)
+            # The same judgments on the same snapshot map alike: a run loads its golden set in
+            # several stages (archive, noise band, replay, the grid), and each would read the corpus again.
+            key = (self.anchored.source, self.qrels_record.sha256, snapshot.path, snapshot.record.sha256,
+                   self.span_share, self.qrels.negative_is_judged)
+            mapped = _MAPPINGS.get(key)
+            if mapped is None:
+                found = map_judgments(self.anchored, iter_corpus(snapshot.path), share=self.span_share,
+                                      corpus=snapshot.record.id)
+                # Mapped judgments read negative labels as the file's own qrels do.
+                qrels = Qrels(found.qrels.source, found.qrels.judgments, self.qrels.negative_is_judged)
+                mapped = MappedJudgments(qrels, found.summary)
+                while len(_MAPPINGS) >= _MAPPINGS_KEPT:
+                    del _MAPPINGS[next(iter(_MAPPINGS))]
+                _MAPPINGS[key] = mapped
+            self._mapped[snapshot.path] = mapped
         return self._mapped[snapshot.path]
 
 

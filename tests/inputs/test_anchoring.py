@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gate.common.errors import InputError
-from gate.inputs.anchoring import RULE, map_judgments
+from gate.evaluation.evaluate import evaluate
+from gate.inputs.anchoring import NOT_LANDED_PREFIX, RULE, map_judgments
 from gate.inputs.readers.anchored import AnchoredJudgments, Judgment
 from gate.inputs.readers.corpus import iter_corpus
-from gate.inputs.readers.records import Chunk, Qrels
+from gate.inputs.readers.records import Chunk, Qrels, Run
 from tests.inputs.readers.helpers import write
 
 DOCS = {
@@ -147,6 +149,25 @@ def test_judgments_landing_nowhere_are_counted_and_named():
     assert (summary.landed, summary.not_landed) == (1, 4)
     assert [(n.anchor, n.line) for n in summary.not_landed_first] == [
         ("doc:gone", 1), ("span:d[200,220)", 2), ('quote:d "not in the text"', 3), ("chunk:d#9", 4)]
+
+
+def test_a_relevant_judgment_landing_nowhere_stays_in_the_ideal_ranking():
+    """A side without the passage (a dropped table, a page not ingested) is not judged on an easier
+    yardstick: nDCG and recall count the relevant judgment it cannot retrieve, as trec_eval counts
+    a relevant document missing from the collection; a grade-0 one adds nothing."""
+    found = judged(Judgment("q", 3, doc_id="d", start=10, end=20), Judgment("q", 2, doc_id="gone"),
+                   Judgment("q", 0, doc_id="gone0"))
+    mapped = map_judgments(found, doc(100, [50]))
+    assert mapped.summary.not_landed == 2 and mapped.summary.chunk_judgments == 2
+    assert mapped.summary.chunks_judged == 2
+    table = mapped.qrels.judgments["q"]
+    assert table["d#0"] == 3 and table["d#1"] == 0
+    assert table[NOT_LANDED_PREFIX + "doc:gone"] == 2 and NOT_LANDED_PREFIX + "doc:gone0" not in table
+    run = Run.from_rankings("r", {"q": {"d#0": 2.0, "d#1": 1.0}})
+    values = evaluate(run, mapped.qrels, ["nDCG@10", "R@10"], ["q"])
+    ideal = 3 + 2 / math.log2(3)  # trec_eval's gains are the grades: 3 and 2 at ranks 1 and 2
+    assert values["nDCG@10"][0] == pytest.approx(3 / ideal)
+    assert values["R@10"][0] == pytest.approx(0.5)
 
 
 def test_a_span_on_a_document_without_offsets_names_the_corpus():

@@ -56,6 +56,25 @@ def test_each_side_gets_qrels_for_its_own_chunks_mapped_once_per_snapshot(tmp_pa
     assert list(golden.universe.query_ids) == ["1", "2"] and golden.qrels_record.count == 2
 
 
+def test_a_process_maps_the_same_judgments_onto_the_same_snapshot_once(tmp_path, monkeypatch):
+    """A run loads its golden set in several stages; each would read the whole corpus to map again.
+    A changed corpus (another fingerprint) is mapped afresh."""
+    import gate.inputs.golden as golden_module
+
+    calls = []
+    real = golden_module.map_judgments
+    monkeypatch.setattr(golden_module, "map_judgments", lambda *a, **k: calls.append(k["corpus"]) or real(*a, **k))
+    monkeypatch.setattr(golden_module, "_MAPPINGS", {})
+    v1 = parse_retrieval_config("ingestion: {parser: v1}\n", "v1")
+    first = _anchored_world(tmp_path, "{queries: q.tsv, qrels: judged.jsonl}").qrels_for(v1)
+    again = load_golden(load_config(tmp_path / "gate.yml")).qrels_for(v1)
+    assert again is first and calls == ["corpus-v1.jsonl"]
+    with open(tmp_path / "corpus-v1.jsonl", "a") as corpus:
+        corpus.write('{"id": "c#1", "doc_id": "c", "text": "more", "start_char_idx": 0, "end_char_idx": 4}\n')
+    load_golden(load_config(tmp_path / "gate.yml")).qrels_for(v1)
+    assert calls == ["corpus-v1.jsonl", "corpus-v1.jsonl"]
+
+
 def test_chunk_id_qrels_are_the_same_for_both_sides(tmp_path):
     golden = _anchored_world(tmp_path, "{queries: q.tsv, qrels: qrels.txt}")
     assert golden.qrels_for(parse_retrieval_config("ingestion: {parser: v2}\n", "v2")) is golden.qrels

@@ -123,6 +123,19 @@ def test_compare_with_a_broken_json_qrels_exits_2(tmp_path, capsys):
     assert code == 2 and "r.json: requests[0].ratings[0].rating: rating 'x' is not a number" in err
 
 
+def test_compare_with_anchored_judgments_says_they_need_a_corpus(tmp_path, capsys):
+    """compare has runs and qrels, no corpus to map document and span judgments onto: one line
+    saying what the file is and where it is read, not "not a judgment format"."""
+    files = write_example_files(tmp_path / "in", seed=7, queries=20, docs=60)
+    (tmp_path / "j.jsonl").write_text('{"query_id": "q1", "doc_id": "d1", "grade": 2}\n'
+                                      '{"query_id": "q1", "doc_id": "d2", "start": 0, "end": 9, "grade": 1}\n')
+    code = main(["compare", "--baseline", str(files.baseline), "--candidate", str(files.candidate),
+                 "--qrels", str(tmp_path / "j.jsonl"), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "j.jsonl: holds judgments anchored to documents and spans" in err and "retrieval-gate run" in err
+
+
 def test_run_with_quepid_csv_golden_qrels_and_the_unjudged_exports(tmp_path, capsys):
     path = small_world(tmp_path, leak_in_new=False, extra_config="judged: {export: [quepid, rank-eval]}\n")
     code, _, err = _convert(capsys, str(tmp_path / "qrels.txt"), "--to", "quepid", "--queries",

@@ -17,6 +17,7 @@ from typing import Any
 
 from gate.common import limits
 from gate.common.errors import InputError
+from gate.inputs.readers.anchored import is_anchored_file
 from gate.inputs.readers.judgment_formats.model import JudgmentFile, load_json, place, rating_error
 from gate.inputs.readers.judgment_formats.quepid import quepid_columns, read_quepid_csv
 from gate.inputs.readers.judgment_formats.rank_eval import is_rank_eval, read_rank_eval
@@ -70,6 +71,10 @@ def read_judgment_file(path: str | os.PathLike) -> JudgmentFile | None:
         return read_quepid_csv(src)
     if kind is None:
         return None
+    if is_anchored_file(src):
+        raise InputError(src, None, "holds judgments anchored to documents and spans (doc_id / chunk_id, grade): "
+                                    "they are mapped onto a corpus's chunks, which `retrieval-gate run` does with "
+                                    "the config's corpus (golden.qrels); this command takes chunk-id qrels")
     body: Any = load_json(src, "a judgment file")
     for test, reader in ((is_rank_eval, read_rank_eval), (is_search_relevance, read_search_relevance),
                          (is_rre, read_rre)):
