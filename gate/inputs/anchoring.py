@@ -36,8 +36,8 @@ from gate.common.errors import InputError
 from gate.inputs.readers.anchored import AnchoredJudgments, Judgment
 from gate.inputs.readers.records import Chunk, Qrels
 
-__all__ = ["RULE", "DEFAULT_SHARE", "NOT_LANDED_PREFIX", "NotLanded", "MappingSummary", "MappedJudgments", "MappedSides",
-           "map_judgments", "judgments_from_qrels"]
+__all__ = ["RULE", "DEFAULT_SHARE", "NOT_LANDED_PREFIX", "NotLanded", "MappingSummary", "MappedJudgments",
+           "MappedSides", "map_judgments", "judgments_from_qrels"]
 
 DEFAULT_SHARE = 0.5
 #: How many judgments that land nowhere the summary names (the count is always complete).

@@ -113,25 +113,27 @@ def test_compare_reads_a_rank_eval_body_as_its_qrels(tmp_path, capsys):
     assert reports[0]["delta"] == reports[1]["delta"]
 
 
-def test_compare_with_a_broken_json_qrels_exits_2(tmp_path, capsys):
+def _compare_with_qrels(tmp_path, capsys, qrels) -> tuple[int, str]:
+    """``compare`` of the example runs judged by ``qrels``: its exit code and stderr."""
     files = write_example_files(tmp_path / "in", seed=7, queries=20, docs=60)
+    code = main(["compare", "--baseline", str(files.baseline), "--candidate", str(files.candidate),
+                 "--qrels", str(qrels), "--out", str(tmp_path / "o")])
+    return code, capsys.readouterr().err
+
+
+def test_compare_with_a_broken_json_qrels_exits_2(tmp_path, capsys):
     (tmp_path / "r.json").write_text('{"requests": [{"id": "q", "request": {}, "ratings": [{"_index": "i", '
                                      '"_id": "d", "rating": "x"}]}]}')
-    code = main(["compare", "--baseline", str(files.baseline), "--candidate", str(files.candidate),
-                 "--qrels", str(tmp_path / "r.json"), "--out", str(tmp_path / "o")])
-    err = capsys.readouterr().err
+    code, err = _compare_with_qrels(tmp_path, capsys, tmp_path / "r.json")
     assert code == 2 and "r.json: requests[0].ratings[0].rating: rating 'x' is not a number" in err
 
 
 def test_compare_with_anchored_judgments_says_they_need_a_corpus(tmp_path, capsys):
     """compare has runs and qrels, no corpus to map document and span judgments onto: one line
     saying what the file is and where it is read, not "not a judgment format"."""
-    files = write_example_files(tmp_path / "in", seed=7, queries=20, docs=60)
     (tmp_path / "j.jsonl").write_text('{"query_id": "q1", "doc_id": "d1", "grade": 2}\n'
                                       '{"query_id": "q1", "doc_id": "d2", "start": 0, "end": 9, "grade": 1}\n')
-    code = main(["compare", "--baseline", str(files.baseline), "--candidate", str(files.candidate),
-                 "--qrels", str(tmp_path / "j.jsonl"), "--out", str(tmp_path / "o")])
-    err = capsys.readouterr().err
+    code, err = _compare_with_qrels(tmp_path, capsys, tmp_path / "j.jsonl")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "j.jsonl: holds judgments anchored to documents and spans" in err and "retrieval-gate run" in err
 
