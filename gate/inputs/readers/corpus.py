@@ -5,7 +5,10 @@ Sources:
 * JSON Lines (``.jsonl`` / ``.json``, ``.gz`` transparent): the chunk id is the
   first of ``chunk_id``, ``id``, ``_id``, ``doc_id``; ``text`` (a string) is
   required; a non-empty ``title`` is prepended (``title + " " + text``, the
-  BEIR convention); ``doc_id`` is optional.
+  BEIR convention); ``doc_id`` is optional (one document: a list is refused);
+  ``start_char_idx`` / ``end_char_idx`` (LlamaIndex's TextNode keys, both or
+  neither, ``null`` for unknown) are the chunk's character offsets in its
+  document, which span judgments are mapped through.
 * TSV (any other extension): ``id<TAB>text`` or ``chunk_id<TAB>doc_id<TAB>text``,
   the column count decided by the first data line (the text is the rest of the
   line, so it may hold tabs in the 3-column form).  A first line that is a
@@ -174,13 +177,18 @@ def _dedup(src: str, items: Iterator[tuple[int | None, Chunk]], check: bool | st
                         raise InputError(src, lineno, f"duplicate chunk id '{shorten(chunk.chunk_id)}'{where}")
                     suspects_seen[chunk.chunk_id] = lineno
         return
-    seen: dict[str, int | None] = {}
+    seen: dict[str, tuple[int | None, str]] = {}
     for lineno, chunk in items:
         if chunk.chunk_id in seen:
-            first = seen[chunk.chunk_id]
+            first, first_doc = seen[chunk.chunk_id]
             where = f" (first at line {first})" if first is not None else ""
+            if first_doc != chunk.doc_id:
+                # One chunk id, two documents: its judgments could not be mapped to one document.
+                raise InputError(src, lineno, f"chunk id '{shorten(chunk.chunk_id)}' is given two documents, "
+                                 f"'{shorten(first_doc)}'{where} and '{shorten(chunk.doc_id)}': a chunk belongs to "
+                                 "one document")
             raise InputError(src, lineno, f"duplicate chunk id '{shorten(chunk.chunk_id)}'{where}")
-        seen[chunk.chunk_id] = lineno
+        seen[chunk.chunk_id] = (lineno, chunk.doc_id)
         yield chunk
 
 
@@ -219,12 +227,34 @@ def _iter_jsonl(path: Path) -> Iterator[tuple[int, Chunk]]:
         doc = obj.get("doc_id") if key != "doc_id" else cid
         if doc is None:
             doc = _doc_of(cid)
+        elif isinstance(doc, list):
+            raise InputError(src, lineno, f"'doc_id' of chunk '{limits.shorten(cid)}' is a list: a chunk of several "
+                             "documents cannot carry their judgments (one document a chunk)")
         elif isinstance(doc, bool) or not isinstance(doc, (str, int)):
             raise InputError(src, lineno, f"'doc_id' of chunk '{limits.shorten(cid)}' must be a string, "
                              f"got {type(doc).__name__}")
         else:
             doc = check_id(src, lineno, str(doc), "doc_id")
-        yield lineno, Chunk(cid, str(doc), body)
+        start, end = _offsets(src, lineno, cid, obj)
+        yield lineno, Chunk(cid, str(doc), body, start, end)
+
+
+def _offsets(src: str, lineno: int, cid: str, obj: dict) -> tuple[int | None, int | None]:
+    """The chunk's ``[start_char_idx, end_char_idx)`` in its document: both or neither."""
+    start, end = obj.get("start_char_idx"), obj.get("end_char_idx")
+    if start is None and end is None:
+        return None, None
+    name = limits.shorten(cid)
+    if start is None or end is None:
+        given, missing = ("start_char_idx", "end_char_idx") if end is None else ("end_char_idx", "start_char_idx")
+        raise InputError(src, lineno, f"chunk '{name}' has '{given}' but no '{missing}' (both or neither)")
+    for key, value in (("start_char_idx", start), ("end_char_idx", end)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(src, lineno, f"'{key}' of chunk '{name}' must be an integer, got {type(value).__name__}")
+    if start < 0 or start >= end:
+        raise InputError(src, lineno, f"chunk '{name}' has start_char_idx {start} and end_char_idx {end}: "
+                         "offsets need 0 <= start < end")
+    return start, end
 
 
 def _iter_tsv(path: Path) -> Iterator[tuple[int, Chunk]]:

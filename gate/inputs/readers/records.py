@@ -36,11 +36,16 @@ class Chunk(NamedTuple):
 
     ``doc_id`` is the document the chunk belongs to (by default the part of
     ``chunk_id`` before ``#``; equal to ``chunk_id`` for whole documents).
+    ``start`` / ``end``: the chunk's character offsets ``[start, end)`` in its source
+    document when the corpus gives them (span judgments are mapped through them);
+    chunks may overlap one another (sliding windows).
     """
 
     chunk_id: str
     doc_id: str
     text: str
+    start: int | None = None
+    end: int | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,273 @@
+"""Anchored judgments mapped onto one corpus's chunks, by one stated rule.
+
+Chunk-id qrels go stale when an ingestion change re-chunks the corpus: the new side's chunk
+ids are unjudged. Judgments anchored to documents and spans (:mod:`gate.inputs.readers.anchored`)
+are mapped onto each side's own chunks instead, the same rule for both sides (:data:`RULE`):
+
+a chunk takes the highest grade among
+
+(a) the doc-level grade of its document;
+(b) every span of its document it overlaps by at least ``share`` of the shorter of the two
+    (``overlap / min(span length, chunk length) >= share``: a chunk inside a long span and a
+    span inside a long chunk both count; a span split evenly over two chunks lands on both at
+    the default 0.5);
+(c) every quote of its document it holds at least ``share`` of, as one contiguous piece (the
+    whole quote, the whole chunk inside the quote, or a piece at the chunk's start or end when
+    the quote crosses a boundary), measured as for spans against the shorter of quote and chunk,
+    compared after collapsing whitespace and counted in characters other than whitespace;
+(d) its own chunk judgment.
+
+A chunk of a document that has span or quote judgments for the query but takes none of them is
+judged 0: the labeller read the document and marked what answers. A chunk of a document with no
+judgment for the query stays unjudged. A judgment that lands on no chunk (its document is not in
+this corpus, no chunk overlaps its span enough, its quote is not found) is counted and named in
+the summary, never dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from gate.common import limits
+from gate.common.errors import InputError
+from gate.inputs.readers.anchored import AnchoredJudgments, Judgment
+from gate.inputs.readers.records import Chunk, Qrels
+
+__all__ = ["RULE", "DEFAULT_SHARE", "NotLanded", "MappingSummary", "MappedJudgments", "map_judgments",
+           "judgments_from_qrels"]
+
+DEFAULT_SHARE = 0.5
+#: How many judgments that land nowhere the summary names (the count is always complete).
+NAMED_NOT_LANDED = 5
+RULE = ("a chunk takes the highest grade among its document's doc-level grade, every span of its document it "
+        "overlaps by at least the share of the shorter of the two, every quote of its document it holds at least "
+        "the share of as one contiguous piece (whitespace collapsed), and its own chunk judgment; a chunk of a "
+        "document with span or quote judgments for the query that takes none of them is judged 0")
+
+
+@dataclass(frozen=True)
+class NotLanded:
+    """A judgment that no chunk of the corpus takes: its query, what it names, where it was read."""
+
+    query_id: str
+    anchor: str
+    line: int | None
+
+
+@dataclass(frozen=True)
+class MappingSummary:
+    """How a judgments file was mapped onto one corpus (the report's per-side record)."""
+
+    rule: str
+    share: float
+    corpus: str
+    judgments: Mapping[str, int]  # by kind: document, span, quote, chunk
+    landed: int
+    not_landed: int
+    not_landed_first: tuple[NotLanded, ...]  # the first NAMED_NOT_LANDED, in file order
+    chunk_judgments: int  # (query, chunk) judgments produced
+    chunks_judged: int  # distinct chunks judged for some query
+
+
+@dataclass(frozen=True)
+class MappedJudgments:
+    qrels: Qrels  # keyed by this corpus's chunk ids
+    summary: MappingSummary
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """A chunk of a judged document, as the mapping needs it (its text only for quotes)."""
+
+    chunk_id: str
+    start: int | None
+    end: int | None
+    text: str | None
+
+
+def judgments_from_qrels(qrels: Qrels) -> AnchoredJudgments:
+    """A plain qrels file whose ids name documents (``golden.anchor: document``) as doc-level judgments."""
+    return AnchoredJudgments(qrels.source, tuple(Judgment(qid, rel, doc_id=doc) for qid, doc, rel in qrels))
+
+
+def map_judgments(judgments: AnchoredJudgments, chunks: Iterable[Chunk], *, share: float = DEFAULT_SHARE,
+                  corpus: str = "the corpus") -> MappedJudgments:
+    """Map ``judgments`` onto ``chunks`` (one corpus, streamed once) by :data:`RULE`.
+
+    Only the chunks of judged documents are held (their texts only when a quote needs them).
+    A span judgment on a document whose chunks carry no offsets, or only some of them, is an
+    :class:`InputError` naming ``corpus``: it cannot be placed."""
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share}")
+    by_doc: dict[str, list[Judgment]] = {}
+    by_chunk: dict[str, list[Judgment]] = {}
+    for judgment in judgments.judgments:
+        if judgment.chunk_id is not None:
+            by_chunk.setdefault(judgment.chunk_id, []).append(judgment)
+        else:
+            by_doc.setdefault(judgment.doc_id or "", []).append(judgment)
+    quoted = {doc for doc, found in by_doc.items() if any(j.quote is not None for j in found)}
+    held, present = _hold(chunks, by_doc, quoted, set(by_chunk), corpus)
+    grades: dict[str, dict[str, int]] = {qid: {} for qid in dict.fromkeys(j.query_id for j in judgments.judgments)}
+    landed_ids: set[int] = set()
+    for doc, found in by_doc.items():
+        pieces = held.get(doc)
+        if pieces:
+            _check_offsets(judgments.source, corpus, doc, found, pieces)
+            landed_ids.update(_map_document(found, pieces, share, grades))
+    for chunk_id, found in by_chunk.items():
+        if chunk_id in present:
+            for judgment in found:
+                _raise(grades[judgment.query_id], chunk_id, judgment.grade)
+                landed_ids.add(id(judgment))
+    return _result(judgments, grades, landed_ids, share, corpus)
+
+
+def _hold(chunks: Iterable[Chunk], by_doc: Mapping[str, object], quoted: set[str], judged_chunks: set[str],
+          corpus: str) -> tuple[dict[str, list[_Held]], set[str]]:
+    held: dict[str, list[_Held]] = {}
+    doc_of: dict[str, str] = {}
+    present: set[str] = set()
+    for chunk in chunks:
+        if chunk.chunk_id in judged_chunks:
+            present.add(chunk.chunk_id)
+        if chunk.doc_id not in by_doc:
+            continue
+        first = doc_of.setdefault(chunk.chunk_id, chunk.doc_id)
+        if first != chunk.doc_id:
+            raise InputError(corpus, None, f"chunk '{limits.shorten(chunk.chunk_id)}' is given two documents, "
+                             f"'{limits.shorten(first)}' and '{limits.shorten(chunk.doc_id)}': a chunk belongs to "
+                             "one document")
+        text = _collapse(chunk.text) if chunk.doc_id in quoted else None
+        held.setdefault(chunk.doc_id, []).append(_Held(chunk.chunk_id, chunk.start, chunk.end, text))
+    return held, present
+
+
+def _check_offsets(source: str, corpus: str, doc: str, found: list[Judgment], pieces: list[_Held]) -> None:
+    span = next((j for j in found if j.start is not None), None)
+    if span is None:
+        return
+    without = [p for p in pieces if p.start is None]
+    if len(without) == len(pieces):
+        raise InputError(source, span.line, f"span [{span.start}, {span.end}) of document '{limits.shorten(doc)}' "
+                         f"needs character offsets, and its chunks in {corpus} have none (start_char_idx / "
+                         "end_char_idx)")
+    if without:
+        raise InputError(corpus, None, f"chunk '{limits.shorten(without[0].chunk_id)}' of document "
+                         f"'{limits.shorten(doc)}' has no character offsets (start_char_idx / end_char_idx) while "
+                         "other chunks of it have: span judgments cannot be placed on it")
+
+
+def _map_document(found: list[Judgment], pieces: list[_Held], share: float,
+                  grades: dict[str, dict[str, int]]) -> set[int]:
+    """Grade the chunks of one document for every judgment of it; the ids of those that landed."""
+    landed: set[int] = set()
+    marked = {j.query_id for j in found if j.start is not None or j.quote is not None}
+    for qid in marked:  # the labeller marked what answers: the rest of the document is judged 0
+        for piece in pieces:
+            _raise(grades[qid], piece.chunk_id, 0)
+    for judgment in found:
+        quote = _collapse(judgment.quote) if judgment.quote is not None else None
+        fail = _failure(quote) if quote else None
+        hit = False
+        for piece in pieces:
+            if _takes(judgment, quote, fail, piece, share):
+                _raise(grades[judgment.query_id], piece.chunk_id, judgment.grade)
+                hit = True
+        if hit:
+            landed.add(id(judgment))
+    return landed
+
+
+def _takes(judgment: Judgment, quote: str | None, fail: list[int] | None, piece: _Held, share: float) -> bool:
+    if judgment.start is not None and judgment.end is not None:
+        if piece.start is None or piece.end is None:
+            return False
+        overlap = min(judgment.end, piece.end) - max(judgment.start, piece.start)
+        return overlap > 0 and overlap >= share * min(judgment.end - judgment.start, piece.end - piece.start)
+    if quote is not None and fail is not None:
+        text = piece.text or ""
+        if not text or not quote:
+            return False
+        return _quote_piece(quote, fail, text) >= share * min(_letters(quote), _letters(text))
+    return True  # a doc-level judgment: every chunk of its document
+
+
+def _quote_piece(quote: str, fail: list[int], text: str) -> int:
+    """The longest contiguous piece of ``quote`` that ``text`` holds where a chunk can hold one:
+    all of it, all of the text (the chunk inside the quote), or a piece at the text's end (the
+    quote's beginning) or start (the quote's end); its length in characters other than spaces
+    (a boundary at a space drops that space from both pieces: an even split must still be even)."""
+    if quote in text:
+        return _letters(quote)
+    if len(text) < len(quote) and text in quote:
+        return _letters(text)
+    at_end = _prefix_at_end(quote, fail, text[-len(quote):])
+    reversed_quote = quote[::-1]
+    at_start = _prefix_at_end(reversed_quote, _failure(reversed_quote), text[: len(quote)][::-1])
+    return max(_letters(quote[:at_end]), _letters(quote[len(quote) - at_start:]))
+
+
+def _letters(collapsed: str) -> int:
+    """Characters other than the single spaces a collapsed text keeps."""
+    return len(collapsed) - collapsed.count(" ")
+
+
+def _failure(pattern: str) -> list[int]:
+    """Knuth-Morris-Pratt failure function: linear, so a long quote against a long chunk stays cheap."""
+    fail = [0] * len(pattern)
+    k = 0
+    for i in range(1, len(pattern)):
+        while k and pattern[i] != pattern[k]:
+            k = fail[k - 1]
+        if pattern[i] == pattern[k]:
+            k += 1
+        fail[i] = k
+    return fail
+
+
+def _prefix_at_end(pattern: str, fail: list[int], text: str) -> int:
+    """The length of the longest prefix of ``pattern`` that ``text`` ends with."""
+    k = 0
+    for char in text:
+        while k and (k == len(pattern) or pattern[k] != char):
+            k = fail[k - 1]
+        if k < len(pattern) and pattern[k] == char:
+            k += 1
+    return k
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _raise(table: dict[str, int], chunk_id: str, grade: int) -> None:
+    if chunk_id not in table or table[chunk_id] < grade:
+        table[chunk_id] = grade
+
+
+def _anchor_label(judgment: Judgment) -> str:
+    if judgment.quote is not None:
+        return f"quote:{judgment.doc_id} \"{limits.shorten(_collapse(judgment.quote), 40)}\""
+    return judgment.anchor()
+
+
+def _result(judgments: AnchoredJudgments, grades: dict[str, dict[str, int]], landed_ids: set[int], share: float,
+            corpus: str) -> MappedJudgments:
+    missed = [j for j in judgments.judgments if id(j) not in landed_ids]
+    table = {qid: chunks for qid, chunks in grades.items() if chunks}
+    qrels = Qrels(judgments.source, table)
+    summary = MappingSummary(
+        rule=RULE,
+        share=share,
+        corpus=corpus,
+        judgments=judgments.counts(),
+        landed=len(judgments.judgments) - len(missed),
+        not_landed=len(missed),
+        not_landed_first=tuple(NotLanded(j.query_id, _anchor_label(j), j.line) for j in missed[:NAMED_NOT_LANDED]),
+        chunk_judgments=len(qrels),
+        chunks_judged=len({chunk for chunks in table.values() for chunk in chunks}),
+    )
+    return MappedJudgments(qrels, summary)
+

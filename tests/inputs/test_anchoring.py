@@ -1,0 +1,264 @@
+"""Anchored judgments mapped onto chunks: one rule, two chunkings, equal per-document relevance."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gate.common.errors import InputError
+from gate.inputs.anchoring import RULE, map_judgments
+from gate.inputs.readers.anchored import AnchoredJudgments, Judgment
+from gate.inputs.readers.corpus import iter_corpus
+from gate.inputs.readers.records import Chunk, Qrels
+from tests.inputs.readers.helpers import write
+
+DOCS = {
+    "setup": "Install the gate with pip. Then write a config file naming the golden set. "
+             "Run the gate on a pull request and read the comment it posts.",
+    "faq": "Why is my change not significant? Because the noise band is wide. Add more queries.",
+    "other": "Nothing here is judged for any query at all, this document is only filler text.",
+}
+
+
+def chunked(docs: dict[str, str], cuts: dict[str, list[int]]) -> list[Chunk]:
+    """Each document cut at ``cuts[doc]`` (offsets), its chunks tiling it, with offsets."""
+    out = []
+    for doc, text in docs.items():
+        bounds = [0, *cuts.get(doc, []), len(text)]
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:], strict=False)):
+            out.append(Chunk(f"{doc}#{i}", doc, text[a:b], a, b))
+    return out
+
+
+def judged(*items: Judgment) -> AnchoredJudgments:
+    return AnchoredJudgments("judged.jsonl", tuple(items))
+
+
+def per_document(qrels: Qrels, chunks: list[Chunk]) -> dict[tuple[str, str], int]:
+    """Max grade per (query, document): what re-chunking must not change."""
+    doc_of = {c.chunk_id: c.doc_id for c in chunks}
+    out: dict[tuple[str, str], int] = {}
+    for qid, chunk_id, grade in qrels:
+        key = (qid, doc_of[chunk_id])
+        out[key] = max(out.get(key, grade), grade)
+    return out
+
+
+JUDGMENTS = judged(
+    Judgment("q1", 2, doc_id="faq"),
+    Judgment("q2", 3, doc_id="setup", start=27, end=75),  # "Then write a config file naming the golden set."
+    Judgment("q2", 1, doc_id="setup", start=76, end=120),
+    Judgment("q3", 2, doc_id="setup", quote="read the   comment\nit posts"),
+    Judgment("q3", 1, chunk_id="faq#0"),
+)
+
+
+def test_two_chunkings_give_equal_per_document_relevance():
+    coarse = chunked(DOCS, {"setup": [75], "faq": [34]})
+    fine = chunked(DOCS, {"setup": [20, 50, 90, 110], "faq": [10, 34, 60]})
+    a, b = map_judgments(JUDGMENTS, coarse), map_judgments(JUDGMENTS, fine)
+    assert per_document(a.qrels, coarse) == per_document(b.qrels, fine) == {
+        ("q1", "faq"): 2, ("q2", "setup"): 3, ("q3", "setup"): 2, ("q3", "faq"): 1}
+    assert a.summary.rule == RULE and a.summary.share == 0.5
+    assert a.summary.judgments == {"document": 1, "span": 2, "quote": 1, "chunk": 1}
+    assert (a.summary.landed, a.summary.not_landed) == (5, 0)
+    # The coarse side: faq's two chunks from the doc-level grade; setup's two for q2 and q3 (each
+    # marked: the chunk that takes no span or quote is 0); faq#0 for q3 by its chunk judgment.
+    assert a.qrels.judgments == {"q1": {"faq#0": 2, "faq#1": 2}, "q2": {"setup#0": 3, "setup#1": 1},
+                                 "q3": {"setup#0": 0, "setup#1": 2, "faq#0": 1}}
+    assert (a.summary.chunk_judgments, a.summary.chunks_judged) == (7, 4)
+    assert "other#0" not in {c for docs in b.qrels.judgments.values() for c in docs}  # unjudged stays unjudged
+
+
+def span_only(start: int, end: int, grade: int = 2) -> AnchoredJudgments:
+    return judged(Judgment("q", grade, doc_id="d", start=start, end=end))
+
+
+def doc(text_len: int, cuts: list[int]) -> list[Chunk]:
+    return chunked({"d": "x" * text_len}, {"d": cuts})
+
+
+def test_a_span_split_evenly_lands_on_both_chunks():
+    mapped = map_judgments(span_only(40, 60), doc(100, [50]))
+    assert mapped.qrels.judgments == {"q": {"d#0": 2, "d#1": 2}}
+
+
+def test_a_span_split_30_70_lands_on_the_larger_part_only():
+    mapped = map_judgments(span_only(47, 57), doc(100, [50]))  # 3 characters before the cut, 7 after
+    assert mapped.qrels.judgments == {"q": {"d#0": 0, "d#1": 2}}
+    lower = map_judgments(span_only(47, 57), doc(100, [50]), share=0.3)
+    assert lower.qrels.judgments == {"q": {"d#0": 2, "d#1": 2}}
+
+
+def test_a_chunk_inside_a_long_span_and_a_span_inside_a_long_chunk_both_count():
+    mapped = map_judgments(span_only(10, 90), doc(100, [40, 50]))  # d#1 = [40, 50) wholly inside
+    assert mapped.qrels.judgments == {"q": {"d#0": 2, "d#1": 2, "d#2": 2}}
+    inside = map_judgments(span_only(60, 62), doc(100, [50]))
+    assert inside.qrels.judgments == {"q": {"d#0": 0, "d#1": 2}}
+
+
+def test_overlapping_spans_with_other_grades_highest_wins():
+    spans = judged(Judgment("q", 1, doc_id="d", start=0, end=60), Judgment("q", 3, doc_id="d", start=40, end=80))
+    mapped = map_judgments(spans, doc(100, [50]))
+    assert mapped.qrels.judgments == {"q": {"d#0": 1, "d#1": 3}}
+
+
+def test_doc_level_plus_span_takes_the_max():
+    both = judged(Judgment("q", 1, doc_id="d"), Judgment("q", 3, doc_id="d", start=60, end=70))
+    assert map_judgments(both, doc(100, [50])).qrels.judgments == {"q": {"d#0": 1, "d#1": 3}}
+    higher_doc = judged(Judgment("q", 2, doc_id="d"), Judgment("q", 1, doc_id="d", start=60, end=70))
+    assert map_judgments(higher_doc, doc(100, [50])).qrels.judgments == {"q": {"d#0": 2, "d#1": 2}}
+
+
+def test_sliding_window_chunks_overlap_and_are_fine():
+    text = "abcdefghij" * 10
+    windows = [Chunk(f"d#{i}", "d", text[a:a + 40], a, a + 40) for i, a in enumerate(range(0, 61, 20))]
+    mapped = map_judgments(span_only(45, 55), windows)
+    assert mapped.qrels.judgments == {"q": {"d#0": 0, "d#1": 2, "d#2": 2, "d#3": 0}}
+
+
+def test_a_quote_across_a_boundary_lands_where_most_of_it_is():
+    text = "alpha beta gamma delta epsilon zeta eta theta iota kappa"
+    cut = text.index("delta")
+    chunks = chunked({"d": text}, {"d": [cut]})
+    quote = judged(Judgment("q", 2, doc_id="d", quote="beta  gamma\ndelta"))  # 'beta gamma ' | 'delta'
+    assert map_judgments(quote, chunks).qrels.judgments == {"q": {"d#0": 2, "d#1": 0}}
+    even = judged(Judgment("q", 2, doc_id="d", quote="gamma delta"))  # 'gamma' | 'delta': both hold half
+    assert map_judgments(even, chunks).qrels.judgments == {"q": {"d#0": 2, "d#1": 2}}
+
+
+def test_a_quote_longer_than_a_chunk_lands_on_the_chunk_inside_it():
+    text = "one two three four five six seven"
+    chunks = chunked({"d": text}, {"d": [8, 14, 19]})  # 'one two ' 'three ' 'four ' 'five six seven'
+    quote = judged(Judgment("q", 2, doc_id="d", quote="two three four five"))
+    # 'onetwo' holds 'two', half of itself; 'fivesixseven' holds 'five', a third of itself.
+    assert map_judgments(quote, chunks).qrels.judgments == {"q": {"d#0": 2, "d#1": 2, "d#2": 2, "d#3": 0}}
+
+
+def test_judgments_landing_nowhere_are_counted_and_named():
+    chunks = doc(100, [50])
+    found = judged(Judgment("q", 2, doc_id="gone", line=1), Judgment("q", 1, doc_id="d", start=200, end=220, line=2),
+                   Judgment("q", 1, doc_id="d", quote="not in the text", line=3),
+                   Judgment("q", 1, chunk_id="d#9", line=4), Judgment("q", 3, doc_id="d", start=10, end=20, line=5))
+    summary = map_judgments(found, chunks).summary
+    assert (summary.landed, summary.not_landed) == (1, 4)
+    assert [(n.anchor, n.line) for n in summary.not_landed_first] == [
+        ("doc:gone", 1), ("span:d[200,220)", 2), ('quote:d "not in the text"', 3), ("chunk:d#9", 4)]
+
+
+def test_a_span_on_a_document_without_offsets_names_the_corpus():
+    chunks = [Chunk("d#0", "d", "x" * 50), Chunk("d#1", "d", "y" * 50)]
+    with pytest.raises(InputError) as info:
+        map_judgments(judged(Judgment("q", 1, doc_id="d", start=0, end=5, line=3)), chunks, corpus="corpus-v2.jsonl")
+    assert str(info.value) == ("judged.jsonl:3: span [0, 5) of document 'd' needs character offsets, and its chunks "
+                               "in corpus-v2.jsonl have none (start_char_idx / end_char_idx)")
+    # Doc-level and quote judgments need no offsets.
+    plain = judged(Judgment("q", 1, doc_id="d"), Judgment("q", 2, doc_id="d", quote="yyy"))
+    assert map_judgments(plain, chunks).qrels.judgments == {"q": {"d#0": 1, "d#1": 2}}
+
+
+def test_offsets_on_some_chunks_only_are_refused_naming_corpus_and_chunk():
+    chunks = [Chunk("d#0", "d", "x" * 50, 0, 50), Chunk("d#1", "d", "y" * 50)]
+    with pytest.raises(InputError) as info:
+        map_judgments(span_only(0, 5), chunks, corpus="corpus-v2.jsonl")
+    assert str(info.value) == ("corpus-v2.jsonl: chunk 'd#1' of document 'd' has no character offsets "
+                               "(start_char_idx / end_char_idx) while other chunks of it have: span judgments "
+                               "cannot be placed on it")
+
+
+def test_a_chunk_of_two_documents_is_refused():
+    chunks = [Chunk("c1", "d", "text", 0, 4), Chunk("c1", "e", "text", 0, 4)]
+    with pytest.raises(InputError, match="chunk 'c1' is given two documents, 'd' and 'e'"):
+        map_judgments(judged(Judgment("q", 1, doc_id="d"), Judgment("q", 1, doc_id="e")), chunks)
+
+
+def test_share_out_of_range_is_a_programming_error():
+    with pytest.raises(ValueError):
+        map_judgments(span_only(0, 5), doc(10, []), share=0.0)
+
+
+# --------------------------------------------------------------- the corpus reader's offsets
+
+
+def corpus_line(**fields) -> str:
+    return json.dumps({"chunk_id": "d#0", "doc_id": "d", "text": "hello", **fields}) + "\n"
+
+
+def test_corpus_reads_llamaindex_offsets(tmp_path):
+    path = write(tmp_path, "c.jsonl", corpus_line(start_char_idx=0, end_char_idx=5)
+                 + json.dumps({"id": "d#1", "text": "world", "start_char_idx": 3, "end_char_idx": 8}) + "\n"
+                 + json.dumps({"id": "e", "text": "plain", "start_char_idx": None, "end_char_idx": None}) + "\n")
+    assert list(iter_corpus(path)) == [Chunk("d#0", "d", "hello", 0, 5), Chunk("d#1", "d", "world", 3, 8),
+                                       Chunk("e", "e", "plain")]
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"start_char_idx": 0}, "chunk 'd#0' has 'start_char_idx' but no 'end_char_idx' (both or neither)"),
+    ({"end_char_idx": 4}, "chunk 'd#0' has 'end_char_idx' but no 'start_char_idx' (both or neither)"),
+    ({"start_char_idx": "0", "end_char_idx": 4}, "'start_char_idx' of chunk 'd#0' must be an integer, got str"),
+    ({"start_char_idx": 0, "end_char_idx": 4.5}, "'end_char_idx' of chunk 'd#0' must be an integer, got float"),
+    ({"start_char_idx": 4, "end_char_idx": 4}, "chunk 'd#0' has start_char_idx 4 and end_char_idx 4: offsets need "
+                                               "0 <= start < end"),
+    ({"start_char_idx": -2, "end_char_idx": 4}, "chunk 'd#0' has start_char_idx -2 and end_char_idx 4: offsets "
+                                                "need 0 <= start < end"),
+    ({"doc_id": ["d", "e"]}, "'doc_id' of chunk 'd#0' is a list: a chunk of several documents cannot carry their "
+                             "judgments (one document a chunk)"),
+])
+def test_corpus_refuses_bad_offsets_and_chunks_of_two_documents(tmp_path, fields, message):
+    path = write(tmp_path, "c.jsonl", corpus_line() + corpus_line(**fields).replace("d#0", "d#0", 1))
+    with pytest.raises(InputError) as info:
+        list(iter_corpus(path))
+    assert str(info.value) in (f"{path}:2: {message}", f"{path}:2: duplicate chunk id 'd#0' (first at line 1)")
+    assert "duplicate" not in str(info.value)
+
+
+def test_corpus_refuses_one_chunk_id_given_two_documents(tmp_path):
+    path = write(tmp_path, "c.jsonl", corpus_line() + corpus_line(doc_id="e"))
+    with pytest.raises(InputError) as info:
+        list(iter_corpus(path))
+    assert str(info.value) == (f"{path}:2: chunk id 'd#0' is given two documents, 'd' (first at line 1) and 'e': "
+                               "a chunk belongs to one document")
+
+
+# --------------------------------------------------------------- the property
+
+
+@st.composite
+def documents_and_judgments(draw):
+    lengths = draw(st.lists(st.integers(1, 120), min_size=1, max_size=4))
+    docs = {f"doc{i}": "w" * n for i, n in enumerate(lengths)}
+
+    def cuts(n: int):
+        return sorted(set(draw(st.lists(st.integers(1, max(1, n - 1)), max_size=6)) if n > 1 else []))
+
+    one = {d: cuts(len(t)) for d, t in docs.items()}
+    two = {d: cuts(len(t)) for d, t in docs.items()}
+    found: dict[tuple[str, str], Judgment] = {}
+    for _ in range(draw(st.integers(1, 12))):
+        qid = draw(st.sampled_from(["q1", "q2", "q3"]))
+        doc_id = draw(st.sampled_from(sorted(docs)))
+        grade = draw(st.integers(0, 3))
+        if draw(st.booleans()):
+            found[(qid, f"doc:{doc_id}")] = Judgment(qid, grade, doc_id=doc_id)
+        else:
+            start = draw(st.integers(0, len(docs[doc_id]) - 1))
+            end = draw(st.integers(start + 1, len(docs[doc_id])))
+            found[(qid, f"{doc_id}[{start},{end})")] = Judgment(qid, grade, doc_id=doc_id, start=start, end=end)
+    return docs, one, two, judged(*found.values())
+
+
+@settings(max_examples=200, deadline=None)
+@given(documents_and_judgments())
+def test_property_any_two_chunkings_give_equal_per_document_relevance(case):
+    docs, one, two, found = case
+    first, second = chunked(docs, one), chunked(docs, two)
+    a, b = map_judgments(found, first), map_judgments(found, second)
+    expected: dict[tuple[str, str], int] = {}
+    for j in found.judgments:
+        key = (j.query_id, j.doc_id or "")
+        expected[key] = max(expected.get(key, j.grade), j.grade)
+    assert per_document(a.qrels, first) == per_document(b.qrels, second) == expected
+    assert a.summary.not_landed == b.summary.not_landed == 0
