@@ -99,6 +99,8 @@ from gate.common.atomic import write_text_atomic
 from gate.demo import text as T
 from gate.demo.pilot_cache import lookup, pilot_key, store
 from gate.evaluation.evaluate import evaluate
+from gate.inputs.anchoring import map_judgments
+from gate.inputs.readers.anchored import AnchoredJudgments, Judgment
 from gate.inputs.readers.records import Chunk, Qrels, Query, Run
 from gate.runs.reference import retrieve, settings_from_config
 
@@ -1044,35 +1046,13 @@ def _anchored(query_id: str, judged: Mapping[str, int], pages: Mapping[str, Page
     return rows
 
 
-# A chunk of a snapshot as the judgments' mapping sees it: (chunk id, doc id, start, end).
-Located = tuple[str, str, int, int]
-
-
-def map_anchored(rows: Sequence[Mapping[str, Any]], chunks: Sequence[Located], share: float = 0.5
-                 ) -> dict[str, dict[str, int]]:
-    """Anchored judgment rows mapped onto one snapshot's chunks (query -> chunk id -> grade).
-
-    Stand-in for :func:`gate.inputs.anchoring.map_judgments` (same rule, doc-level and span rows
-    only) until that module is on this branch: a chunk takes the highest grade among its document's
-    doc-level grade and the spans it overlaps by at least ``share`` of the shorter of the two; a
-    chunk of a document with span judgments for the query that takes none of them is judged 0."""
-    by_doc: dict[str, list[Located]] = {}
-    for chunk in chunks:
-        by_doc.setdefault(chunk[1], []).append(chunk)
-    out: dict[str, dict[str, int]] = {}
-    spanned = {(r["query_id"], r["doc_id"]) for r in rows if "start" in r}
-    for qid, doc in sorted(spanned):
-        for chunk_id, _, _, _ in by_doc.get(doc, []):
-            out.setdefault(qid, {}).setdefault(chunk_id, 0)
-    for r in rows:
-        graded = out.setdefault(r["query_id"], {})
-        for chunk_id, _, start, end in by_doc.get(r["doc_id"], []):
-            if "start" in r:
-                overlap = min(r["end"], end) - max(r["start"], start)
-                if overlap <= 0 or overlap < share * min(r["end"] - r["start"], end - start):
-                    continue
-            graded[chunk_id] = max(graded.get(chunk_id, 0), r["grade"])
-    return out
+def mapped_judgments(rows: Sequence[Mapping[str, Any]], chunks: Sequence[Chunk]) -> dict[str, dict[str, int]]:
+    """Anchored judgment rows (as :func:`_anchored` writes them) mapped onto one snapshot's chunks by the
+    gate's own rule (:func:`gate.inputs.anchoring.map_judgments`): query -> chunk id -> grade."""
+    judgments = AnchoredJudgments("golden judgments", tuple(
+        Judgment(r["query_id"], r["grade"], doc_id=r["doc_id"], start=r.get("start"), end=r.get("end"))
+        for r in rows))
+    return {qid: dict(graded) for qid, graded in map_judgments(judgments, chunks).qrels.judgments.items()}
 
 
 def _qrels_text(queries: list[GoldenQuery], which: str) -> str:
@@ -1228,7 +1208,8 @@ def _pilot_cells() -> list[tuple[str, str]]:
 
 
 def _calibration(pool: list[GoldenQuery], corpora: Mapping[str, Path],
-                 judged: Mapping[str, Mapping[str, dict[str, int]]], cache: str) -> tuple[dict[tuple[str, str], np.ndarray], str]:
+                 judged: Mapping[str, Mapping[str, dict[str, int]]],
+                 cache: str) -> tuple[dict[tuple[str, str], np.ndarray], str]:
     """The pilot's scores: from :mod:`gate.demo.pilot_cache` when its fingerprint of these inputs matches
     (``cache="use"``), else computed; ``cache="refresh"`` computes and stores them, ``"off"`` only computes."""
     # Keyed by the judgments as mapped onto each snapshot: what the pilot scores with.
@@ -1318,13 +1299,13 @@ def _leak(pool: list[GoldenQuery], g: _Gen, site: _Site) -> tuple[list[GoldenQue
     return leaked, faq
 
 
-def _write_site(out: Path, pages: list[Page]) -> tuple[dict[str, list[Located]], int]:
+def _write_site(out: Path, pages: list[Page]) -> tuple[dict[str, list[Chunk]], int]:
     """``site.jsonl`` and the two corpus snapshots; the chunks of each snapshot and the number of v2
     chunks that hold table rows."""
     sources = [(p, render_page(p)) for p in pages]
     _write_jsonl(out / "site.jsonl", [{"slug": p.slug, "title": p.title, "kind": p.kind, "html": src}
                                       for p, src in sources])
-    located: dict[str, list[Located]] = {}
+    located: dict[str, list[Chunk]] = {}
     table_chunks = 0
     for parser in PARSERS:
         rows: list[dict[str, Any]] = []
@@ -1338,7 +1319,7 @@ def _write_site(out: Path, pages: list[Page]) -> tuple[dict[str, list[Located]],
                 if parser == "v2" and " | " in c.text:
                     table_chunks += 1
         _write_jsonl(out / f"corpus-{parser}.jsonl", rows)
-        located[parser] = [(str(r["id"]), str(r["doc_id"]), int(r["start_char_idx"]), int(r["end_char_idx"]))
+        located[parser] = [Chunk(r["id"], r["doc_id"], r["text"], r["start_char_idx"], r["end_char_idx"])
                            for r in rows]
     return located, table_chunks
 
@@ -1412,7 +1393,7 @@ def build_world(out_dir: str | Path, seed: int = 7, scale: float = 1.0, *, calib
     # The golden set: chosen from the pool, then numbered in a seeded order.
     if calibrate:
         rows = [row for q in pool for row in _anchored(q.query_id, q.v5, by_slug, ranges)]
-        judged = {parser: map_anchored(rows, located[parser]) for parser in PARSERS}
+        judged = {parser: mapped_judgments(rows, located[parser]) for parser in PARSERS}
         scores, pilot_source = _calibration(pool, corpora, judged, pilot_cache)
     else:
         scores, pilot_source = None, "none"
