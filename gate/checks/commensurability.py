@@ -130,8 +130,9 @@ def archived_summary(manifest: Manifest) -> dict[str, Any]:
     }
 
 
-def _evaluate(run: Run, golden: Golden, measures: Sequence[Measure], rel: int) -> PerQuery:
-    return evaluate(run, golden.qrels, measures, golden.universe.query_ids, rel=rel)
+def _evaluate(run: Run, golden: Golden, measures: Sequence[Measure], rel: int, config: RetrievalConfig) -> PerQuery:
+    """``run`` of ``config`` scored with the judgments of the corpus that config indexes."""
+    return evaluate(run, golden.qrels_for(config), measures, golden.universe.query_ids, rel=rel)
 
 
 def run_request(purpose: str, config: RetrievalConfig, golden: Golden, queries_path: str,
@@ -173,7 +174,7 @@ def resolve_from_manifest(
     expected = golden.universe.query_ids
 
     if not changed:
-        values = _evaluate(archived_run, golden, measures, rel)
+        values = _evaluate(archived_run, golden, measures, rel, manifest.config)
         archived_values = manifest.per_query_values().get(primary)
         notes: list[str] = []
         if archived_values is not None:
@@ -190,7 +191,7 @@ def resolve_from_manifest(
         )
 
     if "corpus" not in changed and not missing_queries(archived_run, expected):
-        values = _evaluate(archived_run, golden, measures, rel)
+        values = _evaluate(archived_run, golden, measures, rel, manifest.config)
         return ResolvedBaseline(
             "rescored", manifest.config, archived_run, values, tuple(differences), summary,
             f"archived {summary['mean']:.3f} on {manifest.queries.id} ({summary['query_count']} q, "
@@ -210,7 +211,7 @@ def resolve_from_manifest(
             f"the archived baseline cannot be replayed ({why}): {failure.message}",
             [d.to_dict() for d in differences],
         ) from failure
-    values = _evaluate(run, golden, measures, rel)
+    values = _evaluate(run, golden, measures, rel, manifest.config)
     return ResolvedBaseline(
         "replayed", manifest.config, run, values, tuple(differences), summary,
         f"archived {summary['mean']:.3f} on {manifest.queries.id} ({summary['query_count']} q, "
@@ -240,7 +241,7 @@ def reconstruct(
         raise Incommensurable("baseline_reconstruction_failed",
                               f"no usable archived baseline ({reason}) and the base commit's config "
                               f"could not be run: {failure.message}") from failure
-    values = _evaluate(run, golden, measures, rel)
+    values = _evaluate(run, golden, measures, rel, base_config)
     return ResolvedBaseline(
         "reconstructed", base_config, run, values, (), None,
         f"reconstructed, not archived: the retrieval config of {base_ref[:12]} run on "

@@ -222,14 +222,18 @@ def judged_check(
     max_judged_drop: float = 0.1,
     material_drop: float = 0.05,
     qrels_style: str = POOLED,
+    candidate_qrels: Qrels | None = None,
 ) -> JudgedCheck:
     """Judged@k of both runs and what follows from it. With ``qrels_style`` relevance-only and
-    qrels that judge nothing non-relevant, ``limits_waived`` is set (the module docstring)."""
+    qrels that judge nothing non-relevant, ``limits_waived`` is set (the module docstring).
+    ``candidate_qrels``: the candidate's own judgments when the two sides index different chunks
+    (anchored judgments mapped onto each side's corpus); ``qrels`` judges the baseline."""
     name = f"Judged@{k}"
+    cand_qrels = qrels if candidate_qrels is None else candidate_qrels
     only_relevant = relevance_only(qrels, query_ids, rel)
     waived = qrels_style == RELEVANCE_ONLY and only_relevant
     base = evaluate(baseline_run, qrels, [name], query_ids, rel=rel).values[name]
-    cand = evaluate(candidate_run, qrels, [name], query_ids, rel=rel).values[name]
+    cand = evaluate(candidate_run, cand_qrels, [name], query_ids, rel=rel).values[name]
     baseline = JudgedSide(float(base.mean()) if len(base) else 1.0, _by_stratum(base, query_ids, strata))
     candidate = JudgedSide(float(cand.mean()) if len(cand) else 1.0, _by_stratum(cand, query_ids, strata))
     drop = baseline.mean - candidate.mean
@@ -238,35 +242,38 @@ def judged_check(
     cand_top = top_k(candidate_run, k, query_ids)
     unjudged_rows = []
     for qid in query_ids:
-        judged = qrels.judgments.get(qid, {})
+        judged = cand_qrels.judgments.get(qid, {})
         for rank, doc in enumerate(cand_top[qid], start=1):
-            if not is_judged(judged.get(doc), qrels.negative_is_judged):
+            if not is_judged(judged.get(doc), cand_qrels.negative_is_judged):
                 unjudged_rows.append((qid, doc, rank, "candidate"))
 
     limited = drop > material_drop and not waived  # declared: an unjudged document is not relevant
     sensitivity = None
     if limited:
         base_top = top_k(baseline_run, k, query_ids)
-        union: dict[str, list[str]] = {}
-        for qid in query_ids:
-            judged = qrels.judgments.get(qid, {})
-            docs = dict.fromkeys(base_top[qid] + cand_top[qid])
-            union[qid] = [d for d in docs if not is_judged(judged.get(d), qrels.negative_is_judged)]
-        highest = qrels.highest_label()
+        tops = {qid: list(dict.fromkeys(base_top[qid] + cand_top[qid])) for qid in query_ids}
+        union_base, union_cand = _unjudged_in(tops, qrels), _unjudged_in(tops, cand_qrels)
+        highest = max((label for label in (qrels.highest_label(), cand_qrels.highest_label()) if label is not None),
+                      default=None)
         top_grade = 1 if highest is None else highest
         top_grade = max(top_grade, rel)
 
-        def delta(q: Qrels, b: Run, c: Run) -> float:
-            vb = evaluate(b, q, [metric], query_ids, rel=rel).values[metric]
-            vc = evaluate(c, q, [metric], query_ids, rel=rel).values[metric]
+        def delta(qb: Qrels, qc: Qrels, b: Run, c: Run) -> float:
+            vb = evaluate(b, qb, [metric], query_ids, rel=rel).values[metric]
+            vc = evaluate(c, qc, [metric], query_ids, rel=rel).values[metric]
             return float((vc - vb).mean()) if len(vb) else 0.0
 
+        def augmented(label: int) -> float:
+            return delta(_augmented(qrels, union_base, label), _augmented(cand_qrels, union_cand, label),
+                         baseline_run, candidate_run)
+
         sensitivity = Sensitivity(
-            unjudged_in_union=sum(len(v) for v in union.values()),
-            delta_unjudged_as_zero=delta(_augmented(qrels, union, 0), baseline_run, candidate_run),
-            delta_unjudged_as_top=delta(_augmented(qrels, union, top_grade), baseline_run, candidate_run),
-            delta_condensed=delta(qrels, _condensed(baseline_run, qrels, query_ids),
-                                  _condensed(candidate_run, qrels, query_ids)),
+            unjudged_in_union=len({(q, d) for union in (union_base, union_cand) for q, docs in union.items()
+                                   for d in docs}),
+            delta_unjudged_as_zero=augmented(0),
+            delta_unjudged_as_top=augmented(top_grade),
+            delta_condensed=delta(qrels, cand_qrels, _condensed(baseline_run, qrels, query_ids),
+                                  _condensed(candidate_run, cand_qrels, query_ids)),
             top_grade=top_grade,
         )
     return JudgedCheck(k, baseline, candidate, drop, limited, sensitivity, tuple(unjudged_rows), tuple(failures),
@@ -274,6 +281,12 @@ def judged_check(
                         "max_judged_drop": None if waived else max_judged_drop,
                         "material_drop": material_drop},
                        relevance_only=only_relevant, query_count=len(query_ids), limits_waived=waived)
+
+
+def _unjudged_in(tops: Mapping[str, Sequence[str]], qrels: Qrels) -> dict[str, list[str]]:
+    """The documents of ``tops`` (query -> documents) that ``qrels`` leaves unjudged."""
+    return {qid: [d for d in docs if not is_judged(qrels.judgments.get(qid, {}).get(d), qrels.negative_is_judged)]
+            for qid, docs in tops.items()}
 
 
 def relevance_only(qrels: Qrels, query_ids: Sequence[str], rel: int) -> bool:

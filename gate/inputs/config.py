@@ -283,6 +283,11 @@ class GoldenConfig:
     negative_is_judged: bool | None = setting(boolean, None)
     # The BEIR split whose qrels/<split>.tsv golden.qrels (a BEIR folder) judges with; unset: test.
     split: str | None = setting(beir_split, None)
+    # What the ids of a plain qrels file name: chunks (used as they are) or documents (mapped onto
+    # each side's chunks, as anchored judgments are: a re-chunked side is judged like the other).
+    anchor: str = setting(one_of("chunk", "document"), "chunk")
+    # The share of the shorter of span and chunk (or quote and chunk) a chunk must overlap to take its grade.
+    span_share: float = setting(in_range(number, 0.0, 1.0, low_open=True), 0.5)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,13 +23,20 @@ END = "<!-- end of the config reference -->"
 DESCRIPTIONS: dict[str, str] = {
     "suite": "name of this gate: the comment's marker and the status context (several suites per repository)",
     "golden.queries": "the golden queries: a TSV (`qid<TAB>text`) or JSONL file, a BEIR folder or `irds:<id>`",
-    "golden.qrels": "their judgments: a TREC qrels file (4 or 3 columns), a BEIR folder or `irds:<id>`",
+    "golden.qrels": "their judgments: a TREC qrels file (4 or 3 columns), a BEIR folder, `irds:<id>`, or an anchored "
+                    "judgments file (`.jsonl`: judgments of documents, spans and quotes, mapped onto each side's "
+                    "chunks; see Inputs and measures)",
     "golden.rel": "relevance threshold of binary measures (AP, RR, R, P, ...): a label at or above it is relevant",
     "golden.negative_is_judged": "count negative labels as judged non-relevant (`true`) or as unjudged (`false`, "
                                  "trec_eval's reading); unset: what the source says (`irds:` datasets declare it)",
     "golden.split": "the split whose `qrels/<split>.tsv` a BEIR folder in `golden.qrels` judges with (`dev`, "
                     "`train`, ...); unset: `test`. A split the folder does not hold is refused, naming those it holds. "
                     "On the command line a split is part of the spec: `--qrels DIR#split=dev`",
+    "golden.anchor": "what the ids of a plain qrels file name: `chunk` (used as they are) or `document` (doc-level "
+                     "judgments, mapped onto each side's chunks through the corpus's chunk -> document map; needs "
+                     "`corpus`)",
+    "golden.span_share": "the share of the shorter of a judged span (or quote) and a chunk that the chunk must overlap "
+                         "to take the judgment's grade, in (0, 1]",
     "corpus": "the corpus snapshot the retriever indexes (JSONL, TSV, BEIR folder, `irds:<id>` or a folder of files); "
               "canonically fingerprinted, and scanned for leaked golden queries",
     "corpus_location": "where the snapshot can be fetched again (a path at a commit, a URI); recorded in the manifest",

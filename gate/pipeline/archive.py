@@ -75,7 +75,7 @@ def archive(config: Config, run_path: Path | None = None, runs_dir: Path | None 
     timings_path = config.here(config.runner.baseline_timings) if (
         run_path is not None and config.runner.baseline_timings) else None
     run, source, timings = _baseline_run(config, golden, retrieval, code, run_path, runs_dir, progress, timings_path)
-    values = evaluate_all(run, golden, measures, config.golden.rel)
+    values = evaluate_all(run, golden, measures, config.golden.rel, retrieval)
     if noise_repeats:
         extra, extra_files = _measured_band(config, golden, retrieval, primary, code, runs_dir, progress,
                                             noise_repeats)
@@ -164,7 +164,7 @@ def _measured_band(config: Config, golden: Golden, retrieval: RetrievalConfig, p
         name = f"noise-run-{hashlib.sha256(data).hexdigest()[:16]}.trec.gz"
         extra_files[name] = data
         names.append(name)
-    calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary),
+    calibration = calibrate(measured.runs, golden.qrels_for(retrieval), golden.universe.query_ids, str(primary),
                             config.golden.rel, policy=config.policy,
                             samples=config.statistics.samples, seed=config.statistics.seed,
                             noise_threshold=measured.band.overall.threshold,

@@ -115,7 +115,8 @@ def attribute(config: Config, golden: Golden, baseline: ResolvedBaseline, baseli
                                                          code=code),
                                              golden.universe.query_ids)
             cell_seconds, source = produced.seconds, produced.source
-        per_query = evaluate(run, golden.qrels, [measure], query_ids, rel=config.golden.rel)
+        # Each cell is judged on its own corpus: a re-chunking factor's cells map the judgments anew.
+        per_query = evaluate(run, golden.qrels_for(cell_config), [measure], query_ids, rel=config.golden.rel)
         values[levels] = per_query.values[str(measure.with_default_rel(config.golden.rel))]
         seconds[levels] = cell_seconds
         provenance[levels] = CellProvenance(golden.queries_record.sha256, golden.qrels_record.sha256,

@@ -90,7 +90,9 @@ def calibrate_config(config_path: str | Path, settings: CalibrationSettings = Ca
         policy = Policy(**{**policy.__dict__, "max_regression": settings.max_regression})
     if settings.mode is not None:
         policy = Policy(**{**policy.__dict__, "mode": settings.mode})
-    return calibrate(runs, golden.qrels, golden.universe.query_ids,
+    # The repeats are runs of the archived baseline's config: judged on the corpus it indexes.
+    qrels = golden.qrels_for(manifest.config) if manifest is not None else golden.qrels
+    return calibrate(runs, qrels, golden.universe.query_ids,
                      str(primary) if settings.metric is None else settings.metric,
                      config.golden.rel if settings.rel is None else settings.rel, policy=policy,
                      samples=config.statistics.samples if settings.samples is None else settings.samples,

@@ -69,7 +69,7 @@ def repeat_plan(config: Config, options: RunOptions, status: BandStatus, golden:
                                     "config (archive --noise-repeats again)")
     if any(missing_queries(run, golden.universe.query_ids) for run in runs):
         return RepeatPlan(1, False, "not rerun: the stored repeat runs do not cover today's golden queries")
-    repeats = tuple(evaluate_all(run, golden, measures, config.golden.rel) for run in runs)
+    repeats = tuple(evaluate_all(run, golden, measures, config.golden.rel, baseline.config) for run in runs)
     usable = min(wanted, 1 + len(repeats))
     capped = (f"; {usable} runs, not {wanted}: each mean is over as many baseline runs (the archived run and "
               f"{len(repeats)} repeats)" if usable < wanted else "")

@@ -275,7 +275,7 @@ class _GateRun:
                 config, self.golden, self.producer, self.options, self.retrieval, self.code)
         except RunnerFailed as failure:
             return self._outcome(self._runner_failed(failure, golden_reporting))
-        candidate = evaluate_all(self.candidate_run, self.golden, self.measures, config.golden.rel)
+        candidate = evaluate_all(self.candidate_run, self.golden, self.measures, config.golden.rel, self.retrieval)
         self.candidate_values.append(candidate)
         # The checks below read files again (the corpora, the strata, tuning and noise band files):
         # as they were before the candidate's code ran, or not at all.
@@ -346,8 +346,8 @@ class _GateRun:
         self.status, self.calibration = noise_status(config, self.golden, self.baseline, self.metric, self.measures,
                                                      stored)
         self.threshold = None if self.status.band is None else self.status.band.threshold
-        self.floor = tie_floor(self.candidate_run, self.golden.qrels, self.primary, self.reporting.query_ids,
-                               config.golden.rel)
+        self.floor = tie_floor(self.candidate_run, self.golden.qrels_for(self.retrieval), self.primary,
+                               self.reporting.query_ids, config.golden.rel)
         self.stratum_noise = None
         if self.status.band is not None and self.status.band.strata:
             self.stratum_noise = {name: item.threshold for name, item in self.status.band.strata.items()}
@@ -374,7 +374,7 @@ class _GateRun:
                                        f"({failure.message}): decided on "
                                        f"{counted(len(self.candidate_values), 'run', 'runs')}")
                 return
-            values = evaluate_all(run, golden, self.measures, config.golden.rel)
+            values = evaluate_all(run, golden, self.measures, config.golden.rel, self.retrieval)
             self.candidate_values.append(values)
             self.rerun_seeds.append(seed)
             self.progress(f"candidate repeat {number}/{total}: {self.metric} "
@@ -405,7 +405,8 @@ class _GateRun:
         noise = None if self.stratum_noise is None else {
             name: rep.scaled_threshold(value, runs_c, runs_b) for name, value in self.stratum_noise.items()}
         block = strata_section(base_r, cand_r, metric, self.strata, self.spec, baseline_run=self.baseline.run,
-                               candidate_run=self.candidate_run, qrels=self.golden.qrels,
+                               candidate_run=self.candidate_run, qrels=self.golden.qrels_for(self.baseline.config),
+                               candidate_qrels=self.golden.qrels_for(self.retrieval),
                                queries=self.golden.queries, noise_threshold=noise,
                                min_effect=policy.min_effect, margin=policy.max_regression, samples=stats.samples,
                                seed=stats.seed, method=stats.ci_method, rule=self.directions)

@@ -20,6 +20,7 @@ from gate.inputs.config import Config, is_spec
 from gate.inputs.fingerprint import file_sha256
 from gate.inputs.golden import Golden
 from gate.inputs.readers.records import Run
+from gate.inputs.retrieval_config import RetrievalConfig
 from gate.inputs.traffic_shares import strata_spec_from_config
 from gate.inputs.yardstick import config_globs, outside_links
 from gate.runs import missing_reference_modules
@@ -259,8 +260,10 @@ def environment_files(config: Config, progress: Progress | None = None) -> dict[
     return files
 
 
-def evaluate_all(run: Run, golden: Golden, measures: Sequence[Measure], rel: int) -> PerQuery:
-    return evaluate(run, golden.qrels, measures, golden.universe.query_ids, rel=rel)
+def evaluate_all(run: Run, golden: Golden, measures: Sequence[Measure], rel: int,
+                 retrieval: RetrievalConfig | None) -> PerQuery:
+    """``run`` of ``retrieval`` on every judged golden query, judged on the corpus it indexes."""
+    return evaluate(run, golden.qrels_for(retrieval), measures, golden.universe.query_ids, rel=rel)
 
 
 @dataclass(frozen=True)

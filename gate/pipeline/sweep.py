@@ -150,7 +150,9 @@ def sweep_from_config(config: Config, golden: Golden, retrieval: RetrievalConfig
         run, _ = producer.produce(run_request(f"sweep cell {cell.label}", cell.config, golden, queries_path,
                                               code=code), universe)
         runs.append((cell.label, run))
-    values = score_cells(runs, golden.qrels, metric, universe, config.golden.rel)
+    # Each cell judged on the corpus it indexes (a cell may re-chunk: anchored judgments map anew).
+    values = np.vstack([score_cells([pair], golden.qrels_for(cell.config), metric, universe, config.golden.rel)
+                        for pair, cell in zip(runs, cells, strict=True)])
     strata = assign_strata(golden.queries, strata_spec_from_config(config))
     tuning, holdout = tuning_split(config)
     return analyze_sweep(values, [cell.label for cell in cells], universe, metric,

@@ -58,16 +58,18 @@ def check_validity(config: Config, golden: Golden, baseline: ResolvedBaseline, c
     if config.leakage.enabled and candidate_snapshot is not None:
         assert base_corpus is not None  # read before the runs whenever the leak check runs
         leakage = _leakage(config, golden, base_corpus, candidate_snapshot, progress)
-    judged = judged_check(baseline.run, candidate_run, baseline.values, candidate, golden.qrels, universe, metric,
-                          strata, k=config.judged.k, rel=config.golden.rel, max_unjudged=config.policy.max_unjudged,
-                          max_judged_drop=config.policy.max_judged_drop, qrels_style=config.judged.qrels_style)
+    # Each side judged on the chunks of the corpus it indexes (the same qrels unless they are anchored).
+    judged = judged_check(baseline.run, candidate_run, baseline.values, candidate, golden.qrels_for(baseline.config),
+                          universe, metric, strata, k=config.judged.k, rel=config.golden.rel,
+                          max_unjudged=config.policy.max_unjudged, max_judged_drop=config.policy.max_judged_drop,
+                          qrels_style=config.judged.qrels_style, candidate_qrels=golden.qrels_for(retrieval))
     tuning = None
     tuning_ids = configured_query_ids(config.tuning.queries, config, "tuning.queries")
     changes = [(c.path, c.old, c.new) for c in diff]
     if tuning_ids is not None or config.tuning.params or any(looks_tunable(*c) for c in changes):
         tuning = tuning_check(universe, [c.path for c in diff], config.tuning.params, tuning_ids,
                               configured_query_ids(config.tuning.holdout, config, "tuning.holdout"), changes)
-    prompts = _prompts(config, golden, candidate_snapshot, not_prompts) if config.prompts else None
+    prompts = _prompts(config, golden, retrieval, candidate_snapshot, not_prompts) if config.prompts else None
     reporting = reporting_set(universe, leakage, tuning, config.policy.exclude_leaked)
     return Validity(leakage, judged, tuning, prompts, reporting, tuple(validity_warnings(tuning, prompts)))
 
@@ -89,10 +91,12 @@ def _leakage(config: Config, golden: Golden, base_corpus: BaseCorpus, candidate_
     return dataclasses.replace(leakage, baseline_source=how)
 
 
-def _prompts(config: Config, golden: Golden, candidate_snapshot, not_prompts: Sequence[Path]):
+def _prompts(config: Config, golden: Golden, retrieval: RetrievalConfig, candidate_snapshot,
+             not_prompts: Sequence[Path]):
     """The few-shot prompt files scanned for golden queries and the texts of their relevant
     documents (read from the candidate's corpus)."""
-    relevant = {doc for docs in golden.qrels.judgments.values() for doc, label in docs.items()
+    judged = golden.qrels_for(retrieval)  # the candidate's chunks: its corpus gives the texts
+    relevant = {doc for docs in judged.judgments.values() for doc, label in docs.items()
                 if label >= config.golden.rel}
     texts: dict[str, str] = {}
     if candidate_snapshot is not None and relevant:
@@ -100,7 +104,7 @@ def _prompts(config: Config, golden: Golden, candidate_snapshot, not_prompts: Se
             if chunk.chunk_id in relevant or chunk.doc_id in relevant:
                 key = chunk.chunk_id if chunk.chunk_id in relevant else chunk.doc_id
                 texts[key] = (texts.get(key, "") + " " + chunk.text).strip()
-    return scan_prompts(config.workspace_root, config.prompts, golden.queries.queries, golden.qrels, texts,
+    return scan_prompts(config.workspace_root, config.prompts, golden.queries.queries, judged, texts,
                         rel=config.golden.rel, threshold=config.leakage.threshold,
                         min_tokens=config.leakage.min_tokens,
                         exclude=[config.workspace_root / ".retrieval-gate", *not_prompts])

@@ -91,7 +91,7 @@ def measure_noise(
             latencies.append(produced.timings.aligned(golden.universe.query_ids)[0])
         else:
             latencies = None
-        per_query = evaluate(run, golden.qrels, [measure], golden.universe.query_ids, rel=rel)
+        per_query = evaluate(run, golden.qrels_for(config), [measure], golden.universe.query_ids, rel=rel)
         values.append(per_query.values[metric])
         runs.append(run)
         seeds.append(base_seed + repeat)
@@ -177,7 +177,8 @@ def applicable_band(
     if same_queries and same_qrels:
         return BandStatus(band, "current", f"measured on these inputs ({band.runs} runs)")
     if stored_runs and all(not missing_queries(r, golden.universe.query_ids) for r in stored_runs):
-        values = [evaluate(r, golden.qrels, [measure], golden.universe.query_ids, rel=rel).values[metric]
+        qrels = golden.qrels_for(baseline_config)  # the repeats ran the baseline's config on its corpus
+        values = [evaluate(r, qrels, [measure], golden.universe.query_ids, rel=rel).values[metric]
                   for r in stored_runs]
         strata = {q.query_id: q.stratum for q in golden.queries.queries}
         fresh = noise_band(metric, golden.universe.query_ids, values, strata,

@@ -342,6 +342,7 @@ def compute_lift(
     *,
     strata: Mapping[str, str | None] | None = None,
     query_ids: Sequence[str] | None = None,
+    after_qrels: Qrels | None = None,
 ) -> LiftResult:
     """Bucket every judged query by the movement of its first relevant document.
 
@@ -355,7 +356,8 @@ def compute_lift(
 
     Raises :class:`InputError` when there is nothing to compare: a run with
     no rows, or a run none of whose queries is judged (wrong qrels, or ids
-    that do not match).
+    that do not match). ``after_qrels``: the judgments of ``after``'s own chunks when the two
+    sides index different corpora (anchored judgments mapped onto each); ``qrels`` judges ``before``.
     """
     rel_threshold = _check_positive("rel_threshold", rel_threshold)
     k_rank = _check_positive("k_rank", k_rank)
@@ -370,17 +372,19 @@ def compute_lift(
     texts = {q.query_id: q.text for q in queries.queries} if queries is not None else {}
     stratum_of = dict(strata) if strata is not None else field_strata
 
-    relevant_of = relevant_sets(judgments, universe, rel_threshold)
-    ordered_before, ordered_after = (looked_of(run, relevant_of, rel_threshold, k_rank, k_recall)
-                                     for run in (before, after))
+    relevant_before = relevant_sets(judgments, universe, rel_threshold)
+    relevant_after = relevant_before if after_qrels is None else relevant_sets(after_qrels.judgments, universe,
+                                                                                rel_threshold)
+    ordered_before = looked_of(before, relevant_before, rel_threshold, k_rank, k_recall)
+    ordered_after = looked_of(after, relevant_after, rel_threshold, k_rank, k_recall)
     movements: list[QueryMovement] = []
     no_relevant: list[str] = []
     for qid in universe:
-        relevant = relevant_of.get(qid)
-        if not relevant:
+        relevant, relevant_now = relevant_before.get(qid), relevant_after.get(qid)
+        if not relevant or not relevant_now:  # nothing either side could find: no movement to bucket
             no_relevant.append(qid)
             continue
-        movements.append(_movement(qid, relevant, ordered_before, ordered_after, k_rank, k_recall,
+        movements.append(_movement(qid, (relevant, relevant_now), ordered_before, ordered_after, k_rank, k_recall,
                                    stratum_of.get(qid), texts.get(qid)))
     return LiftResult(
         movements=tuple(movements),
@@ -414,11 +418,12 @@ def _lift_universe(before: Run | RunDigest, after: Run | RunDigest, qrels: Qrels
     return universe, judged.unjudged
 
 
-def _movement(qid: str, relevant: set[str], ordered_before: Looked, ordered_after: Looked, k_rank: int,
-              k_recall: int, stratum: str | None, text: str | None) -> QueryMovement:
-    """One judged query's movement: where its first relevant document sits before and after."""
-    b_rank, b_found, b_tie = ordered_before.look(qid, relevant, k_rank, k_recall)
-    a_rank, a_found, a_tie = ordered_after.look(qid, relevant, k_rank, k_recall)
+def _movement(qid: str, relevant: tuple[set[str], set[str]], ordered_before: Looked, ordered_after: Looked,
+              k_rank: int, k_recall: int, stratum: str | None, text: str | None) -> QueryMovement:
+    """One judged query's movement: where its first relevant document sits before and after
+    (``relevant``: the relevant documents of each side, the same set unless the sides' chunks differ)."""
+    b_rank, b_found, b_tie = ordered_before.look(qid, relevant[0], k_rank, k_recall)
+    a_rank, a_found, a_tie = ordered_after.look(qid, relevant[1], k_rank, k_recall)
     return QueryMovement(
         query_id=qid,
         bucket=_bucket(b_rank, a_rank, k_rank),
@@ -426,8 +431,8 @@ def _movement(qid: str, relevant: set[str], ordered_before: Looked, ordered_afte
         after_rank=a_rank,
         rr_before=1.0 / b_rank if b_rank is not None and b_rank <= k_rank else 0.0,
         rr_after=1.0 / a_rank if a_rank is not None and a_rank <= k_rank else 0.0,
-        recall_before=b_found / len(relevant),
-        recall_after=a_found / len(relevant),
+        recall_before=b_found / len(relevant[0]),
+        recall_after=a_found / len(relevant[1]),
         tie_sensitive=b_tie or a_tie,
         stratum=stratum,
         text=text,
@@ -466,6 +471,7 @@ def strata_section(
     baseline_run: Run | RunDigest | None = None,
     candidate_run: Run | RunDigest | None = None,
     qrels: Qrels | None = None,
+    candidate_qrels: Qrels | None = None,
     queries: QuerySet | None = None,
     k_rank: int = 10,
     k_recall: int = 100,
@@ -521,7 +527,7 @@ def strata_section(
     if baseline_run is not None and candidate_run is not None and qrels is not None:
         lift = compute_lift(baseline_run, candidate_run, qrels, baseline.rel, k_rank, k_recall, queries,
                             strata={q: lab for q, lab in zip(baseline.query_ids, labels)},
-                            query_ids=baseline.query_ids)
+                            query_ids=baseline.query_ids, after_qrels=candidate_qrels)
     return StrataSection(tuple(results), traffic, lift, sentence, unassigned)
 
 
