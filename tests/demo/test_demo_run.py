@@ -17,6 +17,20 @@ from tests.regression.pinning import check_pinned  # noqa: E402
 SCALE = scenarios.DEMO["scale"]
 
 
+def _baseline_qrels(repo, folder) -> str:
+    """The demo's anchored golden judgments mapped onto the v1 snapshot (the noise repeats are
+    baseline runs), written as TREC qrels for the commands that take chunk-id qrels."""
+    from gate.demo.world import mapped_judgments
+    from gate.inputs.readers.corpus import iter_corpus
+
+    rows = [json.loads(line) for line in (repo / "eval" / "judgments.jsonl").read_text().splitlines()]
+    mapped = mapped_judgments(rows, list(iter_corpus(repo / "world" / "corpus-v1.jsonl")))
+    path = folder / "qrels-v1.txt"
+    path.write_text("".join(f"{qid} 0 {chunk} {grade}\n" for qid, graded in sorted(mapped.items())
+                            for chunk, grade in sorted(graded.items())))
+    return str(path)
+
+
 
 
 def test_the_demo_fails_for_its_three_reasons(demo):
@@ -138,7 +152,7 @@ def test_the_demo_command_prints_the_comment(tmp_path, capsys):
     assert "\\_" in markdown and "\\_" not in out and "&gt;" not in out and "&#124;" not in out
 
 
-def test_calibrate_on_the_demos_noisy_repeats_is_reproduced_by_pairwise_compare(demo, capsys):
+def test_calibrate_on_the_demos_noisy_repeats_is_reproduced_by_pairwise_compare(demo, capsys, tmp_path):
     # The demo's five repeats differ only by HNSW insertion order: every ordered pair is an A/A
     # comparison. calibrate's counts must be exactly what 20 independent `compare` calls decide,
     # each fail kept only where |delta| exceeds the noise band of the other three runs (the band
@@ -151,7 +165,7 @@ def test_calibrate_on_the_demos_noisy_repeats_is_reproduced_by_pairwise_compare(
     repo = demo.repo
     runs = sorted(str(p) for p in (repo / ".retrieval-gate" / "noise-runs").glob("repeat-*.run.gz"))
     assert len(runs) == 5
-    common = ["--qrels", str(repo / "eval" / "qrels.txt"), "--queries", str(repo / "eval" / "golden.jsonl"),
+    common = ["--qrels", _baseline_qrels(repo, tmp_path), "--queries", str(repo / "eval" / "golden.jsonl"),
               "--samples", "2000", "--seed", "7"]
     assert main(["calibrate", "--from-runs", *runs, *common, "--format", "json"]) == 0
     calibrated = json.loads(capsys.readouterr().out)
@@ -194,7 +208,7 @@ def test_calibrate_on_the_full_demos_noisy_repeats_blocks_at_most_5_percent(tmp_
     result = run_demo(tmp_path / "demo", seed=7, repeats=5, progress=lambda m: None)
     repo = result.repo
     runs = sorted(str(p) for p in (repo / ".retrieval-gate" / "noise-runs").glob("repeat-*.run.gz"))
-    common = ["--qrels", str(repo / "eval" / "qrels.txt"), "--queries", str(repo / "eval" / "golden.jsonl")]
+    common = ["--qrels", _baseline_qrels(repo, tmp_path), "--queries", str(repo / "eval" / "golden.jsonl")]
     assert main(["calibrate", "--from-runs", *runs, *common, "--format", "json"]) == 0
     calibrated = json.loads(capsys.readouterr().out)
     assert calibrated["pairs"] == 20 and calibrated["mode"] == "regression" and calibrated["query_count"] == 140
