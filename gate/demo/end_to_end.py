@@ -269,14 +269,15 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     producer = make_producer(config, None, progress)
     retrieval_path = config.here(config.retrieval_config)
     assert retrieval_path is not None  # here() of a str is a Path
-    measured = measure_noise(load_retrieval_config(retrieval_path), golden, primary, producer,
+    baseline_retrieval = load_retrieval_config(retrieval_path)
+    measured = measure_noise(baseline_retrieval, golden, primary, producer,
                              runner_queries_path(golden, producer.work_dir), repeats, config.golden.rel,
                              config.noise.invalidate_on, config.noise.base_seed, progress)
     band = measured.band
     # The gate's false-alarm rate on this stack: every pair of the identical runs through the
-    # decision (retrieval-gate calibrate --from-runs on the repeats kept beside the band).
-
-    calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary), config.golden.rel,
+    # decision (retrieval-gate calibrate --from-runs on the repeats kept beside the band). The
+    # repeats are baseline runs: they are scored with the judgments mapped onto the baseline's chunks.
+    calibration = calibrate(measured.runs, golden.qrels_for(baseline_retrieval), golden.universe.query_ids, str(primary), config.golden.rel,
                             policy=config.policy, samples=config.statistics.samples,
                             seed=config.statistics.seed, noise_threshold=band.overall.threshold)
     progress(f"calibration: {calibration.sentence}")
