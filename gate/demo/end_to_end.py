@@ -277,8 +277,8 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     # The gate's false-alarm rate on this stack: every pair of the identical runs through the
     # decision (retrieval-gate calibrate --from-runs on the repeats kept beside the band). The
     # repeats are baseline runs: they are scored with the judgments mapped onto the baseline's chunks.
-    calibration = calibrate(measured.runs, golden.qrels_for(baseline_retrieval), golden.universe.query_ids, str(primary), config.golden.rel,
-                            policy=config.policy, samples=config.statistics.samples,
+    calibration = calibrate(measured.runs, golden.qrels_for(baseline_retrieval), golden.universe.query_ids,
+                            str(primary), config.golden.rel, policy=config.policy, samples=config.statistics.samples,
                             seed=config.statistics.seed, noise_threshold=band.overall.threshold)
     progress(f"calibration: {calibration.sentence}")
     assert calibration.setup is not None  # calibrate() always runs the setup check

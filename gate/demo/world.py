@@ -90,7 +90,9 @@ stratum, the candidates whose mean effects come closest to
 :data:`STORY_TARGETS` (the strata move in opposite directions: the new model
 costs the guarded navigational and error-string queries 0.2 to 0.35 of nDCG@10
 on average, on either snapshot, and helps entity-attribute queries mostly on v1,
-where their table is missing). The demo's own runs are fresh measurements on
+where their table is missing; in the guarded strata the selection also aims at
+the comparison the gate makes, new model on v2 against old model on v1:
+:data:`HEADLINE_TARGETS`). The demo's own runs are fresh measurements on
 that set (its noise repeats use other seeds); ``calibrate=False`` draws the set
 at random instead.
 """
@@ -1122,15 +1124,18 @@ def _yaml(data: Mapping[str, Any]) -> str:
 # about -0.01 to -0.03: a mean near zero, no regression shown, over 40% of
 # traffic damaged and 15% improved.
 #
-# Measured (seed 7): at scale 0.25 (the tests' demo, 2,000 samples) the
-# selection reaches the guarded targets; the gate measures navigational -0.249
-# and error_string -0.365, Holm p 0.012 and 0.010. At scale 1.0 (the default
-# demo) badly hurt guarded candidates are rarer and the selection stops short,
-# at about -0.19 and -0.27 in the pilot (-0.21 and -0.29 before v2 re-chunked
-# the pages: the pilot now judges v2 through the anchored judgments mapped onto
-# its chunks); the gate measures -0.208 and -0.303, Holm p 0.029 both. Fresh
-# runs land near the pilot, give or take the ANN
-# noise (a few thousandths overall, a few hundredths in the small strata).
+# Measured (seed 7; the pilot judges each snapshot through the anchored
+# judgments mapped onto its own chunks, a relevant passage a snapshot lacks still
+# counted as relevant): at scale 0.25 (the tests' demo, 2,000 samples) the
+# selection reaches the navigational targets (-0.25 on v1 and v2) but not the
+# error-string ones (-0.25 on v1, -0.18 on v2; the comparison the gate makes
+# -0.35, see HEADLINE_TARGETS); the gate measures navigational -0.249 and
+# error_string -0.323, Holm p 0.020 both. At scale 1.0 (the default demo) badly
+# hurt guarded candidates are rarer and the selection stops short, at about
+# -0.19 and -0.26 in the pilot (the comparisons -0.23 and -0.35); the gate
+# measures -0.223 and -0.349, Holm p 0.017 and 0.012. Fresh runs land near the
+# pilot, give or take the ANN noise (a few thousandths overall, a few hundredths
+# in the small strata: at scale 0.25, error_string's comparison lands 0.03 short).
 STORY_TARGETS: dict[str, tuple[float, float]] = {
     "navigational": (-0.25, -0.25),
     "error_string": (-0.35, -0.35),
@@ -1139,6 +1144,16 @@ STORY_TARGETS: dict[str, tuple[float, float]] = {
     "how_to": (0.0, 0.0),
     "tail": (0.0, 0.0),
 }
+# What the gate compares in a guarded stratum (new model on v2 against old model on
+# v1: the model effect plus the re-chunking's) the selection also aims at. Since
+# v2 re-chunked the pages, the new model costs error-string queries less on v2
+# (at scale 0.25 no 23 candidates average below about -0.22 there), and the
+# re-chunking costs the old model some of them: aiming at the model effects
+# alone left the comparison the gate makes at -0.21 in the tests' demo, not
+# shown damaged (Holm p 0.12). Error_string aims past its story target because
+# the pilot's mean over three index seeds overstates what one fresh run loses
+# (aiming at -0.35 reached -0.31 in the pilot and -0.27, Holm p 0.052, in the gate).
+HEADLINE_TARGETS: dict[str, float] = {"navigational": -0.25, "error_string": -0.45}
 # Candidate queries per golden query, per stratum. The guarded strata need the
 # far tail of the new model's damage: at scale 1.0 about one candidate in 35
 # loses 0.2 or more (13 of 496 navigational, 47 of 1,598 error-string ones),
@@ -1274,6 +1289,7 @@ def _closest_to_story(stratum: str, members: list[GoldenQuery], free: list[Golde
     rows = np.array([index[q.query_id] for q in members])
     d1 = (scores[("new", "v1")] - scores[("old", "v1")])[rows]
     d2 = (scores[("new", "v2")] - scores[("old", "v2")])[rows]
+    headline = (scores[("new", "v2")] - scores[("old", "v1")])[rows]
     level = scores[("old", "v2")][rows]
     t1, t2 = STORY_TARGETS[stratum]
     pos = {q.query_id: k for k, q in enumerate(members)}
@@ -1282,8 +1298,10 @@ def _closest_to_story(stratum: str, members: list[GoldenQuery], free: list[Golde
 
     def cost(sel: list[int]) -> float:
         # The leaked queries are in the set but not in the aim: the gate reports without them.
-        return ((d1[sel].mean() - t1) ** 2 + (d2[sel].mean() - t2) ** 2
-                + LEVEL_WEIGHT * (level[sel].mean() - LEVELS[stratum]) ** 2)
+        aimed = (d1[sel].mean() - t1) ** 2 + (d2[sel].mean() - t2) ** 2
+        if stratum in HEADLINE_TARGETS:
+            aimed += (headline[sel].mean() - HEADLINE_TARGETS[stratum]) ** 2
+        return aimed + LEVEL_WEIGHT * (level[sel].mean() - LEVELS[stratum]) ** 2
 
     best = cost(current)
     improved = True
