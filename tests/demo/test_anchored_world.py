@@ -2,10 +2,11 @@
 snapshot's own chunks, and the chunk-id qrels of the v1 chunking the demo used to ship.
 
 Figures measured on the default world (seed 7, scale 1.0, the gate's run seed 0): with the
-judging round, the unjudged share of the top 10 is 0.005 for the baseline (v1) and 0.004 for the
-candidate (v2, re-chunked); before the re-chunking the demo's report said 0.004 and 0.017. Before
+judging round, the unjudged share of the top 10 is 0.0043 for the baseline (v1) and 0.0014 for the
+candidate (v2, re-chunked); before the re-chunking the demo's report said 0.0036 and 0.0171. Before
 the judging round, the v1 chunk-id qrels leave every candidate chunk unjudged (nDCG@10 0.0),
-where the anchored judgments leave 0.655 of them unjudged and score it 0.569.
+where the anchored judgments leave 0.651 of them unjudged and score it 0.551; on the baseline the
+two give the same nDCG@10 on all 140 queries (0.534), the 28 whose judged table v1 drops included.
 """
 
 from __future__ import annotations
@@ -24,9 +25,13 @@ from gate.inputs.readers.qrels import read_qrels
 from gate.inputs.readers.records import Qrels, Run
 
 # Today's unjudged share of the top 10 (report.json judged.*.unjudged of the demo before the
-# re-chunking: baseline 0.0036, candidate 0.0171) and how far the mapped world may stray from it.
+# re-chunking: baseline 0.0036, candidate 0.0171) and how far the mapped world may stray from it:
+# two top-10 slots in a hundred. The judging round pools the candidate's own chunks, so its share
+# falls below today's (0.0014); it must never rise above it by more than the tolerance, and the two
+# sides must be judged alike (today they were 0.0135 apart).
 TODAY_UNJUDGED = {"baseline": 0.0036, "candidate": 0.0171}
-UNJUDGED_TOLERANCE = 0.015
+UNJUDGED_TOLERANCE = 0.02
+SIDES_APART = 0.01
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +66,12 @@ def _scores(run, qrels, ids):
 def test_unjudged_share_under_the_mapping_stays_near_todays(judged_world):
     world, _, ids, sides = judged_world
     rows = _rows(world.judgments_v5)
+    shares = {}
     for side, (run, chunks) in sides.items():
-        _, unjudged = _scores(run, Qrels(side, mapped_judgments(rows, chunks)), ids)
-        assert abs(unjudged - TODAY_UNJUDGED[side]) <= UNJUDGED_TOLERANCE, (side, unjudged)
+        _, shares[side] = _scores(run, Qrels(side, mapped_judgments(rows, chunks)), ids)
+        assert abs(shares[side] - TODAY_UNJUDGED[side]) <= UNJUDGED_TOLERANCE, (side, shares[side])
+        assert shares[side] <= TODAY_UNJUDGED[side] + UNJUDGED_TOLERANCE / 2, (side, shares[side])
+    assert abs(shares["baseline"] - shares["candidate"]) <= SIDES_APART, shares
 
 
 def test_chunk_id_qrels_would_have_made_the_comparison_unfair(judged_world):
@@ -80,10 +88,11 @@ def test_chunk_id_qrels_would_have_made_the_comparison_unfair(judged_world):
     run, chunks = sides["baseline"]
     anchored_ndcg, anchored_unjudged = _scores(run, Qrels("anchored", mapped_judgments(rows, chunks)), ids)
     stale_ndcg, stale_unjudged = _scores(run, chunk_ids, ids)
-    # On v1's own chunking the two agree query by query, except where a chunk-id judgment names a
-    # chunk v1 does not have (a table v1 drops): it stays in the ideal ranking only there.
+    # On v1's own chunking the two agree query by query, also where a chunk-id judgment names a
+    # chunk v1 does not have (a table v1 drops): the anchored span that lands on no v1 chunk stays
+    # in the ideal ranking as a relevant passage no run retrieves, as the chunk id does.
     present = {chunk.chunk_id for chunk in chunks}
     complete = [k for k, qid in enumerate(ids) if set(chunk_ids.judgments[qid]) <= present]
-    assert len(complete) >= 0.8 * len(ids)
-    assert np.allclose(anchored_ndcg[complete], stale_ndcg[complete])
+    assert 0.8 * len(ids) <= len(complete) < len(ids)
+    assert np.allclose(anchored_ndcg, stale_ndcg)
     assert abs(anchored_unjudged - stale_unjudged) < 0.05  # the anchored side also judges 0 the rest of a page
