@@ -80,7 +80,12 @@ def read_judgments(source: str, queries: QuerySet | None) -> Judgments:
 
 
 def _is_unjudged_list(path: str) -> bool:
-    first = next(iter_lines(path, max_line=limits.MAX_TREC_LINE_BYTES), None)
+    try:
+        first = next(iter_lines(path, max_line=limits.MAX_TREC_LINE_BYTES), None)
+    except InputError:
+        # Not a list of lines (a _rank_eval body on one line longer than a qrels line, say): the
+        # reader of what the file holds words any problem, at its place.
+        return False
     return first is not None and first[0] == 1 and first[1].rstrip() == UNJUDGED_HEADER
 
 

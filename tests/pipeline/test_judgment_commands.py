@@ -173,3 +173,19 @@ def test_judged_export_is_strict(tmp_path):
         load_config(path)
     path.write_text(path.read_text().replace("[quepid, labelbox]", "[]"))
     assert load_config(path).judged.export == ()
+
+
+@pytest.mark.parametrize("body", [
+    {"requests": [{"id": f"q{i}", "request": {"query": {"match_all": {}}},
+                   "ratings": [{"_index": "i", "_id": f"d{j}", "rating": 1} for j in range(20)]} for i in range(100)]},
+    {"judgmentRatings": [{"query": f"query {i}", "ratings": [{"docId": f"d{j}", "rating": "1.000"}
+                                                             for j in range(20)]} for i in range(100)]},
+])
+def test_convert_reads_a_json_body_on_one_line_longer_than_a_qrels_line(tmp_path, capsys, body):
+    """A minified body (curl, jq -c) is one line of tens of KiB: convert reads it, as run does."""
+    source = tmp_path / "ratings.json"
+    source.write_text(json.dumps(body))
+    assert source.stat().st_size > 64 * 1024
+    code, out, err = _convert(capsys, str(source), "--to", "trec", "--queries", str(GOLDEN))
+    assert code == 0, err
+    assert len(out.splitlines()) == 2000
