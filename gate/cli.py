@@ -452,7 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["convert"], help="what to do (convert)")
     p.add_argument("source", metavar="IN", help="the judgments (any format above; detected by content)")
     p.add_argument("--to", required=True, choices=["trec", "quepid", "rank-eval", "jsonl"], help="the format to write")
-    p.add_argument("--out", metavar="FILE", help="where to write (atomically; default: standard output)")
+    p.add_argument("--out", metavar="FILE", help="where to write (atomically, so a file, not a device or /dev/stdout; "
+                   "default: standard output)")
     p.add_argument("--queries", metavar="PATH", help="golden queries: judged texts take their ids, and formats "
                    "keyed by text (--to quepid) take their texts (default: none)")
     p.add_argument("--queries-out", metavar="FILE", help="where the query texts of a text-keyed source go "

@@ -139,10 +139,14 @@ def convert_judgments(source: str, to: str, *, out: str | None = None, queries: 
     golden = load_queries(queries) if queries else None
     judged = read_judgments(source, golden)
     text = render_judgments(judged, to, index)
-    if out is not None:
-        write_text_atomic(out, text)
     if judged.keyed_by_text and to != "quepid" and queries_out is None and out is not None:
         queries_out = str(Path(out).with_suffix("")) + ".queries.tsv"
+    _check_target(out, "--out")
+    _check_target(queries_out, "--queries-out")
+    if out is not None and queries_out is not None and os.path.abspath(out) == os.path.abspath(queries_out):
+        raise UsageError(f"--out and --queries-out both name {out}: the query texts would replace the judgments")
+    if out is not None:
+        write_text_atomic(out, text)
     if queries_out is not None:
         write_text_atomic(queries_out, queries_tsv({q: judged.texts[q] for q in dict.fromkeys(
             r.query_id for r in judged.rows) if q in judged.texts}))
@@ -150,6 +154,20 @@ def convert_judgments(source: str, to: str, *, out: str | None = None, queries: 
     not_golden = None if golden is None else len({r.query_id for r in judged.rows} - set(golden.ids()))
     return Converted(len({r.query_id for r in judged.rows}), len(rated), len(judged.rows) - len(rated), out,
                      queries_out, text, not_golden)
+
+
+def _check_target(path: str | None, option: str) -> None:
+    """Refuse to write over what is no regular file: an atomic write renames a new file over the
+    name, so ``--out /dev/stdout`` would replace the system's /dev/stdout link with a file (and
+    put the queries file in /dev)."""
+    if path is None:
+        return
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    special = folder.split(os.sep)[1:2] in (["dev"], ["proc"], ["sys"])
+    if special or (os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path)):
+        raise UsageError(f"{option} {limits.shorten(path)}: not a regular file (a device, a pipe, /dev/stdout): "
+                         "the gate writes files atomically, by renaming a new file over the name; leave --out out "
+                         "to print to standard output")
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -189,3 +191,23 @@ def test_convert_reads_a_json_body_on_one_line_longer_than_a_qrels_line(tmp_path
     code, out, err = _convert(capsys, str(source), "--to", "trec", "--queries", str(GOLDEN))
     assert code == 0, err
     assert len(out.splitlines()) == 2000
+
+
+def test_convert_refuses_to_write_over_a_device_or_a_pipe(tmp_path, capsys):
+    """An atomic write renames over the name: ``--out /dev/stdout`` replaced the system's link with
+    a file (and wrote /dev/stdout.queries.tsv). Probed with names no old code can damage."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for out in (str(fifo), "/proc/self/fd/1"):
+        code, _, err = _convert(capsys, str(FIXTURES / "rre_docs.json"), "--to", "trec", "--out", out)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "not a regular file" in err
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def test_convert_refuses_one_file_for_judgments_and_query_texts(tmp_path, capsys):
+    out = tmp_path / "both.tsv"
+    code, _, err = _convert(capsys, str(FIXTURES / "rre_docs.json"), "--to", "trec", "--out", str(out),
+                            "--queries-out", str(out))
+    assert code == 2 and "--out and --queries-out both name" in err
+    assert not out.exists()
