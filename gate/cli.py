@@ -1098,6 +1098,8 @@ def _cmd_judgments(args: argparse.Namespace) -> int:
     print(f"judgments: {done.queries} queries, {done.judgments} judgments{to_rate}"
           + (f"; wrote {done.out}" if done.out else "") + (f"; wrote {done.queries_out}" if done.queries_out else ""),
           file=sys.stderr)
+    if done.lost:
+        print("judgments: not carried over: " + "; ".join(done.lost), file=sys.stderr)
     return EXIT_OK
 
 

@@ -19,7 +19,12 @@ from gate.common import limits
 from gate.common.atomic import write_text_atomic
 from gate.common.errors import InputError, UsageError
 from gate.inputs.config import Config
-from gate.inputs.readers.judgment_formats import judged_queries, judgments_to_qrels, read_judgment_file
+from gate.inputs.readers.judgment_formats import (
+    JudgmentFile,
+    judged_queries,
+    judgments_to_qrels,
+    read_judgment_file,
+)
 from gate.inputs.readers.qrels import load_qrels
 from gate.inputs.readers.queries import load_queries
 from gate.inputs.readers.records import QuerySet
@@ -47,6 +52,7 @@ class Judgments:
     rows: tuple[Judgment, ...]
     texts: Mapping[str, str]
     keyed_by_text: bool
+    lost: tuple[str, ...] = ()  # what the source holds that no written format carries (said, not dropped silently)
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ class Converted:
     queries_out: str | None
     text: str  # the converted file's text (printed when ``out`` is None)
     not_golden: int | None = None  # with --queries: judged queries that are no golden query
+    lost: tuple[str, ...] = ()  # what the source held that the written file does not
 
 
 def read_judgments(source: str, queries: QuerySet | None) -> Judgments:
@@ -76,7 +83,23 @@ def read_judgments(source: str, queries: QuerySet | None) -> Judgments:
     held = judged_queries(judged, queries)
     texts = {q.query_id: q.text for q in (held or queries or QuerySet(source, ())).queries}
     rows = tuple(Judgment(q.query_id, q.doc_id, q.relevance) for q in qrels)
-    return Judgments(source, rows, texts, judged.keyed_by_text)
+    return Judgments(source, rows, texts, judged.keyed_by_text, _lost(judged))
+
+
+#: What each source format holds beyond (query, document, rating): no target format carries it.
+_NOT_CARRIED = {
+    "rank-eval": "each request's own search (request / template_id, params), the metric, and each rating's _index "
+                 "(a written _rank_eval body uses the retrieval_gate_query template and --index)",
+    "rre": "the topics and query groups (each query variant is written as its own query) and the index / id_field",
+}
+
+
+def _lost(judged: JudgmentFile) -> tuple[str, ...]:
+    lost = [_NOT_CARRIED[judged.format]] if judged.format in _NOT_CARRIED else []
+    unrated = len(judged.queries) - len({r.query for r in judged.ratings})
+    if unrated:
+        lost.append(f"{unrated} {'query' if unrated == 1 else 'queries'} with no rating yet")
+    return tuple(lost)
 
 
 def _is_unjudged_list(path: str) -> bool:
@@ -152,8 +175,13 @@ def convert_judgments(source: str, to: str, *, out: str | None = None, queries: 
             r.query_id for r in judged.rows) if q in judged.texts}))
     rated = [r for r in judged.rows if r.rating is not None]
     not_golden = None if golden is None else len({r.query_id for r in judged.rows} - set(golden.ids()))
+    lost = judged.lost
+    textless = len({r.query_id for r in judged.rows} - set(judged.texts)) if to == "rank-eval" else 0
+    if textless:  # Elasticsearch would run the template with an empty query: every metric 0
+        lost += (f"the query text of {textless} of the requests (their params are empty: give --queries, or fill in "
+                 "params.query_string)",)
     return Converted(len({r.query_id for r in judged.rows}), len(rated), len(judged.rows) - len(rated), out,
-                     queries_out, text, not_golden)
+                     queries_out, text, not_golden, lost)
 
 
 def _check_target(path: str | None, option: str) -> None:

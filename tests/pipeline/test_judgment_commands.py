@@ -62,7 +62,8 @@ def test_convert_counts_and_writes_the_queries_file_beside(tmp_path, capsys):
     out = tmp_path / "rre.qrels"
     code, _, err = _convert(capsys, str(FIXTURES / "rre_real.json"), "--to", "trec", "--out", str(out))
     assert code == 0
-    assert err.strip() == f"judgments: 4 queries, 7 judgments; wrote {out}; wrote {tmp_path / 'rre.queries.tsv'}"
+    queries_out = tmp_path / "rre.queries.tsv"
+    assert err.splitlines()[0] == f"judgments: 4 queries, 7 judgments; wrote {out}; wrote {queries_out}"
     assert (tmp_path / "rre.queries.tsv").read_text().splitlines()[0].endswith("\tfender")
     assert out.read_text().splitlines()[0].split()[2:] == ["1", "3"]
 
@@ -211,3 +212,19 @@ def test_convert_refuses_one_file_for_judgments_and_query_texts(tmp_path, capsys
                             "--queries-out", str(out))
     assert code == 2 and "--out and --queries-out both name" in err
     assert not out.exists()
+
+
+def test_convert_says_what_the_written_format_does_not_carry(tmp_path, capsys):
+    """A _rank_eval body's own searches and metric are not written back, and a request with no
+    query text would search for nothing: said on standard error, not dropped silently."""
+    code, _, err = _convert(capsys, str(FIXTURES / "rank_eval_real.json"), "--to", "rank-eval")
+    assert code == 0
+    lost = [line for line in err.splitlines() if line.startswith("judgments: not carried over: ")]
+    assert len(lost) == 1
+    assert "each request's own search (request / template_id, params), the metric" in lost[0]
+    assert "the query text of 2 of the requests" in lost[0]
+    (tmp_path / "q.csv").write_text("query,docid,rating\nstar wars,1,3\nstar trek,,\n")
+    code, _, err = _convert(capsys, str(tmp_path / "q.csv"), "--to", "trec")
+    assert code == 0 and "not carried over: 1 query with no rating yet" in err
+    code, _, err = _convert(capsys, str(FIXTURES / "rank_eval_real.json"), "--to", "trec")
+    assert code == 0 and "the query text of" not in err  # TREC qrels carry no text anyway
