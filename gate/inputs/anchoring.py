@@ -14,7 +14,7 @@ a chunk takes the highest grade among
 (c) every quote of its document it holds at least ``share`` of, as one contiguous piece (the
     whole quote, the whole chunk inside the quote, or a piece at the chunk's start or end when
     the quote crosses a boundary), measured as for spans against the shorter of quote and chunk,
-    compared after collapsing whitespace and counted in characters other than whitespace;
+    compared in Unicode NFC after collapsing whitespace and counted in characters other than whitespace;
 (d) its own chunk judgment.
 
 A chunk of a document that has span or quote judgments for the query but takes none of them is
@@ -28,6 +28,7 @@ document no run can retrieve (:data:`NOT_LANDED_PREFIX`), so both sides' ideal r
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -274,7 +275,9 @@ def _prefix_at_end(pattern: str, fail: list[int], text: str) -> int:
 
 
 def _collapse(text: str) -> str:
-    return " ".join(text.split())
+    # NFC first: a parser change may write "é" as e + U+0301 on one side only, and the
+    # labeller's quote must land on both sides alike (query texts are matched in NFC too).
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def _raise(table: dict[str, int], chunk_id: str, grade: int) -> None:

@@ -140,6 +140,15 @@ def test_a_quote_longer_than_a_chunk_lands_on_the_chunk_inside_it():
     assert map_judgments(quote, chunks).qrels.judgments == {"q": {"d#0": 2, "d#1": 2, "d#2": 2, "d#3": 0}}
 
 
+def test_a_quote_lands_whatever_the_unicode_normal_form_of_either_side():
+    """A parser change that writes decomposed accents (e + U+0301) must not lose a quote typed in NFC."""
+    composed, decomposed = "the caf\u00e9 au lait recipe", "the cafe\u0301 au\u00a0lait recipe"
+    for quote, text in ((composed, decomposed), (decomposed, composed)):
+        mapped = map_judgments(judged(Judgment("q", 2, doc_id="d", quote=quote)), [Chunk("d#0", "d", text, 0, 27)])
+        assert mapped.qrels.judgments == {"q": {"d#0": 2}}
+        assert mapped.summary.not_landed == 0
+
+
 def test_judgments_landing_nowhere_are_counted_and_named():
     chunks = doc(100, [50])
     found = judged(Judgment("q", 2, doc_id="gone", line=1), Judgment("q", 1, doc_id="d", start=200, end=220, line=2),
