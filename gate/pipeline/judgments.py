@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.common import limits
-from gate.common.atomic import write_text_atomic
+from gate.common.atomic import check_replaceable, write_text_atomic
 from gate.common.errors import InputError, UsageError
 from gate.inputs.config import Config
 from gate.inputs.readers.judgment_formats import (
@@ -185,17 +185,15 @@ def convert_judgments(source: str, to: str, *, out: str | None = None, queries: 
 
 
 def _check_target(path: str | None, option: str) -> None:
-    """Refuse to write over what is no regular file: an atomic write renames a new file over the
-    name, so ``--out /dev/stdout`` would replace the system's /dev/stdout link with a file (and
-    put the queries file in /dev)."""
+    """Refuse, before anything is written, a name no new file may be renamed over
+    (:func:`gate.common.atomic.check_replaceable`)."""
     if path is None:
         return
-    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
-    special = folder.split(os.sep)[1:2] in (["dev"], ["proc"], ["sys"])
-    if special or (os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path)):
-        raise UsageError(f"{option} {limits.shorten(path)}: not a regular file (a device, a pipe, /dev/stdout): "
-                         "the gate writes files atomically, by renaming a new file over the name; leave --out out "
-                         "to print to standard output")
+    try:
+        check_replaceable(path)
+    except InputError as error:
+        raise UsageError(f"{option} {limits.shorten(path)}: {error.message}; leave --out out to print to standard "
+                         "output") from None
 
 
 @dataclass(frozen=True)
