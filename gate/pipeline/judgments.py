@@ -164,6 +164,22 @@ def convert_judgments(source: str, to: str, *, out: str | None = None, queries: 
     text = render_judgments(judged, to, index)
     if judged.keyed_by_text and to != "quepid" and queries_out is None and out is not None:
         queries_out = str(Path(out).with_suffix("")) + ".queries.tsv"
+    _write_converted(judged, text, out, queries_out)
+    queried = {r.query_id for r in judged.rows}
+    rated = [r for r in judged.rows if r.rating is not None]
+    not_golden = None if golden is None else len(queried - set(golden.ids()))
+    lost = judged.lost
+    textless = len(queried - set(judged.texts)) if to == "rank-eval" else 0
+    if textless:  # Elasticsearch would run the template with an empty query: every metric 0
+        lost += (f"the query text of {textless} of the requests (their params are empty: give --queries, or fill in "
+                 "params.query_string)",)
+    return Converted(len(queried), len(rated), len(judged.rows) - len(rated), out, queries_out, text, not_golden,
+                     lost)
+
+
+def _write_converted(judged: Judgments, text: str, out: str | None, queries_out: str | None) -> None:
+    """The converted judgments into ``out`` and the query texts into ``queries_out``, both checked
+    before either is written."""
     _check_target(out, "--out")
     _check_target(queries_out, "--queries-out")
     if out is not None and queries_out is not None and os.path.abspath(out) == os.path.abspath(queries_out):
@@ -173,15 +189,6 @@ def convert_judgments(source: str, to: str, *, out: str | None = None, queries: 
     if queries_out is not None:
         write_text_atomic(queries_out, queries_tsv({q: judged.texts[q] for q in dict.fromkeys(
             r.query_id for r in judged.rows) if q in judged.texts}))
-    rated = [r for r in judged.rows if r.rating is not None]
-    not_golden = None if golden is None else len({r.query_id for r in judged.rows} - set(golden.ids()))
-    lost = judged.lost
-    textless = len({r.query_id for r in judged.rows} - set(judged.texts)) if to == "rank-eval" else 0
-    if textless:  # Elasticsearch would run the template with an empty query: every metric 0
-        lost += (f"the query text of {textless} of the requests (their params are empty: give --queries, or fill in "
-                 "params.query_string)",)
-    return Converted(len({r.query_id for r in judged.rows}), len(rated), len(judged.rows) - len(rated), out,
-                     queries_out, text, not_golden, lost)
 
 
 def _check_target(path: str | None, option: str) -> None:
