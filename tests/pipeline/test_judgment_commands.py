@@ -131,6 +131,18 @@ def test_compare_with_a_broken_json_qrels_exits_2(tmp_path, capsys):
     assert code == 2 and "r.json: requests[0].ratings[0].rating: rating 'x' is not a number" in err
 
 
+def test_compare_with_text_keyed_judgments_and_no_queries_says_to_give_them(tmp_path, capsys):
+    """A Quepid CSV names queries by text; without --queries its ids are digests no run names:
+    the refusal says what to give, not only that nothing matched."""
+    files = write_example_files(tmp_path / "in", seed=7, queries=20, docs=60)
+    code, _, err = _convert(capsys, str(files.qrels), "--to", "quepid", "--queries", str(files.queries),
+                            "--out", str(tmp_path / "j.csv"))
+    assert code == 0, err
+    code, err = _compare_with_qrels(tmp_path, capsys, tmp_path / "j.csv")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "j.csv names queries by their text: give the queries (--queries)" in err
+
+
 def test_compare_with_anchored_judgments_says_they_need_a_corpus(tmp_path, capsys):
     """compare has runs and qrels, no corpus to map document and span judgments onto: one line
     saying what the file is and where it is read, not "not a judgment format"."""
