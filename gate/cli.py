@@ -452,7 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["convert"], help="what to do (convert)")
     p.add_argument("source", metavar="IN", help="the judgments (any format above; detected by content)")
     p.add_argument("--to", required=True, choices=["trec", "quepid", "rank-eval", "jsonl"], help="the format to write")
-    p.add_argument("--out", metavar="FILE", help="where to write (atomically; default: standard output)")
+    p.add_argument("--out", metavar="FILE", help="where to write (atomically, so a file, not a device or /dev/stdout; "
+                   "default: standard output)")
     p.add_argument("--queries", metavar="PATH", help="golden queries: judged texts take their ids, and formats "
                    "keyed by text (--to quepid) take their texts (default: none)")
     p.add_argument("--queries-out", metavar="FILE", help="where the query texts of a text-keyed source go "
@@ -1097,6 +1098,8 @@ def _cmd_judgments(args: argparse.Namespace) -> int:
     print(f"judgments: {done.queries} queries, {done.judgments} judgments{to_rate}"
           + (f"; wrote {done.out}" if done.out else "") + (f"; wrote {done.queries_out}" if done.queries_out else ""),
           file=sys.stderr)
+    if done.lost:
+        print("judgments: not carried over: " + "; ".join(done.lost), file=sys.stderr)
     return EXIT_OK
 
 

@@ -122,6 +122,20 @@ def current_umask() -> int:
     return mask
 
 
+def check_replaceable(path: str | Path) -> None:
+    """Refuse a name a new file must not be renamed over: a folder, or what is no regular file (a
+    device, a pipe, a socket, ``/dev/stdout``), or anything in /dev, /proc or /sys. Renaming over
+    ``--out /dev/stdout`` as root would replace the system's link with a file."""
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(str(target), None, "cannot write: is a folder")
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(target)))
+    special = folder.split(os.sep)[1:2] in (["dev"], ["proc"], ["sys"])
+    if special or (target.exists() and not target.is_file()):
+        raise InputError(str(target), None, "cannot write: not a regular file (a device, a pipe, /dev/stdout): the "
+                                            "gate writes a file atomically, by renaming a new file over the name")
+
+
 def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
     """Write to a temporary file in the same folder, fsync, then rename over ``path``.
 
@@ -129,8 +143,7 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
     disk) is an :class:`InputError` naming the path: the user's to fix, not a crash.
     """
     target = Path(path)
-    if target.is_dir():
-        raise InputError(str(target), None, "cannot write: is a folder")
+    check_replaceable(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _sweep_once(target.parent)

@@ -44,6 +44,9 @@ MAX_SAMPLES = 1_000_000
 MAX_REPEATS = 1_000
 #: Configs in one sweep grid (each is a run).
 MAX_SWEEP_CELLS = 1_024
+# Chunk judgments anchored judgments may map to on one corpus (some 40 bytes each): a corpus that
+# cuts judged documents into tiny chunks multiplies them (queries x chunks), and it is the PR's.
+MAX_MAPPED_JUDGMENTS = 5_000_000
 #: Decompressed bytes per compressed byte of a gzip file before it is taken for a bomb.
 #: Real run files compress 4-10x; 200x needs a file that is almost all one byte.
 MAX_GZIP_RATIO = 200

@@ -14,7 +14,7 @@ a chunk takes the highest grade among
 (c) every quote of its document it holds at least ``share`` of, as one contiguous piece (the
     whole quote, the whole chunk inside the quote, or a piece at the chunk's start or end when
     the quote crosses a boundary), measured as for spans against the shorter of quote and chunk,
-    compared after collapsing whitespace and counted in characters other than whitespace;
+    compared in Unicode NFC after collapsing whitespace and counted in characters other than whitespace;
 (d) its own chunk judgment.
 
 A chunk of a document that has span or quote judgments for the query but takes none of them is
@@ -27,7 +27,9 @@ document no run can retrieve (:data:`NOT_LANDED_PREFIX`), so both sides' ideal r
 
 from __future__ import annotations
 
+import bisect
 import math
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -127,11 +129,14 @@ def map_judgments(judgments: AnchoredJudgments, chunks: Iterable[Chunk], *, shar
     held, present = _hold(chunks, by_doc, quoted, set(by_chunk), corpus)
     grades: dict[str, dict[str, int]] = {qid: {} for qid in dict.fromkeys(j.query_id for j in judgments.judgments)}
     landed_ids: set[int] = set()
+    made = 0
     for doc, found in by_doc.items():
         pieces = held.get(doc)
         if pieces:
             _check_offsets(judgments.source, corpus, doc, found, pieces)
+            _check_size(made + len({j.query_id for j in found}) * len(pieces), corpus, doc, len(pieces))
             landed_ids.update(_map_document(found, pieces, share, grades))
+            made = sum(map(len, grades.values()))
     for chunk_id, found in by_chunk.items():
         if chunk_id in present:
             for judgment in found:
@@ -175,6 +180,15 @@ def _check_offsets(source: str, corpus: str, doc: str, found: list[Judgment], pi
                          "other chunks of it have: span judgments cannot be placed on it")
 
 
+def _check_size(bound: int, corpus: str, doc: str, pieces: int) -> None:
+    """Refuse a mapping that could exceed :data:`limits.MAX_MAPPED_JUDGMENTS` chunk judgments."""
+    if bound > limits.MAX_MAPPED_JUDGMENTS:
+        raise InputError(corpus, None, f"mapping the judgments onto this corpus would make more than "
+                                       f"{limits.MAX_MAPPED_JUDGMENTS:,} chunk judgments (document "
+                                       f"'{limits.shorten(doc)}' alone is cut into {pieces:,} chunks): chunk it into "
+                                       "fewer, larger pieces, or judge chunk ids")
+
+
 def _map_document(found: list[Judgment], pieces: list[_Held], share: float,
                   grades: dict[str, dict[str, int]]) -> set[int]:
     """Grade the chunks of one document for every judgment of it; the ids of those that landed."""
@@ -183,16 +197,38 @@ def _map_document(found: list[Judgment], pieces: list[_Held], share: float,
     for qid in marked:  # the labeller marked what answers: the rest of the document is judged 0
         for piece in pieces:
             _raise(grades[qid], piece.chunk_id, 0)
+    near = _Overlaps(pieces)
     for judgment in found:
         quote = _Quote.of(judgment.quote) if judgment.quote is not None else None
         hit = False
-        for piece in pieces:
+        for piece in near.of(judgment):
             if _takes(judgment, quote, piece, share):
                 _raise(grades[judgment.query_id], piece.chunk_id, judgment.grade)
                 hit = True
         if hit:
             landed.add(id(judgment))
     return landed
+
+
+class _Overlaps:
+    """The chunks of a document a judgment may land on: for a span, only those whose offsets can
+    reach it (bisected on their starts, so many spans over many chunks are not spans x chunks
+    tests); for anything else, every chunk."""
+
+    def __init__(self, pieces: list[_Held]):
+        self.pieces = pieces
+        placed = sorted((p for p in pieces if p.start is not None and p.end is not None), key=lambda p: p.start or 0)
+        self.placed = placed
+        self.starts = [p.start or 0 for p in placed]
+        self.longest = max(((p.end or 0) - (p.start or 0) for p in placed), default=0)
+
+    def of(self, judgment: Judgment) -> list[_Held]:
+        if judgment.start is None or judgment.end is None:
+            return self.pieces
+        # A chunk overlapping [start, end) starts before end, and after start - its length.
+        low = bisect.bisect_right(self.starts, judgment.start - self.longest)
+        high = bisect.bisect_left(self.starts, judgment.end)
+        return self.placed[low:high]
 
 
 def _takes(judgment: Judgment, quote: _Quote | None, piece: _Held, share: float) -> bool:
@@ -274,7 +310,9 @@ def _prefix_at_end(pattern: str, fail: list[int], text: str) -> int:
 
 
 def _collapse(text: str) -> str:
-    return " ".join(text.split())
+    # NFC first: a parser change may write "é" as e + U+0301 on one side only, and the
+    # labeller's quote must land on both sides alike (query texts are matched in NFC too).
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def _raise(table: dict[str, int], chunk_id: str, grade: int) -> None:

@@ -78,6 +78,11 @@ def require_overlap(run: Run | RankedQueries, query_ids: Sequence[str], qrels: Q
         raise InputError(qrels.source, None, "the qrels judge no query: nothing to compare")
     universe = set(query_ids)
     if not any(q in universe for q in run.query_ids):
+        # A judgment file keyed by query text (Quepid, Search Relevance, RRE) read without the
+        # queries has digest ids (t-...): no run names them.
+        by_text = queries is None and all(q.startswith("t-") and len(q) == 14 for q in universe)
+        hint = (f"; {qrels.source} names queries by their text: give the queries (--queries) so its texts meet "
+                "the run's query ids") if by_text else ""
         raise InputError(run.source, None, f"none of the run's {len(run.query_ids)} queries is among the "
                          f"{len(universe)} judged ones of {qrels.source}: nothing to compare (run ids "
-                         f"{_examples(run.query_ids)}; judged {_examples(sorted(universe))})")
+                         f"{_examples(run.query_ids)}; judged {_examples(sorted(universe))}){hint}")

@@ -16,10 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.common import limits
-from gate.common.atomic import write_text_atomic
+from gate.common.atomic import check_replaceable, write_text_atomic
 from gate.common.errors import InputError, UsageError
 from gate.inputs.config import Config
-from gate.inputs.readers.judgment_formats import judged_queries, judgments_to_qrels, read_judgment_file
+from gate.inputs.readers.judgment_formats import (
+    JudgmentFile,
+    judged_queries,
+    judgments_to_qrels,
+    read_judgment_file,
+)
 from gate.inputs.readers.qrels import load_qrels
 from gate.inputs.readers.queries import load_queries
 from gate.inputs.readers.records import QuerySet
@@ -47,6 +52,7 @@ class Judgments:
     rows: tuple[Judgment, ...]
     texts: Mapping[str, str]
     keyed_by_text: bool
+    lost: tuple[str, ...] = ()  # what the source holds that no written format carries (said, not dropped silently)
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ class Converted:
     queries_out: str | None
     text: str  # the converted file's text (printed when ``out`` is None)
     not_golden: int | None = None  # with --queries: judged queries that are no golden query
+    lost: tuple[str, ...] = ()  # what the source held that the written file does not
 
 
 def read_judgments(source: str, queries: QuerySet | None) -> Judgments:
@@ -76,11 +83,32 @@ def read_judgments(source: str, queries: QuerySet | None) -> Judgments:
     held = judged_queries(judged, queries)
     texts = {q.query_id: q.text for q in (held or queries or QuerySet(source, ())).queries}
     rows = tuple(Judgment(q.query_id, q.doc_id, q.relevance) for q in qrels)
-    return Judgments(source, rows, texts, judged.keyed_by_text)
+    return Judgments(source, rows, texts, judged.keyed_by_text, _lost(judged))
+
+
+#: What each source format holds beyond (query, document, rating): no target format carries it.
+_NOT_CARRIED = {
+    "rank-eval": "each request's own search (request / template_id, params), the metric, and each rating's _index "
+                 "(a written _rank_eval body uses the retrieval_gate_query template and --index)",
+    "rre": "the topics and query groups (each query variant is written as its own query) and the index / id_field",
+}
+
+
+def _lost(judged: JudgmentFile) -> tuple[str, ...]:
+    lost = [_NOT_CARRIED[judged.format]] if judged.format in _NOT_CARRIED else []
+    unrated = len(judged.queries) - len({r.query for r in judged.ratings})
+    if unrated:
+        lost.append(f"{unrated} {'query' if unrated == 1 else 'queries'} with no rating yet")
+    return tuple(lost)
 
 
 def _is_unjudged_list(path: str) -> bool:
-    first = next(iter_lines(path, max_line=limits.MAX_TREC_LINE_BYTES), None)
+    try:
+        first = next(iter_lines(path, max_line=limits.MAX_TREC_LINE_BYTES), None)
+    except InputError:
+        # Not a list of lines (a _rank_eval body on one line longer than a qrels line, say): the
+        # reader of what the file holds words any problem, at its place.
+        return False
     return first is not None and first[0] == 1 and first[1].rstrip() == UNJUDGED_HEADER
 
 
@@ -134,17 +162,45 @@ def convert_judgments(source: str, to: str, *, out: str | None = None, queries: 
     golden = load_queries(queries) if queries else None
     judged = read_judgments(source, golden)
     text = render_judgments(judged, to, index)
-    if out is not None:
-        write_text_atomic(out, text)
     if judged.keyed_by_text and to != "quepid" and queries_out is None and out is not None:
         queries_out = str(Path(out).with_suffix("")) + ".queries.tsv"
+    _write_converted(judged, text, out, queries_out)
+    queried = {r.query_id for r in judged.rows}
+    rated = [r for r in judged.rows if r.rating is not None]
+    not_golden = None if golden is None else len(queried - set(golden.ids()))
+    lost = judged.lost
+    textless = len(queried - set(judged.texts)) if to == "rank-eval" else 0
+    if textless:  # Elasticsearch would run the template with an empty query: every metric 0
+        lost += (f"the query text of {textless} of the requests (their params are empty: give --queries, or fill in "
+                 "params.query_string)",)
+    return Converted(len(queried), len(rated), len(judged.rows) - len(rated), out, queries_out, text, not_golden,
+                     lost)
+
+
+def _write_converted(judged: Judgments, text: str, out: str | None, queries_out: str | None) -> None:
+    """The converted judgments into ``out`` and the query texts into ``queries_out``, both checked
+    before either is written."""
+    _check_target(out, "--out")
+    _check_target(queries_out, "--queries-out")
+    if out is not None and queries_out is not None and os.path.abspath(out) == os.path.abspath(queries_out):
+        raise UsageError(f"--out and --queries-out both name {out}: the query texts would replace the judgments")
+    if out is not None:
+        write_text_atomic(out, text)
     if queries_out is not None:
         write_text_atomic(queries_out, queries_tsv({q: judged.texts[q] for q in dict.fromkeys(
             r.query_id for r in judged.rows) if q in judged.texts}))
-    rated = [r for r in judged.rows if r.rating is not None]
-    not_golden = None if golden is None else len({r.query_id for r in judged.rows} - set(golden.ids()))
-    return Converted(len({r.query_id for r in judged.rows}), len(rated), len(judged.rows) - len(rated), out,
-                     queries_out, text, not_golden)
+
+
+def _check_target(path: str | None, option: str) -> None:
+    """Refuse, before anything is written, a name no new file may be renamed over
+    (:func:`gate.common.atomic.check_replaceable`)."""
+    if path is None:
+        return
+    try:
+        check_replaceable(path)
+    except InputError as error:
+        raise UsageError(f"{option} {limits.shorten(path)}: {error.message}; leave --out out to print to standard "
+                         "output") from None
 
 
 @dataclass(frozen=True)

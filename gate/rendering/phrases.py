@@ -62,8 +62,8 @@ def _not_landed_words(counts: list[tuple[int, str]]) -> str:
 
 def judgments_sentences(report: Report) -> tuple[str | None, str | None]:
     """(the mapping line, a warning) of ``report.judgments``: how anchored judgments were mapped onto
-    each side's chunks, and a warning when some land on one side's chunks only (they count on that
-    side alone). (None, None) for chunk-id qrels. Not yet escaped: the ids are data."""
+    each side's chunks, and a warning when some land on one side's chunks only (the other side
+    cannot retrieve them). (None, None) for chunk-id qrels. Not yet escaped: the ids are data."""
     mapped = report.judgments
     if not mapped:
         return None, None
@@ -82,5 +82,6 @@ def judgments_sentences(report: Report) -> tuple[str | None, str | None]:
                          else ("candidate", "baseline", named_cand - named_base))
     example = next(iter(sorted(only)), None)
     named = f" (e.g. query {example[0]}: {example[1]})" if example is not None else ""
-    return line, (f"some judgments land on no {side} chunk but on {other} chunks{named}: they count on the "
-                  f"{other} side only, so the two sides are not judged alike")
+    return line, (f"some judgments land on no {side} chunk but on {other} chunks{named}: the {side} has no chunk "
+                  f"for those passages, so they count against it as relevant documents it cannot retrieve (its "
+                  f"corpus lacks them, or cuts them finer than the span share)")

@@ -14,6 +14,7 @@ import pytest
 
 from gate.cli import main
 from gate.common.atomic import write_text_atomic
+from gate.common.errors import InputError
 
 
 @pytest.fixture()
@@ -62,3 +63,36 @@ def test_reports_and_lift_files_are_world_readable_under_umask_022(tmp_path, uma
     written = _files(tmp_path / "compare") + _files(tmp_path / "lift") + [tmp_path / "noise.json"]
     assert len(written) == 2 + 4 + 1
     assert {p.name: oct(_mode(p)) for p in written} == {p.name: oct(0o644) for p in written}
+
+
+def test_an_atomic_write_refuses_to_rename_over_what_is_no_regular_file(tmp_path):
+    """``--out /dev/stdout`` as root would replace the system's link with a file; over a FIFO the
+    reader at its other end would never see a byte. Refused, and the FIFO stays a FIFO; a
+    symlink to a regular file is still written over as before."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="not a regular file"):
+        write_text_atomic(fifo, "x")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    with pytest.raises(InputError, match="not a regular file"):
+        write_text_atomic("/dev/stdout", "x")
+    with pytest.raises(InputError, match="not a regular file"):
+        write_text_atomic("/dev/shm/retrieval-gate-never-written", "x")
+    (tmp_path / "real").write_text("old")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    write_text_atomic(tmp_path / "link", "new")
+    assert (tmp_path / "link").read_text() == "new"
+
+
+def test_noise_out_over_a_fifo_is_one_line_exit_2(tmp_path, capsys):
+    runs = []
+    for i in range(3):
+        runs.append(tmp_path / f"r{i}.run")
+        runs[-1].write_text(f"q1 Q0 d1 1 {1 + i} t\n")
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")
+    os.mkfifo(tmp_path / "noise.json")
+    code = main(["noise", "--from-runs", *map(str, runs), "--qrels", str(tmp_path / "qrels.txt"),
+                 "--out", str(tmp_path / "noise.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "noise.json: cannot write: not a regular file" in err and len(err.strip().splitlines()) == 1
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "noise.json").st_mode)

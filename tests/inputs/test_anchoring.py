@@ -140,6 +140,15 @@ def test_a_quote_longer_than_a_chunk_lands_on_the_chunk_inside_it():
     assert map_judgments(quote, chunks).qrels.judgments == {"q": {"d#0": 2, "d#1": 2, "d#2": 2, "d#3": 0}}
 
 
+def test_a_quote_lands_whatever_the_unicode_normal_form_of_either_side():
+    """A parser change that writes decomposed accents (e + U+0301) must not lose a quote typed in NFC."""
+    composed, decomposed = "the caf\u00e9 au lait recipe", "the cafe\u0301 au\u00a0lait recipe"
+    for quote, text in ((composed, decomposed), (decomposed, composed)):
+        mapped = map_judgments(judged(Judgment("q", 2, doc_id="d", quote=quote)), [Chunk("d#0", "d", text, 0, 27)])
+        assert mapped.qrels.judgments == {"q": {"d#0": 2}}
+        assert mapped.summary.not_landed == 0
+
+
 def test_judgments_landing_nowhere_are_counted_and_named():
     chunks = doc(100, [50])
     found = judged(Judgment("q", 2, doc_id="gone", line=1), Judgment("q", 1, doc_id="d", start=200, end=220, line=2),
@@ -306,3 +315,34 @@ def test_offsets_are_part_of_the_corpus_fingerprint_only_where_given(tmp_path):
     moved = write(tmp_path, "moved.jsonl", corpus_line(start_char_idx=10, end_char_idx=15))
     shas = {corpus_fingerprint(p).sha256 for p in (plain, placed, moved)}
     assert len(shas) == 3  # span judgments map differently onto moved offsets: another corpus
+
+
+def test_a_corpus_cutting_judged_documents_into_too_many_chunks_is_one_line(monkeypatch):
+    """A PR's corpus that cuts a judged document into one-character chunks would make queries x
+    chunks judgments (200 x 100,000: 800 MiB): refused once the bound would be passed, naming it."""
+    from gate.common import limits
+
+    monkeypatch.setattr(limits, "MAX_MAPPED_JUDGMENTS", 50)
+    found = judged(*(Judgment(f"q{i}", 2, doc_id="d", start=i * 10, end=i * 10 + 5) for i in range(6)))
+    assert map_judgments(found, doc(100, [50]), corpus="c.jsonl").summary.landed == 6
+    with pytest.raises(InputError, match=r"c.jsonl: .*more than 50 chunk judgments \(document 'd' alone is cut into "
+                                         r"100 chunks\)"):
+        map_judgments(found, doc(100, list(range(1, 100))), corpus="c.jsonl")
+
+
+def test_spans_find_their_chunks_among_sliding_windows_of_any_length():
+    """Spans are looked up among the chunks that can reach them (bisected on the starts, by the
+    longest chunk): windows of mixed lengths, overlapping, in any order, give what testing every
+    chunk gives."""
+    chunks = [Chunk(f"d#w{a}-{b}", "d", "x" * (b - a), a, b)
+              for a, b in [(250, 300), (0, 120), (100, 110), (60, 200), (190, 260), (5, 9), (0, 300)]]
+    spans = [Judgment("q", g, doc_id="d", start=s, end=e) for g, (s, e) in
+             enumerate([(0, 4), (101, 108), (150, 199), (255, 299), (0, 300), (119, 121)], start=1)]
+    mapped = map_judgments(judged(*spans), chunks, share=0.5)
+    expected: dict[str, int] = {c.chunk_id: 0 for c in chunks}
+    for span in spans:
+        for c in chunks:
+            overlap = min(span.end, c.end) - max(span.start, c.start)
+            if overlap > 0 and overlap >= 0.5 * min(span.end - span.start, c.end - c.start):
+                expected[c.chunk_id] = max(expected[c.chunk_id], span.grade)
+    assert mapped.qrels.judgments["q"] == expected

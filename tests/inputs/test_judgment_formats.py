@@ -131,6 +131,12 @@ BROKEN = [
     ("rregain.json", '{"topics": [{"query_groups": [{"queries": [{"placeholders": {"$query": "x"}}], '
                      '"relevant_documents": {"d1": {"gain": "3.5"}}}]}]}',
      r"relevant_documents\.d1\.gain: rating '3\.5' is not a whole number"),
+    ("rrevariants.json", '{"topics": [{"query_groups": [{"queries": [{"placeholders": {"$query": "fender"}}, '
+                         '{"placeholders": {"$query": "fender "}}], "relevant_documents": {"d1": {"gain": 3}}}]}]}',
+     r"topics\[0\]\.query_groups\[0\]\.queries\[1\]: query text 'fender' is also "
+     r"topics\[0\]\.query_groups\[0\]\.queries\[0\]'s"),
+    ("tworatings.csv", "query,docid,rating,Rating\nstar wars,1,3,0\n",
+     r"tworatings\.csv:1: the header names the 'rating' column twice \(columns 3, 4\)"),
     ("missingcol.csv", "query,docid\nstar wars,1\n", r"missingcol\.csv:1: expected a Quepid header naming query, "
                                                       r"docid, rating"),
     ("shortrow.csv", "query,docid,rating\nstar wars,1,3\nstar trek,2\n",

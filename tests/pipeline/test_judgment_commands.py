@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -60,7 +62,8 @@ def test_convert_counts_and_writes_the_queries_file_beside(tmp_path, capsys):
     out = tmp_path / "rre.qrels"
     code, _, err = _convert(capsys, str(FIXTURES / "rre_real.json"), "--to", "trec", "--out", str(out))
     assert code == 0
-    assert err.strip() == f"judgments: 4 queries, 7 judgments; wrote {out}; wrote {tmp_path / 'rre.queries.tsv'}"
+    queries_out = tmp_path / "rre.queries.tsv"
+    assert err.splitlines()[0] == f"judgments: 4 queries, 7 judgments; wrote {out}; wrote {queries_out}"
     assert (tmp_path / "rre.queries.tsv").read_text().splitlines()[0].endswith("\tfender")
     assert out.read_text().splitlines()[0].split()[2:] == ["1", "3"]
 
@@ -128,6 +131,18 @@ def test_compare_with_a_broken_json_qrels_exits_2(tmp_path, capsys):
     assert code == 2 and "r.json: requests[0].ratings[0].rating: rating 'x' is not a number" in err
 
 
+def test_compare_with_text_keyed_judgments_and_no_queries_says_to_give_them(tmp_path, capsys):
+    """A Quepid CSV names queries by text; without --queries its ids are digests no run names:
+    the refusal says what to give, not only that nothing matched."""
+    files = write_example_files(tmp_path / "in", seed=7, queries=20, docs=60)
+    code, _, err = _convert(capsys, str(files.qrels), "--to", "quepid", "--queries", str(files.queries),
+                            "--out", str(tmp_path / "j.csv"))
+    assert code == 0, err
+    code, err = _compare_with_qrels(tmp_path, capsys, tmp_path / "j.csv")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "j.csv names queries by their text: give the queries (--queries)" in err
+
+
 def test_compare_with_anchored_judgments_says_they_need_a_corpus(tmp_path, capsys):
     """compare has runs and qrels, no corpus to map document and span judgments onto: one line
     saying what the file is and where it is read, not "not a judgment format"."""
@@ -173,3 +188,55 @@ def test_judged_export_is_strict(tmp_path):
         load_config(path)
     path.write_text(path.read_text().replace("[quepid, labelbox]", "[]"))
     assert load_config(path).judged.export == ()
+
+
+@pytest.mark.parametrize("body", [
+    {"requests": [{"id": f"q{i}", "request": {"query": {"match_all": {}}},
+                   "ratings": [{"_index": "i", "_id": f"d{j}", "rating": 1} for j in range(20)]} for i in range(100)]},
+    {"judgmentRatings": [{"query": f"query {i}", "ratings": [{"docId": f"d{j}", "rating": "1.000"}
+                                                             for j in range(20)]} for i in range(100)]},
+])
+def test_convert_reads_a_json_body_on_one_line_longer_than_a_qrels_line(tmp_path, capsys, body):
+    """A minified body (curl, jq -c) is one line of tens of KiB: convert reads it, as run does."""
+    source = tmp_path / "ratings.json"
+    source.write_text(json.dumps(body))
+    assert source.stat().st_size > 64 * 1024
+    code, out, err = _convert(capsys, str(source), "--to", "trec", "--queries", str(GOLDEN))
+    assert code == 0, err
+    assert len(out.splitlines()) == 2000
+
+
+def test_convert_refuses_to_write_over_a_device_or_a_pipe(tmp_path, capsys):
+    """An atomic write renames over the name: ``--out /dev/stdout`` replaced the system's link with
+    a file (and wrote /dev/stdout.queries.tsv). Probed with names no old code can damage."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for out in (str(fifo), "/proc/self/fd/1"):
+        code, _, err = _convert(capsys, str(FIXTURES / "rre_docs.json"), "--to", "trec", "--out", out)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "not a regular file" in err
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def test_convert_refuses_one_file_for_judgments_and_query_texts(tmp_path, capsys):
+    out = tmp_path / "both.tsv"
+    code, _, err = _convert(capsys, str(FIXTURES / "rre_docs.json"), "--to", "trec", "--out", str(out),
+                            "--queries-out", str(out))
+    assert code == 2 and "--out and --queries-out both name" in err
+    assert not out.exists()
+
+
+def test_convert_says_what_the_written_format_does_not_carry(tmp_path, capsys):
+    """A _rank_eval body's own searches and metric are not written back, and a request with no
+    query text would search for nothing: said on standard error, not dropped silently."""
+    code, _, err = _convert(capsys, str(FIXTURES / "rank_eval_real.json"), "--to", "rank-eval")
+    assert code == 0
+    lost = [line for line in err.splitlines() if line.startswith("judgments: not carried over: ")]
+    assert len(lost) == 1
+    assert "each request's own search (request / template_id, params), the metric" in lost[0]
+    assert "the query text of 2 of the requests" in lost[0]
+    (tmp_path / "q.csv").write_text("query,docid,rating\nstar wars,1,3\nstar trek,,\n")
+    code, _, err = _convert(capsys, str(tmp_path / "q.csv"), "--to", "trec")
+    assert code == 0 and "not carried over: 1 query with no rating yet" in err
+    code, _, err = _convert(capsys, str(FIXTURES / "rank_eval_real.json"), "--to", "trec")
+    assert code == 0 and "the query text of" not in err  # TREC qrels carry no text anyway

@@ -43,8 +43,9 @@ def test_judgments_landing_on_one_side_only_are_counted_and_warned_about():
     report = _report(_side("corpus-v1.jsonl", 412, []), _side("corpus-v2.jsonl", 455, missed))
     body = rendering.render_comment(report)
     assert ("baseline 412 chunks judged, candidate 455; 3 judgments land on no candidate chunk. ⚠️ some judgments "
-            "land on no candidate chunk but on baseline chunks (e.g. query q1: span:guides/setup\\[120,380)): they "
-            "count on the baseline side only, so the two sides are not judged alike.") in body
+            "land on no candidate chunk but on baseline chunks (e.g. query q1: span:guides/setup\\[120,380)): the "
+            "candidate has no chunk for those passages, so they count against it as relevant documents it cannot "
+            "retrieve (its corpus lacks them, or cuts them finer than the span share).") in body
     terminal = run_summary_lines(report)
     assert any(line.startswith("warning: some judgments land on no candidate chunk") for line in terminal)
     full = rendering._full_report(report) or ""

@@ -36,6 +36,16 @@ def quepid_columns(header: list[str]) -> tuple[int, int, int] | None:
     return None if None in found else found  # type: ignore[return-value]
 
 
+def _check_named_once(path: str, header: list[str]) -> None:
+    """A header naming the query, document or rating column twice is ambiguous: which is read?"""
+    folded = [name.strip().lower() for name in header]
+    for names in (QUERY_COLUMNS, DOC_COLUMNS, RATING_COLUMNS):
+        at = [i + 1 for i, name in enumerate(folded) if name in names]
+        if len(at) > 1:
+            raise InputError(path, 1, f"the header names the {names[0]!r} column twice (columns "
+                                      f"{', '.join(map(str, at))}): which one holds it is ambiguous")
+
+
 def read_quepid_csv(path: str) -> JudgmentFile:
     rows = csv.reader(io.StringIO(read_whole(path, "a Quepid CSV"), newline=""), strict=True)
     try:
@@ -46,6 +56,7 @@ def read_quepid_csv(path: str) -> JudgmentFile:
         if columns is None:
             raise InputError(path, 1, f"expected a Quepid header naming {', '.join(HEADER)} (or the detailed "
                                       f"export's Query Text, Doc ID, Rating), got {len(header)} columns")
+        _check_named_once(path, header)
         ratings: list[Rating] = []
         queries: dict[str, None] = {}
         texts: dict[str, str] = {}

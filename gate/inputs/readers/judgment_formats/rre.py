@@ -7,7 +7,8 @@ with ``relevant_documents`` on each query. ``relevant_documents`` takes RRE's tw
 ``{"docid": {"gain": 3}}`` (``rating`` is read as ``gain`` is, as RRE reads it) or grouped
 by gain, ``{"3": ["docid", ...]}``. A query's own ``relevant_documents`` replaces its group's
 (as RRE's Engine reads them); a group's variants each get the group's judgments, as their own
-query (keyed by text). The text is the ``placeholders`` value of ``query_placeholder`` (RRE's
+query (keyed by text); two variants of a group whose texts match (``fender``, ``fender ``) are
+refused, naming both. The text is the ``placeholders`` value of ``query_placeholder`` (RRE's
 top-level option, ``$query`` by default).
 """
 
@@ -51,6 +52,7 @@ def _group(path: str, where: str, group: dict, placeholder: str, queries: dict[s
     shared = group.get("relevant_documents")
     out: list[Rating] = []
     variants = member(path, where, group, "queries", list, "an array of queries")
+    seen: dict[str, str] = {}  # text -> the variant that first had it, in this group
     for q, variant in enumerate(variants):
         here = f"{where}.queries[{q}]" if where != TOP else f"queries[{q}]"
         expect(path, here, variant, dict, "an object with 'placeholders'")
@@ -59,6 +61,10 @@ def _group(path: str, where: str, group: dict, placeholder: str, queries: dict[s
             raise at(path, f"{here}.placeholders", f"missing '{limits.shorten(placeholder)}' (the query text)")
         text = query_text(path, f"{here}.placeholders", expect(path, f"{here}.placeholders", holders[placeholder],
                                                                 str, "a string"))
+        first = seen.setdefault(text, here)
+        if first != here:  # named here: the shared judgments' own path is the same for both variants
+            raise at(path, here, f"query text '{limits.shorten(text)}' is also {first}'s (texts are matched with "
+                                 "whitespace collapsed and Unicode NFC): a variant listed twice")
         queries.setdefault(text)
         own = variant.get("relevant_documents")
         if own is not None:
