@@ -39,11 +39,11 @@ from gate.common.environment import scrubbed_environment
 from gate.common.errors import InputError
 from gate.common.jsontext import json_text
 from gate.demo.archive_branch import commit_baseline
-from gate.demo.world import RETRIEVAL_NEW, RETRIEVAL_OLD, World, build_world
+from gate.demo.world import RETRIEVAL_NEW, RETRIEVAL_OLD, World, build_world, mapped_judgments
 from gate.inputs.config import Config, NoiseConfig, load_config
 from gate.inputs.golden import load_golden
 from gate.inputs.manifest import run_to_trec_gz
-from gate.inputs.readers.qrels import read_qrels
+from gate.inputs.readers.corpus import iter_corpus
 from gate.inputs.readers.queries import read_queries
 from gate.inputs.retrieval_config import load_retrieval_config
 from gate.pipeline.archive import archive
@@ -98,7 +98,8 @@ def gate_config(world: World, samples: int) -> str:
 suite: docs-search
 golden:
   queries: eval/golden.jsonl
-  qrels: eval/qrels.txt
+  # Anchored to pages and spans of the sources, mapped onto each side's own chunks.
+  qrels: eval/judgments.jsonl
   rel: 1
 # The snapshot a retrieval config indexes: its ingestion parser picks it.
 corpus: world/corpus-{{ingestion.parser}}.jsonl
@@ -129,30 +130,33 @@ statistics:
 POOL_SEED, RUN_SEED = 1, 0
 
 
-def pool_judgments(qrels_path: Path, queries_path: Path, corpus_dir: Path, configs: list[Path],
+def pool_judgments(judgments_path: Path, queries_path: Path, corpus_dir: Path, configs: list[Path],
                    depth: int = 10, seed: int = POOL_SEED) -> int:
-    """The judging round: every chunk in the top ``depth`` of the given systems that the qrels do
-    not grade yet is judged, as TREC pools are. The world's qrels already grade every chunk that
-    answers a query, so a pooled chunk outside them is judged 0 (not relevant). Returns how many
-    judgments were added."""
-
-    qrels = read_qrels(qrels_path)
+    """The judging round: every chunk in the top ``depth`` of the given systems that the judgments,
+    mapped onto that system's own snapshot, do not grade yet is judged, as TREC pools are. The
+    world's judgments already grade every passage that answers a query, so the labeller marks the
+    pooled chunk's passage not relevant: a span graded 0 over the chunk's source range, appended to
+    the anchored judgments file (``judgments_path``). Returns how many judgments were added."""
+    rows = [json.loads(line) for line in judgments_path.read_text(encoding="utf-8").splitlines() if line]
     queries = [(q.query_id, q.text) for q in read_queries(queries_path).queries]
-    added = []
+    added: list[dict] = []
     for config_path in configs:
         settings = settings_from_config(load_retrieval_config(config_path).data, str(config_path))
         corpus = snapshot_path(str(corpus_dir / "corpus-v1.jsonl"), settings.parser)
+        chunks = {chunk.chunk_id: chunk for chunk in iter_corpus(corpus)}
+        judged = mapped_judgments(rows + added, list(chunks.values()))
         results = retrieve(settings, queries, corpus, seed)
         for qid, ranked in results.items():
-            judged = qrels.judgments.get(qid, {})
-            for doc, _ in ranked[:depth]:
-                if doc not in judged:
-                    judged = {**judged, doc: 0}
-                    added.append(f"{qid} 0 {doc} 0")
-            qrels.judgments[qid] = judged  # type: ignore[index]
+            graded = judged.get(qid, {})
+            for chunk_id, _ in ranked[:depth]:
+                chunk = chunks[chunk_id]
+                if chunk_id not in graded and chunk.start is not None:
+                    added.append({"query_id": qid, "doc_id": chunk.doc_id, "start": chunk.start, "end": chunk.end,
+                                  "grade": 0})
+                    graded = {**graded, chunk_id: 0}
     if added:
-        with open(qrels_path, "a", encoding="utf-8") as handle:
-            handle.write("\n".join(added) + "\n")
+        with open(judgments_path, "a", encoding="utf-8") as handle:
+            handle.write("".join(json.dumps(row) + "\n" for row in added))
     return len(added)
 
 
@@ -234,8 +238,8 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     progress(f"world: {world.pages} pages, {world.chunks_v1} chunks with parser v1, {world.chunks_v2} with v2; "
              f"golden v4 {world.queries_v4} queries, v5 {world.queries_v5}")
     built = prefetch_indexes(world, repeats)
-    added_v4 = pool_judgments(world.qrels_v4, world.golden_v4, world.corpus_v1.parent, [world.retrieval_old])
-    added_v5 = pool_judgments(world.qrels_v5, world.golden_v5, world.corpus_v1.parent,
+    added_v4 = pool_judgments(world.judgments_v4, world.golden_v4, world.corpus_v1.parent, [world.retrieval_old])
+    added_v5 = pool_judgments(world.judgments_v5, world.golden_v5, world.corpus_v1.parent,
                               [world.retrieval_old, world.retrieval_new])
     progress(f"judging rounds: {added_v4} pooled chunks judged for v4, {added_v5} for v5 (top 10 of each system)")
     (repo / "eval").mkdir()
@@ -243,7 +247,7 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
     (repo / ".gitignore").write_text(".retrieval-gate/cache/\n.retrieval-gate/work/\n.retrieval-gate/out/\n")
     (repo / ".retrieval-gate.yml").write_text(gate_config(world, samples))
     shutil.copyfile(world.golden_v4, repo / "eval" / "golden.jsonl")
-    shutil.copyfile(world.qrels_v4, repo / "eval" / "qrels.txt")
+    shutil.copyfile(world.judgments_v4, repo / "eval" / "judgments.jsonl")
     shutil.copyfile(world.retrieval_old, repo / "retrieval" / "config.yml")
     _git(repo, "init", "-q")
 
@@ -258,22 +262,23 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
 
     progress("the golden set grows to v5; measuring the noise band of the baseline")
     shutil.copyfile(world.golden_v5, repo / "eval" / "golden.jsonl")
-    shutil.copyfile(world.qrels_v5, repo / "eval" / "qrels.txt")
+    shutil.copyfile(world.judgments_v5, repo / "eval" / "judgments.jsonl")
     config = load_config(repo / ".retrieval-gate.yml")
     golden = load_golden(config)
     primary, _ = measures_of(config)
     producer = make_producer(config, None, progress)
     retrieval_path = config.here(config.retrieval_config)
     assert retrieval_path is not None  # here() of a str is a Path
-    measured = measure_noise(load_retrieval_config(retrieval_path), golden, primary, producer,
+    baseline_retrieval = load_retrieval_config(retrieval_path)
+    measured = measure_noise(baseline_retrieval, golden, primary, producer,
                              runner_queries_path(golden, producer.work_dir), repeats, config.golden.rel,
                              config.noise.invalidate_on, config.noise.base_seed, progress)
     band = measured.band
     # The gate's false-alarm rate on this stack: every pair of the identical runs through the
-    # decision (retrieval-gate calibrate --from-runs on the repeats kept beside the band).
-
-    calibration = calibrate(measured.runs, golden.qrels, golden.universe.query_ids, str(primary), config.golden.rel,
-                            policy=config.policy, samples=config.statistics.samples,
+    # decision (retrieval-gate calibrate --from-runs on the repeats kept beside the band). The
+    # repeats are baseline runs: they are scored with the judgments mapped onto the baseline's chunks.
+    calibration = calibrate(measured.runs, golden.qrels_for(baseline_retrieval), golden.universe.query_ids,
+                            str(primary), config.golden.rel, policy=config.policy, samples=config.statistics.samples,
                             seed=config.statistics.seed, noise_threshold=band.overall.threshold)
     progress(f"calibration: {calibration.sentence}")
     assert calibration.setup is not None  # calibrate() always runs the setup check

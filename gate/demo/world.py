@@ -25,22 +25,35 @@ Generator drives every choice; no set or hash order is ever iterated):
     them loosely (:data:`gate.demo.text.LIMIT_ATTRIBUTES`).
 ``corpus-v1.jsonl`` / ``corpus-v2.jsonl``
     the corpus snapshot produced by ingestion parser ``v1`` and ``v2`` (JSONL
-    ``{"id", "doc_id", "title", "text"}``; one chunk per source section, id
-    ``<page slug>#<section id>``, ``doc_id`` the page slug). Parser ``v1`` has
-    the bug: it drops ``<table>`` content, so a section that only holds a table
-    yields no chunk. Parser ``v2`` keeps every row as a line of text
-    (``hourly request limit | 1000 | 10000 | ...``). Section ids come from the
-    source, so a chunk keeps its id in both snapshots. The FAQ page
-    ``faq/common-questions`` (chunks ``#q1``, ``#q2``, ...) was published in
-    the same fortnight as the parser fix: only the ``v2`` snapshot holds it, so
-    the leak is new in the pull request.
+    ``{"id", "doc_id", "title", "text", "start_char_idx", "end_char_idx"}``,
+    ``doc_id`` the page slug, the offsets ``[start, end)`` the chunk's range in
+    the page's source: ``site.jsonl``'s ``html`` for that slug). Parser ``v1``
+    makes one chunk per source section, id ``<page slug>#<section id>``, range
+    the section's body; it has the bug: it drops ``<table>`` content, so a
+    section that only holds a table yields no chunk. Parser ``v2`` keeps every
+    row as a line of text (``hourly request limit | 1000 | 10000 | ...``) and
+    chunks differently (:func:`_pack`): it cuts the page into pieces (a heading
+    with the sentence after it, each sentence, each code block, each table) and
+    packs them in order into chunks of at most :data:`CHUNK_CHARS` characters,
+    ids ``<page slug>#p1``, ``#p2``, ...: long sections are split, short
+    neighbours joined, and no v1 boundary survives, so chunk-id judgments of
+    v1 name nothing in v2. The FAQ page ``faq/common-questions`` was published
+    in the same fortnight as the parser fix: only the ``v2`` snapshot holds it,
+    so the leak is new in the pull request.
+``judgments-v4.jsonl`` / ``judgments-v5.jsonl``
+    the golden sets' judgments anchored to the sources (the demo's golden
+    qrels, :func:`_anchored`): doc-level where the judgment is about the page,
+    spans over the body of the section that answers otherwise; the gate maps
+    them onto each snapshot's own chunks.
 ``golden-v4.jsonl`` / ``qrels-v4.txt``
     the archived golden set: 80 queries (``q_0001`` .. ``q_0080``), judged on
     the old snapshot: no table chunk and no FAQ chunk was in that pool (the
     prose next to a table carries the best grade of an entity-attribute
     query) and fewer chunks were judged per query.
 ``golden-v5.jsonl`` / ``qrels-v5.txt``
-    the current golden set: 140 queries (v4's 80 plus 60 new ones) in six
+    (the ``qrels`` files: the same judgments keyed by v1 chunk ids, kept to
+    show what chunk-id qrels would do to the re-chunked side) the current
+    golden set: 140 queries (v4's 80 plus 60 new ones) in six
     strata, with graded judgments (0-3) derived from the world's ground truth
     (which page and chunk answers which question). Nine of them occur
     verbatim in the FAQ page, which the labeller judged useful (grade 2).
@@ -77,7 +90,9 @@ stratum, the candidates whose mean effects come closest to
 :data:`STORY_TARGETS` (the strata move in opposite directions: the new model
 costs the guarded navigational and error-string queries 0.2 to 0.35 of nDCG@10
 on average, on either snapshot, and helps entity-attribute queries mostly on v1,
-where their table is missing). The demo's own runs are fresh measurements on
+where their table is missing; in the guarded strata the selection also aims at
+the comparison the gate makes, new model on v2 against old model on v1:
+:data:`HEADLINE_TARGETS`). The demo's own runs are fresh measurements on
 that set (its noise repeats use other seeds); ``calibrate=False`` draws the set
 at random instead.
 """
@@ -99,6 +114,8 @@ from gate.common.atomic import write_text_atomic
 from gate.demo import text as T
 from gate.demo.pilot_cache import lookup, pilot_key, store
 from gate.evaluation.evaluate import evaluate
+from gate.inputs.anchoring import map_judgments
+from gate.inputs.readers.anchored import AnchoredJudgments, Judgment
 from gate.inputs.readers.records import Chunk, Qrels, Query, Run
 from gate.runs.reference import retrieve, settings_from_config
 
@@ -203,6 +220,11 @@ class World:
     qrels_v4_rows: int
     qrels_v5_rows: int
     table_chunks: int  # chunks of v2 that hold table rows (absent from v1)
+    # The golden sets' judgments anchored to pages and spans of the sources (the demo's golden qrels).
+    judgments_v4: Path
+    judgments_v5: Path
+    judgments_v4_rows: int
+    judgments_v5_rows: int
     leaked_query_ids: tuple[str, ...]
     # Per stratum, the mean model effect (v1, v2) the golden queries (the leaked ones aside) had in the pilot.
     pilot: Mapping[str, tuple[float, float]] = field(default_factory=dict)
@@ -859,38 +881,119 @@ _TAG = re.compile(r"<[^>]+>")
 PARSERS = ("v1", "v2")
 
 
-def _table_text(match: re.Match) -> str:
-    body = match.group(1)
+def _table_text(body: str) -> str:
+    """A table's text under parser v2: its caption, then one line ``cell | cell | ...`` per row."""
     lines = []
     caption = _CAPTION.search(body)
     if caption:
         lines.append(caption.group(1).strip())
     for row in _ROW.findall(body):
         lines.append(" | ".join(c.strip() for c in _CELL.findall(row)))
-    return "\n".join(lines) + "\n"
+    return html.unescape("\n".join(lines))
 
 
-def parse_page(source: str, parser: str) -> tuple[str, list[tuple[str, str]]]:
-    """(title, [(section id, text), ...]) of one page source under ingestion parser ``v1`` or ``v2``.
+@dataclass(frozen=True)
+class SourceChunk:
+    """One chunk a parser makes of a page: its key (the part of the chunk id after ``#``), its text and
+    its character offsets ``[start, end)`` in the page's source (``site.jsonl``'s ``html``)."""
 
-    ``v1`` drops every ``<table>`` (the bug); ``v2`` turns each row into a line
-    ``cell | cell | ...`` after the caption. Sections left without text are
-    dropped: under ``v1`` a section holding only a table yields no chunk.
+    key: str
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """What the v2 chunker packs: a heading with the sentence after it, a sentence, a code block or a
+    table, with its source offsets; ``glue`` joins it to the piece before it in one chunk."""
+
+    text: str
+    start: int
+    end: int
+    glue: str
+
+
+_BLOCK = re.compile(r"<(h2|p|pre|table)>(.*?)</\1>", re.S)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# The v2 chunker's size bound (characters of chunk text): sections run 90 to 380 characters, so
+# the bound both splits long sections (between sentences) and joins short neighbouring ones.
+CHUNK_CHARS = 240
+
+
+def section_ranges(source: str) -> dict[str, tuple[int, int]]:
+    """Per section id, the character offsets ``[start, end)`` of the section's body in the page source
+    (between ``<section id=..>`` and ``</section>``): what a span judgment of that section covers."""
+    return {m.group(1): (m.start(2), m.end(2)) for m in _SECTION.finditer(source)}
+
+
+def parse_page(source: str, parser: str) -> tuple[str, list[SourceChunk]]:
+    """(title, chunks) of one page source under ingestion parser ``v1`` or ``v2``.
+
+    ``v1`` makes one chunk per section (key: the section id, offsets: the section's body) and drops
+    every ``<table>`` (the bug); a section left without text yields no chunk. ``v2`` keeps each table
+    row as a line ``cell | cell | ...`` after the caption and chunks by size (:func:`_pack`): keys
+    ``p1``, ``p2``, ... in page order, boundaries that move against v1's.
     """
     if parser not in PARSERS:
         raise ValueError(f"unknown ingestion parser {parser!r} (known: {', '.join(PARSERS)})")
     title_match = _TITLE.search(source)
     title = html.unescape(title_match.group(1)).strip() if title_match else ""
+    if parser == "v2":
+        return title, _pack([piece for m in _SECTION.finditer(source) for piece in _pieces(m, source)])
     chunks = []
-    for sid, body in _SECTION.findall(source):
-        body = _TABLE.sub(_table_text if parser == "v2" else (lambda m: ""), body)
+    for m in _SECTION.finditer(source):
+        body = _TABLE.sub("", m.group(2))
         body = _BLOCK_END.sub("\n", body)
         body = html.unescape(_TAG.sub("", body))
         lines = [" ".join(line.split()) for line in body.split("\n")]
         text = "\n".join(line for line in lines if line)
         if text:
-            chunks.append((sid, text))
+            chunks.append(SourceChunk(m.group(1), text, m.start(2), m.end(2)))
     return title, chunks
+
+
+def _pieces(section: re.Match, source: str) -> list[_Piece]:
+    """The pieces of one section in source order: a heading glued to the sentence that follows it,
+    each sentence of a paragraph, each code block, each table (caption and rows, one piece)."""
+    out: list[_Piece] = []
+    heading: tuple[str, int] | None = None
+    for m in _BLOCK.finditer(source, section.start(2), section.end(2)):
+        tag, inner, at = m.group(1), m.group(2), m.start(2)
+        if tag == "h2":
+            heading = (" ".join(html.unescape(inner).split()), m.start())
+            continue
+        if tag == "table":
+            parts = [(_table_text(inner), m.start(), m.end())]
+        elif tag == "pre":
+            parts = [(html.unescape(_TAG.sub("", inner)).strip(), m.start(), m.end())]
+        else:
+            cuts = [0] + [c.end() for c in _SENTENCE_END.finditer(inner)] + [len(inner)]
+            parts = [(" ".join(html.unescape(inner[a:b]).split()), at + a, at + b) for a, b in zip(cuts, cuts[1:])]
+        for k, (text, start, end) in enumerate(p for p in parts if p[0]):
+            glue = " " if tag == "p" and k > 0 else "\n"
+            if heading is not None:
+                text, start, heading = f"{heading[0]}\n{text}", heading[1], None
+            out.append(_Piece(text, start, end, glue))
+    return out
+
+
+def _pack(pieces: list[_Piece]) -> list[SourceChunk]:
+    """Parser v2's chunks: the page's pieces packed in order, a new chunk whenever the next piece would
+    take the current one past :data:`CHUNK_CHARS` (a piece longer than that is a chunk of its own)."""
+    chunks: list[SourceChunk] = []
+    text, start, end = "", 0, 0
+    for piece in pieces:
+        if text and len(text) + len(piece.glue) + len(piece.text) > CHUNK_CHARS:
+            chunks.append(SourceChunk(f"p{len(chunks) + 1}", text, start, end))
+            text = ""
+        if text:
+            text, end = text + piece.glue + piece.text, piece.end
+        else:
+            text, start, end = piece.text, piece.start, piece.end
+    if text:
+        chunks.append(SourceChunk(f"p{len(chunks) + 1}", text, start, end))
+    return chunks
 
 
 # --------------------------------------------------------------------------- the world
@@ -926,6 +1029,45 @@ def _faq_answer(q: GoldenQuery, site: _Site) -> str:
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+def _anchored(query_id: str, judged: Mapping[str, int], pages: Mapping[str, Page],
+              ranges: Mapping[str, dict[str, tuple[int, int]]]) -> list[dict[str, Any]]:
+    """One query's judgments anchored to its pages: what the labeller judged, in source coordinates.
+
+    Per judged page: a page whose every section is judged is judged as a page (doc-level, at its
+    lowest grade: a navigational answer, a guide read whole) plus spans for the sections graded
+    above that; a page judged only at its first section, 0, is a page found not to answer (a
+    sibling with a similar name): doc-level 0; any other judgment is a span over the section's
+    body (``ranges``, :func:`section_ranges` of the page's source)."""
+    by_page: dict[str, dict[str, int]] = {}
+    for chunk_id, grade in sorted(judged.items()):
+        slug, sid = chunk_id.split("#", 1)
+        by_page.setdefault(slug, {})[sid] = grade
+    rows: list[dict[str, Any]] = []
+    for slug, grades in by_page.items():
+        sids = [sec.sid for sec in pages[slug].sections]
+        floor: int | None = None
+        if set(grades) == set(sids):
+            floor = min(grades.values())
+        elif list(grades.items()) == [(sids[0], 0)]:
+            floor = 0
+        if floor is not None:
+            rows.append({"query_id": query_id, "doc_id": slug, "grade": floor})
+        for sid in sids:
+            if sid in grades and (floor is None or grades[sid] > floor):
+                start, end = ranges[slug][sid]
+                rows.append({"query_id": query_id, "doc_id": slug, "start": start, "end": end, "grade": grades[sid]})
+    return rows
+
+
+def mapped_judgments(rows: Sequence[Mapping[str, Any]], chunks: Sequence[Chunk]) -> dict[str, dict[str, int]]:
+    """Anchored judgment rows (as :func:`_anchored` writes them) mapped onto one snapshot's chunks by the
+    gate's own rule (:func:`gate.inputs.anchoring.map_judgments`): query -> chunk id -> grade."""
+    judgments = AnchoredJudgments("golden judgments", tuple(
+        Judgment(r["query_id"], r["grade"], doc_id=r["doc_id"], start=r.get("start"), end=r.get("end"))
+        for r in rows))
+    return {qid: dict(graded) for qid, graded in map_judgments(judgments, chunks).qrels.judgments.items()}
 
 
 def _qrels_text(queries: list[GoldenQuery], which: str) -> str:
@@ -982,13 +1124,18 @@ def _yaml(data: Mapping[str, Any]) -> str:
 # about -0.01 to -0.03: a mean near zero, no regression shown, over 40% of
 # traffic damaged and 15% improved.
 #
-# Measured (seed 7): at scale 0.25 (the tests' demo, 2,000 samples) the
-# selection reaches the guarded targets; the gate measures navigational -0.249
-# and error_string -0.365, Holm p 0.012 and 0.010. At scale 1.0 (the default
-# demo) badly hurt guarded candidates are rarer and the selection stops short,
-# at about -0.21 and -0.29 in the pilot; the gate measures -0.219 and -0.281,
-# Holm p 0.021 and 0.032. Fresh runs land near the pilot, give or take the ANN
-# noise (a few thousandths overall, a few hundredths in the small strata).
+# Measured (seed 7; the pilot judges each snapshot through the anchored
+# judgments mapped onto its own chunks, a relevant passage a snapshot lacks still
+# counted as relevant): at scale 0.25 (the tests' demo, 2,000 samples) the
+# selection reaches the navigational targets (-0.25 on v1 and v2) but not the
+# error-string ones (-0.25 on v1, -0.18 on v2; the comparison the gate makes
+# -0.35, see HEADLINE_TARGETS); the gate measures navigational -0.249 and
+# error_string -0.323, Holm p 0.020 both. At scale 1.0 (the default demo) badly
+# hurt guarded candidates are rarer and the selection stops short, at about
+# -0.19 and -0.26 in the pilot (the comparisons -0.23 and -0.35); the gate
+# measures -0.223 and -0.349, Holm p 0.017 and 0.012. Fresh runs land near the
+# pilot, give or take the ANN noise (a few thousandths overall, a few hundredths
+# in the small strata: at scale 0.25, error_string's comparison lands 0.03 short).
 STORY_TARGETS: dict[str, tuple[float, float]] = {
     "navigational": (-0.25, -0.25),
     "error_string": (-0.35, -0.35),
@@ -997,6 +1144,16 @@ STORY_TARGETS: dict[str, tuple[float, float]] = {
     "how_to": (0.0, 0.0),
     "tail": (0.0, 0.0),
 }
+# What the gate compares in a guarded stratum (new model on v2 against old model on
+# v1: the model effect plus the re-chunking's) the selection also aims at. Since
+# v2 re-chunked the pages, the new model costs error-string queries less on v2
+# (at scale 0.25 no 23 candidates average below about -0.22 there), and the
+# re-chunking costs the old model some of them: aiming at the model effects
+# alone left the comparison the gate makes at -0.21 in the tests' demo, not
+# shown damaged (Holm p 0.12). Error_string aims past its story target because
+# the pilot's mean over three index seeds overstates what one fresh run loses
+# (aiming at -0.35 reached -0.31 in the pilot and -0.27, Holm p 0.052, in the gate).
+HEADLINE_TARGETS: dict[str, float] = {"navigational": -0.25, "error_string": -0.45}
 # Candidate queries per golden query, per stratum. The guarded strata need the
 # far tail of the new model's damage: at scale 1.0 about one candidate in 35
 # loses 0.2 or more (13 of 496 navigational, 47 of 1,598 error-string ones),
@@ -1030,8 +1187,10 @@ def _candidates(site: _Site, g: _Gen) -> list[GoldenQuery]:
                 break
     chunks = []  # built after the candidates: tail candidates add their answer to a page
     for page in site.pages:
-        title, parsed = parse_page(render_page(page), "v2")
-        chunks += [Chunk(page.chunk(sid), page.slug, f"{title} {text}") for sid, text in parsed]
+        source = render_page(page)
+        for parser in PARSERS:  # the snapshots chunk differently: a query may match one only
+            title, parsed = parse_page(source, parser)
+            chunks += [Chunk(page.chunk(f"{parser}-{c.key}"), page.slug, f"{title} {c.text}") for c in parsed]
     leaks = find_leaks([Query(q.query_id, q.text) for q in pool], chunks).matched_ids()
     pool = [q for q in pool if q.query_id not in leaks]
     for stratum in STRATA:
@@ -1052,14 +1211,16 @@ LEVELS = {"navigational": 0.72, "error_string": 0.80, "entity_attribute": 0.70, 
 LEVEL_WEIGHT = 0.01
 
 
-def _pilot(pool: list[GoldenQuery], corpora: Mapping[str, Path]) -> dict[tuple[str, str], np.ndarray]:
+def _pilot(pool: list[GoldenQuery], corpora: Mapping[str, Path],
+           judged: Mapping[str, Mapping[str, dict[str, int]]]) -> dict[tuple[str, str], np.ndarray]:
     """nDCG@10 of every candidate under the four (model, snapshot) cells of the reference retriever.
 
-    The settings of :data:`RETRIEVAL_OLD` / :data:`RETRIEVAL_NEW`, judged with
-    the candidates' v5 judgments, averaged over :data:`PILOT_SEEDS`.
+    The settings of :data:`RETRIEVAL_OLD` / :data:`RETRIEVAL_NEW`, each snapshot judged with the
+    candidates' v5 judgments mapped onto its own chunks (``judged``: parser -> query -> chunk ->
+    grade), averaged over :data:`PILOT_SEEDS`.
     """
     ids = [q.query_id for q in pool]
-    qrels = Qrels("pilot", {q.query_id: dict(q.v5) for q in pool})
+    qrels_of = {parser: Qrels("pilot", {qid: dict(judged[parser].get(qid, {})) for qid in ids}) for parser in PARSERS}
     queries = [(q.query_id, q.text) for q in pool]
     cells = [(label, config, parser) for label, config in (("old", RETRIEVAL_OLD), ("new", RETRIEVAL_NEW))
              for parser in PARSERS]
@@ -1069,7 +1230,7 @@ def _pilot(pool: list[GoldenQuery], corpora: Mapping[str, Path]) -> dict[tuple[s
             settings = settings_from_config({**config, "ingestion": {"parser": parser}}, "pilot")
             results = retrieve(settings, queries, str(corpora[parser]), seed)
             run = Run.from_rankings("pilot", {qid: dict(rows) for qid, rows in results.items()})
-            totals[(label, parser)] += np.asarray(evaluate(run, qrels, ["nDCG@10"], ids)["nDCG@10"])
+            totals[(label, parser)] += np.asarray(evaluate(run, qrels_of[parser], ["nDCG@10"], ids)["nDCG@10"])
     scores = {key: total / len(PILOT_SEEDS) for key, total in totals.items()}
     return scores
 
@@ -1079,16 +1240,20 @@ def _pilot_cells() -> list[tuple[str, str]]:
 
 
 def _calibration(pool: list[GoldenQuery], corpora: Mapping[str, Path],
+                 judged: Mapping[str, Mapping[str, dict[str, int]]],
                  cache: str) -> tuple[dict[tuple[str, str], np.ndarray], str]:
     """The pilot's scores: from :mod:`gate.demo.pilot_cache` when its fingerprint of these inputs matches
     (``cache="use"``), else computed; ``cache="refresh"`` computes and stores them, ``"off"`` only computes."""
-    key = pilot_key([(q.query_id, q.text, q.v5) for q in pool], corpora,
+    # Keyed by the judgments as mapped onto each snapshot: what the pilot scores with.
+    key = pilot_key([(q.query_id, q.text, {f"{parser}:{chunk}": grade for parser in PARSERS
+                                           for chunk, grade in judged[parser].get(q.query_id, {}).items()})
+                     for q in pool], corpora,
                     {"old": RETRIEVAL_OLD, "new": RETRIEVAL_NEW}, PILOT_SEEDS)
     if cache == "use":
         found = lookup(key, _pilot_cells(), len(pool))
         if found is not None:
             return found, "cached"
-    scores = _pilot(pool, corpora)
+    scores = _pilot(pool, corpora, judged)
     if cache == "refresh":
         store(key, scores, label="default demo world")
     return scores, "computed"
@@ -1124,6 +1289,7 @@ def _closest_to_story(stratum: str, members: list[GoldenQuery], free: list[Golde
     rows = np.array([index[q.query_id] for q in members])
     d1 = (scores[("new", "v1")] - scores[("old", "v1")])[rows]
     d2 = (scores[("new", "v2")] - scores[("old", "v2")])[rows]
+    headline = (scores[("new", "v2")] - scores[("old", "v1")])[rows]
     level = scores[("old", "v2")][rows]
     t1, t2 = STORY_TARGETS[stratum]
     pos = {q.query_id: k for k, q in enumerate(members)}
@@ -1132,8 +1298,10 @@ def _closest_to_story(stratum: str, members: list[GoldenQuery], free: list[Golde
 
     def cost(sel: list[int]) -> float:
         # The leaked queries are in the set but not in the aim: the gate reports without them.
-        return ((d1[sel].mean() - t1) ** 2 + (d2[sel].mean() - t2) ** 2
-                + LEVEL_WEIGHT * (level[sel].mean() - LEVELS[stratum]) ** 2)
+        aimed = (d1[sel].mean() - t1) ** 2 + (d2[sel].mean() - t2) ** 2
+        if stratum in HEADLINE_TARGETS:
+            aimed += (headline[sel].mean() - HEADLINE_TARGETS[stratum]) ** 2
+        return aimed + LEVEL_WEIGHT * (level[sel].mean() - LEVELS[stratum]) ** 2
 
     best = cost(current)
     improved = True
@@ -1166,31 +1334,41 @@ def _leak(pool: list[GoldenQuery], g: _Gen, site: _Site) -> tuple[list[GoldenQue
     return leaked, faq
 
 
-def _write_site(out: Path, pages: list[Page]) -> tuple[dict[str, int], int]:
-    """``site.jsonl`` and the two corpus snapshots; the chunks of each snapshot and the v2 chunks
-    that hold table rows."""
+def _write_site(out: Path, pages: list[Page]) -> tuple[dict[str, list[Chunk]], int]:
+    """``site.jsonl`` and the two corpus snapshots; the chunks of each snapshot and the number of v2
+    chunks that hold table rows."""
     sources = [(p, render_page(p)) for p in pages]
     _write_jsonl(out / "site.jsonl", [{"slug": p.slug, "title": p.title, "kind": p.kind, "html": src}
                                       for p, src in sources])
-    counts = {}
+    located: dict[str, list[Chunk]] = {}
     table_chunks = 0
     for parser in PARSERS:
-        rows = []
+        rows: list[dict[str, Any]] = []
         for p, src in sources:
             if parser == "v1" and p.slug == FAQ_SLUG:
                 continue  # published after the old snapshot was taken
             title, chunks = parse_page(src, parser)
-            for sid, text in chunks:
-                rows.append({"id": f"{p.slug}#{sid}", "doc_id": p.slug, "title": title, "text": text})
-                if parser == "v2" and " | " in text:
+            for c in chunks:
+                rows.append({"id": p.chunk(c.key), "doc_id": p.slug, "title": title, "text": c.text,
+                             "start_char_idx": c.start, "end_char_idx": c.end})
+                if parser == "v2" and " | " in c.text:
                     table_chunks += 1
         _write_jsonl(out / f"corpus-{parser}.jsonl", rows)
-        counts[parser] = len(rows)
-    return counts, table_chunks
+        located[parser] = [Chunk(r["id"], r["doc_id"], r["text"], r["start_char_idx"], r["end_char_idx"])
+                           for r in rows]
+    return located, table_chunks
 
 
 def _query_rows(items: list[GoldenQuery]) -> list[dict[str, Any]]:
     return [{"query_id": q.query_id, "text": q.text, "stratum": q.stratum} for q in items]
+
+
+def _write_anchored(path: Path, items: list[GoldenQuery], which: str, pages: Mapping[str, Page],
+                    ranges: Mapping[str, dict[str, tuple[int, int]]]) -> int:
+    """A golden set's judgments anchored to pages and spans (:func:`_anchored`), as JSON Lines; the rows."""
+    rows = [row for q in items for row in _anchored(q.query_id, q.v5 if which == "v5" else q.v4, pages, ranges)]
+    _write_jsonl(path, rows)
+    return len(rows)
 
 
 def _write_golden_sets(out: Path, v4: list[GoldenQuery], v5: list[GoldenQuery]) -> tuple[str, str]:
@@ -1235,18 +1413,25 @@ def build_world(out_dir: str | Path, seed: int = 7, scale: float = 1.0, *, calib
     # The leak: nine candidates (they will be golden queries), copied into the FAQ page.
     leaked, faq = _leak(pool, g, site)
     # No other candidate may (nearly) match the FAQ page: the leak is exactly these nine.
-    faq_chunks = [Chunk(faq.chunk(sid), faq.slug, f"{title} {text}")
-                  for title, parsed in [parse_page(render_page(faq), "v2")] for sid, text in parsed]
+    faq_chunks = [Chunk(faq.chunk(c.key), faq.slug, f"{title} {c.text}")
+                  for title, parsed in [parse_page(render_page(faq), "v2")] for c in parsed]
     near = find_leaks([Query(q.query_id, q.text) for q in pool if q not in leaked], faq_chunks).matched_ids()
     pool = [q for q in pool if q.query_id not in near]
 
     # Files: the site and its two snapshots.
     pages = site.pages + [faq]
-    counts, table_chunks = _write_site(out, pages)
+    located, table_chunks = _write_site(out, pages)
     corpora = {parser: out / f"corpus-{parser}.jsonl" for parser in PARSERS}
+    by_slug = {p.slug: p for p in pages}
+    ranges = {p.slug: section_ranges(render_page(p)) for p in pages}
 
     # The golden set: chosen from the pool, then numbered in a seeded order.
-    scores, pilot_source = _calibration(pool, corpora, pilot_cache) if calibrate else (None, "none")
+    if calibrate:
+        rows = [row for q in pool for row in _anchored(q.query_id, q.v5, by_slug, ranges)]
+        judged = {parser: mapped_judgments(rows, located[parser]) for parser in PARSERS}
+        scores, pilot_source = _calibration(pool, corpora, judged, pilot_cache)
+    else:
+        scores, pilot_source = None, "none"
     reached: dict[str, tuple[float, float]] = {}
     chosen = _select(pool, leaked, scores, g, reached)
     queries = [chosen[int(i)] for i in g.rng.permutation(len(chosen))]
@@ -1256,6 +1441,8 @@ def build_world(out_dir: str | Path, seed: int = 7, scale: float = 1.0, *, calib
 
     v4 = sorted(queries[:V4_QUERIES], key=lambda q: q.query_id)
     qrels_v4, qrels_v5 = _write_golden_sets(out, v4, queries)
+    anchored_v4, anchored_v5 = (_write_anchored(out / f"judgments-{which}.jsonl", items, which, by_slug, ranges)
+                                for which, items in (("v4", v4), ("v5", queries)))
     return World(
         root=out,
         seed=seed,
@@ -1271,12 +1458,16 @@ def build_world(out_dir: str | Path, seed: int = 7, scale: float = 1.0, *, calib
         retrieval_old=out / "retrieval-old.yml",
         retrieval_new=out / "retrieval-new.yml",
         pages=len(pages),
-        chunks_v1=counts["v1"],
-        chunks_v2=counts["v2"],
+        chunks_v1=len(located["v1"]),
+        chunks_v2=len(located["v2"]),
         queries_v4=len(v4),
         queries_v5=len(queries),
         qrels_v4_rows=qrels_v4.count("\n"),
         qrels_v5_rows=qrels_v5.count("\n"),
+        judgments_v4=out / "judgments-v4.jsonl",
+        judgments_v5=out / "judgments-v5.jsonl",
+        judgments_v4_rows=anchored_v4,
+        judgments_v5_rows=anchored_v5,
         table_chunks=table_chunks,
         leaked_query_ids=tuple(q.query_id for q in leaked),
         pilot=reached,

@@ -17,6 +17,27 @@ from tests.regression.pinning import check_pinned  # noqa: E402
 SCALE = scenarios.DEMO["scale"]
 
 
+def _baseline_qrels(repo, folder) -> str:
+    """The demo's anchored golden judgments mapped onto the v1 snapshot (the noise repeats are
+    baseline runs), written as TREC qrels for the commands that take chunk-id qrels. A relevant
+    judgment that lands on no v1 chunk (a table-only section) keeps its place in the ideal ranking
+    under an id no run retrieves, as the gate's own mapping keeps it (its id is not a TREC id)."""
+    from gate.demo.world import mapped_judgments
+    from gate.inputs.anchoring import NOT_LANDED_PREFIX
+    from gate.inputs.readers.corpus import iter_corpus
+
+    rows = [json.loads(line) for line in (repo / "eval" / "judgments.jsonl").read_text().splitlines()]
+    mapped = mapped_judgments(rows, list(iter_corpus(repo / "world" / "corpus-v1.jsonl")))
+    lines = []
+    for qid, graded in sorted(mapped.items()):
+        unlanded = (f"not-landed-{k}" for k in range(len(graded)))
+        lines += [f"{qid} 0 {next(unlanded) if chunk.startswith(NOT_LANDED_PREFIX) else chunk} {grade}\n"
+                  for chunk, grade in sorted(graded.items())]
+    path = folder / "qrels-v1.txt"
+    path.write_text("".join(lines))
+    return str(path)
+
+
 
 
 def test_the_demo_fails_for_its_three_reasons(demo):
@@ -138,7 +159,7 @@ def test_the_demo_command_prints_the_comment(tmp_path, capsys):
     assert "\\_" in markdown and "\\_" not in out and "&gt;" not in out and "&#124;" not in out
 
 
-def test_calibrate_on_the_demos_noisy_repeats_is_reproduced_by_pairwise_compare(demo, capsys):
+def test_calibrate_on_the_demos_noisy_repeats_is_reproduced_by_pairwise_compare(demo, capsys, tmp_path):
     # The demo's five repeats differ only by HNSW insertion order: every ordered pair is an A/A
     # comparison. calibrate's counts must be exactly what 20 independent `compare` calls decide,
     # each fail kept only where |delta| exceeds the noise band of the other three runs (the band
@@ -151,7 +172,7 @@ def test_calibrate_on_the_demos_noisy_repeats_is_reproduced_by_pairwise_compare(
     repo = demo.repo
     runs = sorted(str(p) for p in (repo / ".retrieval-gate" / "noise-runs").glob("repeat-*.run.gz"))
     assert len(runs) == 5
-    common = ["--qrels", str(repo / "eval" / "qrels.txt"), "--queries", str(repo / "eval" / "golden.jsonl"),
+    common = ["--qrels", _baseline_qrels(repo, tmp_path), "--queries", str(repo / "eval" / "golden.jsonl"),
               "--samples", "2000", "--seed", "7"]
     assert main(["calibrate", "--from-runs", *runs, *common, "--format", "json"]) == 0
     calibrated = json.loads(capsys.readouterr().out)
@@ -172,10 +193,13 @@ def test_calibrate_on_the_demos_noisy_repeats_is_reproduced_by_pairwise_compare(
         fails += kind == "fail" and abs(delta) > band
     statistical = sum(kind == "fail" for kind, _ in decided.values())
     assert calibrated["fail"] == fails <= statistical
-    # The band the demo stored carries the same calibration.
+    # The band the demo stored carries the same calibration: the demo scored its repeats (baseline
+    # runs) with the judgments mapped onto the baseline's chunks, as these qrels are.
     band = json.loads((repo / ".retrieval-gate" / "noise.json").read_text())
     assert band["calibration"]["pairs"] == 20 and band["calibration"]["pair_band"] == "others"
     assert band["calibration"]["fail"] <= statistical
+    decisions = ("fail", "improvement_shown", "inconclusive", "failed_pairs", "identical_runs")
+    assert {k: band["calibration"][k] for k in decisions} == {k: calibrated[k] for k in decisions}
 
 
 @pytest.mark.full  # slow: the full tier (tests/conftest.py)
@@ -194,7 +218,7 @@ def test_calibrate_on_the_full_demos_noisy_repeats_blocks_at_most_5_percent(tmp_
     result = run_demo(tmp_path / "demo", seed=7, repeats=5, progress=lambda m: None)
     repo = result.repo
     runs = sorted(str(p) for p in (repo / ".retrieval-gate" / "noise-runs").glob("repeat-*.run.gz"))
-    common = ["--qrels", str(repo / "eval" / "qrels.txt"), "--queries", str(repo / "eval" / "golden.jsonl")]
+    common = ["--qrels", _baseline_qrels(repo, tmp_path), "--queries", str(repo / "eval" / "golden.jsonl")]
     assert main(["calibrate", "--from-runs", *runs, *common, "--format", "json"]) == 0
     calibrated = json.loads(capsys.readouterr().out)
     assert calibrated["pairs"] == 20 and calibrated["mode"] == "regression" and calibrated["query_count"] == 140

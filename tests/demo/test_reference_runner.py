@@ -17,8 +17,9 @@ pytest.importorskip("bm25s")
 from gate.common.errors import InputError  # noqa: E402
 from gate.demo import world as W  # noqa: E402
 from gate.evaluation.evaluate import evaluate  # noqa: E402
-from gate.inputs.readers.qrels import read_qrels  # noqa: E402
+from gate.inputs.readers.corpus import iter_corpus  # noqa: E402
 from gate.inputs.readers.queries import read_queries  # noqa: E402
+from gate.inputs.readers.records import Qrels  # noqa: E402
 from gate.inputs.readers.runs import read_run  # noqa: E402
 from gate.inputs.retrieval_config import RetrievalConfig, load_retrieval_config  # noqa: E402
 from gate.inputs.universe import query_universe  # noqa: E402
@@ -55,8 +56,14 @@ def _produce(world: W.World, tmp: Path, config: RetrievalConfig, seed: int = 0, 
     return out
 
 
-def _ndcg(world: W.World, run_path: Path) -> np.ndarray:
-    qrels = read_qrels(world.qrels_v5)
+def _qrels(world: W.World, parser: str) -> Qrels:
+    """The golden judgments (anchored) mapped onto the chunks of the snapshot ``parser`` makes."""
+    rows = [json.loads(line) for line in world.judgments_v5.read_text(encoding="utf-8").splitlines()]
+    return Qrels("golden", W.mapped_judgments(rows, list(iter_corpus(world.corpus(parser)))))
+
+
+def _ndcg(world: W.World, run_path: Path, parser: str = "v2") -> np.ndarray:
+    qrels = _qrels(world, parser)
     universe = query_universe(qrels, read_queries(world.golden_v5))
     return np.asarray(evaluate(read_run(run_path), qrels, ["nDCG@10"], universe.query_ids)["nDCG@10"])
 
@@ -133,7 +140,7 @@ def test_the_two_by_two(world, tmp_path, capsys):
     for model, config in (("old", old), ("new", new)):
         for parser in ("v1", "v2"):
             cell = config.with_values({"ingestion.parser": parser})
-            cells[(model, parser)] = _ndcg(world, _produce(world, tmp_path, cell, name=f"{model}-{parser}"))
+            cells[(model, parser)] = _ndcg(world, _produce(world, tmp_path, cell, name=f"{model}-{parser}"), parser)
     means = {k: float(v.mean()) for k, v in cells.items()}
     d_v1 = means[("new", "v1")] - means[("old", "v1")]
     d_v2 = means[("new", "v2")] - means[("old", "v2")]
@@ -144,7 +151,7 @@ def test_the_two_by_two(world, tmp_path, capsys):
     assert -0.15 < d_v2 < 0.0
     assert d_v2 - d_v1 < -0.005
     assert means[("old", "v2")] > means[("old", "v1")]  # the parser fix helps the old model
-    qrels = read_qrels(world.qrels_v5)
+    qrels = _qrels(world, "v2")
     strata = {q.query_id: q.stratum for q in read_queries(world.golden_v5).queries}
     ids = query_universe(qrels, read_queries(world.golden_v5)).query_ids
     delta = cells[("new", "v2")] - cells[("old", "v2")]

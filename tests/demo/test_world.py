@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections import Counter
@@ -38,8 +39,9 @@ def test_same_seed_same_files_byte_for_byte(world, tmp_path):
     again = W.build_world(tmp_path / "again", seed=7, scale=SCALE)
     first, second = _files(world.root), _files(again.root)
     assert sorted(first) == sorted(second) == sorted([
-        "corpus-v1.jsonl", "corpus-v2.jsonl", "golden-v4.jsonl", "golden-v5.jsonl", "qrels-v4.txt",
-        "qrels-v5.txt", "retrieval-new.yml", "retrieval-old.yml", "site.jsonl", "strata.yml"])
+        "corpus-v1.jsonl", "corpus-v2.jsonl", "golden-v4.jsonl", "golden-v5.jsonl", "judgments-v4.jsonl",
+        "judgments-v5.jsonl", "qrels-v4.txt", "qrels-v5.txt", "retrieval-new.yml", "retrieval-old.yml", "site.jsonl",
+        "strata.yml"])
     for name in first:
         assert first[name] == second[name], name
     assert again.leaked_query_ids == world.leaked_query_ids
@@ -71,12 +73,18 @@ def test_scale_one_has_3000_pages_and_20000_chunks(tmp_path):
 
 def test_chunk_records_and_ids(world):
     ids = set()
-    for row in _rows(world.corpus_v2):
-        assert set(row) == {"id", "doc_id", "title", "text"}
-        slug, _, section = row["id"].partition("#")
-        assert row["doc_id"] == slug and re.fullmatch(r"c\d+|q\d+", section), row["id"]
-        assert row["text"].strip() and row["title"].strip()
-        ids.add(row["id"])
+    sources = {page["slug"]: page["html"] for page in _rows(world.site)}
+    for parser, key in (("v1", r"c\d+"), ("v2", r"p\d+")):
+        for row in _rows(world.corpus(parser)):
+            assert set(row) == {"id", "doc_id", "title", "text", "start_char_idx", "end_char_idx"}
+            slug, _, section = row["id"].partition("#")
+            assert row["doc_id"] == slug and re.fullmatch(key + r"|q\d+" * (parser == "v1"), section), row["id"]
+            assert row["text"].strip() and row["title"].strip()
+            # The offsets are the chunk's range in its page's source: the text's first words are there.
+            source = sources[slug][row["start_char_idx"]:row["end_char_idx"]]
+            assert html.escape(row["text"].split("\n")[0].split(" | ")[0][:20]) in source, row["id"]
+            if parser == "v2":
+                ids.add(row["id"])
     assert len(ids) == world.chunks_v2
     # The gate's reader takes the snapshots as they are.
     assert sum(1 for _ in iter_corpus(world.corpus_v1)) == world.chunks_v1
@@ -84,19 +92,22 @@ def test_chunk_records_and_ids(world):
     assert chunk.doc_id == chunk.chunk_id.partition("#")[0]
 
 
-def test_v1_drops_tables_v2_keeps_their_rows(world):
-    v1 = {r["id"]: r["text"] for r in _rows(world.corpus_v1)}
-    v2 = {r["id"]: r["text"] for r in _rows(world.corpus_v2)}
-    rows_v2 = [cid for cid, text in v2.items() if " | " in text]
-    assert not [cid for cid, text in v1.items() if " | " in text]
+def test_v1_drops_tables_v2_keeps_their_rows_and_rechunks(world):
+    v1 = {r["id"]: r for r in _rows(world.corpus_v1)}
+    v2 = {r["id"]: r for r in _rows(world.corpus_v2)}
+    rows_v2 = [cid for cid, row in v2.items() if " | " in row["text"]]
+    assert not [cid for cid, row in v1.items() if " | " in row["text"]]
     assert len(rows_v2) == world.table_chunks > 0
-    assert all(cid not in v1 for cid in rows_v2)  # a section that only held a table has no chunk in v1
-    # Every other chunk is the same text under the same id in both snapshots (the FAQ page aside).
-    assert set(v2) - set(v1) == set(rows_v2) | {c for c in v2 if c.startswith(W.FAQ_SLUG + "#")}
-    assert all(v1[cid] == v2[cid] for cid in v1)
-    sample = v2[rows_v2[0]]
+    # Re-chunked: no chunk id and no chunk boundary of v1 survives in v2.
+    assert not set(v1) & set(v2)
+    assert not {(r["doc_id"], r["start_char_idx"], r["end_char_idx"]) for r in v1.values()} & {
+        (r["doc_id"], r["start_char_idx"], r["end_char_idx"]) for r in v2.values()}
+    # Size-bounded: only a single piece (a table, a long sentence) may exceed the bound.
+    assert all(len(r["text"]) <= W.CHUNK_CHARS or "\n" not in r["text"] or " | " in r["text"] for r in v2.values())
+    assert sum(1 for r in v1.values() if r["doc_id"] != W.FAQ_SLUG) < world.chunks_v2
+    sample = v2[rows_v2[0]]["text"]
     assert re.search(r"^limit \| free \| starter \| team \| scale \| enterprise$|^item \| free", sample, re.M)
-    assert re.search(r"^[a-z0-9 ]+ \| [^|]+ \| ", sample.split("\n", 2)[2], re.M)
+    assert re.search(r"^[a-z0-9 ]+ \| [^|]+ \| ", sample, re.M)
 
 
 def test_parse_page_v1_and_v2():
@@ -107,9 +118,17 @@ def test_parse_page_v1_and_v2():
               "</table></section></article>")
     title, v1 = W.parse_page(source, "v1")
     assert title == "Webhooks limits & quotas"
-    assert v1 == [("c1", "Overview\nProjects hold a capped count.")]
+    body = W.section_ranges(source)["c1"]
+    assert v1 == [W.SourceChunk("c1", "Overview\nProjects hold a capped count.", *body)]
     _, v2 = W.parse_page(source, "v2")
-    assert v2[1] == ("c2", "Webhooks rate limits\nlimit | free\nrate limit | 10000 requests per hour")
+    # Short neighbours joined into one chunk, from the heading to the table's end.
+    assert [c.key for c in v2] == ["p1"]
+    assert v2[0].text == ("Overview\nProjects hold a capped count.\nWebhooks rate limits\nlimit | free\n"
+                          "rate limit | 10000 requests per hour")
+    assert source[v2[0].start:].startswith("<h2>Overview") and source[:v2[0].end].endswith("</table>")
+    long = source.replace("a capped count.", "a capped count. " + "Another sentence here. " * 12)
+    _, split = W.parse_page(long, "v2")
+    assert len(split) >= 2 and all(len(c.text) <= W.CHUNK_CHARS for c in split)
     with pytest.raises(ValueError, match="unknown ingestion parser"):
         W.parse_page(source, "v3")
 
@@ -149,8 +168,16 @@ def test_v4_is_the_first_80_queries_with_older_qrels(world):
     v1_ids = {r["id"] for r in _rows(world.corpus_v1)}
     # The old pool saw the old snapshot: every v4 judgment names a v1 chunk (no table, no FAQ chunk).
     assert all(doc in v1_ids for docs in q4.judgments.values() for doc in docs)
-    v2_ids = {r["id"] for r in _rows(world.corpus_v2)}
-    assert all(doc in v2_ids for docs in q5.judgments.values() for doc in docs)
+    v2_docs = {r["doc_id"] for r in _rows(world.corpus_v2)}
+    assert all(doc.partition("#")[0] in v2_docs for docs in q5.judgments.values() for doc in docs)
+    # The anchored judgments (the demo's golden qrels), mapped onto the re-chunked v2: every query
+    # keeps a chunk graded 2 or more.
+    anchored = _rows(world.judgments_v5)
+    assert len(anchored) == world.judgments_v5_rows and len(_rows(world.judgments_v4)) == world.judgments_v4_rows
+    assert {frozenset(row) for row in anchored} <= {frozenset({"query_id", "doc_id", "grade"}),
+                                             frozenset({"query_id", "doc_id", "start", "end", "grade"})}
+    mapped = W.mapped_judgments(anchored, list(iter_corpus(world.corpus_v2)))
+    assert set(mapped) == set(by_id) and all(max(docs.values()) >= 2 for docs in mapped.values())
     assert all(max(docs.values()) >= 2 for docs in q5.judgments.values())
     assert {g for docs in q5.judgments.values() for g in docs.values()} == {0, 1, 2, 3}
 
@@ -158,14 +185,15 @@ def test_v4_is_the_first_80_queries_with_older_qrels(world):
 def test_the_faq_page_quotes_nine_golden_queries_in_v2_only(world):
     v5 = read_queries(world.golden_v5).by_id()
     faq = {r["id"]: r for r in _rows(world.corpus_v2) if r["doc_id"] == W.FAQ_SLUG}
-    assert faq and all(re.fullmatch(re.escape(W.FAQ_SLUG) + r"#q\d+", cid) for cid in faq)
+    assert faq and all(re.fullmatch(re.escape(W.FAQ_SLUG) + r"#p\d+", cid) for cid in faq)
     assert not [r for r in _rows(world.corpus_v1) if r["doc_id"] == W.FAQ_SLUG]
     qrels = read_qrels(world.qrels_v5).judgments
+    mapped = W.mapped_judgments(_rows(world.judgments_v5), list(iter_corpus(world.corpus_v2)))
     for qid in world.leaked_query_ids:
         text = v5[qid].text
-        quoting = [cid for cid, r in faq.items() if r["text"].split("\n")[0] == text]
+        quoting = [cid for cid, r in faq.items() if text in r["text"].split("\n")]
         assert len(quoting) == 1, (qid, text)
-        assert qrels[qid][quoting[0]] == 2  # the labeller found the page useful
+        assert mapped[qid][quoting[0]] == 2  # the labeller found the answer useful
     leaked_strata = Counter(v5[q].stratum for q in world.leaked_query_ids)
     assert leaked_strata == Counter(W._LEAK_STRATA)
     faq_judged = {qid for qid, docs in qrels.items() if any(d.startswith(W.FAQ_SLUG) for d in docs)}
@@ -186,14 +214,18 @@ def test_query_kinds_match_their_strata(world):
     qrels = read_qrels(world.qrels_v5).judgments
     v1_ids = {r["id"] for r in _rows(world.corpus_v1)}
     v2_text = {r["id"]: r["text"] for r in _rows(world.corpus_v2)}
+    mapped = W.mapped_judgments(_rows(world.judgments_v5), list(iter_corpus(world.corpus_v2)))
     literal = re.compile(r"\bERR_[A-Z_]+\b|\bE\d{4}\b|\b\d{3} [A-Z][a-z]+")
     for q in v5:
         best = max(qrels[q.query_id], key=lambda d: (qrels[q.query_id][d], d))
         if q.stratum == "error_string":
             assert literal.search(q.text), q.text
         if q.stratum == "entity_attribute":
-            # answered by a table row: the best chunk holds rows in v2 and is missing from v1
-            assert qrels[q.query_id][best] == 3 and " | " in v2_text[best] and best not in v1_ids, q.text
+            # answered by a table row: the best section is missing from v1, and mapped onto v2 the
+            # judgments grade a chunk holding the rows 3
+            assert qrels[q.query_id][best] == 3 and best not in v1_ids, q.text
+            graded = mapped[q.query_id]
+            assert any(grade == 3 and " | " in v2_text[cid] for cid, grade in graded.items()), q.text
         if q.stratum == "migration":
             assert best.startswith("migrate/"), q.text
         if q.stratum == "how_to":
