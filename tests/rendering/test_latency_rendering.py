@@ -36,9 +36,9 @@ def test_the_first_screen_shows_p50_and_p95_beside_the_quality_delta():
     measures = first.index("| **nDCG@10** |")
     table = first.index("| latency and cost, on 131 queries | baseline | candidate | Δ | 95% CI |")
     assert measures < table
-    assert re.search(r"^\| p50 latency \| 4\.4 ms \| 9\.4 ms \| \+5\.0 ms \(\+112%\) \| \[\+4\.8, \+5\.2\] ms \|$",
+    assert re.search(r"^\| p50 latency \| 4\.5 ms \| 10\.0 ms \| \+5\.5 ms \(\+124%\) \| \[\+5\.3, \+5\.8\] ms \|$",
                      first, re.M)
-    assert re.search(r"^\| p95 latency \| 4\.8 ms \| 11\.0 ms \| \+6\.2 ms \(\+129%\) \| \[\+5\.8, \+6\.9\] ms \|$",
+    assert re.search(r"^\| p95 latency \| 5\.0 ms \| 12\.0 ms \| \+7\.0 ms \(\+139%\) \| \[\+6\.6, \+7\.3\] ms \|$",
                      first, re.M)
     assert "cost per query" not in body  # the demo sets no price
 
@@ -59,12 +59,12 @@ def test_a_cost_row_appears_with_costs_and_says_when_it_is_beyond_its_limit():
 def test_report_md_and_the_terminal_carry_the_percentiles_and_the_interval():
     report = _demo_report(cost=_cost())
     full = rendering._full_report(report) or ""
-    assert "| p99 | 5.03 ms | 12.19 ms | | |" in full
-    assert "| p95 | 4.83 ms | 11.04 ms | +6.21 ms | [+5.84, +6.95] ms |" in full
+    assert "| p99 | 5.27 ms | 12.42 ms | | |" in full
+    assert "| p95 | 5.00 ms | 11.97 ms | +6.97 ms | [+6.60, +7.28] ms |" in full
     assert "| cost in total | 0.013100 | 0.032750 | | |" in full
-    assert "B = 2000, seed = 7" in full and "noise band's p95 threshold ±0.12 ms" in full
+    assert "B = 2000, seed = 7" in full and "noise band's p95 threshold ±0.13 ms" in full
     (line,) = [line for line in run_summary_lines(report) if line.startswith("p50 latency")]
-    assert "p95 latency 4.8 ms -> 11.0 ms (+6.2 ms (+129%), 95% CI [+5.8, +6.9] ms)" in line
+    assert "p95 latency 5.0 ms -> 12.0 ms (+7.0 ms (+139%), 95% CI [+6.6, +7.3] ms)" in line
     assert "cost per query" in line and "beyond its limit" in line and "−" not in line
 
 
