@@ -196,6 +196,16 @@ def test_a_quote_longer_than_a_chunk_lands_on_the_chunk_inside_it():
     assert map_judgments(quote, chunks).qrels.judgments == {"q": {"d#0": 2, "d#1": 2, "d#2": 2, "d#3": 0}}
 
 
+def test_a_quote_part_of_which_no_chunk_holds_lands_nowhere_not_on_a_guess():
+    """Quotes have no fallback like spans' (docs/inputs-measures.md): 'gamma' was dropped by the
+    parser, and the pieces left at the chunks' edges ('beta', 'delta') carry no position that
+    would tell them from a chance match of a word, so the quote is reported, not placed."""
+    chunks = [Chunk("d#0", "d", "alpha beta", 0, 10), Chunk("d#1", "d", "delta epsilon zeta", 17, 35)]
+    mapped = map_judgments(judged(Judgment("q", 2, doc_id="d", quote="beta gamma delta")), chunks)
+    assert mapped.summary.not_landed == 1
+    assert mapped.qrels.judgments["q"]["d#0"] == mapped.qrels.judgments["q"]["d#1"] == 0
+
+
 def test_a_quote_lands_whatever_the_unicode_normal_form_of_either_side():
     """A parser change that writes decomposed accents (e + U+0301) must not lose a quote typed in NFC."""
     composed, decomposed = "the caf\u00e9 au lait recipe", "the cafe\u0301 au\u00a0lait recipe"
