@@ -10,17 +10,21 @@ a chunk takes the highest grade among
 (b) every span of its document it overlaps by at least ``share`` of the shorter of the two
     (``overlap / min(span length, chunk length) >= share``: a chunk inside a long span and a
     span inside a long chunk both count; a span split evenly over two chunks lands on both at
-    the default 0.5);
+    the default 0.5); a span that some chunk overlaps but none by the share (cut in two with a
+    gap between the chunks, where a parser drops markup, or unevenly at a share above a half)
+    lands on the chunk(s) that overlap it most, all tied ones: so a span lands nowhere only
+    when no chunk meets it;
 (c) every quote of its document it holds at least ``share`` of, as one contiguous piece (the
     whole quote, the whole chunk inside the quote, or a piece at the chunk's start or end when
     the quote crosses a boundary), measured as for spans against the shorter of quote and chunk,
-    compared in Unicode NFC after collapsing whitespace and counted in characters other than whitespace;
+    compared in Unicode NFC after collapsing whitespace and counted in characters other than whitespace
+    (quotes have no fallback like spans': see :func:`_holds`);
 (d) its own chunk judgment.
 
 A chunk of a document that has span or quote judgments for the query but takes none of them is
 judged 0: the labeller read the document and marked what answers. A chunk of a document with no
 judgment for the query stays unjudged. A judgment that lands on no chunk (its document is not in
-this corpus, no chunk overlaps its span enough, its quote is not found) is counted and named in
+this corpus, no chunk overlaps its span at all, its quote is not found) is counted and named in
 the summary, never dropped silently; a relevant one stays in the side's qrels as a relevant
 document no run can retrieve (:data:`NOT_LANDED_PREFIX`), so both sides' ideal rankings hold it.
 """
@@ -48,7 +52,8 @@ NAMED_NOT_LANDED = 5
 #: it (ids never hold control characters: gate.inputs.readers.fields.check_id).
 NOT_LANDED_PREFIX = "\x1fnot-landed:"
 RULE = ("a chunk takes the highest grade among its document's doc-level grade, every span of its document it "
-        "overlaps by at least the share of the shorter of the two, every quote of its document it holds at least "
+        "overlaps by at least the share of the shorter of the two (a span none takes so lands on the chunks that "
+        "overlap it most), every quote of its document it holds at least "
         "the share of as one contiguous piece (whitespace collapsed), and its own chunk judgment; a chunk of a "
         "document with span or quote judgments for the query that takes none of them is judged 0; a relevant "
         "judgment that lands on no chunk stays in the ideal ranking as a relevant document no run retrieves")
@@ -200,14 +205,36 @@ def _map_document(found: list[Judgment], pieces: list[_Held], share: float,
     near = _Overlaps(pieces)
     for judgment in found:
         quote = _Quote.of(judgment.quote) if judgment.quote is not None else None
-        hit = False
-        for piece in near.of(judgment):
-            if _takes(judgment, quote, piece, share):
-                _raise(grades[judgment.query_id], piece.chunk_id, judgment.grade)
-                hit = True
-        if hit:
+        reach = near.of(judgment)
+        taking = [piece for piece in reach if _takes(judgment, quote, piece, share)]
+        if not taking and judgment.start is not None:
+            taking = _most_overlapped(judgment, reach)
+        for piece in taking:
+            _raise(grades[judgment.query_id], piece.chunk_id, judgment.grade)
+        if taking:
             landed.add(id(judgment))
     return landed
+
+
+def _span_overlap(judgment: Judgment, piece: _Held) -> int:
+    """Characters a span and a chunk share (0 or less when they do not meet, or offsets are missing)."""
+    if judgment.start is None or judgment.end is None or piece.start is None or piece.end is None:
+        return 0
+    return min(judgment.end, piece.end) - max(judgment.start, piece.start)
+
+
+def _most_overlapped(judgment: Judgment, reach: list[_Held]) -> list[_Held]:
+    """The fallback for a span no chunk takes by the share: the chunks that overlap it most (all
+    tied ones). A chunking that cuts a span in two with a gap between the chunks (markup the
+    parser drops), or unevenly at a share above a half, can leave no chunk holding the share (cut
+    three ways, the middle chunk lies inside the span and takes it); without this the span would
+    land nowhere on that side and stay in its ideal ranking as a relevant document no run can
+    retrieve, while the other chunking holds it: per-document relevance would differ between two
+    chunkings of the same documents. Chunks that do not meet the span never take it: a span
+    outside every chunk still lands nowhere."""
+    overlaps = [(_span_overlap(judgment, piece), piece) for piece in reach]
+    most = max((overlap for overlap, _ in overlaps), default=0)
+    return [piece for overlap, piece in overlaps if overlap == most] if most > 0 else []
 
 
 class _Overlaps:
@@ -235,7 +262,7 @@ def _takes(judgment: Judgment, quote: _Quote | None, piece: _Held, share: float)
     if judgment.start is not None and judgment.end is not None:
         if piece.start is None or piece.end is None:
             return False
-        overlap = min(judgment.end, piece.end) - max(judgment.start, piece.start)
+        overlap = _span_overlap(judgment, piece)
         return overlap > 0 and overlap >= share * min(judgment.end - judgment.start, piece.end - piece.start)
     if quote is not None:
         return bool(piece.text) and bool(quote.text) and _holds(quote, piece.text or "", share)
@@ -262,7 +289,16 @@ def _holds(quote: _Quote, text: str, share: float) -> bool:
     contiguous piece: all of the quote, all of the text (the chunk inside the quote), or a piece
     at the text's end (the quote's beginning) or start (the quote's end). Lengths count
     characters other than spaces: a boundary at a space drops that space from both pieces, and
-    an even split must still be even."""
+    an even split must still be even.
+
+    Quotes get no fallback like spans' (:func:`_most_overlapped`). At a share of a half or less
+    (the default) a quote the chunks' texts hold always lands: cut three ways or more, a middle
+    chunk lies wholly inside it; cut in two, the larger piece holds at least half. What lands
+    nowhere is a quote part of which no chunk's text holds (a parser dropped it, or it was
+    mistyped), and there "the chunk holding its longest piece" has no position to check: a
+    chunk that happens to end with the quote's first word would hold a piece, so a fallback
+    would land a quote that is not in the document on a chance match instead of reporting it.
+    Where a parser drops text, spans (offsets in the source) are the anchor that still lands."""
     q = quote.text
     needed = share * min(_letters(q), _letters(text))
     if q in text or (len(text) < len(q) and text in q):

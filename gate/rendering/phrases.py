@@ -84,4 +84,4 @@ def judgments_sentences(report: Report) -> tuple[str | None, str | None]:
     named = f" (e.g. query {example[0]}: {example[1]})" if example is not None else ""
     return line, (f"some judgments land on no {side} chunk but on {other} chunks{named}: the {side} has no chunk "
                   f"for those passages, so they count against it as relevant documents it cannot retrieve (its "
-                  f"corpus lacks them, or cuts them finer than the span share)")
+                  f"corpus lacks them: no chunk of it meets those spans, or holds those documents or quotes)")

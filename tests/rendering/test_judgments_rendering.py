@@ -45,7 +45,8 @@ def test_judgments_landing_on_one_side_only_are_counted_and_warned_about():
     assert ("baseline 412 chunks judged, candidate 455; 3 judgments land on no candidate chunk. ⚠️ some judgments "
             "land on no candidate chunk but on baseline chunks (e.g. query q1: span:guides/setup\\[120,380)): the "
             "candidate has no chunk for those passages, so they count against it as relevant documents it cannot "
-            "retrieve (its corpus lacks them, or cuts them finer than the span share).") in body
+            "retrieve (its corpus lacks them: no chunk of it meets those spans, or holds those documents or "
+            "quotes).") in body
     terminal = run_summary_lines(report)
     assert any(line.startswith("warning: some judgments land on no candidate chunk") for line in terminal)
     full = rendering._full_report(report) or ""
