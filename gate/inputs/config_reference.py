@@ -36,7 +36,8 @@ DESCRIPTIONS: dict[str, str] = {
                      "judgments, mapped onto each side's chunks through the corpus's chunk -> document map; needs "
                      "`corpus`)",
     "golden.span_share": "the share of the shorter of a judged span (or quote) and a chunk that the chunk must overlap "
-                         "to take the judgment's grade, in (0, 1]",
+                         "to take the judgment's grade, in (0, 1]; a span no chunk takes so lands on the chunks "
+                         "that overlap it most",
     "corpus": "the corpus snapshot the retriever indexes (JSONL, TSV, BEIR folder, `irds:<id>` or a folder of files); "
               "canonically fingerprinted, and scanned for leaked golden queries",
     "corpus_location": "where the snapshot can be fetched again (a path at a commit, a URI); recorded in the manifest",
