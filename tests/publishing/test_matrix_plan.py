@@ -285,7 +285,10 @@ def test_plan_with_the_token_reads_the_archived_baseline_and_never_shows_the_tok
     without, _ = _plan_in_a_workflow(private_repository, monkeypatch, capsys, token=None)
     matrix, err = _plan_in_a_workflow(private_repository, monkeypatch, capsys, token=TOKEN)
     purposes = [job["purpose"] for job in matrix["parts"][0]["include"]]
-    assert "baseline reconstruction" not in purposes and "candidate" in purposes
+    # Under load in CI this once planned a reconstruction: what plan said and what reached the
+    # server are the diagnosis, so the assertion carries them.
+    assert "baseline reconstruction" not in purposes and "candidate" in purposes, (
+        err, private_repository.remote.requests)
     assert matrix["count"] == without["count"] - 1
     assert not [line for line in err if "warning" in line], err
     assert TOKEN not in json.dumps(matrix) + "\n".join(err)
