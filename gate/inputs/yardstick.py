@@ -385,17 +385,24 @@ def baselines_ref(root: Path, branch: str, token: str | None, remote_url: str | 
             return None
     if ref is not None:
         return ref
-    try:
-        done = git.fetch(root, f"+refs/heads/{branch}:{refs[0]}", token=token,
-                         url=remote_url, depth=1, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        notes.append(f"the {branch} branch could not be fetched ({type(error).__name__}): the baseline is "
-                     "reconstructed from the base commit instead of the archived one")
-        return None
-    if git.rev_parse(root, refs[0]) is not None:
-        return refs[0]
-    why = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
-    missing = any("couldn't find remote ref" in line for line in why)
+    # A fetch that fails for another reason than a missing branch is tried once more: a reset
+    # connection must not turn an archived baseline into a reconstruction.
+    for attempt in range(2):
+        try:
+            done = git.fetch(root, f"+refs/heads/{branch}:{refs[0]}", token=token,
+                             url=remote_url, depth=1, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            if attempt == 0:
+                continue
+            notes.append(f"the {branch} branch could not be fetched ({type(error).__name__}): the baseline is "
+                         "reconstructed from the base commit instead of the archived one")
+            return None
+        if git.rev_parse(root, refs[0]) is not None:
+            return refs[0]
+        why = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        missing = any("couldn't find remote ref" in line for line in why)
+        if missing or "401" in " ".join(why) or "Authentication failed" in " ".join(why):
+            break
     if not missing:
         notes.append(f"the {branch} branch could not be fetched ({git_reason(why)[:200]}): "
                      "the baseline is reconstructed instead of the archived one. A private repository "
