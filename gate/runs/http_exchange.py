@@ -169,13 +169,14 @@ def _exchange(session: requests.Session, request: Request, seconds: float, timeo
                                         timeout=seconds, stream=True, allow_redirects=False)
             try:
                 _refuse_status(response, clocks)
-                body = _read_capped(response, clocks.clock() + seconds, clocks.clock)
+                body = _read_capped(response, clocks.clock() + seconds, clocks.clock, timeout)
             finally:
                 response.close()
         except (_Transient, Refused):
             raise
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
-            if watch.fired:
+            if watch.fired or isinstance(error, (requests.Timeout, urllib3.exceptions.TimeoutError)):
+                # the watchdog or a socket timeout, whichever came first: the same deadline
                 raise _Transient(f"no whole answer within {timeout:g} s") from None
             raise _Transient(_connection_reason(error)) from None
     if watch.fired:  # the socket shut down mid-answer: what was read is cut short, not an answer
@@ -206,7 +207,8 @@ def _snippet(response: requests.Response) -> str:
     return limits.shorten(" ".join(data.decode("utf-8", errors="replace").split()), 200)
 
 
-def _read_capped(response: requests.Response, deadline: float, clock: Callable[[], float]) -> bytes | None:
+def _read_capped(response: requests.Response, deadline: float, clock: Callable[[], float],
+                 timeout: float) -> bytes | None:
     """The body as it arrives (read1: a trickle still lets the deadline be checked), or None past
     :data:`MAX_ANSWER_BYTES`."""
     chunks: list[bytes] = []
@@ -221,13 +223,11 @@ def _read_capped(response: requests.Response, deadline: float, clock: Callable[[
             return None
         chunks.append(chunk)
         if clock() > deadline:
-            raise _Transient("no whole answer within the timeout")
+            raise _Transient(f"no whole answer within {timeout:g} s")
     return b"".join(chunks)
 
 
 def _connection_reason(error: BaseException) -> str:
-    if isinstance(error, requests.Timeout) or isinstance(error, urllib3.exceptions.TimeoutError):
-        return "timed out"
     if isinstance(error, (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError)):
         return "the connection dropped mid-answer"
     if isinstance(error, requests.ConnectionError):
