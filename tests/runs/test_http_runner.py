@@ -10,9 +10,14 @@ deadline is shown by what fails, never by how fast.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import socket
 import textwrap
+import threading
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -28,6 +33,7 @@ from gate.runs.http_exchange import MAX_ANSWER_BYTES
 from gate.runs.isolation import SECRETS
 from gate.runs.produce import RunProducer
 from gate.runs.request import RunnerFailed, RunRequest
+from tests.publishing.github.raw_server import RawServer
 from tests.support import http_faults as hf
 from tests.support.small_world import small_world
 
@@ -316,6 +322,50 @@ def test_a_slow_drip_cannot_hold_the_run_past_its_timeout(tmp_path):
     with hf.serve(faults) as base:
         with pytest.raises(RunnerFailed, match=r"query q0: no whole answer within 0\.5 s after 1 attempt$"):
             _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + "timeout: 0.5\nretries: 0\n"))
+
+
+@dataclass
+class _HeaderDrip(RawServer):
+    """Sends its status line and one endless header a byte every 0.05 s: each read brings a byte,
+    so a per-read timeout never trips; only the attempt's deadline ends it."""
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    sent: list[int] = field(default_factory=list)  # bytes sent on each connection before it closed
+
+    def _stopping(self) -> bool:
+        return self.stop.is_set()
+
+    def _answer(self, conn: socket.socket) -> None:
+        count = 0
+        with conn:
+            conn.recv(65536)
+            for byte in itertools.chain(b"HTTP/1.1 200 OK\r\nX-Slow: ", itertools.repeat(ord("a"))):
+                if self.stop.is_set() or count >= 4000:
+                    break
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    break
+                count += 1
+                time.sleep(0.05)
+        self.sent.append(count)
+
+
+def test_headers_dripped_a_byte_at_a_time_are_cut_at_the_attempts_deadline(tmp_path):
+    server = _HeaderDrip().start()
+    try:
+        with pytest.raises(RunnerFailed, match=r"query q0: no whole answer within 0\.5 s after 1 attempt"):
+            _produce(tmp_path, _runner(tmp_path, POST.format(base=server.url)
+                                       + "timeout: 0.5\nretries: 0\nconcurrency: 1\n"))
+        for _ in range(400):  # the server notices the closed connection at its next byte
+            if server.sent:
+                break
+            time.sleep(0.05)
+    finally:
+        server.stop.set()
+        server.close()
+    # At 20 bytes a second, 0.5 s is about 10 bytes; 4000 (200 s) would mean nothing cut it.
+    assert server.sent and server.sent[0] < 400
 
 
 # --------------------------------------------------------------------------- secrets
