@@ -13,32 +13,13 @@ from gate.publishing.github.sticky_comment import (
     publish_suites_comment,
     suite_set_name,
 )
+from tests.publishing.github import test_client
 from tests.publishing.github.fake_github import FakeGitHub
-from tests.publishing.github.test_client import COMMENTS, PR, SHA1, SHA2, TOKEN, FakeTime, make_client
+from tests.publishing.github.test_client import COMMENTS, PR, SHA1, SHA2
 
 SUITES = ".retrieval-gate.yml"
-
-
-@pytest.fixture
-def ftime() -> FakeTime:
-    return FakeTime()
-
-
-@pytest.fixture
-def fake(ftime: FakeTime):
-    server = FakeGitHub(token=TOKEN).start()
-    server.now = ftime.now()
-    server.add_pull(PR, SHA1, files=["a.yml"])
-    try:
-        yield server
-    finally:
-        server.stop()
-    server.assert_valid()
-
-
-@pytest.fixture
-def client(fake, ftime):
-    return make_client(fake, ftime)
+# The fake GitHub and a client of it, as the single comment's tests have them.
+ftime, fake, client = test_client.ftime, test_client.fake, test_client.client
 
 
 def publish(client, worst="pass", body="the table", head=SHA1, suites=SUITES, **options):
