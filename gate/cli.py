@@ -693,10 +693,46 @@ def _warn(message: str) -> None:
         print(f"retrieval-gate: warning: {message}", file=sys.stderr)
 
 
+def _suite_set(args: argparse.Namespace):
+    """The suites ``--config`` names (gate.inputs.suites): one config, or a suites file or glob;
+    with ``--base``, several suites are the base commit's set."""
+    from gate.inputs.suites import discover, suites_at_base
+
+    found = discover(args.config)
+    if found.several and getattr(args, "base", None):
+        return suites_at_base(args.config, Path.cwd(), args.base)
+    return found
+
+
+def _cmd_run_suites(args: argparse.Namespace, found: Any) -> int:
+    """``run`` with several suites: each into ``<out>/<suite>/``, the table, the worst's exit code."""
+    from gate.pipeline.suites import run_suites
+    from gate.rendering.terminal import suites_table_lines, terminal_safe
+
+    for option, value in (("--candidate-run", args.candidate_run), ("--candidate-timings", args.candidate_timings)):
+        if value is not None:
+            raise UsageError(f"{option} is one suite's run: with several suites (--config {args.config}) run that "
+                             "suite's config alone (--config <its .retrieval-gate.yml>)")
+    out = Path(args.out)
+    outcome = run_suites(found, base=args.base, runs_dir=_runs_dir(args.runs_dir), out=out, progress=_progress)
+    if args.format == "json":
+        sys.stdout.write(outcome.to_json())
+        return outcome.exit_code
+    for line in suites_table_lines(outcome.results):
+        print(line)
+    worst = outcome.worst
+    print(terminal_safe(f"worst: {worst.verdict} ({worst.suite.name}), exit {outcome.exit_code}", lines=False))
+    print(f"wrote {out / 'suites.json'}, {out / 'comment.md'} and a folder per suite ({out}/<suite>/)")
+    return outcome.exit_code
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from gate.pipeline.pull_request import run
     from gate.rendering.terminal import config_value, run_summary_lines, terminal_safe
 
+    found = _suite_set(args)
+    if found.several:
+        return _cmd_run_suites(args, found)
     result = run(args.config, base=args.base, runs_dir=_runs_dir(args.runs_dir),
                  candidate_run=_path(args.candidate_run), progress=_progress, out=Path(args.out),
                  candidate_timings=_path(args.candidate_timings))
