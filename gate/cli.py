@@ -636,22 +636,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _cmd_plan(args: argparse.Namespace) -> int:
     from gate.pipeline.plan import plan
 
-    base = args.base
-    # Only a pull request or a merge group is judged against a base; a push plans the commit
-    # itself (what archive --noise-repeats measures after a merge).
-    event = os.environ.get("GITHUB_EVENT_NAME", "")
-    judged = event.startswith("pull_request") or event == "merge_group"
-    if base is None and os.environ.get("GITHUB_ACTIONS") == "true" and judged:
-        # As the Action: the base of this job's event (HEAD^1 of GitHub's merge commit,
-        # merge_group.base_sha), so every planned key is the one the gate will look for.
-        from gate.inputs.github_event import event_base
-
-        base, how = event_base(os.environ, Path(args.config).resolve().parent)
-        if base is not None:
-            print(f"retrieval-gate: plan --base {base[:12]} ({how}, as the Action judges the change)",
-                  file=sys.stderr)
-        else:
-            print(f"retrieval-gate: warning: plan without --base: {how}", file=sys.stderr)
+    base = _plan_base(args)
+    found = _suite_set(argparse.Namespace(config=args.config, base=base))
+    if found.several:
+        return _cmd_plan_suites(args, found, base)
     if base is not None:
         from gate.pipeline.plan import plan_pull_request
 
@@ -673,12 +661,92 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json_text([p.to_dict() for p in planned], ascii=True))
         return EXIT_OK
+    _print_planned(planned)
+    return EXIT_OK
+
+
+def _print_planned(planned: Sequence[Any], indent: str = "") -> None:
     for item in planned:
         state = "needed" if item.needed else "skip"
-        print(f"{item.purpose:<24} {state:<6} key {item.key}")
-        print(f"    config  {item.config_file}\n    queries {item.queries}\n    corpus  {item.corpus}\n"
-              f"    write   {item.output}   ({item.why})\n    timings {item.timings}   (optional: its latencies)")
+        print(f"{indent}{item.purpose:<24} {state:<6} key {item.key}")
+        print(f"{indent}    config  {item.config_file}\n{indent}    queries {item.queries}\n{indent}    corpus  "
+              f"{item.corpus}\n{indent}    write   {item.output}   ({item.why})\n{indent}    timings {item.timings}   "
+              "(optional: its latencies)")
+
+
+def _cmd_plan_suites(args: argparse.Namespace, found: Any, base: str | None) -> int:
+    """``plan`` with several suites: which suites the change touches (by each one's watch rules,
+    as the gate skips them); github-matrix: one gate job per touched suite."""
+    from gate.inputs import git
+    from gate.inputs.suites import REMOVED
+    from gate.pipeline.plan import plan, plan_pull_request
+    from gate.pipeline.suites import touched
+
+    if args.parts != 1:
+        raise UsageError("--parts splits one suite's runs: with several suites plan --format github-matrix gives one "
+                         "gate job per touched suite")
+    if args.format == "github-matrix" and args.runs_dir is not None:
+        raise UsageError("--runs-dir with several suites: plan each suite's runs in its own gate job (plan --config "
+                         "<that suite's config> --runs-dir DIR --format github-matrix)")
+    changed = None
+    if base is not None:
+        listed = git.changed_since(Path.cwd(), base)
+        changed = None if listed is None else tuple(listed)
+    present = [suite for suite in found.suites if suite.state != REMOVED]
+    removed = [suite.name for suite in found.suites if suite.state == REMOVED]
+    judged = [suite for suite in present if touched(suite, base, changed)]
+    skipped = [suite.name for suite in present if suite not in judged]
+    if args.format == "github-matrix":
+        from gate.publishing.matrix import suites_matrix
+
+        sys.stdout.write(json_text(suites_matrix(judged, skipped, removed), indent=None, ascii=True))
+        return EXIT_OK
+    listing = []
+    for suite in found.suites:
+        runs = []
+        if suite in judged:
+            warnings: list[str] = []
+            runs = (plan_pull_request(suite.config_path, _path(args.runs_dir), base, noise_repeats=args.noise_repeats,
+                                      sweep=args.sweep, warnings=warnings) if base is not None else
+                    plan(_load_config(argparse.Namespace(config=suite.config_path, out=None)), _path(args.runs_dir),
+                         None, noise_repeats=args.noise_repeats, sweep=args.sweep))
+            for warning in warnings:
+                _warn(f"{suite.name}: {warning}")
+        state = "removed" if suite.state == REMOVED else "touched" if suite in judged else "skipped"
+        listing.append((suite, state, runs))
+    if args.format == "json":
+        sys.stdout.write(json_text({"suites": [{"suite": suite.name, "config": suite.config_shown, "state": state,
+                                                "runs": [run.to_dict() for run in runs]}
+                                               for suite, state, runs in listing]}, ascii=True))
+        return EXIT_OK
+    for suite, state, runs in listing:
+        why = {"touched": "the change touches a file it watches", "skipped": "the change touches none of its files",
+               "removed": "the change deletes its config"}[state]
+        print(f"suite {suite.name} ({suite.config_shown}): {state} ({why})")
+        _print_planned(runs, "  ")
     return EXIT_OK
+
+
+def _plan_base(args: argparse.Namespace) -> str | None:
+    base = args.base
+    # Only a pull request or a merge group is judged against a base; a push plans the commit
+    # itself (what archive --noise-repeats measures after a merge).
+    event = os.environ.get("GITHUB_EVENT_NAME", "")
+    judged = event.startswith("pull_request") or event == "merge_group"
+    if base is None and os.environ.get("GITHUB_ACTIONS") == "true" and judged:
+        # As the Action: the base of this job's event (HEAD^1 of GitHub's merge commit,
+        # merge_group.base_sha), so every planned key is the one the gate will look for.
+        from gate.inputs.github_event import event_base
+        from gate.inputs.suites import is_glob
+
+        here = Path.cwd() if is_glob(args.config) else Path(args.config).resolve().parent
+        base, how = event_base(os.environ, here)
+        if base is not None:
+            print(f"retrieval-gate: plan --base {base[:12]} ({how}, as the Action judges the change)",
+                  file=sys.stderr)
+        else:
+            print(f"retrieval-gate: warning: plan without --base: {how}", file=sys.stderr)
+    return base
 
 
 def _warn(message: str) -> None:
@@ -693,10 +761,46 @@ def _warn(message: str) -> None:
         print(f"retrieval-gate: warning: {message}", file=sys.stderr)
 
 
+def _suite_set(args: argparse.Namespace):
+    """The suites ``--config`` names (gate.inputs.suites): one config, or a suites file or glob;
+    with ``--base``, several suites are the base commit's set."""
+    from gate.inputs.suites import discover, suites_at_base
+
+    found = discover(args.config)
+    if found.several and getattr(args, "base", None):
+        return suites_at_base(args.config, Path.cwd(), args.base)
+    return found
+
+
+def _cmd_run_suites(args: argparse.Namespace, found: Any) -> int:
+    """``run`` with several suites: each into ``<out>/<suite>/``, the table, the worst's exit code."""
+    from gate.pipeline.suites import run_suites
+    from gate.rendering.terminal import suites_table_lines, terminal_safe
+
+    for option, value in (("--candidate-run", args.candidate_run), ("--candidate-timings", args.candidate_timings)):
+        if value is not None:
+            raise UsageError(f"{option} is one suite's run: with several suites (--config {args.config}) run that "
+                             "suite's config alone (--config <its .retrieval-gate.yml>)")
+    out = Path(args.out)
+    outcome = run_suites(found, base=args.base, runs_dir=_runs_dir(args.runs_dir), out=out, progress=_progress)
+    if args.format == "json":
+        sys.stdout.write(outcome.to_json())
+        return outcome.exit_code
+    for line in suites_table_lines(outcome.results):
+        print(line)
+    worst = outcome.worst
+    print(terminal_safe(f"worst: {worst.verdict} ({worst.suite.name}), exit {outcome.exit_code}", lines=False))
+    print(f"wrote {out / 'suites.json'}, {out / 'comment.md'} and a folder per suite ({out}/<suite>/)")
+    return outcome.exit_code
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from gate.pipeline.pull_request import run
     from gate.rendering.terminal import config_value, run_summary_lines, terminal_safe
 
+    found = _suite_set(args)
+    if found.several:
+        return _cmd_run_suites(args, found)
     result = run(args.config, base=args.base, runs_dir=_runs_dir(args.runs_dir),
                  candidate_run=_path(args.candidate_run), progress=_progress, out=Path(args.out),
                  candidate_timings=_path(args.candidate_timings))
