@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO, overload
@@ -32,7 +32,7 @@ from gate.pipeline.result import Result
 from gate.pipeline.stack import RunOptions
 from gate.pipeline.suites import SuitesOutcome, judge_suites
 from gate.publishing.github.client import GitHubClient, GitHubError, max_wait_problem, truncate_description
-from gate.publishing.github.sticky_comment import publish_comment, publish_suites_comment
+from gate.publishing.github.sticky_comment import CommentResult, publish_comment, publish_suites_comment
 from gate.publishing.workflow_commands import (
     annotation,
     append_summary,
@@ -285,18 +285,13 @@ def _run_suites(env: Mapping[str, str], inputs: Inputs, out: TextIO, event: Even
     return outcome.exit_code
 
 
-def _publish_suites_on_github(client: GitHubClient, event: Event, inputs: Inputs, outcome: SuitesOutcome,
-                              source: str, out: TextIO) -> str:
-    """The one combined comment, and (if asked for) a status per suite and ``retrieval-gate``
-    for the worst. Returns the comment's address."""
-    assert event.pr_number is not None
+def _comment(out: TextIO, publish: Callable[[], CommentResult]) -> str:
+    """The sticky comment written by ``publish``; its address, or "" when GitHub would not (a
+    warning: the verdict stands whatever GitHub answers)."""
     comment_url = ""
-    every_suite_skipped = all(r.verdict == "skipped" for r in outcome.results)
     with group("retrieval-gate: comment", stream=out):
         try:
-            posted = publish_suites_comment(client, event.pr_number, event.head_sha or "", source,
-                                            outcome.worst.verdict, outcome.to_comment(), mode=inputs.comment_mode,
-                                            only_update=every_suite_skipped)
+            posted = publish()
         except Exception as error:  # noqa: BLE001 - GitHub's failure is never the verdict's
             _print(out, annotation("warning", f"the PR comment was not written ({_describe(error)}); the "
                                               f"verdict stands", title="retrieval-gate comment"))
@@ -306,6 +301,18 @@ def _publish_suites_on_github(client: GitHubClient, event: Event, inputs: Inputs
             if posted.action == "forbidden":
                 _print(out, annotation("warning", posted.message or "no permission to comment",
                                        title="retrieval-gate comment"))
+    return comment_url
+
+
+def _publish_suites_on_github(client: GitHubClient, event: Event, inputs: Inputs, outcome: SuitesOutcome,
+                              source: str, out: TextIO) -> str:
+    """The one combined comment, and (if asked for) a status per suite and ``retrieval-gate``
+    for the worst. Returns the comment's address."""
+    assert event.pr_number is not None
+    every_suite_skipped = all(r.verdict == "skipped" for r in outcome.results)
+    comment_url = _comment(out, lambda: publish_suites_comment(
+        client, event.pr_number or 0, event.head_sha or "", source, outcome.worst.verdict, outcome.to_comment(),
+        mode=inputs.comment_mode, only_update=every_suite_skipped))
     if inputs.commit_status and event.head_sha:
         worst = outcome.worst
         statuses = [(f"retrieval-gate/{r.suite.name}", r.verdict, r.exit_code, r.headline) for r in outcome.results]
@@ -324,22 +331,10 @@ def _publish_on_github(client: GitHubClient, event: Event, inputs: Inputs, judge
     """The PR comment (and the commit status, if asked for). Returns the comment's address."""
     verdict, record, suite = judgement.verdict, judgement.result.report, judgement.config.suite
     assert event.pr_number is not None
-    comment_url = ""
-    with group("retrieval-gate: comment", stream=out):
-        try:
-            # A skipped PR gets no comment; one judged on an earlier head gets it corrected.
-            posted = publish_comment(client, event.pr_number, suite, event.head_sha or "", verdict.kind,
-                                     judgement.result.to_comment(), mode=inputs.comment_mode,
-                                     only_update=verdict.kind == "skipped")
-        except Exception as error:  # noqa: BLE001 - GitHub's failure is never the verdict's
-            _print(out, annotation("warning", f"the PR comment was not written ({_describe(error)}); the "
-                                              f"verdict stands", title="retrieval-gate comment"))
-        else:
-            comment_url = posted.url or ""
-            _print(out, f"comment: {posted.action} {comment_url}")
-            if posted.action == "forbidden":
-                _print(out, annotation("warning", posted.message or "no permission to comment",
-                                       title="retrieval-gate comment"))
+    # A skipped PR gets no comment; one judged on an earlier head gets it corrected.
+    comment_url = _comment(out, lambda: publish_comment(
+        client, event.pr_number or 0, suite, event.head_sha or "", verdict.kind, judgement.result.to_comment(),
+        mode=inputs.comment_mode, only_update=verdict.kind == "skipped"))
     if inputs.commit_status and event.head_sha:
         try:
             client.create_status(event.head_sha, commit_state(verdict), f"retrieval-gate/{suite}",
