@@ -221,10 +221,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what goes to stdout: text (what changed since the archive) or json (default text)")
     p.set_defaults(handler=_cmd_replay)
 
+    def suites_config_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", default=".retrieval-gate.yml", metavar="FILE",
+                       help="gate config, or a suites file (suites: a list of configs) or a quoted glob of configs: "
+                            "several suites, each judged by its own config (default .retrieval-gate.yml)")
+
     p = _command(sub, "plan", "list every run the gate needs, with the key each is picked up by",
                  "For a workflow whose own steps (or an Actions matrix) produce the runs before the gate judges "
-                 "them with --runs-dir.")
-    config_arg(p)
+                 "them with --runs-dir. With several suites (--config a suites file or a glob): which suites the "
+                 "change touches, and with --format github-matrix one gate job per touched suite.")
+    suites_config_arg(p)
     p.add_argument("--runs-dir", metavar="DIR", help="where the runs will be written (default .retrieval-gate/runs)")
     p.add_argument("--base", metavar="REF", help="base commit of the PR: plan as the gate will judge it, the "
                    "yardstick as of REF, the base's baseline fetched from the baselines branch when the checkout has "
@@ -238,17 +244,20 @@ def build_parser() -> argparse.ArgumentParser:
                    "retrieval-gate sweep --runs-dir (default: not)")
     p.add_argument("--format", choices=["text", "json", "github-matrix"], default="text",
                    help="text (a table), json, or github-matrix: one line of JSON, every needed run as a job of an "
-                        "Actions matrix (default text)")
+                        "Actions matrix; with several suites, one gate job per touched suite ({count, suites, "
+                        "skipped, removed, include}) (default text)")
     p.add_argument("--parts", type=_int_range(1, 1000), default=1, metavar="P",
-                   help="github-matrix: split the jobs into P matrices (GitHub runs at most 256 per matrix) "
-                        "(default 1)")
+                   help="github-matrix: split the jobs into P matrices (GitHub runs at most 256 per matrix); one "
+                        "suite only (default 1)")
     p.set_defaults(handler=_cmd_plan)
 
     p = _command(sub, "run", "the gate: commensurable baseline, candidate, statistics, verdict",
                  "Measures the retrieval config under test against the archived baseline on the same queries and "
                  "qrels, runs the validity checks (leakage, tuning, prompts, judged share) and writes the report "
-                 "and the PR comment; the exit code is the verdict.")
-    config_arg(p)
+                 "and the PR comment; the exit code is the verdict. With several suites (--config a suites "
+                 "file or a glob) each is judged into OUT/<suite>/, a table is printed, OUT/suites.json and the "
+                 "combined comment are written and the exit code is the worst suite's.")
+    suites_config_arg(p)
     p.add_argument("--candidate-run", metavar="FILE", help="precomputed run of the PR's retrieval config (default: "
                    "the config's runner makes it)")
     p.add_argument("--candidate-timings", metavar="FILE", help="the timings sidecar of --candidate-run (JSONL: "
@@ -263,8 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write report.json, report.md and comment.md (the PR comment) here "
                         "(default .retrieval-gate/out)")
     p.add_argument("--format", choices=["text", "json"], default="text",
-                   help="what goes to stdout: text (the verdict, delta, interval and reasons) or json (the whole "
-                        "report) (default text)")
+                   help="what goes to stdout: text (the verdict, delta, interval and reasons; several suites: one "
+                        "row each) or json (the whole report; several suites: suites.json) (default text)")
     p.set_defaults(handler=_cmd_run)
 
     p = _command(sub, "noise", "measure the run-to-run noise band from identical runs",
