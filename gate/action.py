@@ -26,11 +26,11 @@ from gate.common.errors import InputError, UsageError
 from gate.common.numbers import fixed
 from gate.inputs import git
 from gate.inputs.github_event import Event, base_commit, read_event
-from gate.inputs.suites import SuiteSet, discover, suites_at_base
+from gate.inputs.suite_set import SuiteSet, discover, suites_at_base
 from gate.pipeline.pull_request import Fetch, Judgement, PullRequest, judge_pull_request
 from gate.pipeline.result import Result
 from gate.pipeline.stack import RunOptions
-from gate.pipeline.suites import SuitesOutcome, judge_suites
+from gate.pipeline.suite_verdicts import SuitesOutcome, judge_suites
 from gate.publishing.github.client import GitHubClient, GitHubError, max_wait_problem, truncate_description
 from gate.publishing.github.sticky_comment import CommentResult, publish_comment, publish_suites_comment
 from gate.publishing.workflow_commands import (

@@ -687,9 +687,9 @@ def _cmd_plan_suites(args: argparse.Namespace, found: Any, base: str | None) -> 
     """``plan`` with several suites: which suites the change touches (by each one's watch rules,
     as the gate skips them); github-matrix: one gate job per touched suite."""
     from gate.inputs import git
-    from gate.inputs.suites import REMOVED
+    from gate.inputs.suite_set import REMOVED
     from gate.pipeline.plan import plan, plan_pull_request
-    from gate.pipeline.suites import touched
+    from gate.pipeline.suite_verdicts import touched
 
     if args.parts != 1:
         raise UsageError("--parts splits one suite's runs: with several suites plan --format github-matrix gives one "
@@ -746,7 +746,7 @@ def _plan_base(args: argparse.Namespace) -> str | None:
         # As the Action: the base of this job's event (HEAD^1 of GitHub's merge commit,
         # merge_group.base_sha), so every planned key is the one the gate will look for.
         from gate.inputs.github_event import event_base
-        from gate.inputs.suites import is_glob
+        from gate.inputs.suite_set import is_glob
 
         here = Path.cwd() if is_glob(args.config) else Path(args.config).resolve().parent
         base, how = event_base(os.environ, here)
@@ -771,9 +771,9 @@ def _warn(message: str) -> None:
 
 
 def _suite_set(args: argparse.Namespace):
-    """The suites ``--config`` names (gate.inputs.suites): one config, or a suites file or glob;
+    """The suites ``--config`` names (gate.inputs.suite_set): one config, or a suites file or glob;
     with ``--base``, several suites are the base commit's set."""
-    from gate.inputs.suites import discover, suites_at_base
+    from gate.inputs.suite_set import discover, suites_at_base
 
     found = discover(args.config)
     if found.several and getattr(args, "base", None):
@@ -783,7 +783,7 @@ def _suite_set(args: argparse.Namespace):
 
 def _cmd_run_suites(args: argparse.Namespace, found: Any) -> int:
     """``run`` with several suites: each into ``<out>/<suite>/``, the table, the worst's exit code."""
-    from gate.pipeline.suites import run_suites
+    from gate.pipeline.suite_verdicts import run_suites
     from gate.rendering.terminal import suites_table_lines, terminal_safe
 
     for option, value in (("--candidate-run", args.candidate_run), ("--candidate-timings", args.candidate_timings)):

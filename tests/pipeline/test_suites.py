@@ -1,4 +1,4 @@
-"""gate.pipeline.suites and `run` with several suites: each suite judged into <out>/<suite>/ by
+"""gate.pipeline.suite_verdicts and `run` with several suites: each suite judged into <out>/<suite>/ by
 its own watch rules, the table, suites.json, and the worst verdict's exit code."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
-from gate.inputs.suites import Suite
-from gate.pipeline.suites import SuiteResult, SuitesOutcome
+from gate.inputs.suite_set import Suite
+from gate.pipeline.suite_verdicts import SuiteResult, SuitesOutcome
 from gate.verdict.kinds import severity
 from tests.support.suites_world import commit, suites_repo, touch_alpha, touch_beta
 

@@ -30,7 +30,7 @@ from gate.common.atomic import write_text_atomic
 from gate.common.jsontext import json_text
 from gate.inputs import git
 from gate.inputs.config import load_config
-from gate.inputs.suites import REMOVED, Suite, SuiteSet
+from gate.inputs.suite_set import REMOVED, Suite, SuiteSet
 from gate.inputs.yardstick import load_yardstick
 from gate.pipeline.pull_request import (
     PullRequest,
