@@ -221,10 +221,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what goes to stdout: text (what changed since the archive) or json (default text)")
     p.set_defaults(handler=_cmd_replay)
 
+    def suites_config_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", default=".retrieval-gate.yml", metavar="FILE",
+                       help="gate config, or a suites file (suites: a list of configs) or a quoted glob of configs: "
+                            "several suites, each judged by its own config (default .retrieval-gate.yml)")
+
     p = _command(sub, "plan", "list every run the gate needs, with the key each is picked up by",
                  "For a workflow whose own steps (or an Actions matrix) produce the runs before the gate judges "
-                 "them with --runs-dir.")
-    config_arg(p)
+                 "them with --runs-dir. With several suites (--config a suites file or a glob): which suites the "
+                 "change touches, and with --format github-matrix one gate job per touched suite.")
+    suites_config_arg(p)
     p.add_argument("--runs-dir", metavar="DIR", help="where the runs will be written (default .retrieval-gate/runs)")
     p.add_argument("--base", metavar="REF", help="base commit of the PR: plan as the gate will judge it, the "
                    "yardstick as of REF, the base's baseline fetched from the baselines branch when the checkout has "
@@ -238,17 +244,20 @@ def build_parser() -> argparse.ArgumentParser:
                    "retrieval-gate sweep --runs-dir (default: not)")
     p.add_argument("--format", choices=["text", "json", "github-matrix"], default="text",
                    help="text (a table), json, or github-matrix: one line of JSON, every needed run as a job of an "
-                        "Actions matrix (default text)")
+                        "Actions matrix; with several suites, one gate job per touched suite ({count, suites, "
+                        "skipped, removed, include}) (default text)")
     p.add_argument("--parts", type=_int_range(1, 1000), default=1, metavar="P",
-                   help="github-matrix: split the jobs into P matrices (GitHub runs at most 256 per matrix) "
-                        "(default 1)")
+                   help="github-matrix: split the jobs into P matrices (GitHub runs at most 256 per matrix); one "
+                        "suite only (default 1)")
     p.set_defaults(handler=_cmd_plan)
 
     p = _command(sub, "run", "the gate: commensurable baseline, candidate, statistics, verdict",
                  "Measures the retrieval config under test against the archived baseline on the same queries and "
                  "qrels, runs the validity checks (leakage, tuning, prompts, judged share) and writes the report "
-                 "and the PR comment; the exit code is the verdict.")
-    config_arg(p)
+                 "and the PR comment; the exit code is the verdict. With several suites (--config a suites "
+                 "file or a glob) each is judged into OUT/<suite>/, a table is printed, OUT/suites.json and the "
+                 "combined comment are written and the exit code is the worst suite's.")
+    suites_config_arg(p)
     p.add_argument("--candidate-run", metavar="FILE", help="precomputed run of the PR's retrieval config (default: "
                    "the config's runner makes it)")
     p.add_argument("--candidate-timings", metavar="FILE", help="the timings sidecar of --candidate-run (JSONL: "
@@ -263,8 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write report.json, report.md and comment.md (the PR comment) here "
                         "(default .retrieval-gate/out)")
     p.add_argument("--format", choices=["text", "json"], default="text",
-                   help="what goes to stdout: text (the verdict, delta, interval and reasons) or json (the whole "
-                        "report) (default text)")
+                   help="what goes to stdout: text (the verdict, delta, interval and reasons; several suites: one "
+                        "row each) or json (the whole report; several suites: suites.json) (default text)")
     p.set_defaults(handler=_cmd_run)
 
     p = _command(sub, "noise", "measure the run-to-run noise band from identical runs",
@@ -709,9 +718,9 @@ def _cmd_plan_suites(args: argparse.Namespace, found: Any, base: str | None) -> 
     """``plan`` with several suites: which suites the change touches (by each one's watch rules,
     as the gate skips them); github-matrix: one gate job per touched suite."""
     from gate.inputs import git
-    from gate.inputs.suites import REMOVED
+    from gate.inputs.suite_set import REMOVED
     from gate.pipeline.plan import plan, plan_pull_request
-    from gate.pipeline.suites import touched
+    from gate.pipeline.suite_verdicts import touched
 
     if args.parts != 1:
         raise UsageError("--parts splits one suite's runs: with several suites plan --format github-matrix gives one "
@@ -768,7 +777,7 @@ def _plan_base(args: argparse.Namespace) -> str | None:
         # As the Action: the base of this job's event (HEAD^1 of GitHub's merge commit,
         # merge_group.base_sha), so every planned key is the one the gate will look for.
         from gate.inputs.github_event import event_base
-        from gate.inputs.suites import is_glob
+        from gate.inputs.suite_set import is_glob
 
         here = Path.cwd() if is_glob(args.config) else Path(args.config).resolve().parent
         base, how = event_base(os.environ, here)
@@ -793,9 +802,9 @@ def _warn(message: str) -> None:
 
 
 def _suite_set(args: argparse.Namespace):
-    """The suites ``--config`` names (gate.inputs.suites): one config, or a suites file or glob;
+    """The suites ``--config`` names (gate.inputs.suite_set): one config, or a suites file or glob;
     with ``--base``, several suites are the base commit's set."""
-    from gate.inputs.suites import discover, suites_at_base
+    from gate.inputs.suite_set import discover, suites_at_base
 
     found = discover(args.config)
     if found.several and getattr(args, "base", None):
@@ -805,7 +814,7 @@ def _suite_set(args: argparse.Namespace):
 
 def _cmd_run_suites(args: argparse.Namespace, found: Any) -> int:
     """``run`` with several suites: each into ``<out>/<suite>/``, the table, the worst's exit code."""
-    from gate.pipeline.suites import run_suites
+    from gate.pipeline.suite_verdicts import run_suites
     from gate.rendering.terminal import suites_table_lines, terminal_safe
 
     for option, value in (("--candidate-run", args.candidate_run), ("--candidate-timings", args.candidate_timings)):

@@ -820,7 +820,7 @@ def load_config(path: str | Path = DEFAULT_PATH, text_override: str | None = Non
     if document is None:
         raise InputError(display, None, "the config is empty")
     if isinstance(document, CommentedMap) and "suites" in document:
-        # A suites file (gate.inputs.suites) lists several suites' configs; only run and plan
+        # A suites file (gate.inputs.suite_set) lists several suites' configs; only run and plan
         # (and the Action) read it: any other command works on one suite.
         raise InputError(display, yaml_key_line(document, "suites"),
                          "a suites file (it lists several suites' gate configs): run, plan and the Action take it; "

@@ -93,7 +93,7 @@ SUITE_ARTIFACT_PREFIX = "retrieval-gate-report-"
 
 def suites_matrix(touched: Sequence[Any], skipped: Sequence[str], removed: Sequence[str] = ()) -> dict[str, Any]:
     """``plan --format github-matrix`` with several suites: one gate job per touched suite
-    (``touched``: gate.inputs.suites.Suite), as ``include`` entries of one matrix - ``count`` 0
+    (``touched``: gate.inputs.suite_set.Suite), as ``include`` entries of one matrix - ``count`` 0
     means no job (GitHub refuses an empty matrix: the workflow skips the job on it). ``skipped``:
     the suites the change does not touch; ``removed``: suites whose config the change deletes
     (no job can run them: the one-job Action judges them)."""

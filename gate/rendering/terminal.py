@@ -189,7 +189,7 @@ def summary_lines(report: Report) -> list[str]:
 
 
 def suites_table_lines(results: Sequence[Any]) -> list[str]:
-    """``run`` with several suites: one row per suite (``results``: gate.pipeline.suites'
+    """``run`` with several suites: one row per suite (``results``: gate.pipeline.suite_verdicts'
     SuiteResult) - its verdict, the delta with its interval, its first line - then the worst."""
     rows = [("suite", "verdict", "delta  95% CI", "headline")]
     for result in results:

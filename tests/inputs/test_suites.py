@@ -1,4 +1,4 @@
-"""gate.inputs.suites: which suites a --config names (one config, a suites file, a glob), strictly,
+"""gate.inputs.suite_set: which suites a --config names (one config, a suites file, a glob), strictly,
 and the set a pull request is judged by (the base commit's)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gate.common.errors import InputError
-from gate.inputs.suites import NEW, REMOVED, discover, find_suites, suites_at_base
+from gate.inputs.suite_set import NEW, REMOVED, discover, find_suites, suites_at_base
 
 CONFIG = "suite: {name}\ngolden: {{queries: q.jsonl, qrels: r.txt}}\nretrieval: {{config: r.yml}}\n"
 

@@ -1,4 +1,4 @@
-"""A repository with two suites (tests of gate.inputs.suites and gate.pipeline.suites): ``alpha``
+"""A repository with two suites (tests of gate.inputs.suite_set and gate.pipeline.suite_verdicts): ``alpha``
 in a/ and ``beta`` in b/, each a small real world (tests.support.small_world) with its own
 runner.inputs, named by a suites file at the top. Moving alpha's ingestion parser to v2 leaks 3
 golden queries into its corpus (a fail); a key beta's runner ignores changes nothing (a pass)."""

@@ -4,7 +4,7 @@ Every suite runs the one path a single suite runs (:func:`gate.pipeline.pull_req
 or :func:`judge_workspace` without a base) into a folder of its own, ``<out>/<suite>/`` (report.json,
 report.md, comment.md as ever). A suite the change does not touch is skipped by its own watch
 rules (nothing of it runs); a suite whose config the change deletes is judged as removed. The
-outcome's verdict is the worst suite's, by :data:`SEVERITY`, and so is its exit code.
+outcome's verdict is the worst suite's (gate.verdict.kinds.severity), and so is its exit code.
 
 ``<out>/suites.json`` lists them (schema 1)::
 
@@ -30,7 +30,7 @@ from gate.common.atomic import write_text_atomic
 from gate.common.jsontext import json_text
 from gate.inputs import git
 from gate.inputs.config import load_config
-from gate.inputs.suites import REMOVED, Suite, SuiteSet
+from gate.inputs.suite_set import REMOVED, Suite, SuiteSet
 from gate.inputs.yardstick import load_yardstick
 from gate.pipeline.pull_request import (
     PullRequest,
@@ -41,23 +41,12 @@ from gate.pipeline.pull_request import (
 )
 from gate.pipeline.result import Result
 from gate.pipeline.stack import Progress, RunOptions, check_base, stderr_progress
+from gate.rendering.suites import render_suites_comment, render_suites_summary
+from gate.verdict.kinds import severity
 
 SCHEMA = 1
 SUITES_FILE = "suites.json"
 COMMENT_FILE = "comment.md"
-
-
-def severity(verdict: str, exit_code: int) -> int:
-    """How bad a suite's verdict is, for the worst of several: a fail (exit 1) > an inconclusive
-    that blocks (exit 3) > an inconclusive that does not (exit 0) > a pass, or an accepted verdict
-    (it exits 0: it counts as what it exits) > skipped (nothing ran)."""
-    if verdict == "skipped":
-        return 0
-    if exit_code == 1:
-        return 4
-    if exit_code == 3:
-        return 3
-    return 2 if verdict == "inconclusive" else 1
 
 
 @dataclass(frozen=True)
@@ -72,6 +61,8 @@ class SuiteResult:
 
     @property
     def severity(self) -> int:
+        """0 is the worst (gate.verdict.kinds.severity: fail, inconclusive that blocks, one that
+        does not, pass or accepted, skipped)."""
         return severity(self.verdict, self.exit_code)
 
     def delta(self) -> Mapping[str, Any] | None:
@@ -90,7 +81,7 @@ class SuitesOutcome:
     @property
     def worst(self) -> SuiteResult:
         """The worst suite (the first by name among equally bad ones)."""
-        return max(self.results, key=lambda r: r.severity)  # max keeps the first of equals
+        return min(self.results, key=lambda r: r.severity)  # min keeps the first of equals
 
     @property
     def exit_code(self) -> int:
@@ -109,8 +100,13 @@ class SuitesOutcome:
         return json_text(self.to_dict(), ascii=True)
 
     def to_comment(self) -> str:
-        """The combined PR comment: the verdict table, then a collapsed section per suite."""
-        return _stand_in_comment(self)
+        """The combined PR comment (without its marker): the verdict table, then a collapsed
+        section per suite; titled by what names the suites."""
+        return render_suites_comment([r.report for r in self.results], title=self.source)
+
+    def to_summary(self) -> str:
+        """The job summary: the same table over each suite's own job summary."""
+        return render_suites_summary([r.report for r in self.results], title=self.source)
 
     def write(self, out: Path) -> list[Path]:
         """suites.json and the combined comment.md into ``out`` (each suite's files are in its
@@ -200,12 +196,3 @@ def run_suites(found: SuiteSet, *, base: str | None = None, runs_dir: Path | Non
     change = PullRequest(first.config_path, first.config_shown, base, None if changed is None else tuple(changed))
     return judge_suites(found.suites, change, options, found.source, progress)
 
-
-def _stand_in_comment(outcome: SuitesOutcome) -> str:
-    """STAND-IN until gate.rendering.suites (helper-suitescomment) is merged: the table and each
-    suite's comment.md, collapsed."""
-    rows = ["| suite | verdict | headline |", "|---|---|---|"]
-    for r in outcome.results:
-        rows.append(f"| {r.suite.name} | {r.verdict} | {r.headline.replace('|', '/')} |")
-    sections = [f"<details><summary>{r.suite.name}: {r.verdict}</summary>\n\n</details>" for r in outcome.results]
-    return "\n".join(["## retrieval-gate: " + outcome.worst.verdict, "", *rows, "", *sections]) + "\n"
