@@ -336,13 +336,14 @@ def build_parser() -> argparse.ArgumentParser:
     saved = p.add_mutually_exclusive_group(required=True)
     saved.add_argument("--report", action="append", metavar="REPORT.json",
                        help="the report.json the gate job saved as an artifact; given several times, the reports of "
-                            "a set of suites, posted as one combined comment (with --config)")
+                            "a set of suites, posted as one combined comment (with --config). One of --report and "
+                            "--reports is required: there is no default")
     saved.add_argument("--reports", metavar="DIR",
                        help="a folder of a set of suites' reports, posted as one combined comment: suites.json and "
                             "the reports it names (the Action's output, or the status job's of a matrix workflow), "
                             "or the downloaded retrieval-gate-report-<suite>/report.json artifacts. Each report's "
                             "suite must be one --config lists, one report per suite; a suite with none is a row "
-                            "'no report'")
+                            "'no report' (default: --report instead)")
     p.add_argument("--pr", required=True, type=_positive_int, metavar="N",
                    help="the pull request's number (from the artifact: believed only if the PR's head is --head-sha); "
                         "a report the Action made for another PR is refused")
@@ -390,7 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "ones are rows 'skipped' (default: every suite of --config is due)")
     p.add_argument("--out", metavar="DIR",
                    help="also write the set here as the Action does: suites.json, <suite>/report.json and the "
-                        "combined comment.md (upload it for the comment workflow: comment --reports DIR)")
+                        "combined comment.md (upload it for the comment workflow: comment --reports DIR; default: "
+                        "nothing written)")
     p.set_defaults(handler=_cmd_suites_status)
 
     p = _command(sub, "factorial", "effects and interactions of bundled changes from a 2^k grid of run files",
@@ -1035,11 +1037,12 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     repository = os.environ.get("GITHUB_REPOSITORY")
     if not token or not repository:
         raise UsageError("comment needs GITHUB_TOKEN and GITHUB_REPOSITORY in the environment")
+    api = os.environ.get("GITHUB_API_URL", "https://api.github.com")
     if args.reports is not None or len(args.report) > 1:
         publish = _suites_comment(args)
     else:
         publish = _single_comment(args, args.report[0])
-    return _post_comment(args, token, repository, publish)
+    return _post_comment(args, (api, token, repository), publish)
 
 
 def _single_comment(args: argparse.Namespace, path: str) -> Callable[[Any], Any]:
@@ -1060,7 +1063,7 @@ def _single_comment(args: argparse.Namespace, path: str) -> Callable[[Any], Any]
 def _suites_comment(args: argparse.Namespace) -> Callable[[Any], Any]:
     """A set of suites' reports, each checked as one is and its suite against the trusted suites
     file (--config), rendered as the combined comment (gate.rendering.suites)."""
-    from gate.inputs.suites import discover
+    from gate.inputs.suite_set import discover
     from gate.publishing import suite_reports
     from gate.publishing.github.sticky_comment import publish_suites_comment
     from gate.publishing.report_trust import Expected, Refused, check_report, load_saved_report
@@ -1122,9 +1125,10 @@ def _suites_comment_body(standing: Any, title: str, disagreement: Any) -> str:
     return with_disagreement(body, disagreement)
 
 
-def _post_comment(args: argparse.Namespace, token: str, repository: str, publish: Callable[[Any], Any]) -> int:
-    """``publish`` with a client of GitHub, once the PR's head is --head-sha; GitHub's answers as
-    exit codes (2: the user's to fix; 3: GitHub unavailable, rerun)."""
+def _post_comment(args: argparse.Namespace, github: tuple[str, str, str], publish: Callable[[Any], Any]) -> int:
+    """``publish`` with a client of GitHub (``github``: the API root, the token, the repository),
+    once the PR's head is --head-sha; GitHub's answers as exit codes (2: the user's to fix; 3:
+    GitHub unavailable, rerun)."""
     from gate.publishing.github.client import (
         GitHubAnswerError,
         GitHubClient,
@@ -1134,9 +1138,9 @@ def _post_comment(args: argparse.Namespace, token: str, repository: str, publish
         GitHubWaitCapError,
     )
 
+    api, token, repository = github
     try:
-        client = GitHubClient(os.environ.get("GITHUB_API_URL", "https://api.github.com"), token, repository,
-                              max_wait=args.max_wait)
+        client = GitHubClient(api, token, repository, max_wait=args.max_wait)
     except ValueError as error:
         raise UsageError(f"comment: {error}") from None
     try:
@@ -1171,7 +1175,7 @@ def _post_comment(args: argparse.Namespace, token: str, repository: str, publish
 def _cmd_suites_status(args: argparse.Namespace) -> int:
     """The matrix workflow's required check: the worst suite's exit code (3 for a due report that
     is missing), the table on stdout and in the job summary, verdict and worst as outputs."""
-    from gate.inputs.suites import discover
+    from gate.inputs.suite_set import discover
     from gate.publishing import suite_reports
     from gate.publishing.report_trust import load_saved_report, verdict_problem
     from gate.publishing.workflow_commands import append_summary, write_outputs

@@ -349,7 +349,7 @@ _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 
 def folder_name(suite: str) -> str:
     """A suite's folder in a written set (``<suite>/report.json``): its name, which with several
-    suites is a plain folder name (gate.inputs.suites); anything else is refused."""
+    suites is a plain folder name (gate.inputs.suite_set); anything else is refused."""
     if not _PLAIN.match(suite):
         raise InputError(suite, None, "is not a plain folder name: a suite of a set is named like one")
     return suite
