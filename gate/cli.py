@@ -1183,8 +1183,10 @@ def _cmd_suites_status(args: argparse.Namespace) -> int:
     from gate.rendering.terminal import terminal_safe
 
     found = discover(args.config)
-    saved = suite_reports.read_report_folder(args.reports, load_saved_report)
     planned = suite_reports.read_plan(args.plan) if args.plan else None
+    # An empty folder: no gate job ran (no touched suite: every one skipped), or none saved a
+    # report (each due one is a row "no report", exit 3).
+    saved = suite_reports.read_report_folder(args.reports, load_saved_report, may_be_empty=True)
     standing = suite_reports.standing_of(saved, [suite.name for suite in found.suites], args.config, planned)
     for each in standing.reports:
         verdict = each.report.verdict

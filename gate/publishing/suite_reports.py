@@ -121,10 +121,11 @@ def read_report_files(paths: Sequence[str | Path], load: Loader) -> SavedSet:
     return SavedSet(", ".join(str(p) for p in paths[:3]) + (", ..." if len(paths) > 3 else ""), tuple(reports))
 
 
-def read_report_folder(folder: str | Path, load: Loader) -> SavedSet:
+def read_report_folder(folder: str | Path, load: Loader, *, may_be_empty: bool = False) -> SavedSet:
     """The reports of a folder: its suites.json and the reports it names, or else each
     sub-folder's report.json (a matrix workflow's ``retrieval-gate-report-<suite>`` artifacts),
-    or else the folder's own report.json (one suite's output)."""
+    or else the folder's own report.json (one suite's output). ``may_be_empty``: a folder with
+    none is an empty set (a matrix that started no gate job), not a refusal."""
     root = Path(folder)
     if not root.is_dir():
         raise InputError(str(root), None, "not a folder (--reports names the folder the reports were downloaded to)")
@@ -145,7 +146,7 @@ def read_report_folder(folder: str | Path, load: Loader) -> SavedSet:
         found.append(saved)
     if not found and (root / REPORT_FILE).is_file():
         found.append(_saved(root / REPORT_FILE, load(root / REPORT_FILE)))
-    if not found:
+    if not found and not may_be_empty:
         raise InputError(str(root), None, f"holds no {SUITES_FILE}, no {REPORT_FILE} and no folder with one: "
                          "no report to read")
     _distinct(found)

@@ -302,3 +302,37 @@ def test_without_a_plan_every_suite_of_the_config_is_due(world, github, tmp_path
     assert main(["suites-status", "--reports", str(_artifacts(out, tmp_path / "b", "beta")),
                  "--config", ".retrieval-gate.yml"]) == 3
     assert "suite alpha: no report" in capsys.readouterr().err
+
+
+def test_a_plan_touching_no_suite_passes_with_every_suite_skipped(world, github, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "output"))
+    empty = tmp_path / "none"
+    empty.mkdir()
+    assert main(["suites-status", "--reports", str(empty), "--config", ".retrieval-gate.yml",
+                 "--plan", str(_plan(tmp_path, [], ["alpha", "beta"]))]) == 0
+    assert [line.split()[:2] for line in capsys.readouterr().out.splitlines()[:2]] == [["alpha", "skipped"],
+                                                                                      ["beta", "skipped"]]
+    assert _outputs(tmp_path / "output")["verdict"] == "skipped"
+    # A plan that touched a suite with an empty folder (its job saved nothing): due, and missing.
+    assert main(["suites-status", "--reports", str(empty), "--config", ".retrieval-gate.yml",
+                 "--plan", str(_plan(tmp_path, ["alpha"], ["beta"]))]) == 3
+    assert "suite alpha: no report" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--reports", "/nonexistent/folder"], "not a folder"),
+    (["--plan", "{plan}"], "invalid JSON"),
+])
+def test_bad_inputs_of_the_status_job_are_one_line(world, github, tmp_path, capsys, args, said):
+    (tmp_path / "plan.json").write_text("{not json")
+    _head, out = _copy(world, "one", tmp_path)
+    base = ["suites-status", "--reports", str(_artifacts(out, tmp_path, "alpha")), "--config", ".retrieval-gate.yml"]
+    for option, value in zip(args[::2], args[1::2]):
+        value = value.format(plan=tmp_path / "plan.json")
+        if option in base:
+            base[base.index(option) + 1] = value
+        else:
+            base += [option, value]
+    code = main(base)
+    err = capsys.readouterr().err
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
