@@ -18,8 +18,14 @@ _SECRET_WORDS = re.compile(r"TOKEN|SECRET|PASSWORD|KEY", re.IGNORECASE)
 
 
 def is_credential(name: str) -> bool:
+    return never_passed(name) or bool(_SECRET_WORDS.search(name.upper()))
+
+
+def never_passed(name: str) -> bool:
+    """The GitHub token and the runner's ``ACTIONS_*`` credentials: no config can hand them on
+    (to a command's environment, or to a search service in a header)."""
     upper = name.upper()
-    return upper in _ALWAYS_DROPPED or upper.startswith("ACTIONS_") or bool(_SECRET_WORDS.search(upper))
+    return upper in _ALWAYS_DROPPED or upper.startswith("ACTIONS_")
 
 
 def scrubbed_environment(
@@ -34,10 +40,9 @@ def scrubbed_environment(
     allowed = {name.upper() for name in passthrough}
     env = {}
     for name, value in (base if base is not None else os.environ).items():
-        upper = name.upper()
-        if upper in _ALWAYS_DROPPED or upper.startswith("ACTIONS_"):
+        if never_passed(name):
             continue
-        if is_credential(name) and upper not in allowed:
+        if is_credential(name) and name.upper() not in allowed:
             continue
         env[name] = value
     if extra:

@@ -23,6 +23,7 @@ from ruamel.yaml.scalarint import HexCapsInt, HexInt
 
 from gate.common import limits
 from gate.common.errors import InputError
+from gate.inputs.http_templates import TemplateError, parse_body, parse_header, parse_path, parse_url
 from gate.inputs.readers.beir_folder import check_split_name
 from gate.inputs.readers.textlines import read_text_file
 from gate.inputs.readers.yaml_source import load_yaml
@@ -296,10 +297,104 @@ class RetrievalSection:
     config: str = setting(path_text)
 
 
+def _template(parse: Callable[[str], Any]) -> Callable[[Any, _Where], str]:
+    """Text that ``parse`` (gate.inputs.http_templates) accepts."""
+    def check(value: Any, where: _Where) -> str:
+        written = text(value, where)
+        try:
+            parse(written)
+        except TemplateError as error:
+            raise where.error(error.message) from None
+        return written
+
+    return check
+
+
+http_url = _template(parse_url)
+json_path = _template(parse_path)
+
+
+def http_body(value: Any, where: _Where) -> Any:
+    """``runner.http.body``: a mapping or list, the JSON body, its placeholders checked; an error
+    names the line of the value at fault."""
+    if not isinstance(value, (dict, CommentedMap, list, CommentedSeq)):
+        raise where.error(f"expected a mapping or a list (the JSON body), got {_type_name(value)}")
+    plain = anything(value, where)
+    try:
+        parse_body(plain)
+    except TemplateError as error:
+        line = _nested_line(value, error.where) or where.line
+        dotted = ".".join(str(step) for step in (where.key, *error.where))
+        raise InputError(where.path, line, f"key '{limits.shorten(dotted, 120)}': {error.message}") from None
+    return plain
+
+
+def _nested_line(node: Any, steps: tuple[str | int, ...]) -> int | None:
+    """The line of the value ``steps`` (keys and list indexes) below a ruamel.yaml node, or None."""
+    line = None
+    for step in steps:
+        if isinstance(node, dict):
+            key = next((k for k in node if str(k) == str(step)), None)
+            if key is None:
+                break
+            line, node = yaml_key_line(node, key) or line, node[key]
+        elif isinstance(node, list) and isinstance(step, int) and step < len(node):
+            try:
+                line = node.lc.item(step)[0] + 1  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - plain lists (tests) have no positions
+                pass
+            node = node[step]
+        else:
+            break
+    return line
+
+
+def http_headers(value: Any, where: _Where) -> Mapping[str, str]:
+    """``runner.http.headers``: header name -> value, ``${NAME}`` naming environment variables."""
+    headers = mapping(value, where)
+    out: dict[str, str] = {}
+    for name, item in headers.items():
+        written = text(item, _Where(where.path, where.line, f"{where.key}.{name}"))
+        try:
+            parse_header(name, written)
+        except TemplateError as error:
+            raise InputError(where.path, yaml_key_line(value, name) or where.line,
+                             f"key '{where.key}': {error.message}") from None
+        if name.lower() in (known.lower() for known in out):
+            raise where.error(f"header '{limits.shorten(name)}' is given twice (header names ignore case)")
+        out[name] = written
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpRunnerConfig:
+    """``runner.http:``, the HTTP runner: a search service asked one request per query
+    (docs/runners.md, the HTTP runner). ``url``, ``hits``, ``id`` and ``score`` are required
+    when ``runner.type`` is ``http`` (checked when the runner is made)."""
+    url: str | None = setting(http_url, None)
+    # GET or POST; unset: POST when a body is given, else GET.
+    method: str | None = setting(one_of("GET", "POST"), None)
+    body: Any = setting(http_body, None)
+    hits: str | None = setting(json_path, None)
+    id: str | None = setting(json_path, None)
+    score: str | None = setting(json_path, None)
+    # The server-reported latency in ms (Elasticsearch's `took`); unset: the measured round trip.
+    latency: str | None = setting(json_path, None)
+    headers: Mapping[str, str] = setting(http_headers, {})
+    depth: int = setting(in_range(positive_integer, 1, limits.MAX_CUTOFF), 100)
+    concurrency: int = setting(in_range(positive_integer, 1, 64), 4)
+    retries: int = setting(in_range(integer, 0, 20), 3)
+    backoff: float = setting(in_range(number, 0.0, 30.0), 0.5)
+    rate_limit: float = setting(in_range(number, 0.0, 100_000.0), 0.0)
+    timeout: float = setting(in_range(number, 0.0, 3600.0, low_open=True), 10.0)
+    max_queries: int = setting(in_range(integer, 0, 1 << 31), 0)
+    max_seconds: float = setting(in_range(number, 0.0, 7 * 24 * 3600.0), 0.0)
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunnerConfig:
     """``runner:``, how a run is produced."""
-    type: str = setting(one_of("command", "run-file", "reference"), "command")
+    type: str = setting(one_of("command", "run-file", "reference", "http"), "command")
     command: str | None = setting(text, None)
     shell: bool = setting(boolean, False)
     timeout: float = setting(in_range(number, 0.0, 7 * 24 * 3600.0, low_open=True), 3600.0)
@@ -313,6 +408,7 @@ class RunnerConfig:
     baseline_timings: str | None = setting(path_text, None)
     candidate_timings: str | None = setting(path_text, None)
     options: Mapping[str, Any] = setting(mapping, {})
+    http: HttpRunnerConfig = section(HttpRunnerConfig)
 
 
 @dataclass(frozen=True, kw_only=True)

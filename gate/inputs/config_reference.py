@@ -44,8 +44,9 @@ DESCRIPTIONS: dict[str, str] = {
     "metric": "the primary measure, ir_measures syntax (`nDCG@10`, `RR(rel=2)@10`)",
     "also": "more measures reported beside it",
     "retrieval.config": "the retrieval config file (YAML or JSON) whose changes this gate judges",
-    "runner.type": "`command` (your stack, through `runner.command`), `run-file` (runs given as files) or "
-                   "`reference` (the demo's BM25 + dense retriever)",
+    "runner.type": "`command` (your stack, through `runner.command`), `run-file` (runs given as files), "
+                   "`reference` (the demo's BM25 + dense retriever) or `http` (a search service asked per query, "
+                   "through `runner.http`)",
     "runner.command": "the command that makes one run, with placeholders (see Runner placeholders); split with "
                       "shlex and run without a shell",
     "runner.shell": "run `runner.command` through `/bin/sh` instead (each placeholder's value shell-quoted)",
@@ -60,6 +61,35 @@ DESCRIPTIONS: dict[str, str] = {
     "runner.candidate_timings": "`run-file`: the candidate run's timings sidecar (docs: Runners, timings)",
     "runner.options": "`reference`: the reference retriever's settings (part of a run's identity); other runners "
                       "ignore it",
+    "runner.http.url": "`http` (required): the address asked per query, `http(s)://host[:port]/path?query`; "
+                       "placeholders (`{query}`, `{query_id}`, `{depth}`, `{seed}`, `{repeat}`, `{corpus}`, "
+                       "`{config.<key>}`) in the path and query string only, each value percent-encoded (see Runners, "
+                       "the HTTP runner)",
+    "runner.http.method": "`http`: `GET` or `POST`; unset: `POST` when `runner.http.body` is given, else `GET`",
+    "runner.http.body": "`http`: the JSON body, a YAML mapping or list; a string that is exactly one placeholder "
+                        "becomes its value with its JSON type (`\"{depth}\"` a number, `\"{config}\"` the whole "
+                        "retrieval config), inside a longer string its text; a literal brace is doubled",
+    "runner.http.hits": "`http` (required): the dotted path to the list of hits in the answer (`hits.hits`); a part "
+                        "of digits indexes a list",
+    "runner.http.id": "`http` (required): the path to a hit's id (`_id`): a text or an integer",
+    "runner.http.score": "`http` (required): the path to a hit's score (`_score`): a finite number",
+    "runner.http.latency": "`http`: the path to the service's own latency in ms (Elasticsearch's `took`) for the "
+                           "timings; unset: the measured round trip of the answered attempt",
+    "runner.http.headers": "`http`: headers sent with every request; a value may name environment variables as "
+                           "`${NAME}` (only these are read, never shown, never in a run's key; the GitHub token and "
+                           "`ACTIONS_*` are refused)",
+    "runner.http.depth": "`http`: the hits kept per query (the run's depth, and `{depth}`)",
+    "runner.http.concurrency": "`http`: requests in flight at once (the run is the same whatever it is)",
+    "runner.http.retries": "`http`: attempts after the first on a 429, a 5xx, a timeout or a dropped connection",
+    "runner.http.backoff": "`http`: seconds before the first retry, doubled each retry (at most 30 s); a "
+                           "`Retry-After` is waited instead, at most `runner.http.timeout` seconds",
+    "runner.http.rate_limit": "`http`: requests per second across all workers (retries included); `0`: no limit",
+    "runner.http.timeout": "`http`: seconds one attempt may take in all: connecting, the headers and the body (a "
+                           "server dripping its answer is cut there)",
+    "runner.http.max_queries": "`http`: a query set larger than this is refused before any request (the verdict "
+                               "inconclusive); `0`: no limit",
+    "runner.http.max_seconds": "`http`: seconds the whole run may take; beyond, the run is incomplete and the verdict "
+                               "inconclusive, naming how far it got; `0`: no limit",
     "baseline.manifest": "the archived baseline's manifest (written by `archive`)",
     "cache.dir": "the run cache, keyed by fingerprint (suits `actions/cache`)",
     "cache.enabled": "use the run cache",

@@ -26,6 +26,7 @@ from gate.inputs.yardstick import config_globs, outside_links
 from gate.runs import missing_reference_modules
 from gate.runs.code import CodeIdentity, commit_tree, declared_inputs, working_tree
 from gate.runs.command import CommandRunner
+from gate.runs.http import HttpRunner, http_settings
 from gate.runs.produce import RunProducer
 
 Progress = Callable[[str], None]
@@ -152,7 +153,10 @@ def _require_file(config: Config, key: str, path: Path, missing_ok: bool = False
         raise config.key_error(key, f"'{config.value(key)}' is {kind}, expected a file")
 
 
-def make_runner(config: Config):
+def make_runner(config: Config, progress: Progress | None = None):
+    if config.runner.type == "http":
+        settings = http_settings(config.runner.http, str(config.path), config.lines)
+        return HttpRunner(settings, progress=progress or stderr_progress)
     if config.runner.type == "command":
         if not config.runner.command:
             return None
@@ -185,7 +189,7 @@ def work_dir_of(config: Config) -> Path:
 
 def make_producer(config: Config, runs_dir: Path | None, progress: Progress) -> RunProducer:
     return RunProducer(
-        runner=make_runner(config),
+        runner=make_runner(config, progress),
         work_dir=work_dir_of(config),
         cache_dir=config.here(config.cache_dir) if config.cache_enabled else None,
         runs_dir=runs_dir,

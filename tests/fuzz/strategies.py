@@ -775,12 +775,16 @@ _CONFIG_TEXT = st.one_of(_ASCII_ID, free_text(1, 12))
 # so the generator follows gate.inputs.config.SCHEMA (ranges, choices) without copying it.
 _CHOICE_WORDS = ["command", "run-file", "reference", "percentile", "basic", "bca", "exact", "trigram-jaccard",
                  "calibrated", "interval", "regression", "non-inferiority", "adaptive", "always", "pooled",
-                 "relevance-only", "dev", "test", "quepid", "rank-eval", "chunk", "document"]
+                 "relevance-only", "dev", "test", "quepid", "rank-eval", "chunk", "document", "http", "GET", "POST"]
 _POOL: list[Any] = (
     _CHOICE_WORDS + ["text", "a b", "ünï", "0", "1.5", "20%", "15ms", "https://example.github.io/search/"]
     + [0, 1, 2, 3, 5, 7, 10, 100, 1000, 10_000, 2**31, 2**62, -1, -7]
     + [0.0, 0.01, 0.02, 0.1, 0.3, 0.5, 0.85, 0.99, 1.0, 1.5, 60.0, 3600.0, -0.5, 1e6]
     + [True, False, ["a"], ["a", "b c"], [], ["quepid", "rank-eval"], {"k": 1}, {"a": {"b": [1, "x"]}}, {}]
+    # runner.http: a URL, a body and headers with placeholders, a path into the answer
+    + ["http://127.0.0.1:9200/{config.index}/_search?q={query}", "hits.hits", "root.children.0",
+       {"query": {"match": {"text": "{query}"}}, "size": "{depth}", "{{literal}}": "{config}"},
+       {"Authorization": "ApiKey ${ES_API_KEY}"}]
 )
 _GENERATORS = [  # (probe value, strategy of more values like it)
     ("probe-text", _CONFIG_TEXT),

@@ -53,7 +53,7 @@ def test_the_documented_example_loads_with_paths_relative_to_the_config(tmp_path
         ("  rel: 1\n", "  rel: high\n", 5, "key 'golden.rel': expected an integer, got the text 'high'"),
         ("  timeout: 3600\n", "  timeout: [1]\n", 14, "key 'runner.timeout': expected a number, got a list"),
         ("  type: command\n", "  type: comand\n", 12,
-         "'comand' is not one of command, run-file, reference (did you mean 'command'?)"),
+         "'comand' is not one of command, run-file, reference, http (did you mean 'command'?)"),
         ("  qrels: eval/qrels-v5.txt\n", "", 2, "missing required key 'golden.qrels'"),
         ("also: [RR@10, R@100, Judged@10]\n", "also: [RR@10, R@100\n", 9, "invalid YAML"),
         # What YAML readers read differently (issue 35): refused, never read the surprising way.

@@ -42,27 +42,21 @@ The sticky comment built on it is :mod:`gate.publishing.github.sticky_comment`.
 
 from __future__ import annotations
 
-import email.utils
 import functools
 import logging
 import math
 import re
-import socket
-import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import requests
-import requests.adapters
 import urllib3
-import urllib3.connection
-import urllib3.connectionpool
-import urllib3.poolmanager
 
 from gate import __version__
 from gate.common.environment import scrub_token
+from gate.common.http_deadline import CallWatch, DeadlineAdapter, UnredirectedSession, parse_retry_after, watched
 from gate.common.limits import MAX_GITHUB_WAIT
 from gate.publishing.github.answers import (
     AnswerShapeError,
@@ -165,103 +159,6 @@ class GitHubAnswerError(GitHubError):
     id that is not an integer, a body that is not JSON): a GitHub problem, as an outage is."""
 
 
-# --------------------------------------------------------------------------- the deadline
-
-
-class _CallWatch:
-    """The sockets one call uses, shut down by a timer when the call's deadline passes.
-
-    requests' ``timeout`` bounds each socket read, not the call: a server that sends a byte of
-    its headers every second never trips it. Shutting the socket down from the timer's thread
-    wakes the read blocked in the calling thread, which then fails like a dropped connection.
-    """
-
-    def __init__(self) -> None:
-        self._sockets: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self.fired = False
-
-    def add(self, sock: socket.socket | None) -> None:
-        if sock is None:
-            return
-        with self._lock:
-            self._sockets.append(sock)
-            fired = self.fired
-        if fired:
-            _shut(sock)
-
-    def fire(self) -> None:
-        with self._lock:
-            self.fired = True
-            sockets = list(self._sockets)
-        for sock in sockets:
-            _shut(sock)
-
-
-def _shut(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:  # already closed
-        pass
-
-
-_watching = threading.local()  # .watch: the _CallWatch of the call under way in this thread
-
-
-def _watch_socket(sock: socket.socket | None) -> None:
-    watch = getattr(_watching, "watch", None)
-    if watch is not None:
-        watch.add(sock)
-
-
-class _WatchedConnection:
-    """Gives every socket a connection opens, or reuses for a request, to the call's watch."""
-
-    def _new_conn(self) -> socket.socket:
-        sock = super()._new_conn()  # type: ignore[misc]
-        _watch_socket(sock)
-        return sock
-
-    def request(self, *args: Any, **kwargs: Any) -> Any:
-        _watch_socket(getattr(self, "sock", None))  # a kept-alive connection: its socket is not new
-        return super().request(*args, **kwargs)  # type: ignore[misc]
-
-
-class _WatchedHTTPConnection(_WatchedConnection, urllib3.connection.HTTPConnection):
-    pass
-
-
-class _WatchedHTTPSConnection(_WatchedConnection, urllib3.connection.HTTPSConnection):
-    pass
-
-
-class _WatchedHTTPPool(urllib3.connectionpool.HTTPConnectionPool):
-    ConnectionCls = _WatchedHTTPConnection
-
-
-class _WatchedHTTPSPool(urllib3.connectionpool.HTTPSConnectionPool):
-    ConnectionCls = _WatchedHTTPSConnection
-
-
-_WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
-
-
-class _DeadlineAdapter(requests.adapters.HTTPAdapter):
-    """requests' adapter, with connections whose sockets the call's watchdog can shut down (direct,
-    and through an HTTP(S) proxy; a SOCKS proxy keeps its own connections and only the per-read
-    timeout)."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = _WATCHED_POOLS
-
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        if manager.pool_classes_by_scheme is urllib3.poolmanager.pool_classes_by_scheme:
-            manager.pool_classes_by_scheme = _WATCHED_POOLS
-        return manager
-
-
 # --------------------------------------------------------------------------- client
 
 
@@ -286,15 +183,6 @@ class _BearerAuth(requests.auth.AuthBase):
 
     def __repr__(self) -> str:
         return "_BearerAuth(token='***')"
-
-
-class _UnredirectedSession(requests.Session):
-    """A session that never looks for a redirect: requests reads a 3xx answer's whole body to
-    prepare the next hop even with ``allow_redirects=False`` (past MAX_BODY_BYTES: a 302 with an
-    endless body grew the job by gigabytes). The client follows redirects itself."""
-
-    def get_redirect_target(self, resp: requests.Response) -> None:
-        return None
 
 
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -345,9 +233,9 @@ class GitHubClient:
         self._sleep = sleep
         self._clock = clock
         self._now = now
-        self._session = _UnredirectedSession()
+        self._session = UnredirectedSession()
         for prefix in ("http://", "https://"):
-            self._session.mount(prefix, _DeadlineAdapter())
+            self._session.mount(prefix, DeadlineAdapter())
         self.waited = 0.0  # seconds spent waiting so far (counts against max_wait)
         self.spent = 0.0  # wall-clock seconds spent inside calls so far: the budget's use
         # The deadline of the call under way: its start plus what is left of the budget.
@@ -456,7 +344,7 @@ class GitHubClient:
         headers = response.headers
         retry_after = headers.get("retry-after")
         if retry_after is not None:
-            seconds = _parse_retry_after(retry_after, self._now)
+            seconds = parse_retry_after(retry_after, self._now)
             if seconds is not None:
                 return seconds, f"rate limited ({response.status_code}, retry-after {retry_after.strip()[:40]})", False
         exhausted = headers.get("x-ratelimit-remaining", "").strip() == "0"
@@ -567,7 +455,7 @@ class GitHubClient:
                     raise error(GitHubUncertainError, " (it may or may not have been applied)")
                 if transient > self.max_retries:
                     raise error(GitHubError, f" (after {transient} attempts)")
-                retry_after = _parse_retry_after(response.headers.get("retry-after", ""), self._now)
+                retry_after = parse_retry_after(response.headers.get("retry-after", ""), self._now)
                 self._wait(retry_after if retry_after is not None else _backoff(transient), f"server error {status}",
                            method, shown)
                 continue
@@ -597,11 +485,16 @@ class GitHubClient:
         alone lets a trickling server hold the call for ever). A redirect is not followed here
         (requests would read each redirect's whole body, past MAX_BODY_BYTES): its body is left
         unread and its connection closed; ``_request`` follows it."""
-        watch = _CallWatch()
-        watchdog = threading.Timer(remaining, watch.fire)
-        watchdog.daemon = True
-        _watching.watch = watch
-        watchdog.start()
+        with watched(remaining) as watch:
+            response = self._exchange_watched(watch, method, url, shown, remaining, params=params, json=json)
+        if watch.fired:
+            # A socket shut down mid-answer reads as its end: headers and body cut short, not an answer.
+            response.close()
+            raise self._cut_off(method, shown)
+        return response
+
+    def _exchange_watched(self, watch: CallWatch, method: str, url: str, shown: str, remaining: float, *,
+                          params: dict[str, Any] | None, json: Any) -> requests.Response:
         try:
             response = self._session.request(
                 method,
@@ -622,13 +515,6 @@ class GitHubClient:
             if watch.fired:  # whatever the shut socket made requests raise, the budget ran out
                 raise self._cut_off(method, shown) from None
             raise
-        finally:
-            _watching.watch = None
-            watchdog.cancel()
-        if watch.fired:
-            # A socket shut down mid-answer reads as its end: headers and body cut short, not an answer.
-            response.close()
-            raise self._cut_off(method, shown)
         return response
 
     def _cut_off(self, method: str, shown: str) -> GitHubWaitCapError:
@@ -821,25 +707,6 @@ class GitHubClient:
 
 def _backoff(attempt: int) -> float:
     return float(min(2 ** (attempt - 1), 30))
-
-
-def _parse_retry_after(value: str, now: Callable[[], float]) -> float | None:
-    value = (value or "").strip()
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:  # nan, inf or a negative count of seconds says nothing: the default backoff, not a 0 s wait
-        return seconds if math.isfinite(seconds) and seconds >= 0 else None
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    return max(when.timestamp() - now(), 0.0)
 
 
 def _epoch(value: str) -> float | None:
