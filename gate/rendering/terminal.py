@@ -199,11 +199,16 @@ def suites_table_lines(results: Sequence[Any]) -> list[str]:
             f"{_fmt(_number(delta.get('ci_high')), signed_=True)}]")
         kind = result.verdict + (f" ({result.suite.state})" if result.suite.state else "")
         rows.append((terminal_safe(result.suite.name, lines=False), kind, measured,
-                     terminal_safe(result.headline, lines=False)[:160]))
+                     _cut(terminal_safe(result.headline, lines=False), 160)))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = [f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}".rstrip()
              for row in rows]
     return lines
+
+
+def _cut(text: str, limit: int) -> str:
+    """A table cell cut to ``limit`` characters, saying so (the whole line is in the suite's report)."""
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
 def _number(value: Any) -> float | None:
