@@ -16,21 +16,23 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO, overload
 
 from gate.common.environment import scrub_token
-from gate.common.errors import InputError
+from gate.common.errors import InputError, UsageError
 from gate.common.numbers import fixed
 from gate.inputs import git
 from gate.inputs.github_event import Event, base_commit, read_event
+from gate.inputs.suite_set import SuiteSet, discover, suites_at_base
 from gate.pipeline.pull_request import Fetch, Judgement, PullRequest, judge_pull_request
 from gate.pipeline.result import Result
 from gate.pipeline.stack import RunOptions
+from gate.pipeline.suite_verdicts import SuitesOutcome, judge_suites
 from gate.publishing.github.client import GitHubClient, GitHubError, max_wait_problem, truncate_description
-from gate.publishing.github.sticky_comment import publish_comment
+from gate.publishing.github.sticky_comment import CommentResult, publish_comment, publish_suites_comment
 from gate.publishing.workflow_commands import (
     annotation,
     append_summary,
@@ -43,7 +45,7 @@ from gate.publishing.workflow_commands import (
 from gate.rendering.comment import render_summary
 from gate.report.spine import Report
 from gate.report.typed import Absent
-from gate.verdict.rules import commit_state
+from gate.verdict.rules import Verdict, commit_state
 
 COMMENT_MODES = ("update", "new", "off")
 
@@ -217,6 +219,13 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
         base=base,
         out=out_dir,
     )
+    found = discover(inputs.config_path, workspace)
+    if found.several:
+        if inputs.candidate_run:
+            raise UsageError("input 'candidate-run' is one suite's run: with several suites "
+                                            f"('{inputs.config_path}') give each suite its own job")
+        found = suites_at_base(inputs.config_path, workspace, base)
+        return _run_suites(env, inputs, out, event, client, change, options, found, started)
     with group("retrieval-gate: run", stream=out):
         judgement = judge_pull_request(change, options,
                                        progress=lambda m: _print(out, f"[retrieval-gate] {escape_data(m)}"))
@@ -247,17 +256,42 @@ def _run(env: Mapping[str, str], inputs: Inputs, out: TextIO) -> int:
     return verdict.exit_code
 
 
-def _publish_on_github(client: GitHubClient, event: Event, inputs: Inputs, judgement: Judgement, out: TextIO) -> str:
-    """The PR comment (and the commit status, if asked for). Returns the comment's address."""
-    verdict, record, suite = judgement.verdict, judgement.result.report, judgement.config.suite
-    assert event.pr_number is not None
+def _run_suites(env: Mapping[str, str], inputs: Inputs, out: TextIO, event: Event, client: GitHubClient | None,
+                change: PullRequest, options: RunOptions, found: SuiteSet, started: float) -> int:
+    """Several suites in one job (``config-path`` a suites file or a glob): each judged into
+    ``<out>/<suite>/``, suites.json and the combined comment beside them; one sticky comment,
+    a status per suite and one for the worst; the exit code is the worst suite's."""
+    assert found.source is not None and options.out is not None
+    with group("retrieval-gate: run", stream=out):
+        outcome = judge_suites(found.suites, change, options, found.source,
+                               progress=lambda m: _print(out, f"[retrieval-gate] {escape_data(m)}"))
+    worst = outcome.worst
+    output_file = env.get("GITHUB_OUTPUT", "")
+    # One suite's delta is no set's: with several suites the numbers are each report's.
+    write_outputs(output_file, {"verdict": worst.verdict, "delta": "", "ci-low": "", "ci-high": "",
+                                "report-path": _workspace_relative(env, options.out / "suites.json")})
+    append_summary(env.get("GITHUB_STEP_SUMMARY", ""), outcome.to_summary())
+    comment_url = ""
+    if event.name.startswith("pull_request") and event.pr_number is not None and client is not None:
+        comment_url = _publish_suites_on_github(client, event, inputs, outcome, found.source, out)
+    write_outputs(output_file, {"comment-url": comment_url})
+    for result in outcome.results:
+        kind = "error" if result.exit_code else "notice"
+        _print(out, annotation(kind, result.headline[:1000], title=f"retrieval-gate {result.suite.name}: "
+                                                                   f"{result.verdict}"))
+    name = escape_data(worst.suite.name)
+    _print(out, f"retrieval-gate: {worst.verdict} (worst of {len(outcome.results)} suites: {name}; "
+                f"exit {outcome.exit_code}) in {time.monotonic() - started:.1f}s")
+    return outcome.exit_code
+
+
+def _comment(out: TextIO, publish: Callable[[], CommentResult]) -> str:
+    """The sticky comment written by ``publish``; its address, or "" when GitHub would not (a
+    warning: the verdict stands whatever GitHub answers)."""
     comment_url = ""
     with group("retrieval-gate: comment", stream=out):
         try:
-            # A skipped PR gets no comment; one judged on an earlier head gets it corrected.
-            posted = publish_comment(client, event.pr_number, suite, event.head_sha or "", verdict.kind,
-                                     judgement.result.to_comment(), mode=inputs.comment_mode,
-                                     only_update=verdict.kind == "skipped")
+            posted = publish()
         except Exception as error:  # noqa: BLE001 - GitHub's failure is never the verdict's
             _print(out, annotation("warning", f"the PR comment was not written ({_describe(error)}); the "
                                               f"verdict stands", title="retrieval-gate comment"))
@@ -267,6 +301,40 @@ def _publish_on_github(client: GitHubClient, event: Event, inputs: Inputs, judge
             if posted.action == "forbidden":
                 _print(out, annotation("warning", posted.message or "no permission to comment",
                                        title="retrieval-gate comment"))
+    return comment_url
+
+
+def _publish_suites_on_github(client: GitHubClient, event: Event, inputs: Inputs, outcome: SuitesOutcome,
+                              source: str, out: TextIO) -> str:
+    """The one combined comment, and (if asked for) a status per suite and ``retrieval-gate``
+    for the worst. Returns the comment's address."""
+    assert event.pr_number is not None
+    every_suite_skipped = all(r.verdict == "skipped" for r in outcome.results)
+    comment_url = _comment(out, lambda: publish_suites_comment(
+        client, event.pr_number or 0, event.head_sha or "", source, outcome.worst.verdict, outcome.to_comment(),
+        mode=inputs.comment_mode, only_update=every_suite_skipped))
+    if inputs.commit_status and event.head_sha:
+        worst = outcome.worst
+        statuses = [(f"retrieval-gate/{r.suite.name}", r.verdict, r.exit_code, r.headline) for r in outcome.results]
+        statuses.append(("retrieval-gate", worst.verdict, worst.exit_code,
+                         f"worst of {len(outcome.results)} suites: {worst.suite.name}: {worst.headline}"))
+        for context, kind, exit_code, headline in statuses:
+            try:
+                client.create_status(event.head_sha, commit_state(Verdict(kind, (), exit_code=exit_code)), context,
+                                     truncate_description(headline))
+            except Exception as error:  # noqa: BLE001 - as above
+                _print(out, annotation("warning", f"commit status {context} not written: {_describe(error)}"))
+    return comment_url
+
+
+def _publish_on_github(client: GitHubClient, event: Event, inputs: Inputs, judgement: Judgement, out: TextIO) -> str:
+    """The PR comment (and the commit status, if asked for). Returns the comment's address."""
+    verdict, record, suite = judgement.verdict, judgement.result.report, judgement.config.suite
+    assert event.pr_number is not None
+    # A skipped PR gets no comment; one judged on an earlier head gets it corrected.
+    comment_url = _comment(out, lambda: publish_comment(
+        client, event.pr_number or 0, suite, event.head_sha or "", verdict.kind, judgement.result.to_comment(),
+        mode=inputs.comment_mode, only_update=verdict.kind == "skipped"))
     if inputs.commit_status and event.head_sha:
         try:
             client.create_status(event.head_sha, commit_state(verdict), f"retrieval-gate/{suite}",

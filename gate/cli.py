@@ -221,10 +221,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what goes to stdout: text (what changed since the archive) or json (default text)")
     p.set_defaults(handler=_cmd_replay)
 
+    def suites_config_arg(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", default=".retrieval-gate.yml", metavar="FILE",
+                       help="gate config, or a suites file (suites: a list of configs) or a quoted glob of configs: "
+                            "several suites, each judged by its own config (default .retrieval-gate.yml)")
+
     p = _command(sub, "plan", "list every run the gate needs, with the key each is picked up by",
                  "For a workflow whose own steps (or an Actions matrix) produce the runs before the gate judges "
-                 "them with --runs-dir.")
-    config_arg(p)
+                 "them with --runs-dir. With several suites (--config a suites file or a glob): which suites the "
+                 "change touches, and with --format github-matrix one gate job per touched suite.")
+    suites_config_arg(p)
     p.add_argument("--runs-dir", metavar="DIR", help="where the runs will be written (default .retrieval-gate/runs)")
     p.add_argument("--base", metavar="REF", help="base commit of the PR: plan as the gate will judge it, the "
                    "yardstick as of REF, the base's baseline fetched from the baselines branch when the checkout has "
@@ -238,17 +244,20 @@ def build_parser() -> argparse.ArgumentParser:
                    "retrieval-gate sweep --runs-dir (default: not)")
     p.add_argument("--format", choices=["text", "json", "github-matrix"], default="text",
                    help="text (a table), json, or github-matrix: one line of JSON, every needed run as a job of an "
-                        "Actions matrix (default text)")
+                        "Actions matrix; with several suites, one gate job per touched suite ({count, suites, "
+                        "skipped, removed, include}) (default text)")
     p.add_argument("--parts", type=_int_range(1, 1000), default=1, metavar="P",
-                   help="github-matrix: split the jobs into P matrices (GitHub runs at most 256 per matrix) "
-                        "(default 1)")
+                   help="github-matrix: split the jobs into P matrices (GitHub runs at most 256 per matrix); one "
+                        "suite only (default 1)")
     p.set_defaults(handler=_cmd_plan)
 
     p = _command(sub, "run", "the gate: commensurable baseline, candidate, statistics, verdict",
                  "Measures the retrieval config under test against the archived baseline on the same queries and "
                  "qrels, runs the validity checks (leakage, tuning, prompts, judged share) and writes the report "
-                 "and the PR comment; the exit code is the verdict.")
-    config_arg(p)
+                 "and the PR comment; the exit code is the verdict. With several suites (--config a suites "
+                 "file or a glob) each is judged into OUT/<suite>/, a table is printed, OUT/suites.json and the "
+                 "combined comment are written and the exit code is the worst suite's.")
+    suites_config_arg(p)
     p.add_argument("--candidate-run", metavar="FILE", help="precomputed run of the PR's retrieval config (default: "
                    "the config's runner makes it)")
     p.add_argument("--candidate-timings", metavar="FILE", help="the timings sidecar of --candidate-run (JSONL: "
@@ -263,8 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write report.json, report.md and comment.md (the PR comment) here "
                         "(default .retrieval-gate/out)")
     p.add_argument("--format", choices=["text", "json"], default="text",
-                   help="what goes to stdout: text (the verdict, delta, interval and reasons) or json (the whole "
-                        "report) (default text)")
+                   help="what goes to stdout: text (the verdict, delta, interval and reasons; several suites: one "
+                        "row each) or json (the whole report; several suites: suites.json) (default text)")
     p.set_defaults(handler=_cmd_run)
 
     p = _command(sub, "noise", "measure the run-to-run noise band from identical runs",
@@ -324,8 +333,17 @@ def build_parser() -> argparse.ArgumentParser:
                               "the workflow_run event (its run's conclusion, when --run-conclusion is not given). "
                               "The HTTP client also honours the usual proxy and CA-bundle variables (HTTPS_PROXY, "
                               "REQUESTS_CA_BUNDLE).")
-    p.add_argument("--report", required=True, metavar="REPORT.json",
-                   help="the report.json the gate job saved as an artifact")
+    saved = p.add_mutually_exclusive_group(required=True)
+    saved.add_argument("--report", action="append", metavar="REPORT.json",
+                       help="the report.json the gate job saved as an artifact; given several times, the reports of "
+                            "a set of suites, posted as one combined comment (with --config). One of --report and "
+                            "--reports is required: there is no default")
+    saved.add_argument("--reports", metavar="DIR",
+                       help="a folder of a set of suites' reports, posted as one combined comment: suites.json and "
+                            "the reports it names (the Action's output, or the status job's of a matrix workflow), "
+                            "or the downloaded retrieval-gate-report-<suite>/report.json artifacts. Each report's "
+                            "suite must be one --config lists, one report per suite; a suite with none is a row "
+                            "'no report' (default: --report instead)")
     p.add_argument("--pr", required=True, type=_positive_int, metavar="N",
                    help="the pull request's number (from the artifact: believed only if the PR's head is --head-sha); "
                         "a report the Action made for another PR is refused")
@@ -341,7 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "artifact: a report of another suite is refused (default: the report's suite)")
     trusted_suite.add_argument("--config", metavar="FILE",
                                help="read that suite from this gate config instead: the default branch's "
-                                    ".retrieval-gate.yml (trusted), so the suite is named in one place")
+                                    ".retrieval-gate.yml (trusted), so the suite is named in one place; for a set of "
+                                    "reports, the default branch's suites file: the suites the reports may be of, "
+                                    "and the combined comment's name")
     p.add_argument("--max-wait", type=_float_range(0.0, limits.MAX_GITHUB_WAIT), default=120.0, metavar="SECONDS",
                    help="cap on all the seconds spent on GitHub calls (default 120)")
     from gate.inputs.github_event import RUN_CONCLUSIONS
@@ -352,6 +372,28 @@ def build_parser() -> argparse.ArgumentParser:
                         "given that job the other result (default: the workflow_run event's, in a workflow_run job; "
                         "else not compared)")
     p.set_defaults(handler=_cmd_comment)
+
+    p = _command(sub, "suites-status", "the required status of a per-suite matrix workflow: its worst suite's verdict",
+                 "The final job of a matrix workflow (needs: [plan, gate], if: always()) reads every suite's saved "
+                 "report, prints the verdict table, writes it to the job summary, sets the outputs verdict (the worst "
+                 "suite's) and worst (that suite's name), and exits with the worst suite's code; a planned suite "
+                 "without a report exits 3, naming it.",
+                 epilog="Environment: GITHUB_STEP_SUMMARY and GITHUB_OUTPUT, where GitHub's runner reads the job "
+                        "summary and the step's outputs (each optional).")
+    p.add_argument("--reports", required=True, metavar="DIR",
+                   help="the folder the gate jobs' artifacts were downloaded to: retrieval-gate-report-<suite>/"
+                        "report.json (or <suite>/report.json) per suite")
+    p.add_argument("--config", required=True, metavar="FILE",
+                   help="the suites file (or a quoted glob of gate configs) the plan job read: the suites a report "
+                        "may be of")
+    p.add_argument("--plan", metavar="PLAN.json",
+                   help="plan --format github-matrix's output: the touched suites are the reports due, the skipped "
+                        "ones are rows 'skipped' (default: every suite of --config is due)")
+    p.add_argument("--out", metavar="DIR",
+                   help="also write the set here as the Action does: suites.json, <suite>/report.json and the "
+                        "combined comment.md (upload it for the comment workflow: comment --reports DIR; default: "
+                        "nothing written)")
+    p.set_defaults(handler=_cmd_suites_status)
 
     p = _command(sub, "factorial", "effects and interactions of bundled changes from a 2^k grid of run files",
                  "When a change bundles several factors, each factor's main effect and their interactions, each "
@@ -639,22 +681,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _cmd_plan(args: argparse.Namespace) -> int:
     from gate.pipeline.plan import plan
 
-    base = args.base
-    # Only a pull request or a merge group is judged against a base; a push plans the commit
-    # itself (what archive --noise-repeats measures after a merge).
-    event = os.environ.get("GITHUB_EVENT_NAME", "")
-    judged = event.startswith("pull_request") or event == "merge_group"
-    if base is None and os.environ.get("GITHUB_ACTIONS") == "true" and judged:
-        # As the Action: the base of this job's event (HEAD^1 of GitHub's merge commit,
-        # merge_group.base_sha), so every planned key is the one the gate will look for.
-        from gate.inputs.github_event import event_base
-
-        base, how = event_base(os.environ, Path(args.config).resolve().parent)
-        if base is not None:
-            print(f"retrieval-gate: plan --base {base[:12]} ({how}, as the Action judges the change)",
-                  file=sys.stderr)
-        else:
-            print(f"retrieval-gate: warning: plan without --base: {how}", file=sys.stderr)
+    base = _plan_base(args)
+    found = _suite_set(argparse.Namespace(config=args.config, base=base))
+    if found.several:
+        return _cmd_plan_suites(args, found, base)
     if base is not None:
         from gate.pipeline.plan import plan_pull_request
 
@@ -676,12 +706,92 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json_text([p.to_dict() for p in planned], ascii=True))
         return EXIT_OK
+    _print_planned(planned)
+    return EXIT_OK
+
+
+def _print_planned(planned: Sequence[Any], indent: str = "") -> None:
     for item in planned:
         state = "needed" if item.needed else "skip"
-        print(f"{item.purpose:<24} {state:<6} key {item.key}")
-        print(f"    config  {item.config_file}\n    queries {item.queries}\n    corpus  {item.corpus}\n"
-              f"    write   {item.output}   ({item.why})\n    timings {item.timings}   (optional: its latencies)")
+        print(f"{indent}{item.purpose:<24} {state:<6} key {item.key}")
+        print(f"{indent}    config  {item.config_file}\n{indent}    queries {item.queries}\n{indent}    corpus  "
+              f"{item.corpus}\n{indent}    write   {item.output}   ({item.why})\n{indent}    timings {item.timings}   "
+              "(optional: its latencies)")
+
+
+def _cmd_plan_suites(args: argparse.Namespace, found: Any, base: str | None) -> int:
+    """``plan`` with several suites: which suites the change touches (by each one's watch rules,
+    as the gate skips them); github-matrix: one gate job per touched suite."""
+    from gate.inputs import git
+    from gate.inputs.suite_set import REMOVED
+    from gate.pipeline.plan import plan, plan_pull_request
+    from gate.pipeline.suite_verdicts import touched
+
+    if args.parts != 1:
+        raise UsageError("--parts splits one suite's runs: with several suites plan --format github-matrix gives one "
+                         "gate job per touched suite")
+    if args.format == "github-matrix" and args.runs_dir is not None:
+        raise UsageError("--runs-dir with several suites: plan each suite's runs in its own gate job (plan --config "
+                         "<that suite's config> --runs-dir DIR --format github-matrix)")
+    changed = None
+    if base is not None:
+        listed = git.changed_since(Path.cwd(), base)
+        changed = None if listed is None else tuple(listed)
+    present = [suite for suite in found.suites if suite.state != REMOVED]
+    removed = [suite.name for suite in found.suites if suite.state == REMOVED]
+    judged = [suite for suite in present if touched(suite, base, changed)]
+    skipped = [suite.name for suite in present if suite not in judged]
+    if args.format == "github-matrix":
+        from gate.publishing.matrix import suites_matrix
+
+        sys.stdout.write(json_text(suites_matrix(judged, skipped, removed), indent=None, ascii=True))
+        return EXIT_OK
+    listing = []
+    for suite in found.suites:
+        runs = []
+        if suite in judged:
+            warnings: list[str] = []
+            runs = (plan_pull_request(suite.config_path, _path(args.runs_dir), base, noise_repeats=args.noise_repeats,
+                                      sweep=args.sweep, warnings=warnings) if base is not None else
+                    plan(_load_config(argparse.Namespace(config=suite.config_path, out=None)), _path(args.runs_dir),
+                         None, noise_repeats=args.noise_repeats, sweep=args.sweep))
+            for warning in warnings:
+                _warn(f"{suite.name}: {warning}")
+        state = "removed" if suite.state == REMOVED else "touched" if suite in judged else "skipped"
+        listing.append((suite, state, runs))
+    if args.format == "json":
+        sys.stdout.write(json_text({"suites": [{"suite": suite.name, "config": suite.config_shown, "state": state,
+                                                "runs": [run.to_dict() for run in runs]}
+                                               for suite, state, runs in listing]}, ascii=True))
+        return EXIT_OK
+    for suite, state, runs in listing:
+        why = {"touched": "the change touches a file it watches", "skipped": "the change touches none of its files",
+               "removed": "the change deletes its config"}[state]
+        print(f"suite {suite.name} ({suite.config_shown}): {state} ({why})")
+        _print_planned(runs, "  ")
     return EXIT_OK
+
+
+def _plan_base(args: argparse.Namespace) -> str | None:
+    base = args.base
+    # Only a pull request or a merge group is judged against a base; a push plans the commit
+    # itself (what archive --noise-repeats measures after a merge).
+    event = os.environ.get("GITHUB_EVENT_NAME", "")
+    judged = event.startswith("pull_request") or event == "merge_group"
+    if base is None and os.environ.get("GITHUB_ACTIONS") == "true" and judged:
+        # As the Action: the base of this job's event (HEAD^1 of GitHub's merge commit,
+        # merge_group.base_sha), so every planned key is the one the gate will look for.
+        from gate.inputs.github_event import event_base
+        from gate.inputs.suite_set import is_glob
+
+        here = Path.cwd() if is_glob(args.config) else Path(args.config).resolve().parent
+        base, how = event_base(os.environ, here)
+        if base is not None:
+            print(f"retrieval-gate: plan --base {base[:12]} ({how}, as the Action judges the change)",
+                  file=sys.stderr)
+        else:
+            print(f"retrieval-gate: warning: plan without --base: {how}", file=sys.stderr)
+    return base
 
 
 def _warn(message: str) -> None:
@@ -696,10 +806,46 @@ def _warn(message: str) -> None:
         print(f"retrieval-gate: warning: {message}", file=sys.stderr)
 
 
+def _suite_set(args: argparse.Namespace):
+    """The suites ``--config`` names (gate.inputs.suite_set): one config, or a suites file or glob;
+    with ``--base``, several suites are the base commit's set."""
+    from gate.inputs.suite_set import discover, suites_at_base
+
+    found = discover(args.config)
+    if found.several and getattr(args, "base", None):
+        return suites_at_base(args.config, Path.cwd(), args.base)
+    return found
+
+
+def _cmd_run_suites(args: argparse.Namespace, found: Any) -> int:
+    """``run`` with several suites: each into ``<out>/<suite>/``, the table, the worst's exit code."""
+    from gate.pipeline.suite_verdicts import run_suites
+    from gate.rendering.terminal import suites_table_lines, terminal_safe
+
+    for option, value in (("--candidate-run", args.candidate_run), ("--candidate-timings", args.candidate_timings)):
+        if value is not None:
+            raise UsageError(f"{option} is one suite's run: with several suites (--config {args.config}) run that "
+                             "suite's config alone (--config <its .retrieval-gate.yml>)")
+    out = Path(args.out)
+    outcome = run_suites(found, base=args.base, runs_dir=_runs_dir(args.runs_dir), out=out, progress=_progress)
+    if args.format == "json":
+        sys.stdout.write(outcome.to_json())
+        return outcome.exit_code
+    for line in suites_table_lines(outcome.results):
+        print(line)
+    worst = outcome.worst
+    print(terminal_safe(f"worst: {worst.verdict} ({worst.suite.name}), exit {outcome.exit_code}", lines=False))
+    print(f"wrote {out / 'suites.json'}, {out / 'comment.md'} and a folder per suite ({out}/<suite>/)")
+    return outcome.exit_code
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from gate.pipeline.pull_request import run
     from gate.rendering.terminal import config_value, run_summary_lines, terminal_safe
 
+    found = _suite_set(args)
+    if found.several:
+        return _cmd_run_suites(args, found)
     result = run(args.config, base=args.base, runs_dir=_runs_dir(args.runs_dir),
                  candidate_run=_path(args.candidate_run), progress=_progress, out=Path(args.out),
                  candidate_timings=_path(args.candidate_timings))
@@ -801,30 +947,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _load_saved_report(path: str):
-    """A report.json from an artifact an untrusted job wrote: bounded, strict JSON, and shaped
-    like a run report (a verdict the comment can state) before anything renders it."""
-    from gate.inputs.readers.fields import parse_json_document
-    from gate.inputs.readers.textlines import read_text_file
+    from gate.publishing.report_trust import load_saved_report
 
-    report = parse_json_document(path, read_text_file(path, "a report", limit=limits.MAX_REPORT_BYTES))
-    if not isinstance(report, dict):
-        raise InputError(path, None, "not a retrieval-gate report (expected a JSON object)")
-    version = report.get("schema_version")
-    if not isinstance(version, str) or version.split(".")[0] != "1":
-        raise InputError(path, None, f"not a retrieval-gate report of schema 1.x (schema_version {version!r})")
-    if report.get("command") != "run":
-        raise InputError(path, None, f"not a gate run report (command {str(report.get('command'))[:40]!r}): the "
-                         "comment states a verdict, which only `retrieval-gate run` (or the Action) decides")
-    verdict = report.get("verdict")
-    kinds = ("pass", "fail", "inconclusive", "skipped", "accepted")
-    if not isinstance(verdict, dict) or verdict.get("kind") not in kinds:
-        raise InputError(path, None, f"'verdict.kind' must be one of {', '.join(kinds)}")
-    suite = report.get("suite", "retrieval")
-    if not isinstance(suite, str) or not suite or len(suite) > 100:
-        raise InputError(path, None, "'suite' must be a short text")
-    from gate.report.document import read_report
-
-    return read_report(report, path)
+    return load_saved_report(path)
 
 
 def _comment_suite(args: argparse.Namespace, report: Any) -> str:
@@ -902,13 +1027,111 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     believed when GET /pulls/{n} says that PR's head is the commit the gate ran on; the report
     itself must be of that PR and head, with a verdict the gate could have written
     (gate.publishing.report_trust), and a PR job whose result disagrees with it is said in the comment.
+    Several reports (a set of suites) are each checked so, and their suites against --config's.
 
     Exit 0 when the comment is posted (or rightly not: another head, a read-only token);
     2 for what the user must fix (no token, a token GitHub refuses, a PR that is not there,
     a report that is not one, or not this PR's and head's, or whose verdict contradicts itself);
     3 when GitHub cannot be reached or keeps failing (rerun later)."""
-    import os
+    from gate.runs.isolation import held_secret
 
+    # Held apart from os.environ once the command re-executed itself without it (gate.runs.isolation).
+    token = held_secret("GITHUB_TOKEN") or held_secret("INPUT_TOKEN")
+    repository = os.environ.get("GITHUB_REPOSITORY")
+    if not token or not repository:
+        raise UsageError("comment needs GITHUB_TOKEN and GITHUB_REPOSITORY in the environment")
+    api = os.environ.get("GITHUB_API_URL", "https://api.github.com")
+    if args.reports is not None or len(args.report) > 1:
+        publish = _suites_comment(args)
+    else:
+        publish = _single_comment(args, args.report[0])
+    return _post_comment(args, (api, token, repository), publish)
+
+
+def _single_comment(args: argparse.Namespace, path: str) -> Callable[[Any], Any]:
+    """One suite's report, checked and rendered: what posts it, once the PR's head is checked."""
+    from gate.publishing.github.sticky_comment import publish_comment
+
+    args.report = path
+    report = _load_saved_report(path)
+    verdict = report.verdict.kind
+    suite = _comment_suite(args, report)
+    disagreement = _trusted_report(args, report)
+    body = _comment_body(path, report, disagreement)
+    # As the Action: a skipped PR gets no comment, only an earlier one corrected in place.
+    return lambda client: publish_comment(client, args.pr, suite, args.head_sha, verdict, body,
+                                          mode=args.comment_mode, only_update=verdict == "skipped")
+
+
+def _suites_comment(args: argparse.Namespace) -> Callable[[Any], Any]:
+    """A set of suites' reports, each checked as one is and its suite against the trusted suites
+    file (--config), rendered as the combined comment (gate.rendering.suites)."""
+    from gate.inputs.suite_set import discover
+    from gate.publishing import suite_reports
+    from gate.publishing.github.sticky_comment import publish_suites_comment
+    from gate.publishing.report_trust import Expected, Refused, check_report, load_saved_report
+
+    if args.config is None:
+        raise UsageError("comment with several reports needs --config: the default branch's suites file, which "
+                         "names the suites the reports may be of")
+    found = discover(args.config)
+    load = load_saved_report
+    saved = suite_reports.read_report_folder(args.reports, load) if args.reports is not None \
+        else suite_reports.read_report_files(args.report, load)
+    if not found.several:  # one suite's config: its one report, posted as ever
+        if len(saved.reports) != 1 or saved.listed:
+            raise InputError(args.config, None, "is one suite's gate config, not a suites file: give that suite's one "
+                             "report")
+        return _single_comment(args, str(saved.reports[0].path))
+    standing = suite_reports.standing_of(saved, [suite.name for suite in found.suites], args.config)
+    expected = Expected(args.pr, args.head_sha)  # the PR job's result is compared with the set's worst, below
+    for each in standing.reports:
+        checked = check_report(each.report, expected)
+        if isinstance(checked, Refused):
+            raise InputError(str(each.path), None, f"{checked.problem}: not posted")
+    suite, kind, exit_code = standing.worst
+    disagreement = _set_disagreement(args, kind, exit_code)
+    body = _suites_comment_body(standing, found.source or args.config, disagreement)
+    worst = kind or "inconclusive"
+    # The set's comment is named by the suites file as the gate workflow gives it: from the top.
+    named = os.path.relpath(args.config) if os.path.isabs(args.config) else args.config
+    return lambda client: publish_suites_comment(client, args.pr, args.head_sha, named, worst, body,
+                                                 mode=args.comment_mode, only_update=standing.all_skipped)
+
+
+def _set_disagreement(args: argparse.Namespace, kind: str | None, exit_code: int) -> Any:
+    """The PR workflow's result against the set's worst exit code (its status job, or the
+    Action's one job, ends with it); None when they agree or the result is not known."""
+    from gate.publishing.report_trust import ConclusionDisagreement
+
+    conclusion = _run_conclusion(args)
+    if conclusion is None or (conclusion == "success") == (exit_code == 0):
+        return None
+    return ConclusionDisagreement(conclusion, kind or "inconclusive", exit_code)
+
+
+def _suites_comment_body(standing: Any, title: str, disagreement: Any) -> str:
+    import jinja2
+
+    from gate.publishing.report_trust import with_disagreement
+    from gate.rendering.markdown_cut import COMMENT_LIMIT
+    from gate.rendering.suites import MARKER_ROOM, render_suites_comment
+
+    limit = COMMENT_LIMIT - MARKER_ROOM - (len(disagreement.markdown()) + 2 if disagreement is not None else 0)
+    try:
+        body = render_suites_comment([each.report for each in standing.reports], title=title,
+                                     missing=standing.missing, skipped=standing.skipped, limit=limit)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError,
+            jinja2.TemplateError) as error:
+        raise InputError(title, None, f"the reports cannot be rendered as a comment ({type(error).__name__}: "
+                         f"{limits.shorten(str(error), 80)}): not reports this version wrote") from None
+    return with_disagreement(body, disagreement)
+
+
+def _post_comment(args: argparse.Namespace, github: tuple[str, str, str], publish: Callable[[Any], Any]) -> int:
+    """``publish`` with a client of GitHub (``github``: the API root, the token, the repository),
+    once the PR's head is --head-sha; GitHub's answers as exit codes (2: the user's to fix; 3:
+    GitHub unavailable, rerun)."""
     from gate.publishing.github.client import (
         GitHubAnswerError,
         GitHubClient,
@@ -917,22 +1140,10 @@ def _cmd_comment(args: argparse.Namespace) -> int:
         GitHubPermissionError,
         GitHubWaitCapError,
     )
-    from gate.publishing.github.sticky_comment import publish_comment
-    from gate.runs.isolation import held_secret
 
-    # Held apart from os.environ once the command re-executed itself without it (gate.runs.isolation).
-    token = held_secret("GITHUB_TOKEN") or held_secret("INPUT_TOKEN")
-    repository = os.environ.get("GITHUB_REPOSITORY")
-    if not token or not repository:
-        raise UsageError("comment needs GITHUB_TOKEN and GITHUB_REPOSITORY in the environment")
-    report = _load_saved_report(args.report)
-    verdict = report.verdict.kind
-    suite = _comment_suite(args, report)
-    disagreement = _trusted_report(args, report)
-    body = _comment_body(args.report, report, disagreement)
+    api, token, repository = github
     try:
-        client = GitHubClient(os.environ.get("GITHUB_API_URL", "https://api.github.com"), token, repository,
-                              max_wait=args.max_wait)
+        client = GitHubClient(api, token, repository, max_wait=args.max_wait)
     except ValueError as error:
         raise UsageError(f"comment: {error}") from None
     try:
@@ -940,9 +1151,7 @@ def _cmd_comment(args: argparse.Namespace) -> int:
             print(f"retrieval-gate: PR #{args.pr}'s head is not {args.head_sha[:12]}: not commenting "
                   "(the artifact names another PR, or a newer push superseded this run)", file=sys.stderr)
             return EXIT_OK
-        # As the Action: a skipped PR gets no comment, only an earlier one corrected in place.
-        result = publish_comment(client, args.pr, suite, args.head_sha, verdict, body, mode=args.comment_mode,
-                                 only_update=verdict == "skipped")
+        result = publish(client)
     except GitHubNotFoundError as error:
         print(f"retrieval-gate: error: {error} (is #{args.pr} a pull request of {repository}?)", file=sys.stderr)
         return EXIT_INPUT
@@ -964,6 +1173,63 @@ def _cmd_comment(args: argparse.Namespace) -> int:
     if result.action == "forbidden":
         print(result.message, file=sys.stderr)
     return EXIT_OK
+
+
+def _cmd_suites_status(args: argparse.Namespace) -> int:
+    """The matrix workflow's required check: the worst suite's exit code (3 for a due report that
+    is missing), the table on stdout and in the job summary, verdict and worst as outputs."""
+    from gate.inputs.suite_set import discover
+    from gate.publishing import suite_reports
+    from gate.publishing.report_trust import load_saved_report, verdict_problem
+    from gate.publishing.workflow_commands import append_summary, write_outputs
+    from gate.rendering.suites import render_suites_comment, render_suites_summary
+    from gate.rendering.terminal import terminal_safe
+
+    found = discover(args.config)
+    planned = suite_reports.read_plan(args.plan) if args.plan else None
+    # An empty folder: no gate job ran (no touched suite: every one skipped), or none saved a
+    # report (each due one is a row "no report", exit 3).
+    saved = suite_reports.read_report_folder(args.reports, load_saved_report, may_be_empty=True)
+    standing = suite_reports.standing_of(saved, [suite.name for suite in found.suites], args.config, planned)
+    for each in standing.reports:
+        verdict = each.report.verdict
+        problem = verdict_problem(verdict, each.report.accepted) if verdict else "has no verdict"
+        if problem is not None:
+            raise InputError(str(each.path), None, problem)
+    document = suite_reports.suites_document(standing, found.source or args.config,
+                                             {suite.name: suite.config_shown for suite in found.suites},
+                                             lambda each: f"{suite_reports.folder_name(each.suite)}/report.json")
+    for row in document["suites"]:
+        print(f"{terminal_safe(row['suite'], lines=False):<24} {row['verdict'] or 'no report':<13} "
+              f"{terminal_safe(row['headline'], lines=False)[:160]}".rstrip())
+    suite, kind, exit_code = standing.worst
+    print(f"worst: {terminal_safe(suite, lines=False) or '-'} ({kind or 'no report'}), exit {exit_code}")
+    for name in standing.missing:
+        print(f"retrieval-gate: suite {name}: no report (its gate job failed or saved none): inconclusive",
+              file=sys.stderr)
+    reports = [each.report for each in standing.reports]
+    title = found.source or args.config
+    append_summary(os.environ.get("GITHUB_STEP_SUMMARY"),
+                   render_suites_summary(reports, title=title, missing=standing.missing, skipped=standing.skipped))
+    write_outputs(os.environ.get("GITHUB_OUTPUT"), {"verdict": kind or "inconclusive", "worst": suite,
+                                                    "exit-code": exit_code})
+    if args.out:
+        _write_suites_folder(Path(args.out), standing, document,
+                             render_suites_comment(reports, title=title, missing=standing.missing,
+                                                   skipped=standing.skipped))
+    return exit_code
+
+
+def _write_suites_folder(out: Path, standing: Any, document: dict[str, Any], comment: str) -> None:
+    """The set as the Action writes it: suites.json, <suite>/report.json (each as saved), comment.md."""
+    from gate.common.atomic import write_text_atomic
+
+    for each in standing.reports:
+        folder = out / each.suite
+        folder.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(folder / "report.json", each.path.read_text(encoding="utf-8"))
+    write_text_atomic(out / "suites.json", json_text(document, ascii=True))
+    write_text_atomic(out / "comment.md", comment)
 
 
 def _cmd_factorial(args: argparse.Namespace) -> int:

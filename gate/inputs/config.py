@@ -915,6 +915,12 @@ def load_config(path: str | Path = DEFAULT_PATH, text_override: str | None = Non
     document = load_yaml(source, display)
     if document is None:
         raise InputError(display, None, "the config is empty")
+    if isinstance(document, CommentedMap) and "suites" in document:
+        # A suites file (gate.inputs.suite_set) lists several suites' configs; only run and plan
+        # (and the Action) read it: any other command works on one suite.
+        raise InputError(display, yaml_key_line(document, "suites"),
+                         "a suites file (it lists several suites' gate configs): run, plan and the Action take it; "
+                         "give this command one suite's config (--config <that suite's .retrieval-gate.yml>)")
     lines: dict[str, int | None] = {}
     values = _check_block(document, Config, display, "", lines)
     # The folder the config file is in (its directories resolved, the file itself not): a config

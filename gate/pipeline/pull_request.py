@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate.common.errors import InputError
 from gate.inputs import git
 from gate.inputs.config import Config, Policy, load_config
 from gate.inputs.globs import matches
@@ -103,7 +104,7 @@ def judge_pull_request(change: PullRequest, options: RunOptions, progress: Progr
             # The default policy, not the change's own: its config is what cannot be checked.
             policy = Policy()
             run = _not_run(config, inconclusive("base_unavailable", change.base_problem, policy), BASE_UNREADABLE)
-        elif _skips(change.changed, yard.watch):
+        elif skips_change(change.changed, yard.watch):
             assert change.changed is not None
             run = _not_run(config, skipped(len(change.changed), policy, change.changed), SKIPPED)
         else:
@@ -136,7 +137,31 @@ def judge_workspace(config_path: Path, config_shown: str, options: RunOptions,
                   unjudged_export(config))
 
 
-def _skips(changed: Sequence[str] | None, watch: Sequence[str]) -> bool:
+def judge_removed_suite(change: PullRequest, repository: Path) -> Result:
+    """A suite of the base commit's set whose gate config ``change`` deletes: the base's config
+    (read from the commit) is its yardstick, and deleting it moves the goalposts - the suite
+    fails unless a reviewer accepts the removal (the accept label and a justification line).
+    ``repository``: the checkout's top (the config's folder may be gone too)."""
+    assert change.base is not None  # a suite is removed only against a base's set
+    relative = git.repository_path(repository, change.config_path)
+    content = None if relative is None else git.show_file(repository, change.base, repository / relative)
+    if relative is None or content is None:
+        raise InputError(change.config_shown, None, f"not in the base commit {change.base[:12]}, so it cannot be a "
+                                                    "suite this change removes")
+    config = load_config(change.config_path, text_override=content.decode("utf-8", "replace"))
+    policy = config.policy
+    goalposts = ({"path": relative.as_posix(), "change": "deleted"},)
+    verdict = goalposts_changed(Verdict("pass", ()), goalposts, policy)
+    verdict, accepted = accept(verdict, change.labels, change.body, policy)
+    run = GateRun(Head(config.suite, config.metric), verdict, NoBaseline(REMOVED))
+    facts = PullRequestFacts(goalposts=goalposts, accepted=accepted or None, warnings=change.warnings,
+                             yardstick={"source": f"base commit {change.base[:12]}", "baseline_source": None},
+                             event=change.event)
+    reproduce = reproduce_command(change.config_shown, change.base)
+    return Result(headlined(build_report(run, facts), reproduce), verdict, "run.md.j2", None, reproduce)
+
+
+def skips_change(changed: Sequence[str] | None, watch: Sequence[str]) -> bool:
     """A change that touches no watched file cannot move the runs: it is skipped, not judged."""
     return changed is not None and not any(matches(path, watch) for path in changed)
 
@@ -193,6 +218,8 @@ def _has_baselines_branch(workspace: Path) -> bool:
 # baseline" in the comment, so it says what happened, not the gate's internal state.
 SKIPPED = ("the change was skipped (it touches none of the files the gate watches), so neither the baseline "
            "nor the PR's retrieval was run")
+REMOVED = ("this PR deletes the suite's gate config, so neither the baseline nor the PR's retrieval was run: the "
+           "suite was removed")
 BASE_UNREADABLE = ("the base commit could not be read, so there was nothing to measure the PR against: neither "
                    "the baseline nor the PR's retrieval was run")
 

@@ -85,3 +85,19 @@ def github_matrix(planned: Sequence[Any], parts: int = 1) -> dict[str, Any]:
         chunks.append(entries[start:start + size])
         start += size
     return {"count": len(entries), "counts": [len(c) for c in chunks], "parts": [{"include": c} for c in chunks]}
+
+
+#: The artifact a suite's gate job uploads its report folder under (the comment job reads them).
+SUITE_ARTIFACT_PREFIX = "retrieval-gate-report-"
+
+
+def suites_matrix(touched: Sequence[Any], skipped: Sequence[str], removed: Sequence[str] = ()) -> dict[str, Any]:
+    """``plan --format github-matrix`` with several suites: one gate job per touched suite
+    (``touched``: gate.inputs.suite_set.Suite), as ``include`` entries of one matrix - ``count`` 0
+    means no job (GitHub refuses an empty matrix: the workflow skips the job on it). ``skipped``:
+    the suites the change does not touch; ``removed``: suites whose config the change deletes
+    (no job can run them: the one-job Action judges them)."""
+    entries = [{"suite": suite.name, "config": suite.config_shown, "artifact": SUITE_ARTIFACT_PREFIX + suite.name}
+               for suite in touched]
+    return {"count": len(entries), "suites": entries, "skipped": list(skipped), "removed": list(removed),
+            "include": entries}

@@ -23,9 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from gate.common import limits
+from gate.common.errors import InputError
 from gate.common.limits import shorten
+from gate.inputs.readers.fields import parse_json_document
+from gate.inputs.readers.textlines import read_text_file
 from gate.rendering.markdown import md_text
+from gate.report.document import read_report
 from gate.report.spine import Accepted, Report, Verdict
 from gate.report.typed import Absent
 from gate.verdict.kinds import (
@@ -87,6 +93,29 @@ class Postable:
     """The report passed every check; ``disagreement`` is the line the comment adds, if any."""
 
     disagreement: ConclusionDisagreement | None = None
+
+
+def load_saved_report(path: str | Path) -> Report:
+    """A report.json from an artifact an untrusted job wrote: bounded, strict JSON, and shaped
+    like a run report (a verdict the comment can state) before anything renders it."""
+    shown = str(path)
+    report = parse_json_document(shown, read_text_file(shown, "a report", limit=limits.MAX_REPORT_BYTES))
+    if not isinstance(report, dict):
+        raise InputError(shown, None, "not a retrieval-gate report (expected a JSON object)")
+    version = report.get("schema_version")
+    if not isinstance(version, str) or version.split(".")[0] != "1":
+        raise InputError(shown, None, f"not a retrieval-gate report of schema 1.x (schema_version {version!r})")
+    if report.get("command") != "run":
+        raise InputError(shown, None, f"not a gate run report (command {str(report.get('command'))[:40]!r}): the "
+                         "comment states a verdict, which only `retrieval-gate run` (or the Action) decides")
+    verdict = report.get("verdict")
+    kinds = ("pass", "fail", "inconclusive", "skipped", "accepted")
+    if not isinstance(verdict, dict) or verdict.get("kind") not in kinds:
+        raise InputError(shown, None, f"'verdict.kind' must be one of {', '.join(kinds)}")
+    suite = report.get("suite", "retrieval")
+    if not isinstance(suite, str) or not suite or len(suite) > 100:
+        raise InputError(shown, None, "'suite' must be a short text")
+    return read_report(report, shown)
 
 
 def check_report(report: Report, expected: Expected) -> Refused | Postable:

@@ -69,6 +69,7 @@ __all__ = [
     "DEFAULT_REPRODUCE_COMMAND",
     "SUMMARY_LIMIT",
     "headline",
+    "headline_cells",
     "comment_sections",
     "render_comment",
     "render_summary",
@@ -448,6 +449,33 @@ def headline(report: Report, *, markdown: bool = True) -> str:
         space = cut.rfind(" ")
         text = (cut[:space] if space > limit // 2 else cut) + "…"
     return text
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadlineCells:
+    """The headline's pieces as Markdown (data escaped), for a row of a table of several suites."""
+
+    verdict: str  # the emoji and the kind: "❌ fail"
+    rule: str  # the rule that decided, its gist ("" when the verdict has no reason)
+    delta: str  # the primary measure's delta with its interval and noise phrase ("" when none is shown)
+
+
+def headline_cells(report: Report, rule_limit: int = 160) -> HeadlineCells:
+    """:func:`headline`'s verdict, rule and delta apart, each escaped; the rule cut to its gist
+    within ``rule_limit`` characters (the reasons in the suite's own section give it whole)."""
+    if not isinstance(report, Report):
+        raise TypeError(f"the headline renders a gate.report.spine.Report, not a {type(report).__name__}")
+    kind = _kind(report)
+    delta = _shown_delta(report)
+    verdict = _data_part(f"ℹ️ {kind or 'no verdict'}", 60)[1] if kind not in EMOJI else f"{EMOJI[kind]} {kind}"
+    rule = _rule_part(report, kind, delta is not None)
+    if delta is not None:
+        shown = _delta_part(report, delta)[1]
+    elif kind != "skipped" and not _commensurable(report):
+        shown = "no delta: the baseline is not commensurable"
+    else:
+        shown = ""
+    return HeadlineCells(verdict, md(_gist(" ".join(rule.split()), rule_limit), rule_limit) if rule else "", shown)
 
 
 def headlined(report: Report, reproduce_command: str | None = None) -> Report:

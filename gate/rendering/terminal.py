@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from gate.common.numbers import counted
@@ -185,3 +186,30 @@ def summary_lines(report: Report) -> list[str]:
         if name != report.metric:
             lines.append(f"  {name:<16} {_fmt(m.baseline)} -> {_fmt(m.candidate)} ({_fmt(m.delta, signed_=True)})")
     return lines
+
+
+def suites_table_lines(results: Sequence[Any]) -> list[str]:
+    """``run`` with several suites: one row per suite (``results``: gate.pipeline.suite_verdicts'
+    SuiteResult) - its verdict, the delta with its interval, its first line - then the worst."""
+    rows = [("suite", "verdict", "delta  95% CI", "headline")]
+    for result in results:
+        delta = result.delta()
+        measured = "n/a" if delta is None else (
+            f"{_fmt(_number(delta.get('mean')), signed_=True)}  [{_fmt(_number(delta.get('ci_low')), signed_=True)}, "
+            f"{_fmt(_number(delta.get('ci_high')), signed_=True)}]")
+        kind = result.verdict + (f" ({result.suite.state})" if result.suite.state else "")
+        rows.append((terminal_safe(result.suite.name, lines=False), kind, measured,
+                     _cut(terminal_safe(result.headline, lines=False), 160)))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = [f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}".rstrip()
+             for row in rows]
+    return lines
+
+
+def _cut(text: str, limit: int) -> str:
+    """A table cell cut to ``limit`` characters, saying so (the whole line is in the suite's report)."""
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

@@ -38,3 +38,23 @@ ACCEPTED_CODE = "accepted"
 #: Notes beside a verdict that decide nothing: a run's warnings, and an accept label set without
 #: the justification line (the verdict it stands beside stands).
 NOTE_CODES = frozenset({"warning", "accept_without_justification"})
+
+#: How bad each standing of a suite is, worst first, when several suites are judged on one PR: the
+#: PR's status is its worst suite's. A suite whose job saved no report (``None``) blocks as an
+#: inconclusive does: nothing shows its change is safe.
+WORST_FIRST = ("fail", "inconclusive that blocks", "inconclusive that does not block", "pass", "skipped")
+
+
+def severity(kind: str | None, exit_code: int | None) -> int:
+    """The place of a suite's verdict in :data:`WORST_FIRST` (0 is the worst): a fail, then an
+    inconclusive that blocks (exit 3, or no report at all), one that does not (exit 0), then a pass
+    (an accepted change counts as what it exits: a pass), then a skipped suite."""
+    if kind is None:
+        return 1
+    if kind == "fail":
+        return 0
+    if kind == "inconclusive":
+        return 1 if exit_code != INCONCLUSIVE_NOT_BLOCKING_EXIT else 2
+    if kind == "skipped":
+        return 4
+    return 3

@@ -5,7 +5,8 @@ corpus snapshots, the retrieval config and the team's own search command (``sear
 token-overlap ranker: the container runs it, so it lives in the repository). Its baseline is
 archived on ``main`` (``.retrieval-gate/baseline``) or on the baselines branch. A pull request
 is a branch plus the merge commit GitHub makes, published as ``refs/pull/<n>/head`` and
-``refs/pull/<n>/merge``.
+``refs/pull/<n>/merge``. :class:`SuitesRepo` is a repository with two such worlds, each a suite,
+named by a suites file at the top.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from tests.support.small_world import RUNNER, small_world
 
 GOOD = "ingestion: {parser: v1}\nboost: 2.0\nprefer_suffix: '#c0'\n"  # moves every query up
 BAD = "ingestion: {parser: v1}\nboost: -5.0\n"  # the title counts against a page: every query falls
+GITIGNORE = (".retrieval-gate/cache/\n.retrieval-gate/work/\n.retrieval-gate/out/\n**/.retrieval-gate/cache/\n"
+             "**/.retrieval-gate/work/\n**/.retrieval-gate/out/\n")
 
 
 def git(cwd: Path, *args: str, env: dict | None = None) -> str:
@@ -29,6 +32,30 @@ def git(cwd: Path, *args: str, env: dict | None = None) -> str:
                           text=True, env={**os.environ, **(env or {})})
     return done.stdout.strip()
 
+
+
+def _team_world(folder: Path, extra_config: str = "") -> Path:
+    """The small world in ``folder`` (golden set, qrels, corpora, retrieval.yml) with the team's
+    search command at search/run.py; returns the world's gate config (gate.yml)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = small_world(folder, leak_in_new=True,
+                         extra_config="strata:\n  shares: {how_to: 0.6, navigational: 0.4}\n" + extra_config)
+    (folder / "search").mkdir(exist_ok=True)
+    shutil.copyfile(RUNNER, folder / "search" / "run.py")
+    return config
+
+
+def _team_config(config: Path, suite: str, runner_inputs: str = "") -> None:
+    """``config`` (gate.yml) becomes the team's .retrieval-gate.yml beside it: suite ``suite``, the
+    command ``python3 search/run.py`` (relative to the config's folder: the container runs it),
+    ``runner_inputs`` (a YAML list) as runner.inputs when given."""
+    text = config.read_text().replace(f"{sys.executable} {RUNNER}", "python3 search/run.py")
+    text = text.replace("suite: small\n", f"suite: {suite}\n")
+    if runner_inputs:
+        text = text.replace("--output {run}\"\n", f"--output {{run}}\"\n  inputs: {runner_inputs}\n")
+    assert "python3 search/run.py" in text and f"suite: {suite}\n" in text and runner_inputs in text
+    (config.parent / ".retrieval-gate.yml").write_text(text)
+    config.unlink()
 
 @dataclass
 class PullRequest:
@@ -45,6 +72,23 @@ class TeamRepo:
                  archived: bool = True, init: bool = False):
         """``init=True``: the gate's files are what ``retrieval-gate init`` writes (config, workflows,
         .gitignore lines), found from the golden set, qrels, corpus and retrieval config alone."""
+        self._open(root, remote_root, name, subfolder)
+        config = _team_world(self.folder, extra_config)
+        if init:
+            config.unlink()
+            self.init_output = self._gate("init", "--suite", "docs-search", "--command",
+                                          "python3 search/run.py --config {config} --queries {queries} "
+                                          "--corpus {corpus} --output {run}")
+        else:
+            _team_config(config, "retrieval")  # the suite the example comment job posts
+            (self.work / ".gitignore").write_text(GITIGNORE)
+        self._commit_base()
+        if archived:
+            self._archive(baselines_branch)
+        self.publish("main")
+
+    def _open(self, root: Path, remote_root: Path, name: str, subfolder: str) -> None:
+        """The remote's bare repository, and the developer's clone with its gate folder, both empty."""
         self.work = Path(root)
         self.name = name
         self.subfolder = subfolder
@@ -53,33 +97,13 @@ class TeamRepo:
         git(self.bare.parent, "init", "-q", "--bare", self.bare.name)
         self.work.mkdir(parents=True, exist_ok=True)
         git(self.work, "init", "-q", "-b", "main")
-        folder = self.work / subfolder if subfolder else self.work
-        folder.mkdir(parents=True, exist_ok=True)
-        config = small_world(folder, leak_in_new=True,
-                        extra_config="strata:\n  shares: {how_to: 0.6, navigational: 0.4}\n" + extra_config)
-        (folder / "search").mkdir(exist_ok=True)
-        shutil.copyfile(RUNNER, folder / "search" / "run.py")
-        self.folder = folder
-        if init:
-            config.unlink()
-            self.init_output = self._gate("init", "--suite", "docs-search", "--command",
-                                          "python3 search/run.py --config {config} --queries {queries} "
-                                          "--corpus {corpus} --output {run}")
-        else:
-            text = config.read_text().replace(f"{sys.executable} {RUNNER}", "python3 search/run.py")
-            text = text.replace("suite: small\n", "suite: retrieval\n")  # what the example comment job posts
-            assert "python3 search/run.py" in text
-            (folder / ".retrieval-gate.yml").write_text(text)
-            config.unlink()
-            (self.work / ".gitignore").write_text(".retrieval-gate/cache/\n.retrieval-gate/work/\n"
-                                                  ".retrieval-gate/out/\n**/.retrieval-gate/cache/\n"
-                                                  "**/.retrieval-gate/work/\n**/.retrieval-gate/out/\n")
+        self.folder = self.work / subfolder if subfolder else self.work
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def _commit_base(self, message: str = "the gate and its golden set") -> None:
         git(self.work, "add", "-A")
-        git(self.work, "commit", "-qm", "the gate and its golden set")
+        git(self.work, "commit", "-qm", message)
         self.base = git(self.work, "rev-parse", "HEAD")
-        if archived:
-            self._archive(baselines_branch)
-        self.publish("main")
 
     @property
     def config_path(self) -> str:
@@ -93,13 +117,13 @@ class TeamRepo:
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
-    def _archive(self, baselines_branch: bool) -> None:
-        """The baseline of the base commit: committed on main, or on the baselines branch."""
-        self._gate("archive", "--config", str(self.folder / ".retrieval-gate.yml"))
+    def _archive(self, baselines_branch: bool, configs: tuple[str, ...] = (".retrieval-gate.yml",)) -> None:
+        """The baseline of the base commit for each of ``configs`` (relative to the gate's folder):
+        committed on main, or (one config) on the baselines branch."""
+        for config in configs:
+            self._gate("archive", "--config", str(self.folder / config))
         if not baselines_branch:
-            git(self.work, "add", "-A")
-            git(self.work, "commit", "-qm", "the archived baseline")
-            self.base = git(self.work, "rev-parse", "HEAD")
+            self._commit_base("the archived baseline")
             return
         baseline = self.folder / ".retrieval-gate" / "baseline"
         staging = self.work.parent / "baselines-branch"
@@ -177,3 +201,24 @@ class TeamRepo:
         self.publish(f"{head}:{ref}")
         return head, ref, base
 
+
+
+class SuitesRepo(TeamRepo):
+    """Two search surfaces in one repository, each a suite of its own: ``alpha/`` and ``beta/``,
+    each the team's world (its golden set, corpora, retrieval.yml and search/run.py) with a gate
+    config whose runner.inputs is its own search code, and a suites file at the top
+    (``.retrieval-gate.yml``, a glob of the two). Both baselines archived on main. Paths given to
+    :meth:`pull_request` are relative to the repository's top (``alpha/retrieval.yml``)."""
+
+    SUITES = ("alpha", "beta")
+    SUITES_FILE = 'suites:\n  - "*/.retrieval-gate.yml"\n'
+
+    def __init__(self, root: Path, remote_root: Path, name: str = "octo-org/octo-repo"):
+        self._open(root, remote_root, name, "")
+        for suite in self.SUITES:
+            _team_config(_team_world(self.folder / suite), suite, runner_inputs='["search/**"]')
+        (self.work / ".retrieval-gate.yml").write_text(self.SUITES_FILE)
+        (self.work / ".gitignore").write_text(GITIGNORE)
+        self._commit_base("two suites and their golden sets")
+        self._archive(False, tuple(f"{suite}/.retrieval-gate.yml" for suite in self.SUITES))
+        self.publish("main")

@@ -1,9 +1,11 @@
 """The sticky PR comment: one *current* comment per suite on a PR, found by a hidden marker
-and by its author (:func:`publish_comment`; its docstring has the rules).
+and by its author (:func:`publish_comment`; its docstring has the rules), and one per set of
+suites for their combined comment (:func:`publish_suites_comment`), kept by the same rules.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import urllib.parse
@@ -207,6 +209,51 @@ def publish_comment(
         message = forbidden_help(pr_number, publisher.pull.from_fork if publisher.pull else None, exc)
         log.warning("%s", message)
         return CommentResult("forbidden", message=message)
+
+
+#: A set of suites' combined comment is kept as one suite's is, under a name no suite can have:
+#: this prefix, then the suites file as the workflow names it ('|' is refused in a suite's name,
+#: gate.inputs.config.suite_name, so the set's comment and a suite's own never take each other's place).
+SUITE_SET_PREFIX = "suites|"
+_SET_NAME_LIMIT = 200  # characters of the suites file's path kept in the marker; a longer one is hashed
+
+
+def suite_set_name(suites_config: str) -> str:
+    """The marker's name for the combined comment of the suites ``suites_config`` finds: the
+    suites file's path, or the glob of configs, relative to the repository's root, as the
+    workflow gives it (``./.retrieval-gate.yml`` and ``.retrieval-gate.yml`` are one set)."""
+    shown = re.sub(r"/+", "/", str(suites_config).replace("\\", "/"))
+    while shown.startswith("./"):
+        shown = shown[2:]
+    if not shown.strip():
+        raise ValueError("the suites file's path is empty")
+    if len(shown) > _SET_NAME_LIMIT:
+        shown = "sha256:" + hashlib.sha256(shown.encode("utf-8")).hexdigest()
+    return SUITE_SET_PREFIX + shown
+
+
+def publish_suites_comment(
+    client: GitHubClient,
+    pr_number: int,
+    head_sha: str,
+    suites_config: str,
+    worst_kind: str,
+    body: str,
+    *,
+    mode: str = "update",
+    bot_login: str = DEFAULT_BOT_LOGIN,
+    only_update: bool = False,
+) -> CommentResult:
+    """Post or refresh the combined comment of the suites ``suites_config`` names (the body from
+    :func:`gate.rendering.suites.render_suites_comment`), its marker carrying the set's name
+    (:func:`suite_set_name`) and the worst suite's verdict ``worst_kind``.
+
+    Every rule of :func:`publish_comment` holds for the set as for one suite: the newest head's
+    comment wins, duplicates are deleted, a new head's result with another worst verdict marks
+    the older comment outdated, one with the same worst verdict replaces it. ``only_update``
+    when every suite was skipped: no comment is posted, an earlier head's is marked outdated."""
+    return publish_comment(client, pr_number, suite_set_name(suites_config), head_sha, worst_kind, body, mode=mode,
+                           bot_login=bot_login, only_update=only_update)
 
 
 @dataclass(frozen=True)

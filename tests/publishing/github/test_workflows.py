@@ -206,3 +206,47 @@ def test_every_workflow_init_writes_gives_plan_the_token():
         text = render_workflow(path.name, config_path="search/.retrieval-gate.yml", baseline_dir="search/baseline",
                                branch="trunk", action="octo-org/retrieval-gate@v2")
         _every_plan_step_gets_the_token_alone(YAML(typ="safe", pure=True).load(text))
+
+
+def test_the_suites_workflow_plans_one_gate_job_per_touched_suite_and_requires_the_worst():
+    wf = by_name("retrieval-gate-suites.yml")
+    assert wf["name"] == "retrieval-gate" and wf["permissions"] == {"contents": "read"}
+    assert not {"paths", "paths-ignore"} & set(wf["on"]["pull_request"]), "a required check must always report"
+    plan = wf["jobs"]["plan"]
+    [step] = [s for s in plan["steps"] if "retrieval-gate plan" in s.get("run", "")]
+    assert "--format github-matrix" in step["run"] and "${{" not in step["run"]
+    gate = wf["jobs"]["gate"]
+    assert gate["needs"] == "plan" and gate["if"] == "${{ needs.plan.outputs.count != '0' }}"
+    assert gate["strategy"]["matrix"]["include"] == "${{ fromJSON(needs.plan.outputs.suites).include }}"
+    action = next(s for s in gate["steps"] if s.get("uses", "").startswith("your-org/retrieval-gate@"))
+    assert action["with"] == {"config-path": "${{ matrix.config }}", "comment-mode": "off"}
+    upload = next(s for s in gate["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == "${{ matrix.artifact }}"  # retrieval-gate-report-<suite>
+    status = wf["jobs"]["status"]
+    assert status["name"] == "retrieval-gate" and status["needs"] == ["plan", "gate"]
+    assert status["if"] == "${{ !cancelled() }}"
+    download = next(s for s in status["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"]["pattern"] == "retrieval-gate-report-*" and "merge-multiple" not in download["with"]
+    [judge] = [s for s in status["steps"] if "retrieval-gate suites-status" in s.get("run", "")]
+    assert "${{" not in judge["run"] and judge["env"]["PLAN"] == "${{ needs.plan.outputs.suites }}"
+    assert judge["env"]["REPORTS"] == download["with"]["path"]
+    upload = next(s for s in status["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == "retrieval-gate-report"  # what the comment workflow downloads
+    assert any("pr-number" in s.get("run", "") for s in status["steps"])
+
+
+def test_the_suites_comment_workflow_posts_the_set_against_the_default_branchs_suites_file():
+    wf = by_name("retrieval-gate-suites-comment.yml")
+    single = by_name("retrieval-gate-comment.yml")
+    assert wf["on"] == single["on"] and wf["permissions"] == single["permissions"]
+    steps = wf["jobs"]["comment"]["steps"]
+    [checkout] = [s for s in steps if s.get("uses", "").startswith("actions/checkout@")]
+    assert set(checkout["with"]) == {"persist-credentials"} and checkout["with"]["persist-credentials"] is False
+    download = next(s for s in steps if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
+    assert download["with"]["name"] == "retrieval-gate-report"
+    post = next(s for s in steps if "retrieval-gate comment" in s.get("run", ""))
+    assert '--reports "$REPORT_DIR"' in post["run"] and '--config="$GATE_CONFIG"' in post["run"]
+    assert "${{" not in post["run"]
+    assert post["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"
+    assert post["env"]["RUN_CONCLUSION"] == "${{ github.event.workflow_run.conclusion }}"
