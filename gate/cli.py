@@ -513,6 +513,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="size of the world (1.0: about 3,000 pages; at most 10) (default 1.0)")
     p.add_argument("--repeats", type=_int_range(2, 50), default=5,
                    help="identical runs for the noise band (default 5)")
+    p.add_argument("--runner", choices=("reference", "http"), default="reference",
+                   help="reference: the retriever runs in process; http: the same retriever served on 127.0.0.1 and "
+                   "asked one query per request by runner.type http (the same numbers) (default reference)")
     p.set_defaults(handler=_cmd_demo)
     return parser
 
@@ -1411,7 +1414,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from gate.rendering.terminal import terminal_text
 
     result = run_demo(args.out, seed=args.seed, scale=args.scale, repeats=args.repeats,
-                      progress=lambda message: _progress(message))
+                      progress=lambda message: _progress(message), runner=args.runner)
     print(terminal_text(result.comment))  # comment.md holds it as Markdown, escapes and all
     print(f"\nwrote {result.out / 'report.json'}, {result.out / 'report.md'} and {result.out / 'comment.md'}"
           f" (the PR comment as Markdown) in {result.seconds:.0f}s; the generated repository is {result.repo}")

@@ -25,11 +25,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
@@ -39,6 +41,7 @@ from gate.common.environment import scrubbed_environment
 from gate.common.errors import InputError
 from gate.common.jsontext import json_text
 from gate.demo.archive_branch import commit_baseline
+from gate.demo.search_service import make_app, serve
 from gate.demo.world import RETRIEVAL_NEW, RETRIEVAL_OLD, World, build_world, mapped_judgments
 from gate.inputs.config import Config, NoiseConfig, load_config
 from gate.inputs.golden import load_golden
@@ -91,7 +94,72 @@ def _git(repo: Path, *args: str, date: str = DEMO_DATE) -> str:
     return proc.stdout.strip()
 
 
-def gate_config(world: World, samples: int) -> str:
+#: ``retrieval-gate demo --runner``: the reference retriever in process, or served over HTTP.
+RUNNERS = ("reference", "http")
+
+#: The in-process runner's block of the demo's gate config.
+REFERENCE_RUNNER = """\
+runner:
+  type: reference
+  timeout: 600
+"""
+
+#: The environment variable the HTTP runner's Authorization header names: the demo sets it (and
+#: the service requires it), so the secret path of runner.http.headers is taken on every request.
+DEMO_TOKEN_VARIABLE = "RETRIEVAL_GATE_DEMO_SEARCH_TOKEN"
+
+#: The HTTP runner's block: one POST a query to the reference retriever served by
+#: gate.demo.search_service, with the request's retrieval config, corpus and seed in the body.
+HTTP_RUNNER = """\
+runner:
+  type: http
+  http:
+    # The reference retriever served on this machine (gate.demo.search_service).
+    url: "SERVICE_URL"
+    body:
+      query: "{query}"
+      query_id: "{query_id}"
+      corpus: "{corpus}"
+      config: "{config}"
+      size: "{depth}"
+      seed: "{seed}"
+    hits: hits
+    id: id
+    score: score
+    latency: took_ms
+    headers:
+      Authorization: "Bearer ${TOKEN_VARIABLE}"
+    depth: 100
+    concurrency: 4
+    # generous: the first query of a new index waits for the index to be built
+    timeout: 300
+""".replace("TOKEN_VARIABLE", DEMO_TOKEN_VARIABLE)
+
+
+@contextmanager
+def demo_runner(runner: str, repo: Path, token: str | None = None) -> Iterator[str]:
+    """The runner block of the demo's gate config. For ``http``, the reference retriever is served on
+    127.0.0.1 (corpora under ``repo`` only) while the block is in use, and the token the block's
+    header names is in the environment (``token``, else a random one; removed after)."""
+    if runner not in RUNNERS:
+        raise InputError(None, None, f"unknown demo runner {runner!r} (known: {', '.join(RUNNERS)})")
+    if runner == "reference":
+        yield REFERENCE_RUNNER
+        return
+    token = token or secrets.token_urlsafe(24)
+    previous = os.environ.get(DEMO_TOKEN_VARIABLE)
+    os.environ[DEMO_TOKEN_VARIABLE] = token
+    try:
+        with serve(make_app(repo, token=token)) as service:
+            yield HTTP_RUNNER.replace("SERVICE_URL", service.url)
+    finally:
+        if previous is None:
+            os.environ.pop(DEMO_TOKEN_VARIABLE, None)
+        else:
+            os.environ[DEMO_TOKEN_VARIABLE] = previous
+
+
+def gate_config(world: World, samples: int, runner_block: str = REFERENCE_RUNNER) -> str:
     strata = world.strata.read_text(encoding="utf-8").rstrip()
     return f"""\
 # The gate config of the demo repository (see README: the config reference).
@@ -107,9 +175,7 @@ metric: nDCG@10
 also: [RR@10, R@100, Judged@10]
 retrieval:
   config: retrieval/config.yml
-runner:
-  type: reference
-  timeout: 600
+{runner_block.rstrip()}
 baseline:
   manifest: .retrieval-gate/baseline/manifest.yml
 noise:
@@ -219,33 +285,14 @@ def _stderr_progress(message: str) -> None:
     print(f"[demo] {message}", file=sys.stderr, flush=True)
 
 
-def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 5, samples: int = 10_000,
-             progress: Progress = _stderr_progress) -> DemoResult:
-
-    started = time.monotonic()
-    try:
-        out = Path(out).resolve()
-        repo = out / "repo"
-        if repo.exists():
-            shutil.rmtree(repo)
-        repo.mkdir(parents=True)
-    except OSError as error:  # a read-only place, or a working folder that was deleted
-        raise InputError(str(out), None, f"cannot create the demo folder: {error.strerror or error}") from None
-    clear_caches()
-
-    progress(f"building the world (seed {seed}, scale {scale})")
-    world = build_world(repo / "world", seed=seed, scale=scale)
-    progress(f"world: {world.pages} pages, {world.chunks_v1} chunks with parser v1, {world.chunks_v2} with v2; "
-             f"golden v4 {world.queries_v4} queries, v5 {world.queries_v5}")
-    built = prefetch_indexes(world, repeats)
-    added_v4 = pool_judgments(world.judgments_v4, world.golden_v4, world.corpus_v1.parent, [world.retrieval_old])
-    added_v5 = pool_judgments(world.judgments_v5, world.golden_v5, world.corpus_v1.parent,
-                              [world.retrieval_old, world.retrieval_new])
-    progress(f"judging rounds: {added_v4} pooled chunks judged for v4, {added_v5} for v5 (top 10 of each system)")
+def _story(out: Path, repo: Path, world: World, samples: int, repeats: int, runner_block: str,
+           progress: Progress) -> int:
+    """The demo repository's history, then the gate on its pull request (module docstring), with
+    ``runner_block`` as the gate config's runner. Returns the Action's exit code."""
     (repo / "eval").mkdir()
     (repo / "retrieval").mkdir()
     (repo / ".gitignore").write_text(".retrieval-gate/cache/\n.retrieval-gate/work/\n.retrieval-gate/out/\n")
-    (repo / ".retrieval-gate.yml").write_text(gate_config(world, samples))
+    (repo / ".retrieval-gate.yml").write_text(gate_config(world, samples, runner_block))
     shutil.copyfile(world.golden_v4, repo / "eval" / "golden.jsonl")
     shutil.copyfile(world.judgments_v4, repo / "eval" / "judgments.jsonl")
     shutil.copyfile(world.retrieval_old, repo / "retrieval" / "config.yml")
@@ -333,13 +380,44 @@ def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 
         "INPUT_COMMENT-MODE": "off",
     }
     code = action_main(env, stdout=Echo())
-    built.result()  # every index it started was asked for by now; nothing is left running
     (out / "action.log").write_text(log.getvalue(), encoding="utf-8")
     produced = repo / ".retrieval-gate" / "out"
     if not (produced / "report.json").exists():
         raise RuntimeError(f"the gate did not write a report (exit {code}); see {out / 'action.log'}")
     for name in ("report.json", "report.md", "comment.md"):
         shutil.copyfile(produced / name, out / name)
+    return code
+
+
+def run_demo(out: str | Path, seed: int = 7, scale: float = 1.0, repeats: int = 5, samples: int = 10_000,
+             progress: Progress = _stderr_progress, runner: str = "reference",
+             http_token: str | None = None) -> DemoResult:
+    """The demo (module docstring) in ``out``. ``runner``: ``reference`` ranks in process, ``http``
+    asks the same retriever served over HTTP (:func:`demo_runner`; ``http_token``: its bearer
+    token, random when None): the same numbers either way."""
+    started = time.monotonic()
+    try:
+        out = Path(out).resolve()
+        repo = out / "repo"
+        if repo.exists():
+            shutil.rmtree(repo)
+        repo.mkdir(parents=True)
+    except OSError as error:  # a read-only place, or a working folder that was deleted
+        raise InputError(str(out), None, f"cannot create the demo folder: {error.strerror or error}") from None
+    clear_caches()
+
+    progress(f"building the world (seed {seed}, scale {scale})")
+    world = build_world(repo / "world", seed=seed, scale=scale)
+    progress(f"world: {world.pages} pages, {world.chunks_v1} chunks with parser v1, {world.chunks_v2} with v2; "
+             f"golden v4 {world.queries_v4} queries, v5 {world.queries_v5}")
+    built = prefetch_indexes(world, repeats)
+    added_v4 = pool_judgments(world.judgments_v4, world.golden_v4, world.corpus_v1.parent, [world.retrieval_old])
+    added_v5 = pool_judgments(world.judgments_v5, world.golden_v5, world.corpus_v1.parent,
+                              [world.retrieval_old, world.retrieval_new])
+    progress(f"judging rounds: {added_v4} pooled chunks judged for v4, {added_v5} for v5 (top 10 of each system)")
+    with demo_runner(runner, repo, http_token) as runner_block:
+        code = _story(out, repo, world, samples, repeats, runner_block, progress)
+    built.result()  # every index it started was asked for by now; nothing is left running
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     comment = (out / "comment.md").read_text(encoding="utf-8")
     page = write_history_page(repo, out / "history")

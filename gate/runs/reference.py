@@ -110,6 +110,9 @@ __all__ = [
     "settings_from_config",
     "snapshot_path",
     "retrieve",
+    "Searcher",
+    "searcher",
+    "BuildOnceCache",
     "write_trec",
     "clear_caches",
     "NO_MATCH",
@@ -473,7 +476,7 @@ def _fit_model(corpus: _Corpus, name: str, iterations: int) -> _Model:
 # --------------------------------------------------------------------------- indexes and caches
 
 
-class _LRU:
+class BuildOnceCache:
     """The last ``size`` values by key, safe across threads: a value being computed is waited for,
     never computed twice (:func:`prefetch` builds in background threads what a run then looks up)."""
 
@@ -520,10 +523,10 @@ class _LRU:
         return value
 
 
-_CORPORA = _LRU(4)
-_BM25 = _LRU(8)
-_MODELS = _LRU(6)
-_HNSW = _LRU(6)
+_CORPORA = BuildOnceCache(4)
+_BM25 = BuildOnceCache(8)
+_MODELS = BuildOnceCache(6)
+_HNSW = BuildOnceCache(6)
 
 
 def clear_caches() -> None:
@@ -725,14 +728,85 @@ def retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], co
     ``work``, when given, receives each query's :class:`QueryWork` (its modelled latency's counts).
     """
     with _single_threaded():
-        return _retrieve(settings, queries, corpus_path, seed, options, log, exact, work)
+        say = log or (lambda message: None)
+        started = time.monotonic()
+        built = searcher(settings, corpus_path, seed, options, log, exact=exact)
+        t = time.monotonic()
+        results = built.rank(queries, work)
+        say(f"{len(queries)} queries ({time.monotonic() - t:.2f}s); total {time.monotonic() - started:.2f}s")
+        return results
 
 
-def _retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], corpus_path: str, seed: int,
-              options: Mapping[str, Any] | None, log: Any, exact: bool,
-              work: dict[str, QueryWork] | None = None) -> dict[str, list[tuple[str, float]]]:
-    faiss = _faiss()
+@dataclass(frozen=True)
+class Searcher:
+    """What :func:`retrieve` searches for one (settings, corpus snapshot, seed), built: rank any
+    queries with it, from any thread, as often as wanted (a search service keeps it between requests).
 
+    A query's ranking and work do not depend on the other queries ranked with it: the query is
+    embedded row by row (sparse products), searched alone in the HNSW index (:func:`_search_counted`),
+    and fused alone, so ranking one query gives the same bits as its row of a batch.
+    """
+
+    settings: RetrievalSettings
+    corpus: _Corpus
+    bm25: Any
+    model: _Model
+    index: Any  # the faiss HNSW index; None for an exact search
+    order: np.ndarray  # HNSW position -> chunk
+    postings: np.ndarray  # each term's document frequency (the latency model's BM25 work)
+    exact: bool
+
+    def rank(self, queries: Sequence[tuple[str, str]],
+             work: dict[str, QueryWork] | None = None) -> dict[str, list[tuple[str, float]]]:
+        with _single_threaded():
+            return self._rank(queries, work)
+
+    def _rank(self, queries: Sequence[tuple[str, str]],
+              work: dict[str, QueryWork] | None) -> dict[str, list[tuple[str, float]]]:
+        settings, corpus, model = self.settings, self.corpus, self.model
+        depth = min(settings.depth, len(corpus.ids))
+        qvecs = model.embed_queries([text for _, text in queries])
+        if self.exact:
+            sims = fixed_order.grid_product(qvecs, model.doc_vectors.T)
+            distances = [len(corpus.ids)] * len(queries)  # brute force: every chunk, for every query
+            found = np.stack([_top(row.astype(np.float64) + 2.0, depth) for row in sims]) if len(queries) else \
+                np.zeros((0, depth), dtype=np.int64)
+        else:
+            found, distances = _search_counted(_faiss(), self.index, qvecs, depth, settings.ef_search)
+        w, k = settings.weight, settings.fusion_k
+        results: dict[str, list[tuple[str, float]]] = {}
+        ids = np.asarray(corpus.ids, dtype=object)
+        for qi, (qid, text) in enumerate(queries):
+            fused: dict[int, float] = {}
+            if w < 1.0:
+                for rank, doc in enumerate(_bm25_top(self.bm25, corpus, text, depth).tolist(), start=1):
+                    fused[doc] = fused.get(doc, 0.0) + (1.0 - w) / (k + rank)
+            if w > 0.0 and np.any(qvecs[qi]):
+                hits = found[qi]
+                for rank, pos in enumerate(hits[hits >= 0].tolist(), start=1):
+                    doc = int(self.order[pos])
+                    fused[doc] = fused.get(doc, 0.0) + w / (k + rank)
+            # trec_eval order: score descending, then chunk id descending
+            ranked = sorted(fused.items(), key=lambda item: ids[item[0]], reverse=True)
+            ranked.sort(key=lambda item: -item[1])
+            # A query nothing matches (no known word, no embedding feature) still gets a row, so the
+            # run covers it: an empty ranking and this one both score 0.
+            results[qid] = [(ids[doc], score) for doc, score in ranked[:depth]] or [(NO_MATCH, 0.0)]
+            if work is not None:
+                work[qid] = _work_of(text, model, corpus, self.postings, distances[qi], len(fused))
+        return results
+
+
+def searcher(settings: RetrievalSettings, corpus_path: str, seed: int, options: Mapping[str, Any] | None = None,
+             log: Any = None, *, exact: bool = False) -> Searcher:
+    """Load, index and embed what ranking for ``settings`` on ``corpus_path`` with ``seed`` searches
+    (each part from the module's caches when there); ``exact``: see :func:`retrieve`."""
+    with _single_threaded():
+        return _searcher(settings, corpus_path, seed, options, log, exact)
+
+
+def _searcher(settings: RetrievalSettings, corpus_path: str, seed: int, options: Mapping[str, Any] | None,
+              log: Any, exact: bool) -> Searcher:
     opts = {**OPTION_DEFAULTS, **dict(options or {})}
     say = log or (lambda message: None)
     started = time.monotonic()
@@ -749,47 +823,14 @@ def _retrieve(settings: RetrievalSettings, queries: Sequence[tuple[str, str]], c
     say(f"embedding {settings.model}: {model.doc_vectors.shape[0]} x {model.doc_vectors.shape[1]} "
         f"({time.monotonic() - t:.2f}s)")
 
-    depth = min(settings.depth, len(corpus.ids))
-    qvecs = model.embed_queries([text for _, text in queries])
     t = time.monotonic()
     if exact:
-        sims = fixed_order.grid_product(qvecs, model.doc_vectors.T)
-        distances = [len(corpus.ids)] * len(queries)  # brute force: every chunk, for every query
-        found = np.stack([_top(row.astype(np.float64) + 2.0, depth) for row in sims]) if len(queries) else \
-            np.zeros((0, depth), dtype=np.int64)
-        order = np.arange(len(corpus.ids))
-        say(f"exact dense search ({time.monotonic() - t:.2f}s)")
+        index, order = None, np.arange(len(corpus.ids))
     else:
         index, order = _index_of(corpus, model, seed, opts)
         say(f"hnsw M={opts['hnsw_m']} efConstruction={opts['ef_construction']} seed={seed} "
             f"({time.monotonic() - t:.2f}s)")
-        t = time.monotonic()
-        found, distances = _search_counted(faiss, index, qvecs, depth, settings.ef_search)
-    t = time.monotonic()
-    w, k = settings.weight, settings.fusion_k
-    results: dict[str, list[tuple[str, float]]] = {}
-    ids = np.asarray(corpus.ids, dtype=object)
-    postings = bm25_postings(corpus)
-    for qi, (qid, text) in enumerate(queries):
-        fused: dict[int, float] = {}
-        if w < 1.0:
-            for rank, doc in enumerate(_bm25_top(bm25, corpus, text, depth).tolist(), start=1):
-                fused[doc] = fused.get(doc, 0.0) + (1.0 - w) / (k + rank)
-        if w > 0.0 and np.any(qvecs[qi]):
-            hits = found[qi]
-            for rank, pos in enumerate(hits[hits >= 0].tolist(), start=1):
-                doc = int(order[pos])
-                fused[doc] = fused.get(doc, 0.0) + w / (k + rank)
-        # trec_eval order: score descending, then chunk id descending
-        ranked = sorted(fused.items(), key=lambda item: ids[item[0]], reverse=True)
-        ranked.sort(key=lambda item: -item[1])
-        # A query nothing matches (no known word, no embedding feature) still gets a row, so the
-        # run covers it: an empty ranking and this one both score 0.
-        results[qid] = [(ids[doc], score) for doc, score in ranked[:depth]] or [(NO_MATCH, 0.0)]
-        if work is not None:
-            work[qid] = _work_of(text, model, corpus, postings, distances[qi], len(fused))
-    say(f"{len(queries)} queries ({time.monotonic() - t:.2f}s); total {time.monotonic() - started:.2f}s")
-    return results
+    return Searcher(settings, corpus, bm25, model, index, order, bm25_postings(corpus), exact)
 
 
 _STATS_LOCK = threading.Lock()  # faiss counts distance evaluations in one process-wide counter

@@ -239,7 +239,7 @@ def test_the_cache_computes_a_value_once_while_other_threads_wait():
     import threading
     import time
 
-    cache, calls, results = R._LRU(2), [], []
+    cache, calls, results = R.BuildOnceCache(2), [], []
 
     def make():
         # Returns only once the three other threads wait on this value (not after a sleep that
@@ -261,7 +261,7 @@ def test_the_cache_computes_a_value_once_while_other_threads_wait():
 
 
 def test_a_failed_value_is_not_kept_and_its_waiters_see_the_error():
-    cache = R._LRU(2)
+    cache = R.BuildOnceCache(2)
     with pytest.raises(ValueError, match="boom"):
         cache.get_or("k", lambda: (_ for _ in ()).throw(ValueError("boom")))
     assert "k" not in cache and cache.get_or("k", lambda: 5) == 5
