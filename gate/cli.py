@@ -724,15 +724,9 @@ def _cmd_plan_suites(args: argparse.Namespace, found: Any, base: str | None) -> 
     as the gate skips them); github-matrix: one gate job per touched suite."""
     from gate.inputs import git
     from gate.inputs.suite_set import REMOVED
-    from gate.pipeline.plan import plan, plan_pull_request
     from gate.pipeline.suite_verdicts import touched
 
-    if args.parts != 1:
-        raise UsageError("--parts splits one suite's runs: with several suites plan --format github-matrix gives one "
-                         "gate job per touched suite")
-    if args.format == "github-matrix" and args.runs_dir is not None:
-        raise UsageError("--runs-dir with several suites: plan each suite's runs in its own gate job (plan --config "
-                         "<that suite's config> --runs-dir DIR --format github-matrix)")
+    _refuse_per_run_matrix_options(args)
     changed = None
     if base is not None:
         listed = git.changed_since(Path.cwd(), base)
@@ -746,19 +740,8 @@ def _cmd_plan_suites(args: argparse.Namespace, found: Any, base: str | None) -> 
 
         sys.stdout.write(json_text(suites_matrix(judged, skipped, removed), indent=None, ascii=True))
         return EXIT_OK
-    listing = []
-    for suite in found.suites:
-        runs = []
-        if suite in judged:
-            warnings: list[str] = []
-            runs = (plan_pull_request(suite.config_path, _path(args.runs_dir), base, noise_repeats=args.noise_repeats,
-                                      sweep=args.sweep, warnings=warnings) if base is not None else
-                    plan(_load_config(argparse.Namespace(config=suite.config_path, out=None)), _path(args.runs_dir),
-                         None, noise_repeats=args.noise_repeats, sweep=args.sweep))
-            for warning in warnings:
-                _warn(f"{suite.name}: {warning}")
-        state = "removed" if suite.state == REMOVED else "touched" if suite in judged else "skipped"
-        listing.append((suite, state, runs))
+    listing = [(suite, _suite_state(suite, judged), _suite_runs(args, suite, base) if suite in judged else [])
+               for suite in found.suites]
     if args.format == "json":
         sys.stdout.write(json_text({"suites": [{"suite": suite.name, "config": suite.config_shown, "state": state,
                                                 "runs": [run.to_dict() for run in runs]}
@@ -770,6 +753,37 @@ def _cmd_plan_suites(args: argparse.Namespace, found: Any, base: str | None) -> 
         print(f"suite {suite.name} ({suite.config_shown}): {state} ({why})")
         _print_planned(runs, "  ")
     return EXIT_OK
+
+
+def _refuse_per_run_matrix_options(args: argparse.Namespace) -> None:
+    """What only a one-suite plan has: parts of its per-run matrix, and its runs folder in one."""
+    if args.parts != 1:
+        raise UsageError("--parts splits one suite's runs: with several suites plan --format github-matrix gives one "
+                         "gate job per touched suite")
+    if args.format == "github-matrix" and args.runs_dir is not None:
+        raise UsageError("--runs-dir with several suites: plan each suite's runs in its own gate job (plan --config "
+                         "<that suite's config> --runs-dir DIR --format github-matrix)")
+
+
+def _suite_state(suite: Any, judged: list[Any]) -> str:
+    from gate.inputs.suite_set import REMOVED
+
+    return "removed" if suite.state == REMOVED else "touched" if suite in judged else "skipped"
+
+
+def _suite_runs(args: argparse.Namespace, suite: Any, base: str | None) -> list[Any]:
+    """The runs ``plan`` lists for one touched suite (its warnings on stderr, named by the suite)."""
+    from gate.pipeline.plan import plan, plan_pull_request
+
+    if base is None:
+        return plan(_load_config(argparse.Namespace(config=suite.config_path, out=None)), _path(args.runs_dir),
+                    None, noise_repeats=args.noise_repeats, sweep=args.sweep)
+    warnings: list[str] = []
+    runs = plan_pull_request(suite.config_path, _path(args.runs_dir), base, noise_repeats=args.noise_repeats,
+                             sweep=args.sweep, warnings=warnings)
+    for warning in warnings:
+        _warn(f"{suite.name}: {warning}")
+    return runs
 
 
 def _plan_base(args: argparse.Namespace) -> str | None:

@@ -209,14 +209,7 @@ def _discover(config_arg: str, tree: _Tree) -> SuiteSet:
     if not config_arg.strip():
         raise InputError(None, None, "--config: an empty path: name a gate config, a suites file or a glob")
     if is_glob(config_arg):
-        glob = _compiled(config_arg, tree.folder(tree.root), config_arg, None)
-        found = [name for name in tree.files() if glob.matches(name)]
-        if not found:
-            raise InputError(None, None, f"--config {config_arg!r}: the glob matches no file of the repository "
-                                         "(globs are matched against tracked and new files, relative to the "
-                                         "current folder)")
-        return SuiteSet(_distinct([_suite(tree, name, listed_in=None, line=None) for name in found], several=True),
-                        config_arg)
+        return _from_glob(config_arg, tree)
     path = tree.path_of(config_arg)
     text = tree.read(path)
     if text is None:
@@ -228,27 +221,47 @@ def _discover(config_arg: str, tree: _Tree) -> SuiteSet:
     document = load_yaml(text, tree.display(path))
     if not is_suites_document(document):
         return SuiteSet((_suite(tree, path, listed_in=None, line=None, text=text),))
-    entries = _entries(document, tree.display(path))
+    return _from_suites_file(path, document, tree)
+
+
+def _from_glob(config_arg: str, tree: _Tree) -> SuiteSet:
+    """The suites of ``--config GLOB``: every gate config of the repository it matches."""
+    glob = _compiled(config_arg, tree.folder(tree.root), config_arg, None)
+    found = [name for name in tree.files() if glob.matches(name)]
+    if not found:
+        raise InputError(None, None, f"--config {config_arg!r}: the glob matches no file of the repository "
+                                     "(globs are matched against tracked and new files, relative to the "
+                                     "current folder)")
+    return SuiteSet(_distinct([_suite(tree, name, listed_in=None, line=None) for name in found], several=True),
+                    config_arg)
+
+
+def _from_suites_file(path: str, document: Any, tree: _Tree) -> SuiteSet:
+    """The suites a suites file lists, each config once, in the file's order."""
     folder = path.rsplit("/", 1)[0] if "/" in path else ""
     names: list[str] = []
     suites: list[Suite] = []
-    for pattern, line in entries:
-        glob = _compiled(pattern, folder, tree.display(path), line)
-        literal = glob.literal
-        matched = [literal] if literal is not None and tree.read(literal) is not None else (
-            [] if literal is not None else [name for name in tree.files() if glob.matches(name)])
-        if not matched:
-            problem = "no such file" if literal is not None else "the glob matches no file of the repository"
-            raise InputError(tree.display(path), line, f"suites: {pattern!r}: {problem}")
-        for name in matched:
-            if name == path:
-                if literal is not None:
-                    raise InputError(tree.display(path), line, f"suites: {pattern!r} names this suites file itself")
-                continue  # a glob (**/.retrieval-gate.yml) that also meets the suites file
+    for pattern, line in _entries(document, tree.display(path)):
+        for name in _matched(pattern, line, folder, path, tree):
             if name not in names:  # two entries naming one config: one suite
                 names.append(name)
                 suites.append(_suite(tree, name, listed_in=tree.display(path), line=line))
     return SuiteSet(_distinct(suites, several=True), path)
+
+
+def _matched(pattern: str, line: int | None, folder: str, path: str, tree: _Tree) -> list[str]:
+    """The repository paths one entry of the suites file at ``path`` names (never that file)."""
+    glob = _compiled(pattern, folder, tree.display(path), line)
+    literal = glob.literal
+    matched = [literal] if literal is not None and tree.read(literal) is not None else (
+        [] if literal is not None else [name for name in tree.files() if glob.matches(name)])
+    if not matched:
+        problem = "no such file" if literal is not None else "the glob matches no file of the repository"
+        raise InputError(tree.display(path), line, f"suites: {pattern!r}: {problem}")
+    if literal is not None and literal == path:
+        raise InputError(tree.display(path), line, f"suites: {pattern!r} names this suites file itself")
+    # A glob (**/.retrieval-gate.yml) that also meets the suites file skips it.
+    return [name for name in matched if name != path]
 
 
 def _entries(document: Any, display: str) -> list[tuple[str, int | None]]:
