@@ -124,7 +124,7 @@ def test_get_fills_the_url_percent_encoded_and_the_round_trip_is_the_latency(tmp
     http = ('url: "{base}/search/{{config.index}}?q={{query}}&id={{query_id}}&k={{depth}}"\n'
             "hits: hits.hits\nid: _id\nscore: _score\ndepth: 3\n")
     with hf.serve(faults) as base:
-        run, timings = _produce(tmp_path, _runner(tmp_path, http.format(base=base)))
+        run, timings = _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + http))
     assert run == _expected_run(depth=3)
     seen = faults.requests_of("q1")[0]
     assert seen.path == "/search/docs-v1?q=what%20is%20topic%201%20%26%20why%2Fhow&id=q1&k=3" and seen.body == b""
@@ -143,7 +143,7 @@ def test_a_config_value_in_the_body_keeps_its_json_type(tmp_path):
             "hits: hits.hits\nid: _id\nscore: _score\n")
     faults = _faults({})
     with hf.serve(faults) as base:
-        _produce(tmp_path, _runner(tmp_path, http.format(base=base)))
+        _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + http))
     sent = json.loads(faults.requests_of("q0")[0].body)
     assert sent == {"qid": "q0", "boost": 1.0, "field": "title^1.0", "all": {"index": "docs-v1", "boost": 1.0},
                     "docs-v1": "{literal}"}
@@ -166,7 +166,7 @@ RECOVERED = {
 def test_retries_then_success_give_the_same_run_as_no_faults(tmp_path):
     http = POST + "timeout: 2\nretries: 3\nconcurrency: 4\n"
     with hf.serve(_faults({})) as base:
-        clean, _ = _produce(tmp_path, _runner(tmp_path, http.format(base=base)), "clean")
+        clean, _ = _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + http), "clean")
     faults = _faults(RECOVERED)
     progress: list[str] = []
     with hf.serve(faults) as base:
@@ -432,6 +432,67 @@ def test_a_secret_header_reaches_the_service_and_nothing_the_gate_writes(tmp_pat
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "gate.yml"]
     assert any(p.suffix == ".log" for p in written) and any(".retrieval-gate" in p.parts for p in written)
     assert [p for p in written if SECRET.encode() in p.read_bytes()] == []
+
+
+def _echoing_app(answer):
+    """Answers q2 with ``answer(key)`` (the request's X-Key header) as a 401, every other query
+    with no hits."""
+    def app(environ, start_response):
+        request = json.loads(hf.read_body(environ))
+        status, data = "200 OK", json.dumps({"took": 1, "hits": {"hits": []}}).encode()
+        if request["qid"] == "q2":
+            status, data = answer(environ["HTTP_X_KEY"])
+        start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+        return [data]
+
+    return app
+
+
+ECHOES = {
+    # the 401's start is cut at 200 characters: the cut falls 12 characters into the echoed key
+    "cut error page": lambda key: ("401 Unauthorized", ("x" * 185 + key).encode()),
+    # the answer that is not JSON is shown by its first 60 bytes: 15 characters of the key
+    "cut answer": lambda key: ("200 OK", ("x" * 45 + key).encode()),
+    "whitespace run": lambda key: ("401 Unauthorized", f"bad key {key[:10]}  \t {key[10:]}".encode()),
+}
+
+
+@pytest.mark.parametrize("echo", sorted(ECHOES))
+def test_a_secret_echoed_where_a_message_is_cut_leaves_no_piece_of_it(tmp_path, monkeypatch, echo):
+    """Messages are cut before they are scrubbed; the cut must not leave the key's start (old code:
+    'x...xsk-live-9f8e...' in the run's failure)."""
+    monkeypatch.setenv("SEARCH_API_KEY", SECRET)
+    http = 'headers: {X-Key: "${SEARCH_API_KEY}"}\nconcurrency: 1\n'
+    with hf.serve(_echoing_app(ECHOES[echo])) as base:
+        with pytest.raises(RunnerFailed) as caught:
+            _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + http))
+    message = caught.value.message
+    assert "query q2:" in message and "***" in message
+    written = message + (tmp_path / "out" / "run.log").read_text()
+    assert [SECRET[i:i + 8] for i in range(len(SECRET) - 7) if SECRET[i:i + 8] in written] == []
+
+
+def test_a_hit_whose_id_is_the_secret_fails_the_query_and_no_file_holds_it(tmp_path, monkeypatch):
+    """The run, its cache entry and the report would carry the key on (old code: written to the run)."""
+    monkeypatch.setenv("SEARCH_API_KEY", SECRET)
+    http = 'headers: {X-Key: "${SEARCH_API_KEY}"}\nconcurrency: 1\n'
+
+    def answer(key):
+        return "200 OK", json.dumps({"took": 1, "hits": {"hits": [{"_id": f"doc-{key}", "_score": 1}]}}).encode()
+
+    with hf.serve(_echoing_app(answer)) as base:
+        with pytest.raises(RunnerFailed) as caught:
+            _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + http))
+    assert "query q2: hit 1's _id holds a header's secret (runner.http.headers)" in caught.value.message
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and SECRET[:8].encode() in p.read_bytes()] == []
+
+
+def test_a_short_header_value_is_no_reason_to_refuse_an_id(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEARCH_TENANT", "7")
+    http = 'headers: {X-Tenant: "${SEARCH_TENANT}"}\n'
+    with hf.serve(_faults({})) as base:
+        run, _ = _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + http))
+    assert run == _expected_run()
 
 
 def test_the_run_identity_holds_the_templates_and_no_header_or_pacing(tmp_path, monkeypatch):
