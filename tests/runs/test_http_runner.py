@@ -124,7 +124,7 @@ def test_get_fills_the_url_percent_encoded_and_the_round_trip_is_the_latency(tmp
     http = ('url: "{base}/search/{{config.index}}?q={{query}}&id={{query_id}}&k={{depth}}"\n'
             "hits: hits.hits\nid: _id\nscore: _score\ndepth: 3\n")
     with hf.serve(faults) as base:
-        run, timings = _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + http))
+        run, timings = _produce(tmp_path, _runner(tmp_path, http.format(base=base)))
     assert run == _expected_run(depth=3)
     seen = faults.requests_of("q1")[0]
     assert seen.path == "/search/docs-v1?q=what%20is%20topic%201%20%26%20why%2Fhow&id=q1&k=3" and seen.body == b""
@@ -143,7 +143,7 @@ def test_a_config_value_in_the_body_keeps_its_json_type(tmp_path):
             "hits: hits.hits\nid: _id\nscore: _score\n")
     faults = _faults({})
     with hf.serve(faults) as base:
-        _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + http))
+        _produce(tmp_path, _runner(tmp_path, http.format(base=base)))
     sent = json.loads(faults.requests_of("q0")[0].body)
     assert sent == {"qid": "q0", "boost": 1.0, "field": "title^1.0", "all": {"index": "docs-v1", "boost": 1.0},
                     "docs-v1": "{literal}"}
@@ -166,7 +166,7 @@ RECOVERED = {
 def test_retries_then_success_give_the_same_run_as_no_faults(tmp_path):
     http = POST + "timeout: 2\nretries: 3\nconcurrency: 4\n"
     with hf.serve(_faults({})) as base:
-        clean, _ = _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + http), "clean")
+        clean, _ = _produce(tmp_path, _runner(tmp_path, http.format(base=base)), "clean")
     faults = _faults(RECOVERED)
     progress: list[str] = []
     with hf.serve(faults) as base:
