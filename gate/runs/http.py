@@ -37,6 +37,7 @@ from gate.inputs.http_templates import (
     BodyTemplate,
     EnvRef,
     Placeholder,
+    TemplateError,
     UrlTemplate,
     lookup,
     parse_body,
@@ -239,9 +240,16 @@ class HttpRunner:
         values = {**shared, "query": text, "query_id": query_id}
         body = None
         if self.settings.body is not None:
-            rendered = self.settings.body.render(values)
+            try:
+                rendered = self.settings.body.render(values)
+            except TemplateError as error:  # two keys made one by a value (a query text, a config value)
+                raise self.settings.error("runner.http.body", f"query {query_id}: {error.message}") from None
             body = json.dumps(rendered, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        return Request(self.settings.method, self.settings.url.render(values), body, headers)
+        try:
+            url = self.settings.url.render(values)
+        except TemplateError as error:
+            raise self.settings.error("runner.http.url", f"query {query_id}: {error.message}") from None
+        return Request(self.settings.method, url, body, headers)
 
 
 class _Batch:

@@ -663,3 +663,35 @@ def test_a_config_value_cannot_change_the_host(tmp_path):
         runner = make_runner(config)
         runner.produce(_request(tmp_path), tmp_path / "r.yml", tmp_path / "o.run", tmp_path / "o.log")
     assert faults.requests_of("q0")[0].path == "/s/%40evil.example%2F..%2Fx?id=q0"
+
+
+@pytest.mark.parametrize("index", ["..", ".", "%2E%2E"])
+def test_a_value_that_is_a_dot_segment_of_the_path_is_one_line(tmp_path, index):
+    """'/{config.index}/_search' with index '..' was sent as '/_search' (every index of an
+    Elasticsearch): the client drops dot segments; '%2E%2E' is sent encoded, as data."""
+    faults = _faults({}, hf.fixed_hits_app(HITS, hf.query_param("id")))
+    faults.key = hf.query_param("id")
+    http = 'url: "{base}/a/{{config.index}}/_search?id={{query_id}}"\nhits: hits.hits\nid: _id\nscore: _score\n'
+    with hf.serve(faults) as base:
+        runner = make_runner(load_config(_world(tmp_path, http.format(base=base), retrieval=f"index: '{index}'\n")))
+        if index == "%2E%2E":
+            runner.produce(_request(tmp_path), tmp_path / "r.yml", tmp_path / "o.run", tmp_path / "o.log")
+            assert faults.requests_of("q0")[0].path == "/a/%252E%252E/_search?id=q0"
+            return
+        with pytest.raises(InputError) as caught:
+            runner.produce(_request(tmp_path), tmp_path / "r.yml", tmp_path / "o.run", tmp_path / "o.log")
+    assert caught.value.line == 6 and faults.seen == []
+    assert f"key 'runner.http.url': query q0: the path '/a/{index}/_search' has a '.' or '..' segment" in \
+        str(caught.value)
+
+
+def test_two_body_keys_one_value_makes_are_one_line_naming_the_query(tmp_path):
+    """A key rendered from the query text meets a literal key (old code: a TemplateError, exit 4)."""
+    http = 'url: "http://127.0.0.1:9/s"\nbody: {"{query}": 1, "q3": 2}\nhits: h\nid: i\nscore: s\n'
+    (tmp_path / "world").mkdir()
+    runner = _runner(tmp_path / "world", http)
+    (tmp_path / "world" / "q.tsv").write_text("q1\tq3\n")
+    with pytest.raises(InputError) as caught:
+        runner.produce(_request(tmp_path / "world"), tmp_path / "r.yml", tmp_path / "o.run", tmp_path / "o.log")
+    assert caught.value.line == 7
+    assert str(caught.value).endswith("key 'runner.http.body': query q1: two keys of the body become 'q3'")
