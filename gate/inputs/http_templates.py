@@ -137,7 +137,15 @@ class UrlTemplate:
     rest: tuple[str | Placeholder, ...]  # path and query string
 
     def render(self, values: Mapping[str, Any]) -> str:
-        return self.origin + _render_text(self.rest, values, encode=True)
+        """The address; TemplateError when its path has a '.' or '..' segment (a value that is
+        '..' in ``/{config.index}/_search``): the client drops such a segment with the one
+        before it, so the value would choose another path on the host rather than be sent."""
+        rest = _render_text(self.rest, values, encode=True)
+        path = rest.split("?", 1)[0]
+        if any(urllib.parse.unquote(segment) in (".", "..") for segment in path.split("/")):
+            raise TemplateError(f"the path {limits.shorten(path, 80)!r} has a '.' or '..' segment, which the "
+                                "client would drop with the segment before it, asking another path of the host")
+        return self.origin + rest
 
     def placeholders(self) -> list[Placeholder]:
         return placeholders_in(self.rest)

@@ -117,8 +117,11 @@ def suites_at_base(config_arg: str, root: Path, base: str | None) -> SuiteSet:
     for suite in at_base.suites:
         gone = not suite.config_path.exists() and not suite.config_path.is_symlink()
         suites[suite.name] = Suite(suite.name, suite.config_path, suite.config_shown, REMOVED if gone else "")
+    kept = {suite.config_path for suite in suites.values() if suite.state != REMOVED}
     for suite in head.suites:
-        if suite.name not in suites:
+        # A config of the base's set is that suite, whatever name the PR gives it: judged once,
+        # under the base's name (a rename made it a NEW suite too, and one config judged twice).
+        if suite.name not in suites and suite.config_path not in kept:
             suites[suite.name] = Suite(suite.name, suite.config_path, suite.config_shown, NEW)
     ordered = tuple(sorted(suites.values(), key=lambda s: s.name))
     several = at_base.several or head.several
@@ -334,12 +337,19 @@ def _distinct(suites: Sequence[Suite], *, several: bool) -> tuple[Suite, ...]:
 
 
 def _check_folder_names(suites: Sequence[Suite], display: Callable[[Suite], str]) -> None:
+    folded: dict[str, Suite] = {}
     for suite in suites:
         if not _FOLDER_NAME.match(suite.name):
             raise InputError(display(suite), None,
                              f"key 'suite': {suite.name!r}: with several suites a suite's name is its output folder "
                              "and artifact name: letters, digits, '.', '-' and '_' only (at most 100, not starting "
                              "with '.', '-' or '_')")
+        twin = folded.setdefault(suite.name.casefold(), suite)
+        if twin is not suite:  # <out>/Docs and <out>/docs are one folder on macOS and Windows
+            raise InputError(display(suite), None,
+                             f"key 'suite': {suite.name!r} and {twin.name!r} (of {display(twin)}) differ only in case: "
+                             "with several suites each name is a folder and an artifact name, which a "
+                             "case-insensitive file system or GitHub takes for one")
 
 
 def repository_file(path: Path) -> str:

@@ -29,7 +29,7 @@ import requests
 
 from gate import __version__
 from gate.common.atomic import write_text_atomic
-from gate.common.environment import scrub_token
+from gate.common.environment import scrub_token, token_forms
 from gate.common.errors import InputError, one_line
 from gate.inputs.config import HttpRunnerConfig
 from gate.inputs.http_templates import (
@@ -37,6 +37,7 @@ from gate.inputs.http_templates import (
     BodyTemplate,
     EnvRef,
     Placeholder,
+    TemplateError,
     UrlTemplate,
     lookup,
     parse_body,
@@ -104,16 +105,45 @@ def http_settings(config: HttpRunnerConfig, source: str, lines: Mapping[str, int
         max_seconds=config.max_seconds, written=written, source=source, lines=dict(lines))
 
 
+#: The shortest piece of a secret masked on its own (module docstring of _Scrubber).
+SECRET_PIECE = 8
+
+
 class _Scrubber:
-    """Text with every header secret (in every form :func:`scrub_token` knows) replaced by ***."""
+    """Text with every header secret (in every form :func:`scrub_token` knows) replaced by ***,
+    and every run of :data:`SECRET_PIECE` or more characters of one: a message is cut (an error
+    page's first 200 characters, an id shortened to 60) before it reaches the scrubber, and the
+    cut can fall inside an echoed secret, leaving its start or end, never the whole."""
 
     def __init__(self, secrets: Sequence[str]):
         self.secrets = sorted(set(secrets), key=len, reverse=True)
+        self.pieces = frozenset(form[i:i + SECRET_PIECE] for secret in self.secrets for form in token_forms(secret)
+                                for i in range(len(form) - SECRET_PIECE + 1))
 
     def __call__(self, text: str) -> str:
+        return one_line(self._masked(text), 500)
+
+    def holds_secret(self, text: str) -> bool:
+        """Whether ``text`` holds a piece of a secret (a header value of fewer characters, a
+        tenant number say, is masked in messages but no id is refused for holding it)."""
+        return any(text[start:start + SECRET_PIECE] in self.pieces for start in range(len(text) - SECRET_PIECE + 1))
+
+    def _masked(self, text: str) -> str:
         for secret in self.secrets:
             text = scrub_token(text, secret)
-        return one_line(text, 500)
+        if not self.pieces:
+            return text
+        covered = [False] * len(text)  # the characters of some piece
+        for start in range(len(text) - SECRET_PIECE + 1):
+            if text[start:start + SECRET_PIECE] in self.pieces:
+                covered[start:start + SECRET_PIECE] = [True] * SECRET_PIECE
+        out: list[str] = []
+        for index, char in enumerate(text):
+            if not covered[index]:
+                out.append(char)
+            elif index == 0 or not covered[index - 1]:
+                out.append("***")
+        return "".join(out)
 
 
 class HttpRunner:
@@ -210,9 +240,16 @@ class HttpRunner:
         values = {**shared, "query": text, "query_id": query_id}
         body = None
         if self.settings.body is not None:
-            rendered = self.settings.body.render(values)
+            try:
+                rendered = self.settings.body.render(values)
+            except TemplateError as error:  # two keys made one by a value (a query text, a config value)
+                raise self.settings.error("runner.http.body", f"query {query_id}: {error.message}") from None
             body = json.dumps(rendered, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        return Request(self.settings.method, self.settings.url.render(values), body, headers)
+        try:
+            url = self.settings.url.render(values)
+        except TemplateError as error:
+            raise self.settings.error("runner.http.url", f"query {query_id}: {error.message}") from None
+        return Request(self.settings.method, url, body, headers)
 
 
 class _Batch:
@@ -285,14 +322,17 @@ class _Batch:
             answer, measured_ms, attempts = ask(session, self.requests[index], self.attempts, self.limit,
                                                 self.deadline, self.clocks, on_retry)
         except Failed as failed:
-            self._say(f"query {qid}: {failed.reason}")
-            with self.lock:
-                self.failures[index] = failed
+            self._fail(index, failed)
             return
         except OutOfTime:
             self._say(f"query {qid}: runner.http.max_seconds ran out before its answer")
             with self.lock:
                 self.stopped_by_time = True
+            return
+        secret = next((rank for rank, (doc, _) in enumerate(answer.hits, 1) if self.scrub.holds_secret(doc)), None)
+        if secret is not None:  # a run, its cache entry and the report would carry the key on
+            self._fail(index, Failed(f"hit {secret}'s {'.'.join(self.settings.paths.id)} holds a header's secret "
+                                     "(runner.http.headers): no file may hold it", attempts))
             return
         latency = answer.latency_ms if answer.latency_ms is not None else measured_ms
         with self.lock:
@@ -308,6 +348,11 @@ class _Batch:
             self._say(f"query {qid}: the answer holds no hits")
         if due:
             self.runner.progress(f"{self.purpose}: {counts}")
+
+    def _fail(self, index: int, failed: Failed) -> None:
+        self._say(f"query {self.query_ids[index]}: {failed.reason}")
+        with self.lock:
+            self.failures[index] = failed
 
     def _say(self, line: str) -> None:
         with self.lock:

@@ -121,6 +121,13 @@ def test_several_suites_need_folder_names(tmp_path):
     assert "output folder" in _refusal(root, "s.yml")
 
 
+def test_several_suites_need_names_that_differ_beyond_case(tmp_path):
+    root = _repo(tmp_path, {"s.yml": "suites: [a/gate.yml, b/gate.yml]\n", "a/gate.yml": CONFIG.format(name="Docs"),
+                            "b/gate.yml": CONFIG.format(name="docs")})
+    said = _refusal(root, "s.yml")
+    assert said.startswith("b/gate.yml: key 'suite': 'docs' and 'Docs' (of a/gate.yml) differ only in case")
+
+
 def test_other_commands_refuse_a_suites_file_in_one_line(tmp_path):
     from gate.inputs.config import load_config
 
@@ -157,3 +164,14 @@ def test_without_the_suites_file_at_the_base_the_pr_s_set_counts(tmp_path):
     (root / "a/gate.yml").write_text(CONFIG.format(name="a"))
     found = suites_at_base("s.yml", root, base)
     assert found.several and [(s.name, s.state) for s in found.suites] == [("a", "")]
+
+
+def test_a_suite_the_pr_renames_is_the_base_s_suite_judged_once(tmp_path):
+    """The PR changes code's `suite:` to faq: its config is the base's suite code (old code: also a
+    NEW suite faq of the same config, judged twice, and `run` failed with exit 4)."""
+    root = _two(tmp_path)
+    base = _git(root, "rev-parse", "HEAD")
+    (root / "search/code/.retrieval-gate.yml").write_text(CONFIG.format(name="faq"))
+    found = suites_at_base(".retrieval-gate.yml", root, base)
+    assert [(s.name, s.config_shown, s.state) for s in found.suites] == [
+        ("code", "search/code/.retrieval-gate.yml", ""), ("docs", "search/docs/.retrieval-gate.yml", "")]

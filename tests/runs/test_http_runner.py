@@ -434,6 +434,67 @@ def test_a_secret_header_reaches_the_service_and_nothing_the_gate_writes(tmp_pat
     assert [p for p in written if SECRET.encode() in p.read_bytes()] == []
 
 
+def _echoing_app(answer):
+    """Answers q2 with ``answer(key)`` (the request's X-Key header) as a 401, every other query
+    with no hits."""
+    def app(environ, start_response):
+        request = json.loads(hf.read_body(environ))
+        status, data = "200 OK", json.dumps({"took": 1, "hits": {"hits": []}}).encode()
+        if request["qid"] == "q2":
+            status, data = answer(environ["HTTP_X_KEY"])
+        start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+        return [data]
+
+    return app
+
+
+ECHOES = {
+    # the 401's start is cut at 200 characters: the cut falls 12 characters into the echoed key
+    "cut error page": lambda key: ("401 Unauthorized", ("x" * 185 + key).encode()),
+    # the answer that is not JSON is shown by its first 60 bytes: 15 characters of the key
+    "cut answer": lambda key: ("200 OK", ("x" * 45 + key).encode()),
+    "whitespace run": lambda key: ("401 Unauthorized", f"bad key {key[:10]}  \t {key[10:]}".encode()),
+}
+
+
+@pytest.mark.parametrize("echo", sorted(ECHOES))
+def test_a_secret_echoed_where_a_message_is_cut_leaves_no_piece_of_it(tmp_path, monkeypatch, echo):
+    """Messages are cut before they are scrubbed; the cut must not leave the key's start (old code:
+    'x...xsk-live-9f8e...' in the run's failure)."""
+    monkeypatch.setenv("SEARCH_API_KEY", SECRET)
+    http = 'headers: {X-Key: "${SEARCH_API_KEY}"}\nconcurrency: 1\n'
+    with hf.serve(_echoing_app(ECHOES[echo])) as base:
+        with pytest.raises(RunnerFailed) as caught:
+            _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + http))
+    message = caught.value.message
+    assert "query q2:" in message and "***" in message
+    written = message + (tmp_path / "out" / "run.log").read_text()
+    assert [SECRET[i:i + 8] for i in range(len(SECRET) - 7) if SECRET[i:i + 8] in written] == []
+
+
+def test_a_hit_whose_id_is_the_secret_fails_the_query_and_no_file_holds_it(tmp_path, monkeypatch):
+    """The run, its cache entry and the report would carry the key on (old code: written to the run)."""
+    monkeypatch.setenv("SEARCH_API_KEY", SECRET)
+    http = 'headers: {X-Key: "${SEARCH_API_KEY}"}\nconcurrency: 1\n'
+
+    def answer(key):
+        return "200 OK", json.dumps({"took": 1, "hits": {"hits": [{"_id": f"doc-{key}", "_score": 1}]}}).encode()
+
+    with hf.serve(_echoing_app(answer)) as base:
+        with pytest.raises(RunnerFailed) as caught:
+            _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + http))
+    assert "query q2: hit 1's _id holds a header's secret (runner.http.headers)" in caught.value.message
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and SECRET[:8].encode() in p.read_bytes()] == []
+
+
+def test_a_short_header_value_is_no_reason_to_refuse_an_id(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEARCH_TENANT", "7")
+    http = 'headers: {X-Tenant: "${SEARCH_TENANT}"}\n'
+    with hf.serve(_faults({})) as base:
+        run, _ = _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + http))
+    assert run == _expected_run()
+
+
 def test_the_run_identity_holds_the_templates_and_no_header_or_pacing(tmp_path, monkeypatch):
     monkeypatch.setenv("SEARCH_API_KEY", SECRET)
     http = POST.format(base="http://127.0.0.1:9") + 'headers: {X-Key: "${SEARCH_API_KEY}"}\n'
@@ -602,3 +663,35 @@ def test_a_config_value_cannot_change_the_host(tmp_path):
         runner = make_runner(config)
         runner.produce(_request(tmp_path), tmp_path / "r.yml", tmp_path / "o.run", tmp_path / "o.log")
     assert faults.requests_of("q0")[0].path == "/s/%40evil.example%2F..%2Fx?id=q0"
+
+
+@pytest.mark.parametrize("index", ["..", ".", "%2E%2E"])
+def test_a_value_that_is_a_dot_segment_of_the_path_is_one_line(tmp_path, index):
+    """'/{config.index}/_search' with index '..' was sent as '/_search' (every index of an
+    Elasticsearch): the client drops dot segments; '%2E%2E' is sent encoded, as data."""
+    faults = _faults({}, hf.fixed_hits_app(HITS, hf.query_param("id")))
+    faults.key = hf.query_param("id")
+    http = 'url: "{base}/a/{{config.index}}/_search?id={{query_id}}"\nhits: hits.hits\nid: _id\nscore: _score\n'
+    with hf.serve(faults) as base:
+        runner = make_runner(load_config(_world(tmp_path, http.format(base=base), retrieval=f"index: '{index}'\n")))
+        if index == "%2E%2E":
+            runner.produce(_request(tmp_path), tmp_path / "r.yml", tmp_path / "o.run", tmp_path / "o.log")
+            assert faults.requests_of("q0")[0].path == "/a/%252E%252E/_search?id=q0"
+            return
+        with pytest.raises(InputError) as caught:
+            runner.produce(_request(tmp_path), tmp_path / "r.yml", tmp_path / "o.run", tmp_path / "o.log")
+    assert caught.value.line == 6 and faults.seen == []
+    assert f"key 'runner.http.url': query q0: the path '/a/{index}/_search' has a '.' or '..' segment" in \
+        str(caught.value)
+
+
+def test_two_body_keys_one_value_makes_are_one_line_naming_the_query(tmp_path):
+    """A key rendered from the query text meets a literal key (old code: a TemplateError, exit 4)."""
+    http = 'url: "http://127.0.0.1:9/s"\nbody: {"{query}": 1, "q3": 2}\nhits: h\nid: i\nscore: s\n'
+    (tmp_path / "world").mkdir()
+    runner = _runner(tmp_path / "world", http)
+    (tmp_path / "world" / "q.tsv").write_text("q1\tq3\n")
+    with pytest.raises(InputError) as caught:
+        runner.produce(_request(tmp_path / "world"), tmp_path / "r.yml", tmp_path / "o.run", tmp_path / "o.log")
+    assert caught.value.line == 7
+    assert str(caught.value).endswith("key 'runner.http.body': query q1: two keys of the body become 'q3'")
