@@ -113,6 +113,16 @@ def suites_at_base(config_arg: str, root: Path, base: str | None) -> SuiteSet:
         if is_glob(config_arg) and "matches no file" in problem.message:
             return head  # no config at the base matches: the PR adds them all
         raise
+    ordered = _base_and_new(at_base, head)
+    several = at_base.several or head.several
+    if several:
+        _check_folder_names(ordered, lambda suite: suite.config_shown)
+    return SuiteSet(ordered, (at_base.source or head.source) if several else None)
+
+
+def _base_and_new(at_base: SuiteSet, head: SuiteSet) -> tuple[Suite, ...]:
+    """The base's suites (REMOVED where the working tree lost the config), then the working
+    tree's suites the base has not (NEW), sorted by name."""
     suites: dict[str, Suite] = {}
     for suite in at_base.suites:
         gone = not suite.config_path.exists() and not suite.config_path.is_symlink()
@@ -123,11 +133,7 @@ def suites_at_base(config_arg: str, root: Path, base: str | None) -> SuiteSet:
         # under the base's name (a rename made it a NEW suite too, and one config judged twice).
         if suite.name not in suites and suite.config_path not in kept:
             suites[suite.name] = Suite(suite.name, suite.config_path, suite.config_shown, NEW)
-    ordered = tuple(sorted(suites.values(), key=lambda s: s.name))
-    several = at_base.several or head.several
-    if several:
-        _check_folder_names(ordered, lambda suite: suite.config_shown)
-    return SuiteSet(ordered, (at_base.source or head.source) if several else None)
+    return tuple(sorted(suites.values(), key=lambda s: s.name))
 
 
 # --------------------------------------------------------------------------- the tree read
