@@ -239,3 +239,13 @@ def test_a_band_from_run_files_covers_their_empty_answers(tmp_path):
             '{"query_id": "q1", "latency_ms": 2, "hits": 1}\n{"query_id": "q2", "latency_ms": 1, "hits": 0}\n')
     band = noise_from_runs(paths, load_qrels(tmp_path / "qrels.txt"), ["q1", "q2"], measure, 1)
     assert band.runs == 2 and band.overall.means == (0.5, 0.5)
+
+
+def test_a_config_sweep_over_a_service_with_an_empty_answer_scores_it_0(tmp_path):
+    path, faults = _archived_http_world(tmp_path)
+    path.write_text(path.read_text() + "sweep: {params: {boost: [1.0, 2.0]}, folds: 4}\n")
+    with hf.serve(faults) as base:
+        _point_at(path, base)
+        code = main(["sweep", "--config", str(path), "--out", str(tmp_path / "sweep")])  # old code: exit 2, misses
+    sweep = json.loads((tmp_path / "sweep" / "report.json").read_text())["sweep"]
+    assert code == 0 and [c["params"] for c in sweep["cells"]] == [{"boost": 1.0}, {"boost": 2.0}]
