@@ -27,10 +27,10 @@ from gate.evaluation.evaluate import PerQuery, evaluate
 from gate.evaluation.measures import Measure
 from gate.inputs import git
 from gate.inputs.golden import Golden
-from gate.inputs.manifest import Manifest
+from gate.inputs.manifest import Manifest, archived_timings
 from gate.inputs.readers.records import Run
 from gate.inputs.retrieval_config import RetrievalConfig, parse_retrieval_config
-from gate.runs.produce import RunProducer, missing_queries
+from gate.runs.produce import RunProducer, answered_empty, missing_queries
 from gate.runs.request import ProducedRun, RunnerFailed, RunRequest
 
 
@@ -152,6 +152,15 @@ def run_request(purpose: str, config: RetrievalConfig, golden: Golden, queries_p
     )
 
 
+def archived_missing(manifest: Manifest, archived_run: Run, expected: Sequence[str]) -> list[str]:
+    """The ``expected`` queries the archived run does not cover: a query it answered with no
+    documents (``"hits": 0`` in the timings archived with it) is covered, and re-scored as 0."""
+    missing = missing_queries(archived_run, expected)
+    if not missing:
+        return missing  # the archived timings are read only when they can matter
+    return missing_queries(archived_run, expected, answered_empty(archived_timings(manifest)))
+
+
 def resolve_from_manifest(
     manifest: Manifest,
     golden: Golden,
@@ -190,7 +199,8 @@ def resolve_from_manifest(
             manifest=manifest, unattributed=unattributed, notes=tuple(notes),
         )
 
-    if "corpus" not in changed and not missing_queries(archived_run, expected):
+    missing = archived_missing(manifest, archived_run, expected)
+    if "corpus" not in changed and not missing:
         values = _evaluate(archived_run, golden, measures, rel, manifest.config)
         return ResolvedBaseline(
             "rescored", manifest.config, archived_run, values, tuple(differences), summary,
@@ -201,7 +211,7 @@ def resolve_from_manifest(
         )
 
     why = "the corpus changed" if "corpus" in changed else (
-        f"{len(missing_queries(archived_run, expected))} current queries are not in the archived ranked lists")
+        f"{len(missing)} current queries are not in the archived ranked lists")
     try:
         run, produced = producer.produce(run_request("baseline replay", manifest.config, golden, queries_path,
                                                      code=code), expected)

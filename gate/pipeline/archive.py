@@ -22,7 +22,7 @@ from gate.inputs.golden import Golden, load_golden
 from gate.inputs.manifest import Manifest, environment_record, run_to_trec_gz, timings_record, write_manifest
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.runs import read_run
-from gate.inputs.readers.timings import Timings, read_timings, require_answered
+from gate.inputs.readers.timings import Timings
 from gate.inputs.retrieval_config import RetrievalConfig, load_retrieval_config
 from gate.inputs.yardstick import config_globs
 from gate.pipeline.repeat_runs import repeat_alpha, setup_check_with_repeats, still_valid_band
@@ -39,9 +39,9 @@ from gate.pipeline.stack import (
     stderr_progress,
 )
 from gate.runs.code import CodeIdentity
-from gate.runs.produce import check_coverage
+from gate.runs.produce import check_coverage, timings_of
 from gate.runs.request import RunnerFailed
-from gate.statistics.band import measure_noise
+from gate.statistics.band import ANSWERED_EMPTY_KEY, measure_noise
 from gate.statistics.power import setup_check
 from gate.verdict.calibration import calibrate
 from gate.verdict.levels import ALPHA, MIN_MOVERS, MOVERS_TO_SHOW
@@ -126,14 +126,12 @@ def _baseline_run(config: Config, golden: Golden, retrieval: RetrievalConfig, co
     came from, and its timings (None: none)."""
     if run_path is not None:
         run = read_run(run_path)
+        # Read before the coverage check: its "hits": 0 lines are queries answered with nothing.
+        timings = None if timings_path is None else timings_of(timings_path, run, golden.queries.ids(), "file")
         try:
-            check_coverage(run, golden.universe.query_ids, "archive", str(run_path))
+            check_coverage(run, golden.universe.query_ids, "archive", str(run_path), timings)
         except RunnerFailed as failure:
             raise InputError(str(run_path), None, failure.message) from None
-        timings = None
-        if timings_path is not None:
-            timings = read_timings(timings_path, golden.queries.ids(), origin="file")
-            require_answered(timings, run.query_ids)
         return run, "file", timings
     producer = make_producer(config, runs_dir, progress)
     request = run_request("baseline archive", retrieval, golden, runner_queries_path(golden, producer.work_dir),
@@ -176,6 +174,8 @@ def _measured_band(config: Config, golden: Golden, retrieval: RetrievalConfig, p
         progress(f"setup ({config.policy.mode} mode), {calibration.setup_repeats['sentence']}")
     band = {**measured.band.to_dict(), "runs_files": names,
             "seconds": [round(x, 3) for x in measured.seconds], "calibration": calibration.to_dict()}
+    if any(measured.answered_empty):  # what the stored TREC files cannot say (absent: none)
+        band[ANSWERED_EMPTY_KEY] = [sorted(empty) for empty in measured.answered_empty]
     return {"noise_band": band}, extra_files
 
 

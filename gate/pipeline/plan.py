@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.checks.commensurability import (
+    archived_missing,
     base_config_from_git,
     input_differences,
     run_request,
@@ -37,7 +38,6 @@ from gate.pipeline.stack import (
 from gate.pipeline.sweep import sweep_cells, swept_changes
 from gate.runs.code import CodeIdentity
 from gate.runs.isolation import held_secret
-from gate.runs.produce import missing_queries
 
 
 def plan_pull_request(config_path: Path, runs_dir: Path | None, base: str,
@@ -185,7 +185,7 @@ class _Planner:
         base_config = base_config_from_git(config.workspace_root, base, retrieval_path) if base else None
         if manifest is not None and (base_config is None or base_config.sha256 == manifest.config_sha256):
             differences = {d.input for d in input_differences(manifest, self.golden, config.golden.rel)}
-            covered = not missing_queries(manifest.load_run(), self.golden.universe.query_ids)
+            covered = not archived_missing(manifest, manifest.load_run(), self.golden.universe.query_ids)
             needed = "corpus" in differences or not covered
             why = ("the corpus changed" if "corpus" in differences else
                    "current queries are missing from the archived lists" if not covered else

@@ -25,8 +25,7 @@ from gate.inputs.readers.records import Run
 from gate.inputs.readers.runs import read_run
 from gate.inputs.readers.textlines import read_text_file
 from gate.pipeline.stack import Progress, RunOptions, evaluate_all
-from gate.runs.produce import missing_queries
-from gate.statistics.band import BandStatus, applicable_band
+from gate.statistics.band import ANSWERED_EMPTY_KEY, BandStatus, applicable_band, stored_runs_cover
 from gate.statistics.noise import check_band_dict
 from gate.verdict.levels import look_alpha, looks
 from gate.verdict.reruns import setup_with_repeats
@@ -67,7 +66,7 @@ def repeat_plan(config: Config, options: RunOptions, status: BandStatus, golden:
     if fingerprint != baseline.config.sha256:
         return RepeatPlan(1, False, "not rerun: the stored repeat runs are not runs of the baseline's retrieval "
                                     "config (archive --noise-repeats again)")
-    if any(missing_queries(run, golden.universe.query_ids) for run in runs):
+    if not stored_runs_cover(data, runs, golden.universe.query_ids):
         return RepeatPlan(1, False, "not rerun: the stored repeat runs do not cover today's golden queries")
     repeats = tuple(evaluate_all(run, golden, measures, config.golden.rel, baseline.config) for run in runs)
     usable = min(wanted, 1 + len(repeats))
@@ -132,6 +131,11 @@ def stored_band(config: Config, manifest: Manifest | None) -> tuple[Mapping[str,
                                                   for n in names):
             raise InputError(str(manifest.manifest_path), None, "noise band 'runs_files' must be file names of "
                              "the baseline folder")
+        empties = data.get(ANSWERED_EMPTY_KEY)
+        if empties is not None and not (isinstance(empties, list) and len(empties) == len(names) and all(
+                isinstance(e, list) and all(isinstance(q, str) for q in e) for e in empties)):
+            raise InputError(str(manifest.manifest_path), None, f"noise band '{ANSWERED_EMPTY_KEY}' must hold a "
+                             "list of query ids for each of 'runs_files'")
         return data, [read_run(manifest.folder / name) for name in names]
     path = config.resolve(config.noise.file) if config.noise.file else None
     if path is not None and path.exists():

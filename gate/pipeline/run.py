@@ -6,6 +6,7 @@ import dataclasses
 import math
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from gate.inputs.golden import Golden, load_golden
 from gate.inputs.manifest import archived_timings
 from gate.inputs.readers.records import Run, same_rankings
 from gate.inputs.readers.runs import read_run
-from gate.inputs.readers.timings import Timings, read_timings, require_answered
+from gate.inputs.readers.timings import Timings
 from gate.inputs.retrieval_config import ConfigChange, RetrievalConfig, config_diff, load_retrieval_config
 from gate.inputs.traffic_shares import StrataSpec, assign_strata, strata_spec_from_config, validate_against
 from gate.pipeline.attribute import attribute
@@ -59,7 +60,7 @@ from gate.pipeline.sweep import gate_sweep, swept_changes
 from gate.pipeline.validity_checks import check_validity, score_orders, validity_findings
 from gate.report.build import CandidateFailure, GateRun, Head, Look, NoBaseline, NoiseReading, build_report
 from gate.runs.code import CodeIdentity
-from gate.runs.produce import RunProducer, check_coverage
+from gate.runs.produce import RunProducer, answered_empty, check_coverage, timings_of
 from gate.runs.request import RunMissing, RunnerFailed
 from gate.statistics import repeats as rep
 from gate.statistics.attribution import AttributionResult, GridRefused
@@ -108,16 +109,26 @@ def _candidate(config: Config, golden: Golden, producer: RunProducer, options: R
             timings_path = config.here(config.runner.candidate_timings)
     if path is not None:
         run = read_run(path)  # bad file: InputError, exit 2
-        check_coverage(run, golden.universe.query_ids, "candidate", str(path))
-        timings = None
-        if timings_path is not None:  # bad file: InputError, exit 2
-            timings = read_timings(timings_path, golden.queries.ids(), origin="file")
-            require_answered(timings, run.query_ids)
+        # Read before the coverage check: its "hits": 0 lines are queries answered with nothing.
+        timings = None if timings_path is None else timings_of(timings_path, run, golden.queries.ids(), "file")
+        check_coverage(run, golden.universe.query_ids, "candidate", str(path), timings)
         return run, f"file {path}", 0.0, timings
     queries_path = runner_queries_path(golden, producer.work_dir)
     run, produced = producer.produce(run_request("candidate", retrieval, golden, queries_path, code=code),
                                      golden.universe.query_ids, golden.queries.ids())
     return run, produced.source, produced.seconds, produced.timings
+
+
+def empty_answers_warning(side: str, timings: Timings | None, query_ids: Sequence[str]) -> str | None:
+    """The report's words for the golden queries a side's runner answered with no documents (its
+    timings' ``"hits": 0``), or None: they are covered and score 0, which a reader should know."""
+    empty = answered_empty(timings)
+    count = sum(1 for qid in query_ids if qid in empty)
+    if not count:
+        return None
+    were, score = ("query was", "it scores") if count == 1 else ("queries were", "they score")
+    return (f"{count} golden {were} answered with no documents by the {side}'s runner: {score} 0 on every "
+            "measure")
 
 
 def _lift_shown(lift: LiftResult, config: Config, out: Path | None) -> LiftResult:
@@ -222,6 +233,16 @@ class _GateRun:
         base = golden.mapping_for(baseline.config) if isinstance(baseline, ResolvedBaseline) else None
         return MappedSides(self.config.golden.qrels, None if base is None else base.summary, candidate.summary)
 
+    def _baseline_timings_if_short(self, baseline: ResolvedBaseline) -> Timings | None:
+        """The baseline run's timings when the run lacks a golden query (only then can they say it
+        was answered with no documents): the replay's, or those archived with the reused run."""
+        present = set(baseline.run.query_ids)
+        if all(qid in present for qid in self.golden.universe.query_ids):
+            return None
+        if baseline.produced is not None:
+            return baseline.produced.timings
+        return archived_timings(baseline.manifest) if baseline.resolution in ("reused", "rescored") else None
+
     def _warn(self, warning: str) -> None:
         self.warnings.append(warning)
 
@@ -286,6 +307,12 @@ class _GateRun:
                 config, self.golden, self.producer, self.options, self.retrieval, self.code)
         except RunnerFailed as failure:
             return self._outcome(self._runner_failed(failure, golden_reporting))
+        for side, timings in (("baseline", self._baseline_timings_if_short(baseline)),
+                              ("candidate", self.candidate_timings)):
+            said = empty_answers_warning(side, timings, self.golden.universe.query_ids)
+            if said is not None:
+                self.progress(f"warning: {said}")
+                self._warn(said)
         candidate = evaluate_all(self.candidate_run, self.golden, self.measures, config.golden.rel, self.retrieval)
         self.candidate_values.append(candidate)
         # The checks below read files again (the corpora, the strata, tuning and noise band files):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ from gate.pipeline.result import GridReport, file_inputs
 from gate.pipeline.stack import Progress, check_config, code_under_test, make_producer, runner_queries_path
 from gate.rendering.jinja import render
 from gate.report.spine import Sweep as SweepRecord
+from gate.runs.produce import answered_empty, missing_queries
 from gate.statistics.sweep import DEFAULT_FOLDS, SweepResult, analyze_sweep
 
 __all__ = ["SweepCellSpec", "sweep_cells", "cell_label", "reference_cell", "score_cells", "sweep_from_config",
@@ -110,12 +111,14 @@ def reference_cell(cells: Sequence[SweepCellSpec], config: RetrievalConfig) -> s
 
 
 def score_cells(runs: Sequence[tuple[str, Run]], qrels: Qrels, metric: str, query_ids: Sequence[str],
-                rel: int, allow_missing: bool = False) -> np.ndarray:
-    """Per-query values of ``metric`` for every cell (cells x queries), on ``query_ids``."""
+                rel: int, allow_missing: bool = False,
+                answered_empty: Sequence[Collection[str]] | None = None) -> np.ndarray:
+    """Per-query values of ``metric`` for every cell (cells x queries), on ``query_ids``;
+    ``answered_empty``: per cell, the queries its runner answered with no documents (covered)."""
     rows = []
-    expected = set(query_ids)
-    for name, run in runs:
-        missing = expected - set(run.query_ids) if not allow_missing else set()
+    empties = answered_empty if answered_empty is not None else [frozenset()] * len(runs)
+    for (name, run), empty in zip(runs, empties, strict=True):
+        missing = missing_queries(run, query_ids, empty) if not allow_missing else []
         if missing:
             example = sorted(missing, key=lambda q: q.encode())[0]
             raise InputError(run.source, None,
@@ -144,15 +147,17 @@ def sweep_from_config(config: Config, golden: Golden, retrieval: RetrievalConfig
     if code is not None and not code.known:
         progress(f"warning: {code.description}: the run cache is not used for the sweep's cells")
     metric = str(parse_measure(config.metric))
-    runs = []
+    runs, empties = [], []
     for number, cell in enumerate(cells, 1):
         progress(f"sweep: cell {number}/{len(cells)} {cell.label}")
-        run, _ = producer.produce(run_request(f"sweep cell {cell.label}", cell.config, golden, queries_path,
-                                              code=code), universe)
+        run, produced = producer.produce(run_request(f"sweep cell {cell.label}", cell.config, golden, queries_path,
+                                                     code=code), universe)
         runs.append((cell.label, run))
+        empties.append(answered_empty(produced.timings))
     # Each cell judged on the corpus it indexes (a cell may re-chunk: anchored judgments map anew).
-    values = np.vstack([score_cells([pair], golden.qrels_for(cell.config), metric, universe, config.golden.rel)
-                        for pair, cell in zip(runs, cells, strict=True)])
+    values = np.vstack([score_cells([pair], golden.qrels_for(cell.config), metric, universe, config.golden.rel,
+                                    answered_empty=[empty])
+                        for pair, cell, empty in zip(runs, cells, empties, strict=True)])
     strata = assign_strata(golden.queries, strata_spec_from_config(config))
     tuning, holdout = tuning_split(config)
     return analyze_sweep(values, [cell.label for cell in cells], universe, metric,

@@ -6,7 +6,8 @@ sent by ``concurrency`` workers (a ``requests`` session each) within a rate limi
 budget, and tried again on 429, 5xx, timeouts and dropped connections
 (:mod:`gate.runs.http_exchange`); each answer is read strictly (:mod:`gate.runs.http_answers`).
 The run is written in the query file's order, whatever order the answers came in, with a
-timings sidecar (the service's latency or the measured round trip). A query that is refused or
+timings sidecar (the service's latency or the measured round trip, and the hits: ``"hits": 0`` is a
+query answered with nothing, covered and scored 0). A query that is refused or
 still fails after its retries makes the run fail (the verdict inconclusive, naming it): never a
 run with a query silently left out, and never one cached.
 
@@ -179,7 +180,8 @@ class HttpRunner:
             batch.run()
             if batch.failures or batch.unsent:
                 raise RunnerFailed(request.purpose, batch.failure_message(), log_path)
-            log.write(f"{len(queries)} queries answered, {batch.retried} retried\n")
+            empty = sum(1 for item in batch.answers if item is not None and not item[0].hits)
+            log.write(f"{len(queries)} queries answered ({empty} with no hits), {batch.retried} retried\n")
         _write_run(out_path, [qid for qid, _ in queries], batch.answers, batch.wall_ms)
 
     # ---------------------------------------------------------------- building the requests
@@ -380,14 +382,17 @@ class _Batch:
 def _write_run(out_path: Path, query_ids: Sequence[str], answers: Sequence[tuple[Answer, float] | None],
                wall_ms: float) -> None:
     """The TREC run (rank: the position in the answer; score: the service's) and its timings
-    sidecar, queries in the query file's order."""
+    sidecar, queries in the query file's order; a query answered with no hits has no run line
+    and ``"hits": 0`` in the sidecar."""
     rows: list[str] = []
     timings: list[str] = []
     for qid, item in zip(query_ids, answers):
         assert item is not None  # a failed or unsent query failed the run before this
         answer, latency = item
         rows.extend(f"{qid} Q0 {doc} {rank} {score!r} http\n" for rank, (doc, score) in enumerate(answer.hits, 1))
-        timings.append(json.dumps({"query_id": qid, "latency_ms": round(latency, 3)}, ensure_ascii=True) + "\n")
+        # "hits" on every line: a query answered with none is covered (and scores 0), not dropped.
+        timings.append(json.dumps({"query_id": qid, "latency_ms": round(latency, 3), "hits": len(answer.hits)},
+                                  ensure_ascii=True) + "\n")
     timings.append(json.dumps({"run_wall_time_ms": round(max(wall_ms, 0.0), 3)}) + "\n")
     write_text_atomic(out_path, "".join(rows))
     write_text_atomic(Path(timings_path_for(out_path)), "".join(timings))

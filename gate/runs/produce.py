@@ -3,7 +3,9 @@
 Order: a run named by the request's key in ``--runs-dir`` (produced by an
 earlier workflow step from ``retrieval-gate plan``), then the cache, then the
 runner. Whatever its source, the run is read strictly and must cover every
-golden query; a run that does not is a runner failure, never a silent zero.
+golden query; a run that does not is a runner failure, never a silent zero. A query the
+runner answered with no documents is covered: its timings sidecar says so with ``"hits": 0``
+(:func:`missing_queries`, the one rule every coverage check applies).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from gate.common.errors import InputError
 from gate.inputs import git
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.runs import read_run
-from gate.inputs.readers.timings import Timings, read_timings, require_answered, timings_path_for
+from gate.inputs.readers.timings import Timings, read_timings, require_answered, require_hits_match, timings_path_for
 from gate.runs.code import CheckoutFailed, checkout
 from gate.runs.request import ProducedRun, RunMissing, Runner, RunnerFailed, RunRequest
 
@@ -42,17 +44,29 @@ def find_in_runs_dir(runs_dir: Path | None, key: str) -> Path | None:
     return None
 
 
-def missing_queries(run: Run, expected: Sequence[str]) -> list[str]:
+def missing_queries(run: Run, expected: Sequence[str], answered_empty: Collection[str] = frozenset()) -> list[str]:
+    """The ``expected`` queries the run does not cover, in their order. A query is covered when the
+    run ranks documents for it, or when the runner answered it with none (``answered_empty``: the
+    sidecar's ``"hits": 0`` queries, :func:`answered_empty`), which scores 0 as trec_eval scores
+    a query absent from a run. Any other absent query is one the runner dropped."""
     present = set(run.query_ids)
-    return [qid for qid in expected if qid not in present]
+    return [qid for qid in expected if qid not in present and qid not in answered_empty]
 
 
-def check_coverage(run: Run, expected: Sequence[str], purpose: str, where: str) -> None:
-    missing = missing_queries(run, expected)
+def answered_empty(timings: Timings | None) -> frozenset[str]:
+    """The queries a run's timings say were answered with no documents (none without timings)."""
+    return frozenset() if timings is None else timings.answered_empty
+
+
+def check_coverage(run: Run, expected: Sequence[str], purpose: str, where: str,
+                   timings: Timings | None = None) -> None:
+    """:class:`RunnerFailed` naming the golden queries the run misses (:func:`missing_queries`)."""
+    missing = missing_queries(run, expected, answered_empty(timings))
     if missing:
         examples = ", ".join(missing[:5])
         raise RunnerFailed(purpose, f"the run ({where}) misses {len(missing)} of {len(expected)} golden queries "
-                                    f"(e.g. {examples})")
+                                    f"(e.g. {examples}); a query answered with no documents is said by a "
+                                    '"hits": 0 line in the run\'s timings sidecar')
 
 
 @contextmanager
@@ -151,10 +165,12 @@ class RunProducer:
         except CheckoutFailed as failure:
             raise RunnerFailed(request.purpose, f"cannot check out the code it needs: {failure}") from None
         run = self._read(out_path, request.purpose, "written by the runner", log_path)
-        check_coverage(run, expected, request.purpose, str(out_path))
-        timings = sidecar_of(out_path, run, given, "run")
+        timings = sidecar_of(out_path, run, given, "run", expected)
+        check_coverage(run, expected, request.purpose, str(out_path), timings)
         seconds = time.monotonic() - started
-        self.progress(f"{request.purpose}: {len(run.query_ids)} queries in {seconds:.1f}s")
+        empty = len(answered_empty(timings))
+        said = f" ({empty} answered with no documents)" if empty else ""
+        self.progress(f"{request.purpose}: {len(run.query_ids) + empty} queries{said} in {seconds:.1f}s")
         if cache_folder is not None:
             self._store(cache_folder, key, out_path, request.purpose)
         return run, ProducedRun(request.purpose, out_path, key, "runner", seconds, len(run.query_ids),
@@ -171,8 +187,9 @@ class RunProducer:
                 raise RunnerFailed(purpose, f"{path} is committed to the repository: a run and its timings are "
                                    "picked up from the producing steps only (remove it from git)")
         run = self._read(found, purpose, "from --runs-dir")
-        check_coverage(run, expected, purpose, str(found))
-        return run, sidecar_of(found, run, given, "run")
+        timings = sidecar_of(found, run, given, "run", expected)
+        check_coverage(run, expected, purpose, str(found), timings)
+        return run, timings
 
     def _store(self, cache_folder: Path, key: str, out_path: Path, purpose: str) -> None:
         """Keep the run for next time; a cache that cannot be written (its path a file, a
@@ -197,7 +214,7 @@ class RunProducer:
         # config and query files that version wrote, and is not assumed to equal this one's.
         return None if self.cache_dir is None else self.cache_dir / f"v{__version__}"
 
-    def _cached(self, path: Path, purpose: str, expected: Sequence[str]) -> Run | None:
+    def _cached(self, path: Path, purpose: str) -> Run | None:
         """The cached run, or None (with a progress line saying why) when it is not one the gate
         itself made and stored: a cache miss, never a verdict."""
         refused = untrusted_cache_entry(path)
@@ -209,23 +226,26 @@ class RunProducer:
         except InputError as error:
             self.progress(f"{purpose}: cache entry {path.name} is unreadable ({error}); running the runner")
             return None
-        if missing_queries(run, expected):
-            return None
         return run
 
     def _from_cache(self, cache_folder: Path | None, key: str, purpose: str, expected: Sequence[str],
                     given: Collection[str] | None) -> tuple[Path, Run, Timings | None] | None:
         """The cached run of ``key`` with its timings, or None (a miss)."""
         cached = find_in_runs_dir(cache_folder, key)
-        run = None if cached is None else self._cached(cached, purpose, expected)
+        run = None if cached is None else self._cached(cached, purpose)
         if cached is None or run is None:
             return None
-        timings = self._cached_timings(cached, run, given, purpose)
+        timings = self._cached_timings(cached, run, given, purpose, expected)
         if timings is False:
             return None
-        return cached, run, None if timings is True else timings
+        kept = None if timings is True else timings
+        # Covered as the runner's own run is: its empty answers are in the timings kept with it.
+        if missing_queries(run, expected, answered_empty(kept)):
+            return None
+        return cached, run, kept
 
-    def _cached_timings(self, path: Path, run: Run, given: Collection[str] | None, purpose: str) -> Timings | bool:
+    def _cached_timings(self, path: Path, run: Run, given: Collection[str] | None, purpose: str,
+                        expected: Sequence[str]) -> Timings | bool:
         """The timings kept beside a cached run (origin ``cache``); True when there are none and
         the runner writes none; False (a cache miss) when the runner writes timings and the entry
         has none or unusable ones: a cached run keeps its timings, never loses them."""
@@ -236,7 +256,7 @@ class RunProducer:
                 self.progress(f"{purpose}: cache entry {path.name} has no timings; running the runner")
             return not writes
         try:
-            return sidecar_of(path, run, given, "cache") or True
+            return sidecar_of(path, run, given, "cache", expected) or True
         except InputError as error:
             self.progress(f"{purpose}: the timings of cache entry {path.name} are unreadable ({error}); "
                           "running the runner")
@@ -250,16 +270,26 @@ class RunProducer:
             raise RunnerFailed(purpose, f"the run {how} is not a valid TREC run: {error}", log_path) from error
 
 
-def sidecar_of(run_path: Path, run: Run, given: Collection[str] | None, origin: str) -> Timings | None:
+def sidecar_of(run_path: Path, run: Run, given: Collection[str] | None, origin: str,
+               expected: Sequence[str] = ()) -> Timings | None:
     """The timings sidecar beside ``run_path``, read strictly (a bad one: InputError, exit 2), or
-    None when there is none. It must time every query the run answers."""
+    None when there is none (:func:`timings_of`)."""
     path = timings_path_for(run_path)
     if not os.path.lexists(path):  # a FIFO, device, folder or link there is refused by the reader, not skipped
         return None
+    return timings_of(path, run, given, origin, expected)
+
+
+def timings_of(path: str | os.PathLike, run: Run, given: Collection[str] | None, origin: str,
+               expected: Sequence[str] = ()) -> Timings:
+    """A run's timings, read strictly: every query the run answers timed, and each ``hits`` the
+    number of documents the run holds (so ``"hits": 0`` is a query the run has no line for)."""
     # Where the queries the runner was given are not known here (a baseline's run), the run's own
-    # queries bound what the sidecar may name: memory stays bounded by the run, not the file.
-    timings = read_timings(path, given if given is not None else run.query_ids, origin=origin)
+    # queries and the golden ones (``expected``: those it may have answered with nothing) bound
+    # what the sidecar may name: memory stays bounded by them, not by the file.
+    timings = read_timings(path, given if given is not None else {*run.query_ids, *expected}, origin=origin)
     require_answered(timings, run.query_ids)
+    require_hits_match(timings, run)
     return timings
 
 

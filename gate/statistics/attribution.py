@@ -53,6 +53,7 @@ from gate.inputs.readers.queries import load_queries
 from gate.inputs.readers.records import Qrels, QuerySet
 from gate.inputs.readers.runs import read_run
 from gate.inputs.universe import Universe, query_universe, require_overlap
+from gate.runs.produce import missing_queries
 from gate.statistics.bootstrap import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
@@ -985,8 +986,7 @@ def _missing_queries(runs: Mapping[Cell, Any], query_ids: Sequence[str]) -> dict
     """The golden queries each cell's run misses (cells missing none left out)."""
     missing: dict[Cell, list[str]] = {}
     for cell, run in runs.items():
-        have = set(run.query_ids)
-        gone = [q for q in query_ids if q not in have]
+        gone = missing_queries(run, query_ids)
         if gone:
             missing[cell] = gone
     return missing

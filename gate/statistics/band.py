@@ -27,7 +27,7 @@ from gate.inputs.golden import Golden
 from gate.inputs.readers.records import Qrels, Run
 from gate.inputs.readers.runs import read_run
 from gate.inputs.retrieval_config import RetrievalConfig, flatten
-from gate.runs.produce import RunProducer, missing_queries, sidecar_of
+from gate.runs.produce import RunProducer, answered_empty, missing_queries, sidecar_of
 from gate.statistics.noise import NoiseBand, band_from_dict, noise_band
 
 DEFAULT_INVALIDATE_ON = ("index", "embedding", "ingestion", "chunking", "bm25", "ann")
@@ -61,6 +61,8 @@ class MeasuredNoise:
     band: NoiseBand
     runs: tuple[Run, ...]
     seconds: tuple[float, ...]
+    # Per run, the queries its runner answered with no documents ("hits": 0 in its timings).
+    answered_empty: tuple[frozenset[str], ...] = ()
 
 
 def measure_noise(
@@ -80,6 +82,7 @@ def measure_noise(
     if repeats < 2:
         raise InputError(None, None, "--repeats must be at least 2 to measure a spread")
     values, runs, seconds, seeds = [], [], [], []
+    empties: list[frozenset[str]] = []
     latencies: list[np.ndarray] | None = []  # None once a repeat has no timings
     metric = str(measure)
     for repeat in range(1, repeats + 1):
@@ -94,6 +97,7 @@ def measure_noise(
         per_query = evaluate(run, golden.qrels_for(config), [measure], golden.universe.query_ids, rel=rel)
         values.append(per_query.values[metric])
         runs.append(run)
+        empties.append(answered_empty(produced.timings))
         seeds.append(base_seed + repeat)
         elapsed = time.monotonic() - started
         seconds.append(elapsed)
@@ -101,7 +105,20 @@ def measure_noise(
     strata = {q.query_id: q.stratum for q in golden.queries.queries}
     band = noise_band(metric, golden.universe.query_ids, values, strata,
                       band_fingerprints(golden, config, invalidate_on), "repeats", (), seeds, latencies)
-    return MeasuredNoise(band, tuple(runs), tuple(seconds))
+    return MeasuredNoise(band, tuple(runs), tuple(seconds), tuple(empties))
+
+
+#: The band's key (beside ``runs_files``, one list per stored repeat run) naming the queries each
+#: repeat answered with no documents: the TREC file stored cannot say it, and without it a repeat
+#: run would look like one that dropped them. Absent when no repeat answered a query with nothing.
+ANSWERED_EMPTY_KEY = "runs_answered_empty"
+
+
+def stored_runs_cover(stored: Mapping[str, Any] | None, runs: Sequence[Run], expected: Sequence[str]) -> bool:
+    """Whether every stored repeat run covers ``expected`` (:func:`missing_queries`), its empty
+    answers read from the band's :data:`ANSWERED_EMPTY_KEY` (checked by ``stored_band``)."""
+    empties = (stored or {}).get(ANSWERED_EMPTY_KEY) or [()] * len(runs)
+    return all(not missing_queries(run, expected, frozenset(empty)) for run, empty in zip(runs, empties))
 
 
 def noise_from_runs(
@@ -121,12 +138,12 @@ def noise_from_runs(
     latencies: list[np.ndarray] = []  # from the sidecars beside the runs (<run>.timings.jsonl), where every run has one
     for path in run_paths:
         run = read_run(path)
-        missing = missing_queries(run, query_ids)
+        timings = sidecar_of(Path(path), run, None, "file", query_ids)  # a bad sidecar: one line, exit 2
+        missing = missing_queries(run, query_ids, answered_empty(timings))
         if missing:
             raise InputError(str(path), None, f"misses {len(missing)} of {len(query_ids)} judged queries "
                                               f"(e.g. {', '.join(missing[:5])}): not a run of the same set")
         values.append(evaluate(run, qrels, [measure], query_ids, rel=rel).values[metric])
-        timings = sidecar_of(Path(path), run, None, "file")  # a bad sidecar: one line, exit 2
         if timings is not None:
             latencies.append(timings.aligned(query_ids)[0])
     return noise_band(metric, query_ids, values, strata, fingerprints, "runs", tuple(str(p) for p in run_paths),
@@ -176,7 +193,7 @@ def applicable_band(
     same_qrels = fp.get("qrels") == golden.qrels_record.sha256
     if same_queries and same_qrels:
         return BandStatus(band, "current", f"measured on these inputs ({band.runs} runs)")
-    if stored_runs and all(not missing_queries(r, golden.universe.query_ids) for r in stored_runs):
+    if stored_runs and stored_runs_cover(stored, stored_runs, golden.universe.query_ids):
         qrels = golden.qrels_for(baseline_config)  # the repeats ran the baseline's config on its corpus
         values = [evaluate(r, qrels, [measure], golden.universe.query_ids, rel=rel).values[metric]
                   for r in stored_runs]

@@ -28,6 +28,14 @@ def test_reads_queries_costs_and_the_run_line(tmp_path):
     assert latency.tolist() == [3.0, 12.5] and cost is not None and cost.tolist() == [0.0, 0.00012]
 
 
+def test_hits_is_optional_on_each_line_and_0_is_an_empty_answer(tmp_path):
+    timings = read_timings(_write(tmp_path, '{"query_id": "q1", "latency_ms": 1, "hits": 3}\n'
+                                            '{"query_id": "q2", "latency_ms": 2, "hits": 0}\n'
+                                            '{"query_id": "q3", "latency_ms": 2}\n'), ["q1", "q2", "q3"])
+    assert timings.hits == {"q1": 3, "q2": 0} and timings.answered_empty == {"q2"}
+    assert read_timings(_write(tmp_path, '{"query_id": "q1", "latency_ms": 1}\n')).answered_empty == frozenset()
+
+
 def test_without_cost_the_cost_is_none(tmp_path):
     timings = read_timings(_write(tmp_path, '{"query_id": "q1", "latency_ms": 1}\n'))
     assert timings.cost is None and timings.run_wall_time_ms is None
@@ -54,6 +62,11 @@ def test_without_cost_the_cost_is_none(tmp_path):
     ('{"run_wall_time_ms": 1}\n{"run_wall_time_ms": 2}\n', 2, "a second 'run_wall_time_ms' line (first at line 1)"),
     ('{"run_wall_time_ms": 1, "query_id": "q1"}\n', 1, "a run line holds 'run_wall_time_ms' only"),
     ('[1, 2]\n', 1, "expected a JSON object"),
+    ('{"query_id": "q1", "latency_ms": 1, "hits": -1}\n', 1, "'hits' must be between 0 and 1000000000, got -1"),
+    ('{"query_id": "q1", "latency_ms": 1, "hits": 1.0}\n', 1, "'hits' must be a whole number of documents, got float"),
+    ('{"query_id": "q1", "latency_ms": 1, "hits": "0"}\n', 1, "got the string '0'"),
+    ('{"query_id": "q1", "latency_ms": 1, "hits": false}\n', 1, "got the boolean false"),
+    ('{"query_id": "q1", "latency_ms": 1, "hits": null}\n', 1, "got null"),
     ('{"query_id": "q1", "latency_ms": 1\n', 1, "invalid JSON"),
 ])
 def test_bad_sidecars_are_one_line_naming_the_line(tmp_path, text, line, problem):

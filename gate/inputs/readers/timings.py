@@ -1,37 +1,44 @@
 """The timings sidecar of a run: per-query latency (and cost), one JSON object a line.
 
-A query line is ``{"query_id": "q1", "latency_ms": 12.5, "cost": 0.00012}``; ``cost`` is
-optional but all-or-none within a file (a file where some queries cost nothing and others
-have no cost has a hole, not a zero). At most one run line ``{"run_wall_time_ms": 8123.0}``
+A query line is ``{"query_id": "q1", "latency_ms": 12.5, "cost": 0.00012, "hits": 10}``; ``cost``
+is optional but all-or-none within a file (a file where some queries cost nothing and others
+have no cost has a hole, not a zero). ``hits`` is optional on every line: how many documents
+the run holds for the query. ``"hits": 0`` is the one way a run says "answered, nothing found"
+(the TREC format has no line for it): such a query is covered, absent from the run, and scores
+0 (:attr:`Timings.answered_empty`). At most one run line ``{"run_wall_time_ms": 8123.0}``
 gives the run's wall time (reported, never judged). Blank lines and ``#`` lines are skipped,
 as in every text input.
 
 Strict: an unknown key, a duplicate query id, a number that is negative, NaN, infinite, above
-:data:`MAX_TIMING_VALUE`, a boolean or a string, an id the runner was not given, and (:func:`require_answered`) a query
-the run answers that the sidecar lacks are each one :class:`InputError` naming the file and
-line. The file is read line by line: memory grows with the number of queries the runner was
-given, never with the file; more than :data:`MAX_SKIPPED_BYTES` of blank and ``#`` lines is refused.
+:data:`MAX_TIMING_VALUE`, a boolean or a string, a ``hits`` that is not a whole number, an id
+the runner was not given, and (:func:`require_answered`) a query the run answers that the
+sidecar lacks, and (:func:`require_hits_match`) a ``hits`` the run does not hold are each one
+:class:`InputError` naming the file and line. The file is read line by line: memory grows with
+the number of queries the runner was given, never with the file; more than
+:data:`MAX_SKIPPED_BYTES` of blank and ``#`` lines is refused.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from gate.common import limits
 from gate.common.errors import InputError
 from gate.inputs.readers.fields import check_id, parse_json_line
+from gate.inputs.readers.records import Run
 from gate.inputs.readers.textlines import is_skipped, iter_all_lines
 
-__all__ = ["Timings", "read_timings", "require_answered", "TIMINGS_SUFFIX", "timings_path_for"]
+__all__ = ["Timings", "read_timings", "require_answered", "require_hits_match", "TIMINGS_SUFFIX",
+           "timings_path_for"]
 
 #: A sidecar's name beside its run: ``<key>.run`` -> ``<key>.timings.jsonl``.
 TIMINGS_SUFFIX = ".timings.jsonl"
-_QUERY_KEYS = frozenset({"query_id", "latency_ms", "cost"})
+_QUERY_KEYS = frozenset({"query_id", "latency_ms", "cost", "hits"})
 _RUN_KEY = "run_wall_time_ms"
 # A line of the sidecar holds an id (at most 1 KiB) and two numbers.
 _MAX_LINE = 4 * limits.KIB
@@ -42,13 +49,16 @@ MAX_SKIPPED_BYTES = limits.MIB
 #: The largest latency (ms) or cost a line may give: about 31 years, or 10^12 of any currency. A
 #: finite number near 1e308 would overflow the sums behind a mean cost or a bootstrap to inf.
 MAX_TIMING_VALUE = 1e12
+#: The largest ``hits`` a line may give: far above any run's depth, far below what overflows.
+MAX_HITS = 10**9
 
 
 @dataclass(frozen=True, eq=False)
 class Timings:
     """One run's timings, in the sidecar's order. ``cost`` is None when the file gives none;
     ``origin`` says where the gate got them (``run``: the runner wrote them for this run,
-    ``cache``: kept beside a cached run, ``archive``: the archived baseline's, ``file``: given)."""
+    ``cache``: kept beside a cached run, ``archive``: the archived baseline's, ``file``: given).
+    ``hits``: the documents the run holds for each query whose line gives ``hits``."""
 
     source: str
     query_ids: tuple[str, ...]
@@ -56,6 +66,14 @@ class Timings:
     cost: np.ndarray | None  # float64, finite, >= 0
     run_wall_time_ms: float | None = None
     origin: str = "run"
+    hits: Mapping[str, int] = field(default_factory=dict)
+    hits_lines: Mapping[str, int] = field(default_factory=dict)  # where each ``hits`` is, for errors
+
+    @property
+    def answered_empty(self) -> frozenset[str]:
+        """The queries the runner answered with no documents (``"hits": 0``): covered by the run
+        though absent from it, each scoring 0 on every measure."""
+        return frozenset(qid for qid, count in self.hits.items() if count == 0)
 
     def index(self) -> dict[str, int]:
         return {qid: i for i, qid in enumerate(self.query_ids)}
@@ -92,6 +110,15 @@ def _number(src: str, line: int, obj: dict, key: str) -> float:
     return number
 
 
+def _hits(src: str, line: int, value: object) -> int:
+    """A line's ``hits``: a whole number of documents, 0 or more (1.0 or "3" are not)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(src, line, f"'hits' must be a whole number of documents, got {_kind(value)}")
+    if not 0 <= value <= MAX_HITS:
+        raise InputError(src, line, f"'hits' must be between 0 and {MAX_HITS}, got {limits.shorten(repr(value))}")
+    return value
+
+
 def _kind(value: object) -> str:
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
@@ -109,6 +136,8 @@ class _Reader:
         self.first_line: dict[str, int] = {}
         self.latency: list[float] = []
         self.cost: list[float] = []
+        self.hits: dict[str, int] = {}
+        self.hits_lines: dict[str, int] = {}
         self.cost_line: int | None = None  # the first query line that set (or did not set) cost
         self.has_cost: bool | None = None
         self.wall: float | None = None
@@ -136,7 +165,7 @@ class _Reader:
         unknown = sorted(set(obj) - _QUERY_KEYS)
         if unknown:
             raise InputError(self.src, lineno, f"unknown key {limits.shorten(repr(unknown[0]))} (a query line holds "
-                                               "query_id, latency_ms and optionally cost; a run line "
+                                               "query_id, latency_ms and optionally cost and hits; a run line "
                                                f"{_RUN_KEY})")
         for key in ("query_id", "latency_ms"):
             if key not in obj:
@@ -152,6 +181,8 @@ class _Reader:
             raise InputError(self.src, lineno, f"query id '{limits.shorten(qid)}' is not one the runner was given")
         self.latency.append(_number(self.src, lineno, obj, "latency_ms"))
         self._cost(lineno, obj)
+        if "hits" in obj:
+            self.hits[qid], self.hits_lines[qid] = _hits(self.src, lineno, obj["hits"]), lineno
 
     def _cost(self, lineno: int, obj: dict) -> None:
         has = "cost" in obj
@@ -166,7 +197,8 @@ class _Reader:
 
     def timings(self, origin: str) -> Timings:
         return Timings(self.src, tuple(self.first_line), np.asarray(self.latency, dtype=np.float64),
-                       np.asarray(self.cost, dtype=np.float64) if self.has_cost else None, self.wall, origin)
+                       np.asarray(self.cost, dtype=np.float64) if self.has_cost else None, self.wall, origin,
+                       self.hits, self.hits_lines)
 
 
 def read_timings(path: str | os.PathLike, given: Collection[str] | None = None, *, origin: str = "run") -> Timings:
@@ -193,3 +225,18 @@ def require_answered(timings: Timings, answered: Iterable[str]) -> None:
     if missing:
         raise InputError(timings.source, None, f"no timing for {len(missing)} quer{'y' if len(missing) == 1 else 'ies'}"
                                                f" the run answers (e.g. '{limits.shorten(missing[0])}')")
+
+
+def require_hits_match(timings: Timings, run: Run) -> None:
+    """Every ``hits`` the sidecar gives is the number of documents the run holds for that query: a
+    query said to be answered with nothing must have no line in the run, and a count the run does
+    not hold is a sidecar of another run. One line naming the first mismatch."""
+    if not timings.hits:
+        return
+    index = run.index()
+    for qid, count in timings.hits.items():
+        position = index.get(qid)
+        held = 0 if position is None else int(run.starts[position + 1] - run.starts[position])
+        if held != count:
+            raise InputError(timings.source, timings.hits_lines.get(qid), f"'hits' is {count} but the run "
+                                                   f"({run.source}) holds {held} for query '{limits.shorten(qid)}'")
