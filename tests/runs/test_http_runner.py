@@ -288,8 +288,25 @@ def _odd_answer_app(answer: object):
 ODD_ANSWERS = [
     ({"took": 1}, "the answer has no hits.hits"),
     ({"took": 1, "hits": {"hits": {"_id": "a"}}}, "hits.hits is an object, not a list of hits"),
-    ({"took": 1, "hits": {"hits": [{"_id": "a b", "_score": 1}]}}, "hit 1's _id 'a b' is empty or holds whitespace"),
-    ({"took": 1, "hits": {"hits": [{"_id": "", "_score": 1}]}}, "hit 1's _id '' is empty or holds whitespace"),
+    ({"took": 1, "hits": {"hits": [{"_id": "a b", "_score": 1}]}},
+     "hit 1's _id 'a b' cannot be a TREC run's docno: it holds a blank (0x20), where a run line's fields split"),
+    ({"took": 1, "hits": {"hits": [{"_id": "", "_score": 1}]}},
+     "hit 1's _id '' cannot be a TREC run's docno: it is empty"),
+    ({"took": 1, "hits": {"hits": [{"_id": "a\ufeffb", "_score": 1}]}},
+     "hit 1's _id 'a\\ufeffb' cannot be a TREC run's docno: it holds a byte-order mark (U+FEFF)"),
+    (b'{"took": 1, "hits": {"hits": [{"_id": "a\\ud800", "_score": 1}]}}',
+     "hit 1's _id 'a\\ud800' cannot be a TREC run's docno: it holds a lone surrogate"),
+    # A key twice: json would keep the last value, here a whole other list of hits.
+    (b'{"hits": {"hits": [{"_id": "a", "_score": 1}]}, "hits": {"hits": [{"_id": "evil", "_score": 9}]}}',
+     "the answer holds the key 'hits' twice in one object"),
+    (b'{"hits": {"hits": [{"_id": "a", "_score": 1, "_id": "b"}]}}',
+     "the answer holds the key '_id' twice in one object"),
+    (b'{"took": 1, "other": {"x": 1, "x": 2}, "hits": {"hits": []}}',
+     "the answer holds the key 'x' twice in one object"),
+    (b'{"hits": {"hits": [{"_id": "a", "_score": 1' + b"0" * 5000 + b'}]}}',
+     "the answer holds an integer of 5,001 digits, too long for an id or a score (at most 4,300)"),
+    (b'{"hits": {"hits": [{"_id": -1' + b"0" * 4300 + b', "_score": 1}]}}',
+     "the answer holds an integer of 4,301 digits"),
     ({"took": 1, "hits": {"hits": [{"_id": 1.5, "_score": 1}]}}, "hit 1's _id is the number 1.5, not a text"),
     ({"took": 1, "hits": {"hits": [{"_id": True, "_score": 1}]}}, "hit 1's _id is the boolean true"),
     ({"took": 1, "hits": {"hits": [{"_id": "a", "_score": True}]}}, "hit 1's _score is the boolean true, not a number"),
@@ -307,6 +324,75 @@ def test_an_answer_of_another_shape_is_refused_in_one_line(tmp_path, answer, sai
         with pytest.raises(RunnerFailed) as caught:
             _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + "concurrency: 1\n"))
     assert "\n" not in caught.value.message and "query q0: " + said in caught.value.message
+
+
+def test_an_integer_of_4300_digits_is_read_as_a_number(tmp_path):
+    """The limit is on the digits, not the answer: 4,300 digits parse (a score then beyond a float)."""
+    answer = b'{"hits": {"hits": [{"_id": "a", "_score": 1' + b"0" * 4299 + b'}]}}'
+    with hf.serve(_odd_answer_app(answer)) as base:
+        with pytest.raises(RunnerFailed, match=r"query q0: hit 1's _score is beyond a float's range"):
+            _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + "concurrency: 1\n"))
+
+
+NO_MATCH = {"root": {"fields": {"totalCount": 0}, "id": "toplevel", "relevance": 1.0}}  # Vespa's empty result
+VESPA = POST.replace("hits: hits.hits", "hits: root.children").replace("latency: took\n", "")
+
+
+def _vespa_app(matching: dict) -> hf.App:
+    """Vespa's shape: the hits under root.children, none of it for a query ``matching`` leaves out."""
+    def app(environ, start_response):
+        qid = json.loads(hf.read_body(environ))["qid"]
+        hits = [{"_id": doc, "_score": score} for doc, score in HITS[qid]]
+        answer = matching.get(qid, {"root": {"children": hits, "fields": {"totalCount": len(hits)}}})
+        data = json.dumps(answer).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+        return [data]
+
+    return app
+
+
+def test_missing_hits_empty_reads_an_absent_last_key_as_a_query_with_no_hits(tmp_path):
+    with hf.serve(_vespa_app({"q3": NO_MATCH})) as base:
+        run, timings = _produce(tmp_path, _runner(tmp_path, VESPA.format(base=base) + "missing_hits: empty\n"))
+    assert not any(line.startswith("q3 ") for line in run.splitlines())
+    assert run.count("\n") == 11 * 5
+    assert json.loads(timings.splitlines()[3]) | {"latency_ms": 0} == {"query_id": "q3", "latency_ms": 0, "hits": 0}
+    assert "query q3: the answer holds no hits" in (tmp_path / "out" / "run.log").read_text()
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    (NO_MATCH, "query q3: the answer has no root.children (runner.http.missing_hits: empty reads that as no hits)"),
+    ({"took": 1}, "query q3: the answer has no root.children"),  # the parent is missing too
+])
+def test_missing_hits_refuse_is_the_default_and_names_the_setting(tmp_path, answer, said):
+    with hf.serve(_vespa_app({"q3": answer})) as base:
+        with pytest.raises(RunnerFailed) as caught:
+            _produce(tmp_path, _runner(tmp_path, VESPA.format(base=base) + "concurrency: 1\n"))
+    assert f"{said};" in caught.value.message + ";"
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    ({"took": 1}, "the answer has no root.children"),  # no root: not the answer of a query matching nothing
+    ({"root": []}, "the answer has no root.children"),  # root is there, but not an object
+    ({"root": {"children": None}}, "root.children is null, not a list of hits"),
+    ({"root": {"children": {"a": 1}}}, "root.children is an object, not a list of hits"),
+])
+def test_missing_hits_empty_still_refuses_a_missing_parent_or_a_value_not_a_list(tmp_path, answer, said):
+    with hf.serve(_vespa_app({"q3": answer})) as base:
+        with pytest.raises(RunnerFailed) as caught:
+            _produce(tmp_path, _runner(tmp_path, VESPA.format(base=base) + "missing_hits: empty\nconcurrency: 1\n"))
+    assert f"query q3: {said};" in caught.value.message + ";"
+
+
+def test_missing_hits_is_part_of_the_runs_identity_when_it_is_not_the_default(tmp_path):
+    worlds = [tmp_path / name for name in ("a", "b", "c")]
+    for world in worlds:
+        world.mkdir()
+    default = _runner(worlds[0], VESPA.format(base="http://127.0.0.1:9")).identity()
+    refuse = _runner(worlds[1], VESPA.format(base="http://127.0.0.1:9") + "missing_hits: refuse\n").identity()
+    empty = _runner(worlds[2], VESPA.format(base="http://127.0.0.1:9") + "missing_hits: empty\n").identity()
+    assert default == refuse and "missing_hits" not in default  # the keys of runs cached before it existed
+    assert empty == default | {"missing_hits": "empty"}
 
 
 def test_integer_ids_are_ids(tmp_path):
@@ -568,10 +654,15 @@ def test_max_seconds_ends_the_run_incomplete_naming_how_far_it_got(tmp_path):
     with hf.serve(faults) as base:
         with pytest.raises(RunnerFailed) as caught:
             _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + "concurrency: 1\nmax_seconds: 1\n"))
-    found = re.fullmatch(r"runner.http.max_seconds \(1 s\) ran out after (\d+) of 12 queries: the run is incomplete",
-                         caught.value.message)
+    found = re.fullmatch(r"runner.http.max_seconds \(1 s\) ran out after (\d+) of 12 queries: the run is incomplete, "
+                         r"(\d+) not answered \((q\d+)(, q\d+){0,4}(?: and (\d+) more)?\); "
+                         r"in flight when it ran out: (q\d+)", caught.value.message)
     assert found, caught.value.message
-    assert int(found.group(1)) <= len(faults.seen) < 12  # one in flight at the deadline is cut
+    answered, unanswered = int(found.group(1)), int(found.group(2))
+    assert answered <= len(faults.seen) < 12 and answered + unanswered == 12
+    # One worker asks in the file's order: the first query not answered is the one in flight.
+    assert found.group(3) == found.group(6) == f"q{answered}"
+    assert unanswered <= 5 or int(found.group(5)) == unanswered - 5
 
 
 def test_progress_lines_count_queries_and_retries(tmp_path):
