@@ -23,8 +23,10 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
+from gate.common import limits
 from gate.common.errors import InputError
 from gate.inputs.config import load_config
+from gate.inputs.readers.runs import field_problem, read_run
 from gate.inputs.retrieval_config import load_retrieval_config
 from gate.pipeline.archive import archive
 from gate.pipeline.stack import make_runner
@@ -393,6 +395,40 @@ def test_missing_hits_is_part_of_the_runs_identity_when_it_is_not_the_default(tm
     empty = _runner(worlds[2], VESPA.format(base="http://127.0.0.1:9") + "missing_hits: empty\n").identity()
     assert default == refuse and "missing_hits" not in default  # the keys of runs cached before it existed
     assert empty == default | {"missing_hits": "empty"}
+
+
+def _read_back(tmp_path: Path, docnos: list[str]) -> list[str] | None:
+    """The docnos of query q1 as the run reader reads a run holding ``docnos``; None when refused."""
+    path = tmp_path / "probe.run"
+    path.write_text("".join(f"q1 Q0 {doc} {rank} 1.0 t\n" for rank, doc in enumerate(docnos, 1)),
+                    encoding="utf-8", errors="surrogatepass", newline="")
+    try:
+        return [str(doc) for doc in read_run(path).ranking("q1")[0]]
+    except InputError:
+        return None
+
+
+def test_a_hits_id_is_refused_exactly_when_the_run_reader_would_not_read_it_back_whole(tmp_path):
+    """One rule (gate.inputs.readers.runs.field_problem) for the ids a command's run may hold
+    and those the HTTP runner writes, checked character by character against the reader."""
+    chars = [chr(code) for code in range(0x3100)] + ["\ufeff", "\uffff", "\U0001f600", "\U000e0041", "\ud800", "\udfff"]
+    accepted = [f"a{char}b" for char in chars if field_problem(f"a{char}b") is None]
+    refused = [f"a{char}b" for char in chars if field_problem(f"a{char}b") is not None]
+    assert _read_back(tmp_path, accepted) == accepted  # zero-width and bidi controls, DEL, C1, U+00A0 ...
+    for doc in refused:
+        assert _read_back(tmp_path, [doc]) in (None, ["a"]), repr(doc)  # refused, or cut at a blank
+    assert {doc[1] for doc in refused} == {chr(code) for code in range(0x21)} | {"\ufeff", chr(0xD800), chr(0xDFFF)}
+    longest = "\u00e9" * (limits.MAX_ID_BYTES // 2)  # 2 bytes each: the run reader's 1 KiB exactly
+    assert field_problem(longest) is None and _read_back(tmp_path, [longest]) == [longest]
+    assert field_problem(longest + "x") == "it is longer than 1 KiB" and _read_back(tmp_path, [longest + "x"]) is None
+
+
+def test_ids_with_zero_width_and_bidi_controls_are_kept_as_the_service_wrote_them(tmp_path):
+    ids = ["a\u200bb", "\u202eexe.fdp", "x\u2066y\u2069", "\u200e1\u200f", "del\x7f", "nb\u00a0sp"]
+    answer = {"took": 1, "hits": {"hits": [{"_id": doc, "_score": 9 - n} for n, doc in enumerate(ids)]}}
+    with hf.serve(_odd_answer_app(answer)) as base:
+        _produce(tmp_path, _runner(tmp_path, POST.format(base=base)))
+    assert [str(doc) for doc in read_run(tmp_path / "out" / "run.run").ranking("q0")[0]] == ids
 
 
 def test_integer_ids_are_ids(tmp_path):
