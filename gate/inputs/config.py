@@ -380,6 +380,9 @@ class HttpRunnerConfig:
     score: str | None = setting(json_path, None)
     # The server-reported latency in ms (Elasticsearch's `took`); unset: the measured round trip.
     latency: str | None = setting(json_path, None)
+    # What an answer without the hits path's last key is: refused, or a query with no hits
+    # (Vespa leaves root.children out when nothing matches).
+    missing_hits: str = setting(one_of("refuse", "empty"), "refuse")
     headers: Mapping[str, str] = setting(http_headers, {})
     depth: int = setting(in_range(positive_integer, 1, limits.MAX_CUTOFF), 100)
     concurrency: int = setting(in_range(positive_integer, 1, 64), 4)

@@ -75,6 +75,9 @@ DESCRIPTIONS: dict[str, str] = {
     "runner.http.score": "`http` (required): the path to a hit's score (`_score`): a finite number",
     "runner.http.latency": "`http`: the path to the service's own latency in ms (Elasticsearch's `took`) for the "
                            "timings; unset: the measured round trip of the answered attempt",
+    "runner.http.missing_hits": "`http`: an answer whose hits path lacks its last key (under an object that is "
+                                "there: Vespa's `root` without `children` when nothing matches): `refuse` (the query "
+                                "fails) or `empty` (a query answered with no hits, covered and scored 0)",
     "runner.http.headers": "`http`: headers sent with every request; a value may name environment variables as "
                            "`${NAME}` (only these are read, never shown, never in a run's key; the GitHub token and "
                            "`ACTIONS_*` are refused)",

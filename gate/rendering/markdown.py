@@ -167,9 +167,14 @@ def _line_start_escaped(result: str) -> str:
     return result
 
 
+_BIDI_CHARACTER = re.compile(f"[{BIDI_CONTROLS}]")
+
+
 def fence(text: Any, info: str = "") -> str:
-    """A fenced code block that ``text`` cannot close (its fence is longer than any backtick run in it)."""
-    body = "" if text is None else str(text)
+    """A fenced code block that ``text`` cannot close (its fence is longer than any backtick run in
+    it), its bidirectional controls U+FFFD as in :func:`md_text`: a runner's log may quote a
+    document id holding one, and inside a code block it would still reorder the line it is on."""
+    body = "" if text is None else _BIDI_CHARACTER.sub("\ufffd", str(text))
     longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
     mark = "`" * max(3, longest + 1)
     return f"{mark}{info}\n{body.rstrip()}\n{mark}"

@@ -95,9 +95,12 @@ def http_settings(config: HttpRunnerConfig, source: str, lines: Mapping[str, int
     assert config.url is not None and config.hits is not None and config.id is not None and config.score is not None
     method = config.method or ("POST" if config.body is not None else "GET")
     paths = AnswerPaths(parse_path(config.hits), parse_path(config.id), parse_path(config.score),
-                        None if config.latency is None else parse_path(config.latency))
+                        None if config.latency is None else parse_path(config.latency),
+                        absent_hits_are_empty=config.missing_hits == "empty")
     written = {"url": config.url, "method": method, "body": config.body, "hits": config.hits, "id": config.id,
                "score": config.score, "latency": config.latency, "depth": config.depth}
+    if config.missing_hits != "refuse":  # it changes the run; left out at the default, so earlier keys still hold
+        written["missing_hits"] = config.missing_hits
     return HttpSettings(
         url=parse_url(config.url), method=method, body=None if config.body is None else parse_body(config.body),
         paths=paths, headers=tuple((name, parse_header(name, value)) for name, value in config.headers.items()),
@@ -267,6 +270,7 @@ class _Batch:
         self.done = 0
         self.retried = 0
         self.stopped_by_time = False
+        self.in_flight_at_deadline: list[int] = []  # asked, and cut by max_seconds before the answer
         self.lock = threading.Lock()
         self.errors: list[BaseException] = []
         started = self.clocks.clock()
@@ -330,6 +334,7 @@ class _Batch:
             self._say(f"query {qid}: runner.http.max_seconds ran out before its answer")
             with self.lock:
                 self.stopped_by_time = True
+                self.in_flight_at_deadline.append(index)
             return
         secret = next((rank for rank, (doc, _) in enumerate(answer.hits, 1) if self.scrub.holds_secret(doc)), None)
         if secret is not None:  # a run, its cache entry and the report would carry the key on
@@ -367,16 +372,23 @@ class _Batch:
         total = len(self.requests)
         answered = sum(answer is not None for answer in self.answers)
         if not self.failures:
+            unanswered = [i for i, answer in enumerate(self.answers) if answer is None]
+            cut = sorted(self.in_flight_at_deadline)
+            in_flight = f"; in flight when it ran out: {self._named(cut)}" if cut else ""
             return self.scrub(f"runner.http.max_seconds ({self.settings.max_seconds:g} s) ran out after {answered} "
-                              f"of {total} queries: the run is incomplete")
+                              f"of {total} queries: the run is incomplete, {len(unanswered)} not answered "
+                              f"({self._named(unanswered)}){in_flight}")
         failed = sorted(self.failures)
         first = self.failures[failed[0]]
-        named = ", ".join(self.query_ids[i] for i in failed[:NAMED_FAILURES])
-        more = f" and {len(failed) - NAMED_FAILURES} more" if len(failed) > NAMED_FAILURES else ""
         unsent = self.unsent
         tail = f"; {unsent} not answered once a query had failed" if unsent else ""
-        return self.scrub(f"{len(failed)} of {total} queries failed ({named}{more}); query "
+        return self.scrub(f"{len(failed)} of {total} queries failed ({self._named(failed)}); query "
                           f"{self.query_ids[failed[0]]}: {first.reason}{tail}")
+
+    def _named(self, indexes: Sequence[int]) -> str:
+        """The first :data:`NAMED_FAILURES` of these queries by id, and how many more."""
+        named = ", ".join(self.query_ids[i] for i in indexes[:NAMED_FAILURES])
+        return named + (f" and {len(indexes) - NAMED_FAILURES} more" if len(indexes) > NAMED_FAILURES else "")
 
 
 def _write_run(out_path: Path, query_ids: Sequence[str], answers: Sequence[tuple[Answer, float] | None],

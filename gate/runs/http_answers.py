@@ -1,7 +1,9 @@
-"""What a search service's answer must be for the HTTP runner to make a run of it: JSON, a list
-of hits at ``runner.http.hits``, each with an id and a finite score, no id twice, and (when
-``runner.http.latency`` is set) a latency in ms. Anything else is a :class:`Refused` naming the
-place, which fails the run: a run silently built from half an answer would be judged as if whole.
+"""What a search service's answer must be for the HTTP runner to make a run of it: JSON with no
+key twice in an object, a list of hits at ``runner.http.hits`` (or, with ``missing_hits: empty``,
+that path's last key absent under an object that is there: no hits), each with an id and a finite
+score, no id twice, and (when ``runner.http.latency`` is set) a latency in ms. Anything else is a
+:class:`Refused` naming the place, which fails the run: a run silently built from half an answer
+would be judged as if whole.
 """
 
 from __future__ import annotations
@@ -13,9 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.common import limits
-from gate.common.errors import InputError
 from gate.inputs.http_templates import MISSING, lookup
-from gate.inputs.readers.fields import check_id
+from gate.inputs.readers.runs import field_problem
 from gate.inputs.readers.timings import MAX_TIMING_VALUE
 
 __all__ = ["Refused", "Answer", "read_answer", "AnswerPaths"]
@@ -35,6 +36,8 @@ class AnswerPaths:
     id: tuple[str, ...]
     score: tuple[str, ...]
     latency: tuple[str, ...] | None
+    # runner.http.missing_hits: empty. The hits path's last key absent, its parent an object: no hits.
+    absent_hits_are_empty: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,10 +62,39 @@ def _kind(value: Any) -> str:
     return "a list" if isinstance(value, list) else "an object"
 
 
+#: The longest integer an answer may hold: Python's own default limit on converting one (an id of
+#: this many digits is beyond a TREC id's 1 KiB, a score beyond a float's range anyway).
+MAX_INTEGER_DIGITS = 4300
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """One JSON object; Refused when a key appears twice (json would keep the last one silently,
+    and which one the service meant is anyone's guess)."""
+    found = dict(pairs)
+    if len(found) == len(pairs):
+        return found
+    keys: set[str] = set()
+    for key, _ in pairs:
+        if key in keys:
+            raise Refused(f"the answer holds the key {limits.shorten(repr(key), 60)} twice in one object: "
+                          "which value is meant is ambiguous")
+        keys.add(key)
+    raise AssertionError("dict() dropped a key that appears once")
+
+
+def _integer(text: str) -> int:
+    digits = len(text) - (text[:1] == "-")
+    if digits > MAX_INTEGER_DIGITS:
+        raise Refused(f"the answer holds an integer of {digits:,} digits, too long for an id or a score "
+                      f"(at most {MAX_INTEGER_DIGITS:,})")
+    return int(text)
+
+
 def parse_json(body: bytes) -> Any:
-    """The answer's JSON; Refused when it is not JSON (an HTML error page, a truncated body)."""
+    """The answer's JSON; Refused when it is not JSON (an HTML error page, a truncated body), when
+    an object holds a key twice, or an integer is too long to read."""
     try:
-        return json.loads(body)
+        return json.loads(body, object_pairs_hook=_object, parse_int=_integer)
     except RecursionError:
         raise Refused("the answer is JSON nested too deeply") from None
     except ValueError:
@@ -76,7 +108,12 @@ def read_answer(body: bytes, paths: AnswerPaths, depth: int) -> Answer:
     document = parse_json(body)
     hits = lookup(document, paths.hits)
     if hits is MISSING:
-        raise Refused(f"the answer has no {_dotted(paths.hits)}")
+        parent_is_there = isinstance(lookup(document, paths.hits[:-1]), dict)
+        if parent_is_there and paths.absent_hits_are_empty:
+            hits = []  # Vespa's root without children: the query matched nothing
+        else:
+            hint = " (runner.http.missing_hits: empty reads that as no hits)" if parent_is_there else ""
+            raise Refused(f"the answer has no {_dotted(paths.hits)}{hint}")
     if not isinstance(hits, list):
         raise Refused(f"{_dotted(paths.hits)} is {_kind(hits)}, not a list of hits")
     rows: list[tuple[str, float]] = []
@@ -99,13 +136,10 @@ def _hit_id(hit: Any, path: tuple[str, ...], position: int) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise Refused(f"hit {position}'s {_dotted(path)} is {_kind(value)}, not a text or an integer")
     doc_id = str(value)
-    if not doc_id or any(c.isspace() for c in doc_id):
-        raise Refused(f"hit {position}'s {_dotted(path)} {limits.shorten(repr(doc_id), 60)} is empty or holds "
-                      "whitespace: a TREC run cannot hold it")
-    try:
-        check_id("answer", None, doc_id, "document id")
-    except InputError as error:
-        raise Refused(f"hit {position}'s {_dotted(path)}: {error.message}") from None
+    problem = field_problem(doc_id)  # the run reader's own rule: the run written is read back whole
+    if problem is not None:
+        raise Refused(f"hit {position}'s {_dotted(path)} {limits.shorten(repr(doc_id), 60)} cannot be a TREC run's "
+                      f"docno: {problem}")
     return doc_id
 
 

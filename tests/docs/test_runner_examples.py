@@ -148,20 +148,32 @@ def test_the_example_loads_and_makes_the_run_of_its_engines_published_response(t
     assert urlsplit(base).port is not None
 
 
-def test_a_vespa_answer_without_children_is_refused_as_the_docs_say(tmp_path, monkeypatch):
-    """Vespa leaves root.children out of an answer with no hits: the runner refuses it (docs: Vespa)."""
+def test_a_vespa_answer_without_children_is_a_query_with_no_hits_as_the_docs_say(tmp_path, monkeypatch):
+    """Vespa leaves root.children out of an answer with no hits: the docs' block (missing_hits:
+    empty) reads it as a query answered with nothing; without that line it is refused (docs: Vespa)."""
     block, _ = _examples()["vespa"]
+    without = re.sub(r"    missing_hits: empty[^\n]*\n", "", block)
+    assert without != block
     monkeypatch.setenv("VESPA_TOKEN", "t")
     empty = json.loads((REPO / "tests/fixtures/http/vespa-empty.json").read_text())["response"]
+    request_for = lambda: RunRequest(  # noqa: E731 - the retrieval config as each world writes it
+        purpose="candidate", config=load_retrieval_config(tmp_path / "r.yml"), queries=str(tmp_path / "q.tsv"),
+        queries_sha256="q", corpus=None, corpus_sha256=None)
     with hf.serve(_Published(empty)) as base:
         runner = make_runner(load_config(_gate_config(tmp_path, block, base)))
         assert isinstance(runner, HttpRunner)
+        assert read_answer(json.dumps(empty).encode(), runner.settings.paths, runner.settings.depth).hits == ()
+        runner.produce(request_for(), tmp_path / "r.yml", tmp_path / "x.run", tmp_path / "x.log")
+        assert (tmp_path / "x.run").read_text() == ""
+        timing = json.loads((tmp_path / "x.timings.jsonl").read_text().splitlines()[0])
+        assert timing["query_id"] == "q1" and timing["hits"] == 0
+
+        refusing = make_runner(load_config(_gate_config(tmp_path, without, base)))
+        assert isinstance(refusing, HttpRunner)
         with pytest.raises(Refused, match=r"the answer has no root\.children"):
-            read_answer(json.dumps(empty).encode(), runner.settings.paths, runner.settings.depth)
-        request = RunRequest(purpose="candidate", config=load_retrieval_config(tmp_path / "r.yml"),
-                             queries=str(tmp_path / "q.tsv"), queries_sha256="q", corpus=None, corpus_sha256=None)
+            read_answer(json.dumps(empty).encode(), refusing.settings.paths, refusing.settings.depth)
         with pytest.raises(RunnerFailed, match="q1"):
-            runner.produce(request, tmp_path / "r.yml", tmp_path / "x.run", tmp_path / "x.log")
+            refusing.produce(request_for(), tmp_path / "r.yml", tmp_path / "y.run", tmp_path / "y.log")
 
 
 def test_a_docs_example_with_a_typo_would_be_caught(tmp_path):

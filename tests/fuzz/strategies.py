@@ -775,7 +775,8 @@ _CONFIG_TEXT = st.one_of(_ASCII_ID, free_text(1, 12))
 # so the generator follows gate.inputs.config.SCHEMA (ranges, choices) without copying it.
 _CHOICE_WORDS = ["command", "run-file", "reference", "percentile", "basic", "bca", "exact", "trigram-jaccard",
                  "calibrated", "interval", "regression", "non-inferiority", "adaptive", "always", "pooled",
-                 "relevance-only", "dev", "test", "quepid", "rank-eval", "chunk", "document", "http", "GET", "POST"]
+                 "relevance-only", "dev", "test", "quepid", "rank-eval", "chunk", "document", "http", "GET", "POST",
+                 "refuse", "empty"]
 _POOL: list[Any] = (
     _CHOICE_WORDS + ["text", "a b", "ünï", "0", "1.5", "20%", "15ms", "https://example.github.io/search/"]
     + [0, 1, 2, 3, 5, 7, 10, 100, 1000, 10_000, 2**31, 2**62, -1, -7]

@@ -14,6 +14,7 @@ import re
 import pytest
 
 from gate.rendering import comment as rendering
+from gate.rendering.markdown import fence
 from gate.rendering.markdown_cut import COMMENT_LIMIT
 from gate.report.document import _SCHEMA_PATH
 from gate.report.spine import Report
@@ -472,6 +473,26 @@ def test_hostile_data_renders_inert_in_the_comment():
     first = body.split("\n", 1)[0]
     assert first.startswith("### ") and "\n" not in first and "<" not in first
     assert headline(report).count("&#124;") >= 1
+
+
+BIDI_IDS = ["\u202eexe.fdp", "a\u2066b\u2069", "\u200fx\u200e", "\u061cy", "\u202a\u202b\u202c\u202d\u2067\u2068z"]
+
+
+def test_a_document_id_with_bidi_controls_cannot_reorder_the_comment_or_report_md():
+    """A run's docno may hold bidi controls (the run reader, and so the HTTP runner, accept any
+    character but blanks and controls): quoted in an error, a log tail or a command, each one
+    shows as U+FFFD, inside code blocks too, where it would still reorder its line."""
+    ids = " ".join(BIDI_IDS)
+    report = full_report(candidate={"mean": None, "source": None, "error": f"docno {ids} twice",
+                                    "log_tail": f"ranked {ids}\nq1 Q0 {ids} 1 2.0 run"})
+    for key in ("delta", "measures", "strata"):
+        report.pop(key)
+    report["verdict"] = {"kind": "inconclusive", "reasons": [{"code": "runner_failed", "message": f"id {ids}"}],
+                         "improvement_shown": False, "exit_code": 3}
+    body = render_comment(report)
+    assert "#### The candidate run failed" in body and "q1 Q0 \ufffdexe.fdp" in body
+    assert not re.search("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]", body)
+    assert fence("a\u202eb\n\u2066c") == "```\na\ufffdb\n\ufffdc\n```"
 
 
 def test_hostile_log_tail_stays_inside_its_fence():

@@ -23,8 +23,10 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
+from gate.common import limits
 from gate.common.errors import InputError
 from gate.inputs.config import load_config
+from gate.inputs.readers.runs import field_problem, read_run
 from gate.inputs.retrieval_config import load_retrieval_config
 from gate.pipeline.archive import archive
 from gate.pipeline.stack import make_runner
@@ -288,8 +290,25 @@ def _odd_answer_app(answer: object):
 ODD_ANSWERS = [
     ({"took": 1}, "the answer has no hits.hits"),
     ({"took": 1, "hits": {"hits": {"_id": "a"}}}, "hits.hits is an object, not a list of hits"),
-    ({"took": 1, "hits": {"hits": [{"_id": "a b", "_score": 1}]}}, "hit 1's _id 'a b' is empty or holds whitespace"),
-    ({"took": 1, "hits": {"hits": [{"_id": "", "_score": 1}]}}, "hit 1's _id '' is empty or holds whitespace"),
+    ({"took": 1, "hits": {"hits": [{"_id": "a b", "_score": 1}]}},
+     "hit 1's _id 'a b' cannot be a TREC run's docno: it holds a blank (0x20), where a run line's fields split"),
+    ({"took": 1, "hits": {"hits": [{"_id": "", "_score": 1}]}},
+     "hit 1's _id '' cannot be a TREC run's docno: it is empty"),
+    ({"took": 1, "hits": {"hits": [{"_id": "a\ufeffb", "_score": 1}]}},
+     "hit 1's _id 'a\\ufeffb' cannot be a TREC run's docno: it holds a byte-order mark (U+FEFF)"),
+    (b'{"took": 1, "hits": {"hits": [{"_id": "a\\ud800", "_score": 1}]}}',
+     "hit 1's _id 'a\\ud800' cannot be a TREC run's docno: it holds a lone surrogate"),
+    # A key twice: json would keep the last value, here a whole other list of hits.
+    (b'{"hits": {"hits": [{"_id": "a", "_score": 1}]}, "hits": {"hits": [{"_id": "evil", "_score": 9}]}}',
+     "the answer holds the key 'hits' twice in one object"),
+    (b'{"hits": {"hits": [{"_id": "a", "_score": 1, "_id": "b"}]}}',
+     "the answer holds the key '_id' twice in one object"),
+    (b'{"took": 1, "other": {"x": 1, "x": 2}, "hits": {"hits": []}}',
+     "the answer holds the key 'x' twice in one object"),
+    (b'{"hits": {"hits": [{"_id": "a", "_score": 1' + b"0" * 5000 + b'}]}}',
+     "the answer holds an integer of 5,001 digits, too long for an id or a score (at most 4,300)"),
+    (b'{"hits": {"hits": [{"_id": -1' + b"0" * 4300 + b', "_score": 1}]}}',
+     "the answer holds an integer of 4,301 digits"),
     ({"took": 1, "hits": {"hits": [{"_id": 1.5, "_score": 1}]}}, "hit 1's _id is the number 1.5, not a text"),
     ({"took": 1, "hits": {"hits": [{"_id": True, "_score": 1}]}}, "hit 1's _id is the boolean true"),
     ({"took": 1, "hits": {"hits": [{"_id": "a", "_score": True}]}}, "hit 1's _score is the boolean true, not a number"),
@@ -307,6 +326,109 @@ def test_an_answer_of_another_shape_is_refused_in_one_line(tmp_path, answer, sai
         with pytest.raises(RunnerFailed) as caught:
             _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + "concurrency: 1\n"))
     assert "\n" not in caught.value.message and "query q0: " + said in caught.value.message
+
+
+def test_an_integer_of_4300_digits_is_read_as_a_number(tmp_path):
+    """The limit is on the digits, not the answer: 4,300 digits parse (a score then beyond a float)."""
+    answer = b'{"hits": {"hits": [{"_id": "a", "_score": 1' + b"0" * 4299 + b'}]}}'
+    with hf.serve(_odd_answer_app(answer)) as base:
+        with pytest.raises(RunnerFailed, match=r"query q0: hit 1's _score is beyond a float's range"):
+            _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + "concurrency: 1\n"))
+
+
+NO_MATCH = {"root": {"fields": {"totalCount": 0}, "id": "toplevel", "relevance": 1.0}}  # Vespa's empty result
+VESPA = POST.replace("hits: hits.hits", "hits: root.children").replace("latency: took\n", "")
+
+
+def _vespa_app(matching: dict) -> hf.App:
+    """Vespa's shape: the hits under root.children, none of it for a query ``matching`` leaves out."""
+    def app(environ, start_response):
+        qid = json.loads(hf.read_body(environ))["qid"]
+        hits = [{"_id": doc, "_score": score} for doc, score in HITS[qid]]
+        answer = matching.get(qid, {"root": {"children": hits, "fields": {"totalCount": len(hits)}}})
+        data = json.dumps(answer).encode()
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+        return [data]
+
+    return app
+
+
+def test_missing_hits_empty_reads_an_absent_last_key_as_a_query_with_no_hits(tmp_path):
+    with hf.serve(_vespa_app({"q3": NO_MATCH})) as base:
+        run, timings = _produce(tmp_path, _runner(tmp_path, VESPA.format(base=base) + "missing_hits: empty\n"))
+    assert not any(line.startswith("q3 ") for line in run.splitlines())
+    assert run.count("\n") == 11 * 5
+    assert json.loads(timings.splitlines()[3]) | {"latency_ms": 0} == {"query_id": "q3", "latency_ms": 0, "hits": 0}
+    assert "query q3: the answer holds no hits" in (tmp_path / "out" / "run.log").read_text()
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    (NO_MATCH, "query q3: the answer has no root.children (runner.http.missing_hits: empty reads that as no hits)"),
+    ({"took": 1}, "query q3: the answer has no root.children"),  # the parent is missing too
+])
+def test_missing_hits_refuse_is_the_default_and_names_the_setting(tmp_path, answer, said):
+    with hf.serve(_vespa_app({"q3": answer})) as base:
+        with pytest.raises(RunnerFailed) as caught:
+            _produce(tmp_path, _runner(tmp_path, VESPA.format(base=base) + "concurrency: 1\n"))
+    assert f"{said};" in caught.value.message + ";"
+
+
+@pytest.mark.parametrize(("answer", "said"), [
+    ({"took": 1}, "the answer has no root.children"),  # no root: not the answer of a query matching nothing
+    ({"root": []}, "the answer has no root.children"),  # root is there, but not an object
+    ({"root": {"children": None}}, "root.children is null, not a list of hits"),
+    ({"root": {"children": {"a": 1}}}, "root.children is an object, not a list of hits"),
+])
+def test_missing_hits_empty_still_refuses_a_missing_parent_or_a_value_not_a_list(tmp_path, answer, said):
+    with hf.serve(_vespa_app({"q3": answer})) as base:
+        with pytest.raises(RunnerFailed) as caught:
+            _produce(tmp_path, _runner(tmp_path, VESPA.format(base=base) + "missing_hits: empty\nconcurrency: 1\n"))
+    assert f"query q3: {said};" in caught.value.message + ";"
+
+
+def test_missing_hits_is_part_of_the_runs_identity_when_it_is_not_the_default(tmp_path):
+    worlds = [tmp_path / name for name in ("a", "b", "c")]
+    for world in worlds:
+        world.mkdir()
+    default = _runner(worlds[0], VESPA.format(base="http://127.0.0.1:9")).identity()
+    refuse = _runner(worlds[1], VESPA.format(base="http://127.0.0.1:9") + "missing_hits: refuse\n").identity()
+    empty = _runner(worlds[2], VESPA.format(base="http://127.0.0.1:9") + "missing_hits: empty\n").identity()
+    assert default == refuse and "missing_hits" not in default  # the keys of runs cached before it existed
+    assert empty == default | {"missing_hits": "empty"}
+
+
+def _read_back(tmp_path: Path, docnos: list[str]) -> list[str] | None:
+    """The docnos of query q1 as the run reader reads a run holding ``docnos``; None when refused."""
+    path = tmp_path / "probe.run"
+    path.write_text("".join(f"q1 Q0 {doc} {rank} 1.0 t\n" for rank, doc in enumerate(docnos, 1)),
+                    encoding="utf-8", errors="surrogatepass", newline="")
+    try:
+        return [str(doc) for doc in read_run(path).ranking("q1")[0]]
+    except InputError:
+        return None
+
+
+def test_a_hits_id_is_refused_exactly_when_the_run_reader_would_not_read_it_back_whole(tmp_path):
+    """One rule (gate.inputs.readers.runs.field_problem) for the ids a command's run may hold
+    and those the HTTP runner writes, checked character by character against the reader."""
+    chars = [chr(code) for code in range(0x3100)] + ["\ufeff", "\uffff", "\U0001f600", "\U000e0041", "\ud800", "\udfff"]
+    accepted = [f"a{char}b" for char in chars if field_problem(f"a{char}b") is None]
+    refused = [f"a{char}b" for char in chars if field_problem(f"a{char}b") is not None]
+    assert _read_back(tmp_path, accepted) == accepted  # zero-width and bidi controls, DEL, C1, U+00A0 ...
+    for doc in refused:
+        assert _read_back(tmp_path, [doc]) in (None, ["a"]), repr(doc)  # refused, or cut at a blank
+    assert {doc[1] for doc in refused} == {chr(code) for code in range(0x21)} | {"\ufeff", chr(0xD800), chr(0xDFFF)}
+    longest = "\u00e9" * (limits.MAX_ID_BYTES // 2)  # 2 bytes each: the run reader's 1 KiB exactly
+    assert field_problem(longest) is None and _read_back(tmp_path, [longest]) == [longest]
+    assert field_problem(longest + "x") == "it is longer than 1 KiB" and _read_back(tmp_path, [longest + "x"]) is None
+
+
+def test_ids_with_zero_width_and_bidi_controls_are_kept_as_the_service_wrote_them(tmp_path):
+    ids = ["a\u200bb", "\u202eexe.fdp", "x\u2066y\u2069", "\u200e1\u200f", "del\x7f", "nb\u00a0sp"]
+    answer = {"took": 1, "hits": {"hits": [{"_id": doc, "_score": 9 - n} for n, doc in enumerate(ids)]}}
+    with hf.serve(_odd_answer_app(answer)) as base:
+        _produce(tmp_path, _runner(tmp_path, POST.format(base=base)))
+    assert [str(doc) for doc in read_run(tmp_path / "out" / "run.run").ranking("q0")[0]] == ids
 
 
 def test_integer_ids_are_ids(tmp_path):
@@ -568,10 +690,15 @@ def test_max_seconds_ends_the_run_incomplete_naming_how_far_it_got(tmp_path):
     with hf.serve(faults) as base:
         with pytest.raises(RunnerFailed) as caught:
             _produce(tmp_path, _runner(tmp_path, POST.format(base=base) + "concurrency: 1\nmax_seconds: 1\n"))
-    found = re.fullmatch(r"runner.http.max_seconds \(1 s\) ran out after (\d+) of 12 queries: the run is incomplete",
-                         caught.value.message)
+    found = re.fullmatch(r"runner.http.max_seconds \(1 s\) ran out after (\d+) of 12 queries: the run is incomplete, "
+                         r"(\d+) not answered \((q\d+)(, q\d+){0,4}(?: and (\d+) more)?\); "
+                         r"in flight when it ran out: (q\d+)", caught.value.message)
     assert found, caught.value.message
-    assert int(found.group(1)) <= len(faults.seen) < 12  # one in flight at the deadline is cut
+    answered, unanswered = int(found.group(1)), int(found.group(2))
+    assert answered <= len(faults.seen) < 12 and answered + unanswered == 12
+    # One worker asks in the file's order: the first query not answered is the one in flight.
+    assert found.group(3) == found.group(6) == f"q{answered}"
+    assert unanswered <= 5 or int(found.group(5)) == unanswered - 5
 
 
 def test_progress_lines_count_queries_and_retries(tmp_path):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NoReturn
@@ -37,7 +38,7 @@ from gate.inputs.readers import native
 from gate.inputs.readers.records import Run
 from gate.inputs.readers.textlines import UTF8_BOM, count_newlines, iter_blocks, undecodable_before
 
-__all__ = ["read_run", "FIELDS_MESSAGE"]
+__all__ = ["read_run", "FIELDS_MESSAGE", "field_problem"]
 
 # Small blocks keep the temporaries (about 8 bytes per input byte) well below
 # the size of the result; larger ones are not faster.
@@ -46,6 +47,33 @@ RUN_BLOCK_SIZE = 1 << 20
 FIELDS_MESSAGE = "expected 6 fields 'qid Q0 docno rank score tag', got {}"
 _MAX_RANK_CHARS = 20  # a signed 64-bit integer
 _LONG_DOCNO = 64  # bytes; a block's docnos beyond max(this, 4 x its median) are kept aside
+
+_FIELD_REFUSED = re.compile("[\x00-\x20\ufeff\ud800-\udfff]")
+
+
+def field_problem(value: str) -> str | None:
+    """Why a run line cannot hold ``value`` as its query id or docno (None: it can), as
+    :func:`read_run` reads a line: fields split at ASCII blanks and controls (a control other
+    than tab is refused), a byte-order mark refused anywhere, valid UTF-8 of at most
+    :data:`limits.MAX_ID_BYTES`. Any other character is the id's own, zero-width and bidi
+    controls included (the rendering makes those inert). A runner that writes runs itself (the
+    HTTP runner) checks its ids here, so that it writes only runs this reader reads back whole."""
+    if not value:
+        return "it is empty"
+    bad = _FIELD_REFUSED.search(value)
+    if bad is not None:
+        code = ord(bad.group())
+        if code in (0x09, 0x0A, 0x0D, 0x20):
+            return f"it holds a blank (0x{code:02x}), where a run line's fields split"
+        if code < 0x20:
+            return f"it holds control character 0x{code:02x}"
+        if code == 0xFEFF:
+            return "it holds a byte-order mark (U+FEFF)"
+        return f"it holds a lone surrogate (\\u{code:04x}: not valid Unicode)"
+    if len(value) > limits.MAX_ID_BYTES // 4 and len(value.encode("utf-8")) > limits.MAX_ID_BYTES:
+        return f"it is longer than {limits.describe_bytes(limits.MAX_ID_BYTES)}"
+    return None
+
 
 _HASH_K1 = np.uint64(0x9E3779B97F4A7C15)
 _HASH_K2 = np.uint64(0xBF58476D1CE4E5B9)
