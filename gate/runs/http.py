@@ -170,7 +170,7 @@ class HttpRunner:
 
     def produce(self, request: RunRequest, config_file: Path, out_path: Path, log_path: Path) -> None:
         settings = self.settings
-        headers, scrub = self._headers()
+        headers, scrub = self._headers(request.purpose)
         values = self._config_values(request)
         queries = [(q.query_id, q.text) for q in load_queries(request.queries).queries]
         if settings.max_queries and len(queries) > settings.max_queries:
@@ -189,7 +189,7 @@ class HttpRunner:
 
     # ---------------------------------------------------------------- building the requests
 
-    def _headers(self) -> tuple[dict[str, str], _Scrubber]:
+    def _headers(self, purpose: str) -> tuple[dict[str, str], _Scrubber]:
         """The headers with ``${NAME}`` filled from the environment, and a scrubber of those values."""
         environ = os.environ if self.environ is None else self.environ
         out = {"User-Agent": f"retrieval-gate/{__version__}", "Accept": "application/json"}
@@ -202,21 +202,23 @@ class HttpRunner:
                 if isinstance(part, str):
                     text.append(part)
                     continue
-                text.append(self._variable(name, part.name, environ))
+                text.append(self._variable(name, part.name, environ, purpose))
                 secrets.append(text[-1])
             for known in [k for k in out if k.lower() == name.lower()]:
                 del out[known]
             out[name] = "".join(text)
         return out, _Scrubber(secrets)
 
-    def _variable(self, header: str, variable: str, environ: Mapping[str, str]) -> str:
+    def _variable(self, header: str, variable: str, environ: Mapping[str, str], purpose: str) -> str:
         if variable.upper() in SECRETS:  # refused by the config's checks too: never read, whatever the config
             raise self.settings.error("runner.http.headers", f"header '{header}': ${{{variable}}} is never sent")
         value = environ.get(variable)
         if not value:
+            # Not the config's fault: a pull request from a fork runs without the repository's
+            # secrets. The run cannot be made here, so the verdict is inconclusive, saying why.
             said = "is not set" if value is None else "is empty"
-            raise self.settings.error("runner.http.headers", f"header '{header}' names ${{{variable}}}, which {said} "
-                                      "in the environment")
+            raise RunnerFailed(purpose, f"header '{header}' names ${{{variable}}}, which {said} in the environment "
+                                        "(a pull request from a fork gets no repository secrets): no request was sent")
         if any(c in value for c in "\r\n\0"):
             raise self.settings.error("runner.http.headers", f"header '{header}': ${{{variable}}} holds a line break "
                                       "or NUL, which no header value may")

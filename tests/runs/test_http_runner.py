@@ -640,15 +640,18 @@ def test_a_github_or_actions_credential_is_never_a_header(tmp_path, name):
     assert caught.value.line == 17 and f"${{{name}}} is a GitHub or Actions credential" in str(caught.value)
 
 
-def test_a_missing_variable_is_one_line_naming_the_header_and_variable(tmp_path, capsys, monkeypatch):
+def test_a_missing_variable_is_one_line_naming_the_header_and_variable_and_the_run_is_not_made(tmp_path, capsys,
+                                                                                                monkeypatch):
     monkeypatch.delenv("NO_SUCH_KEY_FOR_TESTS", raising=False)
     header = 'headers: {X-Api-Key: "${NO_SUCH_KEY_FOR_TESTS}"}\n'
     path = _world(tmp_path, POST.format(base="http://127.0.0.1:9") + header)
     code = main(["archive", "--config", str(path)])
     err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("[retrieval-gate]")]
-    assert code == 2 and len(err) == 1
-    assert err[0] == (f"retrieval-gate: error: {path}:16: key 'runner.http.headers': header 'X-Api-Key' names "
-                      "${NO_SUCH_KEY_FOR_TESTS}, which is not set in the environment")
+    # Not a bad input: a fork's pull request runs without the secret, so the run cannot be made.
+    assert code == 3 and len(err) == 1
+    assert err[0] == ("retrieval-gate: error: archive failed, manifest unchanged: baseline archive run: header "
+                      "'X-Api-Key' names ${NO_SUCH_KEY_FOR_TESTS}, which is not set in the environment (a pull "
+                      "request from a fork gets no repository secrets): no request was sent")
 
 
 # --------------------------------------------------------------------------- pacing and budgets
