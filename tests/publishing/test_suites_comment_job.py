@@ -201,6 +201,28 @@ def test_a_suites_index_that_disagrees_with_its_reports_is_refused(world, github
     _refused(capsys, _comment(head, "--reports", str(out)), github, said, "not posted")
 
 
+def test_a_suites_index_naming_what_cannot_be_resolved_is_refused_not_a_crash(world, github, tmp_path, capsys):
+    head, out = _copy(world, "one", tmp_path)
+    github.add_pull(PR, head)
+    (out / "loop").symlink_to("loop")
+    _edit(out / "suites.json", lambda data: data["suites"][0].update(report="loop"))
+    _refused(capsys, _comment(head, "--reports", str(out)), github, "row 1", "'loop' leads out of the folder")
+    _edit(out / "suites.json", lambda data: data["suites"][0].update(report="alpha/report.json\u0000"))
+    _refused(capsys, _comment(head, "--reports", str(out)), github, "row 1", "must be a path or null")
+
+
+@pytest.mark.parametrize("linked", ["suites.json", "alpha/report.json"])
+def test_a_link_out_of_the_reports_folder_is_refused(world, github, tmp_path, capsys, linked):
+    head, out = _copy(world, "one", tmp_path)
+    github.add_pull(PR, head)
+    outside = tmp_path / "outside.json"
+    (out / linked).rename(outside)  # the same content: only where it is read from differs
+    (out / linked).symlink_to(outside)
+    if linked != "suites.json":
+        (out / "suites.json").unlink()  # the artifacts' layout: a folder per suite
+    _refused(capsys, _comment(head, "--reports", str(out)), github, str(out / linked), "is a link out of the folder")
+
+
 def test_an_artifact_folder_and_its_reports_suite_must_agree(world, github, tmp_path, capsys):
     head, out = _copy(world, "both", tmp_path)
     artifacts = tmp_path / "artifacts"
