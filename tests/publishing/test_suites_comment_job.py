@@ -241,6 +241,20 @@ def test_each_report_is_checked_as_one_is(world, github, tmp_path, capsys):
              "is the report of PR #8, not of #7")
 
 
+def test_a_single_report_cannot_take_the_place_of_the_sets_comment(world, github, tmp_path, capsys):
+    head, out = _copy(world, "both", tmp_path)
+    github.add_pull(PR, head)
+    assert _comment(head, "--reports", str(out)) == 0
+    capsys.readouterr()
+    # A passing report renamed after the set's marker, posted as one suite's (its suite believed:
+    # no --suite, no --config): it would keep, and replace, the failing set's comment.
+    _edit(out / "beta" / "report.json", lambda data: data.update(suite="suites|.retrieval-gate.yml"))
+    code = main(["comment", "--report", str(out / "beta" / "report.json"), "--pr", str(PR), "--head-sha", head])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "is not a suite's name" in err, err
+    assert _posted(github)[0] == ("suites|.retrieval-gate.yml", "current", "fail")
+
+
 def test_a_set_needs_the_trusted_suites_file(world, github, tmp_path, capsys):
     head, out = _copy(world, "one", tmp_path)
     code = main(["comment", "--reports", str(out), "--pr", str(PR), "--head-sha", head])
