@@ -1219,8 +1219,8 @@ def _cmd_suites_status(args: argparse.Namespace) -> int:
     suite, kind, exit_code = standing.worst
     print(f"worst: {terminal_safe(suite, lines=False) or '-'} ({kind or 'no report'}), exit {exit_code}")
     for name in standing.missing:
-        print(f"retrieval-gate: suite {name}: no report (its gate job failed or saved none): inconclusive",
-              file=sys.stderr)
+        print(f"retrieval-gate: suite {terminal_safe(name, lines=False)}: no report (its gate job failed or saved "
+              "none): inconclusive", file=sys.stderr)
     reports = [each.report for each in standing.reports]
     title = found.source or args.config
     append_summary(os.environ.get("GITHUB_STEP_SUMMARY"),

@@ -294,10 +294,18 @@ def read_plan(path: str | Path) -> Planned:
                          "several suites (expected an object with a \"suites\" list)")
     touched = [entry.get("suite") if isinstance(entry, dict) else None for entry in document["suites"]]
     skipped, removed = document.get("skipped", []), document.get("removed", [])
+    seen: set[str] = set()
     for key, names in (("suites", touched), ("skipped", skipped), ("removed", removed)):
+        # A set's suites are plain folder names (gate.inputs.suite_set): the status job prints
+        # them, and a line break in one would start a workflow command of its own.
         if not isinstance(names, list) or len(names) > MAX_SUITES or \
-                not all(isinstance(n, str) and 0 < len(n) <= 100 for n in names):
-            raise InputError(str(shown), None, f"\"{key}\" must list suite names (at most {MAX_SUITES})")
+                not all(isinstance(n, str) and _PLAIN.match(n) for n in names):
+            raise InputError(str(shown), None, f"\"{key}\" must list suite names, each a plain folder name (at most "
+                             f"{MAX_SUITES})")
+        twice = seen.intersection(names) or {n for n in names if names.count(n) > 1}
+        if twice:
+            raise InputError(str(shown), None, f"names suite {min(twice)!r} twice: a plan lists each suite once")
+        seen.update(names)
     return Planned(tuple(str(name) for name in touched), tuple(skipped), tuple(removed))
 
 
@@ -322,7 +330,10 @@ def standing_of(saved: SavedSet, trusted: Sequence[str], trusted_shown: str,
                              "does not list: not posted")
     have = {report.suite for report in saved.reports}
     if planned is not None:
-        due = [name for name in (*planned.touched, *planned.removed) if name not in have]
+        # A suite --config lists that the plan does not name at all is due too: a plan that
+        # leaves one out cannot make it disappear from the check.
+        unplanned = [name for name in trusted if name not in {*planned.touched, *planned.skipped, *planned.removed}]
+        due = [name for name in (*planned.touched, *planned.removed, *unplanned) if name not in have]
         not_run = [name for name in planned.skipped if name not in have]
         return SetStanding(saved.reports, tuple(dict.fromkeys(due)), tuple(dict.fromkeys(not_run)))
     not_run = [row.suite for row in saved.listed if row.skipped]

@@ -355,6 +355,31 @@ def test_a_plan_touching_no_suite_passes_with_every_suite_skipped(world, github,
     assert "suite alpha: no report" in capsys.readouterr().err
 
 
+def test_a_plan_that_leaves_a_suite_out_does_not_make_it_disappear(world, github, tmp_path, capsys):
+    _head, out = _copy(world, "both", tmp_path)
+    artifacts = _artifacts(out, tmp_path, "beta")
+    code = main(["suites-status", "--reports", str(artifacts), "--config", ".retrieval-gate.yml",
+                 "--plan", str(_plan(tmp_path, ["beta"], []))])
+    captured = capsys.readouterr()
+    assert code == 3 and "suite alpha: no report" in captured.err
+    assert [line.split()[:3] for line in captured.out.splitlines()[:2]] == [["alpha", "no", "report"],
+                                                                           ["beta", "pass", "✅"]]
+
+
+@pytest.mark.parametrize("touched, skipped, said", [
+    (["alpha", "x\n::error title=forged::pass"], ["beta"], "each a plain folder name"),
+    (["alpha"], ["beta", "zz\nverdict<<EOF"], "each a plain folder name"),
+    (["alpha"], ["alpha", "beta"], "names suite 'alpha' twice"),
+])
+def test_a_forged_plan_is_refused_in_one_line(world, github, tmp_path, capsys, touched, skipped, said):
+    _head, out = _copy(world, "one", tmp_path)
+    code = main(["suites-status", "--reports", str(_artifacts(out, tmp_path, "alpha")), "--config",
+                 ".retrieval-gate.yml", "--plan", str(_plan(tmp_path, touched, skipped))])
+    captured = capsys.readouterr()
+    assert code == 2 and said in captured.err and len(captured.err.strip().splitlines()) == 1, captured.err
+    assert not any(line.startswith("::") for line in captured.err.splitlines())  # no workflow command
+
+
 @pytest.mark.parametrize("args, said", [
     (["--reports", "/nonexistent/folder"], "not a folder"),
     (["--plan", "{plan}"], "invalid JSON"),
