@@ -241,6 +241,17 @@ def test_each_report_is_checked_as_one_is(world, github, tmp_path, capsys):
              "is the report of PR #8, not of #7")
 
 
+@pytest.mark.parametrize("where, config", [("a", "../.retrieval-gate.yml"), ("b", "{root}/.retrieval-gate.yml")])
+def test_the_sets_comment_is_named_from_the_top_as_the_action_names_it(world, github, tmp_path, monkeypatch,
+                                                                        where, config):
+    head, out = _copy(world, "one", tmp_path)
+    github.add_pull(PR, head)
+    monkeypatch.chdir(world["root"] / where)  # a job that runs from a subfolder
+    assert main(["comment", "--reports", str(out), "--pr", str(PR), "--head-sha", head,
+                 "--config", config.format(root=world["root"])]) == 0
+    assert _posted(github)[0][0] == "suites|.retrieval-gate.yml"
+
+
 def test_a_single_report_cannot_take_the_place_of_the_sets_comment(world, github, tmp_path, capsys):
     head, out = _copy(world, "both", tmp_path)
     github.add_pull(PR, head)
