@@ -1107,8 +1107,9 @@ def _suites_comment(args: argparse.Namespace) -> Callable[[Any], Any]:
     disagreement = _set_disagreement(args, kind, exit_code)
     body = _suites_comment_body(standing, found.source or args.config, disagreement)
     worst = kind or "inconclusive"
-    # The set's comment is named by the suites file as the gate workflow gives it: from the top.
-    named = os.path.relpath(args.config) if os.path.isabs(args.config) else args.config
+    # The set's comment is named by the suites file from the repository's top, as the Action
+    # names it (found.source), wherever this job runs from and however --config spells the path.
+    named = found.source or args.config
     return lambda client: publish_suites_comment(client, args.pr, args.head_sha, named, worst, body,
                                                  mode=args.comment_mode, only_update=standing.all_skipped)
 
@@ -1219,8 +1220,8 @@ def _cmd_suites_status(args: argparse.Namespace) -> int:
     suite, kind, exit_code = standing.worst
     print(f"worst: {terminal_safe(suite, lines=False) or '-'} ({kind or 'no report'}), exit {exit_code}")
     for name in standing.missing:
-        print(f"retrieval-gate: suite {name}: no report (its gate job failed or saved none): inconclusive",
-              file=sys.stderr)
+        print(f"retrieval-gate: suite {terminal_safe(name, lines=False)}: no report (its gate job failed or saved "
+              "none): inconclusive", file=sys.stderr)
     reports = [each.report for each in standing.reports]
     title = found.source or args.config
     append_summary(os.environ.get("GITHUB_STEP_SUMMARY"),

@@ -193,10 +193,17 @@ def list_of(*choices: str, allow_empty: bool = False) -> Callable[[Any, _Where],
     return check
 
 
+def is_suite_name(name: str) -> bool:
+    """Whether ``name`` may name a suite: short and plain. No '|' (the set's comment is named
+    ``suites|<file>``, gate.publishing.github.sticky_comment), no line breaks or markup."""
+    return bool(name.strip()) and len(name) <= 100 and not any(c in name for c in "\n\r\t<>`|") \
+        and name.isprintable()
+
+
 def suite_name(value: Any, where: _Where) -> str:
     """The suite names the comment (its hidden marker) and the status: short and plain."""
     name = text(value, where)
-    if not name.strip() or len(name) > 100 or any(c in name for c in "\n\r\t<>`|") or not name.isprintable():
+    if not is_suite_name(name):
         raise where.error(f"expected a short plain name (letters, digits, '-', '_', spaces; at most 100), got "
                           f"{name[:40]!r}")
     return name

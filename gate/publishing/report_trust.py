@@ -28,6 +28,7 @@ from pathlib import Path
 from gate.common import limits
 from gate.common.errors import InputError
 from gate.common.limits import shorten
+from gate.inputs.config import is_suite_name
 from gate.inputs.readers.fields import parse_json_document
 from gate.inputs.readers.textlines import read_text_file
 from gate.rendering.markdown import md_text
@@ -113,8 +114,11 @@ def load_saved_report(path: str | Path) -> Report:
     if not isinstance(verdict, dict) or verdict.get("kind") not in kinds:
         raise InputError(shown, None, f"'verdict.kind' must be one of {', '.join(kinds)}")
     suite = report.get("suite", "retrieval")
-    if not isinstance(suite, str) or not suite or len(suite) > 100:
-        raise InputError(shown, None, "'suite' must be a short text")
+    if not isinstance(suite, str) or not is_suite_name(suite):
+        # A name a config cannot give (a '|': "suites|.retrieval-gate.yml") would keep, and so
+        # replace, the comment of a set of suites instead of a suite's own.
+        raise InputError(shown, None, f"'suite' {shorten(repr(suite), 60)} is not a suite's name (short and plain, "
+                         "without '|', '<', '>', '`' or a line break), so no gate config gave it")
     return read_report(report, shown)
 
 

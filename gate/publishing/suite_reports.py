@@ -131,13 +131,13 @@ def read_report_folder(folder: str | Path, load: Loader, *, may_be_empty: bool =
         raise InputError(str(root), None, "not a folder (--reports names the folder the reports were downloaded to)")
     index = root / SUITES_FILE
     if index.is_file():
-        return _read_index(root, index, load)
+        return _read_index(root, _inside_folder(index, root), load)
     found: list[SavedReport] = []
     for child in _children(root):
         report_path = child / REPORT_FILE
         if not report_path.is_file():
             continue
-        saved = _saved(report_path, load(report_path))
+        saved = _saved(report_path, load(_inside_folder(report_path, root)))
         folder_suite = child.name[len(SUITE_ARTIFACT_PREFIX):] if child.name.startswith(SUITE_ARTIFACT_PREFIX) \
             else child.name
         if saved.suite != folder_suite:
@@ -145,7 +145,7 @@ def read_report_folder(folder: str | Path, load: Loader, *, may_be_empty: bool =
                              f"its folder is {shorten(repr(child.name), 80)}: not posted")
         found.append(saved)
     if not found and (root / REPORT_FILE).is_file():
-        found.append(_saved(root / REPORT_FILE, load(root / REPORT_FILE)))
+        found.append(_saved(root / REPORT_FILE, load(_inside_folder(root / REPORT_FILE, root))))
     if not found and not may_be_empty:
         raise InputError(str(root), None, f"holds no {SUITES_FILE}, no {REPORT_FILE} and no folder with one: "
                          "no report to read")
@@ -233,7 +233,8 @@ def _row(index: Path, number: int, row: Any) -> tuple[str, str | None, int | Non
                          "of verdict")
     if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
         raise InputError(str(index), None, f"row {number}: \"exit_code\" must be a whole number")
-    if relative is not None and (not isinstance(relative, str) or not relative or len(relative) > 300):
+    if relative is not None and (not isinstance(relative, str) or not relative or len(relative) > 300
+                                 or not relative.isprintable()):
         raise InputError(str(index), None, f"row {number}: \"report\" must be a path or null")
     return suite, verdict, exit_code, relative
 
@@ -245,12 +246,29 @@ def _inside(root: Path, index: Path, number: int, relative: str) -> Path:
         raise InputError(str(index), None, f"row {number}: \"report\" {shorten(repr(relative), 80)} is not a path "
                          "inside the folder: not posted")
     path = root.joinpath(*parts)
-    if not path.resolve().is_relative_to(root.resolve()):
+    if not _stays_inside(path, root):
         raise InputError(str(index), None, f"row {number}: \"report\" {shorten(repr(relative), 80)} leads out of the "
                          "folder: not posted")
     if not path.is_file():
         raise InputError(str(index), None, f"row {number}: {shorten(relative, 80)} is not there: not posted")
     return path
+
+
+def _inside_folder(path: Path, root: Path) -> Path:
+    """``path``, refused when it is a link out of ``root``: what an artifact holds is read from
+    the folder it was downloaded to, never from a file a link in it names."""
+    if not _stays_inside(path, root):
+        raise InputError(str(path), None, "is a link out of the folder the reports were downloaded to: not posted")
+    return path
+
+
+def _stays_inside(path: Path, root: Path) -> bool:
+    """Whether ``path``, its links followed, is inside ``root``. A path the system cannot resolve
+    (a NUL byte, a loop of links, a name too long) leads nowhere the gate may read: not inside."""
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: a symlink loop (Python < 3.13)
+        return False
 
 
 def _check_worst(index: Path, worst: Any, saved: SavedSet) -> None:
@@ -276,10 +294,18 @@ def read_plan(path: str | Path) -> Planned:
                          "several suites (expected an object with a \"suites\" list)")
     touched = [entry.get("suite") if isinstance(entry, dict) else None for entry in document["suites"]]
     skipped, removed = document.get("skipped", []), document.get("removed", [])
+    seen: set[str] = set()
     for key, names in (("suites", touched), ("skipped", skipped), ("removed", removed)):
+        # A set's suites are plain folder names (gate.inputs.suite_set): the status job prints
+        # them, and a line break in one would start a workflow command of its own.
         if not isinstance(names, list) or len(names) > MAX_SUITES or \
-                not all(isinstance(n, str) and 0 < len(n) <= 100 for n in names):
-            raise InputError(str(shown), None, f"\"{key}\" must list suite names (at most {MAX_SUITES})")
+                not all(isinstance(n, str) and _PLAIN.match(n) for n in names):
+            raise InputError(str(shown), None, f"\"{key}\" must list suite names, each a plain folder name (at most "
+                             f"{MAX_SUITES})")
+        twice = seen.intersection(names) or {n for n in names if names.count(n) > 1}
+        if twice:
+            raise InputError(str(shown), None, f"names suite {min(twice)!r} twice: a plan lists each suite once")
+        seen.update(names)
     return Planned(tuple(str(name) for name in touched), tuple(skipped), tuple(removed))
 
 
@@ -304,7 +330,10 @@ def standing_of(saved: SavedSet, trusted: Sequence[str], trusted_shown: str,
                              "does not list: not posted")
     have = {report.suite for report in saved.reports}
     if planned is not None:
-        due = [name for name in (*planned.touched, *planned.removed) if name not in have]
+        # A suite --config lists that the plan does not name at all is due too: a plan that
+        # leaves one out cannot make it disappear from the check.
+        unplanned = [name for name in trusted if name not in {*planned.touched, *planned.skipped, *planned.removed}]
+        due = [name for name in (*planned.touched, *planned.removed, *unplanned) if name not in have]
         not_run = [name for name in planned.skipped if name not in have]
         return SetStanding(saved.reports, tuple(dict.fromkeys(due)), tuple(dict.fromkeys(not_run)))
     not_run = [row.suite for row in saved.listed if row.skipped]

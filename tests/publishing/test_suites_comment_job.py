@@ -201,6 +201,28 @@ def test_a_suites_index_that_disagrees_with_its_reports_is_refused(world, github
     _refused(capsys, _comment(head, "--reports", str(out)), github, said, "not posted")
 
 
+def test_a_suites_index_naming_what_cannot_be_resolved_is_refused_not_a_crash(world, github, tmp_path, capsys):
+    head, out = _copy(world, "one", tmp_path)
+    github.add_pull(PR, head)
+    (out / "loop").symlink_to("loop")
+    _edit(out / "suites.json", lambda data: data["suites"][0].update(report="loop"))
+    _refused(capsys, _comment(head, "--reports", str(out)), github, "row 1", "'loop' leads out of the folder")
+    _edit(out / "suites.json", lambda data: data["suites"][0].update(report="alpha/report.json\u0000"))
+    _refused(capsys, _comment(head, "--reports", str(out)), github, "row 1", "must be a path or null")
+
+
+@pytest.mark.parametrize("linked", ["suites.json", "alpha/report.json"])
+def test_a_link_out_of_the_reports_folder_is_refused(world, github, tmp_path, capsys, linked):
+    head, out = _copy(world, "one", tmp_path)
+    github.add_pull(PR, head)
+    outside = tmp_path / "outside.json"
+    (out / linked).rename(outside)  # the same content: only where it is read from differs
+    (out / linked).symlink_to(outside)
+    if linked != "suites.json":
+        (out / "suites.json").unlink()  # the artifacts' layout: a folder per suite
+    _refused(capsys, _comment(head, "--reports", str(out)), github, str(out / linked), "is a link out of the folder")
+
+
 def test_an_artifact_folder_and_its_reports_suite_must_agree(world, github, tmp_path, capsys):
     head, out = _copy(world, "both", tmp_path)
     artifacts = tmp_path / "artifacts"
@@ -217,6 +239,31 @@ def test_each_report_is_checked_as_one_is(world, github, tmp_path, capsys):
     _edit(out / "beta" / "report.json", lambda data: data["event"].update(pr=8))
     _refused(capsys, _comment(head, "--reports", str(out)), github, str(out / "beta" / "report.json"),
              "is the report of PR #8, not of #7")
+
+
+@pytest.mark.parametrize("where, config", [("a", "../.retrieval-gate.yml"), ("b", "{root}/.retrieval-gate.yml")])
+def test_the_sets_comment_is_named_from_the_top_as_the_action_names_it(world, github, tmp_path, monkeypatch,
+                                                                        where, config):
+    head, out = _copy(world, "one", tmp_path)
+    github.add_pull(PR, head)
+    monkeypatch.chdir(world["root"] / where)  # a job that runs from a subfolder
+    assert main(["comment", "--reports", str(out), "--pr", str(PR), "--head-sha", head,
+                 "--config", config.format(root=world["root"])]) == 0
+    assert _posted(github)[0][0] == "suites|.retrieval-gate.yml"
+
+
+def test_a_single_report_cannot_take_the_place_of_the_sets_comment(world, github, tmp_path, capsys):
+    head, out = _copy(world, "both", tmp_path)
+    github.add_pull(PR, head)
+    assert _comment(head, "--reports", str(out)) == 0
+    capsys.readouterr()
+    # A passing report renamed after the set's marker, posted as one suite's (its suite believed:
+    # no --suite, no --config): it would keep, and replace, the failing set's comment.
+    _edit(out / "beta" / "report.json", lambda data: data.update(suite="suites|.retrieval-gate.yml"))
+    code = main(["comment", "--report", str(out / "beta" / "report.json"), "--pr", str(PR), "--head-sha", head])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "is not a suite's name" in err, err
+    assert _posted(github)[0] == ("suites|.retrieval-gate.yml", "current", "fail")
 
 
 def test_a_set_needs_the_trusted_suites_file(world, github, tmp_path, capsys):
@@ -317,6 +364,31 @@ def test_a_plan_touching_no_suite_passes_with_every_suite_skipped(world, github,
     assert main(["suites-status", "--reports", str(empty), "--config", ".retrieval-gate.yml",
                  "--plan", str(_plan(tmp_path, ["alpha"], ["beta"]))]) == 3
     assert "suite alpha: no report" in capsys.readouterr().err
+
+
+def test_a_plan_that_leaves_a_suite_out_does_not_make_it_disappear(world, github, tmp_path, capsys):
+    _head, out = _copy(world, "both", tmp_path)
+    artifacts = _artifacts(out, tmp_path, "beta")
+    code = main(["suites-status", "--reports", str(artifacts), "--config", ".retrieval-gate.yml",
+                 "--plan", str(_plan(tmp_path, ["beta"], []))])
+    captured = capsys.readouterr()
+    assert code == 3 and "suite alpha: no report" in captured.err
+    assert [line.split()[:3] for line in captured.out.splitlines()[:2]] == [["alpha", "no", "report"],
+                                                                           ["beta", "pass", "✅"]]
+
+
+@pytest.mark.parametrize("touched, skipped, said", [
+    (["alpha", "x\n::error title=forged::pass"], ["beta"], "each a plain folder name"),
+    (["alpha"], ["beta", "zz\nverdict<<EOF"], "each a plain folder name"),
+    (["alpha"], ["alpha", "beta"], "names suite 'alpha' twice"),
+])
+def test_a_forged_plan_is_refused_in_one_line(world, github, tmp_path, capsys, touched, skipped, said):
+    _head, out = _copy(world, "one", tmp_path)
+    code = main(["suites-status", "--reports", str(_artifacts(out, tmp_path, "alpha")), "--config",
+                 ".retrieval-gate.yml", "--plan", str(_plan(tmp_path, touched, skipped))])
+    captured = capsys.readouterr()
+    assert code == 2 and said in captured.err and len(captured.err.strip().splitlines()) == 1, captured.err
+    assert not any(line.startswith("::") for line in captured.err.splitlines())  # no workflow command
 
 
 @pytest.mark.parametrize("args, said", [
