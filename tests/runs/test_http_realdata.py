@@ -8,7 +8,8 @@ the run's hits in its file order with its scores, in Elasticsearch's shape. Both
 passages per query and break ties in an order of their own (20 and 39 of the 43 judged queries,
 one of them inside p_bert's top 10), so the runner must write what the service said and the
 evaluation must order it by trec_eval's rule (score descending, docno descending), as it does a
-run file; the same report, whatever the concurrency and through 503s and 429s that are retried.
+run file (in the service's order AP's delta would differ); the same report, whatever the
+concurrency and through 503s and 429s that are retried.
 """
 
 from __future__ import annotations
@@ -203,16 +204,29 @@ def _numbers(report: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the tests
 
 
-def test_the_official_runs_break_ties_in_an_order_of_their_own(dl19):
-    """The premise of the test below: the services' order is not trec_eval's, so the evaluation's
-    sort is what makes the numbers match (one of p_bert's top 10s differs)."""
-    for system, least, least_top10 in ((BASELINE, 20, 0), (CANDIDATE, 39, 1)):
-        qids = [line.split("\t")[0] for line in dl19.topics.read_text().splitlines()]
+@pytest.mark.full  # its fixtures read 2 x 200,000 rows and run compare, ~1.5 s
+def test_the_official_runs_break_ties_in_an_order_of_their_own_and_it_moves_ap(dl19, compared, tmp_path):
+    """The premise of the test below: the services' order is not trec_eval's (one of p_bert's top
+    10s differs), and evaluated in that order AP's delta would be another (nDCG@10's happens not
+    to move): a runner or an evaluation that kept the service's order among ties fails below."""
+    qids = [line.split("\t")[0] for line in dl19.topics.read_text().splitlines()]
+    as_served = {}
+    for system, differ, differ_top10 in ((BASELINE, 20, 0), (CANDIDATE, 39, 1)):
         served = {qid: [doc for doc, _ in dl19.hits[system][qid]] for qid in qids}
         ranked = {qid: _trec_eval_order(dl19.hits[system][qid]) for qid in qids}
-        assert sum(served[q] != ranked[q] for q in qids) == least
-        assert sum(served[q][:10] != ranked[q][:10] for q in qids) == least_top10
+        assert sum(served[q] != ranked[q] for q in qids) == differ
+        assert sum(served[q][:10] != ranked[q][:10] for q in qids) == differ_top10
         assert {len(served[q]) for q in qids} == {DEPTH}
+        as_served[system] = tmp_path / f"{system}.served.run"  # minus the rank: the service's order, no ties
+        as_served[system].write_text("".join(f"{qid} Q0 {doc} {rank} {-rank} served\n" for qid in qids
+                                             for rank, doc in enumerate(served[qid], 1)))
+    out = tmp_path / "served"
+    assert main(["compare", "--baseline", str(as_served[BASELINE]), "--candidate", str(as_served[CANDIDATE]),
+                 "--qrels", str(dl19.qrels), "--queries", str(dl19.topics), "--also", ",".join(ALSO),
+                 "--samples", "200", "--out", str(out)]) == 0
+    in_service_order = json.loads((out / "report.json").read_text())["measures"]
+    assert in_service_order["AP"]["delta"] != compared["measures"]["AP"]["delta"]
+    assert in_service_order["nDCG@10"]["delta"] == compared["measures"]["nDCG@10"]["delta"]
 
 
 # Faults on the first attempt of some queries, on both sides (the archive asks bm25base_p, the PR p_bert).
