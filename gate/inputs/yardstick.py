@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -365,6 +366,13 @@ def baseline_from_branch(workspace: Path, base_sha: str, manifest_folder: Path, 
     return None
 
 
+#: Seconds before the baselines branch is fetched the second time.
+RETRY_PAUSE = 1.0
+#: What git says when the server refused the credentials (or there were none): trying again
+#: would be refused the same way.
+_REFUSALS = ("401", "403", "Authentication failed", "terminal prompts disabled", "could not read Username")
+
+
 def baselines_ref(root: Path, branch: str, token: str | None, remote_url: str | None,
                    notes: list[str]) -> str | None:
     """The ref of the baselines branch, fetched when the checkout lacks it; None (and why in
@@ -388,6 +396,8 @@ def baselines_ref(root: Path, branch: str, token: str | None, remote_url: str | 
     # A fetch that fails for another reason than a missing branch is tried once more: a reset
     # connection must not turn an archived baseline into a reconstruction.
     for attempt in range(2):
+        if attempt:
+            time.sleep(RETRY_PAUSE)  # a reset connection, or a lock another git process holds for a moment
         try:
             done = git.fetch(root, f"+refs/heads/{branch}:{refs[0]}", token=token,
                              url=remote_url, depth=1, timeout=60)
@@ -401,8 +411,9 @@ def baselines_ref(root: Path, branch: str, token: str | None, remote_url: str | 
             return refs[0]
         why = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
         missing = any("couldn't find remote ref" in line for line in why)
-        if missing or "401" in " ".join(why) or "Authentication failed" in " ".join(why):
-            break
+        said = " ".join(why)
+        if missing or any(refusal in said for refusal in _REFUSALS):
+            break  # the same answer again: no second try
     if not missing:
         notes.append(f"the {branch} branch could not be fetched ({git_reason(why)[:200]}): "
                      "the baseline is reconstructed instead of the archived one. A private repository "
