@@ -224,6 +224,10 @@ def make_app(corpus_root: Path, options: Mapping[str, Any] | None = None, token:
 class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
     daemon_threads = True  # a request in flight does not keep the process alive after stop()
     request_queue_size = 64  # the runner's concurrency, and then some
+    # HTTPServer sets SO_REUSEADDR, which is for rebinding a fixed port still in TIME_WAIT: a port the
+    # kernel picks never needs it, and a network stack that lets two such sockets share a port the
+    # kernel picked (gVisor's did: google/gvisor#6209) would hand the runner's requests to another server.
+    allow_reuse_address = False
 
 
 class _QuietHandler(WSGIRequestHandler):

@@ -98,9 +98,13 @@ def parse_json(body: bytes) -> Any:
     except RecursionError:
         raise Refused("the answer is JSON nested too deeply") from None
     except ValueError:
-        start = body[:60].decode("utf-8", errors="replace")
-        shown = " ".join(start.split())
-        raise Refused(f"the answer is not JSON (it starts {limits.shorten(repr(shown), 70)})") from None
+        raise Refused(f"the answer is not JSON ({_start_of(body)})") from None
+
+
+def _start_of(body: bytes) -> str:
+    """``it starts '...'``: the first characters of an answer, blanks collapsed, for a refusal."""
+    shown = " ".join(body[:120].decode("utf-8", errors="replace").split())
+    return f"it starts {shown[:60]!r}" + ("..." if len(shown) > 60 else "")
 
 
 def read_answer(body: bytes, paths: AnswerPaths, depth: int) -> Answer:
@@ -112,8 +116,8 @@ def read_answer(body: bytes, paths: AnswerPaths, depth: int) -> Answer:
         if parent_is_there and paths.absent_hits_are_empty:
             hits = []  # Vespa's root without children: the query matched nothing
         else:
-            hint = " (runner.http.missing_hits: empty reads that as no hits)" if parent_is_there else ""
-            raise Refused(f"the answer has no {_dotted(paths.hits)}{hint}")
+            hint = "; runner.http.missing_hits: empty reads that as no hits" if parent_is_there else ""
+            raise Refused(f"the answer has no {_dotted(paths.hits)} ({_start_of(body)}{hint})")
     if not isinstance(hits, list):
         raise Refused(f"{_dotted(paths.hits)} is {_kind(hits)}, not a list of hits")
     rows: list[tuple[str, float]] = []

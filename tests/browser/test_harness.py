@@ -14,6 +14,7 @@ import pytest
 
 from tests.browser import harness
 from tests.browser.png import count_blobs, is_blank
+from tests.support.loopback import LoopbackHTTPServer
 
 POINT = (214, 39, 40)  # the points' fill, #d62728: no other mark on the pages uses it
 POINT_HEX = "#d62728"
@@ -126,7 +127,7 @@ class _Canary:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 

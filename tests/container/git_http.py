@@ -1,4 +1,4 @@
-"""A git remote served over smart HTTP on 127.0.0.1: what github.com is to a checkout.
+"""A git remote served over smart HTTP on loopback (tests/support/loopback.py): what github.com is to a checkout.
 
 ``git http-backend`` (git's own CGI program) serves bare repositories below ``root``; this
 module is the web server in front of it. A repository is public (anyone may fetch) or
@@ -7,7 +7,7 @@ github.com takes ``x-access-token:<token>``, and is answered 401 otherwise (what
 ``persist-credentials: false`` checkout meets when the gate fetches without a token).
 
     with GitRemote(root, private={"octo-org/private.git": "ghs_x"}) as remote:
-        remote.url("octo-org/private.git")   # http://127.0.0.1:<port>/octo-org/private.git
+        remote.url("octo-org/private.git")   # http://127.x.y.z:<port>/octo-org/private.git
         remote.requests                      # [(method, path, authorized)]
 """
 
@@ -17,8 +17,10 @@ import base64
 import os
 import subprocess
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+from tests.support.loopback import LoopbackHTTPServer, loopback_address
 
 BACKEND_CANDIDATES = ("/usr/lib/git-core/git-http-backend", "/usr/libexec/git-core/git-http-backend")
 
@@ -37,7 +39,7 @@ class GitRemote:
         self.root = Path(root)
         self.private = dict(private or {})
         self.requests: list[tuple[str, str, bool]] = []
-        self._server: ThreadingHTTPServer | None = None
+        self._server: LoopbackHTTPServer | None = None
         self._backend = http_backend()
         if self._backend is None:
             raise RuntimeError("git-http-backend is not installed")
@@ -48,7 +50,8 @@ class GitRemote:
         return self._server.server_address[1]
 
     def url(self, name: str = "") -> str:
-        return f"http://127.0.0.1:{self.port}/{name}"
+        assert self._server is not None
+        return f"http://{self._server.server_address[0]}:{self.port}/{name}"
 
     def _authorized(self, name: str, header: str | None) -> bool:
         token = self.private.get(name)
@@ -77,7 +80,7 @@ class GitRemote:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = LoopbackHTTPServer((loopback_address(), 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ import pytest
 from gate.inputs import git
 from tests.container.git_http import GitRemote, http_backend
 from tests.support.action_world import _git
+from tests.support.loopback import LoopbackHTTPServer, loopback_address
 
 TOKEN = "ghs_hardeningToken0123456789"
 
@@ -41,12 +42,13 @@ class _Trap:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = LoopbackHTTPServer((loopback_address(), 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = "http://{}:{}".format(*self.server.server_address[:2])
 
     def close(self) -> None:
         self.server.shutdown()
+        self.server.server_close()
 
 
 @pytest.fixture()

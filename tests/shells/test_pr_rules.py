@@ -311,7 +311,9 @@ def test_the_token_never_goes_to_what_origin_names(world):
     fetches from the repository's own address (GITHUB_SERVER_URL/GITHUB_REPOSITORY) with the
     token, and from origin only without it."""
     import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import BaseHTTPRequestHandler
+
+    from tests.support.loopback import LoopbackHTTPServer, loopback_address
 
     seen: list[str | None] = []
 
@@ -325,20 +327,21 @@ def test_the_token_never_goes_to_what_origin_names(world):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Spy)
+    server = LoopbackHTTPServer((loopback_address(), 0), Spy)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     checkout, fake, tmp = world
     root = checkout.root
     head, _ = checkout.pr(GOOD)
     _git(root, "update-ref", "refs/heads/merged", "HEAD")  # the merge commit checkout.pr made
     shallow = _shallow(checkout, tmp, 1, "merged", name="spied")  # depth 1: the base must be fetched
-    _git(shallow, "remote", "set-url", "origin", f"http://127.0.0.1:{server.server_address[1]}/evil/repo.git")
+    _git(shallow, "remote", "set-url", "origin", "http://{}:{}/evil/repo.git".format(*server.server_address[:2]))
     fake.add_pull(51, head, files=["retrieval.yml"], base_sha=checkout.base)
     event = _payload(tmp, "webhook_example_pull_request_synchronize.payload.json", 51, head, checkout.base)
     try:
         done, _ = _start(shallow, fake, tmp, "pull_request", event)
     finally:
         server.shutdown()
+        server.server_close()
     assert seen, "the gate did not try origin at all (the test would prove nothing)"
     assert all(header is None for header in seen), seen
     shown = [line for line in (done.stdout + done.stderr).splitlines() if "ghs_" in line]

@@ -1,4 +1,4 @@
-"""A real HTTP server on 127.0.0.1 for the HTTP runner's tests, and faults to inject into it.
+"""A real HTTP server on loopback for the HTTP runner's tests, and faults to inject into it.
 
 :func:`serve` runs any WSGI app on a threaded stdlib ``wsgiref`` server (port 0) and yields its
 base URL. :class:`Faults` is WSGI middleware around any app (a small fixed-hits app here, the
@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+from tests.support.loopback import loopback_address
+
 Environ = dict[str, Any]
 StartResponse = Callable[..., Any]
 App = Callable[[Environ, StartResponse], Iterable[bytes]]
@@ -39,7 +41,7 @@ App = Callable[[Environ, StartResponse], Iterable[bytes]]
 
 class _ThreadingServer(socketserver.ThreadingMixIn, WSGIServer):
     daemon_threads = True
-    allow_reuse_address = True
+    allow_reuse_address = False  # never two listeners on one port (tests/support/loopback.py)
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -54,12 +56,13 @@ class _QuietHandler(WSGIRequestHandler):
 
 @contextmanager
 def serve(app: App) -> Iterator[str]:
-    """``app`` served on 127.0.0.1 (a free port) while the block runs; yields ``http://127.0.0.1:PORT``."""
-    server = make_server("127.0.0.1", 0, app, server_class=_ThreadingServer, handler_class=_QuietHandler)
+    """``app`` served on loopback (tests/support/loopback.py: an address of its own, a free port)
+    while the block runs; yields ``http://127.x.y.z:PORT``."""
+    server = make_server(loopback_address(), 0, app, server_class=_ThreadingServer, handler_class=_QuietHandler)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        yield f"http://{server.server_address[0]}:{server.server_port}"
     finally:
         server.shutdown()
         server.server_close()

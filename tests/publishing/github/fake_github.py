@@ -1,4 +1,4 @@
-"""A local HTTP server that plays GitHub's REST API for tests (127.0.0.1 only).
+"""A local HTTP server that plays GitHub's REST API for tests (loopback only: tests/support/loopback.py).
 
 It keeps state (pull requests with their head sha and files, issue comments
 with ids/authors/bodies, commit statuses), records every request, validates
@@ -13,8 +13,8 @@ API::
     from tests.publishing.github.fake_github import FakeGitHub
 
     fake = FakeGitHub(owner="octo-org", repo="octo-repo", token="ghs_x")  # all optional
-    fake.start()                    # -> fake; binds 127.0.0.1, port 0, daemon thread
-    fake.url                        # "http://127.0.0.1:<port>": api_url / GITHUB_API_URL
+    fake.start()                    # -> fake; binds 127.x.y.z, port 0, daemon thread
+    fake.url                        # "http://127.x.y.z:<port>": api_url / GITHUB_API_URL
     fake.repository                 # "octo-org/octo-repo": GITHUB_REPOSITORY
     fake.add_pull(7, head_sha="ab12...", files=["a.yml", ("new.yml", "old.yml")], fork=False)
     fake.push(7, "cd34...")         # the PR's head moves (a newer push)
@@ -71,6 +71,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.support.loopback import loopback_address
 
 try:  # the tests' helper; absent when the module is vendored elsewhere
     from tests.shared_data import GITHUB as _GITHUB_SHARED
@@ -335,9 +337,9 @@ class FakeGitHub:
 
         class Server(ThreadingHTTPServer):
             daemon_threads = True
-            allow_reuse_address = True
+            allow_reuse_address = False  # never two listeners on one port (tests/support/loopback.py)
 
-        self._server = Server(("127.0.0.1", 0), Handler)
+        self._server = Server((loopback_address(), 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self

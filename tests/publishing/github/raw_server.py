@@ -1,4 +1,4 @@
-"""A raw HTTP server on 127.0.0.1 for the tests that need what no well-behaved server sends
+"""A raw HTTP server on loopback (tests/support/loopback.py) for the tests that need what no well-behaved server sends
 (an answer trickled a byte at a time, a redirect with an endless body): a thread per
 connection, each answered by the subclass's ``_answer``."""
 
@@ -8,6 +8,8 @@ import socket
 import threading
 from typing import TypeVar
 
+from tests.support.loopback import close_listener, loopback_address
+
 Server = TypeVar("Server", bound="RawServer")
 
 
@@ -15,16 +17,19 @@ class RawServer:
     """Not a dataclass: the subclasses are, with their own fields first (``Trickler("body")``)."""
 
     listener: socket.socket
+    accepting: threading.Thread
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        host, port = self.listener.getsockname()[:2]
+        return f"http://{host}:{port}"
 
     def start(self: Server) -> Server:
         self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
+        self.listener.bind((loopback_address(), 0))
         self.listener.listen(16)
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.accepting = threading.Thread(target=self._serve, daemon=True)
+        self.accepting.start()
         return self
 
     def _serve(self) -> None:
@@ -42,4 +47,4 @@ class RawServer:
         raise NotImplementedError
 
     def close(self) -> None:
-        self.listener.close()
+        close_listener(self.listener, self.accepting)

@@ -25,6 +25,7 @@ from gate.publishing.github.sticky_comment import CommentResult, comment_marker,
 from gate.rendering.markdown_cut import COMMENT_LIMIT, fit_comment
 from tests.publishing.github.fake_github import FakeGitHub, _Spec
 from tests.shared_data import GITHUB, need
+from tests.support.loopback import close_listener, loopback_address
 
 TOKEN = "ghs_TopSecretToken1234567890abcdef"
 SHA1 = "1" * 40
@@ -122,9 +123,9 @@ def test_token_never_in_repr_errors_or_logs(fake, ftime, caplog):
     client.get_pull(PR)
     # a connection error (nothing listens on the port)
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    dead = GitHubClient(f"http://127.0.0.1:{port}", TOKEN, "o/r", sleep=ftime.sleep, clock=ftime.clock, now=ftime.now)
+        s.bind((loopback_address(), 0))
+        host, port = s.getsockname()[:2]
+    dead = GitHubClient(f"http://{host}:{port}", TOKEN, "o/r", sleep=ftime.sleep, clock=ftime.clock, now=ftime.now)
     with pytest.raises(GitHubError) as info:
         dead.get_pull(1)
     assert TOKEN not in str(info.value) and info.value.__cause__ is None
@@ -270,9 +271,9 @@ def test_dropped_connection_is_retried(client, fake, ftime):
 
 def test_connection_errors_retried_bounded_with_backoff(ftime):
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    dead = GitHubClient(f"http://127.0.0.1:{port}", TOKEN, "o/r", sleep=ftime.sleep, clock=ftime.clock, now=ftime.now)
+        s.bind((loopback_address(), 0))
+        host, port = s.getsockname()[:2]
+    dead = GitHubClient(f"http://{host}:{port}", TOKEN, "o/r", sleep=ftime.sleep, clock=ftime.clock, now=ftime.now)
     with pytest.raises(GitHubError, match="connection error") as info:
         dead.get_pull(1)
     assert ftime.sleeps == [1.0, 2.0, 4.0, 8.0] and info.value.status is None
@@ -710,7 +711,7 @@ def test_one_deadline_bounds_every_call(behaviour):
     import time
 
     listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
+    listener.bind((loopback_address(), 0))
     listener.listen(16)
     stop = threading.Event()
 
@@ -734,8 +735,9 @@ def test_one_deadline_bounds_every_call(behaviour):
                     return
             time.sleep(1)
 
-    threading.Thread(target=serve, daemon=True).start()
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    accepting = threading.Thread(target=serve, daemon=True)
+    accepting.start()
+    url = "http://{}:{}".format(*listener.getsockname()[:2])
     client = GitHubClient(url, TOKEN, "octo-org/octo-repo", max_wait=1, timeout=300)
     started = time.monotonic()
     try:
@@ -743,7 +745,7 @@ def test_one_deadline_bounds_every_call(behaviour):
             publish(client)
     finally:
         stop.set()
-        listener.close()
+        close_listener(listener, accepting)
     assert time.monotonic() - started < 100
 
 
