@@ -45,7 +45,7 @@ from gate.pipeline.result import GridReport, file_inputs
 from gate.pipeline.stack import Progress, check_config, code_under_test, make_producer, runner_queries_path
 from gate.rendering.jinja import render
 from gate.report.spine import Sweep as SweepRecord
-from gate.runs.produce import answered_empty, missing_queries
+from gate.runs.produce import answered_empty, missing_queries, sidecar_of
 from gate.statistics.sweep import DEFAULT_FOLDS, SweepResult, analyze_sweep
 
 __all__ = ["SweepCellSpec", "sweep_cells", "cell_label", "reference_cell", "score_cells", "sweep_from_config",
@@ -231,10 +231,13 @@ def sweep_from_runs(cells: Sequence[tuple[str, str]], qrels_spec: str, queries_s
     if len(universe) < folds:
         raise InputError(qrels_spec, None, f"{len(universe)} judged queries: {folds} folds need at least {folds}")
     runs = []
+    empties = []  # per cell, the queries answered with no documents: "hits": 0 in the sidecar beside its run
     for number, (name, path) in enumerate(cells, 1):
         progress(f"sweep: reading cell {number}/{len(cells)} {name}")
-        runs.append((name, read_run(path)))
-    values = score_cells(runs, qrels, metric, universe, rel, allow_missing)
+        run = read_run(path)
+        runs.append((name, run))
+        empties.append(answered_empty(sidecar_of(Path(path), run, None, "file", universe)))  # a bad one: exit 2
+    values = score_cells(runs, qrels, metric, universe, rel, allow_missing, answered_empty=empties)
     tuning = load_query_ids(tuning_spec) if tuning_spec is not None else None
     return analyze_sweep(values, names, universe, metric, strata=strata, tuning=tuning, folds=folds,
                          samples=samples, seed=seed, reference=reference)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,7 @@ from gate.inputs.readers.queries import load_queries
 from gate.inputs.readers.records import Qrels, QuerySet
 from gate.inputs.readers.runs import read_run
 from gate.inputs.universe import Universe, query_universe, require_overlap
-from gate.runs.produce import missing_queries
+from gate.runs.produce import answered_empty, missing_queries, sidecar_of
 from gate.statistics.bootstrap import (
     DEFAULT_SAMPLES,
     DEFAULT_SEED,
@@ -943,7 +944,11 @@ def factorial_from_runs(
     runs = {cell: read_run(path) for cell, (_, path) in parsed.items()}
     for run in runs.values():
         require_overlap(run, universe.query_ids, qrels_obj, queries_obj)
-    missing = _missing_queries(runs, universe.query_ids)
+    # A query a cell's runner answered with no documents ("hits": 0 in the sidecar beside its run) is
+    # covered and scores 0, as in run and sweep; a bad sidecar is one line, exit 2.
+    empties = {cell: answered_empty(sidecar_of(Path(path), runs[cell], None, "file", universe.query_ids))
+               for cell, (_, path) in parsed.items()}
+    missing = _missing_queries(runs, universe.query_ids, empties)
     notes = _missing_notes(parsed, missing, len(universe.query_ids), allow_missing)
 
     values = {}
@@ -982,11 +987,13 @@ def _golden_universe(qrels: str | os.PathLike | Qrels, queries: str | os.PathLik
     return qrels_obj, queries_obj, universe
 
 
-def _missing_queries(runs: Mapping[Cell, Any], query_ids: Sequence[str]) -> dict[Cell, list[str]]:
-    """The golden queries each cell's run misses (cells missing none left out)."""
+def _missing_queries(runs: Mapping[Cell, Any], query_ids: Sequence[str],
+                     empties: Mapping[Cell, frozenset[str]]) -> dict[Cell, list[str]]:
+    """The golden queries each cell's run misses (cells missing none left out); ``empties``: per
+    cell, those its runner answered with no documents (covered)."""
     missing: dict[Cell, list[str]] = {}
     for cell, run in runs.items():
-        gone = missing_queries(run, query_ids)
+        gone = missing_queries(run, query_ids, empties.get(cell, frozenset()))
         if gone:
             missing[cell] = gone
     return missing

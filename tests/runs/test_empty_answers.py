@@ -249,3 +249,62 @@ def test_a_config_sweep_over_a_service_with_an_empty_answer_scores_it_0(tmp_path
         code = main(["sweep", "--config", str(path), "--out", str(tmp_path / "sweep")])  # old code: exit 2, misses
     sweep = json.loads((tmp_path / "sweep" / "report.json").read_text())["sweep"]
     assert code == 0 and [c["params"] for c in sweep["cells"]] == [{"boost": 1.0}, {"boost": 2.0}]
+
+
+# --------------------------------------------------------------------------- run files given to sweep and factorial
+
+EMPTY_Q2 = '{"query_id": "q1", "latency_ms": 2, "hits": 1}\n{"query_id": "q2", "latency_ms": 1, "hits": 0}\n'
+
+
+def _cell_runs(tmp_path: Path, names: list[str], sidecar: str | None) -> list[Path]:
+    """One run file per name, each ranking d1 for q1 only (q2 answered with nothing), with
+    ``sidecar`` beside each when given; qrels judge q1 and q2."""
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    paths = []
+    for n, name in enumerate(names, 1):
+        path = tmp_path / f"{name}.run"
+        path.write_text(f"q1 Q0 d1 1 {n}.0 x\n")
+        if sidecar is not None:
+            path.with_name(f"{name}.timings.jsonl").write_text(sidecar)
+        paths.append(path)
+    return paths
+
+
+def test_sweep_cells_given_as_run_files_read_the_empty_answers_in_their_sidecars(tmp_path, capsys):
+    names = ["a", "b"]
+    args = ["sweep", "--qrels", str(tmp_path / "qrels.txt"), "--folds", "2", "--format", "json"]
+    for name, path in zip(names, _cell_runs(tmp_path, names, None)):
+        args += ["--cell", f"{name}={path}"]
+    assert main(args) == 2  # no sidecar: q2 is missing from both cells, refused
+    assert "misses 1 golden query" in capsys.readouterr().err
+    _cell_runs(tmp_path, names, EMPTY_Q2)
+    assert main(args) == 0
+    cells = json.loads(capsys.readouterr().out)["cells"]
+    assert [c["mean"] for c in cells] == [0.5, 0.5]  # q1 scores 1, q2 (answered with nothing) 0
+
+
+def test_factorial_cells_given_as_run_files_read_the_empty_answers_in_their_sidecars(tmp_path, capsys):
+    levels = ["model=old,corpus=old", "model=new,corpus=old", "model=old,corpus=new", "model=new,corpus=new"]
+    names = ["oo", "no", "on", "nn"]
+    args = ["factorial", "--factor", "model", "--factor", "corpus", "--qrels", str(tmp_path / "qrels.txt"),
+            "--samples", "200", "--format", "json"]
+    for level, path in zip(levels, _cell_runs(tmp_path, names, None)):
+        args += ["--cell", f"{level}={path}"]
+    assert main(args) == 2  # no sidecar: q2 is missing from every cell, refused
+    assert "q2" in capsys.readouterr().err
+    _cell_runs(tmp_path, names, EMPTY_Q2)
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert "missing" not in json.dumps(report.get("notes", [])).lower()
+
+
+def test_a_bad_sidecar_beside_a_cells_run_is_one_line_naming_it(tmp_path, capsys):
+    names = ["a", "b"]
+    paths = _cell_runs(tmp_path, names, EMPTY_Q2)
+    paths[1].with_name("b.timings.jsonl").write_text('{"query_id": "q1", "latency_ms": 2, "hits": 5}\n')
+    args = ["sweep", "--qrels", str(tmp_path / "qrels.txt"), "--folds", "2"]
+    for name, path in zip(names, paths):
+        args += ["--cell", f"{name}={path}"]
+    assert main(args) == 2
+    said = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("[retrieval-gate]")]
+    assert len(said) == 1 and "b.timings.jsonl:1: 'hits' is 5 but the run" in said[0]
