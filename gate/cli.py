@@ -1081,6 +1081,7 @@ def _suites_comment(args: argparse.Namespace) -> Callable[[Any], Any]:
     """A set of suites' reports, each checked as one is and its suite against the trusted suites
     file (--config), rendered as the combined comment (gate.rendering.suites)."""
     from gate.inputs.suite_set import discover
+    from gate.pipeline.suite_verdicts import touched_by_pull
     from gate.publishing import suite_reports
     from gate.publishing.github.sticky_comment import publish_suites_comment
     from gate.publishing.report_trust import Expected, Refused, check_report, load_saved_report
@@ -1097,21 +1098,30 @@ def _suites_comment(args: argparse.Namespace) -> Callable[[Any], Any]:
             raise InputError(args.config, None, "is one suite's gate config, not a suites file: give that suite's one "
                              "report")
         return _single_comment(args, str(saved.reports[0].path))
-    standing = suite_reports.standing_of(saved, [suite.name for suite in found.suites], args.config)
+    trusted = [suite.name for suite in found.suites]
     expected = Expected(args.pr, args.head_sha)  # the PR job's result is compared with the set's worst, below
-    for each in standing.reports:
+    for each in suite_reports.standing_of(saved, trusted, args.config).reports:  # refused before GitHub is asked
         checked = check_report(each.report, expected)
         if isinstance(checked, Refused):
             raise InputError(str(each.path), None, f"{checked.problem}: not posted")
-    suite, kind, exit_code = standing.worst
-    disagreement = _set_disagreement(args, kind, exit_code)
-    body = _suites_comment_body(standing, found.source or args.config, disagreement)
-    worst = kind or "inconclusive"
     # The set's comment is named by the suites file from the repository's top, as the Action
     # names it (found.source), wherever this job runs from and however --config spells the path.
     named = found.source or args.config
-    return lambda client: publish_suites_comment(client, args.pr, args.head_sha, named, worst, body,
-                                                 mode=args.comment_mode, only_update=standing.all_skipped)
+
+    def publish(client: Any) -> Any:
+        # "Skipped" is the untrusted job's word: the PR's files, by the default branch's watch
+        # rules, say which suites it touches; a touched suite it calls skipped is a missing report.
+        touched = touched_by_pull(found, client.list_pull_files(args.pr))
+        if touched is None:
+            print("retrieval-gate: the pull request changes 3,000 files or more (GitHub lists no more): the suites "
+                  "its job calls skipped are taken as skipped", file=sys.stderr)
+        standing = suite_reports.standing_of(saved, trusted, args.config, touched=touched)
+        _, kind, exit_code = standing.worst
+        body = _suites_comment_body(standing, named, _set_disagreement(args, kind, exit_code))
+        return publish_suites_comment(client, args.pr, args.head_sha, named, kind or "inconclusive", body,
+                                      mode=args.comment_mode, only_update=standing.all_skipped)
+
+    return publish
 
 
 def _set_disagreement(args: argparse.Namespace, kind: str | None, exit_code: int) -> Any:

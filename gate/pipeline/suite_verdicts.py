@@ -174,6 +174,19 @@ def touched(suite: Suite, base: str | None, changed: Sequence[str] | None) -> bo
     return not skips_change(changed, watch)
 
 
+#: GitHub lists at most this many files of a pull request (GET /pulls/{n}/files).
+PULL_FILES_LISTED = 3000
+
+
+def touched_by_pull(found: SuiteSet, changed: Sequence[str]) -> frozenset[str] | None:
+    """The suites of ``found`` (the default branch's: their watch rules are trusted) that a pull
+    request changing ``changed`` (GitHub's list of its files) touches; None when the list may be
+    cut (GitHub stops at :data:`PULL_FILES_LISTED`): then no claim of "skipped" can be checked."""
+    if len(changed) >= PULL_FILES_LISTED:
+        return None
+    return frozenset(suite.name for suite in found.suites if touched(suite, None, changed))
+
+
 def run_suites(found: SuiteSet, *, base: str | None = None, runs_dir: Path | None = None, out: Path,
                progress: Progress = stderr_progress, changed: Sequence[str] | None = None) -> SuitesOutcome:
     """``retrieval-gate run`` with several suites: each judged as :func:`gate.pipeline.pull_request.run`

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -313,13 +313,41 @@ def read_plan(path: str | Path) -> Planned:
 
 
 def standing_of(saved: SavedSet, trusted: Sequence[str], trusted_shown: str,
-                planned: Planned | None = None) -> SetStanding:
+                planned: Planned | None = None, touched: Collection[str] | None = None) -> SetStanding:
     """The set checked against the trusted suites (``trusted``: the names ``trusted_shown``, the
     default branch's suites file, gives): a report or a suites.json row of another suite is
     refused. A suite with no report is missing (its job failed) unless it was not run: the
     suites.json or the plan says it is skipped. With ``planned``, the plan's touched and removed
-    suites are the reports due; its suites count as trusted too (the plan read the base's set)."""
+    suites are the reports due; its suites count as trusted too (the plan read the base's set).
+    ``touched``: the suites the pull request touches by the trusted suites' own watch rules (the
+    comment job's reading of the PR's files): one the set calls skipped is due all the same, so
+    a forged "skipped" shows as a missing report, not as nothing to post."""
     known = set(trusted) | (set(planned.touched + planned.skipped + planned.removed) if planned else set())
+    _refuse_unknown_suites(saved, known, trusted_shown)
+    # A report that says "skipped" of a suite the pull request touches is no report of it.
+    reports = tuple(r for r in saved.reports if touched is None or r.kind != "skipped" or r.suite not in touched)
+    have = {report.suite for report in reports}
+    due, claimed = _due_and_claimed(saved, trusted, planned, have)
+    not_run = [name for name in claimed if touched is None or name not in touched]
+    missing = [name for name in (*due, *claimed) if name not in not_run]
+    return SetStanding(reports, tuple(dict.fromkeys(missing)), tuple(dict.fromkeys(not_run)))
+
+
+def _due_and_claimed(saved: SavedSet, trusted: Sequence[str], planned: Planned | None,
+                     have: set[str]) -> tuple[list[str], list[str]]:
+    """The suites without a report: those whose report was due, and those said to be skipped."""
+    if planned is not None:
+        # A suite --config lists that the plan does not name at all is due too: a plan that
+        # leaves one out cannot make it disappear from the check.
+        unplanned = [name for name in trusted if name not in {*planned.touched, *planned.skipped, *planned.removed}]
+        due = [name for name in (*planned.touched, *planned.removed, *unplanned) if name not in have]
+        return due, [name for name in planned.skipped if name not in have]
+    due = [name for name in [*trusted, *(row.suite for row in saved.listed)] if name not in have]
+    return due, [row.suite for row in saved.listed if row.skipped and row.suite not in have]
+
+
+def _refuse_unknown_suites(saved: SavedSet, known: set[str], trusted_shown: str) -> None:
+    """A report or a suites.json row of a suite the trusted file does not list: InputError."""
     for report in saved.reports:
         if report.suite not in known:
             raise InputError(str(report.path), None, f"is a report of suite {shorten(repr(report.suite), 60)}, "
@@ -328,18 +356,6 @@ def standing_of(saved: SavedSet, trusted: Sequence[str], trusted_shown: str,
         if row.suite not in known:
             raise InputError(saved.source, None, f"lists suite {shorten(repr(row.suite), 60)}, which {trusted_shown} "
                              "does not list: not posted")
-    have = {report.suite for report in saved.reports}
-    if planned is not None:
-        # A suite --config lists that the plan does not name at all is due too: a plan that
-        # leaves one out cannot make it disappear from the check.
-        unplanned = [name for name in trusted if name not in {*planned.touched, *planned.skipped, *planned.removed}]
-        due = [name for name in (*planned.touched, *planned.removed, *unplanned) if name not in have]
-        not_run = [name for name in planned.skipped if name not in have]
-        return SetStanding(saved.reports, tuple(dict.fromkeys(due)), tuple(dict.fromkeys(not_run)))
-    not_run = [row.suite for row in saved.listed if row.skipped]
-    missing = [name for name in [*trusted, *(row.suite for row in saved.listed)]
-               if name not in have and name not in not_run]
-    return SetStanding(saved.reports, tuple(dict.fromkeys(missing)), tuple(not_run))
 
 
 # --------------------------------------------------------------------------- writing

@@ -26,6 +26,8 @@ from tests.support.suites_world import commit, suites_repo, touch_alpha, touch_b
 TOKEN = "ghs_suites0123456789abcdefghijklmnopqrstu"
 PR = 7
 COMMENTS = "/repos/{owner}/{repo}/issues/{issue_number}/comments"
+#: The files each judged head changes since its base, as GitHub lists the pull request's files.
+CHANGED = {"one": ["a/retrieval.yml"], "both": ["a/retrieval.yml", "b/retrieval.yml"], "neither": ["README.md"]}
 
 
 def _judged(root: Path, out: Path, base: str, head: str) -> Path:
@@ -115,7 +117,7 @@ def _refused(capsys, code: int, fake: FakeGitHub, *said: str) -> str:
 
 def test_the_actions_folder_is_posted_as_one_combined_comment(world, github, tmp_path):
     head, out = _copy(world, "one", tmp_path)
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["one"])
     assert _comment(head, "--reports", str(out)) == 0
     marker, body = _posted(github)
     assert marker == ("suites|.retrieval-gate.yml", "current", "fail")
@@ -125,7 +127,7 @@ def test_the_actions_folder_is_posted_as_one_combined_comment(world, github, tmp
 
 def test_several_report_files_are_one_set(world, github, tmp_path):
     head, out = _copy(world, "both", tmp_path)
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["both"])
     assert _comment(head, "--report", str(out / "beta" / "report.json"),
                     "--report", str(out / "alpha" / "report.json")) == 0
     marker, body = _posted(github)
@@ -138,7 +140,7 @@ def test_matrix_artifacts_without_an_index_show_a_suite_without_report_as_such(w
     artifacts = tmp_path / "artifacts"
     (artifacts / "retrieval-gate-report-beta").mkdir(parents=True)
     shutil.copy(out / "beta" / "report.json", artifacts / "retrieval-gate-report-beta" / "report.json")
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["both"])
     assert _comment(head, "--reports", str(artifacts)) == 0
     marker, body = _posted(github)
     # alpha's gate job saved nothing: a row saying so, and the set blocks as an inconclusive would.
@@ -148,14 +150,82 @@ def test_matrix_artifacts_without_an_index_show_a_suite_without_report_as_such(w
 
 def test_a_head_where_every_suite_is_skipped_posts_nothing(world, github, tmp_path):
     head, out = _copy(world, "neither", tmp_path)
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["neither"])
     assert _comment(head, "--reports", str(out)) == 0
     assert github.comments(PR) == []
 
 
+def _forge_alpha_skipped(out: Path) -> None:
+    """What a fork's job can write: alpha (which the PR touches, and which fails) said to be
+    skipped, its report gone, the index consistent with that (beta's pass is the worst)."""
+    shutil.rmtree(out / "alpha")
+
+    def forge(document):
+        alpha = next(row for row in document["suites"] if row["suite"] == "alpha")
+        alpha.update(verdict="skipped", exit_code=0, report=None,
+                     headline="not run: the pull request touches nothing this suite watches")
+        beta = next(row for row in document["suites"] if row["suite"] == "beta")
+        document["worst"] = {"suite": "beta", "verdict": "pass", "exit_code": 0, "headline": beta["headline"]}
+
+    _edit(out / "suites.json", forge)
+
+
+def test_a_touched_suite_its_job_calls_skipped_is_a_missing_report(world, github, tmp_path):
+    """GitHub's list of the PR's files and the default branch's watch rules say alpha is touched:
+    the artifact's "skipped" is not believed (it was: the set read as beta's pass)."""
+    head, out = _copy(world, "both", tmp_path)
+    _forge_alpha_skipped(out)
+    github.add_pull(PR, head, files=CHANGED["both"])
+    assert _comment(head, "--reports", str(out)) == 0
+    marker, body = _posted(github)
+    assert _rows(body) == {"alpha": "❔ no report", "beta": "✅ pass"} and marker[2] == "inconclusive"
+
+
+def test_a_forged_skip_cannot_make_the_set_post_nothing(world, github, tmp_path):
+    """The one-suite world of "one" with alpha's failing report turned into a skip: every suite
+    would read skipped and nothing be posted (the old code posted nothing)."""
+    head, out = _copy(world, "one", tmp_path)
+    shutil.rmtree(out / "alpha")
+
+    def forge(document):
+        for row in document["suites"]:
+            row.update(verdict="skipped", exit_code=0, report=None,
+                       headline="not run: the pull request touches nothing this suite watches")
+        document["worst"] = {"suite": "alpha", "verdict": "skipped", "exit_code": 0,
+                             "headline": document["suites"][0]["headline"]}
+
+    _edit(out / "suites.json", forge)
+    github.add_pull(PR, head, files=CHANGED["one"])
+    assert _comment(head, "--reports", str(out)) == 0
+    marker, body = _posted(github)
+    assert _rows(body) == {"alpha": "❔ no report", "beta": "⏭️ skipped"} and marker[2] == "inconclusive"
+
+
+def test_a_rename_out_of_a_suites_folder_touches_it(world, github, tmp_path):
+    """GitHub lists a renamed file under its new and its previous name: moving alpha's retrieval
+    config away touches alpha."""
+    head, out = _copy(world, "both", tmp_path)
+    _forge_alpha_skipped(out)
+    github.add_pull(PR, head, files=[{"filename": "elsewhere/retrieval.yml", "previous_filename": "a/retrieval.yml"},
+                                     "b/retrieval.yml"])
+    assert _comment(head, "--reports", str(out)) == 0
+    assert _rows(_posted(github)[1])["alpha"] == "❔ no report"
+
+
+def test_a_pull_request_of_3000_files_or_more_keeps_its_jobs_skips_and_says_so(world, github, tmp_path, capsys):
+    """GitHub lists no more than 3,000 files: past that, which suites the PR touches is not known
+    here, and the job's word stands (said on stderr); the required check is the PR job's result."""
+    head, out = _copy(world, "both", tmp_path)
+    _forge_alpha_skipped(out)
+    github.add_pull(PR, head, files=[f"docs/page-{n}.md" for n in range(3000)])
+    assert _comment(head, "--reports", str(out)) == 0
+    assert _rows(_posted(github)[1]) == {"alpha": "⏭️ skipped", "beta": "✅ pass"}
+    assert "3,000 files or more" in capsys.readouterr().err
+
+
 def test_the_pr_jobs_result_is_compared_with_the_worst_suite(world, github, tmp_path):
     head, out = _copy(world, "one", tmp_path)
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["one"])
     assert _comment(head, "--reports", str(out), "--run-conclusion", "success") == 0
     _marker, body = _posted(github)
     assert "This report does not match the PR's gate job" in body.split("\n\n", 3)[1]
@@ -172,7 +242,7 @@ def _edit(path: Path, change) -> None:
 
 def test_a_report_of_a_suite_the_trusted_file_does_not_list_is_refused(world, github, tmp_path, capsys):
     head, out = _copy(world, "both", tmp_path)
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["both"])
     _edit(out / "beta" / "report.json", lambda data: data.update(suite="gamma"))
     code = _comment(head, "--report", str(out / "alpha" / "report.json"), "--report", str(out / "beta" / "report.json"))
     _refused(capsys, code, github, str(out / "beta" / "report.json"), "'gamma'", ".retrieval-gate.yml does not list")
@@ -180,7 +250,7 @@ def test_a_report_of_a_suite_the_trusted_file_does_not_list_is_refused(world, gi
 
 def test_two_reports_of_one_suite_are_refused(world, github, tmp_path, capsys):
     head, out = _copy(world, "both", tmp_path)
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["both"])
     shutil.copy(out / "alpha" / "report.json", tmp_path / "again.json")
     code = _comment(head, "--report", str(out / "alpha" / "report.json"), "--report", str(tmp_path / "again.json"))
     _refused(capsys, code, github, "again.json", "second report of suite 'alpha'")
@@ -196,14 +266,14 @@ def test_two_reports_of_one_suite_are_refused(world, github, tmp_path, capsys):
 ])
 def test_a_suites_index_that_disagrees_with_its_reports_is_refused(world, github, tmp_path, capsys, change, said):
     head, out = _copy(world, "one", tmp_path)
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["one"])
     _edit(out / "suites.json", change)
     _refused(capsys, _comment(head, "--reports", str(out)), github, said, "not posted")
 
 
 def test_a_suites_index_naming_what_cannot_be_resolved_is_refused_not_a_crash(world, github, tmp_path, capsys):
     head, out = _copy(world, "one", tmp_path)
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["one"])
     (out / "loop").symlink_to("loop")
     _edit(out / "suites.json", lambda data: data["suites"][0].update(report="loop"))
     _refused(capsys, _comment(head, "--reports", str(out)), github, "row 1", "'loop' leads out of the folder")
@@ -214,7 +284,7 @@ def test_a_suites_index_naming_what_cannot_be_resolved_is_refused_not_a_crash(wo
 @pytest.mark.parametrize("linked", ["suites.json", "alpha/report.json"])
 def test_a_link_out_of_the_reports_folder_is_refused(world, github, tmp_path, capsys, linked):
     head, out = _copy(world, "one", tmp_path)
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["one"])
     outside = tmp_path / "outside.json"
     (out / linked).rename(outside)  # the same content: only where it is read from differs
     (out / linked).symlink_to(outside)
@@ -228,14 +298,14 @@ def test_an_artifact_folder_and_its_reports_suite_must_agree(world, github, tmp_
     artifacts = tmp_path / "artifacts"
     (artifacts / "retrieval-gate-report-beta").mkdir(parents=True)
     shutil.copy(out / "alpha" / "report.json", artifacts / "retrieval-gate-report-beta" / "report.json")
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["both"])
     _refused(capsys, _comment(head, "--reports", str(artifacts)), github, "suite 'alpha'",
              "its folder is 'retrieval-gate-report-beta'")
 
 
 def test_each_report_is_checked_as_one_is(world, github, tmp_path, capsys):
     head, out = _copy(world, "one", tmp_path)
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["one"])
     _edit(out / "beta" / "report.json", lambda data: data["event"].update(pr=8))
     _refused(capsys, _comment(head, "--reports", str(out)), github, str(out / "beta" / "report.json"),
              "is the report of PR #8, not of #7")
@@ -245,7 +315,7 @@ def test_each_report_is_checked_as_one_is(world, github, tmp_path, capsys):
 def test_the_sets_comment_is_named_from_the_top_as_the_action_names_it(world, github, tmp_path, monkeypatch,
                                                                         where, config):
     head, out = _copy(world, "one", tmp_path)
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["one"])
     monkeypatch.chdir(world["root"] / where)  # a job that runs from a subfolder
     assert main(["comment", "--reports", str(out), "--pr", str(PR), "--head-sha", head,
                  "--config", config.format(root=world["root"])]) == 0
@@ -254,7 +324,7 @@ def test_the_sets_comment_is_named_from_the_top_as_the_action_names_it(world, gi
 
 def test_a_single_report_cannot_take_the_place_of_the_sets_comment(world, github, tmp_path, capsys):
     head, out = _copy(world, "both", tmp_path)
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["both"])
     assert _comment(head, "--reports", str(out)) == 0
     capsys.readouterr()
     # A passing report renamed after the set's marker, posted as one suite's (its suite believed:
@@ -323,7 +393,7 @@ def test_status_is_the_worst_suite_and_its_folder_is_what_the_comment_job_posts(
         ("alpha", "fail", "alpha/report.json"), ("beta", "skipped", None)]
     assert (tmp_path / "set" / "comment.md").read_text().startswith("### ❌ fail")
     # The comment workflow posts that folder: beta is skipped (not run), not "no report".
-    github.add_pull(PR, head)
+    github.add_pull(PR, head, files=CHANGED["one"])
     assert _comment(head, "--reports", str(tmp_path / "set")) == 0
     _marker, body = _posted(github)
     assert _rows(body) == {"alpha": "❌ fail", "beta": "⏭️ skipped"}
