@@ -1081,7 +1081,7 @@ def _suites_comment(args: argparse.Namespace) -> Callable[[Any], Any]:
     """A set of suites' reports, each checked as one is and its suite against the trusted suites
     file (--config), rendered as the combined comment (gate.rendering.suites)."""
     from gate.inputs.suite_set import discover
-    from gate.pipeline.suite_verdicts import touched_by_pull
+    from gate.pipeline.suite_verdicts import files_may_be_cut, touched_by_pull
     from gate.publishing import suite_reports
     from gate.publishing.github.sticky_comment import publish_suites_comment
     from gate.publishing.report_trust import Expected, Refused, check_report, load_saved_report
@@ -1111,10 +1111,11 @@ def _suites_comment(args: argparse.Namespace) -> Callable[[Any], Any]:
     def publish(client: Any) -> Any:
         # "Skipped" is the untrusted job's word: the PR's files, by the default branch's watch
         # rules, say which suites it touches; a touched suite it calls skipped is a missing report.
-        touched = touched_by_pull(found, client.list_pull_files(args.pr))
-        if touched is None:
+        changed = client.list_pull_files(args.pr)
+        touched = touched_by_pull(found, changed)
+        if files_may_be_cut(changed):
             print("retrieval-gate: the pull request changes 3,000 files or more (GitHub lists no more): the suites "
-                  "its job calls skipped are taken as skipped", file=sys.stderr)
+                  "its job calls skipped that no listed file touches are taken as skipped", file=sys.stderr)
         standing = suite_reports.standing_of(saved, trusted, args.config, touched=touched)
         _, kind, exit_code = standing.worst
         body = _suites_comment_body(standing, named, _set_disagreement(args, kind, exit_code))

@@ -178,13 +178,17 @@ def touched(suite: Suite, base: str | None, changed: Sequence[str] | None) -> bo
 PULL_FILES_LISTED = 3000
 
 
-def touched_by_pull(found: SuiteSet, changed: Sequence[str]) -> frozenset[str] | None:
+def touched_by_pull(found: SuiteSet, changed: Sequence[str]) -> frozenset[str]:
     """The suites of ``found`` (the default branch's: their watch rules are trusted) that a pull
-    request changing ``changed`` (GitHub's list of its files) touches; None when the list may be
-    cut (GitHub stops at :data:`PULL_FILES_LISTED`): then no claim of "skipped" can be checked."""
-    if len(changed) >= PULL_FILES_LISTED:
-        return None
+    request changing ``changed`` (GitHub's list of its files) touches. A list GitHub may have cut
+    (:data:`PULL_FILES_LISTED`, :func:`files_may_be_cut`) still touches what its files touch: a
+    pull request padded to 3,000 files cannot make a suite a listed file touches read skipped."""
     return frozenset(suite.name for suite in found.suites if touched(suite, None, changed))
+
+
+def files_may_be_cut(changed: Sequence[str]) -> bool:
+    """Whether GitHub's list of a pull request's files may be cut (it stops at :data:`PULL_FILES_LISTED`)."""
+    return len(changed) >= PULL_FILES_LISTED
 
 
 def run_suites(found: SuiteSet, *, base: str | None = None, runs_dir: Path | None = None, out: Path,

@@ -1,8 +1,12 @@
 """Adversarial probes of `comment --reports` checking the artifact's "skipped" claims against the
 PR's files (helper-breaker)."""
 
+# ruff: noqa: F811 - the fixtures world and github are imported from the comment job's tests
+
 from __future__ import annotations
 
+import json
+import os
 import shutil
 
 import pytest
@@ -92,7 +96,6 @@ def test_3000_files_padding_cannot_hide_a_touched_failing_suite(world, github, t
 def test_a_touched_suites_report_of_kind_skipped_is_no_report(world, github, tmp_path):
     """The forged skip as a report (alpha's report.json rewritten to a skipped verdict) rather than
     a suites.json row."""
-    import json
     head, out = _copy(world, "both", tmp_path)
     path = out / "alpha" / "report.json"
     data = json.loads(path.read_text())
@@ -113,7 +116,6 @@ def test_a_broken_default_branch_config_of_one_suite(world, github, tmp_path, ca
     head, out = _copy(world, "both", tmp_path)
     _forge_alpha_skipped(out)
     github.add_pull(PR, head, files=CHANGED["both"])
-    import os
     here = os.getcwd()
     os.chdir(root)
     try:
@@ -122,4 +124,3 @@ def test_a_broken_default_branch_config_of_one_suite(world, github, tmp_path, ca
         os.chdir(here)
     err = capsys.readouterr().err
     assert code in (0, 2) and "Traceback" not in err, (code, err)
-    print(code, err)
