@@ -1114,8 +1114,8 @@ def _suites_comment(args: argparse.Namespace) -> Callable[[Any], Any]:
         changed = client.list_pull_files(args.pr)
         touched = touched_by_pull(found, changed)
         if files_may_be_cut(changed):
-            print("retrieval-gate: the pull request changes 3,000 files or more (GitHub lists no more): the suites "
-                  "its job calls skipped that no listed file touches are taken as skipped", file=sys.stderr)
+            print("retrieval-gate: the pull request changes 3,000 files or more (GitHub lists no more): no suite's "
+                  "skip can be checked, so a suite its job calls skipped is shown as having no report", file=sys.stderr)
         standing = suite_reports.standing_of(saved, trusted, args.config, touched=touched)
         _, kind, exit_code = standing.worst
         body = _suites_comment_body(standing, named, _set_disagreement(args, kind, exit_code))

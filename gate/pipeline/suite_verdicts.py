@@ -180,9 +180,11 @@ PULL_FILES_LISTED = 3000
 
 def touched_by_pull(found: SuiteSet, changed: Sequence[str]) -> frozenset[str]:
     """The suites of ``found`` (the default branch's: their watch rules are trusted) that a pull
-    request changing ``changed`` (GitHub's list of its files) touches. A list GitHub may have cut
-    (:data:`PULL_FILES_LISTED`, :func:`files_may_be_cut`) still touches what its files touch: a
-    pull request padded to 3,000 files cannot make a suite a listed file touches read skipped."""
+    request changing ``changed`` (GitHub's list of its files) may touch. A list GitHub may have
+    cut (:func:`files_may_be_cut`) may touch every suite: the files past the cut are unknown, and
+    a pull request padded to 3,000 files with names listed first would push a watched one out."""
+    if files_may_be_cut(changed):
+        return frozenset(suite.name for suite in found.suites)
     return frozenset(suite.name for suite in found.suites if touched(suite, None, changed))
 
 

@@ -236,10 +236,8 @@ def sweep_from_runs(cells: Sequence[tuple[str, str]], qrels_spec: str, queries_s
         progress(f"sweep: reading cell {number}/{len(cells)} {name}")
         run = read_run(path)
         runs.append((name, run))
-        # The sidecar may name every golden query the runner was given (an unjudged one answered
-        # with nothing is "hits": 0 and no run line), not only the judged ones.
-        named = universe if queries is None else [*universe, *queries.ids()]
-        empties.append(answered_empty(sidecar_of(Path(path), run, None, "file", named)))  # a bad one: exit 2
+        # A line of a query not scored (an unjudged golden query answered with nothing) is left out.
+        empties.append(answered_empty(sidecar_of(Path(path), run, None, "file", universe)))  # a bad one: exit 2
     values = score_cells(runs, qrels, metric, universe, rel, allow_missing, answered_empty=empties)
     tuning = load_query_ids(tuning_spec) if tuning_spec is not None else None
     return analyze_sweep(values, names, universe, metric, strata=strata, tuning=tuning, folds=folds,

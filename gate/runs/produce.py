@@ -284,10 +284,14 @@ def timings_of(path: str | os.PathLike, run: Run, given: Collection[str] | None,
                expected: Sequence[str] = ()) -> Timings:
     """A run's timings, read strictly: every query the run answers timed, and each ``hits`` the
     number of documents the run holds (so ``"hits": 0`` is a query the run has no line for)."""
-    # Where the queries the runner was given are not known here (a baseline's run), the run's own
-    # queries and the golden ones (``expected``: those it may have answered with nothing) bound
-    # what the sidecar may name: memory stays bounded by them, not by the file.
-    timings = read_timings(path, given if given is not None else {*run.query_ids, *expected}, origin=origin)
+    # Where the queries the runner was given are not known here (a baseline's run, run files), the
+    # run's own queries and the scored ones (``expected``: those it may have answered with nothing)
+    # are the lines kept: memory stays bounded by them, not by the file. A line of another query
+    # (an unjudged golden query the runner found nothing for) is checked and left out.
+    if given is not None:
+        timings = read_timings(path, given, origin=origin)
+    else:
+        timings = read_timings(path, origin=origin, kept={*run.query_ids, *expected})
     require_answered(timings, run.query_ids)
     require_hits_match(timings, run)
     return timings

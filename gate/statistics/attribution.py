@@ -942,14 +942,13 @@ def factorial_from_runs(
     verify_grid(names, provenance, corpus_factor)  # refuse before reading any run
 
     runs = {cell: read_run(path) for cell, (_, path) in parsed.items()}
-    for run in runs.values():
-        require_overlap(run, universe.query_ids, qrels_obj, queries_obj)
     # A query a cell's runner answered with no documents ("hits": 0 in the sidecar beside its run) is
     # covered and scores 0, as in run and sweep; a bad sidecar is one line, exit 2.
-    # The sidecar may name every golden query the runner was given, judged or not.
-    named = [*universe.query_ids, *(queries_obj.ids() if queries_obj is not None else ())]
-    empties = {cell: answered_empty(sidecar_of(Path(path), runs[cell], None, "file", named))
+    empties = {cell: answered_empty(sidecar_of(Path(path), runs[cell], None, "file", universe.query_ids))
                for cell, (_, path) in parsed.items()}
+    for cell, run in runs.items():
+        if not empties[cell]:  # a cell that found nothing for every query is scored 0, not "wrong file"
+            require_overlap(run, universe.query_ids, qrels_obj, queries_obj)
     missing = _missing_queries(runs, universe.query_ids, empties)
     notes = _missing_notes(parsed, missing, len(universe.query_ids), allow_missing)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -102,9 +103,8 @@ def test_a_touched_suites_report_of_kind_skipped_is_no_report(world, github, tmp
     data["verdict"]["kind"] = "skipped"
     path.write_text(json.dumps(data))
     github.add_pull(PR, head, files=CHANGED["both"])
-    code = _comment(head, "--reports", str(out))
-    if code == 0:
-        assert _rows(_posted(github)[1])["alpha"] != "⏭️ skipped"
+    # suites.json still says alpha failed: the report no longer matches its row, refused, nothing posted.
+    assert _comment(head, "--reports", str(out)) == 2 and github.comments(PR) == []
 
 
 def test_a_broken_default_branch_config_of_one_suite(world, github, tmp_path, capsys):
@@ -124,3 +124,19 @@ def test_a_broken_default_branch_config_of_one_suite(world, github, tmp_path, ca
         os.chdir(here)
     err = capsys.readouterr().err
     assert code in (0, 2) and "Traceback" not in err, (code, err)
+
+
+def test_a_touched_suites_report_that_says_skipped_is_no_report_of_it():
+    """standing_of on its own: a matrix artifact with no index, whose alpha report says skipped,
+    is no report of alpha when the PR touches alpha; beta's skipped report stands (untouched)."""
+    from gate.publishing.suite_reports import SavedReport, SavedSet, standing_of
+
+    def saved(suite: str, kind: str) -> SavedReport:
+        return SavedReport(suite, Path(f"{suite}/report.json"), None, kind, 0)  # type: ignore[arg-type]
+
+    artifacts = SavedSet("artifacts", (saved("alpha", "skipped"), saved("beta", "skipped")))
+    standing = standing_of(artifacts, ["alpha", "beta"], ".retrieval-gate.yml", touched=frozenset({"alpha"}))
+    assert [r.suite for r in standing.reports] == ["beta"] and standing.missing == ("alpha",)
+    assert not standing.all_skipped and standing.worst[:2] == ("alpha", None)
+    trusting = standing_of(artifacts, ["alpha", "beta"], ".retrieval-gate.yml")
+    assert trusting.all_skipped and trusting.missing == ()

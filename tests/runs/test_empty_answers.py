@@ -308,3 +308,25 @@ def test_a_bad_sidecar_beside_a_cells_run_is_one_line_naming_it(tmp_path, capsys
     assert main(args) == 2
     said = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("[retrieval-gate]")]
     assert len(said) == 1 and "b.timings.jsonl:1: 'hits' is 5 but the run" in said[0]
+
+
+def test_a_sidecar_line_of_a_query_not_scored_is_left_out_unless_it_claims_documents(tmp_path):
+    """A runner times every golden query it was given, judged or not: noise --from-runs (and the
+    cells of sweep and factorial) score the judged ones, and leave out the line of an unjudged
+    query it found nothing for; a line saying that query had documents contradicts the run."""
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    paths = []
+    for n in (1, 2):
+        path = tmp_path / f"r{n}.run"
+        path.write_text(f"q1 Q0 d1 1 {n}.0 x\n")
+        path.with_name(f"r{n}.timings.jsonl").write_text(
+            EMPTY_Q2 + '{"query_id": "q9-unjudged", "latency_ms": 1, "hits": 0}\n')
+        paths.append(path)
+    measure = parse_measure("nDCG@10").with_default_rel(1)
+    band = noise_from_runs(paths, load_qrels(tmp_path / "qrels.txt"), ["q1", "q2"], measure, 1)
+    assert band.runs == 2 and band.overall.means == (0.5, 0.5)
+    paths[1].with_name("r2.timings.jsonl").write_text(
+        EMPTY_Q2 + '{"query_id": "q9-unjudged", "latency_ms": 1, "hits": 3}\n')
+    with pytest.raises(InputError) as caught:
+        noise_from_runs(paths, load_qrels(tmp_path / "qrels.txt"), ["q1", "q2"], measure, 1)
+    assert caught.value.line == 3 and "'hits' is 3 but the run has no line for query 'q9-unjudged'" in str(caught.value)

@@ -130,9 +130,10 @@ def _kind(value: object) -> str:
 class _Reader:
     """The state of one read: what was seen so far, for the duplicate and all-or-none checks."""
 
-    def __init__(self, src: str, given: Collection[str] | None):
+    def __init__(self, src: str, given: Collection[str] | None, kept: Collection[str] | None = None):
         self.src = src
         self.given = given
+        self.kept = kept
         self.first_line: dict[str, int] = {}
         self.latency: list[float] = []
         self.cost: list[float] = []
@@ -179,12 +180,27 @@ class _Reader:
             raise InputError(self.src, lineno, f"duplicate query id '{limits.shorten(qid)}' (first at line {first})")
         if self.given is not None and qid not in self.given:
             raise InputError(self.src, lineno, f"query id '{limits.shorten(qid)}' is not one the runner was given")
+        if self.kept is not None and qid not in self.kept:
+            self._left_out(lineno, obj, qid)
+            return
         self.latency.append(_number(self.src, lineno, obj, "latency_ms"))
         self._cost(lineno, obj)
         if "hits" in obj:
             self.hits[qid], self.hits_lines[qid] = _hits(self.src, lineno, obj["hits"]), lineno
 
-    def _cost(self, lineno: int, obj: dict) -> None:
+    def _left_out(self, lineno: int, obj: dict, qid: str) -> None:
+        """A line of a query the run has no line for and that is not scored: checked, not kept
+        (memory stays bounded by the kept ids, not by the file). Its documents, if any, would be
+        in the run: ``hits`` above 0 is refused, as :func:`require_hits_match` refuses it."""
+        del self.first_line[qid]  # not kept: a second line of it is not this file's problem to date
+        _number(self.src, lineno, obj, "latency_ms")
+        self._cost(lineno, obj, keep=False)
+        hits = _hits(self.src, lineno, obj["hits"]) if "hits" in obj else 0
+        if hits:
+            raise InputError(self.src, lineno, f"'hits' is {hits} but the run has no line for query "
+                                               f"'{limits.shorten(qid)}'")
+
+    def _cost(self, lineno: int, obj: dict, keep: bool = True) -> None:
         has = "cost" in obj
         if self.has_cost is None:
             self.has_cost, self.cost_line = has, lineno
@@ -193,7 +209,9 @@ class _Reader:
             raise InputError(self.src, lineno, f"'cost' is all or none within a file: line {self.cost_line} {said} "
                                                f"'cost', this line {'does' if has else 'does not'}")
         if has:
-            self.cost.append(_number(self.src, lineno, obj, "cost"))
+            cost = _number(self.src, lineno, obj, "cost")
+            if keep:
+                self.cost.append(cost)
 
     def timings(self, origin: str) -> Timings:
         return Timings(self.src, tuple(self.first_line), np.asarray(self.latency, dtype=np.float64),
@@ -201,11 +219,14 @@ class _Reader:
                        self.hits, self.hits_lines)
 
 
-def read_timings(path: str | os.PathLike, given: Collection[str] | None = None, *, origin: str = "run") -> Timings:
+def read_timings(path: str | os.PathLike, given: Collection[str] | None = None, *, origin: str = "run",
+                 kept: Collection[str] | None = None) -> Timings:
     """Read a timings sidecar strictly (module docstring). ``given``: the query ids the runner
-    was given (an id outside them is refused); None when they are not known."""
+    was given (an id outside them is refused); None when they are not known. ``kept``: where
+    they are not, the ids whose lines are kept (the run's and the scored ones); a line of another
+    query is checked and left out, and refused if it says the query had documents."""
     src = str(path)
-    reader = _Reader(src, None if given is None else frozenset(given))
+    reader = _Reader(src, None if given is None else frozenset(given), None if kept is None else frozenset(kept))
     skipped = 0
     for lineno, text in iter_all_lines(path, max_line=_MAX_LINE, what="a timings line"):
         if not is_skipped(text):
