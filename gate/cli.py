@@ -1081,10 +1081,9 @@ def _suites_comment(args: argparse.Namespace) -> Callable[[Any], Any]:
     """A set of suites' reports, each checked as one is and its suite against the trusted suites
     file (--config), rendered as the combined comment (gate.rendering.suites)."""
     from gate.inputs.suite_set import discover
-    from gate.pipeline.suite_verdicts import files_may_be_cut, touched_by_pull
+    from gate.pipeline.suites_comment import SetComment, set_comment_publisher
     from gate.publishing import suite_reports
-    from gate.publishing.github.sticky_comment import publish_suites_comment
-    from gate.publishing.report_trust import Expected, Refused, check_report, load_saved_report
+    from gate.publishing.report_trust import load_saved_report
 
     if args.config is None:
         raise UsageError("comment with several reports needs --config: the default branch's suites file, which "
@@ -1098,60 +1097,8 @@ def _suites_comment(args: argparse.Namespace) -> Callable[[Any], Any]:
             raise InputError(args.config, None, "is one suite's gate config, not a suites file: give that suite's one "
                              "report")
         return _single_comment(args, str(saved.reports[0].path))
-    trusted = [suite.name for suite in found.suites]
-    expected = Expected(args.pr, args.head_sha)  # the PR job's result is compared with the set's worst, below
-    for each in suite_reports.standing_of(saved, trusted, args.config).reports:  # refused before GitHub is asked
-        checked = check_report(each.report, expected)
-        if isinstance(checked, Refused):
-            raise InputError(str(each.path), None, f"{checked.problem}: not posted")
-    # The set's comment is named by the suites file from the repository's top, as the Action
-    # names it (found.source), wherever this job runs from and however --config spells the path.
-    named = found.source or args.config
-
-    def publish(client: Any) -> Any:
-        # "Skipped" is the untrusted job's word: the PR's files, by the default branch's watch
-        # rules, say which suites it touches; a touched suite it calls skipped is a missing report.
-        changed = client.list_pull_files(args.pr)
-        touched = touched_by_pull(found, changed)
-        if files_may_be_cut(changed):
-            print("retrieval-gate: the pull request changes 3,000 files or more (GitHub lists no more): no suite's "
-                  "skip can be checked, so a suite its job calls skipped is shown as having no report", file=sys.stderr)
-        standing = suite_reports.standing_of(saved, trusted, args.config, touched=touched)
-        _, kind, exit_code = standing.worst
-        body = _suites_comment_body(standing, named, _set_disagreement(args, kind, exit_code))
-        return publish_suites_comment(client, args.pr, args.head_sha, named, kind or "inconclusive", body,
-                                      mode=args.comment_mode, only_update=standing.all_skipped)
-
-    return publish
-
-
-def _set_disagreement(args: argparse.Namespace, kind: str | None, exit_code: int) -> Any:
-    """The PR workflow's result against the set's worst exit code (its status job, or the
-    Action's one job, ends with it); None when they agree or the result is not known."""
-    from gate.publishing.report_trust import ConclusionDisagreement
-
-    conclusion = _run_conclusion(args)
-    if conclusion is None or (conclusion == "success") == (exit_code == 0):
-        return None
-    return ConclusionDisagreement(conclusion, kind or "inconclusive", exit_code)
-
-
-def _suites_comment_body(standing: Any, title: str, disagreement: Any) -> str:
-    import jinja2
-
-    from gate.publishing.report_trust import with_disagreement
-    from gate.rendering.markdown_cut import COMMENT_LIMIT
-    from gate.rendering.suites import MARKER_ROOM, render_suites_comment
-
-    limit = COMMENT_LIMIT - MARKER_ROOM - (len(disagreement.markdown()) + 2 if disagreement is not None else 0)
-    try:
-        body = render_suites_comment([each.report for each in standing.reports], title=title,
-                                     missing=standing.missing, skipped=standing.skipped, limit=limit)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError,
-            jinja2.TemplateError) as error:
-        raise InputError(title, None, f"the reports cannot be rendered as a comment ({type(error).__name__}: "
-                         f"{limits.shorten(str(error), 80)}): not reports this version wrote") from None
-    return with_disagreement(body, disagreement)
+    return set_comment_publisher(found, saved, args.config,
+                                 SetComment(args.pr, args.head_sha, _run_conclusion(args), args.comment_mode))
 
 
 def _post_comment(args: argparse.Namespace, github: tuple[str, str, str], publish: Callable[[Any], Any]) -> int:
